@@ -1,0 +1,140 @@
+"""The protocol's values: content blocks, messages, requests and stream chunks.
+
+Everything here is a frozen, slotted, keyword-only attrs value; sequences are
+tuples. Attribute names are snake_case; ``dsh_llm.serde`` turns the values into
+exactly the JSON the TypeScript harness writes (camelCase keys, ``type``/``kind``
+tags).
+
+The chunk grammar (DESIGN.md section 2; ``dsh_llm.validator`` enforces it)::
+
+    stream  := block* usage finish            (a successful or ordinary end)
+             | block* [open blocks] [usage] finish(error|aborted)
+    block   := block-start(i, T) delta(i, T)* block-end(i, complete block)
+
+1. Every ``block-start`` has its ``block-end``; a block is started once.
+2. Indexes are 0, 1, 2... in opening order.
+3. Blocks never interleave: one ends before the next starts. A closed text block
+   is never reopened; text resuming later is a new block.
+4. A delta carries its block's index and matches its block's type.
+5. ``block-end`` carries the complete block, equal to the concatenated deltas
+   (``text``, or ``arguments`` for tool calls; ``id`` and ``name`` agree).
+6. ``arguments_delta`` is raw JSON text; a call without arguments ends with
+   ``arguments == "{}"``.
+7. After the last block: exactly one ``usage``, then exactly one ``finish``, last,
+   also for an empty generation. Unknown token counts are ``None``.
+   Only an ``error``/``aborted`` finish may come without usage, with blocks open.
+8. ``finish.reason.kind`` is ``tool-calls`` iff a tool-call block was emitted
+   (``max-tokens``, ``error`` and ``aborted`` excepted).
+"""
+
+from __future__ import annotations
+
+from dsh_llm.protocol.chunks import (
+    CHUNK_TYPES,
+    FAILURE_KINDS,
+    BlockEnd,
+    BlockStart,
+    Finish,
+    FinishReason,
+    LlmFailure,
+    ReasoningDelta,
+    ReplayEnvelope,
+    StreamChunk,
+    TextDelta,
+    TokenUsage,
+    ToolCallDelta,
+    UsageChunk,
+    is_token_delta,
+)
+from dsh_llm.protocol.content import (
+    BLOCK_TYPES,
+    IMAGE_MEDIA_TYPES,
+    CallId,
+    ContentBlock,
+    ImageBlock,
+    ImageDimensions,
+    ImageRef,
+    ReasoningBlock,
+    TextBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+    content_has_image,
+)
+from dsh_llm.protocol.message import (
+    CONTEXT_FORMS,
+    CONTEXT_SUMMARY_MAX_CHARS,
+    ROLES,
+    SOURCE_TYPES,
+    ContextSnapshotSection,
+    Message,
+    MessageSource,
+    ModelSource,
+    PluginSource,
+    ToolSource,
+    UserSource,
+    bound_context_summary,
+    create_assistant_message,
+    create_message,
+    create_tool_result_message,
+    create_user_message,
+)
+from dsh_llm.protocol.request import (
+    PURPOSES,
+    TOOL_CHOICE_KEYWORDS,
+    GenerateOptions,
+    LlmCallConfig,
+    ToolSchema,
+    call_config_equals,
+)
+
+__all__ = [
+    "BLOCK_TYPES",
+    "CHUNK_TYPES",
+    "CONTEXT_FORMS",
+    "CONTEXT_SUMMARY_MAX_CHARS",
+    "FAILURE_KINDS",
+    "IMAGE_MEDIA_TYPES",
+    "PURPOSES",
+    "ROLES",
+    "SOURCE_TYPES",
+    "TOOL_CHOICE_KEYWORDS",
+    "BlockEnd",
+    "BlockStart",
+    "CallId",
+    "ContentBlock",
+    "ContextSnapshotSection",
+    "Finish",
+    "FinishReason",
+    "GenerateOptions",
+    "ImageBlock",
+    "ImageDimensions",
+    "ImageRef",
+    "LlmCallConfig",
+    "LlmFailure",
+    "Message",
+    "MessageSource",
+    "ModelSource",
+    "PluginSource",
+    "ReasoningBlock",
+    "ReasoningDelta",
+    "ReplayEnvelope",
+    "StreamChunk",
+    "TextBlock",
+    "TextDelta",
+    "TokenUsage",
+    "ToolCallBlock",
+    "ToolCallDelta",
+    "ToolResultBlock",
+    "ToolSchema",
+    "ToolSource",
+    "UsageChunk",
+    "UserSource",
+    "bound_context_summary",
+    "call_config_equals",
+    "content_has_image",
+    "create_assistant_message",
+    "create_message",
+    "create_tool_result_message",
+    "create_user_message",
+    "is_token_delta",
+]

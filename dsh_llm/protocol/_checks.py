@@ -1,0 +1,171 @@
+"""attrs validators and converters shared by the protocol values.
+
+Every check raises ``TypeError`` for a value of the wrong type and ``ValueError`` for
+a value of the right type outside its domain, and every message starts with the
+class and field it is about, so a caller can tell which argument to fix.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import attrs
+
+Check = Callable[[Any, "attrs.Attribute[Any]", Any], None]
+
+
+class FieldError(Exception):
+    """Mixin of the two errors below: which class and field, and what is wrong.
+
+    ``dsh_llm.serde`` reads ``field`` to name the offending JSON key.
+    """
+
+    def __init__(self, owner: str, field: str, detail: str) -> None:
+        super().__init__(f"{owner}.{field} {detail}")
+        self.owner = owner
+        self.field = field
+        self.detail = detail
+
+
+class FieldTypeError(FieldError, TypeError):
+    """A field got a value of the wrong type."""
+
+
+class FieldValueError(FieldError, ValueError):
+    """A field got a value of the right type outside its domain."""
+
+
+def bad_type(inst: object, field: str, detail: str) -> FieldTypeError:
+    """The ``TypeError`` for ``inst.field``."""
+    return FieldTypeError(type(inst).__name__, field, detail)
+
+
+def bad_value(inst: object, field: str, detail: str) -> FieldValueError:
+    """The ``ValueError`` for ``inst.field``."""
+    return FieldValueError(type(inst).__name__, field, detail)
+
+
+def _kind(value: object) -> str:
+    return type(value).__name__
+
+
+def is_str(inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    """Require a ``str`` (empty allowed)."""
+    if not isinstance(value, str):
+        raise bad_type(inst, attribute.name, f"must be a str, got {_kind(value)}")
+
+
+def non_empty_str(inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    """Require a non-empty ``str``."""
+    is_str(inst, attribute, value)
+    if value == "":
+        raise bad_value(inst, attribute.name, "must not be empty")
+
+
+def optional(check: Check) -> Check:
+    """Allow ``None`` besides what ``check`` accepts."""
+
+    def run(inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+        if value is not None:
+            check(inst, attribute, value)
+
+    return run
+
+
+def non_negative_int(
+    inst: object, attribute: attrs.Attribute[Any], value: object
+) -> None:
+    """Require an ``int`` (not ``bool``) that is zero or more."""
+    if type(value) is not int:
+        raise bad_type(inst, attribute.name, f"must be an int, got {_kind(value)}")
+    if value < 0:
+        raise bad_value(inst, attribute.name, f"must be >= 0, got {value}")
+
+
+def positive_int(inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    """Require an ``int`` (not ``bool``) that is one or more."""
+    non_negative_int(inst, attribute, value)
+    if value == 0:
+        raise bad_value(inst, attribute.name, "must be > 0, got 0")
+
+
+def is_bool(inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    """Require a ``bool``."""
+    if not isinstance(value, bool):
+        raise bad_type(inst, attribute.name, f"must be a bool, got {_kind(value)}")
+
+
+def finite_number(inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    """Require a finite ``int`` or ``float`` (not ``bool``)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise bad_type(inst, attribute.name, f"must be a number, got {_kind(value)}")
+    if not math.isfinite(value):
+        raise bad_value(inst, attribute.name, f"must be finite, got {value}")
+
+
+def instance_of(*types: type) -> Check:
+    """Require an instance of one of ``types``."""
+    names = " or ".join(t.__name__ for t in types)
+
+    def run(inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+        if not isinstance(value, types):
+            raise bad_type(
+                inst, attribute.name, f"must be a {names}, got {_kind(value)}"
+            )
+
+    return run
+
+
+def tuple_of(*types: type) -> Check:
+    """Require a tuple whose every item is an instance of one of ``types``."""
+    names = " or ".join(t.__name__ for t in types)
+
+    def run(inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+        if not isinstance(value, tuple):
+            raise bad_type(inst, attribute.name, f"must be a tuple, got {_kind(value)}")
+        for position, item in enumerate(value):
+            if not isinstance(item, types):
+                raise bad_type(
+                    inst,
+                    attribute.name,
+                    f"[{position}] must be a {names}, got {_kind(item)}",
+                )
+
+    return run
+
+
+def one_of(*allowed: str) -> Check:
+    """Require one of the given strings."""
+    listed = ", ".join(repr(a) for a in allowed)
+
+    def run(inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+        is_str(inst, attribute, value)
+        if value not in allowed:
+            raise bad_value(
+                inst, attribute.name, f"must be one of {listed}, got {value!r}"
+            )
+
+    return run
+
+
+def to_tuple(value: object) -> object:
+    """Turn a list (or other non-string iterable) into a tuple; leave the rest.
+
+    Values keep tuples so they stay immutable; accepting a list at construction
+    spares callers a conversion. Strings, bytes and mappings are left alone so the
+    type check that follows reports them.
+    """
+    if isinstance(value, list):
+        return tuple(value)
+    if isinstance(value, tuple | str | bytes | dict) or value is None:
+        return value
+    if isinstance(value, Iterable):
+        return tuple(value)
+    return value
+
+
+def to_optional_tuple(value: object) -> object:
+    """Like ``to_tuple`` but keeps ``None``."""
+    return None if value is None else to_tuple(value)

@@ -1,0 +1,372 @@
+"""The stream vocabulary: chunks, finish reasons, token usage and failures.
+
+See ``dsh_llm.protocol`` for the grammar these chunks follow. Every class is a
+frozen, slotted, keyword-only attrs value validated at construction: a negative or
+non-int index, an empty failure code, an ``error`` finish without a failure, or a
+field of the wrong type raises ``TypeError``/``ValueError`` naming the field.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, ClassVar, Final
+
+import attrs
+
+from dsh_llm.protocol import _checks as c
+from dsh_llm.protocol.content import (
+    CallId,
+    ContentBlock,
+    ImageBlock,
+    ReasoningBlock,
+    TextBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+    detached_json,
+)
+
+__all__ = [
+    "BlockEnd",
+    "BlockStart",
+    "Finish",
+    "FinishReason",
+    "LlmFailure",
+    "ReasoningDelta",
+    "ReplayEnvelope",
+    "StreamChunk",
+    "TextDelta",
+    "TokenUsage",
+    "ToolCallDelta",
+    "UsageChunk",
+    "is_token_delta",
+]
+
+FAILURE_KINDS: Final = frozenset({"error", "aborted"})
+"""Finish kinds that carry an ``LlmFailure`` (and only those do)."""
+
+
+def _retry_after(value: object) -> object:
+    # JSON has one number type; keep integral values as int so the JSON the
+    # TypeScript harness reads back is byte-identical (1500, not 1500.0).
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        return int(value)
+    return value
+
+
+@attrs.frozen(kw_only=True)
+class LlmFailure:
+    """Serializable facts about a failed model call; policy decides retryability.
+
+    Valid values only: ``message`` and ``code`` non-empty, ``status`` an int in
+    100..599, ``provider_retry_after_ms`` finite and > 0, ``request_id`` non-empty.
+    """
+
+    message: str = attrs.field(validator=c.non_empty_str)
+    """Human-readable description; never contains a secret."""
+    code: str = attrs.field(validator=c.non_empty_str)
+    """Stable routing code (see ``dsh_llm.errors.ErrorCode``); route on this."""
+    status: int | None = attrs.field(default=None)
+    """HTTP status returned by the provider, when there was one."""
+    provider_retry_after_ms: float | None = attrs.field(
+        default=None, converter=_retry_after
+    )
+    """Delay the provider asked for before a retry, in milliseconds."""
+    request_id: str | None = attrs.field(
+        default=None, validator=c.optional(c.non_empty_str)
+    )
+    """Provider-issued request id, for diagnostics."""
+
+    @status.validator
+    def _check_status(self, attribute: attrs.Attribute[Any], value: object) -> None:
+        if value is None:
+            return
+        c.non_negative_int(self, attribute, value)
+        assert isinstance(value, int)
+        if not 100 <= value <= 599:
+            raise c.bad_value(self, "status", f"must be in 100..599, got {value}")
+
+    @provider_retry_after_ms.validator
+    def _check_retry_after(
+        self, attribute: attrs.Attribute[Any], value: object
+    ) -> None:
+        if value is None:
+            return
+        c.finite_number(self, attribute, value)
+        assert isinstance(value, int | float)
+        if value <= 0:
+            raise c.bad_value(
+                self, "provider_retry_after_ms", f"must be > 0, got {value}"
+            )
+
+
+@attrs.frozen(kw_only=True)
+class FinishReason:
+    """Why a response ended. ``kind`` is an open set; the known kinds are
+    ``stop``, ``tool-calls``, ``max-tokens``, ``error`` and ``aborted``.
+
+    ``failure`` is present exactly when ``kind`` is ``error`` or ``aborted``.
+    Use the constants ``FinishReason.STOP``, ``TOOL_CALLS``, ``MAX_TOKENS`` and the
+    constructors ``FinishReason.error(failure)`` / ``FinishReason.aborted(failure)``.
+    """
+
+    STOP: ClassVar[FinishReason]
+    TOOL_CALLS: ClassVar[FinishReason]
+    MAX_TOKENS: ClassVar[FinishReason]
+
+    kind: str = attrs.field(validator=c.non_empty_str)
+    """``stop``, ``tool-calls``, ``max-tokens``, ``error``, ``aborted``, or another
+    provider-specific kind."""
+    failure: LlmFailure | None = attrs.field(
+        default=None, validator=c.optional(c.instance_of(LlmFailure))
+    )
+    """What went wrong; only (and always) for ``error`` and ``aborted``."""
+
+    def __attrs_post_init__(self) -> None:
+        if self.kind in FAILURE_KINDS and self.failure is None:
+            raise c.bad_value(
+                self, "failure", f"is required when kind is {self.kind!r}"
+            )
+        if self.kind not in FAILURE_KINDS and self.failure is not None:
+            raise c.bad_value(
+                self,
+                "failure",
+                f"is only allowed for 'error' and 'aborted', not {self.kind!r}",
+            )
+
+    @classmethod
+    def error(cls, failure: LlmFailure) -> FinishReason:
+        """An ``error`` finish carrying ``failure``."""
+        return cls(kind="error", failure=failure)
+
+    @classmethod
+    def aborted(cls, failure: LlmFailure) -> FinishReason:
+        """An ``aborted`` finish carrying ``failure``."""
+        return cls(kind="aborted", failure=failure)
+
+    @property
+    def is_failure(self) -> bool:
+        """Whether this is an ``error`` or ``aborted`` finish."""
+        return self.kind in FAILURE_KINDS
+
+
+FinishReason.STOP = FinishReason(kind="stop")
+FinishReason.TOOL_CALLS = FinishReason(kind="tool-calls")
+FinishReason.MAX_TOKENS = FinishReason(kind="max-tokens")
+
+_count = c.optional(c.non_negative_int)
+
+
+@attrs.frozen(kw_only=True)
+class TokenUsage:
+    """Token accounting for one call, with DISJOINT input counts.
+
+    ``input_tokens`` is uncached input only; cached input is in
+    ``cache_read_tokens``/``cache_write_tokens``; billed input is the sum of the
+    three. ``reasoning_tokens`` is already inside ``output_tokens``. A count the
+    provider did not report is ``None`` (JSON ``null``), never an invented 0.
+    """
+
+    input_tokens: int | None = attrs.field(validator=_count)
+    """Uncached input tokens, or ``None`` when not reported."""
+    output_tokens: int | None = attrs.field(validator=_count)
+    """Output tokens (reasoning included), or ``None`` when not reported."""
+    cache_read_tokens: int | None = attrs.field(default=None, validator=_count)
+    """Input tokens served from the provider's cache, when reported."""
+    cache_write_tokens: int | None = attrs.field(default=None, validator=_count)
+    """Input tokens written to the provider's cache, when reported."""
+    reasoning_tokens: int | None = attrs.field(default=None, validator=_count)
+    """The part of ``output_tokens`` spent on reasoning, when reported."""
+
+    @classmethod
+    def unknown(cls) -> TokenUsage:
+        """Usage for a provider that reported none: every count is ``None``."""
+        return cls(input_tokens=None, output_tokens=None)
+
+
+def _detached_blocks(value: Any) -> tuple[Any, ...] | None:
+    return None if value is None else tuple(detached_json(list(value)))
+
+
+@attrs.frozen(kw_only=True)
+class ReplayEnvelope:
+    """Adapter-private, JSON-safe state for replaying a successful response.
+
+    ``response`` is response-level metadata; ``blocks`` has one entry per emitted
+    block in first-seen order, or is ``None`` when the metadata does not depend on
+    the blocks. Both halves are opaque to everything but the adapter.
+    """
+
+    response: Any = attrs.field(converter=detached_json)
+    """Response-level metadata (any JSON value)."""
+    blocks: tuple[Any, ...] | None = attrs.field(
+        default=None,
+        converter=_detached_blocks,
+    )
+    """Per-block metadata in first-seen block order, or ``None``."""
+
+
+def _index_field() -> Any:
+    return attrs.field(validator=c.non_negative_int)
+
+
+@attrs.frozen(kw_only=True)
+class BlockStart:
+    """Opens content block ``index`` of type ``block_type``."""
+
+    TAG: ClassVar[str] = "block-start"
+
+    index: int = _index_field()
+    """The block's index: 0, 1, 2... in opening order."""
+    block_type: str = attrs.field(validator=c.non_empty_str)
+    """The block's tag: ``text``, ``reasoning``, ``tool-call``... (open set)."""
+
+    @property
+    def type(self) -> str:
+        """The JSON tag, ``"block-start"``."""
+        return self.TAG
+
+
+@attrs.frozen(kw_only=True)
+class TextDelta:
+    """Appends ``text`` to text block ``index``."""
+
+    TAG: ClassVar[str] = "text-delta"
+
+    index: int = _index_field()
+    """The open text block this delta extends."""
+    text: str = attrs.field(validator=c.is_str)
+    """The next piece of text."""
+
+    @property
+    def type(self) -> str:
+        """The JSON tag, ``"text-delta"``."""
+        return self.TAG
+
+
+@attrs.frozen(kw_only=True)
+class ReasoningDelta:
+    """Appends ``text`` to reasoning block ``index``."""
+
+    TAG: ClassVar[str] = "reasoning-delta"
+
+    index: int = _index_field()
+    """The open reasoning block this delta extends."""
+    text: str = attrs.field(validator=c.is_str)
+    """The next piece of reasoning."""
+
+    @property
+    def type(self) -> str:
+        """The JSON tag, ``"reasoning-delta"``."""
+        return self.TAG
+
+
+@attrs.frozen(kw_only=True)
+class ToolCallDelta:
+    """Extends tool-call block ``index`` with a piece of its raw JSON arguments."""
+
+    TAG: ClassVar[str] = "tool-call-delta"
+
+    index: int = _index_field()
+    """The open tool-call block this delta extends."""
+    id: CallId | None = attrs.field(default=None, validator=c.optional(c.is_str))
+    """The call id, repeated on every delta once known (``None`` if not yet)."""
+    name: str | None = attrs.field(default=None, validator=c.optional(c.is_str))
+    """The tool name, repeated on every delta once known (``None`` if not yet)."""
+    arguments_delta: str = attrs.field(validator=c.is_str)
+    """Raw JSON text to append to the arguments; not valid JSON on its own."""
+
+    @property
+    def type(self) -> str:
+        """The JSON tag, ``"tool-call-delta"``."""
+        return self.TAG
+
+
+_BLOCK_TYPES = (TextBlock, ReasoningBlock, ToolCallBlock, ToolResultBlock, ImageBlock)
+
+
+@attrs.frozen(kw_only=True)
+class BlockEnd:
+    """Closes block ``index`` and carries the complete block."""
+
+    TAG: ClassVar[str] = "block-end"
+
+    index: int = _index_field()
+    """The block being closed."""
+    block: ContentBlock = attrs.field(validator=c.instance_of(*_BLOCK_TYPES))
+    """The complete block; equal to what its deltas add up to."""
+
+    @property
+    def type(self) -> str:
+        """The JSON tag, ``"block-end"``."""
+        return self.TAG
+
+
+@attrs.frozen(kw_only=True)
+class UsageChunk:
+    """The call's token usage; comes once, after the last block, before ``Finish``."""
+
+    TAG: ClassVar[str] = "usage"
+
+    usage: TokenUsage = attrs.field(validator=c.instance_of(TokenUsage))
+    """The counts."""
+
+    @property
+    def type(self) -> str:
+        """The JSON tag, ``"usage"``."""
+        return self.TAG
+
+
+@attrs.frozen(kw_only=True)
+class Finish:
+    """The terminal chunk: why the response ended. Nothing follows it."""
+
+    TAG: ClassVar[str] = "finish"
+
+    reason: FinishReason = attrs.field(validator=c.instance_of(FinishReason))
+    """Why the response ended."""
+    replay_state: ReplayEnvelope | None = attrs.field(
+        default=None, validator=c.optional(c.instance_of(ReplayEnvelope))
+    )
+    """Adapter-private replay state, on a successful finish only."""
+
+    @property
+    def type(self) -> str:
+        """The JSON tag, ``"finish"``."""
+        return self.TAG
+
+
+StreamChunk = (
+    BlockStart
+    | TextDelta
+    | ReasoningDelta
+    | ToolCallDelta
+    | BlockEnd
+    | UsageChunk
+    | Finish
+)
+"""Any chunk of the stream protocol (a closed union)."""
+
+CHUNK_TYPES: Final[dict[str, type[StreamChunk]]] = {
+    cls.TAG: cls
+    for cls in (
+        BlockStart,
+        TextDelta,
+        ReasoningDelta,
+        ToolCallDelta,
+        BlockEnd,
+        UsageChunk,
+        Finish,
+    )
+}
+"""The seven chunk tags and their classes, in protocol order."""
+
+
+def is_token_delta(chunk: StreamChunk) -> bool:
+    """Whether ``chunk`` carries model output: a text or reasoning delta with
+    non-empty text, or a tool-call delta with a non-empty ``arguments_delta`` or a
+    name."""
+    if isinstance(chunk, TextDelta | ReasoningDelta):
+        return chunk.text != ""
+    if isinstance(chunk, ToolCallDelta):
+        return chunk.arguments_delta != "" or bool(chunk.name)
+    return False

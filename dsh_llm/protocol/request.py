@@ -1,0 +1,197 @@
+"""One model request: ``GenerateOptions`` and the values it is built from.
+
+``GenerateOptions`` is immutable; derive a changed copy with ``options.evolve(...)``
+(``attrs.evolve``). Construction checks every field's type and domain, so an adapter
+receives only well-formed requests; whether a provider can honour a field is the
+adapter's decision (it raises ``LlmError`` rather than dropping it).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+import attrs
+
+from dsh_llm.protocol import _checks as c
+from dsh_llm.protocol.content import detached_json
+from dsh_llm.protocol.message import Message
+from dsh_llm.signal import AbortSignal
+
+__all__ = [
+    "TOOL_CHOICE_KEYWORDS",
+    "GenerateOptions",
+    "LlmCallConfig",
+    "ToolSchema",
+    "call_config_equals",
+]
+
+TOOL_CHOICE_KEYWORDS: Final = ("auto", "none", "required")
+"""``tool_choice`` values that are not tool names."""
+
+PURPOSES: Final = ("compaction", "session-title")
+"""Values of ``GenerateOptions.purpose`` for auxiliary calls."""
+
+
+def _json_object(inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if not isinstance(value, dict):
+        raise c.bad_type(
+            inst,
+            attribute.name,
+            f"must be a dict (a JSON Schema object), got {type(value).__name__}",
+        )
+
+
+@attrs.frozen(kw_only=True)
+class ToolSchema:
+    """A tool the model may call, described by a JSON Schema."""
+
+    name: str = attrs.field(validator=c.non_empty_str)
+    """The tool's name, as the model will call it."""
+    description: str = attrs.field(validator=c.is_str)
+    """What the tool does, for the model."""
+    parameters: dict[str, Any] = attrs.field(
+        converter=detached_json, validator=_json_object, hash=False
+    )
+    """JSON Schema of the arguments object, sent verbatim. A private deep copy:
+    changing the dict passed in later does not change the schema."""
+
+
+def _temperature(inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is None:
+        return
+    c.finite_number(inst, attribute, value)
+    assert isinstance(value, int | float)
+    if value < 0:
+        raise c.bad_value(inst, attribute.name, f"must be >= 0, got {value}")
+
+
+def _stop_items(inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is None:
+        return
+    c.tuple_of(str)(inst, attribute, value)
+    assert isinstance(value, tuple)
+    if any(item == "" for item in value):
+        raise c.bad_value(inst, attribute.name, "must not hold an empty string")
+
+
+@attrs.frozen(kw_only=True)
+class GenerateOptions:
+    """One fully assembled model request.
+
+    Only ``provider``, ``model`` and ``messages`` are required. ``signal`` is not
+    compared, hashed or serialised.
+    """
+
+    provider: str = attrs.field(validator=c.non_empty_str)
+    """The registered route that selects the adapter instance."""
+    model: str = attrs.field(validator=c.non_empty_str)
+    """The adapter-owned model id, passed through as is."""
+    messages: tuple[Message, ...] = attrs.field(
+        converter=c.to_tuple, validator=c.tuple_of(Message)
+    )
+    """The conversation after the system slot, in provider order."""
+    system: str | None = attrs.field(default=None, validator=c.optional(c.is_str))
+    """The system prompt, mapped to the provider's system slot."""
+    reasoning_effort: str | None = attrs.field(
+        default=None, validator=c.optional(c.non_empty_str)
+    )
+    """An adapter-owned reasoning effort id (e.g. ``high``), or the default."""
+    tools: tuple[ToolSchema, ...] | None = attrs.field(
+        default=None,
+        converter=c.to_optional_tuple,
+        validator=c.optional(c.tuple_of(ToolSchema)),
+    )
+    """The tools the model may call."""
+    tool_choice: str | None = attrs.field(
+        default=None, validator=c.optional(c.non_empty_str)
+    )
+    """``None`` (provider default), ``"auto"``, ``"none"``, ``"required"``, or the
+    name of one of ``tools`` to force that tool."""
+    temperature: float | None = attrs.field(default=None, validator=_temperature)
+    """Sampling temperature, >= 0."""
+    max_tokens: int | None = attrs.field(
+        default=None, validator=c.optional(c.positive_int)
+    )
+    """Output cap in tokens."""
+    stop: tuple[str, ...] | None = attrs.field(
+        default=None, converter=c.to_optional_tuple, validator=_stop_items
+    )
+    """Stop sequences; output halts on any of them and the stop text is not emitted."""
+    signal: AbortSignal | None = attrs.field(
+        default=None,
+        eq=False,
+        hash=False,
+        repr=False,
+        validator=c.optional(c.instance_of(AbortSignal)),
+    )
+    """Cancellation; adapters must honour it."""
+    session_id: str | None = attrs.field(
+        default=None, validator=c.optional(c.non_empty_str)
+    )
+    """Routing identity of the session, when the caller has one."""
+    purpose: str | None = attrs.field(
+        default=None, validator=c.optional(c.one_of(*PURPOSES))
+    )
+    """``compaction`` or ``session-title`` for auxiliary calls, else ``None``."""
+
+    def __attrs_post_init__(self) -> None:
+        choice = self.tool_choice
+        if choice is None or choice in ("auto", "none"):
+            return
+        names = [tool.name for tool in self.tools or ()]
+        if not names:
+            raise c.bad_value(
+                self, "tool_choice", f"{choice!r} needs at least one tool in tools"
+            )
+        if choice != "required" and choice not in names:
+            raise c.bad_value(
+                self,
+                "tool_choice",
+                f"{choice!r} is neither 'auto', 'none', 'required' nor the name of "
+                f"a tool in tools ({', '.join(names)})",
+            )
+
+    def evolve(self, **changes: Any) -> GenerateOptions:
+        """A copy with ``changes`` applied (validated like a new value)."""
+        return attrs.evolve(self, **changes)
+
+    def call_config(self) -> LlmCallConfig:
+        """The six fields that decide what is called and how."""
+        return LlmCallConfig(
+            provider=self.provider,
+            model=self.model,
+            reasoning_effort=self.reasoning_effort,
+            temperature=self.temperature,
+            max_tokens=self.max_tokens,
+            stop=self.stop,
+        )
+
+
+@attrs.frozen(kw_only=True)
+class LlmCallConfig:
+    """The call-shaping subset of ``GenerateOptions``: route, model and sampling."""
+
+    provider: str = attrs.field(validator=c.non_empty_str)
+    """The registered route."""
+    model: str = attrs.field(validator=c.non_empty_str)
+    """The model id."""
+    reasoning_effort: str | None = attrs.field(
+        default=None, validator=c.optional(c.non_empty_str)
+    )
+    """The reasoning effort id, or ``None`` for the default."""
+    temperature: float | None = attrs.field(default=None, validator=_temperature)
+    """Sampling temperature."""
+    max_tokens: int | None = attrs.field(
+        default=None, validator=c.optional(c.positive_int)
+    )
+    """Output cap in tokens."""
+    stop: tuple[str, ...] | None = attrs.field(
+        default=None, converter=c.to_optional_tuple, validator=_stop_items
+    )
+    """Stop sequences."""
+
+
+def call_config_equals(a: LlmCallConfig, b: LlmCallConfig) -> bool:
+    """Whether two configs select the same call: all six fields equal, ``stop``
+    compared element-wise, and ``None`` different from any tuple (even empty)."""
+    return a == b

@@ -1,0 +1,428 @@
+"""JSON for the protocol values, identical to what the TypeScript harness writes.
+
+One cattrs converter (``converter``) owns the mapping. Contracts callers may rely on:
+
+- Keys are the TypeScript camelCase names (``blockType``, ``argumentsDelta``,
+  ``inputTokens``, ``providerRetryAfterMs``); chunks and blocks carry a ``type``
+  tag first, sources and finish reasons a ``kind`` tag.
+- Absent optional fields are omitted, never ``null``. The one exception is token
+  counts: ``inputTokens``/``outputTokens`` are always present and ``null`` when the
+  provider did not report them (DESIGN.md rule 7).
+- ``*_to_dict`` returns fresh plain dicts and lists (JSON-ready); ``*_from_dict``
+  is strict: an unknown tag, a wrong type, a missing field or an unknown key raises
+  ``LlmError`` with code ``INVALID_CHUNK`` (``INVALID_MESSAGE`` for messages) whose
+  message names the offending key path, e.g. ``$.block.text``. Nothing else leaks
+  out (no ``KeyError``, no cattrs exception).
+- JSON text is compact and keeps non-ASCII characters, like ``JSON.stringify``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import types
+from collections.abc import Callable, Iterable, Iterator
+from typing import IO, Any, Final, TypeVar, Union, get_args, get_origin
+
+import attrs
+import cattrs
+from cattrs.cols import homogenous_tuple_structure_factory
+from cattrs.errors import (
+    AttributeValidationNote,
+    ClassValidationError,
+    IterableValidationError,
+    IterableValidationNote,
+)
+from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
+
+from dsh_llm.errors import ErrorCode, LlmError
+from dsh_llm.protocol import (
+    BLOCK_TYPES,
+    CHUNK_TYPES,
+    SOURCE_TYPES,
+    ContentBlock,
+    FinishReason,
+    ImageDimensions,
+    ImageRef,
+    LlmFailure,
+    Message,
+    MessageSource,
+    ReplayEnvelope,
+    StreamChunk,
+    TokenUsage,
+)
+from dsh_llm.protocol._checks import FieldError
+
+__all__ = [
+    "chunk_from_dict",
+    "chunk_from_json",
+    "chunk_to_dict",
+    "chunk_to_json",
+    "chunks_from_jsonl",
+    "chunks_to_jsonl",
+    "converter",
+    "message_from_dict",
+    "message_to_dict",
+    "read_jsonl",
+    "write_jsonl",
+]
+
+T = TypeVar("T")
+
+converter: Final = cattrs.Converter(detailed_validation=True, forbid_extra_keys=True)
+"""The one converter between protocol values and TypeScript-shaped JSON dicts."""
+
+_CAMEL = re.compile(r"_([a-z])")
+
+
+def _camel(name: str) -> str:
+    return _CAMEL.sub(lambda m: m.group(1).upper(), name)
+
+
+# --- strict leaves: JSON gives exactly these types, nothing is coerced ---------
+
+
+class _LeafError(TypeError):
+    """A JSON value of the wrong type, found while structuring."""
+
+
+def _strict(expected: type | tuple[type, ...], label: str) -> Callable[[Any, Any], Any]:
+    def structure(value: Any, _: Any) -> Any:
+        if isinstance(value, bool) and bool not in _as_tuple(expected):
+            raise _LeafError(f"must be {label}, got bool")
+        if not isinstance(value, expected):
+            raise _LeafError(f"must be {label}, got {_json_kind(value)}")
+        return value
+
+    return structure
+
+
+def _as_tuple(expected: type | tuple[type, ...]) -> tuple[type, ...]:
+    return expected if isinstance(expected, tuple) else (expected,)
+
+
+def _json_kind(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, list | tuple):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return type(value).__name__
+
+
+converter.register_structure_hook(str, _strict(str, "a string"))
+converter.register_structure_hook(int, _strict(int, "an integer"))
+converter.register_structure_hook(bool, _strict(bool, "a boolean"))
+converter.register_structure_hook(float, _strict((int, float), "a number"))
+converter.register_structure_hook(Any, lambda value, _: value)
+
+
+def _is_homogeneous_tuple(t: Any) -> bool:
+    args = get_args(t)
+    return get_origin(t) is tuple and len(args) == 2 and args[1] is Ellipsis
+
+
+def _tuple_factory(t: Any, conv: Any) -> Callable[[Any, Any], Any]:
+    inner = homogenous_tuple_structure_factory(t, conv)
+
+    def structure(value: Any, type_: Any) -> Any:
+        if not isinstance(value, list | tuple):
+            raise _LeafError(f"must be an array, got {_json_kind(value)}")
+        return inner(value, type_)
+
+    return structure
+
+
+converter.register_structure_hook_factory(_is_homogeneous_tuple, _tuple_factory)
+converter.register_unstructure_hook_func(
+    lambda t: isinstance(t, type) and issubclass(t, tuple),
+    lambda value: [converter.unstructure(item) for item in value],
+)
+
+
+def _optional_of(t: Any) -> Any:
+    """``X`` for ``X | None`` (``None`` otherwise)."""
+    if get_origin(t) in (Union, types.UnionType):
+        args = [a for a in get_args(t) if a is not type(None)]
+        if len(args) == 1 and len(get_args(t)) == 2:
+            return args[0]
+    return None
+
+
+def _optional_factory(t: Any, conv: Any) -> Callable[[Any, Any], Any]:
+    inner_type = _optional_of(t)
+
+    def structure(value: Any, _: Any) -> Any:
+        return None if value is None else conv.structure(value, inner_type)
+
+    return structure
+
+
+converter.register_structure_hook_factory(
+    lambda t: _optional_of(t) is not None, _optional_factory
+)
+
+
+# --- classes: camelCase keys, omitted optionals, tags ----------------------------
+
+
+def _register_class(
+    cls: type, tag_key: str | None = None, tag: str | None = None
+) -> None:
+    overrides: dict[str, Any] = {}
+    for field in attrs.fields(cls):
+        camel = _camel(field.name)
+        omit = field.default is None
+        if camel != field.name or omit:
+            overrides[field.name] = override(
+                rename=camel if camel != field.name else None,
+                omit_if_default=omit,
+            )
+    unstructure: Callable[[Any], dict[str, Any]] = make_dict_unstructure_fn(
+        cls, converter, **overrides
+    )
+    structure: Callable[[Any, Any], Any] = make_dict_structure_fn(
+        cls, converter, _cattrs_forbid_extra_keys=True, **overrides
+    )
+    # cattrs moves omittable keys to the end; the TypeScript objects keep
+    # declaration order, so restore it (tag first).
+    keys = ([tag_key] if tag_key is not None else []) + [
+        _camel(field.name) for field in attrs.fields(cls)
+    ]
+
+    def ordered(value: Any) -> dict[str, Any]:
+        raw = unstructure(value)
+        if tag_key is not None:
+            raw[tag_key] = tag
+        return {key: raw[key] for key in keys if key in raw}
+
+    converter.register_unstructure_hook(cls, ordered)
+    converter.register_structure_hook(cls, structure)
+
+
+class _TagError(TypeError):
+    """A tagged object without a known tag; ``key`` is the tag's key."""
+
+    def __init__(self, key: str, detail: str) -> None:
+        super().__init__(detail)
+        self.key = key
+
+
+def _register_union(
+    union: Any, tag_key: str, classes: dict[str, type], what: str
+) -> None:
+    known = ", ".join(repr(t) for t in classes)
+
+    def structure(value: Any, _: Any) -> Any:
+        if not isinstance(value, dict):
+            raise _LeafError(f"must be a {what} object, got {_json_kind(value)}")
+        if tag_key not in value:
+            raise _TagError(tag_key, f"is missing (expected one of {known})")
+        tag = value[tag_key]
+        cls = classes.get(tag) if isinstance(tag, str) else None
+        if cls is None:
+            raise _TagError(
+                tag_key, f"{tag!r} is not a known {what} type (one of {known})"
+            )
+        body = {k: v for k, v in value.items() if k != tag_key}
+        return converter.structure(body, cls)
+
+    converter.register_structure_hook_func(lambda t: t == union, structure)
+    converter.register_unstructure_hook_func(
+        lambda t: t == union, lambda value: converter.unstructure(value, type(value))
+    )
+
+
+_register_union(ContentBlock, "type", dict(BLOCK_TYPES), "content block")
+_register_union(MessageSource, "kind", dict(SOURCE_TYPES), "message source")
+_register_union(StreamChunk, "type", dict(CHUNK_TYPES), "chunk")
+# Unions first: the class hooks generated below look their field types up.
+_PLAIN: Final[tuple[type, ...]] = (
+    ImageDimensions,
+    ImageRef,
+    LlmFailure,
+    FinishReason,
+    TokenUsage,
+    ReplayEnvelope,
+    Message,
+)
+_TAGGED: Final[tuple[tuple[str, dict[str, type]], ...]] = (
+    ("type", dict(BLOCK_TYPES)),
+    ("kind", dict(SOURCE_TYPES)),
+    ("type", dict(CHUNK_TYPES)),
+)
+for _plain in _PLAIN:
+    _register_class(_plain)
+for _tag_key, _classes in _TAGGED:
+    for _tag, _cls in _classes.items():
+        _register_class(_cls, _tag_key, _tag)
+
+
+# --- error reporting --------------------------------------------------------------
+
+
+def _problems(exc: BaseException, path: str) -> list[str]:
+    """Flatten a cattrs validation tree into ``"<path>: <what>"`` lines."""
+    if isinstance(exc, ClassValidationError | IterableValidationError):
+        found: list[str] = []
+        for sub in exc.exceptions:
+            notes = getattr(sub, "__notes__", [])
+            note = next(
+                (
+                    n
+                    for n in notes
+                    if isinstance(n, AttributeValidationNote | IterableValidationNote)
+                ),
+                None,
+            )
+            if isinstance(note, AttributeValidationNote):
+                found.extend(_problems(sub, f"{path}.{_camel(note.name)}"))
+            elif isinstance(note, IterableValidationNote):
+                found.extend(_problems(sub, f"{path}[{note.index}]"))
+            else:
+                found.extend(_problems(sub, path))
+        return found
+    if isinstance(exc, KeyError):
+        return [f"{path}: required key is missing"]
+    if isinstance(exc, _TagError):
+        return [f"{path}.{exc.key}: {exc}"]
+    if isinstance(exc, FieldError):
+        return [f"{path}.{_camel(exc.field)}: {exc.detail}"]
+    if isinstance(exc, cattrs.ForbiddenExtraKeysError):
+        keys = ", ".join(sorted(exc.extra_fields))
+        return [f"{path}: unknown key(s) {keys}"]
+    if isinstance(exc, _LeafError | TypeError | ValueError):
+        return [f"{path}: {exc}"]
+    return [f"{path}: {type(exc).__name__}: {exc}"]
+
+
+def _structure(value: Any, cls: Any, code: ErrorCode, what: str) -> Any:
+    if not isinstance(value, dict):
+        raise LlmError(
+            f"invalid {what}: $ must be an object, got {_json_kind(value)}", code
+        )
+    try:
+        return converter.structure(value, cls)
+    except (
+        ClassValidationError,
+        IterableValidationError,
+        TypeError,
+        ValueError,
+    ) as exc:
+        problems = _problems(exc, "$") or ["$: invalid value"]
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise LlmError(f"invalid {what}: {problems[0]}{more}", code, cause=exc) from exc
+
+
+# --- public API ---------------------------------------------------------------------
+
+
+def chunk_to_dict(chunk: StreamChunk) -> dict[str, Any]:
+    """The TypeScript-shaped dict for ``chunk`` (fresh plain dicts and lists)."""
+    result: dict[str, Any] = converter.unstructure(chunk, StreamChunk)
+    return result
+
+
+def chunk_from_dict(data: Any) -> StreamChunk:
+    """Read one chunk from its TypeScript-shaped dict.
+
+    Raises:
+        LlmError: code ``INVALID_CHUNK`` naming the offending key path.
+    """
+    chunk: StreamChunk = _structure(data, StreamChunk, ErrorCode.INVALID_CHUNK, "chunk")
+    return chunk
+
+
+def message_to_dict(message: Message) -> dict[str, Any]:
+    """The TypeScript-shaped dict for ``message``."""
+    result: dict[str, Any] = converter.unstructure(message, Message)
+    return result
+
+
+def message_from_dict(data: Any) -> Message:
+    """Read one message from its TypeScript-shaped dict.
+
+    Raises:
+        LlmError: code ``INVALID_MESSAGE`` naming the offending key path.
+    """
+    message: Message = _structure(data, Message, ErrorCode.INVALID_MESSAGE, "message")
+    return message
+
+
+def _dumps(data: Any) -> str:
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def chunk_to_json(chunk: StreamChunk) -> str:
+    """``chunk`` as one line of compact JSON (non-ASCII kept, no newline)."""
+    return _dumps(chunk_to_dict(chunk))
+
+
+def chunk_from_json(text: str | bytes) -> StreamChunk:
+    """Read one chunk from JSON text.
+
+    Raises:
+        LlmError: code ``INVALID_CHUNK`` when the text is not JSON or not a chunk.
+    """
+    try:
+        data = json.loads(text)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise LlmError(
+            f"invalid chunk: not JSON ({exc})", ErrorCode.INVALID_CHUNK
+        ) from exc
+    return chunk_from_dict(data)
+
+
+def chunks_to_jsonl(chunks: Iterable[StreamChunk]) -> Iterator[str]:
+    """Yield each chunk as one JSON Lines line, newline included (lazy)."""
+    for chunk in chunks:
+        yield chunk_to_json(chunk) + "\n"
+
+
+def write_jsonl(chunks: Iterable[StreamChunk], out: IO[str]) -> int:
+    """Write ``chunks`` to ``out`` as JSON Lines, one per line, as they come.
+
+    Returns the number of chunks written. Flushes after each line so a reader
+    tailing the file sees chunks live.
+    """
+    count = 0
+    for line in chunks_to_jsonl(chunks):
+        out.write(line)
+        out.flush()
+        count += 1
+    return count
+
+
+def chunks_from_jsonl(lines: Iterable[str | bytes]) -> Iterator[StreamChunk]:
+    """Lazily read chunks from JSON Lines (any iterable of lines, e.g. a file).
+
+    Blank lines are skipped. A bad line raises ``LlmError`` (``INVALID_CHUNK``)
+    whose message starts with ``line <n>:`` (1-based).
+    """
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            yield chunk_from_json(line)
+        except LlmError as exc:
+            raise LlmError(
+                f"line {number}: {exc.message}", exc.code, cause=exc.__cause__
+            ) from exc.__cause__
+
+
+def read_jsonl(path: str) -> Iterator[StreamChunk]:
+    """Lazily read the chunks of a JSON Lines file at ``path`` (UTF-8).
+
+    Raises:
+        LlmError: ``INVALID_CHUNK`` for a bad line or bytes that are not UTF-8.
+        OSError: when the file cannot be opened.
+    """
+    with open(path, "rb") as handle:
+        yield from chunks_from_jsonl(handle)
