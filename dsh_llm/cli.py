@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from dsh_llm._version import __version__
 from dsh_llm.errors import LlmError
@@ -23,7 +23,11 @@ EXIT_INTERRUPTED = 130
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The argument parser with every subcommand."""
+    """The argument parser with every subcommand.
+
+    Each subcommand sets ``handler`` (``Callable[[argparse.Namespace], int]``)
+    with ``set_defaults``; ``main`` calls it and returns its exit status.
+    """
     parser = argparse.ArgumentParser(
         prog="dsh-llm",
         description=(
@@ -31,9 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
             "block-start, deltas, block-end per block, then usage, then finish."
         ),
     )
-    parser.add_argument(
-        "--version", action="version", version=f"dsh-llm {__version__}"
-    )
+    parser.add_argument("--version", action="version", version=f"dsh-llm {__version__}")
     parser.add_subparsers(dest="command", metavar="COMMAND")
     return parser
 
@@ -42,15 +44,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI and return its exit status."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    handler: Callable[[argparse.Namespace], int] | None = getattr(args, "handler", None)
+    if handler is None:
+        parser.print_help()
+        return EXIT_OK
     try:
-        if args.command is None:
-            parser.print_help()
-            return EXIT_OK
-        parser.error(f"unknown command {args.command!r}")
+        return handler(args)
     except LlmError as exc:
         print(f"error[{exc.code}]: {exc.message}", file=sys.stderr)
         return EXIT_LLM_ERROR
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
-    return EXIT_OK
