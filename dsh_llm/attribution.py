@@ -11,12 +11,14 @@ Contracts callers may rely on:
 
 from __future__ import annotations
 
+import re
 from importlib import metadata
-from typing import Final
+from typing import Any, Final
 
 import attrs
 
 from dsh_llm._version import __version__ as _source_version
+from dsh_llm.protocol import _checks as c
 
 __all__ = ["APP_IDENTITY", "AppIdentity", "attribution_headers", "user_agent"]
 
@@ -32,15 +34,43 @@ def _package_version() -> str:
         return _source_version
 
 
+# RFC 9110 token characters: what a user-agent product and version may use.
+_TOKEN: Final = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+# The url sits inside a "(+...)" comment: printable ASCII without space, parens
+# or backslash, so it can neither end the comment nor break the header.
+_COMMENT_URL: Final = re.compile(r"[\x21-\x27\x2A-\x5B\x5D-\x7E]+")
+
+
+def _matching(pattern: re.Pattern[str], what: str) -> c.Check:
+    def check(inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+        c.non_empty_str(inst, attribute, value)
+        assert isinstance(value, str)
+        if not pattern.fullmatch(value):
+            raise c.bad_value(inst, attribute.name, f"must be {what}, got {value!r}")
+
+    return check
+
+
 @attrs.frozen(kw_only=True)
 class AppIdentity:
-    """The static public identity sent to providers."""
+    """The static public identity sent to providers.
 
-    product: str
+    Construction checks that the three facts fit a ``user-agent`` header:
+    ``product`` and ``version`` are HTTP tokens (no spaces or separators), and
+    ``url`` is printable ASCII without spaces, parentheses or backslashes. A bad
+    value raises ``TypeError``/``ValueError`` naming the field.
+    """
+
+    product: str = attrs.field(validator=_matching(_TOKEN, "an HTTP token"))
     """The user-agent product token (lowercase, hyphenated)."""
-    version: str
+    version: str = attrs.field(validator=_matching(_TOKEN, "an HTTP token"))
     """The product's version."""
-    url: str
+    url: str = attrs.field(
+        validator=_matching(
+            _COMMENT_URL,
+            "printable ASCII without spaces, parentheses or backslashes",
+        )
+    )
     """The product's home page."""
 
 

@@ -82,7 +82,12 @@ def normalize_api_key(raw: str) -> ApiKeyCheck:
     reason ``"empty"`` (nothing left after trimming) or ``"illegalCharacters"``
     (anything outside printable ASCII without space: interior spaces, controls,
     Latin-1, CJK, emoji).
+
+    Raises:
+        TypeError: when ``raw`` is not a ``str`` (the message names only its type).
     """
+    if not isinstance(raw, str):
+        raise TypeError(f"an API key must be a str, got {type(raw).__name__}")
     value = raw.strip()
     if value == "":
         return ApiKeyCheck(ok=False, reason="empty")
@@ -102,6 +107,7 @@ def assert_usable_api_key(raw: str, pkg: str, ref: str) -> str:
     Raises:
         LlmError: code ``INVALID_CREDENTIAL``; the message names ``pkg`` and
             ``ref`` and never any part of the key.
+        TypeError: when ``raw`` is not a ``str``.
     """
     checked = normalize_api_key(raw)
     if checked.ok and checked.value is not None:

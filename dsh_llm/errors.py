@@ -77,6 +77,15 @@ class ErrorCode(StrEnum):
     INVALID_CREDENTIAL = "INVALID_CREDENTIAL"
     UNSUPPORTED_CONTENT = "UNSUPPORTED_CONTENT"
     INVARIANT = "INVARIANT"
+    # Raised only by optional TypeScript features this library does not have;
+    # listed so logs written by either side share one vocabulary.
+    INVALID_DIRECTORY = "INVALID_DIRECTORY"
+    DUPLICATE_DIRECTORY = "DUPLICATE_DIRECTORY"
+    INVALID_DISCOVERY = "INVALID_DISCOVERY"
+    DUPLICATE_DISCOVERY = "DUPLICATE_DISCOVERY"
+    NO_DISCOVERY = "NO_DISCOVERY"
+    FILES_API = "FILES_API"
+    INVALID_RESPONSE = "INVALID_RESPONSE"
     # Added by this project (not in the TypeScript harness).
     UNSUPPORTED_OPTION = "UNSUPPORTED_OPTION"
     INVALID_CHUNK = "INVALID_CHUNK"
@@ -194,6 +203,35 @@ ERROR_CODES: Final[dict[ErrorCode, ErrorCodeInfo]] = {
     ErrorCode.INVARIANT: _info(
         "A chunk stream broke the protocol's rules (see dsh_llm.validator)."
     ),
+    ErrorCode.INVALID_DIRECTORY: _info(
+        "TypeScript harness only (configurable-provider directory): an empty or "
+        "invalid directory entry. Never raised by this library."
+    ),
+    ErrorCode.DUPLICATE_DIRECTORY: _info(
+        "TypeScript harness only: a configurable provider declared twice. Never "
+        "raised by this library."
+    ),
+    ErrorCode.INVALID_DISCOVERY: _info(
+        "TypeScript harness only (model discovery): an empty namespace or a "
+        "request without provider and base URL. Never raised by this library."
+    ),
+    ErrorCode.DUPLICATE_DISCOVERY: _info(
+        "TypeScript harness only: a second model discovery for one namespace. "
+        "Never raised by this library."
+    ),
+    ErrorCode.NO_DISCOVERY: _info(
+        "TypeScript harness only: no model discovery serves the namespace. Never "
+        "raised by this library."
+    ),
+    ErrorCode.FILES_API: _info(
+        "TypeScript harness only (DeepSeek Files API): a non-2xx Files API reply. "
+        "Never raised by this library.",
+        True,
+    ),
+    ErrorCode.INVALID_RESPONSE: _info(
+        "TypeScript harness only (DeepSeek Files API): a malformed Files API reply. "
+        "Never raised by this library."
+    ),
     ErrorCode.UNSUPPORTED_OPTION: _info(
         "A request field the adapter cannot honour was set; it is refused rather "
         "than silently dropped."
@@ -232,8 +270,10 @@ class HarnessError(Exception):
     ) -> None:
         _require_text("message", message)
         _require_text("code", code)
-        super().__init__(message)
-        self.code: str = code
+        # Plain str copies: an ``ErrorCode`` member would otherwise show up as
+        # ``<ErrorCode.X: 'X'>`` in reprs and carry its class into pickles.
+        super().__init__(str.__str__(message))
+        self.code: str = str.__str__(code)
         """The stable routing key."""
         if cause is not None:
             self.__cause__ = cause
@@ -247,7 +287,14 @@ class HarnessError(Exception):
         return (_rebuild, (type(self), self.__getstate__()))
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"message": self.message, "code": self.code, **self._extra_state()}
+        # ``vars`` keeps attributes a subclass sets in its own ``__init__``
+        # (and ``__notes__``), which ``_rebuild`` restores without calling it.
+        return {
+            **vars(self),
+            "message": self.message,
+            "code": self.code,
+            **self._extra_state(),
+        }
 
     def _extra_state(self) -> dict[str, Any]:
         return {}
@@ -299,8 +346,8 @@ class LlmError(HarnessError):
     ) -> None:
         super().__init__(message, code, cause=cause)
         self.failure: LlmFailure = LlmFailure(
-            message=message,
-            code=code,
+            message=self.message,
+            code=self.code,
             status=status,
             provider_retry_after_ms=provider_retry_after_ms,
             request_id=request_id,
@@ -368,21 +415,35 @@ def normalize_llm_failure(exc: BaseException) -> LlmFailure:
     carried = _carried_failure(exc)
     if carried is not None:
         return carried
-    code = exc.code if isinstance(exc, HarnessError) else ErrorCode.UNKNOWN.value
-    return LlmFailure(message=_safe_message(exc), code=code)
+    return LlmFailure(message=_safe_message(exc), code=_harness_code(exc))
+
+
+def _harness_code(exc: BaseException) -> str:
+    """The code of a ``HarnessError`` when it is a non-empty str, else ``UNKNOWN``.
+
+    A subclass may turn ``code`` into a property that raises or returns junk.
+    """
+    try:
+        if isinstance(exc, HarnessError):
+            code = exc.code
+            if isinstance(code, str) and code != "":
+                return str.__str__(code)
+    except Exception:
+        pass
+    return ErrorCode.UNKNOWN.value
 
 
 def _carried_failure(exc: BaseException) -> LlmFailure | None:
     try:
+        if not isinstance(exc, HarnessError):
+            return None
         failure = getattr(exc, "failure", None)
         code = getattr(exc, "code", None)
+        if not isinstance(failure, LlmFailure) or not isinstance(code, str):
+            return None
+        return failure if failure.code == str.__str__(code) else None
     except Exception:
         return None
-    if not isinstance(failure, LlmFailure) or not isinstance(exc, HarnessError):
-        return None
-    if failure.code != code:
-        return None
-    return failure
 
 
 def _safe_message(exc: BaseException) -> str:
@@ -449,7 +510,9 @@ def error_chain(exc: BaseException) -> str:
             return "<circular cause>"
         path.add(id(node))
         try:
-            text = str(node)
+            # A group's str() appends "(N sub-exceptions)"; the members are
+            # rendered below, so only its own message is wanted here.
+            text = node.message if isinstance(node, BaseExceptionGroup) else str(node)
             message = text if text != "" else type(node).__name__
             members = ""
             if isinstance(node, BaseExceptionGroup) and node.exceptions:

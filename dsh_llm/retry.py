@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 import attrs
@@ -52,6 +52,14 @@ _POLICY_KEYS: Final = frozenset({"mode", "maxRetries", "retryableCodes", "backof
 _BACKOFF_KEYS: Final = frozenset({"initialDelayMs", "maxDelayMs", "jitterRatio"})
 
 
+def _code_tuple(value: Iterable[str]) -> tuple[str, ...]:
+    # A policy is a value: a list passed in is copied into a tuple so later
+    # changes to it cannot leak in. A lone str would split into letters.
+    if isinstance(value, str):
+        raise TypeError("retryable_codes must be a sequence of codes, not a str")
+    return tuple(value)
+
+
 @attrs.frozen(kw_only=True)
 class NormalRetryPolicy:
     """Retry only ``retryable_codes``, at most ``max_retries`` times."""
@@ -60,7 +68,9 @@ class NormalRetryPolicy:
     """Always ``"normal"``."""
     max_retries: int = DEFAULT_MAX_RETRIES
     """Retries after the first attempt."""
-    retryable_codes: tuple[str, ...] = DEFAULT_RETRYABLE_CODES
+    retryable_codes: tuple[str, ...] = attrs.field(
+        default=DEFAULT_RETRYABLE_CODES, converter=_code_tuple
+    )
     """Failure codes eligible for a retry."""
     initial_delay_ms: float = DEFAULT_INITIAL_DELAY_MS
     """First local backoff delay."""

@@ -203,8 +203,15 @@ def _register_class(
             raw[tag_key] = tag
         return {key: raw[key] for key in keys if key in raw}
 
+    def structure_object(value: Any, type_: Any) -> Any:
+        # The generated function assumes a mapping; anything else would surface
+        # as an AttributeError about ``keys`` instead of naming the JSON type.
+        if not isinstance(value, dict):
+            raise _LeafError(f"must be an object, got {_json_kind(value)}")
+        return structure(value, type_)
+
     converter.register_unstructure_hook(cls, ordered)
-    converter.register_structure_hook(cls, structure)
+    converter.register_structure_hook(cls, structure_object)
 
 
 class _TagError(TypeError):
@@ -324,8 +331,19 @@ def _structure(value: Any, cls: Any, code: ErrorCode, what: str) -> Any:
 # --- public API ---------------------------------------------------------------------
 
 
+_CHUNK_CLASSES: Final = tuple(CHUNK_TYPES.values())
+
+
 def chunk_to_dict(chunk: StreamChunk) -> dict[str, Any]:
-    """The TypeScript-shaped dict for ``chunk`` (fresh plain dicts and lists)."""
+    """The TypeScript-shaped dict for ``chunk`` (fresh plain dicts and lists).
+
+    Raises:
+        TypeError: when ``chunk`` is not one of the seven chunk classes.
+    """
+    if not isinstance(chunk, _CHUNK_CLASSES):
+        raise TypeError(
+            f"chunk_to_dict expects a StreamChunk, got {type(chunk).__name__}"
+        )
     result: dict[str, Any] = converter.unstructure(chunk, StreamChunk)
     return result
 
@@ -341,7 +359,15 @@ def chunk_from_dict(data: Any) -> StreamChunk:
 
 
 def message_to_dict(message: Message) -> dict[str, Any]:
-    """The TypeScript-shaped dict for ``message``."""
+    """The TypeScript-shaped dict for ``message``.
+
+    Raises:
+        TypeError: when ``message`` is not a ``Message``.
+    """
+    if not isinstance(message, Message):
+        raise TypeError(
+            f"message_to_dict expects a Message, got {type(message).__name__}"
+        )
     result: dict[str, Any] = converter.unstructure(message, Message)
     return result
 
@@ -376,6 +402,10 @@ def chunk_from_json(text: str | bytes) -> StreamChunk:
     except (ValueError, UnicodeDecodeError) as exc:
         raise LlmError(
             f"invalid chunk: not JSON ({exc})", ErrorCode.INVALID_CHUNK
+        ) from exc
+    except RecursionError as exc:
+        raise LlmError(
+            "invalid chunk: JSON nested too deeply", ErrorCode.INVALID_CHUNK
         ) from exc
     return chunk_from_dict(data)
 

@@ -160,6 +160,10 @@ class AbortSignal:
                     unhook()
 
             removers.append(source.add_listener(forward))
+        if derived.aborted:
+            # An input aborted while the later inputs were being hooked; the
+            # forward that fired could not unhook listeners added after it.
+            unhook()
         # A derived signal nobody holds can never be observed; drop its hooks so a
         # long-lived parent does not accumulate listeners.
         weakref.finalize(derived, unhook)

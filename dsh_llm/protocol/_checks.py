@@ -101,8 +101,14 @@ def finite_number(inst: object, attribute: attrs.Attribute[Any], value: object) 
     """Require a finite ``int`` or ``float`` (not ``bool``)."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise bad_type(inst, attribute.name, f"must be a number, got {_kind(value)}")
-    if not math.isfinite(value):
-        raise bad_value(inst, attribute.name, f"must be finite, got {value}")
+    try:
+        finite = math.isfinite(value)
+    except OverflowError:
+        # An int beyond the float range (e.g. a 400-digit JSON number).
+        finite = False
+    if not finite:
+        shown = value if isinstance(value, float) else "an int beyond the float range"
+        raise bad_value(inst, attribute.name, f"must be finite, got {shown}")
 
 
 def instance_of(*types: type) -> Check:

@@ -22,7 +22,6 @@ from dsh_llm.protocol.content import (
     TextBlock,
     ToolCallBlock,
     ToolResultBlock,
-    detached_json,
 )
 
 __all__ = [
@@ -46,9 +45,15 @@ FAILURE_KINDS: Final = frozenset({"error", "aborted"})
 
 
 def _retry_after(value: object) -> object:
-    # JSON has one number type; keep integral values as int so the JSON the
-    # TypeScript harness reads back is byte-identical (1500, not 1500.0).
-    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+    # JSON has one number type; keep integral values as int so the JSON text
+    # matches JSON.stringify (1500, not 1500.0). From 1e21 on JavaScript prints
+    # an exponent (1e+21), as Python's float repr does, so those stay floats.
+    if (
+        isinstance(value, float)
+        and math.isfinite(value)
+        and value.is_integer()
+        and abs(value) < 1e21
+    ):
         return int(value)
     return value
 
@@ -183,8 +188,64 @@ class TokenUsage:
         return cls(input_tokens=None, output_tokens=None)
 
 
+def _json_copy(value: Any, field: str, where: str) -> Any:
+    """A detached copy of JSON value ``value``; tuples become lists.
+
+    Raises the field's ``TypeError``/``ValueError`` for anything JSON cannot
+    carry, so a bad envelope fails when it is built, not when it is logged.
+    """
+    if value is None or isinstance(value, str | bool | int):
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise c.FieldValueError(
+                "ReplayEnvelope",
+                field,
+                f"must hold finite numbers, got {value}{_at(where)}",
+            )
+        return value
+    if isinstance(value, list | tuple):
+        return [
+            _json_copy(item, field, f"{where}[{position}]")
+            for position, item in enumerate(value)
+        ]
+    if isinstance(value, dict):
+        copied: dict[str, Any] = {}
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise c.FieldTypeError(
+                    "ReplayEnvelope",
+                    field,
+                    f"must hold objects with str keys, got a key of type "
+                    f"{type(key).__name__}{_at(where)}",
+                )
+            copied[key] = _json_copy(item, field, f"{where}[{key!r}]")
+        return copied
+    raise c.FieldTypeError(
+        "ReplayEnvelope",
+        field,
+        f"must hold only JSON values, got {type(value).__name__}{_at(where)}",
+    )
+
+
+def _at(where: str) -> str:
+    return f" at {where}" if where else ""
+
+
+def _detached_response(value: Any) -> Any:
+    return _json_copy(value, "response", "")
+
+
 def _detached_blocks(value: Any) -> tuple[Any, ...] | None:
-    return None if value is None else tuple(detached_json(list(value)))
+    if value is None:
+        return None
+    if not isinstance(value, list | tuple):
+        raise c.FieldTypeError(
+            "ReplayEnvelope",
+            "blocks",
+            f"must be a tuple or list, got {type(value).__name__}",
+        )
+    return tuple(_json_copy(list(value), "blocks", ""))
 
 
 @attrs.frozen(kw_only=True)
@@ -194,13 +255,19 @@ class ReplayEnvelope:
     ``response`` is response-level metadata; ``blocks`` has one entry per emitted
     block in first-seen order, or is ``None`` when the metadata does not depend on
     the blocks. Both halves are opaque to everything but the adapter.
+
+    Both are detached copies made of JSON values only (dicts with str keys,
+    lists, str, finite numbers, bool, ``None``; a tuple is stored as a list), so
+    the envelope survives a JSON round trip unchanged. Anything else raises
+    ``TypeError``/``ValueError`` naming the field. The halves are left out of
+    the hash (they hold dicts), so chunks and messages carrying an envelope stay
+    hashable.
     """
 
-    response: Any = attrs.field(converter=detached_json)
+    response: Any = attrs.field(converter=_detached_response, hash=False)
     """Response-level metadata (any JSON value)."""
     blocks: tuple[Any, ...] | None = attrs.field(
-        default=None,
-        converter=_detached_blocks,
+        default=None, converter=_detached_blocks, hash=False
     )
     """Per-block metadata in first-seen block order, or ``None``."""
 

@@ -1,0 +1,291 @@
+"""dsh_llm.retry: policy resolution and the pure delay math (SPEC 9.1-9.2)."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import attrs
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from dsh_llm.retry import (
+    DEFAULT_RETRY_POLICY,
+    AlwaysRetryPolicy,
+    NormalRetryPolicy,
+    RetryPolicy,
+    resolve_retry_policy,
+    retry_delay_ms,
+    retry_policy_key,
+)
+
+PATH = "provider.retryPolicy"
+MAX_TIMER_DELAY_MS = 2_147_483_647
+
+# --- resolution (SPEC 11 items 23-24) -----------------------------------------------
+
+
+def test_none_resolves_to_the_normal_defaults() -> None:
+    policy = resolve_retry_policy(None, PATH)
+
+    assert policy == NormalRetryPolicy(
+        max_retries=5,
+        retryable_codes=(
+            "EMPTY_RESPONSE",
+            "RATE_LIMIT",
+            "SERVER",
+            "TIMEOUT",
+            "TRANSPORT",
+        ),
+        initial_delay_ms=500,
+        max_delay_ms=10_000,
+        jitter_ratio=0.1,
+    )
+    assert policy is DEFAULT_RETRY_POLICY
+    assert policy.mode == "normal"
+    assert isinstance(policy.retryable_codes, tuple)
+
+
+def test_policies_are_immutable() -> None:
+    policy = resolve_retry_policy(None, PATH)
+    assert isinstance(policy, NormalRetryPolicy)
+
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        policy.max_retries = 9  # type: ignore[misc]
+
+
+def test_configured_normal_policy_is_resolved_and_detached() -> None:
+    codes = ["BUSY"]
+    config: dict[str, Any] = {
+        "mode": "normal",
+        "maxRetries": 4,
+        "retryableCodes": codes,
+        "backoff": {"initialDelayMs": 25, "maxDelayMs": 100, "jitterRatio": 0},
+    }
+
+    policy = resolve_retry_policy(config, PATH)
+    codes.append("LATE")
+    config["backoff"]["maxDelayMs"] = 5
+
+    assert policy == NormalRetryPolicy(
+        max_retries=4,
+        retryable_codes=("BUSY",),
+        initial_delay_ms=25,
+        max_delay_ms=100,
+        jitter_ratio=0,
+    )
+
+
+def test_directly_built_policy_copies_its_codes_into_a_tuple() -> None:
+    codes = ["A"]
+    policy = NormalRetryPolicy(retryable_codes=codes)
+    codes.append("B")
+
+    assert policy.retryable_codes == ("A",)
+    assert isinstance(hash(policy), int)
+    with pytest.raises(TypeError, match="retryable_codes"):
+        NormalRetryPolicy(retryable_codes="SERVER")
+
+
+def test_always_mode_resolves_with_default_backoff() -> None:
+    assert resolve_retry_policy({"mode": "always"}, PATH) == AlwaysRetryPolicy(
+        initial_delay_ms=500, max_delay_ms=10_000, jitter_ratio=0.1
+    )
+    assert resolve_retry_policy({"mode": "always"}, PATH).mode == "always"
+
+
+def test_always_mode_ignores_leftover_normal_fields() -> None:
+    layered = {"mode": "always", "maxRetries": 5, "retryableCodes": ["SERVER"]}
+
+    assert resolve_retry_policy(layered, PATH) == AlwaysRetryPolicy()
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        ({"mode": "normal", "maxRetries": -1}, "maxRetries"),
+        ({"mode": "normal", "maxRetries": 1.5}, "maxRetries"),
+        ({"mode": "normal", "maxRetries": 2**53}, "maxRetries"),
+        ({"mode": "normal", "maxRetries": True}, "maxRetries"),
+        ({"mode": "always", "backoff": {"initialDelayMs": 0}}, "initialDelayMs"),
+        ({"mode": "normal", "backoff": {"maxDelayMs": math.inf}}, "maxDelayMs"),
+        ({"mode": "normal", "backoff": {"maxDelayMs": math.nan}}, "maxDelayMs"),
+        (
+            {"mode": "normal", "backoff": {"initialDelayMs": MAX_TIMER_DELAY_MS + 1}},
+            "initialDelayMs",
+        ),
+        (
+            {"mode": "always", "backoff": {"maxDelayMs": MAX_TIMER_DELAY_MS + 1}},
+            "maxDelayMs",
+        ),
+        (
+            {"mode": "normal", "backoff": {"initialDelayMs": 20, "maxDelayMs": 10}},
+            "less than or equal",
+        ),
+        ({"mode": "always", "backoff": {"jitterRatio": 1.1}}, "jitterRatio"),
+        ({"mode": "always", "backoff": {"jitterRatio": -0.1}}, "jitterRatio"),
+        ({"mode": "normal", "retryableCodes": []}, "must not be empty"),
+        ({"mode": "normal", "retryableCodes": ["SERVER", "SERVER"]}, "duplicates"),
+        ({"mode": "normal", "retryableCodes": [""]}, "non-empty strings"),
+        ({"mode": "normal", "retryableCodes": [429]}, "non-empty strings"),
+        ({"mode": "normal", "retryableCodes": "SERVER"}, "retryableCodes"),
+        ({"mode": "normal", "maxRetires": 1}, 'unknown key "maxRetires"'),
+        (
+            {"mode": "always", "backoff": {"initialDelay": 1}},
+            'unknown key "initialDelay"',
+        ),
+        ({"mode": "normal", "backoff": 5}, "backoff"),
+        ({"mode": "sometimes"}, 'mode must be "normal" or "always"'),
+        ({}, 'mode must be "normal" or "always"'),
+        ("normal", "must be a mapping"),
+    ],
+)
+def test_invalid_policy_is_rejected_with_the_path_prefixed(
+    config: Any, message: str
+) -> None:
+    with pytest.raises(ValueError, match=message) as info:
+        resolve_retry_policy(config, PATH)
+
+    assert str(info.value).startswith(PATH)
+
+
+# --- delay math (SPEC 9.2) ----------------------------------------------------------
+
+
+def test_first_retry_with_r_zero_waits_450ms() -> None:
+    assert retry_delay_ms(DEFAULT_RETRY_POLICY, 1, 0.0) == pytest.approx(450)
+
+
+def test_second_retry_with_r_one_waits_1100ms() -> None:
+    assert retry_delay_ms(DEFAULT_RETRY_POLICY, 2, 1.0) == pytest.approx(1100)
+
+
+def test_always_policy_doubles_then_caps() -> None:
+    policy = AlwaysRetryPolicy(initial_delay_ms=1, max_delay_ms=4, jitter_ratio=0.1)
+
+    delays = [retry_delay_ms(policy, n, 1.0) for n in (1, 2, 3, 4)]
+
+    assert delays == pytest.approx([1.1, 2.2, 4, 4])
+
+
+def test_full_jitter_with_r_zero_gives_zero_delay() -> None:
+    policy = NormalRetryPolicy(jitter_ratio=1)
+
+    assert retry_delay_ms(policy, 1, 0.0) == 0
+    assert retry_delay_ms(policy, 3, 0.0) == 0
+
+
+def test_zero_jitter_ignores_the_random_value() -> None:
+    policy = NormalRetryPolicy(jitter_ratio=0)
+
+    assert retry_delay_ms(policy, 1, 0.0) == retry_delay_ms(policy, 1, 1.0) == 500
+    assert retry_delay_ms(policy, 2, 0.3) == 1000
+
+
+@pytest.mark.parametrize("policy", [NormalRetryPolicy(), AlwaysRetryPolicy()])
+def test_retry_after_within_max_is_used_verbatim(policy: RetryPolicy) -> None:
+    assert retry_delay_ms(policy, 1, 1.0, provider_retry_after_ms=1234.5) == 1234.5
+    assert retry_delay_ms(policy, 9, 0.0, provider_retry_after_ms=10_000) == 10_000
+
+
+def test_retry_after_beyond_max_stops_a_normal_policy() -> None:
+    assert (
+        retry_delay_ms(NormalRetryPolicy(), 1, 0.5, provider_retry_after_ms=10_001)
+        is None
+    )
+
+
+def test_retry_after_beyond_max_falls_back_to_the_local_delay_when_always() -> None:
+    policy = AlwaysRetryPolicy()
+
+    assert retry_delay_ms(
+        policy, 1, 0.0, provider_retry_after_ms=60_000
+    ) == pytest.approx(450)
+
+
+def test_non_positive_retry_after_is_ignored() -> None:
+    assert retry_delay_ms(NormalRetryPolicy(), 1, 0.0, provider_retry_after_ms=0) == (
+        pytest.approx(450)
+    )
+
+
+@pytest.mark.parametrize("retry", [64, 65, 1025, 10**6, 10**400])
+def test_huge_retry_numbers_do_not_overflow(retry: int) -> None:
+    policy = NormalRetryPolicy(jitter_ratio=0)
+
+    assert retry_delay_ms(policy, retry, 0.5) == 10_000
+
+
+@pytest.mark.parametrize(
+    ("retry", "random_value"), [(0, 0.5), (-1, 0.5), (1, -0.1), (1, 1.1), (1, math.nan)]
+)
+def test_out_of_range_arguments_are_rejected(retry: int, random_value: float) -> None:
+    with pytest.raises(ValueError, match=r"retry|random_value"):
+        retry_delay_ms(DEFAULT_RETRY_POLICY, retry, random_value)
+
+
+_policies = st.one_of(
+    st.builds(
+        NormalRetryPolicy,
+        initial_delay_ms=st.floats(min_value=1, max_value=1e6),
+        jitter_ratio=st.floats(min_value=0, max_value=1),
+    ),
+    st.builds(
+        AlwaysRetryPolicy,
+        initial_delay_ms=st.floats(min_value=1, max_value=1e6),
+        jitter_ratio=st.floats(min_value=0, max_value=1),
+    ),
+).map(lambda p: attrs.evolve(p, max_delay_ms=max(p.initial_delay_ms, p.max_delay_ms)))
+
+
+@given(
+    policy=_policies,
+    retry=st.integers(min_value=1, max_value=2000),
+    random_value=st.floats(min_value=0, max_value=1),
+    retry_after=st.none() | st.floats(min_value=-1e6, max_value=1e9, allow_nan=False),
+)
+def test_delays_stay_between_zero_and_max_delay(
+    policy: RetryPolicy, retry: int, random_value: float, retry_after: float | None
+) -> None:
+    delay = retry_delay_ms(policy, retry, random_value, retry_after)
+
+    if delay is None:
+        assert isinstance(policy, NormalRetryPolicy)
+        assert retry_after is not None
+        assert retry_after > policy.max_delay_ms
+    else:
+        assert 0 <= delay <= policy.max_delay_ms
+
+
+# --- policy keys ---------------------------------------------------------------------
+
+
+def test_policy_key_lists_the_normal_fields_with_sorted_codes() -> None:
+    policy = NormalRetryPolicy(max_retries=2, retryable_codes=("SERVER", "RATE_LIMIT"))
+
+    assert json.loads(retry_policy_key(policy)) == [
+        "normal",
+        2,
+        ["RATE_LIMIT", "SERVER"],
+        500,
+        10000,
+        0.1,
+    ]
+    assert retry_policy_key(policy) == (
+        '["normal",2,["RATE_LIMIT","SERVER"],500,10000,0.1]'
+    )
+
+
+def test_policy_key_of_always_mode_has_only_backoff() -> None:
+    assert retry_policy_key(AlwaysRetryPolicy()) == '["always",500,10000,0.1]'
+
+
+def test_a_changed_policy_has_a_different_key() -> None:
+    assert retry_policy_key(NormalRetryPolicy()) != retry_policy_key(
+        NormalRetryPolicy(max_retries=4)
+    )
+    assert retry_policy_key(
+        NormalRetryPolicy(retryable_codes=("A", "B"))
+    ) == retry_policy_key(NormalRetryPolicy(retryable_codes=("B", "A")))

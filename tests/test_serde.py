@@ -1,0 +1,807 @@
+"""dsh_llm.serde: TypeScript-identical JSON, strict reading, JSON Lines."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from dsh_llm.errors import ErrorCode, LlmError
+from dsh_llm.protocol import (
+    BLOCK_TYPES,
+    SOURCE_TYPES,
+    BlockEnd,
+    BlockStart,
+    CallId,
+    ContentBlock,
+    ContextSnapshotSection,
+    Finish,
+    FinishReason,
+    ImageBlock,
+    ImageDimensions,
+    ImageRef,
+    LlmFailure,
+    Message,
+    MessageSource,
+    ModelSource,
+    PluginSource,
+    ReplayEnvelope,
+    StreamChunk,
+    TextBlock,
+    TextDelta,
+    TokenUsage,
+    ToolCallBlock,
+    ToolCallDelta,
+    ToolResultBlock,
+    UsageChunk,
+    UserSource,
+    create_assistant_message,
+    create_tool_result_message,
+)
+from dsh_llm.serde import (
+    chunk_from_dict,
+    chunk_from_json,
+    chunk_to_dict,
+    chunk_to_json,
+    chunks_from_jsonl,
+    chunks_to_jsonl,
+    converter,
+    message_from_dict,
+    message_to_dict,
+    read_jsonl,
+    write_jsonl,
+)
+from tests import strategies as s
+
+# --- the seed example --------------------------------------------------------------
+
+ARGUMENTS = '{"command":"echo runoob"}'
+
+SEED_CHUNKS: list[StreamChunk] = [
+    BlockStart(index=0, block_type="text"),
+    TextDelta(index=0, text="runoob "),
+    TextDelta(index=0, text="教程"),
+    BlockEnd(index=0, block=TextBlock(text="runoob 教程")),
+    BlockStart(index=1, block_type="tool-call"),
+    ToolCallDelta(index=1, id=CallId("call_0"), name="bash", arguments_delta=ARGUMENTS),
+    BlockEnd(
+        index=1,
+        block=ToolCallBlock(id=CallId("call_0"), name="bash", arguments=ARGUMENTS),
+    ),
+    UsageChunk(usage=TokenUsage(input_tokens=100, output_tokens=50)),
+    Finish(reason=FinishReason.TOOL_CALLS),
+]
+
+SEED_DICTS: list[dict[str, Any]] = [
+    {"type": "block-start", "index": 0, "blockType": "text"},
+    {"type": "text-delta", "index": 0, "text": "runoob "},
+    {"type": "text-delta", "index": 0, "text": "教程"},
+    {"type": "block-end", "index": 0, "block": {"type": "text", "text": "runoob 教程"}},
+    {"type": "block-start", "index": 1, "blockType": "tool-call"},
+    {
+        "type": "tool-call-delta",
+        "index": 1,
+        "id": "call_0",
+        "name": "bash",
+        "argumentsDelta": ARGUMENTS,
+    },
+    {
+        "type": "block-end",
+        "index": 1,
+        "block": {
+            "type": "tool-call",
+            "id": "call_0",
+            "name": "bash",
+            "arguments": ARGUMENTS,
+        },
+    },
+    {"type": "usage", "usage": {"inputTokens": 100, "outputTokens": 50}},
+    {"type": "finish", "reason": {"kind": "tool-calls"}},
+]
+
+# What JSON.stringify writes for the same objects, byte for byte.
+SEED_JSON = [
+    '{"type":"block-start","index":0,"blockType":"text"}',
+    '{"type":"text-delta","index":0,"text":"runoob "}',
+    '{"type":"text-delta","index":0,"text":"教程"}',
+    '{"type":"block-end","index":0,"block":{"type":"text","text":"runoob 教程"}}',
+    '{"type":"block-start","index":1,"blockType":"tool-call"}',
+    '{"type":"tool-call-delta","index":1,"id":"call_0","name":"bash",'
+    '"argumentsDelta":"{\\"command\\":\\"echo runoob\\"}"}',
+    '{"type":"block-end","index":1,"block":{"type":"tool-call","id":"call_0",'
+    '"name":"bash","arguments":"{\\"command\\":\\"echo runoob\\"}"}}',
+    '{"type":"usage","usage":{"inputTokens":100,"outputTokens":50}}',
+    '{"type":"finish","reason":{"kind":"tool-calls"}}',
+]
+
+
+def test_seed_stream_serialises_to_the_exact_typescript_dicts() -> None:
+    dicts = [chunk_to_dict(chunk) for chunk in SEED_CHUNKS]
+
+    assert dicts == SEED_DICTS
+    # dict equality ignores order; the TypeScript objects list keys in
+    # declaration order with the tag first.
+    assert [list(d) for d in dicts] == [list(d) for d in SEED_DICTS]
+    assert list(dicts[5]) == ["type", "index", "id", "name", "argumentsDelta"]
+
+
+def test_seed_stream_serialises_to_the_exact_json_text() -> None:
+    assert [chunk_to_json(chunk) for chunk in SEED_CHUNKS] == SEED_JSON
+
+
+def test_seed_stream_round_trips_through_dicts_and_json_text() -> None:
+    assert [chunk_from_dict(d) for d in SEED_DICTS] == SEED_CHUNKS
+    assert [chunk_from_json(text) for text in SEED_JSON] == SEED_CHUNKS
+    assert [chunk_from_json(text.encode()) for text in SEED_JSON] == SEED_CHUNKS
+
+
+def test_seed_stream_round_trips_through_json_lines() -> None:
+    lines = list(chunks_to_jsonl(SEED_CHUNKS))
+
+    assert lines == [text + "\n" for text in SEED_JSON]
+    assert list(chunks_from_jsonl(lines)) == SEED_CHUNKS
+
+
+# --- shapes --------------------------------------------------------------------------
+
+
+def test_absent_optional_fields_are_omitted_never_null() -> None:
+    assert chunk_to_dict(ToolCallDelta(index=2, arguments_delta="")) == {
+        "type": "tool-call-delta",
+        "index": 2,
+        "argumentsDelta": "",
+    }
+    assert chunk_to_dict(Finish(reason=FinishReason.STOP)) == {
+        "type": "finish",
+        "reason": {"kind": "stop"},
+    }
+    block = ToolResultBlock(tool_call_id=CallId("c"), content=())
+    assert chunk_to_dict(BlockEnd(index=0, block=block)) == {
+        "type": "block-end",
+        "index": 0,
+        "block": {"type": "tool-result", "toolCallId": "c", "content": []},
+    }
+
+
+def test_unreported_token_counts_are_null_and_optional_counts_omitted() -> None:
+    assert chunk_to_dict(UsageChunk(usage=TokenUsage.unknown())) == {
+        "type": "usage",
+        "usage": {"inputTokens": None, "outputTokens": None},
+    }
+    assert chunk_to_json(UsageChunk(usage=TokenUsage.unknown())) == (
+        '{"type":"usage","usage":{"inputTokens":null,"outputTokens":null}}'
+    )
+    full = TokenUsage(
+        input_tokens=27,
+        output_tokens=69,
+        cache_read_tokens=256,
+        cache_write_tokens=0,
+        reasoning_tokens=24,
+    )
+    assert chunk_to_dict(UsageChunk(usage=full))["usage"] == {
+        "inputTokens": 27,
+        "outputTokens": 69,
+        "cacheReadTokens": 256,
+        "cacheWriteTokens": 0,
+        "reasoningTokens": 24,
+    }
+
+
+def test_failure_uses_camel_case_keys_and_integral_retry_after() -> None:
+    failure = LlmFailure(
+        message="slow down",
+        code="RATE_LIMIT",
+        status=429,
+        provider_retry_after_ms=1500.0,
+        request_id="req-1",
+    )
+    text = chunk_to_json(Finish(reason=FinishReason.error(failure)))
+
+    assert text == (
+        '{"type":"finish","reason":{"kind":"error","failure":{"message":"slow down",'
+        '"code":"RATE_LIMIT","status":429,"providerRetryAfterMs":1500,'
+        '"requestId":"req-1"}}}'
+    )
+
+
+def test_replay_state_and_image_use_typescript_keys() -> None:
+    attachment = ImageRef(
+        attachment_id="sha256:" + "0" * 64,
+        media_type="image/png",
+        bytes=10,
+        width=2,
+        height=3,
+        name="a.png",
+        original_dimensions=ImageDimensions(width=4, height=6),
+    )
+    finish = Finish(
+        reason=FinishReason.STOP,
+        replay_state=ReplayEnvelope(response={"id": "r"}, blocks=({"sig": "x"},)),
+    )
+
+    assert chunk_to_dict(
+        BlockEnd(index=0, block=ImageBlock(attachment=attachment))
+    ) == {
+        "type": "block-end",
+        "index": 0,
+        "block": {
+            "type": "image",
+            "attachment": {
+                "attachmentId": "sha256:" + "0" * 64,
+                "mediaType": "image/png",
+                "bytes": 10,
+                "width": 2,
+                "height": 3,
+                "name": "a.png",
+                "originalDimensions": {"width": 4, "height": 6},
+            },
+        },
+    }
+    assert chunk_to_dict(finish) == {
+        "type": "finish",
+        "reason": {"kind": "stop"},
+        "replayState": {"response": {"id": "r"}, "blocks": [{"sig": "x"}]},
+    }
+
+
+def test_message_serialises_with_source_kind_and_camel_case_keys() -> None:
+    message = create_tool_result_message("call-1", "done", is_error=False)
+
+    assert message_to_dict(message) == {
+        "id": message.id,
+        "role": "user",
+        "content": [
+            {
+                "type": "tool-result",
+                "toolCallId": "call-1",
+                "content": [{"type": "text", "text": "done"}],
+                "isError": False,
+            }
+        ],
+        "source": {"kind": "tool", "callId": "call-1"},
+    }
+    assistant = create_assistant_message(
+        "hi", provider="p", model="m", replay_state=ReplayEnvelope(response=None)
+    )
+    assert message_to_dict(assistant)["source"] == {
+        "kind": "model",
+        "provider": "p",
+        "model": "m",
+        "replayState": {"response": None},
+    }
+    snapshot = Message(
+        id="m-1",
+        role="system",
+        content=(),
+        source=PluginSource(
+            plugin="ctx",
+            form="snapshot",
+            sections=(ContextSnapshotSection(name="a", text="b"),),
+        ),
+    )
+    assert message_to_dict(snapshot) == {
+        "id": "m-1",
+        "role": "system",
+        "content": [],
+        "source": {
+            "kind": "plugin",
+            "plugin": "ctx",
+            "form": "snapshot",
+            "sections": [{"name": "a", "text": "b"}],
+        },
+    }
+
+
+def test_to_dict_returns_fresh_plain_containers() -> None:
+    finish = Finish(reason=FinishReason.STOP, replay_state=ReplayEnvelope(response=[1]))
+    first = chunk_to_dict(finish)
+    first["replayState"]["response"].append(2)
+
+    assert chunk_to_dict(finish)["replayState"]["response"] == [1]
+    assert finish.replay_state is not None
+    assert finish.replay_state.response == [1]
+
+
+def test_to_dict_rejects_values_of_the_wrong_class() -> None:
+    with pytest.raises(TypeError, match="StreamChunk"):
+        chunk_to_dict(TextBlock(text="a"))  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="Message"):
+        message_to_dict({"id": "x"})  # type: ignore[arg-type]
+
+
+# --- round trips (hypothesis) ------------------------------------------------------
+
+
+@given(s.chunks)
+def test_every_chunk_round_trips_through_a_dict(chunk: StreamChunk) -> None:
+    assert chunk_from_dict(chunk_to_dict(chunk)) == chunk
+
+
+@given(s.chunks)
+def test_every_chunk_round_trips_through_json_text(chunk: StreamChunk) -> None:
+    text = chunk_to_json(chunk)
+
+    assert "\n" not in text
+    assert chunk_from_json(text) == chunk
+    assert chunk_from_json(text.encode("utf-8")) == chunk
+    # The text is the dict, compact, with non-ASCII kept (as JSON.stringify).
+    assert json.loads(text) == chunk_to_dict(chunk)
+    assert text == json.dumps(
+        chunk_to_dict(chunk), ensure_ascii=False, separators=(",", ":")
+    )
+
+
+@given(s.chunks)
+def test_chunk_dicts_survive_a_json_round_trip_unchanged(chunk: StreamChunk) -> None:
+    data = chunk_to_dict(chunk)
+
+    assert json.loads(json.dumps(data)) == data
+    assert chunk_from_dict(json.loads(json.dumps(data))) == chunk
+
+
+@given(s.messages)
+def test_every_message_round_trips_through_a_dict_and_json(message: Message) -> None:
+    data = message_to_dict(message)
+
+    assert message_from_dict(data) == message
+    assert message_from_dict(json.loads(json.dumps(data, ensure_ascii=False))) == (
+        message
+    )
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        s.content_blocks,
+        s.message_sources,
+        s.llm_failures,
+        s.finish_reasons,
+        s.token_usages,
+        s.replay_envelopes,
+        s.image_refs,
+    ],
+    ids=["block", "source", "failure", "reason", "usage", "envelope", "image"],
+)
+@given(data=st.data())
+def test_every_nested_value_round_trips_through_the_converter(
+    values: st.SearchStrategy[Any], data: st.DataObject
+) -> None:
+    value = data.draw(values)
+    declared: Any = {
+        "block": ContentBlock,
+        "source": MessageSource,
+    }.get(_kind_of(value), type(value))
+
+    raw = converter.unstructure(value, declared)
+    assert converter.structure(json.loads(json.dumps(raw)), declared) == value
+
+
+def _kind_of(value: object) -> str:
+    if isinstance(value, tuple(BLOCK_TYPES.values())):
+        return "block"
+    if isinstance(value, tuple(SOURCE_TYPES.values())):
+        return "source"
+    return "other"
+
+
+@given(s.chunk_lists)
+def test_chunk_lists_round_trip_through_json_lines(chunks: list[StreamChunk]) -> None:
+    out = io.StringIO()
+
+    assert write_jsonl(chunks, out) == len(chunks)
+    text = out.getvalue()
+    assert text.count("\n") == len(chunks)
+    assert list(chunks_from_jsonl(io.StringIO(text))) == chunks
+    assert list(chunks_from_jsonl(text.encode("utf-8").splitlines(True))) == chunks
+
+
+def test_non_ascii_text_is_written_verbatim_and_read_back() -> None:
+    chunk = TextDelta(index=0, text="教程 😀 é\u2028\x00")
+    text = chunk_to_json(chunk)
+
+    assert "教程 😀 é" in text
+    assert chunk_from_json(text) == chunk
+
+
+def test_read_jsonl_reads_a_utf8_file_lazily(tmp_path: Path) -> None:
+    path = tmp_path / "stream.jsonl"
+    with path.open("w", encoding="utf-8") as handle:
+        write_jsonl(SEED_CHUNKS, handle)
+
+    assert list(read_jsonl(str(path))) == SEED_CHUNKS
+
+
+def test_read_jsonl_reports_bytes_that_are_not_utf8(tmp_path: Path) -> None:
+    path = tmp_path / "bad.jsonl"
+    path.write_bytes(SEED_JSON[0].encode() + b"\n\xff\xfe\n")
+
+    with pytest.raises(LlmError) as info:
+        list(read_jsonl(str(path)))
+    assert info.value.code == ErrorCode.INVALID_CHUNK
+    assert info.value.message.startswith("line 2:")
+
+
+def test_jsonl_reader_skips_blank_lines_and_is_lazy() -> None:
+    lines = iter(["\n", SEED_JSON[0] + "\n", "   \n", SEED_JSON[1], "not json\n"])
+    reader = chunks_from_jsonl(lines)
+
+    assert next(reader) == SEED_CHUNKS[0]
+    assert next(reader) == SEED_CHUNKS[1]
+    with pytest.raises(LlmError) as info:
+        next(reader)
+    assert info.value.code == ErrorCode.INVALID_CHUNK
+    assert info.value.message.startswith("line 5: ")
+
+
+def test_bad_json_lines_line_names_its_line_number_and_key() -> None:
+    lines = [SEED_JSON[0], SEED_JSON[1], '{"type":"text-delta","index":0,"text":7}']
+
+    with pytest.raises(LlmError) as info:
+        list(chunks_from_jsonl(lines))
+    assert info.value.code == ErrorCode.INVALID_CHUNK
+    assert info.value.message.startswith("line 3: ")
+    assert "$.text" in info.value.message
+
+
+# --- malformed chunks ---------------------------------------------------------------
+
+_FAILURE = {"message": "m", "code": "SERVER"}
+
+MALFORMED_CHUNKS: list[tuple[Any, str]] = [
+    # unknown or missing tag
+    ({"type": "text-deltas", "index": 0, "text": "a"}, "$.type"),
+    ({"index": 0, "text": "a"}, "$.type"),
+    ({"type": 3, "index": 0, "text": "a"}, "$.type"),
+    # wrong types
+    ({"type": "text-delta", "index": True, "text": "a"}, "$.index"),
+    ({"type": "text-delta", "index": "0", "text": "a"}, "$.index"),
+    ({"type": "text-delta", "index": 0.5, "text": "a"}, "$.index"),
+    ({"type": "text-delta", "index": 0, "text": 5}, "$.text"),
+    ({"type": "text-delta", "index": 0, "text": None}, "$.text"),
+    ({"type": "tool-call-delta", "index": 0, "argumentsDelta": {}}, "$.argumentsDelta"),
+    (
+        {"type": "tool-call-delta", "index": 0, "argumentsDelta": "", "name": 1},
+        "$.name",
+    ),
+    ({"type": "block-start", "index": 0, "blockType": ["text"]}, "$.blockType"),
+    (
+        {"type": "usage", "usage": {"inputTokens": "1", "outputTokens": 1}},
+        "inputTokens",
+    ),
+    (
+        {"type": "usage", "usage": {"inputTokens": 1, "outputTokens": True}},
+        "outputTokens",
+    ),
+    (
+        {"type": "usage", "usage": {"inputTokens": 1, "outputTokens": 1.5}},
+        "outputTokens",
+    ),
+    ({"type": "usage", "usage": [1, 2]}, "$.usage"),
+    ({"type": "finish", "reason": "stop"}, "$.reason"),
+    ({"type": "finish", "reason": None}, "$.reason"),
+    # values out of their domain
+    ({"type": "text-delta", "index": -1, "text": "a"}, "$.index"),
+    ({"type": "block-start", "index": 0, "blockType": ""}, "$.blockType"),
+    ({"type": "usage", "usage": {"inputTokens": -5, "outputTokens": 1}}, "inputTokens"),
+    ({"type": "finish", "reason": {"kind": ""}}, "$.reason.kind"),
+    # missing fields
+    ({"type": "text-delta", "index": 0}, "$.text"),
+    ({"type": "text-delta", "text": "a"}, "$.index"),
+    ({"type": "tool-call-delta", "index": 0}, "$.argumentsDelta"),
+    ({"type": "usage", "usage": {"inputTokens": 1}}, "outputTokens"),
+    ({"type": "finish"}, "$.reason"),
+    ({"type": "finish", "reason": {}}, "$.reason.kind"),
+    # unknown keys
+    ({"type": "text-delta", "index": 0, "text": "a", "extra": 1}, "extra"),
+    ({"type": "usage", "usage": {"inputTokens": 1, "outputTokens": 1, "x": 0}}, "x"),
+    # nested inside block-end's block
+    ({"type": "block-end", "index": 0, "block": {"type": "text"}}, "$.block.text"),
+    (
+        {"type": "block-end", "index": 0, "block": {"type": "text", "text": 1}},
+        "$.block.text",
+    ),
+    ({"type": "block-end", "index": 0, "block": {"type": "video"}}, "$.block.type"),
+    ({"type": "block-end", "index": 0, "block": "text"}, "$.block"),
+    (
+        {
+            "type": "block-end",
+            "index": 0,
+            "block": {
+                "type": "tool-result",
+                "toolCallId": "c",
+                "content": [
+                    {"type": "text", "text": "ok"},
+                    {"type": "text", "text": 2},
+                ],
+            },
+        },
+        "$.block.content[1].text",
+    ),
+    (
+        {
+            "type": "block-end",
+            "index": 0,
+            "block": {"type": "tool-result", "toolCallId": "c", "content": {}},
+        },
+        "$.block.content",
+    ),
+    (
+        {
+            "type": "block-end",
+            "index": 0,
+            "block": {
+                "type": "tool-result",
+                "toolCallId": "c",
+                "content": [],
+                "isError": 0,
+            },
+        },
+        "$.block.isError",
+    ),
+    (
+        {
+            "type": "block-end",
+            "index": 0,
+            "block": {
+                "type": "image",
+                "attachment": {
+                    "attachmentId": "sha256:abc",
+                    "mediaType": "image/png",
+                    "bytes": 1,
+                    "width": 1,
+                    "height": 1,
+                },
+            },
+        },
+        "$.block.attachment.attachmentId",
+    ),
+    # nested inside finish's failure
+    ({"type": "finish", "reason": {"kind": "error"}}, "$.reason.failure"),
+    ({"type": "finish", "reason": {"kind": "aborted"}}, "$.reason.failure"),
+    (
+        {"type": "finish", "reason": {"kind": "stop", "failure": _FAILURE}},
+        "$.reason.failure",
+    ),
+    (
+        {"type": "finish", "reason": {"kind": "error", "failure": {"message": "m"}}},
+        "$.reason.failure.code",
+    ),
+    (
+        {
+            "type": "finish",
+            "reason": {"kind": "error", "failure": {**_FAILURE, "code": ""}},
+        },
+        "$.reason.failure.code",
+    ),
+    (
+        {
+            "type": "finish",
+            "reason": {"kind": "error", "failure": {**_FAILURE, "status": "500"}},
+        },
+        "$.reason.failure.status",
+    ),
+    (
+        {
+            "type": "finish",
+            "reason": {"kind": "error", "failure": {**_FAILURE, "status": 600}},
+        },
+        "$.reason.failure.status",
+    ),
+    (
+        {
+            "type": "finish",
+            "reason": {
+                "kind": "error",
+                "failure": {**_FAILURE, "providerRetryAfterMs": 0},
+            },
+        },
+        "$.reason.failure.providerRetryAfterMs",
+    ),
+    (
+        {
+            "type": "finish",
+            "reason": {
+                "kind": "error",
+                "failure": {**_FAILURE, "providerRetryAfterMs": 10**400},
+            },
+        },
+        "$.reason.failure.providerRetryAfterMs",
+    ),
+    (
+        {
+            "type": "finish",
+            "reason": {"kind": "error", "failure": {**_FAILURE, "requestId": ""}},
+        },
+        "$.reason.failure.requestId",
+    ),
+    (
+        {
+            "type": "finish",
+            "reason": {"kind": "error", "failure": {**_FAILURE, "retry": 1}},
+        },
+        "retry",
+    ),
+    (
+        {"type": "finish", "reason": {"kind": "stop"}, "replayState": {"blocks": []}},
+        "$.replayState.response",
+    ),
+    (
+        {
+            "type": "finish",
+            "reason": {"kind": "stop"},
+            "replayState": {"response": 1, "blocks": "x"},
+        },
+        "$.replayState.blocks",
+    ),
+    (
+        {"type": "finish", "reason": {"kind": "stop"}, "replayState": []},
+        "$.replayState",
+    ),
+    # not an object at all
+    ([], "$"),
+    ("text-delta", "$"),
+    (None, "$"),
+    (7, "$"),
+]
+
+
+@pytest.mark.parametrize(("data", "path"), MALFORMED_CHUNKS)
+def test_malformed_chunk_raises_invalid_chunk_naming_the_key(
+    data: Any, path: str
+) -> None:
+    with pytest.raises(LlmError) as info:
+        chunk_from_dict(data)
+
+    assert info.value.code == ErrorCode.INVALID_CHUNK
+    assert path in info.value.message
+    assert info.value.message.startswith("invalid chunk: ")
+
+
+@pytest.mark.parametrize(("data", "path"), MALFORMED_CHUNKS)
+def test_malformed_chunk_json_text_raises_invalid_chunk(data: Any, path: str) -> None:
+    with pytest.raises(LlmError) as info:
+        chunk_from_json(json.dumps(data))
+
+    assert info.value.code == ErrorCode.INVALID_CHUNK
+    assert path in info.value.message
+
+
+def test_messages_name_the_tag_vocabulary_and_the_json_type() -> None:
+    with pytest.raises(LlmError, match=r"\$\.type: 'video' is not a known chunk type"):
+        chunk_from_dict({"type": "video"})
+    with pytest.raises(LlmError, match=r"\$\.index: must be an integer, got bool"):
+        chunk_from_dict({"type": "text-delta", "index": False, "text": ""})
+    with pytest.raises(LlmError, match=r"\$\.text: must be a string, got number"):
+        chunk_from_dict({"type": "text-delta", "index": 0, "text": 1.5})
+    with pytest.raises(LlmError, match=r"\$: unknown key\(s\) a, b"):
+        chunk_from_dict({"type": "text-delta", "index": 0, "text": "", "b": 1, "a": 2})
+
+
+def test_several_problems_are_counted_in_one_error() -> None:
+    with pytest.raises(LlmError, match=r"\(and 1 more\)"):
+        chunk_from_dict({"type": "text-delta", "index": "0", "text": 0})
+
+
+def test_invalid_chunk_error_chains_the_underlying_problem() -> None:
+    with pytest.raises(LlmError) as info:
+        chunk_from_dict({"type": "text-delta", "index": 0})
+
+    assert info.value.__cause__ is not None
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["", "{", "not json", '{"type":"text-delta",}', b"\xff\xfe", "[" * 100_000],
+)
+def test_text_that_is_not_json_raises_invalid_chunk(text: str | bytes) -> None:
+    with pytest.raises(LlmError) as info:
+        chunk_from_json(text)
+
+    assert info.value.code == ErrorCode.INVALID_CHUNK
+
+
+def test_deeply_nested_tool_results_raise_invalid_chunk_not_recursion_error() -> None:
+    block: dict[str, Any] = {"type": "tool-result", "toolCallId": "c", "content": []}
+    data = {"type": "block-end", "index": 0, "block": block}
+    for _ in range(3000):
+        inner: dict[str, Any] = {
+            "type": "tool-result",
+            "toolCallId": "c",
+            "content": [],
+        }
+        block["content"].append(inner)
+        block = inner
+
+    with pytest.raises(LlmError) as info:
+        chunk_from_dict(data)
+    assert info.value.code == ErrorCode.INVALID_CHUNK
+
+
+# --- malformed messages -------------------------------------------------------------
+
+_GOOD_MESSAGE: dict[str, Any] = {
+    "id": "m-1",
+    "role": "user",
+    "content": [{"type": "text", "text": "hi"}],
+    "source": {"kind": "user"},
+}
+
+MALFORMED_MESSAGES: list[tuple[Any, str]] = [
+    ({**_GOOD_MESSAGE, "role": "tool"}, "$.role"),
+    ({**_GOOD_MESSAGE, "role": 1}, "$.role"),
+    ({**_GOOD_MESSAGE, "id": ""}, "$.id"),
+    ({**_GOOD_MESSAGE, "id": 7}, "$.id"),
+    ({k: v for k, v in _GOOD_MESSAGE.items() if k != "role"}, "$.role"),
+    ({k: v for k, v in _GOOD_MESSAGE.items() if k != "content"}, "$.content"),
+    ({k: v for k, v in _GOOD_MESSAGE.items() if k != "source"}, "$.source"),
+    ({**_GOOD_MESSAGE, "content": "hi"}, "$.content"),
+    ({**_GOOD_MESSAGE, "content": [{"type": "text", "text": 1}]}, "$.content[0].text"),
+    ({**_GOOD_MESSAGE, "content": [{"type": "audio"}]}, "$.content[0].type"),
+    ({**_GOOD_MESSAGE, "source": {"kind": "robot"}}, "$.source.kind"),
+    ({**_GOOD_MESSAGE, "source": {}}, "$.source.kind"),
+    ({**_GOOD_MESSAGE, "source": "user"}, "$.source"),
+    ({**_GOOD_MESSAGE, "source": {"kind": "user", "name": "x"}}, "name"),
+    ({**_GOOD_MESSAGE, "source": {"kind": "tool"}}, "$.source.callId"),
+    ({**_GOOD_MESSAGE, "source": {"kind": "model", "provider": "p"}}, "$.source.model"),
+    (
+        {
+            **_GOOD_MESSAGE,
+            "source": {"kind": "plugin", "plugin": "p", "form": "notice"},
+        },
+        "$.source.summary",
+    ),
+    (
+        {**_GOOD_MESSAGE, "source": {"kind": "plugin", "plugin": "p", "form": "bogus"}},
+        "$.source.form",
+    ),
+    ({**_GOOD_MESSAGE, "extra": True}, "extra"),
+    ([], "$"),
+    ("message", "$"),
+    (None, "$"),
+]
+
+
+@pytest.mark.parametrize(("data", "path"), MALFORMED_MESSAGES)
+def test_malformed_message_raises_invalid_message_naming_the_key(
+    data: Any, path: str
+) -> None:
+    with pytest.raises(LlmError) as info:
+        message_from_dict(data)
+
+    assert info.value.code == ErrorCode.INVALID_MESSAGE
+    assert path in info.value.message
+    assert info.value.message.startswith("invalid message: ")
+
+
+def test_good_message_dict_reads_back() -> None:
+    message = message_from_dict(_GOOD_MESSAGE)
+
+    assert message == Message(
+        id="m-1", role="user", content=(TextBlock(text="hi"),), source=UserSource()
+    )
+    assert message_to_dict(message) == _GOOD_MESSAGE
+
+
+def test_message_reading_keeps_model_source_replay_state() -> None:
+    data = {
+        **_GOOD_MESSAGE,
+        "role": "assistant",
+        "source": {
+            "kind": "model",
+            "provider": "p",
+            "model": "m",
+            "replayState": {"response": {"x": [1, 2.5, None]}, "blocks": [None]},
+        },
+    }
+
+    message = message_from_dict(data)
+    assert isinstance(message.source, ModelSource)
+    assert message.source.replay_state == ReplayEnvelope(
+        response={"x": [1, 2.5, None]}, blocks=(None,)
+    )
+    assert message_to_dict(message) == data
