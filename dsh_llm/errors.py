@@ -225,8 +225,7 @@ ERROR_CODES: Final[dict[ErrorCode, ErrorCodeInfo]] = {
     ),
     ErrorCode.FILES_API: _info(
         "TypeScript harness only (DeepSeek Files API): a non-2xx Files API reply. "
-        "Never raised by this library.",
-        True,
+        "Never raised by this library."
     ),
     ErrorCode.INVALID_RESPONSE: _info(
         "TypeScript harness only (DeepSeek Files API): a malformed Files API reply. "
