@@ -9,6 +9,8 @@ from __future__ import annotations
 import logging
 
 from dsh_llm._version import __version__
+from dsh_llm.adapter import LlmAdapter
+from dsh_llm.assembler import AssembledResponse, BlockAssembler, collect
 from dsh_llm.attribution import AppIdentity, attribution_headers
 from dsh_llm.errors import ErrorCode, HarnessError, LlmError, normalize_llm_failure
 from dsh_llm.protocol import (
@@ -45,11 +47,15 @@ from dsh_llm.serde import (
     message_to_dict,
 )
 from dsh_llm.signal import AbortController, AbortSignal
+from dsh_llm.trace import trace_stream
+from dsh_llm.validator import assert_chunk_sequence, validate_stream
 
 __all__ = [
     "AbortController",
     "AbortSignal",
     "AppIdentity",
+    "AssembledResponse",
+    "BlockAssembler",
     "BlockEnd",
     "BlockStart",
     "CallId",
@@ -60,6 +66,7 @@ __all__ = [
     "GenerateOptions",
     "HarnessError",
     "ImageBlock",
+    "LlmAdapter",
     "LlmError",
     "LlmFailure",
     "Message",
@@ -76,15 +83,19 @@ __all__ = [
     "ToolSchema",
     "UsageChunk",
     "__version__",
+    "assert_chunk_sequence",
     "attribution_headers",
     "chunk_from_dict",
     "chunk_to_dict",
+    "collect",
     "create_assistant_message",
     "create_tool_result_message",
     "create_user_message",
     "message_from_dict",
     "message_to_dict",
     "normalize_llm_failure",
+    "trace_stream",
+    "validate_stream",
 ]
 
 logging.getLogger("dsh_llm").addHandler(logging.NullHandler())

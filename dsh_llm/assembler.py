@@ -1,0 +1,390 @@
+"""Assembly: chunks in, complete blocks, an assistant message, usage and finish out.
+
+``BlockAssembler`` is the one canonical assembly algorithm (SPEC.md section 6).
+It is tolerant, like the TypeScript original: it checks no grammar (run
+``dsh_llm.validate_stream`` in front of it for that) and never raises for a
+malformed but well-typed stream. Contracts callers may rely on:
+
+- ``push`` a chunk at a time; read ``blocks()``, ``message()``, ``usage``,
+  ``finish`` and ``replay_state`` at any time, as often as wanted (idempotent).
+- Blocks come in first-seen index order, one per distinct index. A repeated
+  ``block-start`` is ignored; deltas without a ``block-start`` open their block
+  (delta-only streams assemble); the first ``block-end`` of an index wins and
+  freezes the block, so later deltas and ends for it are ignored.
+- A block never closed assembles from its deltas: text and reasoning from their
+  text, a tool call as ``(last delta id, or "call-<index>" when that is None;
+  last non-empty name, or ""; concatenated arguments)``. An open block of any
+  other type cannot be assembled: ``blocks()`` raises ``ValueError``
+  (``cannot assemble incomplete block of type "video"``).
+- A ``max-tokens`` finish drops every tool call (a truncated call is unsafe to
+  run), and ``replay_state`` drops their per-block entries in step.
+- One assembler serves one stream and one thread.
+
+``collect(chunks)`` assembles a whole stream in one call and raises the failure
+of an ``error``/``aborted`` finish as ``LlmError``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Final, NoReturn
+
+import attrs
+
+from dsh_llm.errors import ErrorCode, LlmError
+from dsh_llm.protocol import (
+    BlockEnd,
+    BlockStart,
+    CallId,
+    ContentBlock,
+    Finish,
+    FinishReason,
+    Message,
+    MessageSource,
+    PluginSource,
+    ReasoningBlock,
+    ReasoningDelta,
+    ReplayEnvelope,
+    StreamChunk,
+    TextBlock,
+    TextDelta,
+    TokenUsage,
+    ToolCallBlock,
+    ToolCallDelta,
+    UsageChunk,
+    create_message,
+)
+
+__all__ = [
+    "ASSEMBLER_SOURCE",
+    "AssembledResponse",
+    "BlockAssembler",
+    "collect",
+    "unreachable_variant",
+]
+
+ASSEMBLER_SOURCE: Final = PluginSource(plugin="dsh-llm/assembler")
+"""The source ``BlockAssembler.message()`` gives when none is passed."""
+
+
+def unreachable_variant(value: object, context: str | None = None) -> NoReturn:
+    """Fail for a value that escaped a closed union (e.g. a foreign "chunk").
+
+    The message is ``unreachable variant in <context>: <json>`` (``unreachable
+    variant: <json>`` without a context), with the value rendered as compact JSON
+    when it is JSON-serialisable and as its ``repr`` otherwise.
+
+    Raises:
+        TypeError: always.
+    """
+    try:
+        rendered = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    except (TypeError, ValueError):
+        rendered = repr(value)
+    where = f" in {context}" if context else ""
+    raise TypeError(f"unreachable variant{where}: {rendered}")
+
+
+class _Partial:
+    """What one index has received so far; ``block`` set means closed."""
+
+    __slots__ = ("block", "block_type", "parts", "tool_call_id", "tool_call_name")
+
+    def __init__(self, block_type: str) -> None:
+        self.block_type = block_type
+        self.parts: list[str] = []
+        """Text, or a tool call's argument fragments, in order."""
+        self.tool_call_id: CallId | None = None
+        self.tool_call_name: str | None = None
+        self.block: ContentBlock | None = None
+        """The authoritative block from the first ``block-end``."""
+
+    def joined(self) -> str:
+        # Compacting keeps repeated blocks() calls linear in the content.
+        if len(self.parts) > 1:
+            self.parts[:] = ["".join(self.parts)]
+        return self.parts[0] if self.parts else ""
+
+
+class BlockAssembler:
+    """Incrementally assembles chunks into blocks and an assistant message.
+
+    Example::
+
+        assembler = BlockAssembler()
+        for chunk in adapter.stream(options):
+            assembler.push(chunk)
+        reply = assembler.message()
+    """
+
+    __slots__ = ("_finish", "_order", "_partials", "_replay_state", "_usage")
+
+    def __init__(self) -> None:
+        self._partials: dict[int, _Partial] = {}
+        self._order: list[int] = []
+        self._usage: TokenUsage | None = None
+        self._finish: FinishReason | None = None
+        self._replay_state: ReplayEnvelope | None = None
+
+    def push(self, chunk: StreamChunk) -> None:
+        """Feed the next chunk, in stream order.
+
+        Raises:
+            TypeError: ``unreachable variant in BlockAssembler.push: <json>`` for
+                an object that is not one of the seven chunk classes.
+        """
+        match chunk:
+            case BlockStart():
+                if chunk.index not in self._partials:
+                    self._partials[chunk.index] = _Partial(chunk.block_type)
+                    self._order.append(chunk.index)
+            case TextDelta() | ReasoningDelta():
+                block_type = (
+                    TextBlock.TAG
+                    if isinstance(chunk, TextDelta)
+                    else (ReasoningBlock.TAG)
+                )
+                partial = self._ensure(chunk.index, block_type)
+                if partial.block is None:
+                    partial.parts.append(chunk.text)
+            case ToolCallDelta():
+                partial = self._ensure(chunk.index, ToolCallBlock.TAG)
+                if partial.block is None:
+                    partial.tool_call_id = chunk.id
+                    if chunk.name:
+                        partial.tool_call_name = chunk.name
+                    partial.parts.append(chunk.arguments_delta)
+            case BlockEnd():
+                partial = self._ensure(chunk.index, chunk.block.type)
+                if partial.block is None:
+                    partial.block = chunk.block
+                    partial.parts.clear()
+            case UsageChunk():
+                self._usage = chunk.usage
+            case Finish():
+                self._finish = chunk.reason
+                self._replay_state = chunk.replay_state
+            case _:
+                unreachable_variant(chunk, "BlockAssembler.push")
+
+    def _ensure(self, index: int, block_type: str) -> _Partial:
+        partial = self._partials.get(index)
+        if partial is None:
+            partial = _Partial(block_type)
+            self._partials[index] = partial
+            self._order.append(index)
+        return partial
+
+    def _must_get(self, index: int) -> _Partial:
+        partial = self._partials.get(index)
+        if partial is None:
+            raise RuntimeError(
+                f"BlockAssembler invariant violated: no partial for index {index}"
+            )
+        return partial
+
+    @staticmethod
+    def _assemble(partial: _Partial, index: int) -> ContentBlock:
+        if partial.block is not None:
+            return partial.block
+        if partial.block_type == TextBlock.TAG:
+            return TextBlock(text=partial.joined())
+        if partial.block_type == ReasoningBlock.TAG:
+            return ReasoningBlock(text=partial.joined())
+        if partial.block_type == ToolCallBlock.TAG:
+            call_id = partial.tool_call_id
+            return ToolCallBlock(
+                id=CallId(f"call-{index}") if call_id is None else call_id,
+                name=partial.tool_call_name or "",
+                arguments=partial.joined(),
+            )
+        raise ValueError(
+            f'cannot assemble incomplete block of type "{partial.block_type}"'
+        )
+
+    def _assembled(
+        self,
+    ) -> tuple[tuple[ContentBlock, ...], ReplayEnvelope | None]:
+        # One keep/drop decision feeds both the blocks and the replay entries,
+        # so the two can never disagree.
+        every = tuple(
+            self._assemble(self._must_get(index), index) for index in self._order
+        )
+        kept: tuple[bool, ...] | None = None
+        blocks = every
+        if self.finish.kind == FinishReason.MAX_TOKENS.kind:
+            kept = tuple(not isinstance(block, ToolCallBlock) for block in every)
+            blocks = tuple(
+                block for block, keep in zip(every, kept, strict=True) if keep
+            )
+        envelope = self._replay_state
+        if envelope is None or envelope.blocks is None:
+            return blocks, envelope
+        if len(envelope.blocks) != len(every):
+            return blocks, None
+        if kept is None or len(blocks) == len(every):
+            return blocks, envelope
+        entries = tuple(
+            entry for entry, keep in zip(envelope.blocks, kept, strict=True) if keep
+        )
+        return blocks, ReplayEnvelope(response=envelope.response, blocks=entries)
+
+    def blocks(self) -> tuple[ContentBlock, ...]:
+        """Every block seen so far, assembled, in first-seen index order.
+
+        A ``max-tokens`` finish drops tool calls. Open blocks assemble from their
+        deltas.
+
+        Raises:
+            ValueError: ``cannot assemble incomplete block of type "<t>"`` when a
+                block of a type other than text, reasoning or tool-call was never
+                closed.
+        """
+        return self._assembled()[0]
+
+    def interrupted_blocks(self) -> tuple[ContentBlock, ...]:
+        """The prefix an interrupted (cancelled) stream can keep.
+
+        Closed and open text and reasoning blocks, in order, without those whose
+        text is empty or whitespace only. Tool calls are left out (interruption
+        precedes their dispatch), and so are blocks of other types. Never raises
+        for an open block of an unknown type.
+        """
+        kept: list[ContentBlock] = []
+        for index in self._order:
+            partial = self._must_get(index)
+            block_type = (
+                partial.block.type if partial.block is not None else partial.block_type
+            )
+            if block_type not in (TextBlock.TAG, ReasoningBlock.TAG):
+                continue
+            block = self._assemble(partial, index)
+            if isinstance(block, TextBlock | ReasoningBlock) and block.text.strip():
+                kept.append(block)
+        return tuple(kept)
+
+    @property
+    def usage(self) -> TokenUsage | None:
+        """The last usage received, or ``None`` before any usage chunk."""
+        return self._usage
+
+    @property
+    def finish(self) -> FinishReason:
+        """The last finish reason received, or ``FinishReason.STOP`` before any."""
+        return self._finish if self._finish is not None else FinishReason.STOP
+
+    @property
+    def replay_state(self) -> ReplayEnvelope | None:
+        """The finish's replay envelope, pruned in step with ``blocks()``.
+
+        ``None`` without an envelope, or when its per-block entries do not match
+        the blocks seen one for one. An envelope without per-block entries, or one
+        from which nothing was dropped, is returned as the same object.
+        """
+        return self._assembled()[1]
+
+    @property
+    def text(self) -> str:
+        """The text blocks of ``blocks()`` joined without a separator."""
+        return "".join(b.text for b in self.blocks() if isinstance(b, TextBlock))
+
+    @property
+    def reasoning(self) -> str:
+        """The reasoning blocks of ``blocks()`` joined without a separator."""
+        return "".join(b.text for b in self.blocks() if isinstance(b, ReasoningBlock))
+
+    @property
+    def tool_calls(self) -> tuple[ToolCallBlock, ...]:
+        """The tool calls of ``blocks()``, in order (none after ``max-tokens``)."""
+        return tuple(b for b in self.blocks() if isinstance(b, ToolCallBlock))
+
+    def message(self, source: MessageSource | None = None) -> Message:
+        """A new assistant message over ``blocks()`` (fresh id each call).
+
+        Args:
+            source: Who produced it; ``PluginSource("dsh-llm/assembler")`` when
+                ``None``.
+        """
+        return create_message(
+            "assistant",
+            self.blocks(),
+            ASSEMBLER_SOURCE if source is None else source,
+        )
+
+
+@attrs.frozen(kw_only=True)
+class AssembledResponse:
+    """The outcome of a whole successful stream, from ``collect``."""
+
+    message: Message
+    """The assistant message (``BlockAssembler.message()``)."""
+    usage: TokenUsage | None
+    """The stream's usage, or ``None`` when it carried none."""
+    finish: FinishReason
+    """Why the response ended: never ``error`` nor ``aborted``."""
+
+    @property
+    def text(self) -> str:
+        """The message's text blocks joined without a separator."""
+        return "".join(b.text for b in self.message.content if isinstance(b, TextBlock))
+
+    @property
+    def reasoning(self) -> str:
+        """The message's reasoning blocks joined without a separator."""
+        return "".join(
+            b.text for b in self.message.content if isinstance(b, ReasoningBlock)
+        )
+
+    @property
+    def tool_calls(self) -> tuple[ToolCallBlock, ...]:
+        """The message's tool calls, in order."""
+        return tuple(b for b in self.message.content if isinstance(b, ToolCallBlock))
+
+
+def collect(
+    chunks: Iterable[StreamChunk], *, source: MessageSource | None = None
+) -> AssembledResponse:
+    """Assemble a whole stream in one call (for notebooks and scripts).
+
+    The stream is consumed to its end and not validated (wrap it in
+    ``dsh_llm.validate_stream`` for that: a violation then raises ``INVARIANT``
+    first). Exceptions raised by the stream propagate unchanged.
+
+    Args:
+        chunks: The stream, e.g. ``adapter.stream(options)``.
+        source: The message's source; as for ``BlockAssembler.message``.
+
+    Returns:
+        The assembled message, usage and finish reason.
+
+    Raises:
+        LlmError: with the failure's code and facts when the stream finished with
+            ``error`` or ``aborted`` (the partial output is discarded); with code
+            ``STREAM_CLOSED`` when the stream ended without a ``finish`` chunk,
+            rather than passing a truncated response off as a ``stop``.
+    """
+    assembler = BlockAssembler()
+    finished = False
+    iterator = iter(chunks)
+    try:
+        for chunk in iterator:
+            assembler.push(chunk)
+            finished = finished or isinstance(chunk, Finish)
+    finally:
+        # Release the source (an adapter's HTTP response) now, not at garbage
+        # collection, when a chunk could not be assembled.
+        close = getattr(iterator, "close", None)
+        if callable(close):
+            close()
+    if not finished:
+        raise LlmError(
+            "stream ended without a finish chunk; its output may be truncated",
+            ErrorCode.STREAM_CLOSED,
+        )
+    reason = assembler.finish
+    if reason.failure is not None:
+        raise LlmError.from_failure(reason.failure)
+    return AssembledResponse(
+        message=assembler.message(source), usage=assembler.usage, finish=reason
+    )

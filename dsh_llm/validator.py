@@ -1,0 +1,570 @@
+"""The stream validator: checks a chunk stream against the protocol as it passes.
+
+``validate_stream(chunks)`` is a lazy pass-through generator. It yields every
+chunk unchanged and raises ``LlmError`` with code ``INVARIANT`` at the first chunk
+that breaks a rule, before yielding that chunk and without reading anything
+after it. ``assert_chunk_sequence(chunks)`` runs the same checks over a whole
+sequence. Contracts callers may rely on:
+
+- Positions are 1-based: ``chunk #1`` is the first chunk (``trace_stream`` numbers
+  its lines the same way). A message names the position, the chunk's type, the
+  block index involved and the broken rule in plain words, e.g.
+  ``chunk #4 (text-delta, index 1): delta after block-end: block 1 is already
+  closed; deltas come between a block's block-start and its block-end (rule 1)``.
+  Rule numbers refer to DESIGN.md section 2 and the ``dsh_llm.protocol`` docstring.
+- An exception raised by the source propagates unchanged; no missing-finish
+  violation is added on top of it. Closing the generator early skips the
+  end-of-stream check.
+- Memory is bounded by the open blocks' content: chunks are never kept, and a
+  closed block leaves nothing behind but the next expected index (strict mode)
+  and whether a tool-call block was emitted.
+
+Strict mode (``strict=True``, the default) enforces rules 1 to 8:
+
+- Blocks: a delta or ``block-end`` needs its block open (``delta without
+  block-start``, ``delta after block-end``, ``block-end without block-start``,
+  ``duplicate block-end``); an index is started once (``duplicate
+  block-start``); indexes are 0, 1, 2... in opening order (``index out of
+  order``); at most one block is open (``blocks interleaved``); a delta's type
+  matches its block (``delta type mismatch``, ``block-end type mismatch``).
+- Content: ``block-end`` equals the concatenated deltas: text for text and
+  reasoning, ``arguments`` for tool calls; a tool call's ``id`` and ``name`` agree
+  across its deltas and its ``block-end`` (``block-end differs from deltas``,
+  ``tool-call id changed``, ``tool-call name changed``). On a delta, an ``id`` or
+  ``name`` that is ``None`` or ``""`` means "not known yet" and is not compared.
+- End: after the last block, exactly one ``usage`` then exactly one ``finish``,
+  last (``usage repeated``, ``usage while a block is open``, ``block after
+  usage``, ``usage missing``, ``finish repeated``, ``<type> after finish``,
+  ``finish missing``, ``block left open``). Only an ``error`` or ``aborted``
+  finish may come without usage and with a block left open; a usage chunk before
+  it is allowed (but not while a block is open).
+- Rule 8: a ``tool-calls`` finish needs a tool-call block; a stream that emitted a
+  tool-call block finishes with ``tool-calls``, ``max-tokens``, ``error`` or
+  ``aborted``, never ``stop`` nor another kind. A finish kind outside the known
+  set is otherwise accepted (the set is open).
+- Rule 6: a tool call whose ``block-end`` has empty ``arguments`` must have been
+  written ``"{}"`` instead; since a truncated call may legitimately be empty,
+  this is reported at the finish unless that finish is ``max-tokens``, ``error``
+  or ``aborted``. Arguments are never parsed.
+
+Lenient mode (``strict=False``) applies the TypeScript ``invariant.ts`` rules, for
+streams produced elsewhere: blocks may interleave and a closed index may be
+reused; a delta needs an open block of its type; ``block-end`` needs an open
+block and closes it with a block of the same type; ``usage`` at most once;
+nothing after ``finish``; ``finish`` with open blocks only for ``error`` and
+``aborted``; the stream ends with a ``finish``. Its messages carry the TypeScript
+wording (``repeated block-start``, ``requires an open text block, got
+reasoning``, ``has no open block``, ``closes reasoning, expected text``, ``usage
+more than once``, ``after terminal finish``, ``finished with 1 open block(s)``,
+``ended without a terminal finish chunk``).
+
+Both modes reject an object that is not one of the seven chunk classes and an
+index that is not an int in 0..2**53-1 (possible only for values built around
+their validators).
+"""
+
+from __future__ import annotations
+
+import abc
+import io
+from collections.abc import Generator, Iterable
+from typing import Final, NoReturn
+
+from dsh_llm.errors import ErrorCode, LlmError
+from dsh_llm.protocol import (
+    FAILURE_KINDS,
+    BlockEnd,
+    BlockStart,
+    Finish,
+    ReasoningDelta,
+    StreamChunk,
+    TextDelta,
+    ToolCallBlock,
+    ToolCallDelta,
+    UsageChunk,
+)
+from dsh_llm.protocol.content import ReasoningBlock, TextBlock
+
+__all__ = ["assert_chunk_sequence", "validate_stream"]
+
+MAX_INDEX: Final = 2**53 - 1
+"""The largest block index: JSON readers of other languages keep it exact."""
+
+_TOOL_CALL_EXEMPT: Final = frozenset({"max-tokens", *FAILURE_KINDS})
+"""Finish kinds rule 8 does not constrain."""
+
+_DELTA_BLOCK_TYPE: Final[dict[type, str]] = {
+    TextDelta: TextBlock.TAG,
+    ReasoningDelta: ReasoningBlock.TAG,
+    ToolCallDelta: ToolCallBlock.TAG,
+}
+
+_SHOWN_CHARS: Final = 40
+
+
+def validate_stream(
+    chunks: Iterable[StreamChunk], *, strict: bool = True
+) -> Generator[StreamChunk, None, None]:
+    """Yield every chunk of ``chunks`` unchanged, checking the protocol's rules.
+
+    Lazy: nothing is read until the first ``next()``, and a violation is raised
+    before the offending chunk is yielded, with nothing read past it.
+
+    Args:
+        chunks: The stream to check (any iterable; consumed once).
+        strict: ``True`` for DESIGN.md section 2 rules 1 to 8, ``False`` for the
+            lenient TypeScript rules (see the module docstring).
+
+    Yields:
+        Each chunk, as it comes.
+
+    Raises:
+        LlmError: code ``INVARIANT`` at the first violation; the message names the
+            chunk's 1-based position, its index and the rule.
+    """
+    rules: _Rules = _StrictRules() if strict else _LenientRules()
+    for chunk in chunks:
+        rules.check(chunk)
+        yield chunk
+    rules.end()
+
+
+def assert_chunk_sequence(
+    chunks: Iterable[StreamChunk], *, strict: bool = True
+) -> None:
+    """Check a whole chunk sequence (e.g. a list) against the protocol's rules.
+
+    Args:
+        chunks: The complete stream.
+        strict: As for ``validate_stream``.
+
+    Raises:
+        LlmError: code ``INVARIANT`` at the first violation.
+    """
+    for _ in validate_stream(chunks, strict=strict):
+        pass
+
+
+def _show(text: str) -> str:
+    """``text`` quoted for a message, cut to a readable length."""
+    if len(text) <= _SHOWN_CHARS:
+        return repr(text)
+    return f"{text[:_SHOWN_CHARS]!r}... ({len(text)} chars)"
+
+
+def _chars(count: int) -> str:
+    return "1 char" if count == 1 else f"{count} chars"
+
+
+def _first_difference(a: str, b: str) -> int:
+    for position, (x, y) in enumerate(zip(a, b, strict=False)):
+        if x != y:
+            return position
+    return min(len(a), len(b))
+
+
+class _Rules(abc.ABC):
+    """Shared bookkeeping: the position counter and how violations are raised."""
+
+    __slots__ = ("finish_position", "position")
+
+    def __init__(self) -> None:
+        self.position = 0
+        self.finish_position = 0
+
+    def check(self, chunk: object) -> None:
+        """Check the next chunk; raise at a violation."""
+        self.position += 1
+        if not isinstance(
+            chunk,
+            BlockStart
+            | TextDelta
+            | ReasoningDelta
+            | ToolCallDelta
+            | BlockEnd
+            | UsageChunk
+            | Finish,
+        ):
+            self.fail(
+                f"chunk #{self.position}: not a stream chunk: "
+                f"{type(chunk).__name__} {_show(repr(chunk))}"
+            )
+        if not isinstance(chunk, UsageChunk | Finish):
+            self.check_index(chunk, chunk.index)
+        self.check_chunk(chunk)
+
+    def check_index(self, chunk: StreamChunk, index: object) -> None:
+        if type(index) is not int or not 0 <= index <= MAX_INDEX:
+            self.fail(
+                f"{self.where(chunk)}: invalid index: a block index must be a "
+                f"non-negative safe integer, got {index!r}"
+            )
+
+    @abc.abstractmethod
+    def check_chunk(self, chunk: StreamChunk) -> None:
+        """Check one chunk of a known type; raise at a violation."""
+
+    @abc.abstractmethod
+    def end(self) -> None:
+        """Check the end of the stream; raise at a violation."""
+
+    def where(self, chunk: StreamChunk) -> str:
+        """``chunk #n (type, index i)``: where a violation happened."""
+        index = getattr(chunk, "index", None)
+        suffix = "" if index is None else f", index {index}"
+        return f"chunk #{self.position} ({chunk.type}{suffix})"
+
+    def fail(self, message: str) -> NoReturn:
+        raise LlmError(message, ErrorCode.INVARIANT)
+
+
+class _OpenBlock:
+    """The one open block of a strict stream, with what its deltas added up to."""
+
+    __slots__ = ("block_type", "call_id", "call_name", "content", "index")
+
+    def __init__(self, index: int, block_type: str) -> None:
+        self.index = index
+        self.block_type = block_type
+        self.content = io.StringIO()
+        self.call_id: str | None = None
+        self.call_name: str | None = None
+
+
+class _StrictRules(_Rules):
+    """DESIGN.md section 2, rules 1 to 8."""
+
+    __slots__ = (
+        "empty_call",
+        "next_index",
+        "open",
+        "tool_call_emitted",
+        "usage_position",
+    )
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.next_index = 0
+        self.open: _OpenBlock | None = None
+        self.usage_position = 0
+        self.tool_call_emitted = False
+        self.empty_call: tuple[int, int] | None = None
+        """(index, position) of the first tool call that ended with ``""``."""
+
+    def violation(self, chunk: StreamChunk, name: str, rule: str) -> NoReturn:
+        self.fail(f"{self.where(chunk)}: {name}: {rule}")
+
+    def check_chunk(self, chunk: StreamChunk) -> None:
+        if self.finish_position:
+            name = (
+                "finish repeated"
+                if isinstance(chunk, Finish)
+                else (f"{chunk.type} after finish")
+            )
+            self.violation(
+                chunk,
+                name,
+                f"finish is not last: the finish at chunk #{self.finish_position} "
+                "must end the stream (rule 7)",
+            )
+        match chunk:
+            case BlockStart():
+                self.block_start(chunk)
+            case TextDelta() | ReasoningDelta() | ToolCallDelta():
+                block = self.block_for_delta(chunk)
+                if isinstance(chunk, ToolCallDelta):
+                    self.tool_call_delta(chunk, block)
+                else:
+                    block.content.write(chunk.text)
+            case BlockEnd():
+                self.block_end(chunk)
+            case UsageChunk():
+                self.usage(chunk)
+            case Finish():
+                self.finish(chunk)
+
+    def block_start(self, chunk: BlockStart) -> None:
+        index = chunk.index
+        if self.open is not None:
+            if self.open.index == index:
+                self.violation(
+                    chunk,
+                    "duplicate block-start",
+                    f"block {index} is already open; a block is started once (rule 1)",
+                )
+            self.violation(
+                chunk,
+                "blocks interleaved",
+                f"block {index} starts while block {self.open.index} is still open; "
+                "a block ends before the next one starts (rule 3)",
+            )
+        if self.usage_position:
+            self.violation(
+                chunk,
+                "block after usage",
+                f"block {index} starts after the usage at chunk "
+                f"#{self.usage_position}; usage comes after the last block (rule 7)",
+            )
+        if index < self.next_index:
+            self.violation(
+                chunk,
+                "duplicate block-start",
+                f"block {index} was already started and closed; a closed block is "
+                "never reopened and an index is used once (rules 1 and 3)",
+            )
+        if index > self.next_index:
+            self.violation(
+                chunk,
+                "index out of order",
+                f"expected block index {self.next_index}, got {index}; indexes are "
+                "0, 1, 2... in opening order (rule 2)",
+            )
+        self.open = _OpenBlock(index, chunk.block_type)
+        self.next_index += 1
+        if chunk.block_type == ToolCallBlock.TAG:
+            self.tool_call_emitted = True
+
+    def block_for_delta(
+        self, chunk: TextDelta | ReasoningDelta | ToolCallDelta
+    ) -> _OpenBlock:
+        index = chunk.index
+        block = self.open
+        if block is None or block.index != index:
+            if index >= self.next_index:
+                self.violation(
+                    chunk,
+                    "delta without block-start",
+                    f"block {index} was never started; a delta needs its block's "
+                    "block-start first (rules 1 and 4)",
+                )
+            self.violation(
+                chunk,
+                "delta after block-end",
+                f"block {index} is already closed; deltas come between a block's "
+                "block-start and its block-end (rule 1)",
+            )
+        expected = _DELTA_BLOCK_TYPE[type(chunk)]
+        if block.block_type != expected:
+            self.violation(
+                chunk,
+                "delta type mismatch",
+                f"a {chunk.type} cannot extend block {index}, which is a "
+                f"{block.block_type} block; a delta matches its block's type (rule 4)",
+            )
+        return block
+
+    def tool_call_delta(self, chunk: ToolCallDelta, block: _OpenBlock) -> None:
+        if chunk.id:
+            if block.call_id is not None and block.call_id != chunk.id:
+                self.violation(
+                    chunk,
+                    "tool-call id changed",
+                    f"this delta says id {_show(chunk.id)} but an earlier delta of "
+                    f"block {chunk.index} said {_show(block.call_id)}; a call keeps "
+                    "one id (rule 5)",
+                )
+            block.call_id = chunk.id
+        if chunk.name:
+            if block.call_name is not None and block.call_name != chunk.name:
+                self.violation(
+                    chunk,
+                    "tool-call name changed",
+                    f"this delta says name {_show(chunk.name)} but an earlier delta "
+                    f"of block {chunk.index} said {_show(block.call_name)}; a call "
+                    "keeps one name (rule 5)",
+                )
+            block.call_name = chunk.name
+        block.content.write(chunk.arguments_delta)
+
+    def block_end(self, chunk: BlockEnd) -> None:
+        index = chunk.index
+        block = self.open
+        if block is None or block.index != index:
+            if index >= self.next_index:
+                self.violation(
+                    chunk,
+                    "block-end without block-start",
+                    f"block {index} was never started; every block-end closes a "
+                    "started block (rule 1)",
+                )
+            self.violation(
+                chunk,
+                "duplicate block-end",
+                f"block {index} is already closed; a block ends once (rule 1)",
+            )
+        ended = chunk.block
+        if ended.type != block.block_type:
+            self.violation(
+                chunk,
+                "block-end type mismatch",
+                f"block {index} is a {block.block_type} block but its block-end "
+                f"carries a {ended.type} block (rules 4 and 5)",
+            )
+        if isinstance(ended, TextBlock | ReasoningBlock):
+            self.compare(chunk, "text", ended.text, block.content.getvalue())
+        elif isinstance(ended, ToolCallBlock):
+            arguments = block.content.getvalue()
+            self.compare(chunk, "arguments", ended.arguments, arguments)
+            self.compare_known(chunk, "id", ended.id, block.call_id)
+            self.compare_known(chunk, "name", ended.name, block.call_name)
+            if ended.arguments == "" and self.empty_call is None:
+                self.empty_call = (index, self.position)
+        self.open = None
+
+    def compare(self, chunk: BlockEnd, field: str, ended: str, streamed: str) -> None:
+        if ended == streamed:
+            return
+        at = _first_difference(ended, streamed)
+        self.violation(
+            chunk,
+            "block-end differs from deltas",
+            f"its {field} {_show(ended)} ({_chars(len(ended))}) is not the "
+            f"concatenated deltas {_show(streamed)} ({_chars(len(streamed))}), "
+            f"first difference at offset {at}; block-end carries exactly what the "
+            "deltas added up to (rule 5)",
+        )
+
+    def compare_known(
+        self, chunk: BlockEnd, field: str, ended: str, streamed: str | None
+    ) -> None:
+        if streamed is None or ended == streamed:
+            return
+        self.violation(
+            chunk,
+            "block-end differs from deltas",
+            f"its {field} {_show(ended)} is not the {field} {_show(streamed)} its "
+            f"deltas carried; a tool call's id and name agree (rule 5)",
+        )
+
+    def usage(self, chunk: UsageChunk) -> None:
+        if self.usage_position:
+            self.violation(
+                chunk,
+                "usage repeated",
+                f"usage already came at chunk #{self.usage_position}; a stream has "
+                "exactly one usage (rule 7)",
+            )
+        if self.open is not None:
+            self.violation(
+                chunk,
+                "usage while a block is open",
+                f"block {self.open.index} has no block-end yet; usage comes after "
+                "the last block ends (rules 1 and 7)",
+            )
+        self.usage_position = self.position
+
+    def finish(self, chunk: Finish) -> None:
+        kind = chunk.reason.kind
+        failed = kind in FAILURE_KINDS
+        if self.open is not None and not failed:
+            self.violation(
+                chunk,
+                "block left open",
+                f"a {kind} finish came while block {self.open.index} is open; every "
+                "block-start has its block-end, and only an error or aborted finish "
+                "may leave a block open (rules 1 and 7)",
+            )
+        if not self.usage_position and not failed:
+            self.violation(
+                chunk,
+                "usage missing",
+                f"a {kind} finish came without a usage chunk; exactly one usage "
+                "precedes the finish, and only an error or aborted finish may omit "
+                "it (rule 7)",
+            )
+        if kind == "tool-calls" and not self.tool_call_emitted:
+            self.violation(
+                chunk,
+                "tool-calls finish without a tool-call block",
+                "the finish kind is tool-calls only when a tool-call block was "
+                "emitted (rule 8)",
+            )
+        if (
+            self.tool_call_emitted
+            and kind != "tool-calls"
+            and (kind not in _TOOL_CALL_EXEMPT)
+        ):
+            self.violation(
+                chunk,
+                f"tool-call block with a {kind} finish",
+                "a response that emitted a tool-call block finishes with tool-calls "
+                "(or max-tokens, error, aborted) (rule 8)",
+            )
+        if self.empty_call is not None and kind not in _TOOL_CALL_EXEMPT:
+            index, position = self.empty_call
+            self.violation(
+                chunk,
+                "tool call without arguments",
+                f"tool-call block {index} ended at chunk #{position} with empty "
+                'arguments; a call with no arguments ends with arguments == "{}" '
+                "(rule 6)",
+            )
+        self.finish_position = self.position
+
+    def end(self) -> None:
+        if self.finish_position:
+            return
+        open_note = (
+            "" if self.open is None else f" (block {self.open.index} is still open)"
+        )
+        self.fail(
+            f"end of stream after {self.position} chunk(s): finish missing: the "
+            f"stream ended without a finish chunk{open_note}; every stream ends with "
+            "exactly one finish (rule 7)"
+        )
+
+
+class _LenientRules(_Rules):
+    """The TypeScript ``invariant.ts`` rules (SPEC.md section 7)."""
+
+    __slots__ = ("open", "usage_seen")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.open: dict[int, str] = {}
+        self.usage_seen = False
+
+    def check_chunk(self, chunk: StreamChunk) -> None:
+        where = self.where(chunk)
+        if self.finish_position:
+            self.fail(f"{where}: emitted {chunk.type} after terminal finish")
+        match chunk:
+            case BlockStart():
+                if chunk.index in self.open:
+                    self.fail(f"{where}: repeated block-start index {chunk.index}")
+                self.open[chunk.index] = chunk.block_type
+            case TextDelta() | ReasoningDelta() | ToolCallDelta():
+                expected = _DELTA_BLOCK_TYPE[type(chunk)]
+                actual = self.open.get(chunk.index)
+                if actual != expected:
+                    self.fail(
+                        f"{where}: {expected} delta at index {chunk.index} requires "
+                        f"an open {expected} block, got {actual}"
+                    )
+            case BlockEnd():
+                block_type = self.open.get(chunk.index)
+                if block_type is None:
+                    self.fail(
+                        f"{where}: block-end index {chunk.index} has no open block"
+                    )
+                if chunk.block.type != block_type:
+                    self.fail(
+                        f"{where}: block-end index {chunk.index} closes "
+                        f"{chunk.block.type}, expected {block_type}"
+                    )
+                del self.open[chunk.index]
+            case UsageChunk():
+                if self.usage_seen:
+                    self.fail(f"{where}: emitted usage more than once")
+                self.usage_seen = True
+            case Finish():
+                if self.open and not chunk.reason.is_failure:
+                    self.fail(f"{where}: finished with {len(self.open)} open block(s)")
+                self.finish_position = self.position
+
+    def end(self) -> None:
+        if not self.finish_position:
+            self.fail(
+                f"end of stream after {self.position} chunk(s): ended without a "
+                "terminal finish chunk"
+            )
