@@ -40,6 +40,7 @@ from dsh_llm.protocol import (
     create_tool_result_message,
     create_user_message,
 )
+from dsh_llm.runtime import LlmRuntime
 from dsh_llm.serde import (
     chunk_from_dict,
     chunk_to_dict,
@@ -69,6 +70,7 @@ __all__ = [
     "LlmAdapter",
     "LlmError",
     "LlmFailure",
+    "LlmRuntime",
     "Message",
     "ReasoningBlock",
     "ReasoningDelta",

@@ -1,0 +1,243 @@
+"""``call_with_retry``: one whole model call, retried at attempt boundaries.
+
+The runtime's ``stream()`` is single-attempt by design; this helper is the
+retry loop above it, for batch jobs and scripts that want a finished message.
+Contracts callers may rely on:
+
+- Each attempt prepares the call (``runtime.prepare_call``; what that raises
+  propagates, nothing is retried), builds the request from the prepared config
+  and consumes the stream with a fresh ``BlockAssembler``. Output of a failed
+  attempt is discarded; a retry sends the identical request again.
+- A successful, ``aborted`` or otherwise non-``error`` finish is returned at once.
+  An ``error`` finish is retried by the policy captured with the registration
+  that served the attempt (``prepared.retry_policy``), following SPEC section
+  9.2: a normal policy retries its ``retryable_codes`` up to ``max_retries``
+  times per provider and policy (a changed policy restarts the count); an always
+  policy retries every failure. ``NO_ADAPTER`` and the failures of call
+  preparation are never retried.
+- Delays come from ``dsh_llm.retry.retry_delay_ms`` with the injected
+  ``random``; a provider ``Retry-After`` longer than a normal policy accepts ends
+  the retries. ``on_retry`` is told before each wait; the wait is cancelled by
+  ``signal``, which then ends the call with an ``aborted`` result without a new
+  attempt.
+"""
+
+from __future__ import annotations
+
+import random as _random
+import time
+from collections.abc import Callable, Iterable
+from typing import Final
+
+import attrs
+
+from dsh_llm.assembler import BlockAssembler
+from dsh_llm.errors import ErrorCode
+from dsh_llm.protocol import (
+    Finish,
+    FinishReason,
+    GenerateOptions,
+    LlmCallConfig,
+    LlmFailure,
+    Message,
+    StreamChunk,
+    TextBlock,
+    TokenUsage,
+    create_assistant_message,
+)
+from dsh_llm.retry import NormalRetryPolicy, retry_delay_ms, retry_policy_key
+from dsh_llm.runtime import LlmRuntime
+from dsh_llm.signal import AbortSignal
+
+__all__ = ["AssembledResult", "RetryEvent", "call_with_retry"]
+
+NEVER_RETRIED: Final = frozenset(
+    {
+        ErrorCode.NO_ADAPTER.value,
+        ErrorCode.INVALID_ADAPTER.value,
+        ErrorCode.INVALID_PREPARED_CALL.value,
+        ErrorCode.INVALID_MODEL_INFO.value,
+        ErrorCode.INVALID_MODEL_CONTEXT.value,
+        ErrorCode.INVALID_MODEL_MAX_TOKENS.value,
+        ErrorCode.INVALID_MODEL_REASONING.value,
+        ErrorCode.ABORTED.value,
+    }
+)
+"""Codes no policy retries: the call was never served, or it was cancelled."""
+
+
+@attrs.frozen(kw_only=True)
+class RetryEvent:
+    """What ``on_retry`` is told before each wait."""
+
+    retry: int
+    """This retry's number for the provider and policy (1-based)."""
+    max_retries: int | None
+    """The normal policy's budget; ``None`` for an always policy."""
+    provider: str
+    """The route whose call failed."""
+    mode: str
+    """``"normal"`` or ``"always"``."""
+    delay_ms: float
+    """How long the helper waits before the next attempt."""
+    failure: LlmFailure
+    """The failure being retried."""
+
+
+@attrs.frozen(kw_only=True)
+class AssembledResult:
+    """The outcome of ``call_with_retry``: the last attempt, assembled."""
+
+    message: Message
+    """The assistant message of the last attempt (no content when it failed)."""
+    usage: TokenUsage | None
+    """The last attempt's usage (``None`` when it reported none)."""
+    finish: FinishReason
+    """Why the last attempt ended; check ``finish.kind`` (or ``ok``)."""
+    attempts: int
+    """How many attempts were made (1 when the first one settled it)."""
+
+    @property
+    def ok(self) -> bool:
+        """Whether the call ended without an ``error`` or ``aborted`` finish."""
+        return not self.finish.is_failure
+
+    @property
+    def text(self) -> str:
+        """The message's text blocks joined without a separator."""
+        return "".join(b.text for b in self.message.content if isinstance(b, TextBlock))
+
+
+def call_with_retry(
+    runtime: LlmRuntime,
+    config: LlmCallConfig,
+    build_options: Callable[[LlmCallConfig], GenerateOptions],
+    *,
+    signal: AbortSignal | None = None,
+    on_retry: Callable[[RetryEvent], object] | None = None,
+    random: Callable[[], float] = _random.random,
+) -> AssembledResult:
+    """Run one model call to completion, retrying failed attempts by policy.
+
+    Args:
+        runtime: The runtime to call through (middleware included).
+        config: The call's provider, model and sampling settings.
+        build_options: Builds the request from the prepared config (which has
+            the adapter's defaults filled in); called once per attempt, it must
+            keep the config's fields. ``signal`` is added when it sets none.
+        signal: Cancels the call, including a wait between attempts.
+        on_retry: Called with a ``RetryEvent`` before each wait.
+        random: Source of ``[0, 1]`` values for the backoff jitter.
+
+    Returns:
+        The last attempt's message, usage and finish, and the attempt count.
+
+    Raises:
+        LlmError: what ``runtime.prepare_call`` raises (``NO_ADAPTER``,
+            ``UNSUPPORTED_REASONING_EFFORT``...), and ``INVALID_PREPARED_CALL``
+            when ``build_options`` changes the call config.
+    """
+    retries: dict[tuple[str, str], int] = {}
+    attempts = 0
+    while True:
+        prepared = runtime.prepare_call(config, signal)
+        options = build_options(prepared.config)
+        if signal is not None and options.signal is None:
+            options = options.evolve(signal=signal)
+        attempts += 1
+        result = _attempt(prepared.stream(options), prepared.config, attempts)
+        failure = result.finish.failure
+        if result.finish.kind != "error" or failure is None:
+            return result
+        if failure.code in NEVER_RETRIED:
+            return result
+        policy = prepared.retry_policy
+        if isinstance(policy, NormalRetryPolicy) and (
+            failure.code not in policy.retryable_codes
+        ):
+            return result
+        key = (prepared.config.provider, retry_policy_key(policy))
+        done = retries.get(key, 0)
+        if isinstance(policy, NormalRetryPolicy) and done >= policy.max_retries:
+            return result
+        retry = done + 1
+        delay = retry_delay_ms(policy, retry, random(), failure.provider_retry_after_ms)
+        if delay is None:
+            return result
+        retries[key] = retry
+        if on_retry is not None:
+            on_retry(
+                RetryEvent(
+                    retry=retry,
+                    max_retries=policy.max_retries
+                    if isinstance(policy, NormalRetryPolicy)
+                    else None,
+                    provider=prepared.config.provider,
+                    mode=policy.mode,
+                    delay_ms=delay,
+                    failure=failure,
+                )
+            )
+        if _wait(delay, signal):
+            return _aborted_while_waiting(result, failure)
+
+
+def _attempt(
+    stream: Iterable[StreamChunk], config: LlmCallConfig, attempts: int
+) -> AssembledResult:
+    assembler = BlockAssembler()
+    finished = False
+    iterator = iter(stream)
+    try:
+        for chunk in iterator:
+            assembler.push(chunk)
+            finished = finished or isinstance(chunk, Finish)
+    finally:
+        # Release the adapter's response now if a chunk could not be assembled.
+        close = getattr(iterator, "close", None)
+        if callable(close):
+            close()
+    reason = (
+        assembler.finish
+        if finished
+        else FinishReason.error(
+            LlmFailure(
+                message="stream ended without a finish chunk; its output may be "
+                "truncated",
+                code=ErrorCode.STREAM_CLOSED.value,
+            )
+        )
+    )
+    blocks = () if reason.is_failure else assembler.blocks()
+    message = create_assistant_message(
+        blocks,
+        provider=config.provider,
+        model=config.model,
+        replay_state=None if reason.is_failure else assembler.replay_state,
+    )
+    return AssembledResult(
+        message=message, usage=assembler.usage, finish=reason, attempts=attempts
+    )
+
+
+def _wait(delay_ms: float, signal: AbortSignal | None) -> bool:
+    """Wait ``delay_ms``; ``True`` when ``signal`` aborted first."""
+    seconds = delay_ms / 1000
+    if signal is not None:
+        return signal.wait(seconds)
+    time.sleep(seconds)
+    return False
+
+
+def _aborted_while_waiting(
+    result: AssembledResult, failure: LlmFailure
+) -> AssembledResult:
+    return attrs.evolve(
+        result,
+        finish=FinishReason.aborted(
+            LlmFailure(
+                message=f"aborted while waiting to retry after: {failure.message}",
+                code=ErrorCode.ABORTED.value,
+            )
+        ),
+    )

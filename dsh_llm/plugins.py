@@ -1,0 +1,866 @@
+"""Plugins and YAML compositions: how adapters get into an ``LlmRuntime`` from config.
+
+A plugin is a module (or any object) with:
+
+- ``name``: a label (optional; defaults to how the composition names it);
+- ``inject``: the services it needs, e.g. ``("llm",)`` (optional);
+- ``Config``: an attrs class its config is structured into (optional; without it
+  the plugin takes no config and ``apply`` receives ``None``);
+- ``apply(ctx, config)``: does the work through ``ctx`` (a ``PluginContext``) and
+  may return a function that undoes anything ``ctx`` does not track.
+
+A composition is a YAML list of entries ``{id, name, config, disabled}``, as in the
+TypeScript harness's ``cordis.yml``. ``name`` is looked up first as an entry point
+of group ``dsh_llm.plugins``, then as a ``.py`` file (a path, relative to the YAML
+file's directory) or an importable ``module`` / ``module:attribute``.
+
+Contracts callers may rely on:
+
+- Config keys are the TypeScript camelCase names and map to snake_case attrs
+  fields (``apiKey`` -> ``api_key``; an acronym may be upper case: ``baseURL`` and
+  ``baseUrl`` both map to ``base_url``). A field's ``metadata={"key": ...}`` pins
+  one exact spelling. Unknown keys, missing required keys and values of the wrong
+  type are refused; nothing is coerced (``"8"`` is not an int, a string is not a
+  list). Strings may use ``${VAR}`` and ``${VAR:-default}`` (``$${`` is a literal
+  ``${``).
+- Every load failure raises ``PluginLoadError`` (an ``LlmError`` with code
+  ``PLUGIN_LOAD``) whose message names the plugin id, the config key and what was
+  expected, and never echoes a config value (only a refused ``Literal``/``Enum``
+  choice is quoted). The config rules are ``dsh_llm.plugin_config``'s. All
+  entries are resolved and their configs checked before any ``apply`` runs; when
+  an ``apply`` fails, every plugin of the composition applied so far is disposed
+  again: nothing stays registered.
+- ``Composition.dispose()`` disposes plugins in reverse order, each plugin's
+  effects in reverse; it is idempotent, and a failing disposer is logged while the
+  rest still run. Registrations and middleware made through ``ctx.llm`` are
+  effects of their plugin.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.metadata
+import importlib.util
+import itertools
+import logging
+import os
+import re
+import sys
+import threading
+from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Final, Protocol
+
+import attrs
+import yaml
+
+from dsh_llm.adapter import (
+    LlmAdapter,
+    LlmModelInfo,
+    LlmProviderInfo,
+    LlmResolvedModelInfo,
+)
+from dsh_llm.errors import ErrorCode, LlmError
+from dsh_llm.plugin_config import (
+    KEY_METADATA,
+    ConfigError,
+    PluginConfigError,
+    config_key,
+    interpolate,
+    structure_config,
+    value_kind,
+)
+from dsh_llm.protocol import GenerateOptions, LlmCallConfig, StreamChunk
+from dsh_llm.retry import RetryPolicy
+from dsh_llm.runtime import (
+    AdapterRegistration,
+    LlmRuntime,
+    PreparedLlmCall,
+    StreamMiddleware,
+)
+from dsh_llm.signal import AbortSignal
+
+__all__ = [
+    "KEY_METADATA",
+    "PLUGIN_GROUP",
+    "Composition",
+    "LoadedPlugin",
+    "Plugin",
+    "PluginConfigError",
+    "PluginContext",
+    "PluginLoadError",
+    "ScopedLlmRuntime",
+    "load_composition",
+    "resolve_plugin",
+]
+
+PLUGIN_GROUP: Final = "dsh_llm.plugins"
+"""The entry-point group plugins are registered under."""
+
+_ENTRY_KEYS: Final = ("id", "name", "config", "disabled")
+
+_log = logging.getLogger("dsh_llm")
+
+
+# --- errors -----------------------------------------------------------------------
+
+
+class PluginLoadError(LlmError):
+    """A plugin or composition entry could not be loaded; nothing stayed registered.
+
+    The message starts with ``plugin "<id>": `` when the entry is known and names
+    the config key and what was expected.
+
+    Args:
+        plugin_id: The composition entry's id, or ``None`` for a problem with the
+            composition as a whole (unreadable file, not a list).
+        detail: What went wrong.
+        key: The config key (or entry key: ``name``, ``inject``...) concerned.
+        cause: The underlying exception.
+    """
+
+    def __init__(
+        self,
+        plugin_id: str | None,
+        detail: str,
+        *,
+        key: str | None = None,
+        cause: BaseException | None = None,
+    ) -> None:
+        message = detail if plugin_id is None else f'plugin "{plugin_id}": {detail}'
+        super().__init__(message, ErrorCode.PLUGIN_LOAD, cause=cause)
+        self.plugin_id: str | None = plugin_id
+        """The entry's id, when the problem belongs to one entry."""
+        self.key: str | None = key
+        """The key concerned, e.g. ``apiKey`` or ``models[0].contextWindow``."""
+
+    def _extra_state(self) -> dict[str, Any]:
+        return {**super()._extra_state(), "plugin_id": self.plugin_id, "key": self.key}
+
+
+# --- the plugin contract ----------------------------------------------------------
+
+
+class Plugin(Protocol):
+    """What a plugin provides (a module satisfies it with module-level names).
+
+    ``inject`` (a tuple of service names) and ``Config`` (an attrs class) are
+    optional attributes and therefore not part of this protocol's required
+    members.
+    """
+
+    def apply(self, ctx: PluginContext, config: Any) -> Callable[[], object] | None:
+        """Do the plugin's work through ``ctx``; may return an undo function."""
+        ...
+
+
+class ScopedLlmRuntime:
+    """``ctx.llm``: the runtime as a plugin sees it.
+
+    Registrations, middleware and listeners added through it are undone when the
+    plugin is disposed; everything else is passed to the runtime as is.
+    """
+
+    __slots__ = ("_context", "_runtime")
+
+    def __init__(self, runtime: LlmRuntime, context: PluginContext) -> None:
+        self._runtime = runtime
+        self._context = context
+
+    @property
+    def runtime(self) -> LlmRuntime:
+        """The shared runtime behind this scope."""
+        return self._runtime
+
+    def register_adapter(
+        self, providers: Sequence[str], adapter: LlmAdapter
+    ) -> AdapterRegistration:
+        """``LlmRuntime.register_adapter``, disposed with the plugin."""
+        context = self._context
+        context._check_open()
+        handle = self._runtime._register(
+            providers, adapter, lambda h: context._track(h.dispose)
+        )
+        if context.disposed:
+            # Disposed while registering: the snapshot it disposed may have
+            # missed this handle, so release it here.
+            handle.dispose()
+            context._check_open()
+        return handle
+
+    def use(
+        self, middleware: StreamMiddleware, prepend: bool = False
+    ) -> Callable[[], None]:
+        """``LlmRuntime.use``, removed with the plugin."""
+        self._context._check_open()
+        return self._scoped(self._runtime.use(middleware, prepend=prepend))
+
+    def on_adapters_updated(self, listener: Callable[[], object]) -> Callable[[], None]:
+        """``LlmRuntime.on_adapters_updated``, removed with the plugin."""
+        self._context._check_open()
+        return self._scoped(self._runtime.on_adapters_updated(listener))
+
+    def _scoped(self, remove: Callable[[], None]) -> Callable[[], None]:
+        try:
+            return self._context.effect(remove)
+        except LlmError:
+            # The plugin was disposed meanwhile: nobody would remove it later.
+            remove()
+            raise
+
+    def stream(self, options: GenerateOptions) -> Generator[StreamChunk, None, None]:
+        """``LlmRuntime.stream``."""
+        return self._runtime.stream(options)
+
+    def list_providers(self) -> tuple[LlmProviderInfo, ...]:
+        """``LlmRuntime.list_providers``."""
+        return self._runtime.list_providers()
+
+    def list_models(self, provider: str) -> tuple[LlmModelInfo, ...]:
+        """``LlmRuntime.list_models``."""
+        return self._runtime.list_models(provider)
+
+    def provider_retry_policy(self, provider: str) -> RetryPolicy:
+        """``LlmRuntime.provider_retry_policy``."""
+        return self._runtime.provider_retry_policy(provider)
+
+    def resolve_model_info(
+        self, provider: str, model: str, signal: AbortSignal | None = None
+    ) -> LlmResolvedModelInfo:
+        """``LlmRuntime.resolve_model_info``."""
+        return self._runtime.resolve_model_info(provider, model, signal)
+
+    def resolve_call_config(
+        self, config: LlmCallConfig, signal: AbortSignal | None = None
+    ) -> LlmCallConfig:
+        """``LlmRuntime.resolve_call_config``."""
+        return self._runtime.resolve_call_config(config, signal)
+
+    def prepare_call(
+        self, config: LlmCallConfig, signal: AbortSignal | None = None
+    ) -> PreparedLlmCall:
+        """``LlmRuntime.prepare_call``."""
+        return self._runtime.prepare_call(config, signal)
+
+
+class PluginContext:
+    """What ``apply(ctx, config)`` receives: the plugin's scope.
+
+    Everything done through it is undone by ``dispose()`` in reverse order. Build
+    one directly to call a plugin's ``apply`` without a composition (in tests, or
+    when embedding).
+
+    Args:
+        runtime: The runtime ``ctx.llm`` registers into.
+        plugin_id: The plugin's id (used in logs and errors).
+        environ: What ``ctx.environ`` gives (default: ``os.environ``).
+        services: Further services for ``ctx.get`` besides ``"llm"``.
+    """
+
+    def __init__(
+        self,
+        runtime: LlmRuntime,
+        *,
+        plugin_id: str,
+        environ: Mapping[str, str] | None = None,
+        services: Mapping[str, object] | None = None,
+    ) -> None:
+        self._id = plugin_id
+        self._llm = ScopedLlmRuntime(runtime, self)
+        self._environ: Mapping[str, str] = os.environ if environ is None else environ
+        self._services = dict(services or {})
+        self._logger = logging.getLogger(f"dsh_llm.plugins.{plugin_id}")
+        self._lock = threading.Lock()
+        self._keys = itertools.count()
+        self._effects: dict[int, Callable[[], object]] = {}
+        self._disposed = False
+
+    @property
+    def id(self) -> str:
+        """The plugin's id in its composition."""
+        return self._id
+
+    @property
+    def llm(self) -> ScopedLlmRuntime:
+        """The runtime, scoped to this plugin."""
+        return self._llm
+
+    @property
+    def logger(self) -> logging.Logger:
+        """The plugin's logger, ``dsh_llm.plugins.<id>``."""
+        return self._logger
+
+    @property
+    def environ(self) -> Mapping[str, str]:
+        """The environment the plugin reads (variables such as API keys)."""
+        return self._environ
+
+    @property
+    def disposed(self) -> bool:
+        """Whether ``dispose()`` has run."""
+        return self._disposed
+
+    def get(self, name: str) -> object:
+        """The service ``name`` (``"llm"`` gives ``ctx.llm``).
+
+        Raises:
+            LlmError: ``PLUGIN_LOAD`` when no such service is provided.
+        """
+        if name == "llm":
+            return self._llm
+        if name not in self._services:
+            raise LlmError(
+                f'plugin "{self._id}": no service "{name}" is provided '
+                f"(provided: {_quoted(['llm', *self._services])})",
+                ErrorCode.PLUGIN_LOAD,
+            )
+        return self._services[name]
+
+    def effect(self, dispose: Callable[[], object]) -> Callable[[], None]:
+        """Run ``dispose()`` when the plugin is disposed.
+
+        Returns:
+            A function that runs ``dispose`` now (once) instead.
+
+        Raises:
+            LlmError: ``REGISTRATION_DISPOSED`` when the plugin was disposed.
+        """
+        if not callable(dispose):
+            raise TypeError(f"effect() needs a callable, got {type(dispose).__name__}")
+        self._check_open()
+        return self._track(dispose)
+
+    def _track(self, dispose: Callable[[], object]) -> Callable[[], None]:
+        with self._lock:
+            key = next(self._keys)
+            self._effects[key] = dispose
+
+        def run_now() -> None:
+            with self._lock:
+                pending = self._effects.pop(key, None)
+            if pending is not None:
+                pending()
+
+        return run_now
+
+    def _check_open(self) -> None:
+        if self._disposed:
+            raise LlmError(
+                f'plugin "{self._id}" was disposed; its context cannot register '
+                "anything",
+                ErrorCode.REGISTRATION_DISPOSED,
+            )
+
+    def dispose(self) -> None:
+        """Undo everything done through this context, newest first.
+
+        Idempotent. A disposer that raises is logged and the others still run.
+        """
+        with self._lock:
+            if self._disposed:
+                return
+            self._disposed = True
+            effects = list(self._effects.values())
+            self._effects.clear()
+        for dispose in reversed(effects):
+            try:
+                dispose()
+            except Exception:
+                _log.exception('dsh_llm: plugin "%s": a disposer failed', self._id)
+
+    def __repr__(self) -> str:
+        return f"<PluginContext {self._id!r}{' disposed' if self._disposed else ''}>"
+
+
+# --- compositions -----------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class LoadedPlugin:
+    """One applied entry of a composition."""
+
+    id: str
+    """The entry's id."""
+    name: str
+    """The plugin's name (its own ``name``, else the entry's)."""
+    config: Any
+    """The structured ``Config`` instance, or ``None``."""
+
+
+class Composition:
+    """The plugins one ``load_composition`` call applied, and their runtime.
+
+    Use it as a context manager to dispose it on exit.
+    """
+
+    def __init__(
+        self,
+        runtime: LlmRuntime,
+        loaded: Sequence[tuple[LoadedPlugin, PluginContext]],
+    ) -> None:
+        self._runtime = runtime
+        self._loaded = tuple(loaded)
+        self._lock = threading.Lock()
+        self._disposed = False
+
+    @property
+    def runtime(self) -> LlmRuntime:
+        """The runtime the plugins registered into."""
+        return self._runtime
+
+    @property
+    def plugins(self) -> tuple[LoadedPlugin, ...]:
+        """The applied plugins, in load order (disabled entries excluded)."""
+        return tuple(plugin for plugin, _ in self._loaded)
+
+    @property
+    def disposed(self) -> bool:
+        """Whether ``dispose()`` has run."""
+        return self._disposed
+
+    def dispose(self) -> None:
+        """Dispose every plugin, last loaded first. Idempotent; a failing disposer
+        is logged and the rest still run."""
+        with self._lock:
+            if self._disposed:
+                return
+            self._disposed = True
+        _dispose_all(context for _, context in self._loaded)
+
+    def __enter__(self) -> Composition:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.dispose()
+
+    def __repr__(self) -> str:
+        ids = [plugin.id for plugin, _ in self._loaded]
+        return f"<Composition plugins={ids}{' disposed' if self._disposed else ''}>"
+
+
+def _dispose_all(contexts: Iterable[PluginContext]) -> None:
+    for context in reversed(list(contexts)):
+        try:
+            context.dispose()
+        except Exception:
+            _log.exception('dsh_llm: disposing plugin "%s" failed', context.id)
+
+
+@attrs.frozen(kw_only=True)
+class _Pending:
+    id: str
+    name: str
+    plugin: Any
+    config: Any
+
+
+def load_composition(
+    path_or_entries: str | os.PathLike[str] | Iterable[Mapping[str, Any]],
+    runtime: LlmRuntime | None = None,
+    *,
+    environ: Mapping[str, str] | None = None,
+    services: Mapping[str, object] | None = None,
+) -> Composition:
+    """Load and apply every enabled entry of a composition.
+
+    Args:
+        path_or_entries: A YAML file holding a list of entries, or the entries
+            themselves (mappings with ``id``, ``name``, ``config``, ``disabled``;
+            from Python, ``name`` may also be the plugin object).
+        runtime: The runtime to register into (default: a new ``LlmRuntime``).
+        environ: Variables for ``${VAR}`` and ``ctx.environ`` (default:
+            ``os.environ``).
+        services: Further services plugins may ``inject`` besides ``"llm"``.
+
+    Returns:
+        The applied ``Composition``.
+
+    Raises:
+        PluginLoadError: for any problem; nothing stays registered then.
+    """
+    env: Mapping[str, str] = os.environ if environ is None else environ
+    extra = dict(services or {})
+    if "llm" in extra:
+        raise ValueError('services cannot replace "llm"; pass runtime instead')
+    if isinstance(path_or_entries, str | os.PathLike):
+        source = os.fspath(path_or_entries)
+        entries = _read_composition_file(source)
+        base_dir = Path(source).resolve().parent
+    else:
+        source = "composition"
+        entries = _entry_list(path_or_entries, source)
+        base_dir = Path.cwd()
+    provided = ("llm", *extra)
+    pending: list[_Pending] = []
+    seen: set[str] = set()
+    for position, raw in enumerate(entries, start=1):
+        prepared = _prepare_entry(position, raw, source, base_dir, env, provided, seen)
+        if prepared is not None:
+            pending.append(prepared)
+    target = LlmRuntime() if runtime is None else runtime
+    loaded: list[tuple[LoadedPlugin, PluginContext]] = []
+    for entry in pending:
+        context = PluginContext(target, plugin_id=entry.id, environ=env, services=extra)
+        try:
+            _apply(entry, context)
+        except BaseException:
+            _dispose_all([*(c for _, c in loaded), context])
+            raise
+        loaded.append(
+            (LoadedPlugin(id=entry.id, name=entry.name, config=entry.config), context)
+        )
+    return Composition(target, loaded)
+
+
+def _apply(entry: _Pending, context: PluginContext) -> None:
+    try:
+        undo = entry.plugin.apply(context, entry.config)
+    except PluginConfigError as exc:
+        key = config_key(type(entry.config), exc.key)
+        raise PluginLoadError(
+            entry.id, f'config key "{key}" {exc.detail}', key=key, cause=exc
+        ) from exc
+    except Exception as exc:
+        raise PluginLoadError(
+            entry.id, f"apply() failed: {_describe_exception(exc)}", cause=exc
+        ) from exc
+    if undo is None:
+        return
+    if not callable(undo):
+        raise PluginLoadError(
+            entry.id,
+            f"apply() returned {type(undo).__name__}; expected None or a function "
+            "that undoes it",
+        )
+    context.effect(undo)
+
+
+def _describe_exception(exc: BaseException) -> str:
+    if isinstance(exc, LlmError):
+        return f"{exc.message} [{exc.code}]"
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """``SafeLoader`` that refuses a key given twice in one mapping."""
+
+
+def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode) -> Any:
+    seen: set[Any] = set()
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=True)
+        try:
+            duplicate = key in seen
+            seen.add(key)
+        except TypeError:
+            continue
+        if duplicate:
+            raise yaml.constructor.ConstructorError(
+                "while constructing a mapping",
+                node.start_mark,
+                f"found duplicate key {key!r}",
+                key_node.start_mark,
+            )
+    return loader.construct_mapping(node, deep=True)
+
+
+_StrictLoader.add_constructor(
+    yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG,
+    _construct_mapping,
+)
+
+
+def _read_composition_file(source: str) -> list[Any]:
+    try:
+        with open(source, encoding="utf-8") as handle:
+            text = handle.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise PluginLoadError(
+            None, f'cannot read composition file "{source}": {exc}', cause=exc
+        ) from exc
+    try:
+        data = yaml.load(text, Loader=_StrictLoader)
+    except yaml.YAMLError as exc:
+        raise PluginLoadError(
+            None,
+            f'cannot parse composition file "{source}": {_yaml_problem(exc)}',
+            cause=exc,
+        ) from exc
+    if data is None:
+        return []
+    return _entry_list(data, f'composition file "{source}"')
+
+
+def _yaml_problem(exc: yaml.YAMLError) -> str:
+    """The parser's complaint and position, without the source snippet PyYAML
+    would quote (the offending line may hold a key)."""
+    if not isinstance(exc, yaml.MarkedYAMLError):
+        return type(exc).__name__
+    parts = [part for part in (exc.context, exc.problem) if part]
+    text = ": ".join(parts) or "invalid YAML"
+    mark = exc.problem_mark or exc.context_mark
+    if mark is not None:
+        text += f" (line {mark.line + 1}, column {mark.column + 1})"
+    return text
+
+
+def _entry_list(data: object, source: str) -> list[Any]:
+    if isinstance(data, Mapping | str | bytes) or not isinstance(data, Iterable):
+        raise PluginLoadError(
+            None,
+            f"{source} must hold a list of plugin entries, got {value_kind(data)}",
+        )
+    return list(data)
+
+
+def _prepare_entry(
+    position: int,
+    raw: object,
+    source: str,
+    base_dir: Path,
+    environ: Mapping[str, str],
+    provided: tuple[str, ...],
+    seen: set[str],
+) -> _Pending | None:
+    """Resolve one entry and check its config; no side effects on the runtime."""
+    where = f"{source}: entry {position}"
+    if not isinstance(raw, Mapping):
+        raise PluginLoadError(
+            None, f"{where} must be a mapping with id and name, got {value_kind(raw)}"
+        )
+    unknown = [key for key in raw if key not in _ENTRY_KEYS]
+    if unknown:
+        raise PluginLoadError(
+            None,
+            f"{where} has the unknown key {_quoted([str(k) for k in unknown])} "
+            f"(expected {_quoted(_ENTRY_KEYS)})",
+            key=str(unknown[0]),
+        )
+    name = raw.get("name")
+    if name is None or name == "":
+        raise PluginLoadError(
+            None, f"{where}: name is required (the plugin to load)", key="name"
+        )
+    plugin_id = raw.get("id", name if isinstance(name, str) else None)
+    if not isinstance(plugin_id, str) or plugin_id == "":
+        raise PluginLoadError(None, f"{where}: id must be a non-empty string", key="id")
+    if plugin_id in seen:
+        raise PluginLoadError(
+            plugin_id, f"{where}: the id is used by an earlier entry", key="id"
+        )
+    seen.add(plugin_id)
+    disabled = raw.get("disabled", False)
+    if not isinstance(disabled, bool):
+        raise PluginLoadError(
+            plugin_id,
+            f"disabled must be a boolean, got {value_kind(disabled)}",
+            key="disabled",
+        )
+    if disabled:
+        return None
+    if isinstance(name, str):
+        try:
+            name = interpolate(name, environ)
+        except ConfigError as exc:
+            detail = exc.problems[0][1]
+            raise PluginLoadError(plugin_id, f"name {detail}", key="name") from exc
+    plugin, label = _resolve(plugin_id, name, base_dir)
+    inject = _inject_of(plugin_id, plugin)
+    for service in inject:
+        if service not in provided:
+            raise PluginLoadError(
+                plugin_id,
+                f'inject lists the service "{service}", which this composition '
+                f"does not provide (provided: {_quoted(provided)})",
+                key="inject",
+            )
+    config_cls = getattr(plugin, "Config", None)
+    raw_config = raw.get("config")
+    if config_cls is None:
+        if raw_config not in (None, {}):
+            keys = list(raw_config) if isinstance(raw_config, Mapping) else []
+            raise PluginLoadError(
+                plugin_id,
+                "takes no config (it has no Config class), but config was given"
+                + (f" with {_quoted([str(k) for k in keys])}" if keys else ""),
+                key="config",
+            )
+        config = None
+    else:
+        if not (isinstance(config_cls, type) and attrs.has(config_cls)):
+            raise PluginLoadError(
+                plugin_id,
+                f"Config must be an attrs class, got {type(config_cls).__name__}",
+                key="config",
+            )
+        try:
+            config = structure_config(config_cls, interpolate(raw_config, environ))
+        except ConfigError as exc:
+            raise PluginLoadError(
+                plugin_id, str(exc), key=exc.key or "config", cause=exc
+            ) from exc
+    own_name = getattr(plugin, "name", None)
+    return _Pending(
+        id=plugin_id,
+        name=own_name if isinstance(own_name, str) and own_name else label,
+        plugin=plugin,
+        config=config,
+    )
+
+
+def _inject_of(plugin_id: str, plugin: object) -> tuple[str, ...]:
+    inject = getattr(plugin, "inject", ())
+    if inject is None:
+        return ()
+    if isinstance(inject, str) or not isinstance(inject, Sequence | frozenset | set):
+        raise PluginLoadError(
+            plugin_id,
+            f"inject must be a list of service names, got {value_kind(inject)}",
+            key="inject",
+        )
+    services = tuple(inject)
+    if any(not isinstance(s, str) or s == "" for s in services):
+        raise PluginLoadError(
+            plugin_id, "inject must hold non-empty service names", key="inject"
+        )
+    return services
+
+
+# --- resolving plugins ------------------------------------------------------------
+
+
+def resolve_plugin(name: str, base_dir: str | os.PathLike[str] | None = None) -> Any:
+    """Find the plugin ``name`` the way a composition does.
+
+    Order: an entry point of group ``dsh_llm.plugins`` named ``name``; a ``.py``
+    file (a path, relative to ``base_dir``, default the working directory); an
+    importable ``module`` or ``module:attribute``.
+
+    Raises:
+        PluginLoadError: when nothing is found, loading fails, or the object has
+            no callable ``apply``.
+    """
+    directory = Path.cwd() if base_dir is None else Path(base_dir)
+    plugin, _ = _resolve(None, name, directory)
+    return plugin
+
+
+def _resolve(plugin_id: str | None, name: object, base_dir: Path) -> tuple[Any, str]:
+    if not isinstance(name, str):
+        if callable(getattr(name, "apply", None)):
+            label = getattr(name, "name", None) or getattr(name, "__name__", None)
+            return name, str(label or type(name).__name__)
+        raise PluginLoadError(
+            plugin_id,
+            f"name must be a string, got {value_kind(name)}",
+            key="name",
+        )
+    plugin = _load_named(plugin_id, name, base_dir)
+    if not callable(getattr(plugin, "apply", None)):
+        raise PluginLoadError(
+            plugin_id,
+            f'"{name}" is not a plugin: it has no apply(ctx, config) function',
+            key="name",
+        )
+    return plugin, name
+
+
+def _load_named(plugin_id: str | None, name: str, base_dir: Path) -> Any:
+    found = importlib.metadata.entry_points(group=PLUGIN_GROUP, name=name)
+    for entry_point in found:
+        try:
+            return entry_point.load()
+        except Exception as exc:
+            raise PluginLoadError(
+                plugin_id,
+                f'entry point "{name}" ({entry_point.value}) failed to load: '
+                f"{_describe_exception(exc)}",
+                key="name",
+                cause=exc,
+            ) from exc
+    if name.endswith(".py") or "/" in name or os.sep in name:
+        return _load_file(plugin_id, name, base_dir)
+    module_name, _, attribute = name.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name is not None and (
+            module_name == exc.name or module_name.startswith(exc.name + ".")
+        ):
+            raise PluginLoadError(
+                plugin_id,
+                f'cannot find plugin "{name}": it is neither an entry point in '
+                f'group "{PLUGIN_GROUP}" nor an importable module',
+                key="name",
+                cause=exc,
+            ) from exc
+        raise _import_failed(plugin_id, name, exc) from exc
+    except Exception as exc:
+        raise _import_failed(plugin_id, name, exc) from exc
+    if not attribute:
+        return module
+    try:
+        target: Any = module
+        for part in attribute.split("."):
+            target = getattr(target, part)
+    except AttributeError as exc:
+        raise PluginLoadError(
+            plugin_id,
+            f'cannot find plugin "{name}": module "{module_name}" has no '
+            f'attribute "{attribute}"',
+            key="name",
+            cause=exc,
+        ) from exc
+    return target
+
+
+def _import_failed(plugin_id: str | None, name: str, exc: Exception) -> PluginLoadError:
+    return PluginLoadError(
+        plugin_id,
+        f'importing plugin "{name}" failed: {_describe_exception(exc)}',
+        key="name",
+        cause=exc,
+    )
+
+
+def _load_file(plugin_id: str | None, name: str, base_dir: Path) -> Any:
+    path = Path(name)
+    if not path.is_absolute():
+        path = base_dir / path
+    path = path.resolve()
+    if not path.is_file():
+        raise PluginLoadError(
+            plugin_id,
+            f'cannot find plugin file "{name}" (relative paths start at the '
+            "composition file's directory)",
+            key="name",
+        )
+    digest = hashlib.sha1(str(path).encode(), usedforsecurity=False).hexdigest()[:10]
+    stem = re.sub(r"\W", "_", path.stem)
+    module_name = f"dsh_llm_plugin_{stem}_{digest}"
+    existing = sys.modules.get(module_name)
+    if existing is not None:
+        return existing
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    if spec is None or spec.loader is None:
+        raise PluginLoadError(
+            plugin_id, f'cannot load plugin file "{name}"', key="name"
+        )
+    module = importlib.util.module_from_spec(spec)
+    # Registered before running so attrs/cattrs can resolve the module's
+    # postponed annotations through sys.modules.
+    sys.modules[module_name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException as exc:
+        sys.modules.pop(module_name, None)
+        if not isinstance(exc, Exception):
+            raise
+        raise _import_failed(plugin_id, name, exc) from exc
+    return module
+
+
+def _quoted(items: Iterable[str]) -> str:
+    return ", ".join(f'"{item}"' for item in items)

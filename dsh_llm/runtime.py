@@ -1,0 +1,1024 @@
+"""``LlmRuntime``: the adapter registry, the stream middleware, and call preparation.
+
+A provider enters the system with ``runtime.register_adapter(providers, adapter)``;
+callers then stream with ``runtime.stream(options)``, where ``options.provider``
+picks the adapter. Contracts callers may rely on:
+
+- Registration is all-or-nothing. Every route and the adapter's metadata are
+  checked before anything changes (``INVALID_ADAPTER``, ``DUPLICATE_ADAPTER``);
+  the handle it returns is callable, has ``dispose()`` (idempotent) and
+  ``replace(providers)`` (an atomic swap; ``REGISTRATION_DISPOSED`` after
+  disposal). The retry policy of each route is captured at registration.
+- Thread safety: mutations are serialised by one ``threading.RLock`` and publish
+  a new route table in one assignment (copy on write), so a thread that streams
+  while another registers, replaces or disposes sees either the table before or
+  the table after a change, never a half-applied one. Listeners of
+  ``on_adapters_updated`` run after the commit, outside the lock.
+- ``stream(options)`` returns a lazy generator. Middleware added with ``use()``
+  runs first (the first added is outermost); the adapter is looked up after it.
+  Whatever fails in the adapter stage (no route, bad model metadata, an adapter
+  that raises when called or while iterated) ends the stream with exactly one
+  ``Finish`` of kind ``error`` (``aborted`` when ``options.signal`` is aborted or
+  the failure's code is ``ABORTED``) carrying ``normalize_llm_failure(exc)``.
+  Middleware, consumer and adapter-cleanup exceptions are never converted.
+  Closing the returned generator closes the adapter's iterator.
+- Defaults the adapter declares for the model (``default_max_tokens``, a default
+  reasoning effort) are written into the options the adapter receives. A
+  reasoning effort the model does not offer is refused before the adapter is
+  called (``UNSUPPORTED_REASONING_EFFORT``).
+- Replay state in a message's ``ModelSource`` reaches the adapter only when the
+  message's historical route is served by the same adapter instance; otherwise
+  the message is passed with its replay state removed (provider, model and id
+  kept). Untouched messages are passed by identity.
+- The runtime does not check the chunk grammar and adds no retry, cache or rate
+  limit (see ``dsh_llm.retry``).
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import threading
+from collections.abc import (
+    Callable,
+    Generator,
+    Iterable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
+from typing import Any, Final, Protocol
+
+import attrs
+
+from dsh_llm.adapter import (
+    LlmAdapter,
+    LlmModelContext,
+    LlmModelInfo,
+    LlmModelReasoningInfo,
+    LlmProviderInfo,
+    LlmReasoningEffortInfo,
+    LlmResolvedModelInfo,
+    PreparedAdapterCall,
+)
+from dsh_llm.errors import ErrorCode, HarnessError, LlmError, normalize_llm_failure
+from dsh_llm.protocol import (
+    ContentBlock,
+    Finish,
+    FinishReason,
+    GenerateOptions,
+    ImageBlock,
+    LlmCallConfig,
+    Message,
+    ModelSource,
+    StreamChunk,
+    TextBlock,
+    ToolResultBlock,
+    content_has_image,
+)
+from dsh_llm.retry import (
+    DEFAULT_RETRY_POLICY,
+    AlwaysRetryPolicy,
+    NormalRetryPolicy,
+    RetryPolicy,
+)
+from dsh_llm.signal import AbortSignal
+
+__all__ = [
+    "AdapterDefaults",
+    "AdapterRegistration",
+    "LlmRuntime",
+    "PreparedLlmCall",
+    "StreamMiddleware",
+    "StreamNext",
+]
+
+_log = logging.getLogger("dsh_llm")
+
+MAX_SAFE_INTEGER: Final = 2**53 - 1
+"""The largest ``default_max_tokens`` an adapter may declare (as in TS)."""
+
+_LISTENER_FAILED: Final = "llm: an llm/adapters-updated listener failed"
+
+
+class StreamNext(Protocol):
+    """The ``next`` a middleware receives: runs the rest of the chain.
+
+    Called without an argument it passes the options the middleware received;
+    called with ``replacement`` it passes those instead (options are immutable,
+    so routing is done with ``next(options.evolve(provider="other"))``). It may be
+    called more than once; each call starts a new downstream call.
+    """
+
+    def __call__(
+        self, replacement: GenerateOptions | None = None
+    ) -> Iterator[StreamChunk]:
+        """Run the downstream middleware and the adapter stage."""
+        ...
+
+
+StreamMiddleware = Callable[[GenerateOptions, StreamNext], Iterable[StreamChunk]]
+"""``mw(options, next)`` returning the chunks to give upstream. It may wrap,
+replace or short-circuit ``next()``; what it raises propagates to the consumer."""
+
+
+@attrs.frozen(kw_only=True)
+class AdapterDefaults:
+    """Which call-config fields the adapter filled in rather than the caller."""
+
+    reasoning_effort: bool = False
+    """The model's default reasoning effort was written into the config."""
+    max_tokens: bool = False
+    """The model's ``default_max_tokens`` was written into the config."""
+
+
+@attrs.frozen(kw_only=True)
+class _Route:
+    """One registered route: who serves it and what was captured then."""
+
+    registration: AdapterRegistration
+    adapter: LlmAdapter
+    info: LlmProviderInfo
+    retry_policy: RetryPolicy
+
+
+@attrs.frozen(kw_only=True)
+class _PreparedDispatch:
+    route: _Route
+    config: LlmCallConfig
+    model: LlmResolvedModelInfo
+    defaults: AdapterDefaults
+    dispatch: Callable[[GenerateOptions], Iterator[StreamChunk]]
+
+
+class AdapterRegistration:
+    """The handle ``LlmRuntime.register_adapter`` returns.
+
+    Calling it, or ``dispose()``, releases every route it holds (idempotent).
+    ``replace(providers)`` swaps its route set for another in one step.
+    """
+
+    __slots__ = ("_adapter", "_disposed", "_providers", "_runtime")
+
+    def __init__(self, runtime: LlmRuntime, adapter: LlmAdapter) -> None:
+        self._runtime = runtime
+        self._adapter = adapter
+        self._providers: tuple[str, ...] = ()
+        self._disposed = False
+
+    @property
+    def adapter(self) -> LlmAdapter:
+        """The registered adapter instance."""
+        return self._adapter
+
+    @property
+    def providers(self) -> tuple[str, ...]:
+        """The routes this registration holds now, in registration order."""
+        return self._providers
+
+    @property
+    def disposed(self) -> bool:
+        """Whether ``dispose()`` has run."""
+        return self._disposed
+
+    def __call__(self) -> None:
+        """Same as ``dispose()``."""
+        self.dispose()
+
+    def dispose(self) -> None:
+        """Release every route this registration holds. Calling it again does
+        nothing."""
+        self._runtime._dispose(self)
+
+    def replace(self, providers: Sequence[str]) -> None:
+        """Hold exactly ``providers`` from now on, keeping the same adapter.
+
+        The new set is checked in full first (routes this registration holds
+        count as free); a refused set leaves the current routes in place. The
+        swap is one commit: no reader sees the registry without these routes in
+        between. ``[]`` is legal and keeps the registration alive with no route.
+
+        Raises:
+            LlmError: ``REGISTRATION_DISPOSED`` after ``dispose()``;
+                ``INVALID_ADAPTER`` / ``DUPLICATE_ADAPTER`` as for
+                ``register_adapter``.
+        """
+        self._runtime._replace(self, providers)
+
+    def __repr__(self) -> str:
+        state = "disposed" if self._disposed else f"providers={list(self._providers)}"
+        return f"<AdapterRegistration {type(self._adapter).__name__} {state}>"
+
+
+class PreparedLlmCall:
+    """One call whose registration, model facts and config were resolved together.
+
+    Returned by ``LlmRuntime.prepare_call``. ``stream(options)`` dispatches once
+    through the registration captured at preparation, even if the route was
+    replaced or disposed since.
+    """
+
+    __slots__ = ("_dispatch", "_dispatched", "_lock", "_runtime")
+
+    def __init__(self, runtime: LlmRuntime, dispatch: _PreparedDispatch) -> None:
+        self._runtime = runtime
+        self._dispatch = dispatch
+        self._lock = threading.Lock()
+        self._dispatched = False
+
+    @property
+    def config(self) -> LlmCallConfig:
+        """The call config with the adapter's defaults materialised."""
+        return self._dispatch.config
+
+    @property
+    def retry_policy(self) -> RetryPolicy:
+        """The retry policy captured with the serving registration."""
+        return self._dispatch.route.retry_policy
+
+    @property
+    def context(self) -> LlmModelContext | None:
+        """The model's context capacity, when the adapter knows it."""
+        return self._dispatch.model.context
+
+    @property
+    def input_modalities(self) -> tuple[str, ...] | None:
+        """The model's accepted inputs, ``None`` when unknown."""
+        return self._dispatch.model.input_modalities
+
+    @property
+    def model(self) -> LlmResolvedModelInfo:
+        """Everything the adapter resolved about the model."""
+        return self._dispatch.model
+
+    @property
+    def adapter_defaults(self) -> AdapterDefaults:
+        """Which config fields the adapter filled in."""
+        return self._dispatch.defaults
+
+    def stream(self, options: GenerateOptions) -> Generator[StreamChunk, None, None]:
+        """Dispatch the call (once), through the middleware chain.
+
+        ``options``' call-config fields (provider, model, reasoning effort,
+        temperature, max tokens, stop) must equal ``config``.
+
+        Raises:
+            LlmError: ``INVALID_PREPARED_CALL`` when the call was already
+                dispatched or ``options`` do not match ``config``.
+        """
+        _require_options(options)
+        with self._lock:
+            if self._dispatched:
+                raise LlmError(
+                    "a prepared LLM call can only be dispatched once",
+                    ErrorCode.INVALID_PREPARED_CALL,
+                )
+            if options.call_config() != self._dispatch.config:
+                raise LlmError(
+                    "prepared LLM call config changed before adapter dispatch",
+                    ErrorCode.INVALID_PREPARED_CALL,
+                )
+            self._dispatched = True
+        return self._runtime._stream(options, self._dispatch)
+
+    def __repr__(self) -> str:
+        config = self._dispatch.config
+        return f"<PreparedLlmCall provider={config.provider!r} model={config.model!r}>"
+
+
+class LlmRuntime:
+    """The adapter registry and streaming entry point. Safe to share between
+    threads; see the module docstring for the guarantees."""
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        # Published by assignment only (copy on write): readers take the current
+        # dict without locking and never observe a commit half-way.
+        self._routes: Mapping[str, _Route] = {}
+        self._middleware: tuple[tuple[object, StreamMiddleware], ...] = ()
+        self._listeners: tuple[tuple[object, Callable[[], object]], ...] = ()
+
+    # --- registration -------------------------------------------------------
+
+    def register_adapter(
+        self, providers: Sequence[str], adapter: LlmAdapter
+    ) -> AdapterRegistration:
+        """Serve the routes ``providers`` with ``adapter``.
+
+        Args:
+            providers: The route names (a list or tuple of non-empty strings).
+            adapter: The adapter instance; one instance may serve many routes.
+
+        Returns:
+            The handle: call it or ``dispose()`` to release the routes,
+            ``replace()`` to swap them.
+
+        Raises:
+            LlmError: ``INVALID_ADAPTER`` for no route, an empty route name, a
+                non-``LlmAdapter`` or metadata whose id differs from its route or
+                whose name is empty; ``DUPLICATE_ADAPTER`` for a route listed twice
+                or held by another registration. Nothing is registered then.
+        """
+        return self._register(providers, adapter, None)
+
+    def _register(
+        self,
+        providers: Sequence[str],
+        adapter: LlmAdapter,
+        on_commit: Callable[[AdapterRegistration], object] | None,
+    ) -> AdapterRegistration:
+        if not isinstance(adapter, LlmAdapter):
+            raise LlmError(
+                f"register_adapter() needs an LlmAdapter instance, got "
+                f"{type(adapter).__name__}",
+                ErrorCode.INVALID_ADAPTER,
+            )
+        routes = _route_names(providers)
+        if not routes:
+            raise LlmError(
+                "an adapter must register at least one provider",
+                ErrorCode.INVALID_ADAPTER,
+            )
+        registration = AdapterRegistration(self, adapter)
+        candidates = _describe_routes(registration, routes)
+        with self._lock:
+            self._commit(registration, candidates)
+            if on_commit is not None:
+                on_commit(registration)
+        self._emit_adapters_updated()
+        return registration
+
+    def _replace(
+        self, registration: AdapterRegistration, providers: Sequence[str]
+    ) -> None:
+        routes = _route_names(providers)
+        self._check_live(registration)
+        candidates = _describe_routes(registration, routes)
+        with self._lock:
+            self._check_live(registration)
+            self._commit(registration, candidates)
+        self._emit_adapters_updated()
+
+    @staticmethod
+    def _check_live(registration: AdapterRegistration) -> None:
+        if registration._disposed:
+            raise LlmError(
+                "a disposed adapter registration cannot replace its routes",
+                ErrorCode.REGISTRATION_DISPOSED,
+            )
+
+    def _commit(
+        self, registration: AdapterRegistration, candidates: Sequence[_Route]
+    ) -> None:
+        """Swap ``registration``'s routes for ``candidates``; the caller holds
+        the lock. Checks conflicts against the current table first."""
+        current = self._routes
+        for route in candidates:
+            holder = current.get(route.info.id)
+            if holder is not None and holder.registration is not registration:
+                raise LlmError(
+                    f'an adapter for provider "{route.info.id}" is already registered',
+                    ErrorCode.DUPLICATE_ADAPTER,
+                )
+        table = {
+            name: route
+            for name, route in current.items()
+            if route.registration is not registration
+        }
+        for route in candidates:
+            table[route.info.id] = route
+        registration._providers = tuple(route.info.id for route in candidates)
+        self._routes = table
+
+    def _dispose(self, registration: AdapterRegistration) -> None:
+        with self._lock:
+            if registration._disposed:
+                return
+            registration._disposed = True
+            registration._providers = ()
+            self._routes = {
+                name: route
+                for name, route in self._routes.items()
+                if route.registration is not registration
+            }
+        self._emit_adapters_updated()
+
+    # --- adapters-updated ---------------------------------------------------
+
+    def on_adapters_updated(self, listener: Callable[[], object]) -> Callable[[], None]:
+        """Call ``listener()`` after every registry commit (register, replace,
+        dispose), with the new registry already readable.
+
+        A listener that raises is logged and the others still run; nothing is
+        vetoed. The first exception whose ``code`` is ``"INVARIANT"`` is re-raised
+        after every listener ran. Listeners must be synchronous: a returned
+        coroutine is closed and logged.
+
+        Returns:
+            A function removing the listener (idempotent).
+        """
+        token = object()
+        with self._lock:
+            self._listeners = (*self._listeners, (token, listener))
+
+        def remove() -> None:
+            with self._lock:
+                self._listeners = tuple(
+                    entry for entry in self._listeners if entry[0] is not token
+                )
+
+        return remove
+
+    def _emit_adapters_updated(self) -> None:
+        invariant: BaseException | None = None
+        for _, listener in self._listeners:
+            try:
+                returned = listener()
+            except Exception as exc:
+                if invariant is None and _code_of(exc) == ErrorCode.INVARIANT:
+                    invariant = exc
+                    continue
+                _log.warning(_LISTENER_FAILED, exc_info=exc)
+                continue
+            if inspect.iscoroutine(returned):
+                returned.close()
+                _log.warning(
+                    "%s: it returned a coroutine, which was closed unawaited "
+                    "(listeners must be synchronous)",
+                    _LISTENER_FAILED,
+                )
+        if invariant is not None:
+            raise invariant
+
+    # --- metadata -----------------------------------------------------------
+
+    def list_providers(self) -> tuple[LlmProviderInfo, ...]:
+        """The registered routes' display facts, in registration order."""
+        return tuple(route.info for route in self._routes.values())
+
+    def provider_retry_policy(self, provider: str) -> RetryPolicy:
+        """The retry policy captured when ``provider`` was registered.
+
+        Raises:
+            LlmError: ``NO_ADAPTER`` when no adapter serves ``provider``.
+        """
+        return self._route(provider).retry_policy
+
+    def list_models(self, provider: str) -> tuple[LlmModelInfo, ...]:
+        """The models the adapter of ``provider`` advertises (advisory).
+
+        Raises:
+            LlmError: ``NO_ADAPTER``; ``INVALID_CATALOG`` when an entry is not an
+                ``LlmModelInfo`` of this route with a non-empty id and name, a
+                str or ``None`` description, or repeats an id.
+        """
+        route = self._route(provider)
+        listed = route.adapter.list_models(provider)
+        try:
+            entries = tuple(listed)
+        except TypeError as exc:
+            raise _catalog_error(provider) from exc
+        seen: set[str] = set()
+        models: list[LlmModelInfo] = []
+        for entry in entries:
+            if (
+                not isinstance(entry, LlmModelInfo)
+                or entry.provider != provider
+                or not _non_empty_str(entry.id)
+                or not _non_empty_str(entry.name)
+                or not _optional_str(entry.description)
+                or not _modalities_ok(entry.input_modalities)
+                or entry.id in seen
+            ):
+                raise _catalog_error(provider)
+            seen.add(entry.id)
+            models.append(
+                LlmModelInfo(
+                    provider=provider,
+                    id=entry.id,
+                    name=entry.name,
+                    description=entry.description,
+                    input_modalities=entry.input_modalities,
+                )
+            )
+        return tuple(models)
+
+    def resolve_model_info(
+        self, provider: str, model: str, signal: AbortSignal | None = None
+    ) -> LlmResolvedModelInfo:
+        """Everything the adapter of ``provider`` knows about ``model``, checked.
+
+        ``signal`` is passed to the adapter; what the adapter raises on abort
+        propagates unchanged.
+
+        Raises:
+            LlmError: ``NO_ADAPTER``; ``INVALID_MODEL_INFO``,
+                ``INVALID_MODEL_CONTEXT``, ``INVALID_MODEL_MAX_TOKENS`` or
+                ``INVALID_MODEL_REASONING`` when the adapter's answer is invalid.
+        """
+        route = self._route(provider)
+        resolved = route.adapter.resolve_model(provider, model, signal)
+        return _checked_model_info(provider, model, resolved)
+
+    def resolve_call_config(
+        self, config: LlmCallConfig, signal: AbortSignal | None = None
+    ) -> LlmCallConfig:
+        """Check ``config`` against its model and fill in the adapter's defaults.
+
+        A missing ``max_tokens`` becomes the model's ``default_max_tokens``; a
+        missing reasoning effort becomes the model's default effort. An explicit
+        effort must be one the model offers exactly (no clamping, no aliases).
+        No I/O to the provider happens here beyond what ``resolve_model`` does.
+
+        Returns:
+            ``config`` itself when nothing changed, else a new config.
+
+        Raises:
+            LlmError: ``NO_ADAPTER``; ``UNSUPPORTED_REASONING_EFFORT``; the
+                model-metadata codes of ``resolve_model_info``.
+        """
+        info = self.resolve_model_info(config.provider, config.model, signal)
+        return _resolved_config(config, info)
+
+    def prepare_call(
+        self, config: LlmCallConfig, signal: AbortSignal | None = None
+    ) -> PreparedLlmCall:
+        """Resolve ``config`` and bind it to the current registration of its route.
+
+        One route lookup and one ``adapter.prepare_call``, so the model facts and
+        the dispatch come from the same adapter generation.
+
+        Raises:
+            LlmError: as ``resolve_call_config``.
+        """
+        route = self._route(config.provider)
+        adapter_call = _checked_adapter_call(
+            route.adapter.prepare_call(config.provider, config.model, signal),
+            config.provider,
+        )
+        model = _checked_model_info(config.provider, config.model, adapter_call.model)
+        resolved = _resolved_config(config, model)
+        return PreparedLlmCall(
+            self,
+            _PreparedDispatch(
+                route=route,
+                config=resolved,
+                model=model,
+                defaults=_adapter_defaults(config, resolved),
+                dispatch=adapter_call.stream,
+            ),
+        )
+
+    def _route(self, provider: str) -> _Route:
+        route = self._routes.get(provider)
+        if route is None:
+            raise LlmError(
+                f'no adapter registered for provider "{provider}"',
+                ErrorCode.NO_ADAPTER,
+            )
+        return route
+
+    # --- middleware and streaming -------------------------------------------
+
+    def use(
+        self, middleware: StreamMiddleware, prepend: bool = False
+    ) -> Callable[[], None]:
+        """Add ``middleware`` to the ``llm/stream`` waterfall.
+
+        The first added is outermost; ``prepend=True`` puts it first instead.
+        Streams already started keep the chain they started with.
+
+        Returns:
+            A function removing this middleware (idempotent).
+        """
+        token = object()
+        with self._lock:
+            entry = (token, middleware)
+            self._middleware = (
+                (entry, *self._middleware) if prepend else (*self._middleware, entry)
+            )
+
+        def remove() -> None:
+            with self._lock:
+                self._middleware = tuple(
+                    item for item in self._middleware if item[0] is not token
+                )
+
+        return remove
+
+    def stream(self, options: GenerateOptions) -> Generator[StreamChunk, None, None]:
+        """Stream one model call (a lazy generator; nothing runs before the first
+        ``next()``).
+
+        A failed call ends with one ``Finish`` of kind ``error`` or ``aborted``
+        carrying the failure; it is not raised. Closing the generator closes the
+        adapter's iterator.
+
+        Raises:
+            TypeError: when ``options`` is not a ``GenerateOptions``.
+        """
+        _require_options(options)
+        return self._stream(options, None)
+
+    def _stream(
+        self, options: GenerateOptions, prepared: _PreparedDispatch | None
+    ) -> Generator[StreamChunk, None, None]:
+        chain = tuple(mw for _, mw in self._middleware)
+
+        def run() -> Generator[StreamChunk, None, None]:
+            yield from self._waterfall(chain, 0, options, prepared)
+
+        return run()
+
+    def _waterfall(
+        self,
+        chain: tuple[StreamMiddleware, ...],
+        position: int,
+        options: GenerateOptions,
+        prepared: _PreparedDispatch | None,
+    ) -> Iterator[StreamChunk]:
+        if position == len(chain):
+            return self._adapter_stage(options, prepared)
+
+        def next_(replacement: GenerateOptions | None = None) -> Iterator[StreamChunk]:
+            chosen = options if replacement is None else replacement
+            _require_options(chosen)
+            return self._waterfall(chain, position + 1, chosen, prepared)
+
+        return iter(chain[position](options, next_))
+
+    def _adapter_stage(
+        self, options: GenerateOptions, prepared: _PreparedDispatch | None
+    ) -> Iterator[StreamChunk]:
+        try:
+            routes = self._routes
+            if prepared is None:
+                route = self._route(options.provider)
+                adapter_call = _checked_adapter_call(
+                    route.adapter.prepare_call(
+                        options.provider, options.model, options.signal
+                    ),
+                    options.provider,
+                )
+                model = _checked_model_info(
+                    options.provider, options.model, adapter_call.model
+                )
+                config = options.call_config()
+                resolved = _resolved_config(config, model)
+                dispatch = adapter_call.stream
+                if resolved is not config:
+                    options = options.evolve(
+                        reasoning_effort=resolved.reasoning_effort,
+                        max_tokens=resolved.max_tokens,
+                    )
+            else:
+                route, model, dispatch = (
+                    prepared.route,
+                    prepared.model,
+                    prepared.dispatch,
+                )
+                if options.call_config() != prepared.config:
+                    raise LlmError(
+                        "prepared LLM call config changed before adapter dispatch",
+                        ErrorCode.INVALID_PREPARED_CALL,
+                    )
+            options = _project_images(options, model.input_modalities)
+            options = _strip_foreign_replay_state(options, route.adapter, routes)
+            iterator = iter(dispatch(options))
+        except Exception as exc:
+            yield _failure_finish(exc, options.signal)
+            return
+        completed = False
+        try:
+            while True:
+                try:
+                    chunk = next(iterator)
+                except StopIteration:
+                    completed = True
+                    return
+                except Exception as exc:
+                    # A failed iterator is finished; closing it is not ours to do.
+                    completed = True
+                    yield _failure_finish(exc, options.signal)
+                    return
+                yield chunk
+        finally:
+            if not completed:
+                close = getattr(iterator, "close", None)
+                if close is not None:
+                    close()
+
+    def __repr__(self) -> str:
+        return f"<LlmRuntime providers={list(self._routes)}>"
+
+
+# --- helpers ----------------------------------------------------------------------
+
+
+def _require_options(options: object) -> None:
+    if not isinstance(options, GenerateOptions):
+        raise TypeError(
+            f"options must be a GenerateOptions, got {type(options).__name__}"
+        )
+
+
+def _route_names(providers: object) -> tuple[str, ...]:
+    if isinstance(providers, str) or not isinstance(providers, Sequence):
+        raise LlmError(
+            f"providers must be a list of route names, got {type(providers).__name__}",
+            ErrorCode.INVALID_ADAPTER,
+        )
+    seen: set[str] = set()
+    for name in providers:
+        if not isinstance(name, str) or name == "":
+            raise LlmError(
+                "adapter provider names must be non-empty strings",
+                ErrorCode.INVALID_ADAPTER,
+            )
+        if name in seen:
+            raise LlmError(
+                f'an adapter for provider "{name}" is already registered '
+                "(listed twice)",
+                ErrorCode.DUPLICATE_ADAPTER,
+            )
+        seen.add(name)
+    return tuple(providers)
+
+
+def _describe_routes(
+    registration: AdapterRegistration, routes: tuple[str, ...]
+) -> tuple[_Route, ...]:
+    """Ask the adapter about each route (outside the lock: adapter code may be
+    slow) and check its answers."""
+    adapter = registration.adapter
+    described: list[_Route] = []
+    for name in routes:
+        try:
+            info = adapter.provider_info(name)
+            policy = adapter.provider_retry_policy(name)
+        except HarnessError:
+            raise
+        except Exception as exc:
+            raise LlmError(
+                f'adapter metadata for provider "{name}" could not be read: {exc}',
+                ErrorCode.INVALID_ADAPTER,
+                cause=exc,
+            ) from exc
+        if (
+            not isinstance(info, LlmProviderInfo)
+            or info.id != name
+            or not _non_empty_str(info.name)
+        ):
+            raise LlmError(
+                f'adapter metadata for provider "{name}" must preserve its id and '
+                "have a non-empty name",
+                ErrorCode.INVALID_ADAPTER,
+            )
+        if policy is None:
+            policy = DEFAULT_RETRY_POLICY
+        elif not isinstance(policy, NormalRetryPolicy | AlwaysRetryPolicy):
+            raise LlmError(
+                f'adapter retry policy for provider "{name}" must be a resolved '
+                f"retry policy or None, got {type(policy).__name__}",
+                ErrorCode.INVALID_ADAPTER,
+            )
+        described.append(
+            _Route(
+                registration=registration,
+                adapter=adapter,
+                info=LlmProviderInfo(id=name, name=info.name),
+                retry_policy=policy,
+            )
+        )
+    return tuple(described)
+
+
+def _code_of(exc: BaseException) -> object:
+    try:
+        return getattr(exc, "code", None)
+    except Exception:
+        return None
+
+
+def _non_empty_str(value: object) -> bool:
+    return isinstance(value, str) and value != ""
+
+
+def _optional_str(value: object) -> bool:
+    return value is None or isinstance(value, str)
+
+
+def _modalities_ok(value: object) -> bool:
+    return value is None or (
+        isinstance(value, tuple) and all(isinstance(item, str) for item in value)
+    )
+
+
+def _catalog_error(provider: str) -> LlmError:
+    return LlmError(
+        "adapter returned invalid or duplicate model metadata for provider "
+        f'"{provider}"',
+        ErrorCode.INVALID_CATALOG,
+    )
+
+
+def _checked_adapter_call(call: object, provider: str) -> PreparedAdapterCall:
+    if not isinstance(call, PreparedAdapterCall) or not callable(call.stream):
+        raise LlmError(
+            f'adapter prepare_call() for provider "{provider}" returned '
+            f"{type(call).__name__}, not a PreparedAdapterCall",
+            ErrorCode.INVALID_ADAPTER,
+        )
+    return call
+
+
+def _checked_model_info(
+    provider: str, model: str, resolved: object
+) -> LlmResolvedModelInfo:
+    """Validate an adapter's model answer and return a detached copy."""
+    where = f'for provider "{provider}" model "{model}"'
+    if (
+        not isinstance(resolved, LlmResolvedModelInfo)
+        or resolved.provider != provider
+        or resolved.id != model
+        or not _non_empty_str(resolved.name)
+        or not _optional_str(resolved.description)
+        or not _modalities_ok(resolved.input_modalities)
+    ):
+        raise LlmError(
+            f"adapter returned invalid exact model metadata {where}",
+            ErrorCode.INVALID_MODEL_INFO,
+        )
+    context = resolved.context
+    if context is not None and (
+        not isinstance(context, LlmModelContext)
+        or type(context.context_window) is not int
+        or context.context_window <= 0
+    ):
+        raise LlmError(
+            f"adapter returned invalid context metadata {where}",
+            ErrorCode.INVALID_MODEL_CONTEXT,
+        )
+    cap = resolved.default_max_tokens
+    if cap is not None and (type(cap) is not int or not 0 < cap <= MAX_SAFE_INTEGER):
+        raise LlmError(
+            f"adapter returned invalid default max_tokens {where}",
+            ErrorCode.INVALID_MODEL_MAX_TOKENS,
+        )
+    return LlmResolvedModelInfo(
+        provider=provider,
+        id=model,
+        name=resolved.name,
+        description=resolved.description,
+        input_modalities=resolved.input_modalities,
+        context=None
+        if context is None
+        else LlmModelContext(context_window=context.context_window),
+        default_max_tokens=cap,
+        reasoning=_checked_reasoning(resolved.reasoning, where),
+    )
+
+
+def _checked_reasoning(value: object, where: str) -> LlmModelReasoningInfo | None:
+    if value is None:
+        return None
+    if (
+        not isinstance(value, LlmModelReasoningInfo)
+        or not isinstance(value.efforts, tuple)
+        or not value.efforts
+    ):
+        raise LlmError(
+            f"adapter returned invalid reasoning metadata {where}",
+            ErrorCode.INVALID_MODEL_REASONING,
+        )
+    seen: set[str] = set()
+    efforts: list[LlmReasoningEffortInfo] = []
+    for effort in value.efforts:
+        if (
+            not isinstance(effort, LlmReasoningEffortInfo)
+            or not _non_empty_str(effort.id)
+            or not _non_empty_str(effort.name)
+            or not _optional_str(effort.description)
+            or effort.id in seen
+        ):
+            raise LlmError(
+                f"adapter returned invalid or duplicate reasoning effort metadata "
+                f"{where}",
+                ErrorCode.INVALID_MODEL_REASONING,
+            )
+        seen.add(effort.id)
+        efforts.append(
+            LlmReasoningEffortInfo(
+                id=effort.id, name=effort.name, description=effort.description
+            )
+        )
+    default = value.default_effort
+    if default is not None and (not isinstance(default, str) or default not in seen):
+        raise LlmError(
+            f"adapter returned an unknown default reasoning effort {where}",
+            ErrorCode.INVALID_MODEL_REASONING,
+        )
+    return LlmModelReasoningInfo(efforts=tuple(efforts), default_effort=default)
+
+
+def _resolved_config(
+    config: LlmCallConfig, info: LlmResolvedModelInfo
+) -> LlmCallConfig:
+    changes: dict[str, Any] = {}
+    if config.max_tokens is None and info.default_max_tokens is not None:
+        changes["max_tokens"] = info.default_max_tokens
+    requested = config.reasoning_effort
+    reasoning = info.reasoning
+    if reasoning is None:
+        if requested is not None:
+            raise _unsupported_effort(config, requested)
+    else:
+        effective = requested if requested is not None else reasoning.default_effort
+        if effective is not None:
+            if all(effort.id != effective for effort in reasoning.efforts):
+                raise _unsupported_effort(config, effective)
+            if effective != requested:
+                changes["reasoning_effort"] = effective
+    return attrs.evolve(config, **changes) if changes else config
+
+
+def _unsupported_effort(config: LlmCallConfig, effort: str) -> LlmError:
+    return LlmError(
+        f'provider "{config.provider}" model "{config.model}" does not support '
+        f'reasoning effort "{effort}"',
+        ErrorCode.UNSUPPORTED_REASONING_EFFORT,
+    )
+
+
+def _adapter_defaults(
+    original: LlmCallConfig, resolved: LlmCallConfig
+) -> AdapterDefaults:
+    return AdapterDefaults(
+        reasoning_effort=original.reasoning_effort is None
+        and resolved.reasoning_effort is not None,
+        max_tokens=original.max_tokens is None and resolved.max_tokens is not None,
+    )
+
+
+def _failure_finish(exc: Exception, signal: AbortSignal | None) -> Finish:
+    failure = normalize_llm_failure(exc)
+    aborted = (signal is not None and signal.aborted) or (
+        failure.code == ErrorCode.ABORTED
+    )
+    reason = FinishReason.aborted(failure) if aborted else FinishReason.error(failure)
+    return Finish(reason=reason)
+
+
+def _strip_foreign_replay_state(
+    options: GenerateOptions, adapter: LlmAdapter, routes: Mapping[str, _Route]
+) -> GenerateOptions:
+    messages: list[Message] = []
+    changed = False
+    for message in options.messages:
+        source = message.source
+        if isinstance(source, ModelSource) and source.replay_state is not None:
+            owner = routes.get(source.provider)
+            if owner is None or owner.adapter is not adapter:
+                message = attrs.evolve(
+                    message, source=attrs.evolve(source, replay_state=None)
+                )
+                changed = True
+        messages.append(message)
+    return options.evolve(messages=tuple(messages)) if changed else options
+
+
+_TEXT_ONLY_IMAGE: Final = (
+    "[image omitted because this model accepts text only; attachment sha256:{}]"
+)
+
+
+def _project_images(
+    options: GenerateOptions, modalities: tuple[str, ...] | None
+) -> GenerateOptions:
+    """Replace every image (nested ones too) with a short text when the model is
+    known to take text only. Messages without images pass by identity."""
+    if modalities is None or "image" in modalities:
+        return options
+    if not any(content_has_image(message.content) for message in options.messages):
+        return options
+    return options.evolve(
+        messages=tuple(
+            attrs.evolve(message, content=_text_only(message.content))
+            if content_has_image(message.content)
+            else message
+            for message in options.messages
+        )
+    )
+
+
+def _text_only(blocks: tuple[ContentBlock, ...]) -> tuple[ContentBlock, ...]:
+    projected: list[ContentBlock] = []
+    for block in blocks:
+        if isinstance(block, ImageBlock):
+            digest = block.attachment.attachment_id.removeprefix("sha256:")[:8]
+            projected.append(TextBlock(text=_TEXT_ONLY_IMAGE.format(digest)))
+        elif isinstance(block, ToolResultBlock) and content_has_image(block.content):
+            projected.append(attrs.evolve(block, content=_text_only(block.content)))
+        else:
+            projected.append(block)
+    return tuple(projected)

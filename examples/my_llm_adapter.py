@@ -1,0 +1,136 @@
+"""A complete adapter plugin: the skeleton to copy for your own provider.
+
+``MyAdapter`` is a stand-in model that echoes the last user text back, word by
+word, so the plugin runs without a network or a real key. Replace its ``stream``
+with a call to your provider and a translation of its events into chunks.
+
+Load it from ``my_llm_adapter.yml`` (next to this file)::
+
+    from dsh_llm.plugins import load_composition
+
+    composition = load_composition("examples/my_llm_adapter.yml")
+    for chunk in composition.runtime.stream(options):  # options.provider="my-provider"
+        ...
+
+or run ``MY_API_KEY=anything python examples/my_llm_adapter.py "hello there"``.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import attrs
+
+from dsh_llm import (
+    BlockEnd,
+    BlockStart,
+    ErrorCode,
+    Finish,
+    FinishReason,
+    GenerateOptions,
+    LlmAdapter,
+    LlmError,
+    StreamChunk,
+    TextBlock,
+    TextDelta,
+    TokenUsage,
+    UsageChunk,
+)
+from dsh_llm.credentials import Secret
+from dsh_llm.plugins import PluginContext
+
+
+class MyAdapter(LlmAdapter):
+    """Echoes the last user message's text (a deterministic stand-in model)."""
+
+    def __init__(self, api_key: str) -> None:
+        # A Secret never shows itself in a repr, a log line or a traceback.
+        self._api_key = Secret(api_key)
+
+    def stream(self, options: GenerateOptions) -> Iterator[StreamChunk]:
+        """Yield one text block echoing the last user text, then usage and finish.
+
+        Raises:
+            LlmError: ``UNSUPPORTED_OPTION`` when a tool call is demanded (this
+                model never calls tools); ``ABORTED`` when ``options.signal``
+                aborts.
+        """
+        if options.tool_choice not in (None, "auto", "none"):
+            raise LlmError(
+                "my-llm-adapter: this model cannot be made to call a tool "
+                f"(tool_choice={options.tool_choice!r})",
+                ErrorCode.UNSUPPORTED_OPTION,
+            )
+        text = _cut_at_stop(_last_user_text(options), options.stop or ())
+        words = re.findall(r"\s*\S+", text)
+        limited = words[: options.max_tokens] if options.max_tokens else words
+        if limited:
+            yield BlockStart(index=0, block_type="text")
+            for word in limited:
+                if options.signal is not None and options.signal.aborted:
+                    raise LlmError(
+                        "my-llm-adapter: the request was aborted", ErrorCode.ABORTED
+                    )
+                yield TextDelta(index=0, text=word)
+            yield BlockEnd(index=0, block=TextBlock(text="".join(limited)))
+        # An echo has no token counts: unknown counts are None, never invented.
+        yield UsageChunk(usage=TokenUsage.unknown())
+        cut = len(limited) < len(words)
+        yield Finish(reason=FinishReason.MAX_TOKENS if cut else FinishReason.STOP)
+
+
+def _last_user_text(options: GenerateOptions) -> str:
+    for message in reversed(options.messages):
+        if message.role == "user":
+            return "".join(
+                block.text for block in message.content if isinstance(block, TextBlock)
+            )
+    return ""
+
+
+def _cut_at_stop(text: str, stop: tuple[str, ...]) -> str:
+    cuts = [text.find(sequence) for sequence in stop if sequence in text]
+    return text[: min(cuts)] if cuts else text
+
+
+# --- the plugin: what a composition file loads ----------------------------------
+
+name = "my-llm-adapter"
+inject = ("llm",)
+
+
+@attrs.frozen(kw_only=True)
+class Config:
+    """The plugin's config; YAML writes the keys in camelCase (``apiKey``)."""
+
+    api_key: str
+    """The provider key (write ``${MY_API_KEY}`` in YAML, not the key itself)."""
+    providers: list[str] = attrs.field(validator=attrs.validators.min_len(1))
+    """The routes this adapter serves, e.g. ``[my-provider]``."""
+
+
+def apply(ctx: PluginContext, config: Config) -> None:
+    """Register ``MyAdapter`` for the configured routes (undone on dispose)."""
+    ctx.llm.register_adapter(config.providers, MyAdapter(config.api_key))
+
+
+if __name__ == "__main__":
+    from dsh_llm import create_user_message
+    from dsh_llm.plugins import load_composition
+
+    prompt = " ".join(sys.argv[1:]) or "hello from my adapter"
+    composition_file = Path(__file__).with_name("my_llm_adapter.yml")
+    with load_composition(composition_file) as composition:
+        request = GenerateOptions(
+            provider="my-provider",
+            model="echo-1",
+            messages=(create_user_message(prompt),),
+        )
+        for chunk in composition.runtime.stream(request):
+            if isinstance(chunk, TextDelta):
+                print(chunk.text, end="", flush=True)
+            elif isinstance(chunk, Finish):
+                print(f"\n[finish: {chunk.reason.kind}]")

@@ -1,0 +1,863 @@
+"""dsh_llm.plugins: plugin resolution, contexts, compositions and load errors."""
+
+from __future__ import annotations
+
+import logging
+import pickle
+import re
+import shutil
+import sys
+import textwrap
+import types
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import attrs
+import pytest
+
+from dsh_llm.adapter import LlmAdapter
+from dsh_llm.errors import ErrorCode, LlmError
+from dsh_llm.plugins import (
+    PLUGIN_GROUP,
+    Composition,
+    LoadedPlugin,
+    PluginConfigError,
+    PluginContext,
+    PluginLoadError,
+    load_composition,
+    resolve_plugin,
+)
+from dsh_llm.protocol import (
+    Finish,
+    FinishReason,
+    GenerateOptions,
+    StreamChunk,
+    TokenUsage,
+    UsageChunk,
+)
+from dsh_llm.runtime import LlmRuntime, StreamNext
+
+REPO = Path(__file__).resolve().parent.parent
+EXAMPLE = REPO / "examples" / "my_llm_adapter.py"
+DOCS = REPO / "docs" / "plugins.md"
+
+DONE: tuple[StreamChunk, ...] = (
+    UsageChunk(usage=TokenUsage.unknown()),
+    Finish(reason=FinishReason.STOP),
+)
+
+
+class Quiet(LlmAdapter):
+    def stream(self, options: GenerateOptions) -> Iterator[StreamChunk]:
+        yield from DONE
+
+
+@attrs.frozen(kw_only=True)
+class RouteConfig:
+    providers: list[str] = attrs.field(validator=attrs.validators.min_len(1))
+    base_url: str | None = None
+
+
+def route_plugin(**extra: Any) -> types.SimpleNamespace:
+    """A plugin object registering ``Quiet`` for ``config.providers``."""
+
+    def apply(ctx: PluginContext, config: RouteConfig) -> None:
+        ctx.llm.register_adapter(config.providers, Quiet())
+
+    return types.SimpleNamespace(
+        name="route-plugin", inject=("llm",), Config=RouteConfig, apply=apply, **extra
+    )
+
+
+def load_error(*args: Any, **kwargs: Any) -> PluginLoadError:
+    with pytest.raises(PluginLoadError) as caught:
+        load_composition(*args, **kwargs)
+    error = caught.value
+    assert error.code == ErrorCode.PLUGIN_LOAD
+    assert isinstance(error, LlmError)
+    return error
+
+
+def write(path: Path, text: str) -> Path:
+    path.write_text(textwrap.dedent(text), encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def plugin_dir(tmp_path: Path) -> Path:
+    shutil.copy(EXAMPLE, tmp_path / "my_llm_adapter.py")
+    return tmp_path
+
+
+ENV = {"MY_API_KEY": "sk-test-secret"}
+
+
+# --- loading ----------------------------------------------------------------------
+
+
+def test_a_yaml_composition_registers_and_dispose_unregisters(plugin_dir: Path) -> None:
+    path = write(
+        plugin_dir / "dsh.yml",
+        """\
+        - id: my-llm
+          name: ./my_llm_adapter.py
+          config:
+            apiKey: ${MY_API_KEY}
+            providers: [first, second]
+        """,
+    )
+    composition = load_composition(path, environ=ENV)
+    assert isinstance(composition, Composition)
+    assert [p.id for p in composition.runtime.list_providers()] == ["first", "second"]
+    (plugin,) = composition.plugins
+    assert plugin.id == "my-llm"
+    assert plugin.name == "my-llm-adapter"
+    assert plugin.config.api_key == "sk-test-secret"
+    assert plugin.config.providers == ["first", "second"]
+    composition.dispose()
+    composition.dispose()
+    assert composition.disposed
+    assert composition.runtime.list_providers() == ()
+
+
+def test_an_existing_runtime_keeps_its_own_registrations() -> None:
+    runtime = LlmRuntime()
+    runtime.register_adapter(["mine"], Quiet())
+    with load_composition(
+        [{"id": "p", "name": route_plugin(), "config": {"providers": ["theirs"]}}],
+        runtime,
+    ) as composition:
+        assert composition.runtime is runtime
+        assert [p.id for p in runtime.list_providers()] == ["mine", "theirs"]
+    assert [p.id for p in runtime.list_providers()] == ["mine"]
+
+
+def test_disabled_entries_are_not_even_resolved() -> None:
+    composition = load_composition(
+        [
+            {"id": "off", "name": "no_such_module_anywhere", "disabled": True},
+            {"id": "on", "name": route_plugin(), "config": {"providers": ["r"]}},
+        ]
+    )
+    assert [p.id for p in composition.plugins] == ["on"]
+
+
+def test_an_empty_composition_file_loads_nothing(tmp_path: Path) -> None:
+    composition = load_composition(write(tmp_path / "empty.yml", "# nothing\n"))
+    assert composition.plugins == ()
+
+
+def test_the_id_defaults_to_the_name(tmp_path: Path) -> None:
+    write(tmp_path / "solo.py", "name = 'solo'\ndef apply(ctx, config):\n    pass\n")
+    path = write(tmp_path / "dsh.yml", "- name: ./solo.py\n")
+    assert load_composition(path).plugins == (
+        LoadedPlugin(id="./solo.py", name="solo", config=None),
+    )
+
+
+def test_config_strings_are_interpolated_from_the_environment() -> None:
+    seen: list[RouteConfig] = []
+
+    def apply(ctx: PluginContext, config: RouteConfig) -> None:
+        seen.append(config)
+
+    plugin = types.SimpleNamespace(Config=RouteConfig, apply=apply)
+    load_composition(
+        [
+            {
+                "id": "p",
+                "name": plugin,
+                "config": {
+                    "providers": ["${ROUTE}", "${MISSING:-fallback}", "$${LITERAL}"],
+                    "baseURL": "http://${HOST:-localhost}:8080/v1",
+                },
+            }
+        ],
+        environ={"ROUTE": "from-env", "HOST": ""},
+    )
+    assert seen == [
+        RouteConfig(
+            providers=["from-env", "fallback", "${LITERAL}"],
+            base_url="http://localhost:8080/v1",
+        )
+    ]
+
+
+def test_ctx_exposes_environ_logger_id_and_injected_services() -> None:
+    seen: dict[str, Any] = {}
+    service = object()
+
+    def apply(ctx: PluginContext, config: None) -> None:
+        seen.update(
+            environ=ctx.environ,
+            logger=ctx.logger.name,
+            id=ctx.id,
+            agents=ctx.get("agents"),
+            llm=ctx.get("llm"),
+            config=config,
+        )
+
+    plugin = types.SimpleNamespace(inject=("llm", "agents"), apply=apply)
+    environ = {"A": "1"}
+    load_composition(
+        [{"id": "p", "name": plugin}], environ=environ, services={"agents": service}
+    )
+    assert seen["environ"] is environ
+    assert seen["logger"] == "dsh_llm.plugins.p"
+    assert seen["id"] == "p"
+    assert seen["agents"] is service
+    assert seen["config"] is None
+    assert seen["llm"].runtime is not None
+
+
+def test_services_cannot_replace_llm() -> None:
+    with pytest.raises(ValueError, match="llm"):
+        load_composition([], services={"llm": object()})
+
+
+# --- resolution -------------------------------------------------------------------
+
+
+def make_module(tmp_path: Path, name: str, body: str) -> None:
+    write(tmp_path / f"{name}.py", body)
+
+
+@pytest.fixture
+def importable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Callable[[str, str], None]]:
+    created: list[str] = []
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+    def create(name: str, body: str) -> None:
+        make_module(tmp_path, name, body)
+        created.append(name)
+
+    yield create
+    for name in created:
+        sys.modules.pop(name, None)
+
+
+PLUGIN_BODY = """\
+from dsh_llm.protocol import Finish, FinishReason, TokenUsage, UsageChunk
+from dsh_llm.adapter import LlmAdapter
+
+class Quiet(LlmAdapter):
+    def stream(self, options):
+        yield UsageChunk(usage=TokenUsage.unknown())
+        yield Finish(reason=FinishReason.STOP)
+
+name = "{label}"
+
+def apply(ctx, config):
+    ctx.llm.register_adapter(["{route}"], Quiet())
+
+class Holder:
+    name = "held"
+    @staticmethod
+    def apply(ctx, config):
+        ctx.llm.register_adapter(["held-route"], Quiet())
+"""
+
+
+def test_a_module_path_and_a_module_attribute_resolve(
+    importable: Callable[[str, str], None],
+) -> None:
+    importable("dsh_test_mod_plugin", PLUGIN_BODY.format(label="mod", route="mod-r"))
+    composition = load_composition(
+        [
+            {"id": "a", "name": "dsh_test_mod_plugin"},
+            {"id": "b", "name": "dsh_test_mod_plugin:Holder"},
+        ]
+    )
+    assert [p.id for p in composition.runtime.list_providers()] == [
+        "mod-r",
+        "held-route",
+    ]
+    assert [p.name for p in composition.plugins] == ["mod", "held"]
+
+
+def test_a_missing_attribute_names_the_module(
+    importable: Callable[[str, str], None],
+) -> None:
+    importable("dsh_test_attr_plugin", PLUGIN_BODY.format(label="x", route="x"))
+    error = load_error([{"id": "a", "name": "dsh_test_attr_plugin:Nope"}])
+    assert error.key == "name"
+    assert 'module "dsh_test_attr_plugin" has no attribute "Nope"' in error.message
+
+
+def test_an_import_error_inside_the_plugin_is_not_reported_as_not_found(
+    importable: Callable[[str, str], None],
+) -> None:
+    importable("dsh_test_broken_plugin", "import dsh_no_such_dependency\n")
+    error = load_error([{"id": "a", "name": "dsh_test_broken_plugin"}])
+    assert 'importing plugin "dsh_test_broken_plugin" failed' in error.message
+    assert "dsh_no_such_dependency" in error.message
+
+
+def test_an_object_without_apply_is_not_a_plugin(
+    importable: Callable[[str, str], None],
+) -> None:
+    importable("dsh_test_not_plugin", "name = 'nothing here'\n")
+    error = load_error([{"id": "a", "name": "dsh_test_not_plugin"}])
+    assert error.message == (
+        'plugin "a": "dsh_test_not_plugin" is not a plugin: it has no '
+        "apply(ctx, config) function"
+    )
+
+
+def install_distribution(site: Path, entry_points: str, module: str, body: str) -> None:
+    dist = site / "dsh_test_dist-1.0.dist-info"
+    dist.mkdir(parents=True)
+    (dist / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: dsh-test-dist\nVersion: 1.0\n", encoding="utf-8"
+    )
+    (dist / "entry_points.txt").write_text(
+        textwrap.dedent(entry_points), encoding="utf-8"
+    )
+    (site / f"{module}.py").write_text(body, encoding="utf-8")
+
+
+def test_entry_points_of_the_group_resolve_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A real (temporary) distribution on sys.path, found by importlib.metadata.
+    site = tmp_path / "site"
+    install_distribution(
+        site,
+        f"""\
+        [{PLUGIN_GROUP}]
+        llm-test-echo = dsh_test_ep_plugin
+        dsh_test_shadowed = dsh_test_ep_plugin:Holder
+        llm-test-broken = dsh_test_ep_missing_module
+        """,
+        "dsh_test_ep_plugin",
+        PLUGIN_BODY.format(label="from-entry-point", route="ep-route"),
+    )
+    (site / "dsh_test_shadowed.py").write_text(
+        PLUGIN_BODY.format(label="shadowed", route="shadow-route"), encoding="utf-8"
+    )
+    monkeypatch.syspath_prepend(str(site))
+    try:
+        composition = load_composition(
+            [
+                {"id": "echo", "name": "llm-test-echo"},
+                {"id": "shadowed", "name": "dsh_test_shadowed"},
+            ]
+        )
+        assert [p.id for p in composition.runtime.list_providers()] == [
+            "ep-route",
+            "held-route",
+        ]
+        assert resolve_plugin("llm-test-echo").name == "from-entry-point"
+        error = load_error([{"id": "broken", "name": "llm-test-broken"}])
+        assert error.message.startswith(
+            'plugin "broken": entry point "llm-test-broken" '
+            "(dsh_test_ep_missing_module) failed to load: "
+        )
+    finally:
+        for name in ("dsh_test_ep_plugin", "dsh_test_shadowed"):
+            sys.modules.pop(name, None)
+
+
+def test_file_plugins_resolve_relative_to_the_composition_file(tmp_path: Path) -> None:
+    nested = tmp_path / "conf"
+    nested.mkdir()
+    write(
+        tmp_path / "local_plugin.py",
+        PLUGIN_BODY.format(label="local", route="local-r"),
+    )
+    path = write(nested / "dsh.yml", "- id: local\n  name: ../local_plugin.py\n")
+    composition = load_composition(path)
+    assert [p.id for p in composition.runtime.list_providers()] == ["local-r"]
+    # Loading the same file again reuses the module instead of executing it twice.
+    again = load_composition(path, LlmRuntime())
+    assert again.plugins[0].name == "local"
+
+
+def test_a_failing_plugin_file_is_reported_and_not_kept(tmp_path: Path) -> None:
+    write(tmp_path / "boom.py", "raise RuntimeError('boom at import')\n")
+    path = write(tmp_path / "dsh.yml", "- id: boom\n  name: ./boom.py\n")
+    error = load_error(path)
+    assert error.message == (
+        'plugin "boom": importing plugin "./boom.py" failed: '
+        "RuntimeError: boom at import"
+    )
+    assert not [name for name in sys.modules if name.startswith("dsh_llm_plugin_boom")]
+
+
+# --- plugin shape errors ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("plugin", "key", "message"),
+    [
+        (
+            types.SimpleNamespace(inject="llm", apply=lambda ctx, config: None),
+            "inject",
+            'plugin "p": inject must be a list of service names, got a string',
+        ),
+        (
+            types.SimpleNamespace(inject=("llm", ""), apply=lambda ctx, config: None),
+            "inject",
+            'plugin "p": inject must hold non-empty service names',
+        ),
+        (
+            types.SimpleNamespace(Config=dict, apply=lambda ctx, config: None),
+            "config",
+            'plugin "p": Config must be an attrs class, got type',
+        ),
+        (
+            types.SimpleNamespace(inject=("llm", "agents", "sessions"), apply=print),
+            "inject",
+            'plugin "p": inject lists the service "agents", which this composition '
+            'does not provide (provided: "llm")',
+        ),
+    ],
+)
+def test_malformed_plugins_are_refused(plugin: Any, key: str, message: str) -> None:
+    error = load_error([{"id": "p", "name": plugin}])
+    assert error.plugin_id == "p"
+    assert error.key == key
+    assert error.message == message
+
+
+def test_config_for_a_plugin_without_config_class_is_refused() -> None:
+    plugin = types.SimpleNamespace(apply=lambda ctx, config: None)
+    error = load_error([{"id": "p", "name": plugin, "config": {"apiKey": "x"}}])
+    assert error.key == "config"
+    assert error.message == (
+        'plugin "p": takes no config (it has no Config class), but config was given '
+        'with "apiKey"'
+    )
+
+
+# --- config errors ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("config", "key", "detail"),
+    [
+        ({}, "providers", 'config key "providers" is required (expected a list of '),
+        (
+            {"providers": "my-provider"},
+            "providers",
+            'config key "providers" must be a list of strings, got a string',
+        ),
+        (
+            {"providers": ["a"], "baseurl": "x"},
+            "baseurl",
+            'config key "baseurl" is not a known key (expected one of "providers", '
+            '"baseURL"; did you mean "baseURL"?)',
+        ),
+        (
+            {"providers": []},
+            "providers",
+            'config key "providers" is invalid: Length of "providers" must be >= 1: 0',
+        ),
+        (
+            {"providers": ["a"], "baseURL": 8080},
+            "baseURL",
+            'config key "baseURL" must be a string or null, got an integer',
+        ),
+        ([1, 2], "config", "config must be a mapping, got a list"),
+    ],
+)
+def test_bad_config_names_the_plugin_and_the_key(
+    config: Any, key: str, detail: str
+) -> None:
+    runtime = LlmRuntime()
+    error = load_error(
+        [
+            {"id": "good", "name": route_plugin(), "config": {"providers": ["ok"]}},
+            {"id": "bad", "name": route_plugin(), "config": config},
+        ],
+        runtime,
+    )
+    assert error.plugin_id == "bad"
+    assert error.key == key
+    assert error.message.startswith(f'plugin "bad": {detail}')
+    # Configs are checked before any apply: the good entry never ran.
+    assert runtime.list_providers() == ()
+
+
+def test_an_unset_variable_fails_the_load_naming_key_and_variable() -> None:
+    error = load_error(
+        [{"id": "p", "name": route_plugin(), "config": {"providers": ["${ROUTE}"]}}],
+        environ={},
+    )
+    assert error.key == "providers[0]"
+    assert error.message == (
+        'plugin "p": config key "providers[0]" refers to ${ROUTE}, which is not set '
+        "(write ${ROUTE:-default} to give a default)"
+    )
+
+
+def test_config_values_never_appear_in_load_errors() -> None:
+    secret = "sk-live-0123456789abcdef"
+    for config in (
+        {"providers": [secret, 7]},
+        {"providers": secret},
+        {"providers": ["a"], "baseURL": [secret]},
+        {"providers": ["a"], secret: "x"},
+    ):
+        error = load_error([{"id": "p", "name": route_plugin(), "config": config}])
+        if secret in config:
+            continue  # an unknown key is named as written, and this one is a key
+        assert secret not in str(error)
+        assert secret not in repr(error)
+
+
+def test_plugin_config_error_from_apply_names_the_key() -> None:
+    def apply(ctx: PluginContext, config: RouteConfig) -> None:
+        raise PluginConfigError("base_url", "must use https")
+
+    plugin = types.SimpleNamespace(Config=RouteConfig, apply=apply)
+    error = load_error(
+        [
+            {
+                "id": "p",
+                "name": plugin,
+                "config": {"providers": ["a"], "baseURL": "http://x"},
+            }
+        ]
+    )
+    assert error.key == "baseURL"
+    assert error.message == 'plugin "p": config key "baseURL" must use https'
+
+
+# --- composition file errors ------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("id: x\nname: y\n", "must hold a list of plugin entries, got a mapping"),
+        ("- just-a-string\n", "entry 1 must be a mapping with id and name, got a str"),
+        ("- id: a\n  nmae: b\n", 'entry 1 has the unknown key "nmae"'),
+        ("- id: a\n", "entry 1: name is required"),
+        ("- name: a\n  id: ''\n", "entry 1: id must be a non-empty string"),
+        ("- id: a\n  name: [x]\n", 'plugin "a": name must be a string, got a list'),
+        (
+            "- id: a\n  name: x\n  disabled: 'yes'\n",
+            'plugin "a": disabled must be a boolean, got a string',
+        ),
+        (
+            "- {id: a, name: x, disabled: true}\n- {id: a, name: y, disabled: true}\n",
+            "entry 2: the id is used by an earlier entry",
+        ),
+        ("- id: a\n  id: b\n  name: c\n", "found duplicate key 'id'"),
+        ("- id: a\n  name: [unclosed\n", "cannot parse composition file"),
+        ("- id: a\n  name: !!js process.env\n", "cannot parse composition file"),
+        (
+            "- id: a\n  name: ${PLUGIN_MODULE}\n",
+            'plugin "a": name refers to ${PLUGIN_MODULE}, which is not set',
+        ),
+    ],
+)
+def test_malformed_composition_files_are_refused(
+    tmp_path: Path, text: str, message: str
+) -> None:
+    error = load_error(write(tmp_path / "dsh.yml", text), environ={})
+    assert message in error.message
+
+
+def test_yaml_errors_give_the_position_but_never_the_line(tmp_path: Path) -> None:
+    text = "- id: a\n  name: x\n  config: {apiKey: sk-secret-1, apiKey: sk-secret-2}\n"
+    error = load_error(write(tmp_path / "dsh.yml", text))
+    assert error.message == (
+        f'cannot parse composition file "{tmp_path / "dsh.yml"}": while '
+        "constructing a mapping: found duplicate key 'apiKey' (line 3, column 33)"
+    )
+    assert "sk-secret" not in str(error)
+
+
+def test_an_unreadable_composition_file_is_reported(tmp_path: Path) -> None:
+    missing = tmp_path / "nope.yml"
+    error = load_error(missing)
+    assert error.plugin_id is None
+    assert error.message.startswith(f'cannot read composition file "{missing}"')
+
+
+def test_entries_that_are_not_a_list_are_refused() -> None:
+    error = load_error({"id": "x"})
+    assert error.message == (
+        "composition must hold a list of plugin entries, got a mapping"
+    )
+
+
+def test_plugin_load_error_pickles_with_its_facts() -> None:
+    error = PluginLoadError("p", 'config key "k" is required', key="k")
+    copy = pickle.loads(pickle.dumps(error))
+    assert type(copy) is PluginLoadError
+    assert (copy.message, copy.code, copy.plugin_id, copy.key) == (
+        'plugin "p": config key "k" is required',
+        ErrorCode.PLUGIN_LOAD,
+        "p",
+        "k",
+    )
+    assert copy.failure == error.failure
+
+
+# --- apply failures roll everything back ------------------------------------------
+
+
+def test_a_failing_apply_rolls_back_every_plugin_of_the_composition() -> None:
+    runtime = LlmRuntime()
+    runtime.register_adapter(["pre-existing"], Quiet())
+    undone: list[str] = []
+
+    def first_apply(ctx: PluginContext, config: None) -> Callable[[], None]:
+        ctx.llm.register_adapter(["first"], Quiet())
+        ctx.llm.use(lambda opts, next_: next_())
+        ctx.effect(lambda: undone.append("first effect"))
+        return lambda: undone.append("first undo")
+
+    def failing_apply(ctx: PluginContext, config: None) -> None:
+        ctx.llm.register_adapter(["second"], Quiet())
+        ctx.effect(lambda: undone.append("second effect"))
+        raise RuntimeError("second plugin broke")
+
+    error = load_error(
+        [
+            {"id": "first", "name": types.SimpleNamespace(apply=first_apply)},
+            {"id": "second", "name": types.SimpleNamespace(apply=failing_apply)},
+        ],
+        runtime,
+    )
+    assert error.message == (
+        'plugin "second": apply() failed: RuntimeError: second plugin broke'
+    )
+    assert isinstance(error.__cause__, RuntimeError)
+    assert [p.id for p in runtime.list_providers()] == ["pre-existing"]
+    assert runtime._middleware == ()
+    assert undone == ["second effect", "first undo", "first effect"]
+
+
+def test_apply_returning_something_that_is_not_a_disposer_is_refused() -> None:
+    runtime = LlmRuntime()
+
+    def apply(ctx: PluginContext, config: None) -> int:
+        ctx.llm.register_adapter(["r"], Quiet())
+        return 42
+
+    error = load_error(
+        [{"id": "p", "name": types.SimpleNamespace(apply=apply)}], runtime
+    )
+    assert error.message == (
+        'plugin "p": apply() returned int; expected None or a function that undoes it'
+    )
+    assert runtime.list_providers() == ()
+
+
+def test_an_llm_error_from_apply_keeps_its_code_in_the_message() -> None:
+    def apply(ctx: PluginContext, config: None) -> None:
+        ctx.llm.register_adapter([], Quiet())
+
+    error = load_error([{"id": "p", "name": types.SimpleNamespace(apply=apply)}])
+    assert error.message == (
+        'plugin "p": apply() failed: an adapter must register at least one provider '
+        "[INVALID_ADAPTER]"
+    )
+
+
+def test_a_base_exception_in_apply_rolls_back_and_propagates() -> None:
+    runtime = LlmRuntime()
+
+    def apply(ctx: PluginContext, config: None) -> None:
+        ctx.llm.register_adapter(["r"], Quiet())
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        load_composition(
+            [{"id": "p", "name": types.SimpleNamespace(apply=apply)}], runtime
+        )
+    assert runtime.list_providers() == ()
+
+
+# --- disposal ---------------------------------------------------------------------
+
+
+def test_dispose_runs_plugins_and_their_effects_in_reverse(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    order: list[str] = []
+
+    def plugin(label: str, failing: bool = False) -> types.SimpleNamespace:
+        def apply(ctx: PluginContext, config: None) -> Callable[[], None]:
+            ctx.effect(lambda: order.append(f"{label}:1"))
+            if failing:
+
+                def broken() -> None:
+                    order.append(f"{label}:broken")
+                    raise RuntimeError(f"{label} disposer failed")
+
+                ctx.effect(broken)
+            ctx.effect(lambda: order.append(f"{label}:3"))
+            return lambda: order.append(f"{label}:returned")
+
+        return types.SimpleNamespace(apply=apply)
+
+    composition = load_composition(
+        [
+            {"id": "a", "name": plugin("a")},
+            {"id": "b", "name": plugin("b", failing=True)},
+        ]
+    )
+    with caplog.at_level(logging.ERROR, logger="dsh_llm"):
+        composition.dispose()
+    assert order == [
+        "b:returned",
+        "b:3",
+        "b:broken",
+        "b:1",
+        "a:returned",
+        "a:3",
+        "a:1",
+    ]
+    assert 'plugin "b": a disposer failed' in caplog.text
+    assert "b disposer failed" in caplog.text
+    composition.dispose()
+    assert len(order) == 7
+
+
+def test_registrations_are_disposed_with_their_plugin_scope() -> None:
+    runtime = LlmRuntime()
+    ctx = PluginContext(runtime, plugin_id="scoped")
+    handle = ctx.llm.register_adapter(["scoped-model"], Quiet())
+    events: list[int] = []
+    ctx.llm.on_adapters_updated(lambda: events.append(1))
+    calls: list[str] = []
+
+    def middleware(opts: GenerateOptions, next_: StreamNext) -> Iterator[StreamChunk]:
+        calls.append(opts.provider)
+        return next_()
+
+    ctx.llm.use(middleware)
+    assert [p.id for p in runtime.list_providers()] == ["scoped-model"]
+    list(
+        runtime.stream(GenerateOptions(provider="scoped-model", model="m", messages=()))
+    )
+    assert calls == ["scoped-model"]
+    ctx.dispose()
+    assert handle.disposed
+    assert runtime.list_providers() == ()
+    assert events == []  # the listener went before the registration
+    list(runtime.stream(GenerateOptions(provider="x", model="m", messages=())))
+    assert calls == ["scoped-model"]
+    assert ctx.disposed
+    assert "disposed" in repr(ctx)
+
+
+def test_a_disposed_context_refuses_new_registrations_and_effects() -> None:
+    runtime = LlmRuntime()
+    ctx = PluginContext(runtime, plugin_id="gone")
+    ctx.dispose()
+    actions: list[Callable[[], object]] = [
+        lambda: ctx.llm.register_adapter(["r"], Quiet()),
+        lambda: ctx.llm.use(lambda opts, next_: next_()),
+        lambda: ctx.llm.on_adapters_updated(lambda: None),
+        lambda: ctx.effect(lambda: None),
+    ]
+    for action in actions:
+        with pytest.raises(LlmError) as caught:
+            action()
+        assert caught.value.code == ErrorCode.REGISTRATION_DISPOSED
+    assert runtime.list_providers() == ()
+
+
+def test_an_effect_can_be_run_early_and_then_does_not_run_again() -> None:
+    ctx = PluginContext(LlmRuntime(), plugin_id="p")
+    runs: list[int] = []
+    run_now = ctx.effect(lambda: runs.append(1))
+    run_now()
+    run_now()
+    ctx.dispose()
+    assert runs == [1]
+    with pytest.raises(TypeError):
+        PluginContext(LlmRuntime(), plugin_id="q").effect(42)  # type: ignore[arg-type]
+
+
+def test_a_plugin_disposing_its_own_registration_is_fine_on_dispose() -> None:
+    runtime = LlmRuntime()
+    ctx = PluginContext(runtime, plugin_id="p")
+    handle = ctx.llm.register_adapter(["r"], Quiet())
+    handle.dispose()
+    ctx.dispose()
+    assert runtime.list_providers() == ()
+
+
+def test_ctx_get_refuses_unknown_services_and_delegates_queries() -> None:
+    runtime = LlmRuntime()
+    runtime.register_adapter(["r"], Quiet())
+    ctx = PluginContext(runtime, plugin_id="p", services={"agents": 1})
+    assert ctx.get("agents") == 1
+    assert ctx.get("llm") is ctx.llm
+    with pytest.raises(LlmError, match='no service "sessions"'):
+        ctx.get("sessions")
+    assert ctx.llm.list_providers() == runtime.list_providers()
+    assert ctx.llm.list_models("r") == ()
+    assert ctx.llm.provider_retry_policy("r") == runtime.provider_retry_policy("r")
+    assert ctx.llm.resolve_model_info("r", "m").name == "m"
+    stream = ctx.llm.stream(GenerateOptions(provider="r", model="m", messages=()))
+    assert list(stream) == list(DONE)
+
+
+# --- docs/plugins.md stays true ---------------------------------------------------
+
+
+def documented_error_cases() -> list[tuple[str, list[tuple[str, str]]]]:
+    text = DOCS.read_text(encoding="utf-8")
+    section = text.split("## What each error looks like", 1)[1]
+    cases = []
+    for chunk in re.split(r"^### ", section, flags=re.M)[1:]:
+        title = chunk.splitlines()[0]
+        blocks = re.findall(r"```(\w+)\n(.*?)```", chunk, flags=re.S)
+        cases.append((title, blocks))
+    return cases
+
+
+def test_the_docs_document_every_required_error_case() -> None:
+    titles = [title for title, _ in documented_error_cases()]
+    assert titles == [
+        "A required key is missing",
+        "A value has the wrong type",
+        "A key is unknown",
+        "A list that must not be empty is empty",
+        "An environment variable is not set",
+        "An injected service is missing",
+        "The plugin cannot be found",
+        "`apply` fails",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("title", "blocks"), documented_error_cases(), ids=lambda v: str(v)[:30]
+)
+def test_documented_error_messages_match_the_loader(
+    tmp_path: Path, title: str, blocks: list[tuple[str, str]]
+) -> None:
+    environ = {} if "is not set" in title else dict(ENV)
+    checked = 0
+    pending_yaml: str | None = None
+    for case, (language, body) in enumerate(blocks):
+        if language == "python":
+            first, _, rest = body.partition("\n")
+            assert first.startswith("# file: ")
+            (tmp_path / first.removeprefix("# file: ").strip()).write_text(rest)
+        elif language == "yaml":
+            pending_yaml = body
+        elif language == "text":
+            assert pending_yaml is not None
+            directory = tmp_path / f"case{case}"
+            directory.mkdir()
+            shutil.copy(EXAMPLE, directory / "my_llm_adapter.py")
+            for extra in tmp_path.glob("*.py"):
+                shutil.copy(extra, directory / extra.name)
+            path = directory / "dsh.yml"
+            path.write_text(pending_yaml, encoding="utf-8")
+            error = load_error(path, environ=environ)
+            assert f"PluginLoadError: {error}" == body.strip()
+            checked += 1
+    assert checked >= 1

@@ -1,0 +1,1306 @@
+"""dsh_llm.runtime: registry, metadata, call config, middleware and stream()."""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+import types
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+import attrs
+import pytest
+
+from dsh_llm import LlmRuntime as ExportedRuntime
+from dsh_llm.adapter import (
+    LlmAdapter,
+    LlmModelContext,
+    LlmModelInfo,
+    LlmModelReasoningInfo,
+    LlmProviderInfo,
+    LlmReasoningEffortInfo,
+    LlmResolvedModelInfo,
+    PreparedAdapterCall,
+)
+from dsh_llm.errors import ErrorCode, LlmError
+from dsh_llm.protocol import (
+    BlockEnd,
+    BlockStart,
+    CallId,
+    Finish,
+    FinishReason,
+    GenerateOptions,
+    ImageBlock,
+    ImageRef,
+    LlmCallConfig,
+    LlmFailure,
+    Message,
+    ModelSource,
+    ReplayEnvelope,
+    StreamChunk,
+    TextBlock,
+    TextDelta,
+    TokenUsage,
+    ToolResultBlock,
+    UsageChunk,
+    create_assistant_message,
+    create_user_message,
+)
+from dsh_llm.retry import DEFAULT_RETRY_POLICY, resolve_retry_policy
+from dsh_llm.runtime import AdapterDefaults, LlmRuntime, StreamNext
+from dsh_llm.signal import AbortController, AbortSignal
+
+SCRIPT: tuple[StreamChunk, ...] = (
+    BlockStart(index=0, block_type="text"),
+    TextDelta(index=0, text="hi"),
+    BlockEnd(index=0, block=TextBlock(text="hi")),
+    UsageChunk(usage=TokenUsage(input_tokens=1, output_tokens=1)),
+    Finish(reason=FinishReason.STOP),
+)
+
+
+class ScriptedAdapter(LlmAdapter):
+    """Streams a fixed script and records every options it was given."""
+
+    def __init__(self, script: Iterable[StreamChunk] = SCRIPT) -> None:
+        self.script = tuple(script)
+        self.seen: list[GenerateOptions] = []
+
+    @property
+    def last(self) -> GenerateOptions:
+        return self.seen[-1]
+
+    def stream(self, options: GenerateOptions) -> Iterator[StreamChunk]:
+        self.seen.append(options)
+        yield from self.script
+
+
+class ModelAdapter(ScriptedAdapter):
+    """Answers resolve_model with a fixed LlmResolvedModelInfo per model id."""
+
+    def __init__(self, **by_model: Any) -> None:
+        super().__init__()
+        self.by_model = by_model
+        self.resolutions = 0
+
+    def resolve_model(
+        self, provider: str, model: str, signal: AbortSignal | None = None
+    ) -> LlmResolvedModelInfo:
+        self.resolutions += 1
+        extra = self.by_model.get(model, {})
+        return LlmResolvedModelInfo(provider=provider, id=model, name=model, **extra)
+
+
+class RaisingAdapter(LlmAdapter):
+    """Raises ``failure`` as soon as stream() is called (not a generator)."""
+
+    def __init__(self, failure: BaseException) -> None:
+        self.failure = failure
+
+    def stream(self, options: GenerateOptions) -> Iterator[StreamChunk]:
+        raise self.failure
+
+
+def options(provider: str = "route", **changes: Any) -> GenerateOptions:
+    base: dict[str, Any] = {"model": "model", "messages": ()}
+    base.update(changes)
+    return GenerateOptions(provider=provider, **base)
+
+
+def drain(stream: Iterable[StreamChunk]) -> list[StreamChunk]:
+    return list(stream)
+
+
+def only_finish(chunks: list[StreamChunk]) -> Finish:
+    finishes = [chunk for chunk in chunks if isinstance(chunk, Finish)]
+    assert len(finishes) == 1
+    assert chunks[-1] is finishes[0]
+    return finishes[0]
+
+
+EFFORTS = (
+    LlmReasoningEffortInfo(id="standard", name="Standard"),
+    LlmReasoningEffortInfo(id="ultra", name="Ultra", description="Largest budget"),
+)
+
+
+# --- routing and registration -----------------------------------------------------
+
+
+def test_root_package_exports_the_runtime() -> None:
+    assert ExportedRuntime is LlmRuntime
+
+
+def test_stream_routes_to_the_registered_adapter() -> None:
+    runtime = LlmRuntime()
+    adapter = ScriptedAdapter()
+    runtime.register_adapter(["test-provider"], adapter)
+    assert drain(runtime.stream(options("test-provider"))) == list(SCRIPT)
+    assert adapter.last.provider == "test-provider"
+
+
+def test_direct_call_messages_and_options_arrive_by_identity() -> None:
+    runtime = LlmRuntime()
+    adapter = ScriptedAdapter()
+    runtime.register_adapter(["route"], adapter)
+    message = create_user_message("hello")
+    request = options(messages=(message,))
+    drain(runtime.stream(request))
+    assert adapter.last is request
+    assert adapter.last.messages[0] is message
+
+
+def test_stream_is_lazy_until_the_first_chunk_is_requested() -> None:
+    runtime = LlmRuntime()
+    adapter = ScriptedAdapter()
+    runtime.register_adapter(["route"], adapter)
+    stream = runtime.stream(options())
+    assert adapter.seen == []
+    assert next(stream) == SCRIPT[0]
+    assert len(adapter.seen) == 1
+    stream.close()
+
+
+def test_stream_refuses_something_that_is_not_generate_options() -> None:
+    with pytest.raises(TypeError, match="GenerateOptions"):
+        LlmRuntime().stream({"provider": "route"})  # type: ignore[arg-type]
+
+
+def test_provider_retry_policy_is_captured_per_route_with_defaults() -> None:
+    configured = resolve_retry_policy({"mode": "always"}, "test retryPolicy")
+
+    class PolicyAdapter(ScriptedAdapter):
+        def provider_retry_policy(self, provider: str) -> Any:
+            return configured if provider == "configured" else None
+
+    runtime = LlmRuntime()
+    runtime.register_adapter(["configured", "defaulted"], PolicyAdapter())
+    assert runtime.provider_retry_policy("configured") is configured
+    assert runtime.provider_retry_policy("defaulted") is DEFAULT_RETRY_POLICY
+    with pytest.raises(LlmError) as caught:
+        runtime.provider_retry_policy("missing")
+    assert caught.value.code == ErrorCode.NO_ADAPTER
+
+
+def test_a_retry_policy_that_is_not_a_resolved_policy_is_refused() -> None:
+    class BadPolicy(ScriptedAdapter):
+        def provider_retry_policy(self, provider: str) -> Any:
+            return {"mode": "always"}
+
+    runtime = LlmRuntime()
+    with pytest.raises(LlmError) as caught:
+        runtime.register_adapter(["route"], BadPolicy())
+    assert caught.value.code == ErrorCode.INVALID_ADAPTER
+    assert runtime.list_providers() == ()
+
+
+def test_dispose_removes_the_routes_and_is_idempotent() -> None:
+    runtime = LlmRuntime()
+    handle = runtime.register_adapter(["m1"], ScriptedAdapter())
+    assert runtime.list_providers() == (LlmProviderInfo(id="m1", name="m1"),)
+    assert list(handle.providers) == ["m1"]
+    handle()
+    handle.dispose()
+    assert handle.disposed
+    assert not handle.providers
+    assert runtime.list_providers() == ()
+
+
+def test_duplicate_registration_is_refused_with_duplicate_adapter() -> None:
+    runtime = LlmRuntime()
+    runtime.register_adapter(["m1"], ScriptedAdapter())
+    with pytest.raises(LlmError) as caught:
+        runtime.register_adapter(["m2", "m1"], ScriptedAdapter())
+    assert caught.value.code == ErrorCode.DUPLICATE_ADAPTER
+    assert "already registered" in caught.value.message
+    assert [p.id for p in runtime.list_providers()] == ["m1"]
+
+
+@pytest.mark.parametrize(
+    ("providers", "code"),
+    [
+        ([], ErrorCode.INVALID_ADAPTER),
+        ([""], ErrorCode.INVALID_ADAPTER),
+        (["ok", ""], ErrorCode.INVALID_ADAPTER),
+        (["first", "first"], ErrorCode.DUPLICATE_ADAPTER),
+        ("route", ErrorCode.INVALID_ADAPTER),
+        ([1], ErrorCode.INVALID_ADAPTER),
+    ],
+)
+def test_bad_route_lists_register_nothing(providers: Any, code: ErrorCode) -> None:
+    runtime = LlmRuntime()
+    with pytest.raises(LlmError) as caught:
+        runtime.register_adapter(providers, ScriptedAdapter())
+    assert caught.value.code == code
+    assert runtime.list_providers() == ()
+
+
+def test_registering_something_that_is_not_an_adapter_is_refused() -> None:
+    with pytest.raises(LlmError) as caught:
+        LlmRuntime().register_adapter(["route"], object())  # type: ignore[arg-type]
+    assert caught.value.code == ErrorCode.INVALID_ADAPTER
+
+
+def test_a_route_can_be_registered_again_after_dispose() -> None:
+    runtime = LlmRuntime()
+    runtime.register_adapter(["m1"], ScriptedAdapter()).dispose()
+    again = runtime.register_adapter(["m1"], ScriptedAdapter())
+    assert [p.id for p in runtime.list_providers()] == ["m1"]
+    again()
+    assert runtime.list_providers() == ()
+
+
+def test_replace_after_dispose_raises_registration_disposed() -> None:
+    runtime = LlmRuntime()
+    handle = runtime.register_adapter(["m1"], ScriptedAdapter())
+    handle()
+    with pytest.raises(LlmError, match="disposed adapter registration cannot "):
+        handle.replace(["leaked"])
+    with pytest.raises(LlmError) as caught:
+        handle.replace(["leaked"])
+    assert caught.value.code == ErrorCode.REGISTRATION_DISPOSED
+    assert runtime.list_providers() == ()
+
+
+def test_replace_with_nothing_keeps_the_registration_alive() -> None:
+    runtime = LlmRuntime()
+    handle = runtime.register_adapter(["m1"], ScriptedAdapter())
+    handle.replace([])
+    assert runtime.list_providers() == ()
+    handle.replace(["m2"])
+    assert runtime.list_providers() == (LlmProviderInfo(id="m2", name="m2"),)
+    handle()
+    assert runtime.list_providers() == ()
+
+
+def test_replace_counts_own_routes_as_free_and_keeps_them_on_conflict() -> None:
+    runtime = LlmRuntime()
+    adapter = ScriptedAdapter()
+    handle = runtime.register_adapter(["a", "b"], adapter)
+    runtime.register_adapter(["elsewhere"], ScriptedAdapter())
+    with pytest.raises(LlmError) as caught:
+        handle.replace(["b", "elsewhere"])
+    assert caught.value.code == ErrorCode.DUPLICATE_ADAPTER
+    assert [p.id for p in runtime.list_providers()] == ["a", "b", "elsewhere"]
+    handle.replace(["b", "c"])
+    assert [p.id for p in runtime.list_providers()] == ["elsewhere", "b", "c"]
+    drain(runtime.stream(options("c")))
+    assert adapter.last.provider == "c"
+
+
+@pytest.mark.parametrize(
+    "info",
+    [
+        LlmProviderInfo(id="other", name="Name"),
+        LlmProviderInfo(id="route", name=""),
+        types.SimpleNamespace(id="route", name=1),
+        "route",
+    ],
+    ids=["mismatched-id", "empty-name", "non-str-name", "not-provider-info"],
+)
+def test_bad_provider_metadata_is_refused_atomically(info: Any) -> None:
+    class BadInfo(ScriptedAdapter):
+        def provider_info(self, provider: str) -> Any:
+            return info if provider == "route" else super().provider_info(provider)
+
+    runtime = LlmRuntime()
+    with pytest.raises(LlmError) as caught:
+        runtime.register_adapter(["fine", "route"], BadInfo())
+    assert caught.value.code == ErrorCode.INVALID_ADAPTER
+    assert runtime.list_providers() == ()
+
+
+def test_provider_metadata_that_raises_is_reported_as_invalid_adapter() -> None:
+    class Raising(ScriptedAdapter):
+        def provider_info(self, provider: str) -> Any:
+            raise RuntimeError("boom")
+
+    with pytest.raises(LlmError) as caught:
+        LlmRuntime().register_adapter(["route"], Raising())
+    assert caught.value.code == ErrorCode.INVALID_ADAPTER
+    assert isinstance(caught.value.__cause__, RuntimeError)
+
+
+# --- metadata ---------------------------------------------------------------------
+
+
+class CatalogAdapter(ScriptedAdapter):
+    def __init__(self, info: Any, models: Any) -> None:
+        super().__init__()
+        self.info = info
+        self.models = models
+
+    def provider_info(self, provider: str) -> Any:
+        return self.info
+
+    def list_models(self, provider: str) -> Any:
+        return self.models
+
+
+def test_provider_and_model_metadata_come_back_as_detached_values() -> None:
+    runtime = LlmRuntime()
+    model = LlmModelInfo(
+        provider="catalog", id="fast", name="Fast", description="Low latency"
+    )
+    runtime.register_adapter(
+        ["catalog"],
+        CatalogAdapter(LlmProviderInfo(id="catalog", name="Catalog Provider"), [model]),
+    )
+    assert runtime.list_providers() == (
+        LlmProviderInfo(id="catalog", name="Catalog Provider"),
+    )
+    models = runtime.list_models("catalog")
+    assert models == (model,)
+    assert isinstance(models, tuple)
+
+
+def test_defaults_name_the_route_and_advertise_no_models() -> None:
+    runtime = LlmRuntime()
+    runtime.register_adapter(["plain"], ScriptedAdapter())
+    assert runtime.list_providers() == (LlmProviderInfo(id="plain", name="plain"),)
+    assert runtime.list_models("plain") == ()
+    assert runtime.resolve_model_info("plain", "unlisted") == LlmResolvedModelInfo(
+        provider="plain", id="unlisted", name="unlisted"
+    )
+    for call in (
+        lambda: runtime.list_models("missing"),
+        lambda: runtime.resolve_model_info("missing", "m"),
+        lambda: runtime.resolve_call_config(
+            LlmCallConfig(provider="missing", model="m")
+        ),
+        lambda: runtime.prepare_call(LlmCallConfig(provider="missing", model="m")),
+    ):
+        with pytest.raises(LlmError) as caught:
+            call()
+        assert caught.value.code == ErrorCode.NO_ADAPTER
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        {"provider": "other", "id": "m", "name": "M"},
+        {"provider": "route", "id": "", "name": "M"},
+        {"provider": "route", "id": 1, "name": "M"},
+        {"provider": "route", "id": "m", "name": ""},
+        {"provider": "route", "id": "m", "name": 1},
+        {"provider": "route", "id": "m", "name": "M", "description": 1},
+        {"provider": "route", "id": "m", "name": "M", "input_modalities": (1,)},
+        "not-a-model",
+    ],
+)
+def test_bad_catalog_entries_raise_invalid_catalog(entry: Any) -> None:
+    bad = LlmModelInfo(**entry) if isinstance(entry, dict) else entry
+    runtime = LlmRuntime()
+    runtime.register_adapter(
+        ["route"], CatalogAdapter(LlmProviderInfo(id="route", name="R"), [bad])
+    )
+    with pytest.raises(LlmError) as caught:
+        runtime.list_models("route")
+    assert caught.value.code == ErrorCode.INVALID_CATALOG
+
+
+def test_duplicate_catalog_ids_and_non_iterables_raise_invalid_catalog() -> None:
+    runtime = LlmRuntime()
+    same = LlmModelInfo(provider="route", id="same", name="Same")
+    runtime.register_adapter(
+        ["route"], CatalogAdapter(LlmProviderInfo(id="route", name="R"), [same, same])
+    )
+    runtime.register_adapter(
+        ["other"], CatalogAdapter(LlmProviderInfo(id="other", name="O"), 42)
+    )
+    for provider in ("route", "other"):
+        with pytest.raises(LlmError) as caught:
+            runtime.list_models(provider)
+        assert caught.value.code == ErrorCode.INVALID_CATALOG
+
+
+class FixedModel(ScriptedAdapter):
+    def __init__(self, resolved: Any) -> None:
+        super().__init__()
+        self.resolved = resolved
+
+    def resolve_model(
+        self, provider: str, model: str, signal: AbortSignal | None = None
+    ) -> Any:
+        return self.resolved
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"provider": 1},
+        {"provider": "other"},
+        {"id": 1},
+        {"id": "other"},
+        {"name": 1},
+        {"name": ""},
+        {"description": 1},
+    ],
+)
+def test_invalid_exact_model_metadata_raises_invalid_model_info(
+    changes: dict[str, Any],
+) -> None:
+    values = {"provider": "route", "id": "model", "name": "Model", **changes}
+    runtime = LlmRuntime()
+    runtime.register_adapter(["route"], FixedModel(LlmResolvedModelInfo(**values)))
+    with pytest.raises(LlmError) as caught:
+        runtime.resolve_model_info("route", "model")
+    assert caught.value.code == ErrorCode.INVALID_MODEL_INFO
+
+
+def test_model_info_that_is_not_a_resolved_model_info_is_refused() -> None:
+    runtime = LlmRuntime()
+    runtime.register_adapter(["route"], FixedModel({"provider": "route"}))
+    with pytest.raises(LlmError) as caught:
+        runtime.resolve_model_info("route", "model")
+    assert caught.value.code == ErrorCode.INVALID_MODEL_INFO
+
+
+def test_modalities_survive_exact_model_resolution() -> None:
+    runtime = LlmRuntime()
+    resolved = LlmResolvedModelInfo(
+        provider="route", id="model", name="Model", input_modalities=["text", "image"]
+    )
+    runtime.register_adapter(["route"], FixedModel(resolved))
+    assert runtime.resolve_model_info("route", "model").input_modalities == (
+        "text",
+        "image",
+    )
+
+
+def test_context_resolves_independently_of_the_catalog() -> None:
+    runtime = LlmRuntime()
+    adapter = ModelAdapter(unlisted={"context": LlmModelContext(context_window=32_000)})
+    runtime.register_adapter(["route"], adapter)
+    resolved = runtime.resolve_model_info("route", "unlisted")
+    assert resolved.context == LlmModelContext(context_window=32_000)
+    assert runtime.list_models("route") == ()
+    assert runtime.resolve_model_info("route", "other").context is None
+
+
+@pytest.mark.parametrize("window", [0, -1, 1.5, math.nan, True])
+def test_invalid_context_windows_raise_invalid_model_context(window: Any) -> None:
+    runtime = LlmRuntime()
+    runtime.register_adapter(
+        ["route"],
+        ModelAdapter(model={"context": LlmModelContext(context_window=window)}),
+    )
+    with pytest.raises(LlmError) as caught:
+        runtime.resolve_model_info("route", "model")
+    assert caught.value.code == ErrorCode.INVALID_MODEL_CONTEXT
+
+
+@pytest.mark.parametrize(
+    "reasoning",
+    [
+        LlmModelReasoningInfo(efforts=()),
+        LlmModelReasoningInfo(efforts=(LlmReasoningEffortInfo(id="", name="Empty"),)),
+        LlmModelReasoningInfo(efforts=(LlmReasoningEffortInfo(id="ok", name=""),)),
+        LlmModelReasoningInfo(
+            efforts=(LlmReasoningEffortInfo(id="ok", name="Ok", description=1),)  # type: ignore[arg-type]
+        ),
+        LlmModelReasoningInfo(
+            efforts=(
+                LlmReasoningEffortInfo(id="same", name="One"),
+                LlmReasoningEffortInfo(id="same", name="Two"),
+            )
+        ),
+        LlmModelReasoningInfo(
+            efforts=(LlmReasoningEffortInfo(id="ok", name="Ok"),),
+            default_effort="other",
+        ),
+    ],
+    ids=["empty", "empty-id", "empty-name", "bad-description", "duplicate", "default"],
+)
+def test_invalid_reasoning_metadata_raises_invalid_model_reasoning(
+    reasoning: LlmModelReasoningInfo,
+) -> None:
+    runtime = LlmRuntime()
+    runtime.register_adapter(["route"], ModelAdapter(model={"reasoning": reasoning}))
+    with pytest.raises(LlmError) as caught:
+        runtime.resolve_model_info("route", "model")
+    assert caught.value.code == ErrorCode.INVALID_MODEL_REASONING
+
+
+def test_reasoning_default_is_materialised_and_unchanged_configs_kept() -> None:
+    runtime = LlmRuntime()
+    reasoning = LlmModelReasoningInfo(efforts=EFFORTS, default_effort="standard")
+    runtime.register_adapter(
+        ["route"],
+        ModelAdapter(
+            model={"reasoning": reasoning},
+            provider_default={"reasoning": LlmModelReasoningInfo(efforts=EFFORTS[:1])},
+        ),
+    )
+    assert runtime.resolve_model_info("route", "model").reasoning == reasoning
+    assert runtime.resolve_call_config(
+        LlmCallConfig(provider="route", model="model")
+    ) == LlmCallConfig(provider="route", model="model", reasoning_effort="standard")
+    explicit = LlmCallConfig(provider="route", model="model", reasoning_effort="ultra")
+    assert runtime.resolve_call_config(explicit) is explicit
+    provider_default = LlmCallConfig(provider="route", model="provider_default")
+    assert runtime.resolve_call_config(provider_default) is provider_default
+
+
+def test_unsupported_reasoning_efforts_are_refused_without_clamping() -> None:
+    runtime = LlmRuntime()
+    adapter = ModelAdapter(
+        model={"reasoning": LlmModelReasoningInfo(efforts=EFFORTS[1:])}
+    )
+    runtime.register_adapter(["route"], adapter)
+    for model in ("model", "plain"):
+        config = LlmCallConfig(
+            provider="route", model=model, reasoning_effort="standard"
+        )
+        with pytest.raises(LlmError) as caught:
+            runtime.resolve_call_config(config)
+        assert caught.value.code == ErrorCode.UNSUPPORTED_REASONING_EFFORT
+        assert '"standard"' in caught.value.message
+
+
+def test_unsupported_effort_ends_the_stream_before_the_adapter_is_called() -> None:
+    runtime = LlmRuntime()
+    adapter = ModelAdapter()
+    runtime.register_adapter(["route"], adapter)
+    finish = only_finish(drain(runtime.stream(options(reasoning_effort="high"))))
+    assert finish.reason.kind == "error"
+    assert finish.reason.failure is not None
+    assert finish.reason.failure.code == ErrorCode.UNSUPPORTED_REASONING_EFFORT
+    assert adapter.seen == []
+
+
+def test_default_max_tokens_is_materialised_and_an_explicit_cap_kept() -> None:
+    runtime = LlmRuntime()
+    runtime.register_adapter(
+        ["route"], ModelAdapter(model={"default_max_tokens": 256_000})
+    )
+    assert runtime.resolve_model_info("route", "model").default_max_tokens == 256_000
+    assert runtime.resolve_call_config(
+        LlmCallConfig(provider="route", model="model")
+    ) == LlmCallConfig(provider="route", model="model", max_tokens=256_000)
+    prepared = runtime.prepare_call(LlmCallConfig(provider="route", model="model"))
+    assert prepared.adapter_defaults == AdapterDefaults(max_tokens=True)
+    explicit = LlmCallConfig(provider="route", model="model", max_tokens=8192)
+    assert runtime.resolve_call_config(explicit) is explicit
+    assert runtime.prepare_call(explicit).adapter_defaults == AdapterDefaults()
+
+
+@pytest.mark.parametrize("cap", [0, 1.5, 2**53, -3, True])
+def test_invalid_default_max_tokens_raise_invalid_model_max_tokens(cap: Any) -> None:
+    runtime = LlmRuntime()
+    runtime.register_adapter(["route"], ModelAdapter(model={"default_max_tokens": cap}))
+    with pytest.raises(LlmError) as caught:
+        runtime.resolve_model_info("route", "model")
+    assert caught.value.code == ErrorCode.INVALID_MODEL_MAX_TOKENS
+
+
+def test_materialised_defaults_reach_the_adapter_in_its_options() -> None:
+    runtime = LlmRuntime()
+    reasoning = LlmModelReasoningInfo(efforts=EFFORTS, default_effort="ultra")
+    adapter = ModelAdapter(model={"reasoning": reasoning, "default_max_tokens": 512})
+    runtime.register_adapter(["route"], adapter)
+    message = create_user_message("hi")
+    drain(runtime.stream(options(messages=(message,), temperature=0.5)))
+    assert adapter.last.reasoning_effort == "ultra"
+    assert adapter.last.max_tokens == 512
+    assert adapter.last.temperature == 0.5
+    assert adapter.last.messages[0] is message
+
+
+def test_resolve_call_config_passes_the_signal_and_abort_surfaces_unchanged() -> None:
+    reason = RuntimeError("cancel reasoning")
+    started = threading.Event()
+
+    class Blocking(ScriptedAdapter):
+        def resolve_model(
+            self, provider: str, model: str, signal: AbortSignal | None = None
+        ) -> LlmResolvedModelInfo:
+            assert signal is not None
+            started.set()
+            signal.wait(5)
+            signal.throw_if_aborted()
+            raise AssertionError("the signal was not aborted")
+
+    runtime = LlmRuntime()
+    runtime.register_adapter(["route"], Blocking())
+    controller = AbortController()
+    outcome: list[BaseException] = []
+
+    def resolve() -> None:
+        try:
+            runtime.resolve_call_config(
+                LlmCallConfig(provider="route", model="m"), controller.signal
+            )
+        except BaseException as exc:
+            outcome.append(exc)
+
+    worker = threading.Thread(target=resolve)
+    worker.start()
+    assert started.wait(5)
+    controller.abort(reason)
+    worker.join(5)
+    assert outcome == [reason]
+
+
+# --- prepared calls ---------------------------------------------------------------
+
+
+def test_prepared_call_keeps_its_registration_and_policy_after_replacement() -> None:
+    old_policy = resolve_retry_policy({"mode": "always"}, "old")
+    new_policy = resolve_retry_policy({"mode": "normal", "maxRetries": 0}, "new")
+
+    class Old(RaisingAdapter):
+        def provider_retry_policy(self, provider: str) -> Any:
+            return old_policy
+
+    class New(ScriptedAdapter):
+        def provider_retry_policy(self, provider: str) -> Any:
+            return new_policy
+
+    runtime = LlmRuntime()
+    dispose_old = runtime.register_adapter(
+        ["route"], Old(LlmError("old route failed", "AUTH"))
+    )
+    prepared = runtime.prepare_call(LlmCallConfig(provider="route", model="model"))
+    dispose_old()
+    new = New()
+    runtime.register_adapter(["route"], new)
+    chunks = drain(prepared.stream(options(model="model")))
+    assert chunks == [
+        Finish(
+            reason=FinishReason.error(
+                LlmFailure(message="old route failed", code="AUTH")
+            )
+        )
+    ]
+    assert prepared.retry_policy is old_policy
+    assert runtime.provider_retry_policy("route") is new_policy
+    assert new.seen == []
+
+
+def test_prepared_call_dispatches_once_and_refuses_config_drift() -> None:
+    runtime = LlmRuntime()
+    reasoning = LlmModelReasoningInfo(efforts=EFFORTS, default_effort="ultra")
+    runtime.register_adapter(["route"], ModelAdapter(model={"reasoning": reasoning}))
+    prepared = runtime.prepare_call(LlmCallConfig(provider="route", model="model"))
+    assert prepared.config == LlmCallConfig(
+        provider="route", model="model", reasoning_effort="ultra"
+    )
+    assert prepared.adapter_defaults == AdapterDefaults(reasoning_effort=True)
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        prepared.config.model = "x"  # type: ignore[misc]
+    with pytest.raises(LlmError) as drift:
+        prepared.stream(options(model="other", reasoning_effort="ultra"))
+    assert drift.value.code == ErrorCode.INVALID_PREPARED_CALL
+    assert drain(prepared.stream(options(reasoning_effort="ultra")))[-1] == SCRIPT[-1]
+    with pytest.raises(LlmError) as reuse:
+        prepared.stream(options(reasoning_effort="ultra"))
+    assert reuse.value.code == ErrorCode.INVALID_PREPARED_CALL
+    assert "only be dispatched once" in reuse.value.message
+
+
+def test_late_drift_in_middleware_becomes_an_error_finish() -> None:
+    runtime = LlmRuntime()
+    adapter = ModelAdapter()
+    runtime.register_adapter(["route"], adapter)
+    prepared = runtime.prepare_call(LlmCallConfig(provider="route", model="model"))
+
+    def drift(opts: GenerateOptions, next_: StreamNext) -> Iterator[StreamChunk]:
+        return next_(opts.evolve(model="other"))
+
+    runtime.use(drift)
+    assert drain(prepared.stream(options())) == [
+        Finish(
+            reason=FinishReason.error(
+                LlmFailure(
+                    message="prepared LLM call config changed before adapter dispatch",
+                    code="INVALID_PREPARED_CALL",
+                )
+            )
+        )
+    ]
+    assert adapter.seen == []
+
+
+def test_prepared_call_uses_one_model_lookup_and_detached_context() -> None:
+    runtime = LlmRuntime()
+    efforts = (LlmReasoningEffortInfo(id="high", name="High"),)
+    adapter = ModelAdapter(
+        model={
+            "context": LlmModelContext(context_window=128_000),
+            "description": "Resolved model",
+            "reasoning": LlmModelReasoningInfo(efforts=efforts, default_effort="high"),
+        },
+        **{"no-default": {"reasoning": LlmModelReasoningInfo(efforts=efforts)}},
+    )
+    runtime.register_adapter(["route"], adapter)
+    prepared = runtime.prepare_call(LlmCallConfig(provider="route", model="model"))
+    assert prepared.config.reasoning_effort == "high"
+    assert prepared.context == LlmModelContext(context_window=128_000)
+    assert prepared.model.description == "Resolved model"
+    drain(prepared.stream(options(reasoning_effort="high")))
+    assert adapter.resolutions == 1
+    no_default = runtime.prepare_call(
+        LlmCallConfig(provider="route", model="no-default")
+    )
+    assert no_default.config == LlmCallConfig(provider="route", model="no-default")
+    assert no_default.adapter_defaults == AdapterDefaults()
+    assert adapter.resolutions == 2
+
+
+def test_prepared_dispatch_uses_the_generation_captured_by_prepare_call() -> None:
+    generation = ["first"]
+    dispatched: list[str] = []
+
+    class Generational(ScriptedAdapter):
+        def prepare_call(
+            self, provider: str, model: str, signal: AbortSignal | None = None
+        ) -> PreparedAdapterCall:
+            captured = generation[0]
+
+            def dispatch(opts: GenerateOptions) -> Iterator[StreamChunk]:
+                dispatched.append(captured)
+                return self.stream(opts)
+
+            info = LlmResolvedModelInfo(
+                provider=provider, id=model, name=model, input_modalities=("text",)
+            )
+            return PreparedAdapterCall(model=info, stream=dispatch)
+
+    runtime = LlmRuntime()
+    runtime.register_adapter(["route"], Generational())
+    prepared = runtime.prepare_call(LlmCallConfig(provider="route", model="model"))
+    generation[0] = "second"
+    assert prepared.input_modalities == ("text",)
+    drain(prepared.stream(options()))
+    assert dispatched == ["first"]
+
+
+def test_prepare_call_answer_that_is_not_a_prepared_adapter_call_is_refused() -> None:
+    class Broken(ScriptedAdapter):
+        def prepare_call(self, provider: str, model: str, signal: Any = None) -> Any:
+            return "nope"
+
+    runtime = LlmRuntime()
+    runtime.register_adapter(["route"], Broken())
+    with pytest.raises(LlmError) as caught:
+        runtime.prepare_call(LlmCallConfig(provider="route", model="m"))
+    assert caught.value.code == ErrorCode.INVALID_ADAPTER
+    finish = only_finish(drain(runtime.stream(options())))
+    assert finish.reason.failure is not None
+    assert finish.reason.failure.code == ErrorCode.INVALID_ADAPTER
+
+
+# --- failures become one terminal finish ------------------------------------------
+
+
+def test_unknown_provider_ends_with_an_error_finish_naming_no_adapter() -> None:
+    finish = only_finish(drain(LlmRuntime().stream(options("nope"))))
+    assert finish.reason.kind == "error"
+    assert finish.reason.failure is not None
+    assert finish.reason.failure.code == ErrorCode.NO_ADAPTER
+    assert "no adapter registered" in finish.reason.failure.message
+
+
+class _RaisingIterable:
+    def __init__(self, failure: Exception) -> None:
+        self.failure = failure
+
+    def __iter__(self) -> Iterator[StreamChunk]:
+        raise self.failure
+
+
+class _FailingIterator:
+    """An iterator whose __next__ raises; records whether close() was called."""
+
+    def __init__(self, failure: Exception, before: Iterable[StreamChunk] = ()) -> None:
+        self.failure = failure
+        self.before = list(before)
+        self.closed = 0
+
+    def __iter__(self) -> _FailingIterator:
+        return self
+
+    def __next__(self) -> StreamChunk:
+        if self.before:
+            return self.before.pop(0)
+        raise self.failure
+
+    def close(self) -> None:
+        self.closed += 1
+
+
+@pytest.mark.parametrize("boundary", ["call", "iter", "next"])
+def test_adapter_failures_at_every_boundary_become_one_error_finish(
+    boundary: str,
+) -> None:
+    original = LlmError(f"{boundary} failed", "BOUNDARY_FAILED")
+    failing = _FailingIterator(original)
+
+    class Adapter(LlmAdapter):
+        def stream(self, options: GenerateOptions) -> Any:
+            if boundary == "call":
+                raise original
+            if boundary == "iter":
+                return _RaisingIterable(original)
+            return failing
+
+    runtime = LlmRuntime()
+    runtime.register_adapter(["test"], Adapter())
+    assert drain(runtime.stream(options("test"))) == [
+        Finish(
+            reason=FinishReason.error(
+                LlmFailure(message=f"{boundary} failed", code="BOUNDARY_FAILED")
+            )
+        )
+    ]
+    assert failing.closed == 0
+
+
+def test_a_failure_after_partial_output_ends_with_exactly_one_finish() -> None:
+    failing = _FailingIterator(ValueError("wire broke"), SCRIPT[:2])
+
+    class Adapter(LlmAdapter):
+        def stream(self, options: GenerateOptions) -> Any:
+            return failing
+
+    runtime = LlmRuntime()
+    runtime.register_adapter(["route"], Adapter())
+    chunks = drain(runtime.stream(options()))
+    assert chunks[:2] == list(SCRIPT[:2])
+    finish = only_finish(chunks)
+    assert finish.reason == FinishReason.error(
+        LlmFailure(message="wire broke", code="UNKNOWN")
+    )
+    assert failing.closed == 0
+
+
+def test_a_generator_adapter_raising_mid_stream_ends_with_one_finish() -> None:
+    class Adapter(LlmAdapter):
+        def stream(self, options: GenerateOptions) -> Iterator[StreamChunk]:
+            yield SCRIPT[0]
+            raise LlmError("stream from provider failed", "TRANSPORT")
+
+    runtime = LlmRuntime()
+    runtime.register_adapter(["route"], Adapter())
+    chunks = drain(runtime.stream(options()))
+    assert chunks[0] == SCRIPT[0]
+    assert only_finish(chunks).reason.failure == LlmFailure(
+        message="stream from provider failed", code="TRANSPORT"
+    )
+
+
+def test_foreign_exceptions_are_reported_as_unknown() -> None:
+    runtime = LlmRuntime()
+    runtime.register_adapter(["test"], RaisingAdapter(KeyError("plain failure")))
+    finish = only_finish(drain(runtime.stream(options("test"))))
+    assert finish.reason == FinishReason.error(
+        LlmFailure(message="'plain failure'", code="UNKNOWN")
+    )
+
+
+def test_structured_llm_error_facts_are_kept_in_the_finish() -> None:
+    failure = LlmError(
+        "provider busy",
+        "RATE_LIMIT",
+        status=429,
+        provider_retry_after_ms=1500,
+        request_id="req-7",
+    )
+    runtime = LlmRuntime()
+    runtime.register_adapter(["test"], RaisingAdapter(failure))
+    finish = only_finish(drain(runtime.stream(options("test"))))
+    assert finish.reason == FinishReason.error(
+        LlmFailure(
+            message="provider busy",
+            code="RATE_LIMIT",
+            status=429,
+            provider_retry_after_ms=1500,
+            request_id="req-7",
+        )
+    )
+
+
+def test_a_failure_with_an_aborted_signal_is_an_aborted_finish() -> None:
+    controller = AbortController()
+    controller.abort("cancelled")
+    runtime = LlmRuntime()
+    runtime.register_adapter(["test"], RaisingAdapter(RuntimeError("stopped")))
+    finish = only_finish(
+        drain(runtime.stream(options("test", signal=controller.signal)))
+    )
+    assert finish.reason == FinishReason.aborted(
+        LlmFailure(message="stopped", code="UNKNOWN")
+    )
+
+
+def test_an_aborted_code_is_an_aborted_finish_even_without_a_signal() -> None:
+    runtime = LlmRuntime()
+    runtime.register_adapter(["test"], RaisingAdapter(LlmError("stop", "ABORTED")))
+    finish = only_finish(drain(runtime.stream(options("test"))))
+    assert finish.reason.kind == "aborted"
+
+
+def test_base_exceptions_are_not_normalised() -> None:
+    runtime = LlmRuntime()
+    runtime.register_adapter(["test"], RaisingAdapter(KeyboardInterrupt()))
+    with pytest.raises(KeyboardInterrupt):
+        drain(runtime.stream(options("test")))
+
+
+# --- middleware, consumers and cleanup --------------------------------------------
+
+
+def test_middleware_and_consumer_failures_propagate() -> None:
+    runtime = LlmRuntime()
+    runtime.register_adapter(["test"], ScriptedAdapter())
+    middleware_failure = RuntimeError("middleware failed")
+
+    def broken(opts: GenerateOptions, next_: StreamNext) -> Iterator[StreamChunk]:
+        raise middleware_failure
+
+    remove = runtime.use(broken)
+    with pytest.raises(RuntimeError) as caught:
+        drain(runtime.stream(options("test")))
+    assert caught.value is middleware_failure
+    remove()
+
+    consumer_failure = RuntimeError("consumer failed")
+
+    def consume() -> None:
+        for _ in runtime.stream(options("test")):
+            raise consumer_failure
+
+    with pytest.raises(RuntimeError) as consumed:
+        consume()
+    assert consumed.value is consumer_failure
+
+
+def test_closing_the_consumer_closes_the_adapter_generator() -> None:
+    closed = threading.Event()
+
+    class Endless(LlmAdapter):
+        def stream(self, options: GenerateOptions) -> Iterator[StreamChunk]:
+            try:
+                yield BlockStart(index=0, block_type="text")
+                while True:
+                    yield TextDelta(index=0, text="x")
+            finally:
+                closed.set()
+
+    runtime = LlmRuntime()
+    runtime.register_adapter(["route"], Endless())
+    stream = runtime.stream(options())
+    next(stream)
+    next(stream)
+    assert not closed.is_set()
+    stream.close()
+    assert closed.is_set()
+
+
+def test_early_close_runs_adapter_cleanup_and_its_failure_propagates() -> None:
+    cleanup = RuntimeError("cleanup failed")
+
+    class Closing:
+        closes = 0
+
+        def __iter__(self) -> Closing:
+            return self
+
+        def __next__(self) -> StreamChunk:
+            return SCRIPT[0]
+
+        def close(self) -> None:
+            Closing.closes += 1
+            raise cleanup
+
+    class Adapter(LlmAdapter):
+        def stream(self, options: GenerateOptions) -> Any:
+            return Closing()
+
+    runtime = LlmRuntime()
+    runtime.register_adapter(["test"], Adapter())
+    stream = runtime.stream(options("test"))
+    next(stream)
+    with pytest.raises(RuntimeError) as caught:
+        stream.close()
+    assert caught.value is cleanup
+    assert Closing.closes == 1
+
+
+def test_early_close_of_an_iterator_without_close_is_fine() -> None:
+    class Adapter(LlmAdapter):
+        def stream(self, options: GenerateOptions) -> Any:
+            return iter([SCRIPT[0], SCRIPT[1]])
+
+    runtime = LlmRuntime()
+    runtime.register_adapter(["test"], Adapter())
+    stream = runtime.stream(options("test"))
+    next(stream)
+    stream.close()
+
+
+def test_middleware_can_prepend_chunks() -> None:
+    runtime = LlmRuntime()
+    runtime.register_adapter(["test-model"], ScriptedAdapter())
+    extra = (
+        BlockStart(index=99, block_type="text"),
+        BlockEnd(index=99, block=TextBlock(text="")),
+    )
+
+    def wrap(opts: GenerateOptions, next_: StreamNext) -> Iterator[StreamChunk]:
+        inner = next_()
+        yield from extra
+        yield from inner
+
+    runtime.use(wrap)
+    chunks = drain(runtime.stream(options("test-model", model="dynamic-model")))
+    assert chunks == [*extra, *SCRIPT]
+
+
+def test_middleware_reroutes_before_the_adapter_is_looked_up() -> None:
+    runtime = LlmRuntime()
+    adapter = ScriptedAdapter()
+    runtime.register_adapter(["routed"], adapter)
+    runtime.use(lambda opts, next_: next_(opts.evolve(provider="routed")))
+    drain(runtime.stream(options("initial")))
+    assert adapter.last.provider == "routed"
+
+
+def test_effort_default_is_applied_after_routing_middleware() -> None:
+    runtime = LlmRuntime()
+    reasoning = LlmModelReasoningInfo(efforts=EFFORTS, default_effort="standard")
+    adapter = ModelAdapter(model={"reasoning": reasoning})
+    runtime.register_adapter(["routed"], adapter)
+    seen: list[GenerateOptions] = []
+
+    def route(opts: GenerateOptions, next_: StreamNext) -> Iterator[StreamChunk]:
+        seen.append(opts)
+        return next_(opts.evolve(provider="routed"))
+
+    remove = runtime.use(route)
+    drain(runtime.stream(options("initial")))
+    assert seen[0].reasoning_effort is None
+    assert adapter.last.reasoning_effort == "standard"
+    remove()
+    drain(runtime.stream(options("routed")))
+    assert adapter.last.reasoning_effort == "standard"
+    assert len(seen) == 1
+
+
+def test_middleware_order_first_added_is_outermost_and_prepend_goes_first() -> None:
+    runtime = LlmRuntime()
+    runtime.register_adapter(["route"], ScriptedAdapter())
+    calls: list[str] = []
+
+    def named(
+        label: str,
+    ) -> Callable[[GenerateOptions, StreamNext], Iterator[StreamChunk]]:
+        def middleware(
+            opts: GenerateOptions, next_: StreamNext
+        ) -> Iterator[StreamChunk]:
+            calls.append(label)
+            return next_()
+
+        return middleware
+
+    runtime.use(named("first"))
+    remove_second = runtime.use(named("second"))
+    runtime.use(named("zeroth"), prepend=True)
+    drain(runtime.stream(options()))
+    assert calls == ["zeroth", "first", "second"]
+    remove_second()
+    remove_second()
+    calls.clear()
+    drain(runtime.stream(options()))
+    assert calls == ["zeroth", "first"]
+
+
+def test_middleware_may_short_circuit_without_calling_next() -> None:
+    runtime = LlmRuntime()
+    adapter = ScriptedAdapter()
+    runtime.register_adapter(["route"], adapter)
+    cached = (UsageChunk(usage=TokenUsage.unknown()), Finish(reason=FinishReason.STOP))
+    runtime.use(lambda opts, next_: iter(cached))
+    assert drain(runtime.stream(options())) == list(cached)
+    assert adapter.seen == []
+
+
+def test_next_refuses_a_replacement_that_is_not_generate_options() -> None:
+    runtime = LlmRuntime()
+    runtime.register_adapter(["route"], ScriptedAdapter())
+    runtime.use(lambda opts, next_: next_({"provider": "x"}))  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        drain(runtime.stream(options()))
+
+
+# --- replay state -----------------------------------------------------------------
+
+
+def _historical(provider: str) -> Message:
+    return create_assistant_message(
+        "old response",
+        provider=provider,
+        model="old-model",
+        replay_state=ReplayEnvelope(response={"private": "state"}),
+    )
+
+
+def test_replay_state_is_kept_for_the_same_adapter_instance() -> None:
+    runtime = LlmRuntime()
+    adapter = ScriptedAdapter()
+    runtime.register_adapter(["historical", "target"], adapter)
+    message = _historical("historical")
+    drain(runtime.stream(options("target", messages=(message,))))
+    assert adapter.last.messages[0] is message
+
+
+def test_replay_state_is_stripped_for_another_adapter_keeping_identity() -> None:
+    runtime = LlmRuntime()
+    runtime.register_adapter(["historical"], ScriptedAdapter())
+    target = ScriptedAdapter()
+    runtime.register_adapter(["target"], target)
+    message = _historical("historical")
+    untouched = create_user_message("next question")
+    gone = _historical("unregistered")
+    request = options("target", messages=(message, untouched, gone))
+    drain(runtime.stream(request))
+    sent = target.last.messages
+    assert sent[0].source == ModelSource(provider="historical", model="old-model")
+    assert sent[0].id == message.id
+    assert sent[0].content == message.content
+    assert sent[1] is untouched
+    assert sent[2].source == ModelSource(provider="unregistered", model="old-model")
+    assert request.messages[0].source == message.source
+
+
+# --- images for text-only models --------------------------------------------------
+
+
+def test_images_are_projected_to_text_after_the_middleware_saw_them() -> None:
+    runtime = LlmRuntime()
+    adapter = ModelAdapter(**{"text-only": {"input_modalities": ("text",)}})
+    runtime.register_adapter(["route"], adapter)
+    image = ImageBlock(
+        attachment=ImageRef(
+            attachment_id="sha256:" + "a" * 64,
+            media_type="image/png",
+            bytes=3,
+            width=1,
+            height=1,
+        )
+    )
+    nested = ToolResultBlock(tool_call_id=CallId("call-1"), content=(image,))
+    message = create_user_message([image, nested])
+    plain = create_user_message("no image")
+    seen: list[GenerateOptions] = []
+
+    def watch(opts: GenerateOptions, next_: StreamNext) -> Iterator[StreamChunk]:
+        seen.append(opts)
+        return next_()
+
+    runtime.use(watch)
+    drain(runtime.stream(options(model="text-only", messages=(message, plain))))
+    assert seen[0].messages[0] is message
+    omitted = TextBlock(
+        text="[image omitted because this model accepts text only; "
+        "attachment sha256:aaaaaaaa]"
+    )
+    sent = adapter.last.messages
+    assert sent[0].content == (
+        omitted,
+        ToolResultBlock(tool_call_id=CallId("call-1"), content=(omitted,)),
+    )
+    assert sent[1] is plain
+    drain(runtime.stream(options(model="vision", messages=(message,))))
+    assert adapter.last.messages[0] is message
+
+
+# --- adapters-updated -------------------------------------------------------------
+
+
+def test_adapters_updated_fires_after_each_commit_with_registry_readable() -> None:
+    runtime = LlmRuntime()
+    observed: list[list[str]] = []
+    runtime.on_adapters_updated(
+        lambda: observed.append([p.id for p in runtime.list_providers()])
+    )
+    dispose = runtime.register_adapter(["a", "b"], ScriptedAdapter())
+    assert observed == [["a", "b"]]
+    dispose()
+    dispose()
+    assert observed == [["a", "b"], []]
+
+
+def test_a_throwing_listener_is_logged_and_later_listeners_still_run(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    runtime = LlmRuntime()
+    later: list[int] = []
+
+    def broken() -> None:
+        raise RuntimeError("broken observer")
+
+    runtime.on_adapters_updated(broken)
+    runtime.on_adapters_updated(lambda: later.append(1))
+    with caplog.at_level(logging.WARNING, logger="dsh_llm"):
+        runtime.register_adapter(["a"], ScriptedAdapter())
+    assert [p.id for p in runtime.list_providers()] == ["a"]
+    assert later == [1]
+    assert "llm: an llm/adapters-updated listener failed" in caplog.text
+    assert "broken observer" in caplog.text
+
+
+def test_a_listener_returning_a_coroutine_has_it_closed_and_logged(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    ran: list[int] = []
+
+    async def observer() -> None:
+        ran.append(1)
+
+    runtime = LlmRuntime()
+    runtime.on_adapters_updated(observer)
+    with caplog.at_level(logging.WARNING, logger="dsh_llm"):
+        runtime.register_adapter(["a"], ScriptedAdapter())
+    assert ran == []
+    assert "coroutine" in caplog.text
+
+
+def test_replace_emits_once_without_an_empty_intermediate_state() -> None:
+    runtime = LlmRuntime()
+    registration = runtime.register_adapter(["a"], ScriptedAdapter())
+    observed: list[list[str]] = []
+    remove = runtime.on_adapters_updated(
+        lambda: observed.append([p.id for p in runtime.list_providers()])
+    )
+    registration.replace(["a"])
+    assert observed == [["a"]]
+    remove()
+    registration.replace(["b"])
+    assert observed == [["a"]]
+
+
+def test_an_invariant_listener_failure_is_raised_after_the_rest_ran() -> None:
+    runtime = LlmRuntime()
+    later: list[int] = []
+
+    def incoherent() -> None:
+        raise LlmError("registry incoherent", "INVARIANT")
+
+    runtime.on_adapters_updated(incoherent)
+    runtime.on_adapters_updated(lambda: later.append(1))
+    with pytest.raises(LlmError, match="registry incoherent"):
+        runtime.register_adapter(["a"], ScriptedAdapter())
+    assert later == [1]
+    assert [p.id for p in runtime.list_providers()] == ["a"]
+
+
+def test_repr_names_the_routes() -> None:
+    runtime = LlmRuntime()
+    handle = runtime.register_adapter(["a"], ScriptedAdapter())
+    assert "'a'" in repr(runtime)
+    assert "ScriptedAdapter" in repr(handle)
+    handle()
+    assert "disposed" in repr(handle)
