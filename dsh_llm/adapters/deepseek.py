@@ -1,0 +1,732 @@
+"""``DeepSeekAdapter``: DeepSeek chat completions (SPEC section 8) over the shared
+OpenAI wire (``dsh_llm.adapters._openai_wire``) and transport.
+
+Contracts callers may rely on:
+
+- **Route and catalog.** One route, ``deepseek-official``, displayed as
+  ``DeepSeek``. The catalog is advisory (any model id is sent as is); the default
+  lists ``deepseek-v4-flash``, ``deepseek-v4-pro`` and
+  ``deepseek-v4-flash-vision-exp``. ``resolve_model`` needs no I/O: context window
+  (entry, else ``default_context_window``), default max tokens (entry, else
+  ``max_tokens``) and the efforts ``off``/``low``/``high``/``max`` (default: the
+  configured effort, else ``high``; only ``off`` when thinking is disabled).
+- **Configuration** is resolved once, by ``resolve_adapter_options`` (SPEC 8.1):
+  every default and bound is checked there and a bad value raises ``ValueError``
+  starting with ``llm-deepseek: ``. The base URL is the explicit one, else
+  ``DEEPSEEK_BASE_URL`` from the environment, else ``https://api.deepseek.com``.
+  A stream call reads its options snapshot exactly once.
+- **Credentials**, per request: the explicit ``api_key``, else the environment
+  variable ``api_key_env`` (``DEEPSEEK_API_KEY``). Missing or empty raises
+  ``MISSING_CREDENTIAL`` naming the variable; a key no header can carry raises
+  ``INVALID_CREDENTIAL``. The key is held as a ``Secret`` and never appears in a
+  message or a ``repr``.
+- **Per call** (SPEC 8.2), before any I/O: an image raises ``UNSUPPORTED_CONTENT``
+  (before credentials; the Files API is not implemented); then the key; then the
+  body, which may raise ``UNSUPPORTED_REASONING_EFFORT`` or
+  ``UNSUPPORTED_OPTION``. Then one ``POST {base_url}/chat/completions``.
+- **Thinking** (SPEC 8.3): ``purpose="session-title"`` sends thinking disabled;
+  else the effort (request, else configured) ``off`` sends thinking disabled,
+  ``low``/``high``/``max`` thinking enabled plus ``reasoning_effort``, another
+  effort raises; a deployment with thinking disabled refuses any effort but
+  ``off``; no effort sends only a configured ``thinking``.
+- **Fields it cannot honour raise** (DESIGN rule 11): DeepSeek rejects a
+  ``required`` or named ``tool_choice`` in thinking mode, so that combination
+  raises ``UNSUPPORTED_OPTION`` before I/O (set the effort to ``off`` to force a
+  tool). ``session_id`` and ``purpose="compaction"`` are honoured as the
+  ``x-deepseek-harness-session-id`` / ``x-deepseek-harness-compact: 1`` routing
+  headers (never in the body). ``temperature`` is sent as given; DeepSeek
+  documents that thinking mode ignores it. Without ``max_tokens`` the model's
+  default cap is sent.
+- **Stream**: the shared translator's strict order; usage mapped disjointly; a
+  blockless ``stop`` is ``EMPTY_RESPONSE`` unless ``empty_response_as_stop``.
+  Failures follow SPEC 8.6/8.7 (see ``dsh_llm.transport``).
+- ``close()`` (or ``with``) closes the adapter's connection pool.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, Final, Literal
+
+import attrs
+
+from dsh_llm.adapter import (
+    LlmAdapter,
+    LlmModelContext,
+    LlmModelInfo,
+    LlmModelReasoningInfo,
+    LlmProviderInfo,
+    LlmReasoningEffortInfo,
+    LlmResolvedModelInfo,
+    PreparedAdapterCall,
+)
+from dsh_llm.adapters._openai_wire import (
+    ChatCompletionsTranslator,
+    WireProfile,
+    build_body,
+    encode_body,
+    stream_chat_completions,
+)
+from dsh_llm.credentials import Secret, assert_usable_api_key
+from dsh_llm.errors import ErrorCode, LlmError
+from dsh_llm.protocol import GenerateOptions, StreamChunk, content_has_image
+from dsh_llm.retry import (
+    AlwaysRetryPolicy,
+    NormalRetryPolicy,
+    RetryPolicy,
+    resolve_retry_policy,
+)
+from dsh_llm.signal import AbortSignal
+from dsh_llm.transport.call import StreamingCall
+from dsh_llm.transport.session import (
+    DEFAULT_POOL_MAXSIZE,
+    BearerAuth,
+    create_session,
+    stream_headers,
+)
+from dsh_llm.transport.watchdog import MAX_TIMEOUT_MS
+
+__all__ = [
+    "BASE_URL_ENV",
+    "DEEPSEEK_PROFILE",
+    "DEFAULT_API_KEY_ENV",
+    "DEFAULT_CONTEXT_WINDOW",
+    "DEFAULT_KEEPALIVE_TIMEOUT_MS",
+    "DEFAULT_MAX_TOKENS",
+    "DEFAULT_MODELS",
+    "DEFAULT_STREAM_IDLE_TIMEOUT_MS",
+    "DISPLAY_NAME",
+    "PROVIDER_ROUTE",
+    "PUBLIC_BASE_URL",
+    "REASONING_EFFORTS",
+    "DeepSeekAdapter",
+    "DeepSeekConfig",
+    "DeepSeekConnectionOptions",
+    "DeepSeekModel",
+    "resolve_adapter_options",
+    "thinking_fields",
+]
+
+PROVIDER_ROUTE: Final = "deepseek-official"
+"""The one route this adapter serves."""
+DISPLAY_NAME: Final = "DeepSeek"
+"""The route's display name."""
+PUBLIC_BASE_URL: Final = "https://api.deepseek.com"
+"""The public API root (``/chat/completions`` is appended)."""
+BASE_URL_ENV: Final = "DEEPSEEK_BASE_URL"
+"""Environment variable that may name another API root."""
+DEFAULT_API_KEY_ENV: Final = "DEEPSEEK_API_KEY"
+"""Environment variable the key is read from by default."""
+DEFAULT_STREAM_IDLE_TIMEOUT_MS: Final = 300_000
+"""Default idle timeout (SPEC 3.6)."""
+DEFAULT_KEEPALIVE_TIMEOUT_MS: Final = 600_000
+"""Default bound on a wait with keep-alive comments but no data: DeepSeek closes a
+request that has not started inference after 10 minutes."""
+DEFAULT_MAX_TOKENS: Final = 256_000
+"""Default per-request output cap."""
+DEFAULT_CONTEXT_WINDOW: Final = 1_000_000
+"""Default context window of a model without its own."""
+REASONING_EFFORTS: Final = ("off", "low", "high", "max")
+"""The efforts DeepSeek accepts (``off`` disables thinking)."""
+_MAX_SAFE_INTEGER: Final = 2**53 - 1
+_PACKAGE: Final = "llm-deepseek"
+
+DEEPSEEK_PROFILE: Final = WireProfile(
+    provider=DISPLAY_NAME,
+    reasoning_fields=("reasoning_content",),
+    reasoning_passback_field="reasoning_content",
+    include_usage=True,
+)
+"""How DeepSeek differs from the generic chat-completions wire."""
+
+
+def _modalities(value: Sequence[str]) -> tuple[str, ...]:
+    return tuple(value)
+
+
+@attrs.frozen(kw_only=True)
+class DeepSeekModel:
+    """One advertised model (config key ``models[]``)."""
+
+    id: str
+    """The wire model id."""
+    name: str | None = None
+    """Display name (default: the id)."""
+    description: str | None = None
+    """What sets it apart."""
+    context_window: int | None = None
+    """Its context window (default: ``default_context_window``)."""
+    max_tokens: int | None = None
+    """Its own output cap (default: the profile's ``max_tokens``)."""
+    input_modalities: tuple[str, ...] = attrs.field(
+        default=("text",), converter=_modalities
+    )
+    """Accepted inputs: a non-empty subset of ``text`` and ``image``."""
+
+
+DEFAULT_MODELS: Final = (
+    DeepSeekModel(
+        id="deepseek-v4-flash",
+        name="DeepSeek-V4-Flash",
+        context_window=DEFAULT_CONTEXT_WINDOW,
+    ),
+    DeepSeekModel(
+        id="deepseek-v4-pro",
+        name="DeepSeek-V4-Pro",
+        context_window=DEFAULT_CONTEXT_WINDOW,
+    ),
+    DeepSeekModel(
+        id="deepseek-v4-flash-vision-exp",
+        name="DeepSeek-V4-Flash-Vision-Exp",
+        context_window=DEFAULT_CONTEXT_WINDOW,
+        input_modalities=("text", "image"),
+    ),
+)
+"""The catalog advertised when none is configured."""
+
+
+def _models(value: Sequence[DeepSeekModel] | None) -> tuple[DeepSeekModel, ...] | None:
+    return None if value is None else tuple(value)
+
+
+@attrs.frozen(kw_only=True)
+class DeepSeekConfig:
+    """The ``llm-deepseek`` configuration, as written in a composition (camelCase
+    keys: ``apiKeyEnv``, ``baseURL``, ``streamIdleTimeoutMs``...). Checked by
+    ``resolve_adapter_options``, never here, so direct construction and YAML
+    loading are judged alike."""
+
+    api_key_env: str = DEFAULT_API_KEY_ENV
+    """Environment variable holding the key (config never holds a key)."""
+    base_url: str | None = None
+    """API root; default ``DEEPSEEK_BASE_URL``, then the public URL."""
+    thinking: Literal["enabled", "disabled"] | None = None
+    """Deployment thinking mode; ``disabled`` allows only effort ``off``."""
+    reasoning_effort: Literal["off", "low", "high", "max"] | None = None
+    """Default effort (unset: ``high`` is advertised as the default)."""
+    max_tokens: int = DEFAULT_MAX_TOKENS
+    """Default per-request output cap."""
+    default_context_window: int = DEFAULT_CONTEXT_WINDOW
+    """Context window of models without their own."""
+    models: tuple[DeepSeekModel, ...] | None = attrs.field(
+        default=None, converter=_models
+    )
+    """The advertised catalog (``None``: the defaults; empty: none)."""
+    stream_idle_timeout_ms: float = DEFAULT_STREAM_IDLE_TIMEOUT_MS
+    """Idle timeout (SPEC 3.6)."""
+    stream_keepalive_timeout_ms: float | None = DEFAULT_KEEPALIVE_TIMEOUT_MS
+    """Longest wait with keep-alive comments but no data (``None``: unbounded)."""
+    total_timeout_ms: float | None = None
+    """Longest whole call, think time excluded (``None``: unbounded)."""
+    retry_policy: Mapping[str, Any] | None = None
+    """Retry policy config (SPEC 9.1; ``None``: normal defaults)."""
+    pool_maxsize: int = DEFAULT_POOL_MAXSIZE
+    """Idle connections kept per host."""
+    empty_response_as_stop: bool = False
+    """Report a blockless ``stop`` as ``stop`` instead of ``EMPTY_RESPONSE``."""
+
+
+@attrs.frozen(kw_only=True)
+class DeepSeekConnectionOptions:
+    """Validated facts for one request: what ``resolve_adapter_options`` returns."""
+
+    base_url: str
+    """API root without a trailing slash."""
+    api_key_env: str
+    """Environment variable holding the key."""
+    thinking: str | None
+    """``enabled``, ``disabled`` or ``None`` (provider default)."""
+    reasoning_effort: str | None
+    """Configured default effort, or ``None``."""
+    max_tokens: int
+    """Default output cap."""
+    default_context_window: int
+    """Context window of models without their own."""
+    models: tuple[DeepSeekModel, ...]
+    """The advertised catalog."""
+    stream_idle_timeout_ms: float
+    """Idle timeout."""
+    stream_keepalive_timeout_ms: float | None
+    """Keep-alive bound."""
+    total_timeout_ms: float | None
+    """Total bound."""
+    retry_policy: RetryPolicy
+    """Resolved retry policy."""
+    pool_maxsize: int
+    """Idle connections kept per host."""
+    empty_response_as_stop: bool
+    """See ``DeepSeekConfig``."""
+
+    def model(self, model_id: str) -> DeepSeekModel | None:
+        """The catalog entry for ``model_id``, if listed."""
+        for entry in self.models:
+            if entry.id == model_id:
+                return entry
+        return None
+
+
+def _fail(detail: str) -> ValueError:
+    return ValueError(f"{_PACKAGE}: {detail}")
+
+
+def _positive_int(value: object, *, safe: bool = False) -> bool:
+    return type(value) is int and value > 0 and (not safe or value <= _MAX_SAFE_INTEGER)
+
+
+def _timeout_ok(value: object) -> bool:
+    return (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and 0 < value <= MAX_TIMEOUT_MS
+    )
+
+
+def _resolve_models(
+    models: tuple[DeepSeekModel, ...] | None,
+) -> tuple[DeepSeekModel, ...]:
+    if models is None:
+        return DEFAULT_MODELS
+    seen: set[str] = set()
+    for entry in models:
+        if not isinstance(entry, DeepSeekModel):
+            raise _fail("models entries must be DeepSeekModel values")
+        if not isinstance(entry.id, str) or entry.id == "":
+            raise _fail("catalog model ids must be non-empty")
+        label = f'catalog model "{entry.id}"'
+        if entry.name is not None and (
+            not isinstance(entry.name, str) or entry.name == ""
+        ):
+            raise _fail(f"{label} has an empty name")
+        if entry.description is not None and not isinstance(entry.description, str):
+            raise _fail(f"{label} description must be a string")
+        if entry.context_window is not None and not _positive_int(entry.context_window):
+            raise _fail(f"{label} contextWindow must be a positive integer")
+        if entry.max_tokens is not None and not _positive_int(
+            entry.max_tokens, safe=True
+        ):
+            raise _fail(f"{label} maxTokens must be a positive integer")
+        modalities = entry.input_modalities
+        if not modalities:
+            raise _fail(f"{label} inputModalities must not be empty")
+        if any(m not in ("text", "image") for m in modalities):
+            raise _fail(f'{label} inputModalities must contain only "text" and "image"')
+        if len(set(modalities)) != len(modalities):
+            raise _fail(f"{label} inputModalities must not contain duplicates")
+        if entry.id in seen:
+            raise _fail(f'duplicate catalog model "{entry.id}"')
+        seen.add(entry.id)
+    return models
+
+
+def _resolve_policy(value: object) -> RetryPolicy:
+    if isinstance(value, NormalRetryPolicy | AlwaysRetryPolicy):
+        return value
+    if value is not None and not isinstance(value, Mapping):
+        raise _fail("retryPolicy must be a mapping")
+    return resolve_retry_policy(value, f"{_PACKAGE}: retryPolicy")
+
+
+def resolve_adapter_options(
+    config: DeepSeekConfig | None = None, environ: Mapping[str, str] | None = None
+) -> DeepSeekConnectionOptions:
+    """Check ``config`` and resolve every default (SPEC 8.1).
+
+    Args:
+        config: The configuration (``None``: all defaults).
+        environ: Where ``DEEPSEEK_BASE_URL`` is read (default ``os.environ``).
+
+    Raises:
+        ValueError: ``llm-deepseek: <what is wrong>`` for any invalid value.
+    """
+    config = DeepSeekConfig() if config is None else config
+    environ = os.environ if environ is None else environ
+    if not isinstance(config.api_key_env, str) or config.api_key_env == "":
+        raise _fail("apiKeyEnv must be a non-empty environment variable name")
+    if config.thinking not in (None, "enabled", "disabled"):
+        raise _fail('thinking must be "enabled" or "disabled"')
+    if (
+        config.reasoning_effort is not None
+        and config.reasoning_effort not in REASONING_EFFORTS
+    ):
+        raise _fail('reasoningEffort must be one of "off", "low", "high", "max"')
+    if config.thinking == "disabled" and config.reasoning_effort not in (None, "off"):
+        raise _fail(
+            'only reasoningEffort "off" can be configured when thinking is disabled'
+        )
+    if not _positive_int(config.default_context_window):
+        raise _fail("defaultContextWindow must be a positive integer")
+    if not _positive_int(config.max_tokens, safe=True):
+        raise _fail("maxTokens must be a positive safe integer")
+    bound = f"a positive finite number no greater than {MAX_TIMEOUT_MS}"
+    if not _timeout_ok(config.stream_idle_timeout_ms):
+        raise _fail(f"streamIdleTimeoutMs must be {bound}")
+    keepalive = config.stream_keepalive_timeout_ms
+    if keepalive is not None and not _timeout_ok(keepalive):
+        raise _fail(f"streamKeepaliveTimeoutMs must be {bound}")
+    if config.total_timeout_ms is not None and not _timeout_ok(config.total_timeout_ms):
+        raise _fail(f"totalTimeoutMs must be {bound}")
+    if not _positive_int(config.pool_maxsize):
+        raise _fail("poolMaxsize must be a positive integer")
+    if not isinstance(config.empty_response_as_stop, bool):
+        raise _fail("emptyResponseAsStop must be a boolean")
+    models = _resolve_models(config.models)
+    base_url = config.base_url
+    if base_url is None:
+        base_url = environ.get(BASE_URL_ENV) or PUBLIC_BASE_URL
+    if not isinstance(base_url, str) or not base_url.startswith(
+        ("http://", "https://")
+    ):
+        raise _fail("baseURL must be an http:// or https:// URL")
+    return DeepSeekConnectionOptions(
+        base_url=base_url.rstrip("/"),
+        api_key_env=config.api_key_env,
+        thinking=config.thinking,
+        reasoning_effort=config.reasoning_effort,
+        max_tokens=config.max_tokens,
+        default_context_window=config.default_context_window,
+        models=models,
+        stream_idle_timeout_ms=config.stream_idle_timeout_ms,
+        stream_keepalive_timeout_ms=keepalive,
+        total_timeout_ms=config.total_timeout_ms,
+        retry_policy=_resolve_policy(config.retry_policy),
+        pool_maxsize=config.pool_maxsize,
+        empty_response_as_stop=config.empty_response_as_stop,
+    )
+
+
+def thinking_fields(
+    options: GenerateOptions, *, thinking: str | None, default_effort: str | None
+) -> dict[str, Any]:
+    """The ``thinking``/``reasoning_effort`` body keys for ``options`` (SPEC 8.3).
+
+    Raises:
+        LlmError: ``UNSUPPORTED_REASONING_EFFORT`` for an effort DeepSeek or the
+            deployment does not support.
+    """
+    if options.purpose == "session-title":
+        return {"thinking": {"type": "disabled"}}
+    effort = options.reasoning_effort
+    if effort is not None and effort not in REASONING_EFFORTS:
+        raise LlmError(
+            f'DeepSeek does not support reasoning effort "{effort}"',
+            ErrorCode.UNSUPPORTED_REASONING_EFFORT,
+        )
+    if effort is None:
+        effort = default_effort
+    if thinking == "disabled" and effort not in (None, "off"):
+        raise LlmError(
+            f'DeepSeek deployment does not support reasoning effort "{effort}"',
+            ErrorCode.UNSUPPORTED_REASONING_EFFORT,
+        )
+    if effort == "off":
+        return {"thinking": {"type": "disabled"}}
+    if effort is not None:
+        return {"thinking": {"type": "enabled"}, "reasoning_effort": effort}
+    return {} if thinking is None else {"thinking": {"type": thinking}}
+
+
+_EFFORT_INFOS: Final = tuple(
+    LlmReasoningEffortInfo(id=effort, name=effort.capitalize())
+    for effort in REASONING_EFFORTS
+)
+
+
+def _model_info(
+    snapshot: DeepSeekConnectionOptions, provider: str, model: str
+) -> LlmResolvedModelInfo:
+    entry = snapshot.model(model)
+    if snapshot.thinking == "disabled":
+        reasoning = LlmModelReasoningInfo(
+            efforts=_EFFORT_INFOS[:1], default_effort="off"
+        )
+    else:
+        reasoning = LlmModelReasoningInfo(
+            efforts=_EFFORT_INFOS, default_effort=snapshot.reasoning_effort or "high"
+        )
+    return LlmResolvedModelInfo(
+        provider=provider,
+        id=model,
+        name=(entry.name or entry.id) if entry else model,
+        description=entry.description if entry else None,
+        # An unlisted id is treated as text-only: claiming image input without
+        # knowing would let a host store input the endpoint rejects.
+        input_modalities=entry.input_modalities if entry else ("text",),
+        context=LlmModelContext(
+            context_window=(entry.context_window if entry else None)
+            or snapshot.default_context_window
+        ),
+        default_max_tokens=(entry.max_tokens if entry else None) or snapshot.max_tokens,
+        reasoning=reasoning,
+    )
+
+
+OptionsProvider = Callable[[], DeepSeekConnectionOptions]
+"""Returns the current options; called once per stream call."""
+
+
+class DeepSeekAdapter(LlmAdapter):
+    """Streams DeepSeek chat completions (see the module docstring).
+
+    Args:
+        api_key: The key (``str`` or ``Secret``); ``None`` reads ``api_key_env``
+            from the environment at each request.
+        base_url: API root (default ``DEEPSEEK_BASE_URL``, then the public URL).
+        api_key_env: Variable the key is read from when ``api_key`` is ``None``.
+        stream_idle_timeout_ms: Idle timeout (SPEC 3.6), default 300000.
+        stream_keepalive_timeout_ms: Longest wait with keep-alive comments but no
+            data (default 600000; ``None`` unbounded; see
+            ``dsh_llm.transport.watchdog``).
+        total_timeout_ms: Longest whole call (default ``None``).
+        thinking: Deployment thinking mode, ``"enabled"``/``"disabled"``.
+        reasoning_effort: Default effort, ``off``/``low``/``high``/``max``.
+        max_tokens: Default output cap, default 256000.
+        default_context_window: Context window of unlisted models.
+        models: The advertised catalog (default ``DEFAULT_MODELS``).
+        retry_policy: A retry-policy config mapping or a resolved policy.
+        pool_maxsize: Idle connections kept per host.
+        empty_response_as_stop: Report a blockless ``stop`` as ``stop``.
+        environ: Where variables are read (default ``os.environ``, live).
+
+    Raises:
+        ValueError: for an invalid option (``llm-deepseek: ...``).
+        LlmError: ``INVALID_CREDENTIAL`` for an explicit key no header can carry.
+    """
+
+    def __init__(
+        self,
+        api_key: str | Secret | None = None,
+        *,
+        base_url: str | None = None,
+        api_key_env: str = DEFAULT_API_KEY_ENV,
+        stream_idle_timeout_ms: float = DEFAULT_STREAM_IDLE_TIMEOUT_MS,
+        stream_keepalive_timeout_ms: float | None = DEFAULT_KEEPALIVE_TIMEOUT_MS,
+        total_timeout_ms: float | None = None,
+        thinking: Literal["enabled", "disabled"] | None = None,
+        reasoning_effort: Literal["off", "low", "high", "max"] | None = None,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
+        default_context_window: int = DEFAULT_CONTEXT_WINDOW,
+        models: Sequence[DeepSeekModel] | None = None,
+        retry_policy: Mapping[str, Any] | RetryPolicy | None = None,
+        pool_maxsize: int = DEFAULT_POOL_MAXSIZE,
+        empty_response_as_stop: bool = False,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
+        environ = os.environ if environ is None else environ
+        policy = retry_policy if isinstance(retry_policy, Mapping) else None
+        config = DeepSeekConfig(
+            api_key_env=api_key_env,
+            base_url=base_url,
+            thinking=thinking,
+            reasoning_effort=reasoning_effort,
+            max_tokens=max_tokens,
+            default_context_window=default_context_window,
+            models=None if models is None else tuple(models),
+            stream_idle_timeout_ms=stream_idle_timeout_ms,
+            stream_keepalive_timeout_ms=stream_keepalive_timeout_ms,
+            total_timeout_ms=total_timeout_ms,
+            retry_policy=policy,
+            pool_maxsize=pool_maxsize,
+            empty_response_as_stop=empty_response_as_stop,
+        )
+        options = resolve_adapter_options(config, environ)
+        if isinstance(retry_policy, NormalRetryPolicy | AlwaysRetryPolicy):
+            options = attrs.evolve(options, retry_policy=retry_policy)
+        elif retry_policy is not None and policy is None:
+            raise _fail("retryPolicy must be a mapping or a resolved retry policy")
+        self._setup(lambda: options, api_key=api_key, environ=environ)
+
+    @classmethod
+    def from_options(
+        cls,
+        options: DeepSeekConnectionOptions | OptionsProvider,
+        *,
+        api_key: str | Secret | None = None,
+        environ: Mapping[str, str] | None = None,
+    ) -> DeepSeekAdapter:
+        """An adapter over resolved options, or over a provider of them called
+        once per stream call (so configuration changes reach the next request)."""
+        adapter = cls.__new__(cls)
+        provider = options if callable(options) else (lambda: options)
+        adapter._setup(
+            provider,
+            api_key=api_key,
+            environ=os.environ if environ is None else environ,
+        )
+        return adapter
+
+    def _setup(
+        self,
+        options: OptionsProvider,
+        *,
+        api_key: str | Secret | None,
+        environ: Mapping[str, str],
+    ) -> None:
+        self._options = options
+        self._environ = environ
+        if api_key is None:
+            self._api_key: Secret | None = None
+        else:
+            raw = api_key.reveal() if isinstance(api_key, Secret) else api_key
+            if not isinstance(raw, str):
+                raise TypeError(
+                    f"api_key must be a str or Secret, got {type(api_key).__name__}"
+                )
+            self._api_key = Secret(assert_usable_api_key(raw, _PACKAGE, "api_key"))
+        self._session = create_session(pool_maxsize=options().pool_maxsize)
+
+    # -- metadata --------------------------------------------------------------------
+
+    def provider_info(self, provider: str) -> LlmProviderInfo:
+        """``{id: provider, name: "DeepSeek"}``."""
+        return LlmProviderInfo(id=provider, name=DISPLAY_NAME)
+
+    def provider_retry_policy(self, provider: str) -> RetryPolicy:
+        """The configured retry policy."""
+        return self._options().retry_policy
+
+    def list_models(self, provider: str) -> tuple[LlmModelInfo, ...]:
+        """The advertised catalog."""
+        return tuple(
+            LlmModelInfo(
+                provider=provider,
+                id=entry.id,
+                name=entry.name or entry.id,
+                description=entry.description,
+                input_modalities=entry.input_modalities,
+            )
+            for entry in self._options().models
+        )
+
+    def resolve_model(
+        self, provider: str, model: str, signal: AbortSignal | None = None
+    ) -> LlmResolvedModelInfo:
+        """Model facts without I/O (see the module docstring)."""
+        return _model_info(self._options(), provider, model)
+
+    def prepare_call(
+        self, provider: str, model: str, signal: AbortSignal | None = None
+    ) -> PreparedAdapterCall:
+        """Model facts and dispatch from one options snapshot."""
+        snapshot = self._options()
+        return PreparedAdapterCall(
+            model=_model_info(snapshot, provider, model),
+            stream=lambda options: self._stream(options, snapshot),
+        )
+
+    # -- streaming -------------------------------------------------------------------
+
+    def stream(self, options: GenerateOptions) -> Iterator[StreamChunk]:
+        """Stream one chat completion (a generator; checks run at the first
+        ``next()``).
+
+        Raises:
+            LlmError: see the module docstring and SPEC 8.6/8.7.
+        """
+        return self._stream(options, self._options())
+
+    def _stream(
+        self, options: GenerateOptions, snapshot: DeepSeekConnectionOptions
+    ) -> Iterator[StreamChunk]:
+        self._check_images(options, snapshot)
+        key = self._resolve_key(snapshot)
+        extra = thinking_fields(
+            options,
+            thinking=snapshot.thinking,
+            default_effort=snapshot.reasoning_effort,
+        )
+        choice = options.tool_choice
+        if (
+            options.tools
+            and choice not in (None, "auto", "none")
+            and extra.get("thinking") == {"type": "enabled"}
+        ):
+            raise LlmError(
+                f'DeepSeek rejects tool_choice "{choice}" in thinking mode; use '
+                'reasoning effort "off" to force a tool call',
+                ErrorCode.UNSUPPORTED_OPTION,
+            )
+        entry = snapshot.model(options.model)
+        max_tokens = options.max_tokens
+        if max_tokens is None:
+            max_tokens = (entry.max_tokens if entry else None) or snapshot.max_tokens
+        body = build_body(
+            options, profile=DEEPSEEK_PROFILE, max_tokens=max_tokens, extra=extra
+        )
+        routing: dict[str, str] = {}
+        if options.session_id is not None:
+            routing["x-deepseek-harness-session-id"] = options.session_id
+        if options.purpose == "compaction":
+            routing["x-deepseek-harness-compact"] = "1"
+        call = StreamingCall(
+            self._session,
+            url=f"{snapshot.base_url}/chat/completions",
+            body=encode_body(body, provider=DISPLAY_NAME),
+            headers=stream_headers(extra=routing),
+            auth=BearerAuth(key),
+            provider=DISPLAY_NAME,
+            endpoint=snapshot.base_url,
+            signal=options.signal,
+            idle_timeout_ms=snapshot.stream_idle_timeout_ms,
+            keepalive_timeout_ms=snapshot.stream_keepalive_timeout_ms,
+            total_timeout_ms=snapshot.total_timeout_ms,
+        )
+        translator = ChatCompletionsTranslator(
+            DEEPSEEK_PROFILE, empty_response_as_stop=snapshot.empty_response_as_stop
+        )
+        yield from stream_chat_completions(call, translator)
+
+    @staticmethod
+    def _check_images(
+        options: GenerateOptions, snapshot: DeepSeekConnectionOptions
+    ) -> None:
+        if not any(content_has_image(message.content) for message in options.messages):
+            return
+        entry = snapshot.model(options.model)
+        if entry is None or "image" not in entry.input_modalities:
+            raise LlmError(
+                f'DeepSeek model "{options.model}" does not accept image input.',
+                ErrorCode.UNSUPPORTED_CONTENT,
+            )
+        raise LlmError(
+            "DeepSeek image input needs the Files API, which this adapter does not "
+            "implement; send text only.",
+            ErrorCode.UNSUPPORTED_CONTENT,
+        )
+
+    def _resolve_key(self, snapshot: DeepSeekConnectionOptions) -> Secret:
+        if self._api_key is not None:
+            return self._api_key
+        name = snapshot.api_key_env
+        raw = self._environ.get(name)
+        if not raw:
+            raise LlmError(
+                f'{_PACKAGE}: no API key for provider route "{PROVIDER_ROUTE}"; pass '
+                f"api_key or export {name} in the launching environment",
+                ErrorCode.MISSING_CREDENTIAL,
+            )
+        return Secret(assert_usable_api_key(raw, _PACKAGE, name))
+
+    # -- lifecycle --------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close the connection pool. Streams already running keep their
+        connection until they end."""
+        self._session.close()
+
+    def __enter__(self) -> DeepSeekAdapter:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        snapshot = self._options()
+        key = (
+            "api_key=***"
+            if self._api_key is not None
+            else f"api_key_env={snapshot.api_key_env!r}"
+        )
+        return f"DeepSeekAdapter(base_url={snapshot.base_url!r}, {key})"

@@ -1,0 +1,19 @@
+"""The HTTP transport every remote adapter shares.
+
+Modules, each owning one concept:
+
+- ``session``: the pooled ``requests.Session`` factory, request headers
+  (attribution, ``accept-encoding: identity``), ``BearerAuth``, and socket
+  capture for cancellation.
+- ``call``: ``StreamingCall``, one streaming request from send to close (status
+  check, reads as bytes arrive, watchdog, cancellation, failure classification).
+- ``chunked``: HTTP/1.1 chunked bodies decoded many chunks per read.
+- ``watchdog``: the idle / keep-alive / total deadlines (pure).
+- ``sse``: server-sent events (sseclient-py plus a conformance shim).
+- ``ndjson``: newline-delimited JSON bodies.
+- ``http_errors``: provider error reports (HTTP or in-stream) to ``LlmError``.
+- ``errors_map``: the one table from HTTP-stack exceptions to error codes.
+
+Adapters import from these modules directly; this package re-exports nothing, so
+the wire helpers stay off the library's top level.
+"""

@@ -1,0 +1,427 @@
+"""``StreamingCall``: one streaming HTTP request, from send to close.
+
+It owns the I/O of one model call; adapters own what the bytes mean.
+
+Contracts callers may rely on:
+
+- ``open()`` checks ``signal`` (an aborted signal raises ``ABORTED`` without any
+  I/O), sends the request (redirects not followed, no retries), and raises
+  ``LlmError`` for a non-2xx status (``dsh_llm.transport.http_errors``, body read
+  whole up to 1 MiB) and for a response without a body (204 or
+  ``Content-Length: 0``: ``EMPTY_RESPONSE``). A failed send raises
+  ``"<provider> API request to <endpoint> failed"`` (``TRANSPORT``), or the code
+  ``dsh_llm.transport.errors_map`` gives (``TIMEOUT``, ``INVALID_REQUEST``).
+- ``chunks()`` yields body bytes as they arrive, never waiting to fill a fixed
+  size: each read returns whatever one socket read produced. A chunked body is
+  decoded by ``dsh_llm.transport.chunked`` (all the chunks one read brought);
+  any other body (close-delimited, content-length, compressed) is read with
+  ``response.raw.read1``.
+- The watchdog (``dsh_llm.transport.watchdog``) bounds every wait: before each
+  blocking read the socket timeout is set to the time left before the nearest
+  deadline, so a stall ends on time without a timer thread. Received bytes
+  re-arm the idle deadline; ``note_data()`` (a data event) also re-arms the
+  keep-alive bound; ``pause()``/``resume()`` exclude the consumer's think time.
+- Cancellation: a listener on ``signal`` shuts the socket down from the aborting
+  thread (also while waiting for the response headers), which wakes a blocked
+  read at once and closes the connection toward the server; the next read
+  raises. An abort during the TCP connect itself takes effect when the connect
+  returns (bounded by the idle timeout).
+- ``failure(exc)`` classifies anything raised while streaming, in SPEC 8.7 order:
+  a passed deadline gives ``TIMEOUT``, an aborted signal ``ABORTED``
+  (``"<provider> request aborted by caller"``), an ``LlmError`` passes unchanged,
+  anything else ``"<provider> API stream from <endpoint> failed"``
+  (``TRANSPORT``). The original exception is kept as the cause.
+- ``finish()`` after the terminal event reads what is left of a framed body for up
+  to a second, so the connection can return to the pool; ``close()`` always
+  releases or closes the response (idempotent). Use it in a ``finally``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+import urllib.parse
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, Final
+
+import requests
+
+from dsh_llm.errors import ErrorCode, LlmError
+from dsh_llm.signal import AbortSignal
+from dsh_llm.transport.chunked import ChunkedBodyReader
+from dsh_llm.transport.errors_map import code_for_exception
+from dsh_llm.transport.http_errors import http_error
+from dsh_llm.transport.session import SocketSlot, capture_socket
+from dsh_llm.transport.watchdog import Expiry, StreamWatchdog
+
+__all__ = ["READ_SIZE", "StreamingCall", "redact_url"]
+
+READ_SIZE: Final = 65536
+"""Largest single read (``read1`` returns less whenever less is available)."""
+_MAX_ERROR_BODY: Final = 1024 * 1024
+_DRAIN_S: Final = 1.0
+_DRAIN_LIMIT: Final = 64 * 1024
+
+_monotonic = time.monotonic
+
+
+def redact_url(url: str) -> str:
+    """``url`` with any user info (``user:password@``) replaced by ``***@``, so a
+    credential written into a URL never reaches a message."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+    except ValueError:
+        return url if "@" not in url else "<invalid URL>"
+    if "@" not in parts.netloc:
+        return url
+    host = parts.netloc.rpartition("@")[2]
+    return urllib.parse.urlunsplit(parts._replace(netloc=f"***@{host}"))
+
+
+def _ms(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else str(value)
+
+
+class _DeadlinePassed(Exception):
+    """Raised inside the read loop when a watchdog deadline has passed."""
+
+
+class StreamingCall:
+    """One streaming request (see the module docstring).
+
+    Args:
+        session: The adapter's session (from ``create_session``).
+        url: The full request URL.
+        body: The encoded request body.
+        headers: Request headers (see ``stream_headers``).
+        auth: ``BearerAuth`` or ``NoAuth``.
+        provider: Display name for messages, e.g. ``"DeepSeek"``.
+        endpoint: The base URL named in messages (user info is redacted).
+        signal: Cancellation, or ``None``.
+        idle_timeout_ms: ``stream_idle_timeout_ms``.
+        keepalive_timeout_ms: The keep-alive bound, or ``None``.
+        total_timeout_ms: The total bound, or ``None``.
+        method: The HTTP method.
+    """
+
+    def __init__(
+        self,
+        session: requests.Session,
+        *,
+        url: str,
+        body: bytes,
+        headers: Mapping[str, str],
+        auth: requests.auth.AuthBase,
+        provider: str,
+        endpoint: str,
+        signal: AbortSignal | None,
+        idle_timeout_ms: float,
+        keepalive_timeout_ms: float | None,
+        total_timeout_ms: float | None,
+        method: str = "POST",
+    ) -> None:
+        self._session = session
+        self._url = url
+        self._body = body
+        self._headers = dict(headers)
+        self._auth = auth
+        self._method = method
+        self.provider = provider
+        """The provider's display name."""
+        self.endpoint = redact_url(endpoint)
+        """The base URL named in messages (user info replaced by ``***``)."""
+        self._signal = signal
+        self.watchdog = StreamWatchdog(
+            idle_ms=idle_timeout_ms,
+            keepalive_ms=keepalive_timeout_ms,
+            total_ms=total_timeout_ms,
+            now=_monotonic(),
+        )
+        """The call's deadlines."""
+        self._slot = SocketSlot()
+        self._remove_listener: Any = None
+        self._response: requests.Response | None = None
+        self._expired: Expiry | None = None
+        self._aborted = False
+        self._reusable = False
+        self._closed = False
+        self._read: Callable[[], bytes] | None = None
+        self._chunked: ChunkedBodyReader | None = None
+        self._inner: Any = None
+        self._eof = False
+
+    # -- sending ------------------------------------------------------------------
+
+    @property
+    def response(self) -> requests.Response | None:
+        """The response once ``open()`` received its headers."""
+        return self._response
+
+    def open(self) -> requests.Response:
+        """Send the request and check the status (see the module docstring).
+
+        Raises:
+            LlmError: ``ABORTED``, ``TRANSPORT``, ``TIMEOUT``, an HTTP status code,
+                or ``EMPTY_RESPONSE``.
+        """
+        signal = self._signal
+        if signal is not None:
+            if signal.aborted:
+                raise self._abort_error(None)
+            self._remove_listener = signal.add_listener(self._on_abort)
+        remaining, _ = self.watchdog.remaining(_monotonic())
+        try:
+            with capture_socket(self._slot):
+                response = self._session.request(
+                    self._method,
+                    self._url,
+                    data=self._body,
+                    headers=self._headers,
+                    auth=self._auth,
+                    stream=True,
+                    timeout=(remaining, remaining),
+                    allow_redirects=False,
+                )
+        except Exception as exc:
+            raise self._send_failure(exc) from exc
+        self._response = response
+        if self._aborted:
+            raise self._abort_error(None)
+        status = response.status_code
+        if not 200 <= status < 300:
+            body = self._read_error_body()
+            if self._aborted:
+                raise self._abort_error(None)
+            raise http_error(status, response.headers, body, provider=self.provider)
+        if status == 204 or response.headers.get("content-length", "").strip() == "0":
+            raise LlmError(
+                f"{self.provider} API returned no response body",
+                ErrorCode.EMPTY_RESPONSE,
+            )
+        return response
+
+    def _send_failure(self, exc: BaseException) -> LlmError:
+        if self._aborted or (self._signal is not None and self._signal.aborted):
+            return self._abort_error(exc)
+        code = code_for_exception(exc)
+        if code == ErrorCode.TIMEOUT:
+            return self._timeout_error(self._expiry_now(), exc)
+        return LlmError(
+            f"{self.provider} API request to {self.endpoint} failed", code, cause=exc
+        )
+
+    def _read_error_body(self) -> bytes:
+        parts: list[bytes] = []
+        size = 0
+        try:
+            for data in self.chunks():
+                parts.append(data)
+                size += len(data)
+                if size >= _MAX_ERROR_BODY:
+                    break
+        except Exception:
+            # The status is the fact that matters; keep whatever body arrived.
+            pass
+        return b"".join(parts)
+
+    # -- reading ------------------------------------------------------------------
+
+    def _reader(self) -> Callable[[], bytes]:
+        """The function returning the next body bytes (``b""`` at the end)."""
+        reader = self._read
+        if reader is not None:
+            return reader
+        response = self._response
+        assert response is not None, "open() first"
+        raw = response.raw
+        encoding = response.headers.get("content-encoding", "identity").lower()
+        decode = encoding not in ("identity", "")
+        # urllib3 keeps the http.client response in ``_fp``; when the body is
+        # chunked and untouched, decode its framing ourselves, many chunks per
+        # read (see dsh_llm.transport.chunked). Otherwise read through urllib3.
+        inner = getattr(raw, "_fp", None)
+        fp = getattr(inner, "fp", None)
+        if (
+            not decode
+            and getattr(inner, "chunked", False)
+            and getattr(inner, "chunk_left", 0) is None
+            and fp is not None
+        ):
+            self._chunked = ChunkedBodyReader(fp.read1, READ_SIZE)
+            self._inner = inner
+            reader = self._chunked.read
+        else:
+
+            def reader() -> bytes:
+                return raw.read1(READ_SIZE, decode_content=decode)  # type: ignore[no-any-return]
+
+        self._read = reader
+        return reader
+
+    def chunks(self) -> Iterator[bytes]:
+        """Yield body bytes as they arrive (see the module docstring).
+
+        Raises:
+            Exception: whatever the read raised; pass it to ``failure()``.
+        """
+        read = self._reader()
+        sock = self._slot.sock
+        watchdog = self.watchdog
+        while True:
+            if self._aborted:
+                raise self._abort_error(None)
+            now = _monotonic()
+            remaining, which = watchdog.remaining(now)
+            if remaining <= 0:
+                self._expired = which
+                raise _DeadlinePassed(which.value)
+            if sock is not None:
+                sock.settimeout(remaining)
+            data = read()
+            if not data:
+                if self._aborted:
+                    raise self._abort_error(None)
+                self._eof = True
+                return
+            watchdog.last_bytes = _monotonic()
+            yield data
+
+    def note_data(self) -> None:
+        """A data event arrived: re-arm the idle and keep-alive deadlines."""
+        self.watchdog.note_data(_monotonic())
+
+    def pause(self) -> None:
+        """A chunk goes to the consumer: its think time is not idle time."""
+        self.watchdog.pause(_monotonic())
+
+    def resume(self) -> None:
+        """The consumer asks for more: count waiting time again."""
+        self.watchdog.resume(_monotonic())
+
+    # -- failures -----------------------------------------------------------------
+
+    def failure(self, exc: BaseException) -> LlmError:
+        """The ``LlmError`` to raise for ``exc`` raised while streaming."""
+        if self._expired is not None:
+            return self._timeout_error(self._expired, exc)
+        if self._aborted or (self._signal is not None and self._signal.aborted):
+            return self._abort_error(exc)
+        if isinstance(exc, LlmError):
+            return exc
+        code = code_for_exception(exc)
+        if code == ErrorCode.TIMEOUT:
+            return self._timeout_error(self._expiry_now(), exc)
+        if code == ErrorCode.MALFORMED_RESPONSE:
+            message = (
+                f"{self.provider} API stream from {self.endpoint} could not be decoded"
+            )
+        else:
+            code = ErrorCode.TRANSPORT
+            message = f"{self.provider} API stream from {self.endpoint} failed"
+        return LlmError(message, code, cause=exc)
+
+    def _expiry_now(self) -> Expiry:
+        _, which = self.watchdog.remaining(_monotonic())
+        self._expired = which
+        return which
+
+    def _timeout_error(self, which: Expiry, cause: BaseException | None) -> LlmError:
+        watchdog = self.watchdog
+        if which is Expiry.TOTAL:
+            assert watchdog.total_ms is not None
+            message = (
+                f"{self.provider} stream exceeded its total timeout of "
+                f"{_ms(watchdog.total_ms)}ms"
+            )
+        elif which is Expiry.KEEPALIVE:
+            assert watchdog.keepalive_ms is not None
+            bound = max(watchdog.idle_ms, watchdog.keepalive_ms)
+            message = (
+                f"{self.provider} stream idle timeout: no data for {_ms(bound)}ms, "
+                "only keep-alive comments"
+            )
+        else:
+            message = (
+                f"{self.provider} stream idle timeout after {_ms(watchdog.idle_ms)}ms"
+            )
+        return LlmError(message, ErrorCode.TIMEOUT, cause=cause)
+
+    def _abort_error(self, cause: BaseException | None) -> LlmError:
+        return LlmError(
+            f"{self.provider} request aborted by caller", ErrorCode.ABORTED, cause=cause
+        )
+
+    def _on_abort(self) -> None:
+        # Runs in the aborting thread: wake any blocked read and end the connection.
+        self._aborted = True
+        self._slot.interrupt()
+        response = self._response
+        if response is not None and self._slot.sock is None:
+            with contextlib.suppress(ValueError, RuntimeError, OSError):
+                response.raw.shutdown()
+
+    # -- ending ------------------------------------------------------------------
+
+    def finish(self) -> None:
+        """After the terminal event: read the rest of a framed body (at most a
+        second and 64 KiB) so the connection can be reused. Never raises."""
+        response = self._response
+        if response is None or self._aborted:
+            return
+        raw = response.raw
+        if not (raw.chunked or response.headers.get("content-length")):
+            return
+        deadline = _monotonic() + min(_DRAIN_S, self.watchdog.idle_ms / 1000)
+        sock = self._slot.sock
+        read = self._reader()
+        drained = 0
+        try:
+            while not self._eof:
+                remaining = deadline - _monotonic()
+                if remaining <= 0:
+                    return
+                if sock is not None:
+                    sock.settimeout(remaining)
+                data = read()
+                if not data:
+                    break
+                drained += len(data)
+                if drained > _DRAIN_LIMIT:
+                    return
+            if self._chunked is not None and not self._chunked.clean:
+                return
+            if self._inner is not None:
+                # The body was decoded here, not by http.client: mark its
+                # response finished so the connection takes a new request.
+                self._inner.close()
+        except Exception:
+            return
+        self._reusable = True
+
+    def close(self) -> None:
+        """Release the connection to the pool after a complete read, else close it;
+        remove the abort listener. Idempotent, never raises."""
+        if self._closed:
+            return
+        self._closed = True
+        remove = self._remove_listener
+        self._remove_listener = None
+        if remove is not None:
+            remove()
+        response = self._response
+        if response is None:
+            return
+        try:
+            if self._reusable:
+                response.raw.release_conn()
+            response.close()
+        except Exception:
+            # Closing a connection that already failed can raise; it is closed
+            # either way and the caller's outcome is already decided.
+            pass
+
+    def __enter__(self) -> StreamingCall:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()

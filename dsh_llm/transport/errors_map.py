@@ -1,0 +1,87 @@
+"""The one table from HTTP-stack exceptions to stable error codes.
+
+Contracts callers may rely on:
+
+- ``EXCEPTION_CODES`` maps every exception class defined in ``requests.exceptions``
+  (a test proves it), plus the ``urllib3``, ``http.client`` and socket exceptions a
+  raw body read can raise, to an ``ErrorCode``.
+- ``code_for_exception(exc)`` walks the exception's MRO and returns the code of
+  the most specific class in the table (``TRANSPORT`` when none matches), so a
+  ``ConnectTimeout`` (both a ``ConnectionError`` and a ``Timeout``) is ``TIMEOUT``.
+- The table only names codes; messages, causes and the abort/watchdog precedence
+  are decided by the streaming call (``dsh_llm.transport.call``).
+"""
+
+from __future__ import annotations
+
+import http.client
+import ssl
+from typing import Final
+
+import requests.exceptions as rx
+import urllib3.exceptions as ux
+
+from dsh_llm.errors import ErrorCode
+
+__all__ = ["EXCEPTION_CODES", "code_for_exception"]
+
+EXCEPTION_CODES: Final[dict[type[BaseException], ErrorCode]] = {
+    # requests.exceptions: every class the module defines.
+    rx.RequestException: ErrorCode.TRANSPORT,
+    rx.HTTPError: ErrorCode.TRANSPORT,  # only from raise_for_status(), never called
+    rx.ConnectionError: ErrorCode.TRANSPORT,
+    rx.ProxyError: ErrorCode.TRANSPORT,
+    rx.SSLError: ErrorCode.TRANSPORT,
+    rx.Timeout: ErrorCode.TIMEOUT,
+    rx.ConnectTimeout: ErrorCode.TIMEOUT,
+    rx.ReadTimeout: ErrorCode.TIMEOUT,
+    rx.TooManyRedirects: ErrorCode.TRANSPORT,  # redirects are disabled for POST
+    rx.ChunkedEncodingError: ErrorCode.TRANSPORT,  # abrupt close mid-body
+    rx.ContentDecodingError: ErrorCode.MALFORMED_RESPONSE,
+    rx.StreamConsumedError: ErrorCode.TRANSPORT,
+    rx.RetryError: ErrorCode.TRANSPORT,
+    rx.UnrewindableBodyError: ErrorCode.TRANSPORT,
+    rx.InvalidJSONError: ErrorCode.INVALID_REQUEST,
+    rx.JSONDecodeError: ErrorCode.MALFORMED_RESPONSE,
+    # A configured URL or header requests cannot use: retrying cannot help.
+    rx.URLRequired: ErrorCode.INVALID_REQUEST,
+    rx.MissingSchema: ErrorCode.INVALID_REQUEST,
+    rx.InvalidSchema: ErrorCode.INVALID_REQUEST,
+    rx.InvalidURL: ErrorCode.INVALID_REQUEST,
+    rx.InvalidProxyURL: ErrorCode.INVALID_REQUEST,
+    rx.InvalidHeader: ErrorCode.INVALID_REQUEST,
+    # Warnings only arrive as exceptions when a warnings filter escalates them;
+    # they say nothing about the provider.
+    rx.RequestsWarning: ErrorCode.UNKNOWN,
+    rx.FileModeWarning: ErrorCode.UNKNOWN,
+    rx.RequestsDependencyWarning: ErrorCode.UNKNOWN,
+    # Raw body reads (response.raw.read1) raise urllib3 / http.client / socket
+    # errors directly, without requests' wrapping.
+    ux.HTTPError: ErrorCode.TRANSPORT,
+    ux.TimeoutError: ErrorCode.TIMEOUT,
+    ux.DecodeError: ErrorCode.MALFORMED_RESPONSE,
+    http.client.HTTPException: ErrorCode.TRANSPORT,
+    ssl.SSLError: ErrorCode.TRANSPORT,
+    TimeoutError: ErrorCode.TIMEOUT,
+    OSError: ErrorCode.TRANSPORT,
+}
+"""Exception class to error code; the most specific class in an MRO wins."""
+
+
+def code_for_exception(exc: BaseException) -> ErrorCode:
+    """The code for ``exc``: the entry of the first class of its MRO found in
+    ``EXCEPTION_CODES``, else ``TRANSPORT``.
+
+    ``requests.exceptions.ReadTimeout`` raised while reading a body wraps urllib3's
+    ``ReadTimeoutError`` inside a ``ConnectionError``; that wrapping is looked
+    through, so it maps to ``TIMEOUT`` as SPEC 8.7 asks.
+    """
+    if isinstance(exc, rx.ConnectionError) and exc.args:
+        inner = exc.args[0]
+        if isinstance(inner, ux.ReadTimeoutError):
+            return ErrorCode.TIMEOUT
+    for cls in type(exc).__mro__:
+        code = EXCEPTION_CODES.get(cls)
+        if code is not None:
+            return code
+    return ErrorCode.TRANSPORT

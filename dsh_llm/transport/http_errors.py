@@ -1,0 +1,269 @@
+"""Provider error reports, over HTTP or inside a stream, turned into ``LlmError``.
+
+SPEC 8.6 restated for every OpenAI-style provider; the provider's display name is
+a parameter so messages name it (``"DeepSeek API error (HTTP 500)"``).
+
+Contracts callers may rely on:
+
+- ``http_error(status, headers, body, provider=...)`` returns (never raises) the
+  ``LlmError`` for a non-2xx response: the message is the body's non-empty
+  ``error.message``, else ``"<provider> API error (HTTP <status>)"`` (also for
+  bodies that are not JSON); the cause is an ``Exception`` holding the raw body, or
+  ``"<provider> HTTP <status>"`` when the body is empty; ``status``,
+  ``provider_retry_after_ms`` and ``request_id`` carry the facts found.
+- ``error_code(status, detail)`` is the one classifier, first match wins:
+  401/403 ``AUTH``; 413 ``INVALID_REQUEST``; quota detail or 402 ``QUOTA``; 429
+  ``RATE_LIMIT``; context detail on a 400 (or on an in-stream error without a
+  status) ``CONTEXT_WINDOW_EXCEEDED``; 400/422 ``INVALID_REQUEST``; >= 500
+  ``SERVER``; another status ``HTTP_<status>``. Without a status (an in-stream
+  error) the error's type decides between ``AUTH``, ``RATE_LIMIT`` and
+  ``INVALID_REQUEST``, and anything else is ``SERVER``.
+- ``in_band_failure(value, provider=...)`` classifies an in-stream error payload
+  (``{"error": {...}}``, a flat ``{"object": "error", ...}``, an ``error:`` SSE
+  field's text, integer or string codes) with the same classifier.
+- ``retry_after_ms(headers)`` reads ``retry-after-ms`` (milliseconds), then
+  ``retry-after`` as whole seconds or an HTTP date; zero, negative, non-finite,
+  unparseable and past values give ``None``. ``request_id(headers)`` reads
+  ``x-request-id``, then ``x-deepseek-request-id``, then ``request-id``.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import math
+import re
+import time
+from collections.abc import Callable, Mapping
+from typing import Any, Final
+
+import attrs
+
+from dsh_llm.errors import (
+    ErrorCode,
+    LlmError,
+    is_context_window_exceeded_error,
+    is_quota_exceeded_error,
+)
+from dsh_llm.protocol import LlmFailure
+
+__all__ = [
+    "REQUEST_ID_HEADERS",
+    "ProviderErrorReport",
+    "error_code",
+    "http_error",
+    "in_band_failure",
+    "parse_error_report",
+    "request_id",
+    "retry_after_ms",
+]
+
+REQUEST_ID_HEADERS: Final = ("x-request-id", "x-deepseek-request-id", "request-id")
+"""Headers that carry a provider request id, in order of preference."""
+
+_DIGITS: Final = re.compile(r"[0-9]+")
+
+
+def _header(headers: Mapping[str, str], name: str) -> str | None:
+    value = headers.get(name)
+    if value is not None:
+        return value
+    for key, item in headers.items():
+        if key.lower() == name:
+            return item
+    return None
+
+
+def retry_after_ms(
+    headers: Mapping[str, str], *, now: Callable[[], float] = time.time
+) -> float | None:
+    """The delay the provider asked for, in milliseconds, or ``None``.
+
+    Args:
+        headers: Response headers (any mapping; names compared case-insensitively).
+        now: Current Unix time in seconds, for HTTP-date values.
+    """
+    raw_ms = _header(headers, "retry-after-ms")
+    if raw_ms is not None:
+        try:
+            delay = float(raw_ms.strip())
+        except ValueError:
+            delay = math.nan
+        if math.isfinite(delay) and delay > 0:
+            return delay
+    raw = _header(headers, "retry-after")
+    if raw is None:
+        return None
+    raw = raw.strip()
+    if _DIGITS.fullmatch(raw):
+        delay = float(raw) * 1000
+        return delay if math.isfinite(delay) and delay > 0 else None
+    try:
+        when = email.utils.parsedate_to_datetime(raw)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:
+        return None
+    delay = (when.timestamp() - now()) * 1000
+    return delay if math.isfinite(delay) and delay > 0 else None
+
+
+def request_id(headers: Mapping[str, str]) -> str | None:
+    """The provider's request id from the first non-empty ``REQUEST_ID_HEADERS``."""
+    for name in REQUEST_ID_HEADERS:
+        value = _header(headers, name)
+        if value:
+            return value
+    return None
+
+
+@attrs.frozen(kw_only=True)
+class ProviderErrorReport:
+    """What a provider said about a failure, normalised from its JSON shape."""
+
+    message: str | None
+    """The non-empty human message, when given."""
+    detail: str
+    """Code, type and message joined by spaces (for the classifiers)."""
+    status: int | None
+    """An HTTP status carried inside the report (llama.cpp and vLLM put one in
+    ``code``), when it is an int in 100..599."""
+    kind: str
+    """The error's ``type`` (or empty), lower-cased."""
+
+
+def parse_error_report(value: Any) -> ProviderErrorReport | None:
+    """Normalise one error report; ``None`` when ``value`` holds none.
+
+    Accepts ``{"error": {...}}``, ``{"error": "text"}``, a flat
+    ``{"object": "error", "message", "code", ...}``, a one-element list of those
+    (Vertex), a bare error object, or plain text (an ``error:`` SSE field).
+    """
+    if isinstance(value, list):
+        return parse_error_report(value[0]) if value else None
+    if isinstance(value, str):
+        text = value.strip()
+        if not text:
+            return None
+        try:
+            parsed = json.loads(text)
+        except ValueError:
+            return ProviderErrorReport(message=text, detail=text, status=None, kind="")
+        if isinstance(parsed, dict | list):
+            return parse_error_report(parsed)
+        return ProviderErrorReport(message=text, detail=text, status=None, kind="")
+    if not isinstance(value, dict):
+        return None
+    inner = value.get("error")
+    if isinstance(inner, dict):
+        value = inner
+    elif isinstance(inner, str) and inner:
+        return ProviderErrorReport(message=inner, detail=inner, status=None, kind="")
+    elif inner is not None or not ("message" in value or "code" in value):
+        return None
+    message = value.get("message")
+    message = message if isinstance(message, str) and message else None
+    code = value.get("code")
+    kind = value.get("type")
+    kind = kind if isinstance(kind, str) else ""
+    status: int | None = None
+    for candidate in (code, value.get("status")):
+        if type(candidate) is int and 100 <= candidate <= 599:
+            status = candidate
+            break
+    parts = [
+        str(part)
+        for part in (code, kind, message)
+        if (isinstance(part, str) and part) or type(part) is int
+    ]
+    return ProviderErrorReport(
+        message=message, detail=" ".join(parts), status=status, kind=kind.lower()
+    )
+
+
+def error_code(status: int | None, detail: str, kind: str = "") -> str:
+    """The stable code for a provider failure (see the module docstring)."""
+    if status in (401, 403):
+        return ErrorCode.AUTH.value
+    if status == 413:
+        return ErrorCode.INVALID_REQUEST.value
+    if is_quota_exceeded_error(detail) or status == 402:
+        return ErrorCode.QUOTA.value
+    if status == 429:
+        return ErrorCode.RATE_LIMIT.value
+    if status in (400, None) and is_context_window_exceeded_error(detail):
+        return ErrorCode.CONTEXT_WINDOW_EXCEEDED.value
+    if status in (400, 422):
+        return ErrorCode.INVALID_REQUEST.value
+    if status is None:
+        text = f"{kind} {detail}".lower()
+        if "rate_limit" in text or "rate limit" in text:
+            return ErrorCode.RATE_LIMIT.value
+        if "authentication" in text or "permission" in text:
+            return ErrorCode.AUTH.value
+        if "invalid_request" in text or "not_supported" in text:
+            return ErrorCode.INVALID_REQUEST.value
+        return ErrorCode.SERVER.value
+    if status >= 500:
+        return ErrorCode.SERVER.value
+    return f"HTTP_{status}"
+
+
+def http_error(
+    status: int,
+    headers: Mapping[str, str],
+    body: bytes,
+    *,
+    provider: str,
+    now: Callable[[], float] = time.time,
+) -> LlmError:
+    """The ``LlmError`` for a non-2xx response (returned, not raised).
+
+    Args:
+        status: The HTTP status.
+        headers: The response headers.
+        body: The whole response body (possibly empty).
+        provider: The provider's display name, e.g. ``"DeepSeek"``.
+        now: Current Unix time in seconds, for HTTP-date ``Retry-After``.
+    """
+    text = body.decode("utf-8", "replace")
+    report = None
+    if text.strip():
+        try:
+            report = parse_error_report(json.loads(text))
+        except ValueError:
+            report = None
+    message = (report.message if report else None) or (
+        f"{provider} API error (HTTP {status})"
+    )
+    code = error_code(
+        status, report.detail if report else "", report.kind if report else ""
+    )
+    cause = Exception(text if text else f"{provider} HTTP {status}")
+    return LlmError(
+        message,
+        code,
+        status=status if 100 <= status <= 599 else None,
+        provider_retry_after_ms=retry_after_ms(headers, now=now),
+        request_id=request_id(headers),
+        cause=cause,
+    )
+
+
+def in_band_failure(value: Any, *, provider: str) -> LlmFailure:
+    """The failure for an error a provider reported inside a 200 stream.
+
+    ``value`` is the whole decoded payload (``{"error": ...}``) or the text of an
+    ``error:`` SSE field. The message is the provider's, or
+    ``"<provider> stream reported an error"``.
+    """
+    report = parse_error_report(value)
+    if report is None:
+        return LlmFailure(
+            message=f"{provider} stream reported an error", code=ErrorCode.SERVER.value
+        )
+    return LlmFailure(
+        message=report.message or f"{provider} stream reported an error",
+        code=error_code(report.status, report.detail, report.kind),
+        status=report.status,
+    )

@@ -1,0 +1,246 @@
+"""The ``requests.Session`` every remote adapter uses, and its auth and headers.
+
+Contracts callers may rely on:
+
+- ``create_session(pool_maxsize=...)`` returns a new pooled session for one
+  adapter. It is safe for concurrent streams from many threads (urllib3 pools
+  connections per host; at most ``pool_maxsize`` idle connections are kept per
+  host, extra concurrent ones are opened and discarded). urllib3 never retries
+  (one call, one attempt; SPEC 3.5) and redirects are not followed by callers.
+- ``stream_headers(...)`` builds the headers of a streaming request:
+  ``attribution_headers()`` (the ``user-agent``), ``accept``,
+  ``accept-encoding: identity`` (a compressing proxy must not hold events back),
+  ``content-type: application/json`` and any extra headers. Credentials never go
+  in headers built here: they travel in ``BearerAuth``, whose ``repr`` hides the
+  key, and passing an auth object also stops ``requests`` from reading ``.netrc``.
+- Sockets are observable: while ``capture_socket(slot)`` is active in a thread,
+  every connection of a session made here attaches its socket to ``slot`` right
+  before waiting for the response headers, so another thread can shut the socket
+  down (``SocketSlot.interrupt``) to end a blocked read within milliseconds.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import socket
+import threading
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import requests
+import requests.adapters
+import requests.auth
+import urllib3.connection
+import urllib3.connectionpool
+import urllib3.response
+from urllib3.util.retry import Retry
+
+from dsh_llm.attribution import APP_IDENTITY, AppIdentity, attribution_headers
+from dsh_llm.credentials import Secret
+
+__all__ = [
+    "DEFAULT_POOL_MAXSIZE",
+    "BearerAuth",
+    "NoAuth",
+    "SocketSlot",
+    "capture_socket",
+    "create_session",
+    "stream_headers",
+]
+
+DEFAULT_POOL_MAXSIZE = 10
+"""Idle connections kept per host by default."""
+
+_SLOT: contextvars.ContextVar[SocketSlot | None] = contextvars.ContextVar(
+    "dsh_llm_socket_slot", default=None
+)
+
+
+class SocketSlot:
+    """Holds the socket of one in-flight request so another thread can end it.
+
+    ``interrupt()`` shuts the socket down (both directions), which wakes a read
+    blocked in any thread at once and tells the server the connection is gone; a
+    socket attached after ``interrupt()`` is shut down as soon as it attaches.
+    """
+
+    __slots__ = ("_lock", "interrupted", "sock")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.sock: socket.socket | None = None
+        """The attached socket, once the request was sent."""
+        self.interrupted = False
+        """Whether ``interrupt()`` was called."""
+
+    def attach(self, sock: socket.socket) -> None:
+        """Record ``sock`` (shutting it down at once if already interrupted)."""
+        with self._lock:
+            self.sock = sock
+            interrupted = self.interrupted
+        if interrupted:
+            _shutdown(sock)
+
+    def interrupt(self) -> None:
+        """Shut the attached socket down (now or when it attaches). Thread-safe,
+        idempotent, never raises."""
+        with self._lock:
+            self.interrupted = True
+            sock = self.sock
+        if sock is not None:
+            _shutdown(sock)
+
+
+def _shutdown(sock: socket.socket) -> None:
+    # socket.socket.shutdown, not SSLSocket.shutdown: the latter drops the TLS
+    # object under a reader that may be running in another thread.
+    with contextlib.suppress(OSError, ValueError):
+        socket.socket.shutdown(sock, socket.SHUT_RDWR)
+
+
+@contextlib.contextmanager
+def capture_socket(slot: SocketSlot) -> Iterator[SocketSlot]:
+    """While active in this thread, requests sent through a session from
+    ``create_session`` attach their socket to ``slot``."""
+    token = _SLOT.set(slot)
+    try:
+        yield slot
+    finally:
+        _SLOT.reset(token)
+
+
+def _attach_current(sock: socket.socket | None) -> None:
+    slot = _SLOT.get()
+    if slot is not None and sock is not None:
+        slot.attach(sock)
+
+
+class _HTTPConnection(urllib3.connection.HTTPConnection):
+    def getresponse(self) -> urllib3.response.HTTPResponse:  # type: ignore[override]
+        _attach_current(self.sock)
+        return super().getresponse()
+
+
+class _HTTPSConnection(urllib3.connection.HTTPSConnection):
+    def getresponse(self) -> urllib3.response.HTTPResponse:  # type: ignore[override]
+        _attach_current(self.sock)
+        return super().getresponse()
+
+
+class _HTTPPool(urllib3.connectionpool.HTTPConnectionPool):
+    ConnectionCls = _HTTPConnection
+
+
+class _HTTPSPool(urllib3.connectionpool.HTTPSConnectionPool):
+    ConnectionCls = _HTTPSConnection
+
+
+_POOL_CLASSES = {"http": _HTTPPool, "https": _HTTPSPool}
+
+
+class _StreamingAdapter(requests.adapters.HTTPAdapter):
+    """An ``HTTPAdapter`` whose connections report their socket (see
+    ``capture_socket``) and which never retries."""
+
+    def init_poolmanager(
+        self, connections: int, maxsize: int, block: bool = False, **pool_kwargs: Any
+    ) -> None:
+        super().init_poolmanager(connections, maxsize, block, **pool_kwargs)
+        self.poolmanager.pool_classes_by_scheme = dict(_POOL_CLASSES)
+
+    def proxy_manager_for(self, proxy: str, **proxy_kwargs: Any) -> Any:
+        manager = super().proxy_manager_for(proxy, **proxy_kwargs)
+        if proxy.lower().startswith("http"):
+            manager.pool_classes_by_scheme = dict(_POOL_CLASSES)
+        return manager
+
+    def close(self) -> None:
+        # urllib3 2 only drops its pools on clear() and leaves closing their idle
+        # connections to garbage collection, which a lingering Response defers;
+        # close them now so Session.close() really closes the sockets.
+        for manager in (self.poolmanager, *self.proxy_manager.values()):
+            pools = manager.pools
+            for key in list(pools.keys()):
+                try:
+                    pool = pools[key]
+                except KeyError:
+                    continue
+                pool.close()
+        super().close()
+
+
+def create_session(
+    *, pool_maxsize: int = DEFAULT_POOL_MAXSIZE, pool_connections: int = 10
+) -> requests.Session:
+    """A new session for one adapter (see the module docstring).
+
+    Args:
+        pool_maxsize: Idle connections kept per host (a positive int).
+        pool_connections: Hosts whose pools are cached (a positive int).
+
+    Raises:
+        ValueError: for a pool size that is not a positive int.
+    """
+    for name, value in (
+        ("pool_maxsize", pool_maxsize),
+        ("pool_connections", pool_connections),
+    ):
+        if type(value) is not int or value <= 0:
+            raise ValueError(f"{name} must be a positive int, got {value!r}")
+    session = requests.Session()
+    adapter = _StreamingAdapter(
+        pool_connections=pool_connections,
+        pool_maxsize=pool_maxsize,
+        max_retries=Retry(total=0, connect=0, read=False, redirect=False, status=0),
+    )
+    session.mount("http://", adapter)
+    session.mount("https://", adapter)
+    return session
+
+
+def stream_headers(
+    *,
+    accept: str = "text/event-stream",
+    extra: Mapping[str, str] | None = None,
+    identity: AppIdentity = APP_IDENTITY,
+) -> dict[str, str]:
+    """The headers of one streaming request (lower-case names, attribution first).
+
+    ``extra`` may add headers (e.g. gateway routing ids) but cannot replace the
+    attribution ``user-agent``.
+    """
+    headers = attribution_headers(identity)
+    headers["accept"] = accept
+    headers["accept-encoding"] = "identity"
+    headers["content-type"] = "application/json"
+    for name, value in (extra or {}).items():
+        key = name.lower()
+        if key != "user-agent":
+            headers[key] = value
+    return headers
+
+
+class BearerAuth(requests.auth.AuthBase):
+    """Sends ``authorization: Bearer <key>``; the key never shows in a ``repr``."""
+
+    def __init__(self, key: Secret) -> None:
+        self._key = key
+
+    def __call__(self, request: requests.PreparedRequest) -> requests.PreparedRequest:
+        request.headers["authorization"] = f"Bearer {self._key.reveal()}"
+        return request
+
+    def __repr__(self) -> str:
+        return "BearerAuth(key=***)"
+
+
+class NoAuth(requests.auth.AuthBase):
+    """Sends no credentials (local servers); also keeps ``.netrc`` out of the
+    request."""
+
+    def __call__(self, request: requests.PreparedRequest) -> requests.PreparedRequest:
+        return request
+
+    def __repr__(self) -> str:
+        return "NoAuth()"

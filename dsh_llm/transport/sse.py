@@ -1,0 +1,303 @@
+"""Server-sent events: sseclient-py 1.9 behind a conformance shim.
+
+sseclient-py parses an event block's fields (``data``, ``event``, ``id``,
+``retry``; multi-line ``data`` joined with ``\\n``; one leading space removed; no
+dispatch without data). It has gaps (WIRE_FORMATS.md 7.2) that this shim closes,
+following the WHATWG rules (WIRE_FORMATS.md 7.1):
+
+- **Framing is the shim's.** Bytes are fed as they arrive (``SseDecoder.feed``);
+  line endings CRLF, LF and CR are normalised, a CRLF split across two reads
+  included (a CR ending one read makes a following LF part of the same line
+  ending). One leading UTF-8 BOM is removed, even when it arrives split. An event
+  is dispatched as soon as its blank line has been read, never earlier.
+- **Decoding.** Each complete block is decoded as UTF-8 with invalid bytes replaced
+  by U+FFFD, whatever the Content-Type says; a character split across reads is
+  never cut because blocks end on ASCII newlines.
+- **Comments** (lines starting with ``:``) are never yielded; each is passed,
+  without its colon and one leading space, to ``on_comment`` when its block
+  completes. (Liveness for the idle watchdog is counted per received byte by the
+  streaming call, so a comment keeps a read alive as soon as it arrives.)
+- **Old llama.cpp ``error:`` field.** sseclient-py drops unknown fields; the shim
+  keeps an ``error`` field's value in ``SseEvent.error`` and dispatches the block
+  even without data.
+- **End of body** (``SseDecoder.close``): an unterminated final event is never
+  parsed; it raises ``LlmError`` ``STREAM_CLOSED``, except a complete
+  ``data: [DONE]`` line (the terminal payload, configurable) whose blank line is
+  missing, which is accepted (llama.cpp sends it). A tail of complete comment
+  lines loses nothing and is ignored.
+- **Terminal payload.** ``iter_sse`` yields the event whose data (stripped)
+  equals ``terminal_data`` and stops; a body that ends without it raises
+  ``STREAM_CLOSED`` (``"<provider> SSE stream ended without [DONE]"``). With
+  ``terminal_data=None`` (providers without an end marker) a body may end after
+  any complete event.
+
+Fast path: a block that is one ``data:`` line (what every provider sends for
+almost every event) is parsed by the shim directly, yielding exactly what
+sseclient-py would (``tests/test_transport_sse.py`` proves the two agree on
+arbitrary blocks); every other block goes through sseclient-py. This keeps the
+per-event cost near a bare ``split`` plus ``json.loads`` (docs/performance.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from typing import Final, NamedTuple
+
+from sseclient import SSEClient
+
+from dsh_llm.errors import ErrorCode, LlmError
+
+__all__ = ["DONE", "SseDecoder", "SseEvent", "iter_sse", "parse_block_with_sseclient"]
+
+DONE: Final = "[DONE]"
+"""The terminal payload OpenAI-style providers send after the last chunk."""
+
+_BOM: Final = b"\xef\xbb\xbf"
+
+
+class SseEvent(NamedTuple):
+    """One dispatched event. A plain named tuple: it is created once per event on
+    the hot path."""
+
+    data: str
+    """The data buffer (several ``data`` lines joined with ``\\n``), or ``""`` for
+    a block that carried only an ``error`` field."""
+    event: str = "message"
+    """The event type (``message`` unless an ``event`` field said otherwise)."""
+    id: str | None = None
+    """The last event id seen so far on this stream (kept across events)."""
+    retry: int | None = None
+    """The ``retry`` field of this block, when it was all ASCII digits."""
+    error: str | None = None
+    """The value of an ``error`` field in this block (old llama.cpp), if any."""
+
+
+_new_event = tuple.__new__
+"""Builds an ``SseEvent`` from a full 5-tuple (the hot path skips the
+named-tuple constructor's argument handling)."""
+
+CommentCallback = Callable[[str], object]
+"""Receives each comment's text."""
+
+
+def parse_block_with_sseclient(
+    block: bytes,
+) -> tuple[str, str, str | None, str | None] | None:
+    """Parse one complete, LF-normalised event block (without its blank line) with
+    sseclient-py; return ``(data, event, id, retry)`` or ``None`` when the block
+    dispatches nothing (no ``data`` field)."""
+    payload = block.decode("utf-8", "replace").encode("utf-8") + b"\n\n"
+    for event in SSEClient(iter((payload,))).events():
+        return (event.data, event.event, event.id, event.retry)
+    return None
+
+
+class SseDecoder:
+    """Incremental SSE decoder: bytes in (``feed``), events out.
+
+    Args:
+        on_comment: Called with each comment's text (optional).
+        terminal_data: The payload that ends the stream (default ``[DONE]``), or
+            ``None`` when the provider has no end marker.
+        provider: Display name used in error messages.
+    """
+
+    __slots__ = (
+        "_bom_pending",
+        "_buf",
+        "_last_id",
+        "_on_comment",
+        "_provider",
+        "_skip_lf",
+        "_terminal",
+        "terminated",
+    )
+
+    def __init__(
+        self,
+        *,
+        on_comment: CommentCallback | None = None,
+        terminal_data: str | None = DONE,
+        provider: str = "SSE",
+    ) -> None:
+        self._on_comment = on_comment
+        self._terminal = terminal_data
+        self._provider = provider
+        self._buf = b""
+        self._bom_pending: bytes | None = b""
+        self._skip_lf = False
+        self._last_id: str | None = None
+        self.terminated = False
+        """Whether the terminal event has been dispatched."""
+
+    def feed(self, data: bytes) -> list[SseEvent]:
+        """Feed the next bytes as they arrived; return the events they complete.
+
+        After the terminal event, nothing more is parsed (later bytes are ignored).
+        """
+        if self.terminated or not data:
+            return []
+        if self._bom_pending is not None:
+            head = self._bom_pending + data
+            if len(head) < 3 and _BOM.startswith(head):
+                self._bom_pending = head
+                return []
+            self._bom_pending = None
+            data = head[3:] if head.startswith(_BOM) else head
+        if self._skip_lf:
+            self._skip_lf = False
+            if data[:1] == b"\n":
+                data = data[1:]
+        if b"\r" in data:
+            # A CR that ends this read may be the first half of a CRLF.
+            self._skip_lf = data[-1:] == b"\r"
+            data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        buf = self._buf
+        # A blank line may straddle the old buffer's end and the new data.
+        if b"\n\n" not in data and not (buf[-1:] == b"\n" and data[:1] == b"\n"):
+            self._buf = buf + data
+            return []
+        parts = (buf + data).split(b"\n\n")
+        self._buf = parts.pop()
+        return self._dispatch(parts)
+
+    def _dispatch(self, parts: list[bytes]) -> list[SseEvent]:
+        events: list[SseEvent] = []
+        terminal = self._terminal
+        for block in parts:
+            if block[:1] == b"\n":
+                block = block.lstrip(b"\n")
+            if not block:
+                continue
+            if block[:5] == b"data:" and b"\n" not in block:
+                value = block[5:]
+                if value[:1] == b" ":
+                    value = value[1:]
+                event = _new_event(
+                    SseEvent,
+                    (
+                        value.decode("utf-8", "replace"),
+                        "message",
+                        self._last_id,
+                        None,
+                        None,
+                    ),
+                )
+            else:
+                parsed = self._parse(block)
+                if parsed is None:
+                    continue
+                event = parsed
+            events.append(event)
+            if (
+                terminal is not None
+                and len(event.data) < 64
+                and event.data.strip() == terminal
+            ):
+                self.terminated = True
+                break
+        return events
+
+    def _parse(self, block: bytes) -> SseEvent | None:
+        error: str | None = None
+        has_data = False
+        for line in block.split(b"\n"):
+            if line[:1] == b":":
+                if self._on_comment is not None:
+                    text = line[1:].decode("utf-8", "replace")
+                    self._on_comment(text[1:] if text[:1] == " " else text)
+            elif line == b"error" or line[:6] == b"error:":
+                value = line[6:]
+                error = (value[1:] if value[:1] == b" " else value).decode(
+                    "utf-8", "replace"
+                )
+            elif line == b"data" or line[:5] == b"data:":
+                has_data = True
+        parsed = parse_block_with_sseclient(block) if has_data else None
+        if parsed is not None:
+            data, kind, event_id, retry_text = parsed
+            if event_id is not None and "\x00" not in event_id:
+                self._last_id = event_id
+            retry = (
+                int(retry_text)
+                if retry_text and retry_text.isascii() and retry_text.isdigit()
+                else None
+            )
+            return SseEvent(data, kind or "message", self._last_id, retry, error)
+        if error is not None:
+            return SseEvent("", "error", self._last_id, None, error)
+        return None
+
+    def close(self) -> list[SseEvent]:
+        """Signal the end of the body; return a final event or raise.
+
+        Returns the terminal event when the body ended with a complete
+        ``data: <terminal>`` line but no blank line; otherwise nothing.
+
+        Raises:
+            LlmError: ``STREAM_CLOSED`` when an unterminated event remains.
+        """
+        if self.terminated:
+            return []
+        tail = self._buf
+        self._buf = b""
+        if self._bom_pending:
+            tail = self._bom_pending + tail
+            self._bom_pending = None
+        tail = tail.lstrip(b"\n")
+        if not tail:
+            return []
+        complete, _, partial = tail.rpartition(b"\n")
+        lines = complete.split(b"\n") if complete else []
+        if partial and not partial.startswith(b":"):
+            raise self._truncated()
+        if all(line[:1] == b":" for line in lines):
+            return []
+        if self._terminal is not None and not partial:
+            parsed = parse_block_with_sseclient(complete)
+            if parsed is not None and parsed[0].strip() == self._terminal:
+                self.terminated = True
+                return [SseEvent(parsed[0], parsed[1] or "message", self._last_id)]
+        raise self._truncated()
+
+    def _truncated(self) -> LlmError:
+        if self._terminal is None:
+            message = f"{self._provider} SSE stream ended inside an unterminated event"
+        else:
+            message = (
+                f"{self._provider} SSE stream ended without {self._terminal} "
+                "(inside an unterminated event)"
+            )
+        return LlmError(message, ErrorCode.STREAM_CLOSED)
+
+
+def iter_sse(
+    chunks: Iterable[bytes],
+    *,
+    on_comment: CommentCallback | None = None,
+    terminal_data: str | None = DONE,
+    provider: str = "SSE",
+) -> Iterator[SseEvent]:
+    """Yield the events of an SSE body given as byte chunks (reads as they came).
+
+    Stops after yielding the event whose data is ``terminal_data``.
+
+    Raises:
+        LlmError: ``STREAM_CLOSED`` when the bytes end inside an event, or end
+            without the terminal event when ``terminal_data`` is set.
+    """
+    decoder = SseDecoder(
+        on_comment=on_comment, terminal_data=terminal_data, provider=provider
+    )
+    for data in chunks:
+        events = decoder.feed(data)
+        if events:
+            yield from events
+            if decoder.terminated:
+                return
+    yield from decoder.close()
+    if terminal_data is not None and not decoder.terminated:
+        raise LlmError(
+            f"{provider} SSE stream ended without {terminal_data}",
+            ErrorCode.STREAM_CLOSED,
+        )

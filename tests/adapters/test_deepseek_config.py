@@ -1,0 +1,421 @@
+"""DeepSeek configuration, catalog and plugin (SPEC 8.1; items 74-80, 82)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import dsh_llm
+import dsh_llm.adapters
+from dsh_llm.adapter import LlmProviderInfo
+from dsh_llm.adapters import deepseek_plugin
+from dsh_llm.adapters.deepseek import (
+    DEFAULT_MODELS,
+    PROVIDER_ROUTE,
+    PUBLIC_BASE_URL,
+    DeepSeekAdapter,
+    DeepSeekConfig,
+    DeepSeekConnectionOptions,
+    DeepSeekModel,
+    resolve_adapter_options,
+)
+from dsh_llm.errors import ErrorCode, LlmError
+from dsh_llm.plugins import PluginContext, PluginLoadError, load_composition
+from dsh_llm.protocol import GenerateOptions, LlmCallConfig, create_user_message
+from dsh_llm.retry import DEFAULT_RETRY_POLICY, NormalRetryPolicy, resolve_retry_policy
+from dsh_llm.runtime import LlmRuntime
+from dsh_llm.testing import LoopbackServer, Reply, sse_events
+from dsh_llm.validator import validate_stream
+
+from .chat_chunks import FIRST, finish, text
+
+
+def _info(adapter: DeepSeekAdapter, model: str = "deepseek-v4-flash") -> Any:
+    return adapter.resolve_model(PROVIDER_ROUTE, model)
+
+
+# --- catalog and model info -----------------------------------------------------------
+
+
+def test_the_default_catalog_and_resolved_info():
+    with DeepSeekAdapter(environ={}) as adapter:
+        models = adapter.list_models(PROVIDER_ROUTE)
+        assert [(m.id, m.name, m.input_modalities) for m in models] == [
+            ("deepseek-v4-flash", "DeepSeek-V4-Flash", ("text",)),
+            ("deepseek-v4-pro", "DeepSeek-V4-Pro", ("text",)),
+            (
+                "deepseek-v4-flash-vision-exp",
+                "DeepSeek-V4-Flash-Vision-Exp",
+                ("text", "image"),
+            ),
+        ]
+        info = _info(adapter)
+    assert info.context.context_window == 1_000_000
+    assert info.default_max_tokens == 256_000
+    assert [e.id for e in info.reasoning.efforts] == ["off", "low", "high", "max"]
+    assert [e.name for e in info.reasoning.efforts] == ["Off", "Low", "High", "Max"]
+    assert info.reasoning.default_effort == "high"
+    assert adapter.provider_info(PROVIDER_ROUTE) == LlmProviderInfo(
+        id=PROVIDER_ROUTE, name="DeepSeek"
+    )
+
+
+@pytest.mark.parametrize("effort", ["off", "low", "max"])
+def test_a_configured_effort_is_the_default(effort):
+    with DeepSeekAdapter(reasoning_effort=effort, environ={}) as adapter:
+        assert _info(adapter).reasoning.default_effort == effort
+
+
+def test_disabled_thinking_publishes_only_off():
+    with DeepSeekAdapter(
+        thinking="disabled", reasoning_effort="off", environ={}
+    ) as adapter:
+        reasoning = _info(adapter).reasoning
+    assert [e.id for e in reasoning.efforts] == ["off"]
+    assert reasoning.default_effort == "off"
+
+
+@pytest.mark.parametrize("effort", ["low", "high", "max"])
+def test_disabled_thinking_with_another_effort_fails_to_load(effort):
+    with pytest.raises(
+        ValueError, match='only reasoningEffort "off" can be configured'
+    ):
+        resolve_adapter_options(
+            DeepSeekConfig(thinking="disabled", reasoning_effort=effort)
+        )
+
+
+def test_configured_models_are_advertised_but_any_id_resolves():
+    models = [
+        DeepSeekModel(
+            id="m1", context_window=64_000, max_tokens=8_000, description="small"
+        )
+    ]
+    with DeepSeekAdapter(
+        models=models, default_context_window=500_000, max_tokens=9_000, environ={}
+    ) as adapter:
+        assert [
+            (m.id, m.name, m.description) for m in adapter.list_models(PROVIDER_ROUTE)
+        ] == [("m1", "m1", "small")]
+        listed = _info(adapter, "m1")
+        other = _info(adapter, "unlisted")
+    assert (listed.context.context_window, listed.default_max_tokens) == (64_000, 8_000)
+    assert (other.name, other.input_modalities) == ("unlisted", ("text",))
+    assert (other.context.context_window, other.default_max_tokens) == (500_000, 9_000)
+
+
+def test_an_empty_catalog_is_allowed():
+    with DeepSeekAdapter(models=[], environ={}) as adapter:
+        assert adapter.list_models(PROVIDER_ROUTE) == ()
+        assert _info(adapter).context.context_window == 1_000_000
+
+
+@pytest.mark.parametrize(
+    ("model", "message"),
+    [
+        (DeepSeekModel(id=""), "catalog model ids must be non-empty"),
+        (DeepSeekModel(id="a", name=""), 'catalog model "a" has an empty name'),
+        (
+            DeepSeekModel(id="a", context_window=0),
+            "contextWindow must be a positive integer",
+        ),
+        (
+            DeepSeekModel(id="a", context_window=1.5),
+            "contextWindow must be a positive integer",
+        ),  # type: ignore[arg-type]
+        (DeepSeekModel(id="a", max_tokens=0), "maxTokens must be a positive integer"),
+        (DeepSeekModel(id="a", max_tokens=1.5), "maxTokens must be a positive integer"),  # type: ignore[arg-type]
+        (
+            DeepSeekModel(id="a", input_modalities=()),
+            "inputModalities must not be empty",
+        ),
+        (DeepSeekModel(id="a", input_modalities=("audio",)), 'only "text" and "image"'),
+        (
+            DeepSeekModel(id="a", input_modalities=("text", "text")),
+            "must not contain duplicates",
+        ),
+    ],
+)
+def test_catalog_errors_fail_the_load(model, message):
+    with pytest.raises(ValueError, match=message):
+        resolve_adapter_options(DeepSeekConfig(models=(model,)))
+
+
+def test_a_duplicate_catalog_id_fails_the_load():
+    with pytest.raises(ValueError, match='duplicate catalog model "a"'):
+        resolve_adapter_options(
+            DeepSeekConfig(models=(DeepSeekModel(id="a"), DeepSeekModel(id="a")))
+        )
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        (
+            "default_context_window",
+            0,
+            "defaultContextWindow must be a positive integer",
+        ),
+        (
+            "default_context_window",
+            1.5,
+            "defaultContextWindow must be a positive integer",
+        ),
+        ("max_tokens", 0, "maxTokens must be a positive safe integer"),
+        ("max_tokens", 2**53, "maxTokens must be a positive safe integer"),
+        (
+            "stream_idle_timeout_ms",
+            math.inf,
+            "streamIdleTimeoutMs must be a positive finite number no greater than "
+            "2147483647",
+        ),
+        ("stream_idle_timeout_ms", 2_147_483_648, "streamIdleTimeoutMs"),
+        ("stream_idle_timeout_ms", 0, "streamIdleTimeoutMs"),
+        ("stream_keepalive_timeout_ms", -1, "streamKeepaliveTimeoutMs"),
+        ("total_timeout_ms", math.nan, "totalTimeoutMs"),
+        ("pool_maxsize", 0, "poolMaxsize"),
+        ("thinking", "sometimes", "thinking must be"),
+        ("reasoning_effort", "medium", "reasoningEffort must be one of"),
+        ("api_key_env", "", "apiKeyEnv"),
+        ("base_url", "ftp://x", "baseURL must be an http"),
+        ("retry_policy", {"mode": "sometimes"}, "retryPolicy.mode"),
+        (
+            "retry_policy",
+            {"mode": "normal", "maxRetires": 1},
+            'unknown key "maxRetires"',
+        ),
+    ],
+)
+def test_bad_values_fail_the_load_with_a_prefixed_message(field, value, message):
+    with pytest.raises(ValueError, match=f"^llm-deepseek: .*{message}"):
+        resolve_adapter_options(DeepSeekConfig(**{field: value}))
+
+
+def test_the_retry_policy_is_resolved_and_exposed():
+    options = resolve_adapter_options(
+        DeepSeekConfig(retry_policy={"mode": "normal", "maxRetries": 2})
+    )
+    assert options.retry_policy == NormalRetryPolicy(max_retries=2)
+    policy = resolve_retry_policy({"mode": "always"}, "x")
+    with DeepSeekAdapter(retry_policy=policy, environ={}) as adapter:
+        assert adapter.provider_retry_policy(PROVIDER_ROUTE) is policy
+    with DeepSeekAdapter(environ={}) as adapter:
+        assert adapter.provider_retry_policy(PROVIDER_ROUTE) == DEFAULT_RETRY_POLICY
+    with pytest.raises(ValueError, match="retryPolicy must be"):
+        DeepSeekAdapter(retry_policy=42, environ={})  # type: ignore[arg-type]
+
+
+# --- environment ----------------------------------------------------------------------
+
+
+def test_the_base_url_comes_from_config_then_environment_then_public_default():
+    env = {"DEEPSEEK_BASE_URL": "http://gateway.test/"}
+    assert (
+        resolve_adapter_options(DeepSeekConfig(), env).base_url == "http://gateway.test"
+    )
+    assert (
+        resolve_adapter_options(DeepSeekConfig(base_url="https://x.test"), env).base_url
+        == "https://x.test"
+    )
+    assert resolve_adapter_options(DeepSeekConfig(), {}).base_url == PUBLIC_BASE_URL
+    assert (
+        resolve_adapter_options(DeepSeekConfig(), {"DEEPSEEK_BASE_URL": ""}).base_url
+        == PUBLIC_BASE_URL
+    )
+
+
+def test_the_adapter_is_constructible_directly_with_defaults():
+    with DeepSeekAdapter(environ={}) as adapter:
+        assert [m.id for m in adapter.list_models(PROVIDER_ROUTE)] == [
+            m.id for m in DEFAULT_MODELS
+        ]
+
+
+def test_the_repr_never_shows_the_key():
+    with DeepSeekAdapter("sk-very-secret", environ={}) as adapter:
+        assert "sk-very-secret" not in repr(adapter)
+        assert "api_key=***" in repr(adapter)
+    with DeepSeekAdapter(environ={"DEEPSEEK_API_KEY": "sk-env-secret"}) as adapter:
+        assert "sk-env-secret" not in repr(adapter)
+        assert "DEEPSEEK_API_KEY" in repr(adapter)
+
+
+def test_an_explicit_key_no_header_can_carry_fails_at_construction_without_echo():
+    with pytest.raises(LlmError) as caught:
+        DeepSeekAdapter("sk bad\u00e9", environ={})
+    assert caught.value.code == ErrorCode.INVALID_CREDENTIAL
+    assert "sk bad" not in caught.value.message
+
+
+def test_options_are_read_once_per_stream_call():
+    calls: list[int] = []
+    with LoopbackServer() as server:
+        server.enqueue(Reply(body=sse_events([FIRST, text("x"), finish()])))
+        base = resolve_adapter_options(DeepSeekConfig(base_url=server.url))
+
+        def provider() -> DeepSeekConnectionOptions:
+            calls.append(1)
+            return base
+
+        adapter = DeepSeekAdapter.from_options(provider, api_key="k")
+        try:
+            before = len(calls)
+            options = GenerateOptions(
+                provider=PROVIDER_ROUTE,
+                model="m",
+                messages=(create_user_message("hi"),),
+            )
+            list(validate_stream(adapter.stream(options)))
+            assert len(calls) - before == 1
+            prepared = adapter.prepare_call(PROVIDER_ROUTE, "m")
+            before = len(calls)
+            server.enqueue(Reply(body=sse_events([FIRST, text("y"), finish()])))
+            list(validate_stream(prepared.stream(options)))
+            assert len(calls) == before
+        finally:
+            adapter.close()
+
+
+# --- plugin ---------------------------------------------------------------------------
+
+
+def test_the_plugin_registers_the_route_and_unregisters_on_dispose():
+    runtime = LlmRuntime()
+    ctx = PluginContext(runtime, plugin_id="llm-deepseek", environ={})
+    deepseek_plugin.apply(
+        ctx, DeepSeekConfig(retry_policy={"mode": "normal", "maxRetries": 1})
+    )
+    assert runtime.list_providers() == (
+        LlmProviderInfo(id=PROVIDER_ROUTE, name="DeepSeek"),
+    )
+    assert runtime.provider_retry_policy(PROVIDER_ROUTE) == NormalRetryPolicy(
+        max_retries=1
+    )
+    assert len(runtime.list_models(PROVIDER_ROUTE)) == 3
+    ctx.dispose()
+    assert runtime.list_providers() == ()
+
+
+def test_the_plugin_contract_names():
+    assert deepseek_plugin.name == "llm-deepseek"
+    assert deepseek_plugin.inject == ("llm",)
+    assert deepseek_plugin.Config is DeepSeekConfig
+
+
+def test_a_bad_config_registers_nothing():
+    runtime = LlmRuntime()
+    ctx = PluginContext(runtime, plugin_id="llm-deepseek", environ={})
+    with pytest.raises(ValueError, match="streamIdleTimeoutMs"):
+        deepseek_plugin.apply(ctx, DeepSeekConfig(stream_idle_timeout_ms=0))
+    assert runtime.list_providers() == ()
+
+
+def test_keyless_load_keeps_the_catalog_and_requests_fail_missing_credential():
+    runtime = LlmRuntime()
+    ctx = PluginContext(runtime, plugin_id="llm-deepseek", environ={})
+    deepseek_plugin.apply(ctx, None)
+    try:
+        assert len(runtime.list_models(PROVIDER_ROUTE)) == 3
+        options = GenerateOptions(
+            provider=PROVIDER_ROUTE, model="deepseek-v4-flash", messages=()
+        )
+        (chunk,) = list(validate_stream(runtime.stream(options)))
+        assert chunk.reason.failure.code == "MISSING_CREDENTIAL"  # type: ignore[union-attr]
+        assert "DEEPSEEK_API_KEY" in chunk.reason.failure.message  # type: ignore[union-attr]
+    finally:
+        ctx.dispose()
+
+
+def test_a_yaml_composition_boots_and_streams_with_the_env_key(tmp_path: Path):
+    with LoopbackServer() as server:
+        server.enqueue(Reply(body=sse_events([FIRST, text("from yaml"), finish()])))
+        path = tmp_path / "cordis.yml"
+        path.write_text(
+            "- id: llm-deepseek\n"
+            "  name: llm-deepseek\n"
+            "  config:\n"
+            "    baseURL: ${DEEPSEEK_BASE_URL}\n"
+            "    reasoningEffort: max\n"
+            "    streamIdleTimeoutMs: 5000\n"
+            "    models: [{id: deepseek-v4-flash, contextWindow: 128000}]\n"
+        )
+        env = {"DEEPSEEK_BASE_URL": server.url, "DEEPSEEK_API_KEY": "sk-yaml"}
+        with load_composition(path, environ=env) as composition:
+            runtime = composition.runtime
+            assert (
+                runtime.resolve_model_info(
+                    PROVIDER_ROUTE, "deepseek-v4-flash"
+                ).context.context_window
+                == 128_000
+            )  # type: ignore[union-attr]
+            config = runtime.resolve_call_config(
+                LlmCallConfig(provider=PROVIDER_ROUTE, model="deepseek-v4-flash")
+            )
+            options = GenerateOptions(
+                provider=PROVIDER_ROUTE,
+                model="deepseek-v4-flash",
+                messages=(create_user_message("hi"),),
+                reasoning_effort=config.reasoning_effort,
+                max_tokens=config.max_tokens,
+            )
+            chunks = list(validate_stream(runtime.stream(options)))
+        assert chunks[-1].reason.kind == "stop"  # type: ignore[union-attr]
+        (request,) = server.requests
+        assert request.header("authorization") == "Bearer sk-yaml"
+        assert request.json()["reasoning_effort"] == "max"
+        assert server.wait_until_idle()
+
+
+def test_a_yaml_composition_with_a_bad_value_fails_loudly(tmp_path: Path):
+    path = tmp_path / "cordis.yml"
+    path.write_text("- id: ds\n  name: llm-deepseek\n  config: {maxTokens: 0}\n")
+    with pytest.raises(PluginLoadError, match="maxTokens"):
+        load_composition(path, environ={})
+
+
+def test_wire_helpers_stay_off_the_package_roots():
+    for helper in (
+        "build_body",
+        "ChatCompletionsTranslator",
+        "iter_sse",
+        "DONE",
+        "http_error",
+        "StreamingCall",
+    ):
+        assert not hasattr(dsh_llm, helper)
+        assert not hasattr(dsh_llm.adapters, helper)
+
+
+def test_through_the_runtime_a_disabled_deployment_refuses_high_without_a_request():
+    with LoopbackServer() as server:
+        runtime = LlmRuntime()
+        adapter = DeepSeekAdapter(
+            "k", base_url=server.url, thinking="disabled", reasoning_effort="off"
+        )
+        runtime.register_adapter([PROVIDER_ROUTE], adapter)
+        try:
+            options = GenerateOptions(
+                provider=PROVIDER_ROUTE,
+                model="deepseek-v4-flash",
+                messages=(create_user_message("hi"),),
+                reasoning_effort="high",
+            )
+            (chunk,) = list(validate_stream(runtime.stream(options)))
+            assert chunk.reason.failure.code == "UNSUPPORTED_REASONING_EFFORT"  # type: ignore[union-attr]
+            assert server.requests == ()
+            server.enqueue(Reply(body=sse_events([FIRST, text("x"), finish()])))
+            config = runtime.resolve_call_config(
+                LlmCallConfig(provider=PROVIDER_ROUTE, model="deepseek-v4-flash")
+            )
+            assert config.reasoning_effort == "off"
+            list(
+                validate_stream(runtime.stream(options.evolve(reasoning_effort="off")))
+            )
+            body = server.requests[0].json()
+            assert body["thinking"] == {"type": "disabled"}
+            assert "reasoning_effort" not in body
+        finally:
+            adapter.close()

@@ -1,0 +1,222 @@
+"""Provider error reports (dsh_llm.transport.http_errors), SPEC 8.6."""
+
+from __future__ import annotations
+
+import email.utils
+import json
+
+import pytest
+
+from dsh_llm.errors import ErrorCode
+from dsh_llm.transport.http_errors import (
+    error_code,
+    http_error,
+    in_band_failure,
+    parse_error_report,
+    request_id,
+    retry_after_ms,
+)
+
+NOW = 1_800_000_000.0
+
+
+def _body(**error: object) -> bytes:
+    return json.dumps({"error": error}).encode()
+
+
+@pytest.mark.parametrize(
+    ("status", "code"),
+    [
+        (401, "AUTH"),
+        (403, "AUTH"),
+        (429, "RATE_LIMIT"),
+        (400, "INVALID_REQUEST"),
+        (422, "INVALID_REQUEST"),
+        (413, "INVALID_REQUEST"),
+        (402, "QUOTA"),
+        (500, "SERVER"),
+        (503, "SERVER"),
+        (404, "HTTP_404"),
+        (418, "HTTP_418"),
+    ],
+)
+def test_status_maps_to_a_code_with_the_body_message(status, code):
+    error = http_error(
+        status, {}, _body(message=f"failed with {status}"), provider="DeepSeek"
+    )
+    assert (error.code, error.message, error.status) == (
+        code,
+        f"failed with {status}",
+        status,
+    )
+
+
+def test_context_overflow_only_on_400():
+    detail = _body(message="This model's maximum context length is 131072 tokens")
+    assert (
+        http_error(400, {}, detail, provider="DeepSeek").code
+        == "CONTEXT_WINDOW_EXCEEDED"
+    )
+    assert http_error(413, {}, detail, provider="DeepSeek").code == "INVALID_REQUEST"
+    assert (
+        error_code(400, "request too large for model context")
+        == "CONTEXT_WINDOW_EXCEEDED"
+    )
+    assert (
+        error_code(400, "invalid input: temperature exceeds maximum allowed value")
+        == "INVALID_REQUEST"
+    )
+    assert error_code(413, "context_length_exceeded") == "INVALID_REQUEST"
+
+
+def test_quota_beats_rate_limit_but_not_auth():
+    assert error_code(429, "insufficient_quota account credits exhausted") == "QUOTA"
+    assert error_code(429, "request rate limit exceeded") == "RATE_LIMIT"
+    assert error_code(401, "insufficient balance") == "AUTH"
+    assert (
+        http_error(402, {}, _body(message="Insufficient Balance"), provider="D").code
+        == "QUOTA"
+    )
+
+
+def test_bodies_without_a_message_keep_the_status_line():
+    for body in (
+        b'{"error":{"type":"x"}}',
+        b"Bad Gateway",
+        b"",
+        b"[1]",
+        b'{"error":5}',
+    ):
+        error = http_error(502, {}, body, provider="DeepSeek")
+        assert error.message == "DeepSeek API error (HTTP 502)"
+        assert error.code == "SERVER"
+
+
+def test_the_cause_is_the_raw_body_or_the_status():
+    assert (
+        str(http_error(500, {}, b"", provider="DeepSeek").__cause__)
+        == "DeepSeek HTTP 500"
+    )
+    assert str(http_error(500, {}, b"oops", provider="DeepSeek").__cause__) == "oops"
+
+
+def test_retry_after_seconds_and_request_id_are_facts():
+    error = http_error(
+        429,
+        {"Retry-After": "2", "X-Request-Id": "req-429"},
+        _body(message="slow down"),
+        provider="DeepSeek",
+    )
+    assert error.failure.provider_retry_after_ms == 2000
+    assert error.failure.request_id == "req-429"
+
+
+def test_retry_after_http_date_and_deepseek_request_id():
+    date = email.utils.formatdate(NOW + 3, usegmt=True)
+    error = http_error(
+        503,
+        {"retry-after": date, "x-deepseek-request-id": "deepseek-503"},
+        _body(message="come back later"),
+        provider="DeepSeek",
+        now=lambda: NOW,
+    )
+    assert error.failure.provider_retry_after_ms == pytest.approx(3000)
+    assert error.failure.request_id == "deepseek-503"
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "0",
+        "9" * 400,
+        "not-a-date",
+        email.utils.formatdate(0, usegmt=True),
+        "-1",
+        "1.5",
+        "",
+    ],
+)
+def test_unusable_retry_after_values_are_dropped(value):
+    assert retry_after_ms({"retry-after": value}, now=lambda: NOW) is None
+
+
+def test_retry_after_ms_wins_and_must_be_positive():
+    assert retry_after_ms({"retry-after-ms": "1500", "retry-after": "9"}) == 1500
+    assert retry_after_ms({"retry-after-ms": "0", "retry-after": "9"}) == 9000
+    assert retry_after_ms({"retry-after-ms": "abc"}) is None
+    assert retry_after_ms({}) is None
+
+
+def test_request_id_prefers_x_request_id_and_skips_empty():
+    assert request_id({"x-request-id": "", "x-deepseek-request-id": "b"}) == "b"
+    assert request_id({"request-id": "req_1"}) == "req_1"
+    assert request_id({}) is None
+
+
+@pytest.mark.parametrize(
+    ("value", "code", "status"),
+    [
+        (
+            {"error": {"message": "Overloaded", "type": "overloaded_error"}},
+            "SERVER",
+            None,
+        ),
+        (
+            {
+                "error": {
+                    "code": 400,
+                    "message": "the request exceeds the available context size",
+                    "type": "invalid_request_error",
+                }
+            },
+            "CONTEXT_WINDOW_EXCEEDED",
+            400,
+        ),
+        (
+            {"error": {"message": "Rate limit reached", "code": "rate_limit_exceeded"}},
+            "RATE_LIMIT",
+            None,
+        ),
+        (
+            {
+                "error": {
+                    "message": "You exceeded your current quota",
+                    "code": "insufficient_quota",
+                }
+            },
+            "QUOTA",
+            None,
+        ),
+        (
+            {"error": {"message": "bad", "type": "invalid_request_error"}},
+            "INVALID_REQUEST",
+            None,
+        ),
+        ({"error": {"message": "no", "type": "authentication_error"}}, "AUTH", None),
+        ({"object": "error", "message": "boom", "code": 500}, "SERVER", 500),
+        ({"error": "model not found"}, "SERVER", None),
+        (
+            '{"code":503,"message":"Loading model","type":"unavailable_error"}',
+            "SERVER",
+            503,
+        ),
+        ("plain text", "SERVER", None),
+        (
+            [{"error": {"code": 429, "message": "Resource exhausted"}}],
+            "RATE_LIMIT",
+            429,
+        ),
+    ],
+)
+def test_in_band_errors_use_the_same_classifier(value, code, status):
+    failure = in_band_failure(value, provider="DeepSeek")
+    assert (failure.code, failure.status) == (code, status)
+
+
+def test_in_band_error_without_details_names_the_provider():
+    failure = in_band_failure({"error": {}}, provider="DeepSeek")
+    assert failure.message == "DeepSeek stream reported an error"
+    assert failure.code == ErrorCode.SERVER
+    assert parse_error_report({"choices": []}) is None
+    assert parse_error_report("  ") is None
+    assert parse_error_report([]) is None

@@ -1,0 +1,125 @@
+"""The session factory, headers and auth (dsh_llm.transport.session)."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+
+import pytest
+import requests
+
+from dsh_llm.attribution import AppIdentity, attribution_headers
+from dsh_llm.credentials import Secret
+from dsh_llm.testing import LoopbackServer, Reply
+from dsh_llm.transport.session import (
+    BearerAuth,
+    NoAuth,
+    SocketSlot,
+    capture_socket,
+    create_session,
+    stream_headers,
+)
+
+
+def test_stream_headers_carry_attribution_and_ask_for_identity_encoding():
+    headers = stream_headers(extra={"X-Trace": "1", "User-Agent": "spoof"})
+    assert headers["user-agent"] == attribution_headers()["user-agent"]
+    assert headers["accept"] == "text/event-stream"
+    assert headers["accept-encoding"] == "identity"
+    assert headers["content-type"] == "application/json"
+    assert headers["x-trace"] == "1"
+    assert "authorization" not in headers
+
+
+def test_a_white_label_identity_replaces_the_user_agent():
+    identity = AppIdentity(product="acme", version="1.0", url="https://acme.test")
+    assert (
+        stream_headers(identity=identity)["user-agent"]
+        == "acme/1.0 (+https://acme.test)"
+    )
+
+
+def test_bearer_auth_sends_the_key_but_never_shows_it():
+    auth = BearerAuth(Secret("sk-secret"))
+    assert "sk-secret" not in repr(auth)
+    prepared = requests.Request("POST", "http://x.test/", auth=auth).prepare()
+    assert prepared.headers["authorization"] == "Bearer sk-secret"
+    assert (
+        "authorization"
+        not in requests.Request("POST", "http://x.test/", auth=NoAuth())
+        .prepare()
+        .headers
+    )
+    assert repr(NoAuth()) == "NoAuth()"
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, "2"])
+def test_pool_size_must_be_a_positive_int(bad):
+    with pytest.raises(ValueError, match="pool_maxsize"):
+        create_session(pool_maxsize=bad)
+
+
+def test_sessions_never_retry_and_use_the_pool_size():
+    session = create_session(pool_maxsize=3)
+    try:
+        adapter = session.get_adapter("http://x.test/")
+        assert adapter.max_retries.total == 0
+        assert adapter._pool_maxsize == 3  # type: ignore[attr-defined]
+    finally:
+        session.close()
+
+
+def test_interrupting_the_captured_socket_ends_a_wait_for_headers():
+    with LoopbackServer() as server:
+        server.enqueue(Reply(header_delay=None))
+        slot = SocketSlot()
+        session = create_session()
+        result: list[object] = []
+
+        def send() -> None:
+            with capture_socket(slot):
+                try:
+                    session.post(f"{server.url}/", data=b"x", stream=True, timeout=30)
+                except requests.RequestException as exc:
+                    result.append(exc)
+
+        thread = threading.Thread(target=send)
+        thread.start()
+        try:
+            assert server.wait_for_requests(1)
+            deadline = time.monotonic() + 5
+            while slot.sock is None and time.monotonic() < deadline:
+                time.sleep(0.001)
+            assert slot.sock is not None
+            slot.interrupt()
+            thread.join(5)
+            assert not thread.is_alive()
+            assert isinstance(result[0], requests.ConnectionError)
+            assert server.wait_until_idle()
+        finally:
+            session.close()
+
+
+def test_without_capture_nothing_is_attached():
+    with LoopbackServer() as server:
+        server.enqueue(Reply(body=b"ok", framing="length"))
+        slot = SocketSlot()
+        session = create_session()
+        try:
+            session.post(f"{server.url}/", data=b"x", timeout=5).close()
+        finally:
+            session.close()
+        assert slot.sock is None
+
+
+def test_interrupt_before_attach_shuts_the_socket_on_attach():
+    slot = SocketSlot()
+    slot.interrupt()
+    a, b = socket.socketpair()
+    try:
+        slot.attach(a)
+        assert b.recv(1) == b""
+    finally:
+        a.close()
+        b.close()
