@@ -36,6 +36,7 @@ picks the adapter. Contracts callers may rely on:
 
 from __future__ import annotations
 
+import concurrent.futures
 import inspect
 import logging
 import threading
@@ -60,6 +61,12 @@ from dsh_llm.adapter import (
     LlmReasoningEffortInfo,
     LlmResolvedModelInfo,
     PreparedAdapterCall,
+)
+from dsh_llm.aio import (
+    DEFAULT_BATCH_SIZE,
+    DEFAULT_QUEUE_SIZE,
+    AsyncChunkStream,
+    astream,
 )
 from dsh_llm.errors import ErrorCode, HarnessError, LlmError, normalize_llm_failure
 from dsh_llm.protocol import (
@@ -619,6 +626,27 @@ class LlmRuntime:
         """
         _require_options(options)
         return self._stream(options, None)
+
+    def astream(
+        self,
+        options: GenerateOptions,
+        *,
+        executor: concurrent.futures.Executor | None = None,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        queue_size: int = DEFAULT_QUEUE_SIZE,
+    ) -> AsyncChunkStream:
+        """``stream(options)`` as an async iterator driven on a worker thread.
+
+        See ``dsh_llm.aio.astream``: leaving ``async for`` early or cancelling the
+        task aborts the call and closes the adapter's generator on its thread.
+        """
+        return astream(
+            self,
+            options,
+            executor=executor,
+            batch_size=batch_size,
+            queue_size=queue_size,
+        )
 
     def _stream(
         self, options: GenerateOptions, prepared: _PreparedDispatch | None
