@@ -20,8 +20,9 @@ malformed but well-typed stream. Contracts callers may rely on:
   run), and ``replay_state`` drops their per-block entries in step.
 - One assembler serves one stream and one thread.
 
-``collect(chunks)`` assembles a whole stream in one call and raises the failure
-of an ``error``/``aborted`` finish as ``LlmError``.
+``assemble_stream(chunks)`` pushes a whole stream into a fresh assembler and
+closes the stream; ``collect(chunks)`` builds on it and raises the failure of an
+``error``/``aborted`` finish as ``LlmError``.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from dsh_llm.protocol import (
     ContentBlock,
     Finish,
     FinishReason,
+    LlmFailure,
     Message,
     MessageSource,
     PluginSource,
@@ -60,6 +62,7 @@ __all__ = [
     "ASSEMBLER_SOURCE",
     "AssembledResponse",
     "BlockAssembler",
+    "assemble_stream",
     "collect",
     "unreachable_variant",
 ]
@@ -342,6 +345,48 @@ class AssembledResponse:
         return tuple(b for b in self.message.content if isinstance(b, ToolCallBlock))
 
 
+def assemble_stream(
+    chunks: Iterable[StreamChunk],
+) -> tuple[BlockAssembler, FinishReason]:
+    """Push a whole stream into a fresh ``BlockAssembler``.
+
+    The stream is consumed to its end, not validated, and closed (its ``close()``
+    is called when it has one) even when a chunk cannot be assembled, so an
+    adapter's HTTP response is released at once. Exceptions raised by the stream
+    or by ``push`` propagate unchanged.
+
+    Args:
+        chunks: The stream, e.g. ``runtime.stream(options)``.
+
+    Returns:
+        The assembler, and the stream's finish reason: ``assembler.finish`` when
+        a ``finish`` chunk came, otherwise an ``error`` with code
+        ``STREAM_CLOSED`` (a stream cut short is not passed off as a ``stop``).
+    """
+    assembler = BlockAssembler()
+    finished = False
+    iterator = iter(chunks)
+    try:
+        for chunk in iterator:
+            assembler.push(chunk)
+            finished = finished or isinstance(chunk, Finish)
+    finally:
+        # Release the source (an adapter's HTTP response) now, not at garbage
+        # collection, when a chunk could not be assembled.
+        close = getattr(iterator, "close", None)
+        if callable(close):
+            close()
+    if not finished:
+        return assembler, FinishReason.error(
+            LlmFailure(
+                message="stream ended without a finish chunk; its output may be "
+                "truncated",
+                code=ErrorCode.STREAM_CLOSED.value,
+            )
+        )
+    return assembler, assembler.finish
+
+
 def collect(
     chunks: Iterable[StreamChunk], *, source: MessageSource | None = None
 ) -> AssembledResponse:
@@ -364,25 +409,7 @@ def collect(
             ``STREAM_CLOSED`` when the stream ended without a ``finish`` chunk,
             rather than passing a truncated response off as a ``stop``.
     """
-    assembler = BlockAssembler()
-    finished = False
-    iterator = iter(chunks)
-    try:
-        for chunk in iterator:
-            assembler.push(chunk)
-            finished = finished or isinstance(chunk, Finish)
-    finally:
-        # Release the source (an adapter's HTTP response) now, not at garbage
-        # collection, when a chunk could not be assembled.
-        close = getattr(iterator, "close", None)
-        if callable(close):
-            close()
-    if not finished:
-        raise LlmError(
-            "stream ended without a finish chunk; its output may be truncated",
-            ErrorCode.STREAM_CLOSED,
-        )
-    reason = assembler.finish
+    assembler, reason = assemble_stream(chunks)
     if reason.failure is not None:
         raise LlmError.from_failure(reason.failure)
     return AssembledResponse(

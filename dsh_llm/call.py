@@ -31,10 +31,9 @@ from typing import Final
 
 import attrs
 
-from dsh_llm.assembler import BlockAssembler
+from dsh_llm.assembler import assemble_stream
 from dsh_llm.errors import ErrorCode
 from dsh_llm.protocol import (
-    Finish,
     FinishReason,
     GenerateOptions,
     LlmCallConfig,
@@ -185,29 +184,7 @@ def call_with_retry(
 def _attempt(
     stream: Iterable[StreamChunk], config: LlmCallConfig, attempts: int
 ) -> AssembledResult:
-    assembler = BlockAssembler()
-    finished = False
-    iterator = iter(stream)
-    try:
-        for chunk in iterator:
-            assembler.push(chunk)
-            finished = finished or isinstance(chunk, Finish)
-    finally:
-        # Release the adapter's response now if a chunk could not be assembled.
-        close = getattr(iterator, "close", None)
-        if callable(close):
-            close()
-    reason = (
-        assembler.finish
-        if finished
-        else FinishReason.error(
-            LlmFailure(
-                message="stream ended without a finish chunk; its output may be "
-                "truncated",
-                code=ErrorCode.STREAM_CLOSED.value,
-            )
-        )
-    )
+    assembler, reason = assemble_stream(stream)
     blocks = () if reason.is_failure else assembler.blocks()
     message = create_assistant_message(
         blocks,

@@ -64,6 +64,7 @@ __all__ = [
     "PluginConfigError",
     "config_key",
     "interpolate",
+    "quoted",
     "structure_config",
     "value_kind",
 ]
@@ -537,7 +538,7 @@ def _class_factory(cls: Any, conv: BaseConverter) -> Callable[[Any, Any], Any]:
 
 
 def _unknown_key_detail(key: str, known: list[str]) -> str:
-    expected = f"expected one of {_quoted(known)}" if known else "no keys are expected"
+    expected = f"expected one of {quoted(known)}" if known else "no keys are expected"
     guess = next((k for k in known if _squash(k) == _squash(key)), None)
     if guess is None:
         close = difflib.get_close_matches(key, known, n=1, cutoff=0.75)
@@ -658,5 +659,6 @@ def _construction_problem(exc: BaseException, cls: Any, path: str) -> tuple[str,
     return (_join(path, key), f"is invalid: {text}")
 
 
-def _quoted(items: Iterable[str]) -> str:
+def quoted(items: Iterable[str]) -> str:
+    """``items`` as messages list them: each in double quotes, comma-separated."""
     return ", ".join(f'"{item}"' for item in items)

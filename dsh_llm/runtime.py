@@ -25,7 +25,8 @@ picks the adapter. Contracts callers may rely on:
 - Defaults the adapter declares for the model (``default_max_tokens``, a default
   reasoning effort) are written into the options the adapter receives. A
   reasoning effort the model does not offer is refused before the adapter is
-  called (``UNSUPPORTED_REASONING_EFFORT``).
+  called (``UNSUPPORTED_REASONING_EFFORT``). The checks of the adapter's model
+  metadata and the call-config resolution are ``dsh_llm.model_info``'s.
 - Replay state in a message's ``ModelSource`` reaches the adapter only when the
   message's historical route is served by the same adapter instance; otherwise
   the message is passed with its replay state removed (provider, model and id
@@ -48,7 +49,7 @@ from collections.abc import (
     Mapping,
     Sequence,
 )
-from typing import Any, Final, Protocol
+from typing import Final, Protocol
 
 import attrs
 
@@ -56,9 +57,7 @@ from dsh_llm.adapter import (
     LlmAdapter,
     LlmModelContext,
     LlmModelInfo,
-    LlmModelReasoningInfo,
     LlmProviderInfo,
-    LlmReasoningEffortInfo,
     LlmResolvedModelInfo,
     PreparedAdapterCall,
 )
@@ -69,19 +68,23 @@ from dsh_llm.aio import (
     astream,
 )
 from dsh_llm.errors import ErrorCode, HarnessError, LlmError, normalize_llm_failure
+from dsh_llm.model_info import MAX_SAFE_INTEGER as MAX_SAFE_INTEGER
+from dsh_llm.model_info import (
+    AdapterDefaults,
+    adapter_defaults,
+    checked_catalog,
+    checked_model_info,
+    project_text_only,
+    resolve_call_config,
+)
 from dsh_llm.protocol import (
-    ContentBlock,
     Finish,
     FinishReason,
     GenerateOptions,
-    ImageBlock,
     LlmCallConfig,
     Message,
     ModelSource,
     StreamChunk,
-    TextBlock,
-    ToolResultBlock,
-    content_has_image,
 )
 from dsh_llm.retry import (
     DEFAULT_RETRY_POLICY,
@@ -101,9 +104,6 @@ __all__ = [
 ]
 
 _log = logging.getLogger("dsh_llm")
-
-MAX_SAFE_INTEGER: Final = 2**53 - 1
-"""The largest ``default_max_tokens`` an adapter may declare (as in TS)."""
 
 _LISTENER_FAILED: Final = "llm: an llm/adapters-updated listener failed"
 
@@ -127,16 +127,6 @@ class StreamNext(Protocol):
 StreamMiddleware = Callable[[GenerateOptions, StreamNext], Iterable[StreamChunk]]
 """``mw(options, next)`` returning the chunks to give upstream. It may wrap,
 replace or short-circuit ``next()``; what it raises propagates to the consumer."""
-
-
-@attrs.frozen(kw_only=True)
-class AdapterDefaults:
-    """Which call-config fields the adapter filled in rather than the caller."""
-
-    reasoning_effort: bool = False
-    """The model's default reasoning effort was written into the config."""
-    max_tokens: bool = False
-    """The model's ``default_max_tokens`` was written into the config."""
 
 
 @attrs.frozen(kw_only=True)
@@ -480,35 +470,7 @@ class LlmRuntime:
                 str or ``None`` description, or repeats an id.
         """
         route = self._route(provider)
-        listed = route.adapter.list_models(provider)
-        try:
-            entries = tuple(listed)
-        except TypeError as exc:
-            raise _catalog_error(provider) from exc
-        seen: set[str] = set()
-        models: list[LlmModelInfo] = []
-        for entry in entries:
-            if (
-                not isinstance(entry, LlmModelInfo)
-                or entry.provider != provider
-                or not _non_empty_str(entry.id)
-                or not _non_empty_str(entry.name)
-                or not _optional_str(entry.description)
-                or not _modalities_ok(entry.input_modalities)
-                or entry.id in seen
-            ):
-                raise _catalog_error(provider)
-            seen.add(entry.id)
-            models.append(
-                LlmModelInfo(
-                    provider=provider,
-                    id=entry.id,
-                    name=entry.name,
-                    description=entry.description,
-                    input_modalities=entry.input_modalities,
-                )
-            )
-        return tuple(models)
+        return checked_catalog(provider, route.adapter.list_models(provider))
 
     def resolve_model_info(
         self, provider: str, model: str, signal: AbortSignal | None = None
@@ -525,7 +487,7 @@ class LlmRuntime:
         """
         route = self._route(provider)
         resolved = route.adapter.resolve_model(provider, model, signal)
-        return _checked_model_info(provider, model, resolved)
+        return checked_model_info(provider, model, resolved)
 
     def resolve_call_config(
         self, config: LlmCallConfig, signal: AbortSignal | None = None
@@ -545,7 +507,7 @@ class LlmRuntime:
                 model-metadata codes of ``resolve_model_info``.
         """
         info = self.resolve_model_info(config.provider, config.model, signal)
-        return _resolved_config(config, info)
+        return resolve_call_config(config, info)
 
     def prepare_call(
         self, config: LlmCallConfig, signal: AbortSignal | None = None
@@ -563,21 +525,25 @@ class LlmRuntime:
             route.adapter.prepare_call(config.provider, config.model, signal),
             config.provider,
         )
-        model = _checked_model_info(config.provider, config.model, adapter_call.model)
-        resolved = _resolved_config(config, model)
+        model = checked_model_info(config.provider, config.model, adapter_call.model)
+        resolved = resolve_call_config(config, model)
         return PreparedLlmCall(
             self,
             _PreparedDispatch(
                 route=route,
                 config=resolved,
                 model=model,
-                defaults=_adapter_defaults(config, resolved),
+                defaults=adapter_defaults(config, resolved),
                 dispatch=adapter_call.stream,
             ),
         )
 
-    def _route(self, provider: str) -> _Route:
-        route = self._routes.get(provider)
+    def _route(
+        self, provider: str, routes: Mapping[str, _Route] | None = None
+    ) -> _Route:
+        """The route serving ``provider`` in ``routes`` (default: the current
+        table)."""
+        route = (self._routes if routes is None else routes).get(provider)
         if route is None:
             raise LlmError(
                 f'no adapter registered for provider "{provider}"',
@@ -679,20 +645,22 @@ class LlmRuntime:
         self, options: GenerateOptions, prepared: _PreparedDispatch | None
     ) -> Iterator[StreamChunk]:
         try:
+            # One snapshot serves both the lookup and the replay-state owners, so
+            # a concurrent commit cannot mix two tables in one call.
             routes = self._routes
             if prepared is None:
-                route = self._route(options.provider)
+                route = self._route(options.provider, routes)
                 adapter_call = _checked_adapter_call(
                     route.adapter.prepare_call(
                         options.provider, options.model, options.signal
                     ),
                     options.provider,
                 )
-                model = _checked_model_info(
+                model = checked_model_info(
                     options.provider, options.model, adapter_call.model
                 )
                 config = options.call_config()
-                resolved = _resolved_config(config, model)
+                resolved = resolve_call_config(config, model)
                 dispatch = adapter_call.stream
                 if resolved is not config:
                     options = options.evolve(
@@ -710,7 +678,7 @@ class LlmRuntime:
                         "prepared LLM call config changed before adapter dispatch",
                         ErrorCode.INVALID_PREPARED_CALL,
                     )
-            options = _project_images(options, model.input_modalities)
+            options = project_text_only(options, model.input_modalities)
             options = _strip_foreign_replay_state(options, route.adapter, routes)
             iterator = iter(dispatch(options))
         except Exception as exc:
@@ -795,7 +763,8 @@ def _describe_routes(
         if (
             not isinstance(info, LlmProviderInfo)
             or info.id != name
-            or not _non_empty_str(info.name)
+            or not isinstance(info.name, str)
+            or info.name == ""
         ):
             raise LlmError(
                 f'adapter metadata for provider "{name}" must preserve its id and '
@@ -828,28 +797,6 @@ def _code_of(exc: BaseException) -> object:
         return None
 
 
-def _non_empty_str(value: object) -> bool:
-    return isinstance(value, str) and value != ""
-
-
-def _optional_str(value: object) -> bool:
-    return value is None or isinstance(value, str)
-
-
-def _modalities_ok(value: object) -> bool:
-    return value is None or (
-        isinstance(value, tuple) and all(isinstance(item, str) for item in value)
-    )
-
-
-def _catalog_error(provider: str) -> LlmError:
-    return LlmError(
-        "adapter returned invalid or duplicate model metadata for provider "
-        f'"{provider}"',
-        ErrorCode.INVALID_CATALOG,
-    )
-
-
 def _checked_adapter_call(call: object, provider: str) -> PreparedAdapterCall:
     if not isinstance(call, PreparedAdapterCall) or not callable(call.stream):
         raise LlmError(
@@ -858,134 +805,6 @@ def _checked_adapter_call(call: object, provider: str) -> PreparedAdapterCall:
             ErrorCode.INVALID_ADAPTER,
         )
     return call
-
-
-def _checked_model_info(
-    provider: str, model: str, resolved: object
-) -> LlmResolvedModelInfo:
-    """Validate an adapter's model answer and return a detached copy."""
-    where = f'for provider "{provider}" model "{model}"'
-    if (
-        not isinstance(resolved, LlmResolvedModelInfo)
-        or resolved.provider != provider
-        or resolved.id != model
-        or not _non_empty_str(resolved.name)
-        or not _optional_str(resolved.description)
-        or not _modalities_ok(resolved.input_modalities)
-    ):
-        raise LlmError(
-            f"adapter returned invalid exact model metadata {where}",
-            ErrorCode.INVALID_MODEL_INFO,
-        )
-    context = resolved.context
-    if context is not None and (
-        not isinstance(context, LlmModelContext)
-        or type(context.context_window) is not int
-        or context.context_window <= 0
-    ):
-        raise LlmError(
-            f"adapter returned invalid context metadata {where}",
-            ErrorCode.INVALID_MODEL_CONTEXT,
-        )
-    cap = resolved.default_max_tokens
-    if cap is not None and (type(cap) is not int or not 0 < cap <= MAX_SAFE_INTEGER):
-        raise LlmError(
-            f"adapter returned invalid default max_tokens {where}",
-            ErrorCode.INVALID_MODEL_MAX_TOKENS,
-        )
-    return LlmResolvedModelInfo(
-        provider=provider,
-        id=model,
-        name=resolved.name,
-        description=resolved.description,
-        input_modalities=resolved.input_modalities,
-        context=None
-        if context is None
-        else LlmModelContext(context_window=context.context_window),
-        default_max_tokens=cap,
-        reasoning=_checked_reasoning(resolved.reasoning, where),
-    )
-
-
-def _checked_reasoning(value: object, where: str) -> LlmModelReasoningInfo | None:
-    if value is None:
-        return None
-    if (
-        not isinstance(value, LlmModelReasoningInfo)
-        or not isinstance(value.efforts, tuple)
-        or not value.efforts
-    ):
-        raise LlmError(
-            f"adapter returned invalid reasoning metadata {where}",
-            ErrorCode.INVALID_MODEL_REASONING,
-        )
-    seen: set[str] = set()
-    efforts: list[LlmReasoningEffortInfo] = []
-    for effort in value.efforts:
-        if (
-            not isinstance(effort, LlmReasoningEffortInfo)
-            or not _non_empty_str(effort.id)
-            or not _non_empty_str(effort.name)
-            or not _optional_str(effort.description)
-            or effort.id in seen
-        ):
-            raise LlmError(
-                f"adapter returned invalid or duplicate reasoning effort metadata "
-                f"{where}",
-                ErrorCode.INVALID_MODEL_REASONING,
-            )
-        seen.add(effort.id)
-        efforts.append(
-            LlmReasoningEffortInfo(
-                id=effort.id, name=effort.name, description=effort.description
-            )
-        )
-    default = value.default_effort
-    if default is not None and (not isinstance(default, str) or default not in seen):
-        raise LlmError(
-            f"adapter returned an unknown default reasoning effort {where}",
-            ErrorCode.INVALID_MODEL_REASONING,
-        )
-    return LlmModelReasoningInfo(efforts=tuple(efforts), default_effort=default)
-
-
-def _resolved_config(
-    config: LlmCallConfig, info: LlmResolvedModelInfo
-) -> LlmCallConfig:
-    changes: dict[str, Any] = {}
-    if config.max_tokens is None and info.default_max_tokens is not None:
-        changes["max_tokens"] = info.default_max_tokens
-    requested = config.reasoning_effort
-    reasoning = info.reasoning
-    if reasoning is None:
-        if requested is not None:
-            raise _unsupported_effort(config, requested)
-    else:
-        effective = requested if requested is not None else reasoning.default_effort
-        if effective is not None:
-            if all(effort.id != effective for effort in reasoning.efforts):
-                raise _unsupported_effort(config, effective)
-            if effective != requested:
-                changes["reasoning_effort"] = effective
-    return attrs.evolve(config, **changes) if changes else config
-
-
-def _unsupported_effort(config: LlmCallConfig, effort: str) -> LlmError:
-    return LlmError(
-        f'provider "{config.provider}" model "{config.model}" does not support '
-        f'reasoning effort "{effort}"',
-        ErrorCode.UNSUPPORTED_REASONING_EFFORT,
-    )
-
-
-def _adapter_defaults(
-    original: LlmCallConfig, resolved: LlmCallConfig
-) -> AdapterDefaults:
-    return AdapterDefaults(
-        reasoning_effort=original.reasoning_effort is None
-        and resolved.reasoning_effort is not None,
-        max_tokens=original.max_tokens is None and resolved.max_tokens is not None,
-    )
 
 
 def _failure_finish(exc: Exception, signal: AbortSignal | None) -> Finish:
@@ -1013,40 +832,3 @@ def _strip_foreign_replay_state(
                 changed = True
         messages.append(message)
     return options.evolve(messages=tuple(messages)) if changed else options
-
-
-_TEXT_ONLY_IMAGE: Final = (
-    "[image omitted because this model accepts text only; attachment sha256:{}]"
-)
-
-
-def _project_images(
-    options: GenerateOptions, modalities: tuple[str, ...] | None
-) -> GenerateOptions:
-    """Replace every image (nested ones too) with a short text when the model is
-    known to take text only. Messages without images pass by identity."""
-    if modalities is None or "image" in modalities:
-        return options
-    if not any(content_has_image(message.content) for message in options.messages):
-        return options
-    return options.evolve(
-        messages=tuple(
-            attrs.evolve(message, content=_text_only(message.content))
-            if content_has_image(message.content)
-            else message
-            for message in options.messages
-        )
-    )
-
-
-def _text_only(blocks: tuple[ContentBlock, ...]) -> tuple[ContentBlock, ...]:
-    projected: list[ContentBlock] = []
-    for block in blocks:
-        if isinstance(block, ImageBlock):
-            digest = block.attachment.attachment_id.removeprefix("sha256:")[:8]
-            projected.append(TextBlock(text=_TEXT_ONLY_IMAGE.format(digest)))
-        elif isinstance(block, ToolResultBlock) and content_has_image(block.content):
-            projected.append(attrs.evolve(block, content=_text_only(block.content)))
-        else:
-            projected.append(block)
-    return tuple(projected)

@@ -152,8 +152,9 @@ def _show(text: str) -> str:
     return f"{text[:_SHOWN_CHARS]!r}... ({len(text)} chars)"
 
 
-def _chars(count: int) -> str:
-    return "1 char" if count == 1 else f"{count} chars"
+def _count(count: int, noun: str) -> str:
+    """``1 chunk``, ``2 chunks``: a count with its noun in the right number."""
+    return f"1 {noun}" if count == 1 else f"{count} {noun}s"
 
 
 def _first_difference(a: str, b: str) -> int:
@@ -175,16 +176,7 @@ class _Rules(abc.ABC):
     def check(self, chunk: object) -> None:
         """Check the next chunk; raise at a violation."""
         self.position += 1
-        if not isinstance(
-            chunk,
-            BlockStart
-            | TextDelta
-            | ReasoningDelta
-            | ToolCallDelta
-            | BlockEnd
-            | UsageChunk
-            | Finish,
-        ):
+        if not isinstance(chunk, StreamChunk):
             self.fail(
                 f"chunk #{self.position}: not a stream chunk: "
                 f"{type(chunk).__name__} {_show(repr(chunk))}"
@@ -418,8 +410,8 @@ class _StrictRules(_Rules):
         self.violation(
             chunk,
             "block-end differs from deltas",
-            f"its {field} {_show(ended)} ({_chars(len(ended))}) is not the "
-            f"concatenated deltas {_show(streamed)} ({_chars(len(streamed))}), "
+            f"its {field} {_show(ended)} ({_count(len(ended), 'char')}) is not the "
+            f"concatenated deltas {_show(streamed)} ({_count(len(streamed), 'char')}), "
             f"first difference at offset {at}; block-end carries exactly what the "
             "deltas added up to (rule 5)",
         )
@@ -507,10 +499,11 @@ class _StrictRules(_Rules):
         open_note = (
             "" if self.open is None else f" (block {self.open.index} is still open)"
         )
+        count = _count(self.position, "chunk")
         self.fail(
-            f"end of stream after {self.position} chunk(s): finish missing: the "
-            f"stream ended without a finish chunk{open_note}; every stream ends with "
-            "exactly one finish (rule 7)"
+            f"end of stream after {count}: finish missing: the stream ended without "
+            f"a finish chunk{open_note}; every stream ends with exactly one finish "
+            "(rule 7)"
         )
 
 
@@ -565,6 +558,6 @@ class _LenientRules(_Rules):
     def end(self) -> None:
         if not self.finish_position:
             self.fail(
-                f"end of stream after {self.position} chunk(s): ended without a "
-                "terminal finish chunk"
+                f"end of stream after {_count(self.position, 'chunk')}: ended "
+                "without a terminal finish chunk"
             )

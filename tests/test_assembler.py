@@ -1,5 +1,5 @@
 """Tests for dsh_llm.assembler: BlockAssembler (SPEC.md section 6 and checklist
-items 7-14, 22) and collect()."""
+items 7-14, 22), assemble_stream() and collect()."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ from dsh_llm import (
     collect,
     validate_stream,
 )
-from dsh_llm.assembler import ASSEMBLER_SOURCE, unreachable_variant
+from dsh_llm.assembler import ASSEMBLER_SOURCE, assemble_stream, unreachable_variant
 from dsh_llm.protocol import ModelSource, PluginSource
 from tests.strategies import finish_reasons, indexes, token_usages
 from tests.stream_plans import StreamPlan, stream_plans
@@ -640,3 +640,60 @@ def test_collect_over_validate_stream_reports_violations_first():
     with pytest.raises(LlmError) as caught:
         collect(validate_stream(TEXT_STREAM[:-1]))
     assert caught.value.code == ErrorCode.INVARIANT
+
+
+# --- assemble_stream ----------------------------------------------------------
+
+
+class _ClosableChunks:
+    """An iterator (not a generator) that records whether it was closed."""
+
+    def __init__(self, chunks: list[StreamChunk]) -> None:
+        self._chunks = iter(chunks)
+        self.closed = False
+
+    def __iter__(self) -> _ClosableChunks:
+        return self
+
+    def __next__(self) -> StreamChunk:
+        return next(self._chunks)
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def test_assemble_stream_returns_the_assembler_and_the_finish_and_closes_the_source():
+    source = _ClosableChunks(TEXT_STREAM)
+    assembler, reason = assemble_stream(source)
+    assert reason == FinishReason.STOP
+    assert assembler.blocks() == (ReasoningBlock(text="hmm"), TextBlock(text="hello"))
+    assert assembler.usage == USAGE
+    assert source.closed
+
+
+def test_assemble_stream_keeps_a_failure_finish_with_the_partial_output():
+    failure = LlmFailure(message="rate limited", code="RATE_LIMIT", status=429)
+    chunks: list[StreamChunk] = [
+        BlockStart(index=0, block_type="text"),
+        TextDelta(index=0, text="partial"),
+        Finish(reason=FinishReason.error(failure)),
+    ]
+    assembler, reason = assemble_stream(chunks)
+    assert reason == FinishReason.error(failure)
+    assert assembler.blocks() == (TextBlock(text="partial"),)
+
+
+def test_assemble_stream_reports_a_stream_without_finish_as_stream_closed():
+    chunks: list[StreamChunk] = [
+        BlockStart(index=0, block_type="text"),
+        TextDelta(index=0, text="cut"),
+    ]
+    assembler, reason = assemble_stream(chunks)
+    assert reason == FinishReason.error(
+        LlmFailure(
+            message="stream ended without a finish chunk; its output may be truncated",
+            code="STREAM_CLOSED",
+        )
+    )
+    assert assembler.finish == FinishReason.STOP
+    assert assembler.blocks() == (TextBlock(text="cut"),)

@@ -16,7 +16,6 @@ from typing import Any
 import attrs
 import pytest
 
-from dsh_llm.adapter import LlmAdapter
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.plugins import (
     PLUGIN_GROUP,
@@ -28,29 +27,12 @@ from dsh_llm.plugins import (
     load_composition,
     resolve_plugin,
 )
-from dsh_llm.protocol import (
-    Finish,
-    FinishReason,
-    GenerateOptions,
-    StreamChunk,
-    TokenUsage,
-    UsageChunk,
-)
-from dsh_llm.runtime import LlmRuntime, StreamNext
+from dsh_llm.runtime import LlmRuntime
+from tests.runtime_adapters import Quiet
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLE = REPO / "examples" / "my_llm_adapter.py"
 DOCS = REPO / "docs" / "plugins.md"
-
-DONE: tuple[StreamChunk, ...] = (
-    UsageChunk(usage=TokenUsage.unknown()),
-    Finish(reason=FinishReason.STOP),
-)
-
-
-class Quiet(LlmAdapter):
-    def stream(self, options: GenerateOptions) -> Iterator[StreamChunk]:
-        yield from DONE
 
 
 @attrs.frozen(kw_only=True)
@@ -720,88 +702,6 @@ def test_dispose_runs_plugins_and_their_effects_in_reverse(
     assert "b disposer failed" in caplog.text
     composition.dispose()
     assert len(order) == 7
-
-
-def test_registrations_are_disposed_with_their_plugin_scope() -> None:
-    runtime = LlmRuntime()
-    ctx = PluginContext(runtime, plugin_id="scoped")
-    handle = ctx.llm.register_adapter(["scoped-model"], Quiet())
-    events: list[int] = []
-    ctx.llm.on_adapters_updated(lambda: events.append(1))
-    calls: list[str] = []
-
-    def middleware(opts: GenerateOptions, next_: StreamNext) -> Iterator[StreamChunk]:
-        calls.append(opts.provider)
-        return next_()
-
-    ctx.llm.use(middleware)
-    assert [p.id for p in runtime.list_providers()] == ["scoped-model"]
-    list(
-        runtime.stream(GenerateOptions(provider="scoped-model", model="m", messages=()))
-    )
-    assert calls == ["scoped-model"]
-    ctx.dispose()
-    assert handle.disposed
-    assert runtime.list_providers() == ()
-    assert events == []  # the listener went before the registration
-    list(runtime.stream(GenerateOptions(provider="x", model="m", messages=())))
-    assert calls == ["scoped-model"]
-    assert ctx.disposed
-    assert "disposed" in repr(ctx)
-
-
-def test_a_disposed_context_refuses_new_registrations_and_effects() -> None:
-    runtime = LlmRuntime()
-    ctx = PluginContext(runtime, plugin_id="gone")
-    ctx.dispose()
-    actions: list[Callable[[], object]] = [
-        lambda: ctx.llm.register_adapter(["r"], Quiet()),
-        lambda: ctx.llm.use(lambda opts, next_: next_()),
-        lambda: ctx.llm.on_adapters_updated(lambda: None),
-        lambda: ctx.effect(lambda: None),
-    ]
-    for action in actions:
-        with pytest.raises(LlmError) as caught:
-            action()
-        assert caught.value.code == ErrorCode.REGISTRATION_DISPOSED
-    assert runtime.list_providers() == ()
-
-
-def test_an_effect_can_be_run_early_and_then_does_not_run_again() -> None:
-    ctx = PluginContext(LlmRuntime(), plugin_id="p")
-    runs: list[int] = []
-    run_now = ctx.effect(lambda: runs.append(1))
-    run_now()
-    run_now()
-    ctx.dispose()
-    assert runs == [1]
-    with pytest.raises(TypeError):
-        PluginContext(LlmRuntime(), plugin_id="q").effect(42)  # type: ignore[arg-type]
-
-
-def test_a_plugin_disposing_its_own_registration_is_fine_on_dispose() -> None:
-    runtime = LlmRuntime()
-    ctx = PluginContext(runtime, plugin_id="p")
-    handle = ctx.llm.register_adapter(["r"], Quiet())
-    handle.dispose()
-    ctx.dispose()
-    assert runtime.list_providers() == ()
-
-
-def test_ctx_get_refuses_unknown_services_and_delegates_queries() -> None:
-    runtime = LlmRuntime()
-    runtime.register_adapter(["r"], Quiet())
-    ctx = PluginContext(runtime, plugin_id="p", services={"agents": 1})
-    assert ctx.get("agents") == 1
-    assert ctx.get("llm") is ctx.llm
-    with pytest.raises(LlmError, match='no service "sessions"'):
-        ctx.get("sessions")
-    assert ctx.llm.list_providers() == runtime.list_providers()
-    assert ctx.llm.list_models("r") == ()
-    assert ctx.llm.provider_retry_policy("r") == runtime.provider_retry_policy("r")
-    assert ctx.llm.resolve_model_info("r", "m").name == "m"
-    stream = ctx.llm.stream(GenerateOptions(provider="r", model="m", messages=()))
-    assert list(stream) == list(DONE)
 
 
 # --- docs/plugins.md stays true ---------------------------------------------------

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import math
 import threading
 import types
 from collections.abc import Callable, Iterable, Iterator
@@ -16,7 +15,6 @@ from dsh_llm import LlmRuntime as ExportedRuntime
 from dsh_llm.adapter import (
     LlmAdapter,
     LlmModelContext,
-    LlmModelInfo,
     LlmModelReasoningInfo,
     LlmProviderInfo,
     LlmReasoningEffortInfo,
@@ -31,8 +29,6 @@ from dsh_llm.protocol import (
     Finish,
     FinishReason,
     GenerateOptions,
-    ImageBlock,
-    ImageRef,
     LlmCallConfig,
     LlmFailure,
     Message,
@@ -50,46 +46,13 @@ from dsh_llm.protocol import (
 from dsh_llm.retry import DEFAULT_RETRY_POLICY, resolve_retry_policy
 from dsh_llm.runtime import AdapterDefaults, LlmRuntime, StreamNext
 from dsh_llm.signal import AbortController, AbortSignal
-
-SCRIPT: tuple[StreamChunk, ...] = (
-    BlockStart(index=0, block_type="text"),
-    TextDelta(index=0, text="hi"),
-    BlockEnd(index=0, block=TextBlock(text="hi")),
-    UsageChunk(usage=TokenUsage(input_tokens=1, output_tokens=1)),
-    Finish(reason=FinishReason.STOP),
+from tests.runtime_adapters import (
+    EFFORTS,
+    SCRIPT,
+    ModelAdapter,
+    ScriptedAdapter,
+    image_block,
 )
-
-
-class ScriptedAdapter(LlmAdapter):
-    """Streams a fixed script and records every options it was given."""
-
-    def __init__(self, script: Iterable[StreamChunk] = SCRIPT) -> None:
-        self.script = tuple(script)
-        self.seen: list[GenerateOptions] = []
-
-    @property
-    def last(self) -> GenerateOptions:
-        return self.seen[-1]
-
-    def stream(self, options: GenerateOptions) -> Iterator[StreamChunk]:
-        self.seen.append(options)
-        yield from self.script
-
-
-class ModelAdapter(ScriptedAdapter):
-    """Answers resolve_model with a fixed LlmResolvedModelInfo per model id."""
-
-    def __init__(self, **by_model: Any) -> None:
-        super().__init__()
-        self.by_model = by_model
-        self.resolutions = 0
-
-    def resolve_model(
-        self, provider: str, model: str, signal: AbortSignal | None = None
-    ) -> LlmResolvedModelInfo:
-        self.resolutions += 1
-        extra = self.by_model.get(model, {})
-        return LlmResolvedModelInfo(provider=provider, id=model, name=model, **extra)
 
 
 class RaisingAdapter(LlmAdapter):
@@ -117,12 +80,6 @@ def only_finish(chunks: list[StreamChunk]) -> Finish:
     assert len(finishes) == 1
     assert chunks[-1] is finishes[0]
     return finishes[0]
-
-
-EFFORTS = (
-    LlmReasoningEffortInfo(id="standard", name="Standard"),
-    LlmReasoningEffortInfo(id="ultra", name="Ultra", description="Largest budget"),
-)
 
 
 # --- routing and registration -----------------------------------------------------
@@ -204,6 +161,15 @@ def test_dispose_removes_the_routes_and_is_idempotent() -> None:
     handle.dispose()
     assert handle.disposed
     assert not handle.providers
+    assert runtime.list_providers() == ()
+
+
+def test_a_route_listed_twice_is_refused_as_already_registered() -> None:
+    runtime = LlmRuntime()
+    with pytest.raises(LlmError) as caught:
+        runtime.register_adapter(["first", "first"], ScriptedAdapter())
+    assert caught.value.code == ErrorCode.DUPLICATE_ADAPTER
+    assert "already registered" in caught.value.message
     assert runtime.list_providers() == ()
 
 
@@ -325,36 +291,6 @@ def test_provider_metadata_that_raises_is_reported_as_invalid_adapter() -> None:
 # --- metadata ---------------------------------------------------------------------
 
 
-class CatalogAdapter(ScriptedAdapter):
-    def __init__(self, info: Any, models: Any) -> None:
-        super().__init__()
-        self.info = info
-        self.models = models
-
-    def provider_info(self, provider: str) -> Any:
-        return self.info
-
-    def list_models(self, provider: str) -> Any:
-        return self.models
-
-
-def test_provider_and_model_metadata_come_back_as_detached_values() -> None:
-    runtime = LlmRuntime()
-    model = LlmModelInfo(
-        provider="catalog", id="fast", name="Fast", description="Low latency"
-    )
-    runtime.register_adapter(
-        ["catalog"],
-        CatalogAdapter(LlmProviderInfo(id="catalog", name="Catalog Provider"), [model]),
-    )
-    assert runtime.list_providers() == (
-        LlmProviderInfo(id="catalog", name="Catalog Provider"),
-    )
-    models = runtime.list_models("catalog")
-    assert models == (model,)
-    assert isinstance(models, tuple)
-
-
 def test_defaults_name_the_route_and_advertise_no_models() -> None:
     runtime = LlmRuntime()
     runtime.register_adapter(["plain"], ScriptedAdapter())
@@ -376,189 +312,6 @@ def test_defaults_name_the_route_and_advertise_no_models() -> None:
         assert caught.value.code == ErrorCode.NO_ADAPTER
 
 
-@pytest.mark.parametrize(
-    "entry",
-    [
-        {"provider": "other", "id": "m", "name": "M"},
-        {"provider": "route", "id": "", "name": "M"},
-        {"provider": "route", "id": 1, "name": "M"},
-        {"provider": "route", "id": "m", "name": ""},
-        {"provider": "route", "id": "m", "name": 1},
-        {"provider": "route", "id": "m", "name": "M", "description": 1},
-        {"provider": "route", "id": "m", "name": "M", "input_modalities": (1,)},
-        "not-a-model",
-    ],
-)
-def test_bad_catalog_entries_raise_invalid_catalog(entry: Any) -> None:
-    bad = LlmModelInfo(**entry) if isinstance(entry, dict) else entry
-    runtime = LlmRuntime()
-    runtime.register_adapter(
-        ["route"], CatalogAdapter(LlmProviderInfo(id="route", name="R"), [bad])
-    )
-    with pytest.raises(LlmError) as caught:
-        runtime.list_models("route")
-    assert caught.value.code == ErrorCode.INVALID_CATALOG
-
-
-def test_duplicate_catalog_ids_and_non_iterables_raise_invalid_catalog() -> None:
-    runtime = LlmRuntime()
-    same = LlmModelInfo(provider="route", id="same", name="Same")
-    runtime.register_adapter(
-        ["route"], CatalogAdapter(LlmProviderInfo(id="route", name="R"), [same, same])
-    )
-    runtime.register_adapter(
-        ["other"], CatalogAdapter(LlmProviderInfo(id="other", name="O"), 42)
-    )
-    for provider in ("route", "other"):
-        with pytest.raises(LlmError) as caught:
-            runtime.list_models(provider)
-        assert caught.value.code == ErrorCode.INVALID_CATALOG
-
-
-class FixedModel(ScriptedAdapter):
-    def __init__(self, resolved: Any) -> None:
-        super().__init__()
-        self.resolved = resolved
-
-    def resolve_model(
-        self, provider: str, model: str, signal: AbortSignal | None = None
-    ) -> Any:
-        return self.resolved
-
-
-@pytest.mark.parametrize(
-    "changes",
-    [
-        {"provider": 1},
-        {"provider": "other"},
-        {"id": 1},
-        {"id": "other"},
-        {"name": 1},
-        {"name": ""},
-        {"description": 1},
-    ],
-)
-def test_invalid_exact_model_metadata_raises_invalid_model_info(
-    changes: dict[str, Any],
-) -> None:
-    values = {"provider": "route", "id": "model", "name": "Model", **changes}
-    runtime = LlmRuntime()
-    runtime.register_adapter(["route"], FixedModel(LlmResolvedModelInfo(**values)))
-    with pytest.raises(LlmError) as caught:
-        runtime.resolve_model_info("route", "model")
-    assert caught.value.code == ErrorCode.INVALID_MODEL_INFO
-
-
-def test_model_info_that_is_not_a_resolved_model_info_is_refused() -> None:
-    runtime = LlmRuntime()
-    runtime.register_adapter(["route"], FixedModel({"provider": "route"}))
-    with pytest.raises(LlmError) as caught:
-        runtime.resolve_model_info("route", "model")
-    assert caught.value.code == ErrorCode.INVALID_MODEL_INFO
-
-
-def test_modalities_survive_exact_model_resolution() -> None:
-    runtime = LlmRuntime()
-    resolved = LlmResolvedModelInfo(
-        provider="route", id="model", name="Model", input_modalities=["text", "image"]
-    )
-    runtime.register_adapter(["route"], FixedModel(resolved))
-    assert runtime.resolve_model_info("route", "model").input_modalities == (
-        "text",
-        "image",
-    )
-
-
-def test_context_resolves_independently_of_the_catalog() -> None:
-    runtime = LlmRuntime()
-    adapter = ModelAdapter(unlisted={"context": LlmModelContext(context_window=32_000)})
-    runtime.register_adapter(["route"], adapter)
-    resolved = runtime.resolve_model_info("route", "unlisted")
-    assert resolved.context == LlmModelContext(context_window=32_000)
-    assert runtime.list_models("route") == ()
-    assert runtime.resolve_model_info("route", "other").context is None
-
-
-@pytest.mark.parametrize("window", [0, -1, 1.5, math.nan, True])
-def test_invalid_context_windows_raise_invalid_model_context(window: Any) -> None:
-    runtime = LlmRuntime()
-    runtime.register_adapter(
-        ["route"],
-        ModelAdapter(model={"context": LlmModelContext(context_window=window)}),
-    )
-    with pytest.raises(LlmError) as caught:
-        runtime.resolve_model_info("route", "model")
-    assert caught.value.code == ErrorCode.INVALID_MODEL_CONTEXT
-
-
-@pytest.mark.parametrize(
-    "reasoning",
-    [
-        LlmModelReasoningInfo(efforts=()),
-        LlmModelReasoningInfo(efforts=(LlmReasoningEffortInfo(id="", name="Empty"),)),
-        LlmModelReasoningInfo(efforts=(LlmReasoningEffortInfo(id="ok", name=""),)),
-        LlmModelReasoningInfo(
-            efforts=(LlmReasoningEffortInfo(id="ok", name="Ok", description=1),)  # type: ignore[arg-type]
-        ),
-        LlmModelReasoningInfo(
-            efforts=(
-                LlmReasoningEffortInfo(id="same", name="One"),
-                LlmReasoningEffortInfo(id="same", name="Two"),
-            )
-        ),
-        LlmModelReasoningInfo(
-            efforts=(LlmReasoningEffortInfo(id="ok", name="Ok"),),
-            default_effort="other",
-        ),
-    ],
-    ids=["empty", "empty-id", "empty-name", "bad-description", "duplicate", "default"],
-)
-def test_invalid_reasoning_metadata_raises_invalid_model_reasoning(
-    reasoning: LlmModelReasoningInfo,
-) -> None:
-    runtime = LlmRuntime()
-    runtime.register_adapter(["route"], ModelAdapter(model={"reasoning": reasoning}))
-    with pytest.raises(LlmError) as caught:
-        runtime.resolve_model_info("route", "model")
-    assert caught.value.code == ErrorCode.INVALID_MODEL_REASONING
-
-
-def test_reasoning_default_is_materialised_and_unchanged_configs_kept() -> None:
-    runtime = LlmRuntime()
-    reasoning = LlmModelReasoningInfo(efforts=EFFORTS, default_effort="standard")
-    runtime.register_adapter(
-        ["route"],
-        ModelAdapter(
-            model={"reasoning": reasoning},
-            provider_default={"reasoning": LlmModelReasoningInfo(efforts=EFFORTS[:1])},
-        ),
-    )
-    assert runtime.resolve_model_info("route", "model").reasoning == reasoning
-    assert runtime.resolve_call_config(
-        LlmCallConfig(provider="route", model="model")
-    ) == LlmCallConfig(provider="route", model="model", reasoning_effort="standard")
-    explicit = LlmCallConfig(provider="route", model="model", reasoning_effort="ultra")
-    assert runtime.resolve_call_config(explicit) is explicit
-    provider_default = LlmCallConfig(provider="route", model="provider_default")
-    assert runtime.resolve_call_config(provider_default) is provider_default
-
-
-def test_unsupported_reasoning_efforts_are_refused_without_clamping() -> None:
-    runtime = LlmRuntime()
-    adapter = ModelAdapter(
-        model={"reasoning": LlmModelReasoningInfo(efforts=EFFORTS[1:])}
-    )
-    runtime.register_adapter(["route"], adapter)
-    for model in ("model", "plain"):
-        config = LlmCallConfig(
-            provider="route", model=model, reasoning_effort="standard"
-        )
-        with pytest.raises(LlmError) as caught:
-            runtime.resolve_call_config(config)
-        assert caught.value.code == ErrorCode.UNSUPPORTED_REASONING_EFFORT
-        assert '"standard"' in caught.value.message
-
-
 def test_unsupported_effort_ends_the_stream_before_the_adapter_is_called() -> None:
     runtime = LlmRuntime()
     adapter = ModelAdapter()
@@ -568,31 +321,6 @@ def test_unsupported_effort_ends_the_stream_before_the_adapter_is_called() -> No
     assert finish.reason.failure is not None
     assert finish.reason.failure.code == ErrorCode.UNSUPPORTED_REASONING_EFFORT
     assert adapter.seen == []
-
-
-def test_default_max_tokens_is_materialised_and_an_explicit_cap_kept() -> None:
-    runtime = LlmRuntime()
-    runtime.register_adapter(
-        ["route"], ModelAdapter(model={"default_max_tokens": 256_000})
-    )
-    assert runtime.resolve_model_info("route", "model").default_max_tokens == 256_000
-    assert runtime.resolve_call_config(
-        LlmCallConfig(provider="route", model="model")
-    ) == LlmCallConfig(provider="route", model="model", max_tokens=256_000)
-    prepared = runtime.prepare_call(LlmCallConfig(provider="route", model="model"))
-    assert prepared.adapter_defaults == AdapterDefaults(max_tokens=True)
-    explicit = LlmCallConfig(provider="route", model="model", max_tokens=8192)
-    assert runtime.resolve_call_config(explicit) is explicit
-    assert runtime.prepare_call(explicit).adapter_defaults == AdapterDefaults()
-
-
-@pytest.mark.parametrize("cap", [0, 1.5, 2**53, -3, True])
-def test_invalid_default_max_tokens_raise_invalid_model_max_tokens(cap: Any) -> None:
-    runtime = LlmRuntime()
-    runtime.register_adapter(["route"], ModelAdapter(model={"default_max_tokens": cap}))
-    with pytest.raises(LlmError) as caught:
-        runtime.resolve_model_info("route", "model")
-    assert caught.value.code == ErrorCode.INVALID_MODEL_MAX_TOKENS
 
 
 def test_materialised_defaults_reach_the_adapter_in_its_options() -> None:
@@ -775,6 +503,38 @@ def test_prepared_dispatch_uses_the_generation_captured_by_prepare_call() -> Non
     assert prepared.input_modalities == ("text",)
     drain(prepared.stream(options()))
     assert dispatched == ["first"]
+
+
+def test_the_callers_signal_reaches_adapter_prepare_call_in_both_paths() -> None:
+    received: list[AbortSignal | None] = []
+
+    class Recording(ScriptedAdapter):
+        def prepare_call(
+            self, provider: str, model: str, signal: AbortSignal | None = None
+        ) -> PreparedAdapterCall:
+            received.append(signal)
+            return super().prepare_call(provider, model, signal)
+
+    runtime = LlmRuntime()
+    runtime.register_adapter(["route"], Recording())
+    streamed, prepared = AbortController(), AbortController()
+    drain(runtime.stream(options(signal=streamed.signal)))
+    runtime.prepare_call(LlmCallConfig(provider="route", model="m"), prepared.signal)
+    assert received == [streamed.signal, prepared.signal]
+
+
+def test_a_prepared_call_strips_foreign_replay_state_too() -> None:
+    runtime = LlmRuntime()
+    runtime.register_adapter(["historical"], ScriptedAdapter())
+    target = ScriptedAdapter()
+    runtime.register_adapter(["target", "own"], target)
+    foreign, own = _historical("historical"), _historical("own")
+    prepared = runtime.prepare_call(LlmCallConfig(provider="target", model="model"))
+    drain(prepared.stream(options("target", messages=(foreign, own))))
+    sent = target.last.messages
+    assert sent[0].source == ModelSource(provider="historical", model="old-model")
+    assert sent[0].id == foreign.id
+    assert sent[1] is own
 
 
 def test_prepare_call_answer_that_is_not_a_prepared_adapter_call_is_refused() -> None:
@@ -1182,15 +942,7 @@ def test_images_are_projected_to_text_after_the_middleware_saw_them() -> None:
     runtime = LlmRuntime()
     adapter = ModelAdapter(**{"text-only": {"input_modalities": ("text",)}})
     runtime.register_adapter(["route"], adapter)
-    image = ImageBlock(
-        attachment=ImageRef(
-            attachment_id="sha256:" + "a" * 64,
-            media_type="image/png",
-            bytes=3,
-            width=1,
-            height=1,
-        )
-    )
+    image = image_block("a")
     nested = ToolResultBlock(tool_call_id=CallId("call-1"), content=(image,))
     message = create_user_message([image, nested])
     plain = create_user_message("no image")

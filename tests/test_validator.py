@@ -361,11 +361,15 @@ STRICT_VIOLATIONS: dict[str, tuple[list[StreamChunk], tuple[str, ...]]] = {
     ),
     "finish missing": (
         [*text_block(0, "a"), USAGE],
-        ("end of stream after 4 chunk(s): finish missing", "rule 7"),
+        ("end of stream after 4 chunks: finish missing", "rule 7"),
     ),
     "finish missing on an empty stream": (
         [],
-        ("end of stream after 0 chunk(s): finish missing",),
+        ("end of stream after 0 chunks: finish missing",),
+    ),
+    "finish missing after one chunk": (
+        [USAGE],
+        ("end of stream after 1 chunk: finish missing",),
     ),
     "finish missing with a block open": (
         [start(0), text(0, "a")],
@@ -482,6 +486,10 @@ LENIENT_VIOLATIONS: dict[str, tuple[list[StreamChunk], str]] = {
         "chunk #2 (usage): emitted usage after terminal finish",
     ),
     "no finish": ([], "ended without a terminal finish chunk"),
+    "no finish after one chunk": (
+        [USAGE],
+        "end of stream after 1 chunk: ended without a terminal finish chunk",
+    ),
     "delta after block-end": (
         [*text_block(0, "a"), text(0, "b")],
         "requires an open text block, got None",
