@@ -3,36 +3,45 @@
 DeepSeek and the OpenAI-compatible servers (OpenAI, vLLM, llama.cpp, Ollama
 ``/v1``, LM Studio, OpenRouter) send the same request and the same SSE stream with
 small differences. Those differences are a ``WireProfile``; a provider adapter is
-a profile plus its own config, not a copy of this code.
+a profile plus its own config, not a copy of this code. Every stream quirk those
+servers are known for is handled here, for all of them: a quirk one server shows
+is harmless to read on another, so only request-side differences are switches.
 
-This module owns three pure pieces and one driver:
+This module owns:
 
 - ``build_messages``/``build_body``: ``GenerateOptions`` to the request body.
   Key order: ``model``, ``messages``, ``stream``, ``stream_options``, the
   provider's extra keys (DeepSeek: ``thinking``, ``reasoning_effort``), ``tools``,
-  ``tool_choice``, ``temperature``, ``max_tokens``, ``stop``; an optional field is
-  omitted, never ``null``. Messages follow SPEC 8.3: the system prompt first;
+  ``tool_choice``, ``temperature``, the output cap (``max_tokens`` or the
+  profile's spelling, e.g. ``max_completion_tokens``), ``stop``; an optional field
+  is omitted, never ``null``. Messages follow SPEC 8.3: the system prompt first;
   assistant ``content`` is the joined text or ``""`` (never ``null``); the joined
   reasoning goes back in the profile's passback field whenever the turn had
   reasoning or tool calls (``""`` included: DeepSeek rejects tool turns without
-  it); tool results become ``tool`` messages (``"(no output)"`` when empty) after
-  the user text; blocks a chat message cannot carry are skipped as in TS; any
-  image raises ``UNSUPPORTED_CONTENT``. ``tool_choice``: ``None`` omitted,
+  it), and not at all without a passback field; tool results become ``tool``
+  messages (``"(no output)"`` when empty) after the user text; blocks a chat
+  message cannot carry are skipped as in TS; any image raises
+  ``UNSUPPORTED_CONTENT``. ``tool_choice``: ``None`` omitted,
   ``"auto"``/``"none"``/``"required"`` as strings, a tool name as
   ``{"type": "function", "function": {"name": ...}}``; with no tools it is omitted
   (no tool can be called either way).
 - ``ChatCompletionsTranslator``: a state machine fed one decoded payload at a time
   (``feed``), the end marker (``done``) or an ``error:`` SSE field
   (``feed_error_field``); it returns chunks in the strict order of DESIGN.md
-  section 2 (see its docstring).
-- ``map_usage``: wire usage to disjoint ``TokenUsage``.
+  section 2 (see its docstring for every quirk it absorbs).
+- ``map_usage``: wire usage to disjoint ``TokenUsage``; ``map_finish_reason``;
+  ``refine_failure``: the one OpenAI 429 that is not a rate limit.
 - ``stream_chat_completions``: runs a ``StreamingCall`` through the SSE shim and
   the translator, pausing the watchdog while the consumer holds a chunk.
+
+What the adapters share around the wire (base class, credentials, the call
+itself) is ``dsh_llm.adapters._chat_adapter``.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, Final
@@ -69,6 +78,7 @@ from dsh_llm.transport.sse import DONE, CommentCallback, SseDecoder, SseEvent
 __all__ = [
     "EMPTY_RESPONSE_MESSAGE",
     "NO_OUTPUT",
+    "REFUSAL_CODE",
     "ChatCompletionsTranslator",
     "WireProfile",
     "build_body",
@@ -77,6 +87,7 @@ __all__ = [
     "encode_body",
     "map_finish_reason",
     "map_usage",
+    "refine_failure",
     "stream_chat_completions",
     "tool_choice_wire",
 ]
@@ -85,6 +96,9 @@ NO_OUTPUT: Final = "(no output)"
 """The content sent for a tool result without text (the wire needs some)."""
 EMPTY_RESPONSE_MESSAGE: Final = "model returned a completed response with no content"
 """The message of the ``EMPTY_RESPONSE`` finish (SPEC 3.7)."""
+REFUSAL_CODE: Final = "REFUSAL"
+"""The code of the ``error`` finish after a ``delta.refusal`` (the upper-cased
+finish-reason rule: Anthropic's ``refusal`` stop reason gives the same code)."""
 
 
 @attrs.frozen(kw_only=True)
@@ -93,14 +107,18 @@ class WireProfile:
 
     provider: str
     """Display name used in messages, e.g. ``"DeepSeek"``."""
-    reasoning_fields: tuple[str, ...] = ("reasoning_content",)
+    reasoning_fields: tuple[str, ...] = ("reasoning_content", "reasoning")
     """Delta fields read as reasoning, in order; the first non-empty one wins
-    (vLLM and Ollama ``/v1`` say ``reasoning``)."""
+    (DeepSeek, llama.cpp and old vLLM say ``reasoning_content``; vLLM since
+    0.11 and Ollama ``/v1`` say ``reasoning``)."""
     reasoning_passback_field: str | None = "reasoning_content"
     """Assistant-message field that carries reasoning back, or ``None`` to never
     send it."""
     include_usage: bool = True
     """Send ``stream_options: {"include_usage": true}`` (some servers reject it)."""
+    max_tokens_field: str = "max_tokens"
+    """The output-cap field the server reads (OpenAI's reasoning models want
+    ``max_completion_tokens``)."""
 
 
 # --- request ----------------------------------------------------------------------
@@ -229,7 +247,7 @@ def build_body(
     if options.temperature is not None:
         body["temperature"] = options.temperature
     if max_tokens is not None:
-        body["max_tokens"] = max_tokens
+        body[profile.max_tokens_field] = max_tokens
     if options.stop is not None:
         body["stop"] = list(options.stop)
     return body
@@ -330,9 +348,33 @@ def map_finish_reason(wire: str | None, *, tool_calls: bool) -> FinishReason:
     )
 
 
+_REQUEST_TOO_LARGE: Final = re.compile(r"\brequest too large\b", re.IGNORECASE)
+
+
+def refine_failure(failure: LlmFailure) -> LlmFailure:
+    """``failure``, reclassified where chat-completions servers mislead.
+
+    OpenAI answers a single request larger than the account's tokens-per-minute
+    limit with a 429 whose code says ``rate_limit_exceeded`` and whose message
+    starts "Request too large for ...": retrying the same request can never
+    succeed, so it is ``INVALID_REQUEST``, not ``RATE_LIMIT``
+    (WIRE_FORMATS.md section 2). Everything else is returned unchanged (the same
+    object).
+    """
+    if failure.code == ErrorCode.RATE_LIMIT and _REQUEST_TOO_LARGE.search(
+        failure.message
+    ):
+        return attrs.evolve(failure, code=ErrorCode.INVALID_REQUEST.value)
+    return failure
+
+
 _TEXT: Final = "text"
 _REASONING: Final = "reasoning"
 _TOOL: Final = "tool-call"
+_REFUSAL: Final = "refusal"
+"""A refusal streams as a text block of its own, never merged with content."""
+_LEGACY_KEY: Final = "function_call"
+"""The key of the one call a legacy ``function_call`` stream can hold."""
 
 
 _new = object.__new__
@@ -365,7 +407,7 @@ def _tool_delta(segment: _Segment, fragment: str) -> ToolCallDelta:
 
 
 class _Segment:
-    """One block to be: text, reasoning, or one tool call."""
+    """One block to be: text, refusal text, reasoning, or one tool call."""
 
     __slots__ = ("call_id", "index", "key", "kind", "name", "parts")
 
@@ -397,24 +439,60 @@ class ChatCompletionsTranslator:
       reasoning arriving while a call is open, are buffered, because a call can
       still receive fragments until the provider ends the response: closing it
       early could lose them. A call is complete when its wire index is reused
-      with a new id (llama.cpp numbers parallel calls 0, 0, 0) or at the end; the
-      next buffered segment is then flushed (one delta holding what was buffered)
-      and, if it can still grow, stays open and streams live.
-    - A call that received no argument text ends with ``"{}"`` (one ``"{}"``
-      delta is emitted so block-end equals the deltas). A call's name is its first
-      non-empty name (servers that repeat it on every delta are not concatenated);
-      its id the first non-empty id; deltas carry both once known.
+      with a new id or at the end; the next buffered segment is then flushed (one
+      delta holding what was buffered) and, if it can still grow, stays open and
+      streams live.
     - At the end: block-ends in order, one ``usage`` (``TokenUsage.unknown()``
-      when the provider reported none; the last non-null report wins), then the
-      ``finish`` (``map_finish_reason``); a ``stop`` with no block at all is the
-      ``EMPTY_RESPONSE`` error finish unless ``empty_response_as_stop``.
+      when the provider reported none; the last non-null report wins, whether it
+      rode on a choice chunk, on a ``choices: []`` chunk, or on every chunk as
+      running totals), then the ``finish`` (``map_finish_reason``). A ``stop``
+      with no block at all is the ``EMPTY_RESPONSE`` error finish unless
+      ``empty_response_as_stop``; an end marker with no block and no finish
+      reason at all is ``EMPTY_RESPONSE`` even then (vLLM swallows an early error
+      into a bare ``[DONE]``).
     - An error the provider reports inside the stream (a payload with an
-      ``error`` key, or an ``error:`` field) is data: it ends the response with
-      one ``error`` finish classified like an HTTP error
-      (``dsh_llm.transport.http_errors.in_band_failure``), after the usage chunk
-      when a usage was reported, leaving the partial blocks open (their content
-      must be discarded). Nothing is raised, so the runtime shows this one finish.
-    - Only choice 0 is read; other choices (``n > 1``) are ignored.
+      ``error`` key, a flat ``{"object": "error", ...}`` (vLLM before 0.10.1), or
+      an ``error:`` field (llama.cpp before September 2025); string or integer
+      ``code``) is data: it ends the response with one ``error`` finish classified
+      like an HTTP error (``dsh_llm.transport.http_errors.in_band_failure``, then
+      ``refine_failure``), after the usage chunk when a usage was reported,
+      leaving the partial blocks open (their content must be discarded). Nothing
+      is raised, so the runtime shows this one finish.
+
+    Quirks absorbed, whichever server sends them (WIRE_FORMATS.md 2, 4.2, 5):
+
+    - Tool calls are keyed by ``tool_calls[].index``. A call's id is its first
+      non-empty id and its name its first non-empty name: a server that repeats
+      both on every fragment (llama.cpp) or sends ``id: ""`` on continuations
+      (vLLM) does not start a new call or concatenate the name. A new non-empty id
+      on an index already in use starts a new call (Ollama and vLLM parsers number
+      parallel calls 0, 0, 0). A fragment without ``index`` continues the last
+      call unless it brings a new id. A whole call in one delta (Ollama ``/v1``)
+      is one call; arguments sent as a JSON object are re-serialised. A call that
+      received no argument text ends with ``"{}"`` (one ``"{}"`` delta is
+      emitted so block-end equals the deltas); deltas carry id and name once
+      known.
+    - The deprecated ``function_call`` delta is ignored once the response has
+      used ``tool_calls`` (servers mirror one call in both); when a response
+      uses only ``function_call``, it is the response's one tool call, with the
+      id ``call_<response id>`` (``call_function_call`` without a response id),
+      since the legacy field carries none. A ``finish_reason`` of
+      ``function_call`` is a ``tool-calls`` finish.
+    - Reasoning is read from each of ``profile.reasoning_fields``, first
+      non-empty wins. ``<think>`` tags left in ``content`` (reasoning parser
+      off) stay text: the translator never guesses at markup.
+    - ``delta.refusal`` (OpenAI, with structured outputs) streams as a text
+      block of its own, and the finish becomes an ``error`` with code
+      ``REFUSAL`` (``"model stopped: refusal"``) unless it already is
+      ``max-tokens`` or an error: the text is kept and the caller can tell a
+      refusal from an answer by code.
+    - Only choice 0 is read (a choice without ``index`` counts as 0): the
+      protocol has one message, and ``n`` is never sent, so other choices
+      (``n > 1`` from a proxy or a server default) are ignored, not mixed in.
+    - Unknown top-level fields (``obfuscation``, ``timings``, ``service_tier``,
+      vLLM's ``token_ids``...) are ignored. llama.cpp's ``timings`` are
+      performance statistics that duplicate ``usage``, with no place in the
+      protocol and nothing a replay needs, so they are not kept.
 
     Raises (from ``feed``): ``LlmError`` ``MALFORMED_RESPONSE`` for a payload that
     is not a JSON object or has fields of the wrong type.
@@ -430,6 +508,11 @@ class ChatCompletionsTranslator:
     ) -> None:
         self._profile = profile
         self._empty_as_stop = empty_response_as_stop
+        self._text_fields: tuple[tuple[str, str], ...] = (
+            *((field, _REASONING) for field in profile.reasoning_fields),
+            ("content", _TEXT),
+            ("refusal", _REFUSAL),
+        )
         self._next_index = 0
         self._active: _Segment | None = None
         self._pending: deque[_Segment] = deque()
@@ -437,6 +520,8 @@ class ChatCompletionsTranslator:
         self._last_call: _Segment | None = None
         self._auto_keys = 0
         self._tool_blocks = 0
+        self._native_calls = False
+        self._refused = False
         self._finish_reason: str | None = None
         self._usage: Mapping[str, Any] | None = None
         self.finished = False
@@ -489,10 +574,13 @@ class ChatCompletionsTranslator:
                 if delta:
                     if type(delta) is not dict:
                         raise self._malformed("a delta that is not an object")
-                    self._delta(delta, out)
+                    self._delta(delta, payload, out)
                 reason = choice.get("finish_reason")
                 if reason and type(reason) is str:
                     self._finish_reason = reason
+        elif payload.get("object") == "error":
+            self._fail(in_band_failure(payload, provider=self._profile.provider), out)
+            return
         usage = payload.get("usage")
         if usage and type(usage) is dict:
             self._usage = usage
@@ -520,7 +608,15 @@ class ChatCompletionsTranslator:
         reason = map_finish_reason(
             self._finish_reason, tool_calls=self._tool_blocks > 0
         )
-        if reason.kind == "stop" and self._next_index == 0 and not self._empty_as_stop:
+        if self._refused and reason.kind in ("stop", "tool-calls"):
+            reason = FinishReason.error(
+                LlmFailure(message="model stopped: refusal", code=REFUSAL_CODE)
+            )
+        if (
+            reason.kind == "stop"
+            and self._next_index == 0
+            and (self._finish_reason is None or not self._empty_as_stop)
+        ):
             reason = FinishReason.error(
                 LlmFailure(message=EMPTY_RESPONSE_MESSAGE, code=EMPTY_RESPONSE_CODE)
             )
@@ -530,27 +626,36 @@ class ChatCompletionsTranslator:
 
     # -- deltas -----------------------------------------------------------------------
 
-    def _delta(self, delta: dict[str, Any], out: list[StreamChunk]) -> None:
-        for field in self._profile.reasoning_fields:
-            reasoning = delta.get(field)
-            if reasoning:
-                if type(reasoning) is not str:
-                    raise self._malformed(f"a {field} that is not a string")
-                self._text_fragment(_REASONING, reasoning, out)
-                break
-        content = delta.get("content")
-        if content:
-            if type(content) is not str:
-                raise self._malformed("a content that is not a string")
-            self._text_fragment(_TEXT, content, out)
+    def _delta(
+        self, delta: dict[str, Any], payload: dict[str, Any], out: list[StreamChunk]
+    ) -> None:
+        reasoned = False
+        for field, kind in self._text_fields:
+            text = delta.get(field)
+            if not text:
+                continue
+            if type(text) is not str:
+                raise self._malformed(f"a {field} that is not a string")
+            if kind is _REASONING:
+                if reasoned:
+                    continue
+                reasoned = True
+            elif kind is _REFUSAL:
+                self._refused = True
+            self._text_fragment(kind, text, out)
         calls = delta.get("tool_calls")
         if calls:
             if type(calls) is not list:
                 raise self._malformed("a tool_calls field that is not a list")
+            self._native_calls = True
             for call in calls:
                 if type(call) is not dict:
                     raise self._malformed("a tool call that is not an object")
                 self._tool_fragment(call, out)
+        elif not self._native_calls:
+            legacy = delta.get("function_call")
+            if legacy:
+                self._legacy_call(legacy, payload.get("id"), out)
 
     def _text_fragment(self, kind: str, text: str, out: list[StreamChunk]) -> None:
         active = self._active
@@ -558,7 +663,9 @@ class ChatCompletionsTranslator:
             active.parts.append(text)
             out.append(
                 _delta_chunk(
-                    TextDelta if kind is _TEXT else ReasoningDelta, active.index, text
+                    ReasoningDelta if kind is _REASONING else TextDelta,
+                    active.index,
+                    text,
                 )
             )
             return
@@ -575,24 +682,54 @@ class ChatCompletionsTranslator:
         segment.parts.append(text)
         self._open(segment, out)
 
+    def _function_parts(self, function: object) -> tuple[object, str]:
+        """A wire ``function`` object's name and argument text."""
+        if function is None:
+            return None, ""
+        if type(function) is not dict:
+            raise self._malformed("a tool call function that is not an object")
+        arguments = function.get("arguments")
+        if arguments is None:
+            return function.get("name"), ""
+        if type(arguments) is str:
+            return function.get("name"), arguments
+        # A server that sends arguments as an object (SPEC 3.3): re-stringify.
+        return function.get("name"), json.dumps(
+            arguments, ensure_ascii=False, separators=(",", ":")
+        )
+
     def _tool_fragment(self, call: dict[str, Any], out: list[StreamChunk]) -> None:
         key = call.get("index")
         new_id = call.get("id")
         new_id = new_id if type(new_id) is str and new_id else None
-        function = call.get("function")
-        if function is not None and type(function) is not dict:
-            raise self._malformed("a tool call function that is not an object")
-        name = function.get("name") if function else None
-        arguments = function.get("arguments") if function else None
-        if arguments is None:
-            fragment = ""
-        elif type(arguments) is str:
-            fragment = arguments
-        else:
-            # A server that sends arguments as an object (SPEC 3.3): re-stringify.
-            fragment = json.dumps(arguments, ensure_ascii=False, separators=(",", ":"))
+        name, fragment = self._function_parts(call.get("function"))
         if type(key) is not int:
             key = self._key_without_index(new_id)
+        self._call_fragment(key, new_id, name, fragment, out)
+
+    def _legacy_call(
+        self, function: object, response_id: object, out: list[StreamChunk]
+    ) -> None:
+        if type(function) is not dict:
+            raise self._malformed("a function_call that is not an object")
+        name, fragment = self._function_parts(function)
+        new_id = None
+        if _LEGACY_KEY not in self._calls:
+            new_id = (
+                f"call_{response_id}"
+                if type(response_id) is str and response_id
+                else "call_function_call"
+            )
+        self._call_fragment(_LEGACY_KEY, new_id, name, fragment, out)
+
+    def _call_fragment(
+        self,
+        key: object,
+        new_id: str | None,
+        name: object,
+        fragment: str,
+        out: list[StreamChunk],
+    ) -> None:
         segment = self._calls.get(key)
         if (
             segment is not None
@@ -644,16 +781,18 @@ class ChatCompletionsTranslator:
         self._next_index += 1
         self._active = segment
         kind = segment.kind
-        out.append(BlockStart(index=segment.index, block_type=kind))
         text = "".join(segment.parts)
         segment.parts = [text]
         if kind is _TOOL:
             self._tool_blocks += 1
+            out.append(BlockStart(index=segment.index, block_type=_TOOL))
             out.append(_tool_delta(segment, text))
-        elif kind is _TEXT:
-            out.append(TextDelta(index=segment.index, text=text))
-        else:
+        elif kind is _REASONING:
+            out.append(BlockStart(index=segment.index, block_type=_REASONING))
             out.append(ReasoningDelta(index=segment.index, text=text))
+        else:
+            out.append(BlockStart(index=segment.index, block_type=_TEXT))
+            out.append(TextDelta(index=segment.index, text=text))
 
     def _close_active(self, out: list[StreamChunk]) -> None:
         segment = self._active
@@ -671,10 +810,10 @@ class ChatCompletionsTranslator:
                 name=segment.name or "",
                 arguments=text,
             )
-        elif segment.kind is _TEXT:
-            block = TextBlock(text=text)
-        else:
+        elif segment.kind is _REASONING:
             block = ReasoningBlock(text=text)
+        else:
+            block = TextBlock(text=text)
         out.append(BlockEnd(index=segment.index, block=block))
 
     def _advance(self, out: list[StreamChunk]) -> None:
@@ -694,7 +833,7 @@ class ChatCompletionsTranslator:
     def _fail(self, failure: LlmFailure, out: list[StreamChunk]) -> None:
         if self._usage is not None and self._active is None:
             out.append(UsageChunk(usage=map_usage(self._usage)))
-        out.append(Finish(reason=FinishReason.error(failure)))
+        out.append(Finish(reason=FinishReason.error(refine_failure(failure))))
         self.finished = True
 
     def _malformed(self, what: str) -> LlmError:
@@ -716,13 +855,20 @@ def stream_chat_completions(
     """Send ``call``, decode its SSE body and yield the translator's chunks.
 
     The response is closed when the generator ends, fails or is closed early.
-    Failures while reading are classified by ``call.failure`` (SPEC 8.7).
+    Failures while reading are classified by ``call.failure`` (SPEC 8.7); an HTTP
+    error goes through ``refine_failure``.
 
     Raises:
         LlmError: from the request (status, transport, abort) or while streaming.
     """
     try:
-        call.open()
+        try:
+            call.open()
+        except LlmError as rejected:
+            refined = refine_failure(rejected.failure)
+            if refined is rejected.failure:
+                raise
+            raise LlmError.from_failure(refined, cause=rejected.__cause__) from rejected
         decoder = SseDecoder(
             on_comment=on_comment, terminal_data=DONE, provider=call.provider
         )

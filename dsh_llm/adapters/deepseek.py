@@ -40,7 +40,8 @@ Contracts callers may rely on:
 - **Stream**: the shared translator's strict order; usage mapped disjointly; a
   blockless ``stop`` is ``EMPTY_RESPONSE`` unless ``empty_response_as_stop``.
   Failures follow SPEC 8.6/8.7 (see ``dsh_llm.transport``).
-- ``close()`` (or ``with``) closes the adapter's connection pool.
+- ``close()`` (or ``with``) closes the adapter's connection pool
+  (``ChatCompletionsAdapter``).
 """
 
 from __future__ import annotations
@@ -53,23 +54,20 @@ from typing import Any, Final, Literal
 import attrs
 
 from dsh_llm.adapter import (
-    LlmAdapter,
-    LlmModelContext,
-    LlmModelInfo,
     LlmModelReasoningInfo,
-    LlmProviderInfo,
     LlmReasoningEffortInfo,
     LlmResolvedModelInfo,
     PreparedAdapterCall,
 )
-from dsh_llm.adapters._openai_wire import (
-    ChatCompletionsTranslator,
-    WireProfile,
-    build_body,
-    encode_body,
-    stream_chat_completions,
+from dsh_llm.adapters._chat_adapter import (
+    ChatCompletionsAdapter,
+    api_key_from_environ,
+    explicit_api_key,
+    resolved_model_info,
+    stream_completion,
 )
-from dsh_llm.credentials import Secret, assert_usable_api_key
+from dsh_llm.adapters._openai_wire import WireProfile, build_body
+from dsh_llm.credentials import Secret
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import GenerateOptions, StreamChunk, content_has_image
 from dsh_llm.retry import (
@@ -79,10 +77,8 @@ from dsh_llm.retry import (
     resolve_retry_policy,
 )
 from dsh_llm.signal import AbortSignal
-from dsh_llm.transport.call import StreamingCall
 from dsh_llm.transport.session import (
     DEFAULT_POOL_MAXSIZE,
-    BearerAuth,
     create_session,
     stream_headers,
 )
@@ -446,18 +442,12 @@ def _model_info(
         reasoning = LlmModelReasoningInfo(
             efforts=_EFFORT_INFOS, default_effort=snapshot.reasoning_effort or "high"
         )
-    return LlmResolvedModelInfo(
-        provider=provider,
-        id=model,
-        name=(entry.name or entry.id) if entry else model,
-        description=entry.description if entry else None,
-        # An unlisted id is treated as text-only: claiming image input without
-        # knowing would let a host store input the endpoint rejects.
-        input_modalities=entry.input_modalities if entry else ("text",),
-        context=LlmModelContext(
-            context_window=(entry.context_window if entry else None)
-            or snapshot.default_context_window
-        ),
+    return resolved_model_info(
+        provider,
+        model,
+        entry,
+        context_window=(entry.context_window if entry else None)
+        or snapshot.default_context_window,
         default_max_tokens=(entry.max_tokens if entry else None) or snapshot.max_tokens,
         reasoning=reasoning,
     )
@@ -467,7 +457,7 @@ OptionsProvider = Callable[[], DeepSeekConnectionOptions]
 """Returns the current options; called once per stream call."""
 
 
-class DeepSeekAdapter(LlmAdapter):
+class DeepSeekAdapter(ChatCompletionsAdapter):
     """Streams DeepSeek chat completions (see the module docstring).
 
     Args:
@@ -565,40 +555,15 @@ class DeepSeekAdapter(LlmAdapter):
         environ: Mapping[str, str],
     ) -> None:
         self._options = options
+        self._profile = DEEPSEEK_PROFILE
         self._environ = environ
-        if api_key is None:
-            self._api_key: Secret | None = None
-        else:
-            raw = api_key.reveal() if isinstance(api_key, Secret) else api_key
-            if not isinstance(raw, str):
-                raise TypeError(
-                    f"api_key must be a str or Secret, got {type(api_key).__name__}"
-                )
-            self._api_key = Secret(assert_usable_api_key(raw, _PACKAGE, "api_key"))
+        self._api_key = explicit_api_key(api_key, package=_PACKAGE)
         self._session = create_session(pool_maxsize=options().pool_maxsize)
 
     # -- metadata --------------------------------------------------------------------
 
-    def provider_info(self, provider: str) -> LlmProviderInfo:
-        """``{id: provider, name: "DeepSeek"}``."""
-        return LlmProviderInfo(id=provider, name=DISPLAY_NAME)
-
-    def provider_retry_policy(self, provider: str) -> RetryPolicy:
-        """The configured retry policy."""
-        return self._options().retry_policy
-
-    def list_models(self, provider: str) -> tuple[LlmModelInfo, ...]:
-        """The advertised catalog."""
-        return tuple(
-            LlmModelInfo(
-                provider=provider,
-                id=entry.id,
-                name=entry.name or entry.id,
-                description=entry.description,
-                input_modalities=entry.input_modalities,
-            )
-            for entry in self._options().models
-        )
+    def _snapshot(self) -> DeepSeekConnectionOptions:
+        return self._options()
 
     def resolve_model(
         self, provider: str, model: str, signal: AbortSignal | None = None
@@ -660,23 +625,16 @@ class DeepSeekAdapter(LlmAdapter):
             routing["x-deepseek-harness-session-id"] = options.session_id
         if options.purpose == "compaction":
             routing["x-deepseek-harness-compact"] = "1"
-        call = StreamingCall(
+        yield from stream_completion(
             self._session,
-            url=f"{snapshot.base_url}/chat/completions",
-            body=encode_body(body, provider=DISPLAY_NAME),
+            snapshot,
+            profile=DEEPSEEK_PROFILE,
+            base_url=snapshot.base_url,
+            body=body,
             headers=stream_headers(extra=routing),
-            auth=BearerAuth(key),
-            provider=DISPLAY_NAME,
-            endpoint=snapshot.base_url,
+            key=key,
             signal=options.signal,
-            idle_timeout_ms=snapshot.stream_idle_timeout_ms,
-            keepalive_timeout_ms=snapshot.stream_keepalive_timeout_ms,
-            total_timeout_ms=snapshot.total_timeout_ms,
         )
-        translator = ChatCompletionsTranslator(
-            DEEPSEEK_PROFILE, empty_response_as_stop=snapshot.empty_response_as_stop
-        )
-        yield from stream_chat_completions(call, translator)
 
     @staticmethod
     def _check_images(
@@ -699,28 +657,12 @@ class DeepSeekAdapter(LlmAdapter):
     def _resolve_key(self, snapshot: DeepSeekConnectionOptions) -> Secret:
         if self._api_key is not None:
             return self._api_key
-        name = snapshot.api_key_env
-        raw = self._environ.get(name)
-        if not raw:
-            raise LlmError(
-                f'{_PACKAGE}: no API key for provider route "{PROVIDER_ROUTE}"; pass '
-                f"api_key or export {name} in the launching environment",
-                ErrorCode.MISSING_CREDENTIAL,
-            )
-        return Secret(assert_usable_api_key(raw, _PACKAGE, name))
-
-    # -- lifecycle --------------------------------------------------------------------
-
-    def close(self) -> None:
-        """Close the connection pool. Streams already running keep their
-        connection until they end."""
-        self._session.close()
-
-    def __enter__(self) -> DeepSeekAdapter:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
+        return api_key_from_environ(
+            self._environ,
+            snapshot.api_key_env,
+            package=_PACKAGE,
+            route=PROVIDER_ROUTE,
+        )
 
     def __repr__(self) -> str:
         snapshot = self._options()

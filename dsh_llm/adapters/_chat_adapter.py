@@ -1,0 +1,293 @@
+"""What the chat-completions adapters share around the wire.
+
+``DeepSeekAdapter`` and ``OpenAICompatAdapter`` differ in their configuration
+and in a ``WireProfile``; everything else an adapter does is here, once:
+
+- ``ChatCompletionsAdapter``: the base class (one pooled session, ``close`` and
+  ``with``, ``provider_info``, ``provider_retry_policy`` and ``list_models``
+  from the options in force).
+- ``resolved_model_info``: what ``resolve_model`` answers for a catalog entry or
+  an unlisted id.
+- ``explicit_api_key`` (checked at construction) and ``api_key_from_environ``
+  (read per request): the credential rules, with messages that name where a key
+  came from and never the key.
+- ``chat_completions_url`` and ``stream_completion``: one
+  ``POST <base_url>/chat/completions`` through the shared transport and the
+  translator of ``dsh_llm.adapters._openai_wire``.
+"""
+
+from __future__ import annotations
+
+import abc
+import urllib.parse
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, Final, Protocol, Self
+
+import requests
+
+from dsh_llm.adapter import (
+    LlmAdapter,
+    LlmModelContext,
+    LlmModelInfo,
+    LlmModelReasoningInfo,
+    LlmProviderInfo,
+    LlmResolvedModelInfo,
+)
+from dsh_llm.adapters._openai_wire import (
+    ChatCompletionsTranslator,
+    WireProfile,
+    encode_body,
+    stream_chat_completions,
+)
+from dsh_llm.credentials import Secret, assert_usable_api_key
+from dsh_llm.errors import ErrorCode, LlmError
+from dsh_llm.protocol import StreamChunk
+from dsh_llm.retry import RetryPolicy
+from dsh_llm.signal import AbortSignal
+from dsh_llm.transport.call import StreamingCall
+from dsh_llm.transport.session import BearerAuth, NoAuth
+
+__all__ = [
+    "CHAT_COMPLETIONS_PATH",
+    "AdapterSettings",
+    "CatalogEntry",
+    "ChatCompletionsAdapter",
+    "StreamSettings",
+    "api_key_from_environ",
+    "chat_completions_url",
+    "explicit_api_key",
+    "resolved_model_info",
+    "stream_completion",
+]
+
+CHAT_COMPLETIONS_PATH: Final = "/chat/completions"
+"""Appended to an API root to reach the endpoint."""
+
+
+def chat_completions_url(base_url: str) -> str:
+    """The endpoint under API root ``base_url``: ``/chat/completions`` appended to
+    its path with exactly one slash, before any query string (Azure-style
+    ``?api-version=...`` roots keep their query)."""
+    parts = urllib.parse.urlsplit(base_url)
+    path = parts.path.rstrip("/") + CHAT_COMPLETIONS_PATH
+    return urllib.parse.urlunsplit(parts._replace(path=path))
+
+
+def explicit_api_key(api_key: str | Secret | None, *, package: str) -> Secret | None:
+    """The checked key an adapter was constructed with (``None`` stays ``None``).
+
+    Raises:
+        TypeError: for a key that is neither ``str`` nor ``Secret``.
+        LlmError: ``INVALID_CREDENTIAL`` for a key no header can carry (the
+            message names ``package`` and ``api_key``, never the key).
+    """
+    if api_key is None:
+        return None
+    raw = api_key.reveal() if isinstance(api_key, Secret) else api_key
+    if not isinstance(raw, str):
+        raise TypeError(
+            f"api_key must be a str or Secret, got {type(api_key).__name__}"
+        )
+    return Secret(assert_usable_api_key(raw, package, "api_key"))
+
+
+def api_key_from_environ(
+    environ: Mapping[str, str], name: str, *, package: str, route: str
+) -> Secret:
+    """The key in environment variable ``name``, read now (per request).
+
+    Raises:
+        LlmError: ``MISSING_CREDENTIAL`` naming ``name`` and ``route`` when the
+            variable is unset or empty; ``INVALID_CREDENTIAL`` for a value no
+            header can carry.
+    """
+    raw = environ.get(name)
+    if not raw:
+        raise LlmError(
+            f'{package}: no API key for provider route "{route}"; pass api_key or '
+            f"export {name} in the launching environment",
+            ErrorCode.MISSING_CREDENTIAL,
+        )
+    return Secret(assert_usable_api_key(raw, package, name))
+
+
+class StreamSettings(Protocol):
+    """The per-call limits an adapter's resolved options carry."""
+
+    @property
+    def stream_idle_timeout_ms(self) -> float:
+        """Idle timeout (SPEC 3.6)."""
+        ...
+
+    @property
+    def stream_keepalive_timeout_ms(self) -> float | None:
+        """Longest wait with keep-alive comments but no data."""
+        ...
+
+    @property
+    def total_timeout_ms(self) -> float | None:
+        """Longest whole call."""
+        ...
+
+    @property
+    def empty_response_as_stop(self) -> bool:
+        """Report a blockless ``stop`` as ``stop``."""
+        ...
+
+
+def stream_completion(
+    session: requests.Session,
+    settings: StreamSettings,
+    *,
+    profile: WireProfile,
+    base_url: str,
+    body: Mapping[str, Any],
+    headers: Mapping[str, str],
+    key: Secret | None,
+    signal: AbortSignal | None,
+) -> Iterator[StreamChunk]:
+    """One ``POST <base_url>/chat/completions`` streamed as protocol chunks.
+
+    ``key`` travels as ``authorization: Bearer`` (``None``: no credentials, for
+    local servers); ``headers`` come from ``stream_headers``. A generator: nothing
+    is sent before the first ``next()``.
+
+    Raises:
+        LlmError: ``INVALID_REQUEST`` for a body that is not JSON, and whatever
+            ``stream_chat_completions`` raises.
+    """
+    call = StreamingCall(
+        session,
+        url=chat_completions_url(base_url),
+        body=encode_body(body, provider=profile.provider),
+        headers=headers,
+        auth=NoAuth() if key is None else BearerAuth(key),
+        provider=profile.provider,
+        endpoint=base_url,
+        signal=signal,
+        idle_timeout_ms=settings.stream_idle_timeout_ms,
+        keepalive_timeout_ms=settings.stream_keepalive_timeout_ms,
+        total_timeout_ms=settings.total_timeout_ms,
+    )
+    translator = ChatCompletionsTranslator(
+        profile, empty_response_as_stop=settings.empty_response_as_stop
+    )
+    yield from stream_chat_completions(call, translator)
+
+
+class CatalogEntry(Protocol):
+    """One advertised model, as ``list_models`` needs it."""
+
+    @property
+    def id(self) -> str:
+        """The wire model id."""
+        ...
+
+    @property
+    def name(self) -> str | None:
+        """Display name (``None``: the id)."""
+        ...
+
+    @property
+    def description(self) -> str | None:
+        """What sets it apart."""
+        ...
+
+    @property
+    def input_modalities(self) -> tuple[str, ...]:
+        """Accepted inputs."""
+        ...
+
+
+class AdapterSettings(StreamSettings, Protocol):
+    """An adapter's resolved options, as the shared metadata methods read them."""
+
+    @property
+    def models(self) -> Sequence[CatalogEntry]:
+        """The advertised catalog."""
+        ...
+
+    @property
+    def retry_policy(self) -> RetryPolicy:
+        """The resolved retry policy."""
+        ...
+
+
+def resolved_model_info(
+    provider: str,
+    model: str,
+    entry: CatalogEntry | None,
+    *,
+    context_window: int | None,
+    default_max_tokens: int | None,
+    reasoning: LlmModelReasoningInfo | None,
+) -> LlmResolvedModelInfo:
+    """What ``resolve_model`` answers for ``model`` (``entry``: its catalog entry,
+    ``None`` when unlisted): the entry's name (else the id), description and input
+    modalities, and the given context window, output cap and efforts."""
+    return LlmResolvedModelInfo(
+        provider=provider,
+        id=model,
+        name=(entry.name or entry.id) if entry else model,
+        description=entry.description if entry else None,
+        # An unlisted id is treated as text-only: claiming image input without
+        # knowing would let a host store input the endpoint rejects.
+        input_modalities=entry.input_modalities if entry else ("text",),
+        context=None
+        if context_window is None
+        else LlmModelContext(context_window=context_window),
+        default_max_tokens=default_max_tokens,
+        reasoning=reasoning,
+    )
+
+
+class ChatCompletionsAdapter(LlmAdapter):
+    """Base of the chat-completions adapters: one pooled session per adapter,
+    and the metadata every one of them answers alike.
+
+    Subclasses set ``_session`` (``dsh_llm.transport.session.create_session``)
+    and ``_profile``, implement ``_snapshot`` (the options in force now, read
+    once per call so a configuration change never mixes two generations) and
+    ``stream``. ``close()`` (or leaving a ``with`` block) closes the pool;
+    streams already running keep their connection until they end.
+    """
+
+    _session: requests.Session
+    _profile: WireProfile
+
+    @abc.abstractmethod
+    def _snapshot(self) -> AdapterSettings:
+        """The adapter's options in force now."""
+        ...
+
+    def provider_info(self, provider: str) -> LlmProviderInfo:
+        """``{id: provider, name: <the profile's display name>}``."""
+        return LlmProviderInfo(id=provider, name=self._profile.provider)
+
+    def provider_retry_policy(self, provider: str) -> RetryPolicy:
+        """The configured retry policy."""
+        return self._snapshot().retry_policy
+
+    def list_models(self, provider: str) -> tuple[LlmModelInfo, ...]:
+        """The advertised catalog."""
+        return tuple(
+            LlmModelInfo(
+                provider=provider,
+                id=entry.id,
+                name=entry.name or entry.id,
+                description=entry.description,
+                input_modalities=entry.input_modalities,
+            )
+            for entry in self._snapshot().models
+        )
+
+    def close(self) -> None:
+        """Close the connection pool. Streams already running keep their
+        connection until they end."""
+        self._session.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()

@@ -1,0 +1,585 @@
+"""``OpenAICompatAdapter``: any server that speaks the OpenAI chat-completions
+stream (OpenAI, vLLM, llama.cpp's ``llama-server`` and ``llama_cpp.server``,
+Ollama ``/v1``, LM Studio, OpenRouter...), over the wire code it shares with
+``DeepSeekAdapter`` (``dsh_llm.adapters._openai_wire``) and the shared transport.
+
+Contracts callers may rely on:
+
+- **Endpoint.** ``base_url`` is the API root (``http://127.0.0.1:8080/v1``,
+  ``https://api.openai.com/v1``); each request is one
+  ``POST <base_url>/chat/completions`` (exactly one slash; a query string such as
+  Azure's ``?api-version=`` stays after the path). A URL that already ends in
+  ``/chat/completions`` is refused, since appending would double it.
+- **Credentials.** None by default: local servers get no ``authorization``
+  header at all. ``api_key`` (``str`` or ``Secret``, checked at construction) or
+  ``api_key_env`` (read at each request; unset or empty raises
+  ``MISSING_CREDENTIAL`` naming the variable and the route), never both; a key no
+  header can carry raises ``INVALID_CREDENTIAL``. The key travels as
+  ``authorization: Bearer``, is held as a ``Secret`` and never appears in a
+  message or a ``repr``.
+- **Headers** are added to every request (OpenRouter's ``HTTP-Referer`` and
+  ``X-Title``, a gateway's routing or ``api-key`` header). Names the adapter
+  sets (``user-agent``, which carries the attribution every request keeps,
+  ``accept``, ``accept-encoding``, ``content-type``, framing headers) are refused
+  rather than silently overridden; so is ``authorization`` beside a key. Header
+  values never appear in a message or ``repr`` (they may be credentials).
+- **Catalog** (``models``): model ids, ``OpenAICompatModel`` values or mappings
+  with the config keys ``id``, ``name``, ``description``, ``contextWindow``,
+  ``maxTokens``. Advisory: any model id is sent as is. ``resolve_model`` needs no
+  I/O: the entry's context window and output cap (unknown when not configured),
+  text input only, and the configured ``reasoning_efforts`` (none by default).
+- **Configuration** is checked once, in the constructor: a bad value raises
+  ``OpenAICompatConfigError`` (a ``ValueError``), whose ``key`` is the config key
+  (``baseURL``, ``models[0].contextWindow``) and whose message starts with
+  ``llm-openai-compatible: ``; it never echoes a header value or a key.
+- **Per call**, before any I/O: an image raises ``UNSUPPORTED_CONTENT``; a
+  ``reasoning_effort`` not in ``reasoning_efforts`` raises
+  ``UNSUPPORTED_REASONING_EFFORT`` (a listed one is sent as ``reasoning_effort``,
+  which vLLM, Ollama and OpenAI read); then the key. Without
+  ``GenerateOptions.max_tokens`` the model entry's ``maxTokens`` is sent, else
+  no cap (the server's default), in ``max_tokens`` or the configured
+  ``max_tokens_field`` (``max_completion_tokens`` for OpenAI's reasoning models).
+  ``stream_options: {"include_usage": true}`` is sent unless ``include_usage`` is
+  false (for servers that reject it). ``session_id`` and ``purpose`` are routing
+  hints with no meaning on a generic server and are not sent (a session id is
+  not leaked to third parties). Reasoning from earlier turns is sent back only
+  when ``reasoning_passback_field`` names the field the server reads.
+- **Stream**: the shared translator's strict order and every quirk it absorbs
+  (see ``dsh_llm.adapters._openai_wire.ChatCompletionsTranslator``): tool-call
+  ids and names repeated or only on the first delta, ``id: ""`` continuations,
+  parallel calls reusing index 0, missing indexes, whole calls in one delta,
+  parameterless calls ending ``{}``, legacy ``function_call``, reasoning in
+  ``reasoning_content`` or ``reasoning``, ``delta.refusal`` (an ``error`` finish
+  with code ``REFUSAL`` after the text), usage on any chunk or none (``None``
+  counts), ``stop`` after tool calls corrected to ``tool-calls``, in-stream
+  errors in every known shape. A blockless ``stop`` is ``EMPTY_RESPONSE``
+  unless ``empty_response_as_stop``. Failures follow SPEC 8.6/8.7; a 429 that
+  says "Request too large" is ``INVALID_REQUEST``.
+- ``close()`` (or ``with``) closes the adapter's connection pool.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import urllib.parse
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, Final
+
+import attrs
+
+from dsh_llm.adapter import (
+    LlmModelReasoningInfo,
+    LlmReasoningEffortInfo,
+    LlmResolvedModelInfo,
+)
+from dsh_llm.adapters._chat_adapter import (
+    CHAT_COMPLETIONS_PATH,
+    ChatCompletionsAdapter,
+    api_key_from_environ,
+    explicit_api_key,
+    resolved_model_info,
+    stream_completion,
+)
+from dsh_llm.adapters._openai_wire import WireProfile, build_body
+from dsh_llm.credentials import Secret
+from dsh_llm.errors import ErrorCode, LlmError
+from dsh_llm.protocol import GenerateOptions, StreamChunk
+from dsh_llm.protocol import _checks as c
+from dsh_llm.retry import (
+    AlwaysRetryPolicy,
+    NormalRetryPolicy,
+    RetryPolicy,
+    resolve_retry_policy,
+)
+from dsh_llm.signal import AbortSignal
+from dsh_llm.transport.call import redact_url
+from dsh_llm.transport.session import (
+    DEFAULT_POOL_MAXSIZE,
+    create_session,
+    stream_headers,
+)
+from dsh_llm.transport.watchdog import check_timeout_ms
+
+__all__ = [
+    "DEFAULT_DISPLAY_NAME",
+    "DEFAULT_KEEPALIVE_TIMEOUT_MS",
+    "DEFAULT_STREAM_IDLE_TIMEOUT_MS",
+    "MAX_TOKENS_FIELDS",
+    "PACKAGE",
+    "REASONING_PASSBACK_FIELDS",
+    "RESERVED_HEADERS",
+    "ModelSpec",
+    "OpenAICompatAdapter",
+    "OpenAICompatConfigError",
+    "OpenAICompatModel",
+]
+
+PACKAGE: Final = "llm-openai-compatible"
+"""The package name that prefixes configuration and credential messages."""
+DEFAULT_DISPLAY_NAME: Final = "OpenAI-compatible"
+"""The provider name used in messages unless ``display_name`` says otherwise."""
+DEFAULT_STREAM_IDLE_TIMEOUT_MS: Final = 300_000
+"""Default idle timeout (SPEC 3.6)."""
+DEFAULT_KEEPALIVE_TIMEOUT_MS: Final = 600_000
+"""Default bound on a wait with keep-alive comments but no data (OpenRouter sends
+``: OPENROUTER PROCESSING`` comments while a request is queued)."""
+MAX_TOKENS_FIELDS: Final = ("max_tokens", "max_completion_tokens")
+"""The output-cap field spellings a server may read."""
+REASONING_PASSBACK_FIELDS: Final = ("reasoning_content", "reasoning")
+"""The assistant-message fields reasoning may be sent back in."""
+RESERVED_HEADERS: Final = frozenset(
+    {
+        "user-agent",
+        "accept",
+        "accept-encoding",
+        "content-type",
+        "content-length",
+        "transfer-encoding",
+        "connection",
+        "host",
+    }
+)
+"""Header names the adapter sets itself; ``headers`` may not replace them."""
+
+_HEADER_NAME: Final = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+_HEADER_VALUE_FORBIDDEN: Final = re.compile(r"[\r\n\x00]")
+
+
+class OpenAICompatConfigError(ValueError):
+    """A bad ``OpenAICompatAdapter`` option.
+
+    Args:
+        key: The config key, as in YAML (``baseURL``, ``models[0].maxTokens``).
+        detail: What is wrong, as the rest of a sentence after the key.
+    """
+
+    def __init__(self, key: str, detail: str) -> None:
+        super().__init__(f"{PACKAGE}: {key} {detail}")
+        self.key = key
+        """The config key concerned."""
+        self.detail = detail
+        """What is wrong with it."""
+
+
+@attrs.frozen(kw_only=True)
+class OpenAICompatModel:
+    """One advertised model (config key ``models[]``). Its fields are checked on
+    construction (``TypeError``/``ValueError`` naming the field)."""
+
+    id: str = attrs.field(validator=c.non_empty_str)
+    """The wire model id."""
+    name: str | None = attrs.field(default=None, validator=c.optional(c.non_empty_str))
+    """Display name (default: the id)."""
+    description: str | None = attrs.field(default=None, validator=c.optional(c.is_str))
+    """What sets it apart."""
+    context_window: int | None = attrs.field(
+        default=None, validator=c.optional(c.positive_int)
+    )
+    """Its context window in tokens, when known."""
+    max_tokens: int | None = attrs.field(
+        default=None, validator=c.optional(c.positive_int)
+    )
+    """Its output cap, sent when a request names none."""
+
+    @property
+    def input_modalities(self) -> tuple[str, ...]:
+        """``("text",)``: the adapter sends text only (an image raises
+        ``UNSUPPORTED_CONTENT``)."""
+        return ("text",)
+
+
+ModelSpec = str | Mapping[str, Any] | OpenAICompatModel
+"""One ``models`` entry: an id, a config mapping or a model value."""
+
+_MODEL_KEYS: Final = {
+    "id": "id",
+    "name": "name",
+    "description": "description",
+    "contextWindow": "context_window",
+    "maxTokens": "max_tokens",
+}
+_MODEL_FIELD_KEYS: Final = {field: key for key, field in _MODEL_KEYS.items()}
+
+
+def _catalog_entry(spec: object, where: str) -> OpenAICompatModel:
+    if isinstance(spec, OpenAICompatModel):
+        return spec
+    if isinstance(spec, str):
+        if not spec:
+            raise OpenAICompatConfigError(where, "must be a non-empty model id")
+        return OpenAICompatModel(id=spec)
+    if not isinstance(spec, Mapping):
+        raise OpenAICompatConfigError(
+            where, f"must be a model id or a mapping, got {type(spec).__name__}"
+        )
+    fields: dict[str, Any] = {}
+    for key, value in spec.items():
+        field = _MODEL_KEYS.get(key) if isinstance(key, str) else None
+        if field is None:
+            known = ", ".join(f'"{name}"' for name in _MODEL_KEYS)
+            raise OpenAICompatConfigError(
+                f"{where}.{key}", f"is not a known key (expected one of {known})"
+            )
+        fields[field] = value
+    if "id" not in fields:
+        raise OpenAICompatConfigError(f"{where}.id", "is required")
+    try:
+        return OpenAICompatModel(**fields)
+    except c.FieldError as exc:
+        raise OpenAICompatConfigError(
+            f"{where}.{_MODEL_FIELD_KEYS[exc.field]}", exc.detail
+        ) from exc
+
+
+def _catalog(models: Sequence[ModelSpec] | None) -> tuple[OpenAICompatModel, ...]:
+    if models is None:
+        return ()
+    if isinstance(models, str | Mapping) or not isinstance(models, Sequence):
+        raise OpenAICompatConfigError("models", "must be a list of models")
+    entries = tuple(
+        _catalog_entry(spec, f"models[{index}]") for index, spec in enumerate(models)
+    )
+    seen: set[str] = set()
+    for index, entry in enumerate(entries):
+        if entry.id in seen:
+            raise OpenAICompatConfigError(
+                f"models[{index}].id", f'repeats the model "{entry.id}"'
+            )
+        seen.add(entry.id)
+    return entries
+
+
+def _base_url(value: object) -> str:
+    if not isinstance(value, str):
+        raise OpenAICompatConfigError("baseURL", "must be a string")
+    try:
+        parts = urllib.parse.urlsplit(value)
+        valid = parts.scheme in ("http", "https") and bool(parts.hostname)
+    except ValueError:
+        valid = False
+    if not valid:
+        raise OpenAICompatConfigError("baseURL", "must be an http:// or https:// URL")
+    if parts.fragment:
+        raise OpenAICompatConfigError("baseURL", "must not have a #fragment")
+    path = parts.path.rstrip("/")
+    if path.endswith(CHAT_COMPLETIONS_PATH):
+        raise OpenAICompatConfigError(
+            "baseURL",
+            "must end at the API root (e.g. http://127.0.0.1:8080/v1); "
+            f"{CHAT_COMPLETIONS_PATH} is appended to it",
+        )
+    return urllib.parse.urlunsplit(parts._replace(path=path))
+
+
+def _headers(value: object, *, has_key: bool) -> dict[str, str]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise OpenAICompatConfigError(
+            "headers", "must be a mapping of header names to values"
+        )
+    checked: dict[str, str] = {}
+    for name, text in value.items():
+        if not isinstance(name, str) or not _HEADER_NAME.fullmatch(name):
+            raise OpenAICompatConfigError(
+                "headers", "has a name that is not a valid HTTP header name"
+            )
+        where = f"headers.{name}"
+        lower = name.lower()
+        if lower in RESERVED_HEADERS:
+            raise OpenAICompatConfigError(
+                where,
+                "is set by the adapter and cannot be replaced (the user-agent "
+                "carries the attribution every request keeps)",
+            )
+        if lower == "authorization" and has_key:
+            raise OpenAICompatConfigError(
+                where, "conflicts with apiKey/apiKeyEnv: give the key one way"
+            )
+        if not isinstance(text, str) or _HEADER_VALUE_FORBIDDEN.search(text):
+            raise OpenAICompatConfigError(
+                where, "must be a string without line breaks or NUL"
+            )
+        if lower in checked:
+            raise OpenAICompatConfigError(
+                where, "is given twice (header names are case-insensitive)"
+            )
+        checked[lower] = text
+    return checked
+
+
+def _efforts(value: object) -> tuple[str, ...] | None:
+    if value is None:
+        return None
+    if isinstance(value, str) or not isinstance(value, Sequence) or not value:
+        raise OpenAICompatConfigError(
+            "reasoningEfforts", "must be a non-empty list of effort ids"
+        )
+    if any(not isinstance(effort, str) or effort == "" for effort in value):
+        raise OpenAICompatConfigError(
+            "reasoningEfforts", "must contain only non-empty strings"
+        )
+    if len(set(value)) != len(value):
+        raise OpenAICompatConfigError("reasoningEfforts", "must not contain duplicates")
+    return tuple(value)
+
+
+def _config_error(exc: ValueError) -> OpenAICompatConfigError:
+    """A checker's ``ValueError`` whose message starts with the config key."""
+    key, _, detail = str(exc).partition(" ")
+    return OpenAICompatConfigError(key, detail)
+
+
+def _retry_policy(value: object) -> RetryPolicy:
+    if isinstance(value, NormalRetryPolicy | AlwaysRetryPolicy):
+        return value
+    if value is not None and not isinstance(value, Mapping):
+        raise OpenAICompatConfigError(
+            "retryPolicy", "must be a mapping or a resolved retry policy"
+        )
+    try:
+        return resolve_retry_policy(value, "retryPolicy")
+    except ValueError as exc:
+        raise _config_error(exc) from exc
+
+
+@attrs.frozen(kw_only=True)
+class _Settings:
+    """The checked configuration of one adapter (``StreamSettings`` included)."""
+
+    base_url: str
+    api_key_env: str | None
+    headers: dict[str, str] = attrs.field(hash=False)
+    models: tuple[OpenAICompatModel, ...]
+    reasoning_efforts: tuple[str, ...] | None
+    stream_idle_timeout_ms: float
+    stream_keepalive_timeout_ms: float | None
+    total_timeout_ms: float | None
+    retry_policy: RetryPolicy
+    empty_response_as_stop: bool
+
+
+def _flag(key: str, value: object) -> bool:
+    if not isinstance(value, bool):
+        raise OpenAICompatConfigError(key, "must be a boolean")
+    return value
+
+
+class OpenAICompatAdapter(ChatCompletionsAdapter):
+    """Streams chat completions from an OpenAI-compatible server (see the module
+    docstring).
+
+    Args:
+        base_url: The API root, e.g. ``http://127.0.0.1:8080/v1``.
+        api_key: The key (``str`` or ``Secret``), or ``None``.
+        api_key_env: Environment variable read for the key at each request, or
+            ``None``. Not together with ``api_key``.
+        headers: Extra request headers (names may not be ``RESERVED_HEADERS``).
+        display_name: The provider name in messages and ``provider_info``.
+        models: The advertised catalog (``ModelSpec`` entries; default: none).
+        include_usage: Send ``stream_options: {"include_usage": true}``.
+        max_tokens_field: ``max_tokens`` or ``max_completion_tokens``.
+        reasoning_efforts: Effort ids the server takes as ``reasoning_effort``
+            (``None``: a requested effort raises).
+        reasoning_passback_field: ``reasoning_content`` or ``reasoning`` to send
+            earlier reasoning back in assistant messages (``None``: never).
+        stream_idle_timeout_ms: Idle timeout (SPEC 3.6), default 300000.
+        stream_keepalive_timeout_ms: Longest wait with keep-alive comments but no
+            data (default 600000; ``None``: unbounded).
+        total_timeout_ms: Longest whole call (default ``None``).
+        retry_policy: A retry-policy config mapping or a resolved policy.
+        pool_maxsize: Idle connections kept per host.
+        empty_response_as_stop: Report a blockless ``stop`` as ``stop``.
+        environ: Where ``api_key_env`` is read (default ``os.environ``, live).
+
+    Raises:
+        OpenAICompatConfigError: for an invalid option (a ``ValueError``).
+        LlmError: ``INVALID_CREDENTIAL`` for an explicit key no header can carry.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        api_key: str | Secret | None = None,
+        api_key_env: str | None = None,
+        headers: Mapping[str, str] | None = None,
+        display_name: str = DEFAULT_DISPLAY_NAME,
+        models: Sequence[ModelSpec] | None = None,
+        include_usage: bool = True,
+        max_tokens_field: str = "max_tokens",
+        reasoning_efforts: Sequence[str] | None = None,
+        reasoning_passback_field: str | None = None,
+        stream_idle_timeout_ms: float = DEFAULT_STREAM_IDLE_TIMEOUT_MS,
+        stream_keepalive_timeout_ms: float | None = DEFAULT_KEEPALIVE_TIMEOUT_MS,
+        total_timeout_ms: float | None = None,
+        retry_policy: Mapping[str, Any] | RetryPolicy | None = None,
+        pool_maxsize: int = DEFAULT_POOL_MAXSIZE,
+        empty_response_as_stop: bool = False,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
+        if not isinstance(display_name, str) or not display_name.strip():
+            raise OpenAICompatConfigError("displayName", "must be a non-empty string")
+        if api_key is not None and api_key_env is not None:
+            raise OpenAICompatConfigError(
+                "apiKey", "and apiKeyEnv cannot both be set; give the key one way"
+            )
+        if api_key_env is not None and (
+            not isinstance(api_key_env, str) or api_key_env == ""
+        ):
+            raise OpenAICompatConfigError(
+                "apiKeyEnv", "must be a non-empty environment variable name"
+            )
+        if max_tokens_field not in MAX_TOKENS_FIELDS:
+            raise OpenAICompatConfigError(
+                "maxTokensField", 'must be "max_tokens" or "max_completion_tokens"'
+            )
+        if (
+            reasoning_passback_field is not None
+            and reasoning_passback_field not in REASONING_PASSBACK_FIELDS
+        ):
+            raise OpenAICompatConfigError(
+                "reasoningPassbackField",
+                'must be "reasoning_content", "reasoning" or null',
+            )
+        if type(pool_maxsize) is not int or pool_maxsize <= 0:
+            raise OpenAICompatConfigError("poolMaxsize", "must be a positive integer")
+        try:
+            check_timeout_ms("streamIdleTimeoutMs", stream_idle_timeout_ms)
+            check_timeout_ms(
+                "streamKeepaliveTimeoutMs", stream_keepalive_timeout_ms, optional=True
+            )
+            check_timeout_ms("totalTimeoutMs", total_timeout_ms, optional=True)
+        except ValueError as exc:
+            raise _config_error(exc) from exc
+        self._settings = _Settings(
+            base_url=_base_url(base_url),
+            api_key_env=api_key_env,
+            headers=_headers(
+                headers, has_key=api_key is not None or api_key_env is not None
+            ),
+            models=_catalog(models),
+            reasoning_efforts=_efforts(reasoning_efforts),
+            stream_idle_timeout_ms=stream_idle_timeout_ms,
+            stream_keepalive_timeout_ms=stream_keepalive_timeout_ms,
+            total_timeout_ms=total_timeout_ms,
+            retry_policy=_retry_policy(retry_policy),
+            empty_response_as_stop=_flag("emptyResponseAsStop", empty_response_as_stop),
+        )
+        self._profile = WireProfile(
+            provider=display_name,
+            reasoning_passback_field=reasoning_passback_field,
+            include_usage=_flag("includeUsage", include_usage),
+            max_tokens_field=max_tokens_field,
+        )
+        self._request_headers = stream_headers(extra=self._settings.headers)
+        self._environ = os.environ if environ is None else environ
+        self._api_key = explicit_api_key(api_key, package=PACKAGE)
+        self._session = create_session(pool_maxsize=pool_maxsize)
+
+    # -- metadata --------------------------------------------------------------------
+
+    @property
+    def base_url(self) -> str:
+        """The API root, without a trailing slash."""
+        return self._settings.base_url
+
+    @property
+    def display_name(self) -> str:
+        """The provider name used in messages."""
+        return self._profile.provider
+
+    def _snapshot(self) -> _Settings:
+        return self._settings
+
+    def resolve_model(
+        self, provider: str, model: str, signal: AbortSignal | None = None
+    ) -> LlmResolvedModelInfo:
+        """Model facts without I/O (see the module docstring)."""
+        entry = self._model(model)
+        efforts = self._settings.reasoning_efforts
+        return resolved_model_info(
+            provider,
+            model,
+            entry,
+            context_window=entry.context_window if entry else None,
+            default_max_tokens=entry.max_tokens if entry else None,
+            reasoning=None
+            if efforts is None
+            else LlmModelReasoningInfo(
+                efforts=tuple(
+                    LlmReasoningEffortInfo(id=effort, name=effort) for effort in efforts
+                )
+            ),
+        )
+
+    def _model(self, model_id: str) -> OpenAICompatModel | None:
+        for entry in self._settings.models:
+            if entry.id == model_id:
+                return entry
+        return None
+
+    # -- streaming -------------------------------------------------------------------
+
+    def stream(self, options: GenerateOptions) -> Iterator[StreamChunk]:
+        """Stream one chat completion (a generator; checks run at the first
+        ``next()``).
+
+        Raises:
+            LlmError: see the module docstring and SPEC 8.6/8.7.
+        """
+        body = self._body(options)
+        key = self._resolve_key(options.provider)
+        yield from stream_completion(
+            self._session,
+            self._settings,
+            profile=self._profile,
+            base_url=self._settings.base_url,
+            body=body,
+            headers=self._request_headers,
+            key=key,
+            signal=options.signal,
+        )
+
+    def _body(self, options: GenerateOptions) -> dict[str, Any]:
+        extra: dict[str, Any] = {}
+        effort = options.reasoning_effort
+        if effort is not None:
+            efforts = self._settings.reasoning_efforts
+            if efforts is None or effort not in efforts:
+                raise LlmError(
+                    f"{self._profile.provider} adapter does not support reasoning "
+                    f'effort "{effort}" (list it in reasoning_efforts to send it)',
+                    ErrorCode.UNSUPPORTED_REASONING_EFFORT,
+                )
+            extra["reasoning_effort"] = effort
+        max_tokens = options.max_tokens
+        if max_tokens is None:
+            entry = self._model(options.model)
+            max_tokens = entry.max_tokens if entry else None
+        return build_body(
+            options, profile=self._profile, max_tokens=max_tokens, extra=extra
+        )
+
+    def _resolve_key(self, route: str) -> Secret | None:
+        if self._api_key is not None:
+            return self._api_key
+        name = self._settings.api_key_env
+        if name is None:
+            return None
+        return api_key_from_environ(self._environ, name, package=PACKAGE, route=route)
+
+    def __repr__(self) -> str:
+        settings = self._settings
+        if self._api_key is not None:
+            key = "api_key=***"
+        elif settings.api_key_env is not None:
+            key = f"api_key_env={settings.api_key_env!r}"
+        else:
+            key = "no key"
+        names = f", headers={tuple(settings.headers)!r}" if settings.headers else ""
+        return (
+            f"OpenAICompatAdapter(base_url={redact_url(settings.base_url)!r}, "
+            f"{key}{names})"
+        )
