@@ -1,8 +1,20 @@
 """The ``dsh-llm`` command line (also ``python -m dsh_llm``).
 
-Exit status: 0 on success, 1 when the library reports an ``LlmError`` (printed as
-``error[CODE]: message`` on stderr, no traceback), 2 for usage errors and
-unreadable input, 130 when interrupted.
+Commands: ``demo`` (a scripted DeepSeek stream on a loopback server, read by the
+real adapter: no key, no network), ``chat`` (stream one answer), ``providers``
+(the routes and their models), ``validate`` and ``trace`` (recorded streams).
+Streamed text goes to stdout as it arrives, reasoning to stderr, a summary line to
+stderr.
+
+Exit status: 0 on success; 1 when the library reports an ``LlmError`` or a stream
+ends with an ``error``/``aborted`` finish (printed as ``error[CODE]: message`` on
+stderr, no traceback); 2 for usage errors, for a model that cannot be chosen
+(nothing configured, an unknown route) and for unreadable input (a chunk file, a
+composition file: ``error[PLUGIN_LOAD]: ...``); 130 when interrupted (Ctrl-C
+aborts the request through its signal, so the connection is closed cleanly).
+A reader that goes away (``dsh-llm chat ... | head``) ends the command quietly
+with status 1. Commands that talk to a model import the adapters only when they run, so
+``--version`` and ``--help`` stay fast.
 """
 
 from __future__ import annotations
@@ -15,9 +27,11 @@ from collections.abc import Callable, Generator, Sequence
 from typing import TypeAlias
 
 from dsh_llm._version import __version__
+from dsh_llm.cli_targets import DEFAULT_CONFIG, UsageError
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import BlockStart, Finish, StreamChunk
 from dsh_llm.serde import read_jsonl
+from dsh_llm.signal import AbortController
 from dsh_llm.trace import trace_stream
 from dsh_llm.validator import validate_stream
 
@@ -44,6 +58,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"dsh-llm {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    _add_demo_command(commands)
+    _add_chat_command(commands)
+    _add_providers_command(commands)
     _add_validate_command(commands)
     _add_trace_command(commands)
     return parser
@@ -73,6 +90,251 @@ def _recorded_chunks(path: str) -> Generator[StreamChunk, None, None]:
         raise _UnreadableInput(
             f"error[{exc.code}]: {path} is not JSON Lines of chunks: {exc.message}"
         ) from exc
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
+    return value
+
+
+def _non_empty(text: str) -> str:
+    if not text:
+        raise argparse.ArgumentTypeError("must not be empty")
+    return text
+
+
+def _print_failure(code: str, message: str) -> int:
+    print(f"error[{code}]: {message}", file=sys.stderr)
+    return EXIT_LLM_ERROR
+
+
+# --- demo ---------------------------------------------------------------------------
+
+
+def _add_demo_command(commands: _Commands) -> None:
+    command = commands.add_parser(
+        "demo",
+        help="stream a scripted DeepSeek answer through the real adapter "
+        "(no key, no network)",
+        description=(
+            "Start a loopback server on 127.0.0.1 that speaks the DeepSeek wire "
+            "format, stream its scripted answer (reasoning, text, a tool call, usage "
+            "with cache hits) through the real DeepSeekAdapter over HTTP, and show "
+            "the text live (reasoning on stderr), then the strict validation "
+            "result, the assembled message and the usage. Needs no key and no "
+            "network."
+        ),
+    )
+    command.add_argument(
+        "--json",
+        action="store_true",
+        help="write the chunks as JSON Lines to stdout instead",
+    )
+    command.set_defaults(handler=_run_demo)
+
+
+def _run_demo(args: argparse.Namespace) -> int:
+    from dsh_llm.console import ChunkPrinter, ChunkSink, JsonLinesPrinter
+    from dsh_llm.demo import DEMO_PROMPT, print_report, run_demo
+    from dsh_llm.interrupt import run_abortable
+
+    def announce(url: str) -> None:
+        print(
+            "dsh-llm demo: the real DeepSeekAdapter reads a scripted DeepSeek stream "
+            f"from {url} (no key, no network)\nuser: {DEMO_PROMPT}\n",
+            flush=True,
+        )
+
+    sink: ChunkSink = (
+        JsonLinesPrinter(sys.stdout)
+        if args.json
+        else ChunkPrinter(sys.stdout, sys.stderr)
+    )
+    controller = AbortController()
+    result = run_abortable(
+        lambda: run_demo(
+            sink,
+            signal=controller.signal,
+            announce=None if args.json else announce,
+        ),
+        controller,
+    )
+    failure = result.finish.failure
+    if failure is not None:
+        return _print_failure(failure.code, failure.message)
+    if args.json:
+        print(
+            f"strict validation: passed ({result.chunks} chunks, "
+            f"{result.blocks} blocks)",
+            file=sys.stderr,
+        )
+    else:
+        print_report(result, sys.stdout)
+    return EXIT_OK
+
+
+# --- chat ---------------------------------------------------------------------------
+
+
+def _add_chat_command(commands: _Commands) -> None:
+    command = commands.add_parser(
+        "chat",
+        help="send one prompt and stream the answer",
+        description=(
+            "Send PROMPT (or stdin) and stream the answer: text to stdout as it "
+            "arrives, reasoning to stderr, tool calls as JSON lines on stdout, and "
+            "a summary line (finish, usage) on stderr. The model is --base-url with "
+            "--model (any OpenAI-compatible server), else a route of the "
+            "composition file (--config, default ./dsh.yml when present; choose "
+            "one with --provider), else DeepSeek with DEEPSEEK_API_KEY. Exit 1 with "
+            "error[CODE]: message when the call fails, 2 when no model can be "
+            "chosen, 130 on Ctrl-C."
+        ),
+    )
+    command.add_argument(
+        "prompt", nargs="?", metavar="PROMPT", help="the prompt (default: stdin)"
+    )
+    command.add_argument("--provider", metavar="ROUTE", help="the route to use")
+    command.add_argument(
+        "--model",
+        metavar="NAME",
+        help="the model id (default: the route's first catalog model)",
+    )
+    command.add_argument(
+        "--base-url",
+        metavar="URL",
+        help="an OpenAI-compatible API root, e.g. http://127.0.0.1:8080/v1",
+    )
+    command.add_argument(
+        "--api-key-env",
+        metavar="VAR",
+        type=_non_empty,
+        help="environment variable holding the key (built-in DeepSeek route or "
+        "--base-url; default DEEPSEEK_API_KEY for DeepSeek, none for --base-url)",
+    )
+    command.add_argument(
+        "--config",
+        metavar="FILE",
+        help=f"composition file (default: ./{DEFAULT_CONFIG} when present)",
+    )
+    command.add_argument("--system", metavar="TEXT", help="the system prompt")
+    command.add_argument(
+        "--max-tokens", metavar="N", type=_positive_int, help="output cap in tokens"
+    )
+    command.add_argument(
+        "--reasoning-effort",
+        metavar="EFFORT",
+        type=_non_empty,
+        help="reasoning effort the route offers (DeepSeek: off, low, high, max)",
+    )
+    command.add_argument(
+        "--json",
+        action="store_true",
+        help="write the chunks as JSON Lines to stdout instead",
+    )
+    command.set_defaults(handler=_run_chat)
+
+
+def _run_chat(args: argparse.Namespace) -> int:
+    from dsh_llm.chat import chat_options, read_prompt, stream_chat
+    from dsh_llm.cli_targets import open_target
+    from dsh_llm.console import (
+        ChunkPrinter,
+        ChunkSink,
+        JsonLinesPrinter,
+        summary_line,
+    )
+    from dsh_llm.interrupt import run_abortable
+
+    controller = AbortController()
+    with open_target(
+        provider=args.provider,
+        model=args.model,
+        config=args.config,
+        base_url=args.base_url,
+        api_key_env=args.api_key_env,
+        reasoning_effort=args.reasoning_effort,
+    ) as target:
+        prompt = read_prompt(args.prompt, sys.stdin, sys.stderr)
+        options = chat_options(
+            target,
+            prompt,
+            system=args.system,
+            max_tokens=args.max_tokens,
+            reasoning_effort=args.reasoning_effort,
+            signal=controller.signal,
+        )
+        sink: ChunkSink = (
+            JsonLinesPrinter(sys.stdout)
+            if args.json
+            else ChunkPrinter(sys.stdout, sys.stderr)
+        )
+        outcome = run_abortable(
+            lambda: stream_chat(target.runtime, options, sink), controller
+        )
+    failure = outcome.finish.failure
+    if failure is not None:
+        return _print_failure(failure.code, failure.message)
+    if not args.json:
+        print(summary_line(outcome.finish, outcome.usage), file=sys.stderr)
+    return EXIT_OK
+
+
+# --- providers ------------------------------------------------------------------------
+
+
+def _add_providers_command(commands: _Commands) -> None:
+    command = commands.add_parser(
+        "providers",
+        help="list the routes and their models",
+        description=(
+            "List the routes the composition file registers (--config, default "
+            f"./{DEFAULT_CONFIG} when present), or the built-in routes, each with "
+            "the models its catalog advertises."
+        ),
+    )
+    command.add_argument(
+        "--config",
+        metavar="FILE",
+        help=f"composition file (default: ./{DEFAULT_CONFIG} when present)",
+    )
+    command.set_defaults(handler=_run_providers)
+
+
+def _run_providers(args: argparse.Namespace) -> int:
+    from dsh_llm.cli_targets import open_routes
+
+    status = EXIT_OK
+    with open_routes(config=args.config) as routes:
+        if routes.origin == "built-in":
+            print(
+                f"no {DEFAULT_CONFIG} here: the built-in routes. Any OpenAI-compatible "
+                "server works with: dsh-llm chat --base-url URL --model NAME",
+                file=sys.stderr,
+            )
+        runtime = routes.runtime
+        for info in runtime.list_providers():
+            print(f"{info.id}  ({info.name}, {routes.origin})")
+            try:
+                models = runtime.list_models(info.id)
+            except LlmError as exc:
+                status = _print_failure(exc.code, f'route "{info.id}": {exc.message}')
+                continue
+            width = max((len(model.id) for model in models), default=0)
+            for model in models:
+                line = f"  {model.id:<{width}}  {model.name}"
+                modalities = model.input_modalities
+                if modalities is not None and modalities != ("text",):
+                    line += f"  [{', '.join(modalities)}]"
+                print(line.rstrip())
+            if not models:
+                print("  (no models listed; pass --model to chat)")
+    return status
 
 
 def _add_validate_command(commands: _Commands) -> None:
@@ -163,9 +425,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_OK
     try:
         return handler(args)
+    except UsageError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     except LlmError as exc:
         print(f"error[{exc.code}]: {exc.message}", file=sys.stderr)
-        return EXIT_LLM_ERROR
+        # A composition that cannot be loaded is unreadable input, not a failed call.
+        return EXIT_USAGE if exc.code == ErrorCode.PLUGIN_LOAD else EXIT_LLM_ERROR
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # The reader went away (``dsh-llm chat ... | head``): stop quietly, and
+        # keep the interpreter's final flush from failing on the closed pipe.
+        with contextlib.suppress(OSError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_LLM_ERROR

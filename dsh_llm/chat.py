@@ -1,0 +1,114 @@
+"""``dsh-llm chat``: one prompt, one streamed answer.
+
+This module owns the request ``chat`` sends and how its stream is consumed.
+Contracts callers may rely on:
+
+- ``read_prompt`` takes the PROMPT argument, else all of ``stdin`` (telling a
+  person at a terminal how to end the input); an empty or blank prompt raises
+  ``UsageError``.
+- ``chat_options`` builds the request: one user message, the optional system
+  prompt, output cap and reasoning effort, and the signal Ctrl-C aborts.
+- ``stream_chat`` streams through ``LlmRuntime.stream`` (so every failure,
+  ``MISSING_CREDENTIAL`` and ``NO_ADAPTER`` included, arrives as the terminal
+  ``finish``), checks every chunk with ``validate_stream`` (strict; a violation
+  raises ``INVARIANT``), hands it to the sink as it arrives, and returns the
+  finish and usage. The stream is closed on every path and the sink is ended.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import TextIO
+
+import attrs
+
+from dsh_llm.cli_targets import Target, UsageError
+from dsh_llm.console import ChunkSink
+from dsh_llm.errors import ErrorCode, LlmError
+from dsh_llm.protocol import (
+    Finish,
+    FinishReason,
+    GenerateOptions,
+    TokenUsage,
+    UsageChunk,
+    create_user_message,
+)
+from dsh_llm.runtime import LlmRuntime
+from dsh_llm.signal import AbortSignal
+from dsh_llm.validator import validate_stream
+
+__all__ = ["ChatOutcome", "chat_options", "read_prompt", "stream_chat"]
+
+
+def read_prompt(prompt: str | None, stdin: TextIO, stderr: TextIO) -> str:
+    """The prompt: ``prompt`` when given, else everything on ``stdin``.
+
+    Raises:
+        UsageError: when the prompt is empty or blank.
+    """
+    if prompt is None:
+        isatty = getattr(stdin, "isatty", None)
+        if isatty is not None and isatty():
+            stderr.write("dsh-llm chat: type the prompt, then Ctrl-D\n")
+            stderr.flush()
+        prompt = stdin.read()
+    if not prompt.strip():
+        raise UsageError("empty prompt: pass PROMPT or pipe it on stdin")
+    return prompt
+
+
+def chat_options(
+    target: Target,
+    prompt: str,
+    *,
+    system: str | None = None,
+    max_tokens: int | None = None,
+    reasoning_effort: str | None = None,
+    signal: AbortSignal | None = None,
+) -> GenerateOptions:
+    """The request for one ``chat`` call."""
+    return GenerateOptions(
+        provider=target.route,
+        model=target.model,
+        messages=(create_user_message(prompt),),
+        system=system,
+        max_tokens=max_tokens,
+        reasoning_effort=reasoning_effort,
+        signal=signal,
+    )
+
+
+@attrs.frozen(kw_only=True)
+class ChatOutcome:
+    """How a ``chat`` stream ended."""
+
+    finish: FinishReason
+    """The terminal finish (``error``/``aborted`` carry the failure)."""
+    usage: TokenUsage | None
+    """The usage chunk, or ``None`` when the stream ended without one."""
+
+
+def stream_chat(
+    runtime: LlmRuntime, options: GenerateOptions, sink: ChunkSink
+) -> ChatOutcome:
+    """Stream ``options`` through ``runtime`` into ``sink``.
+
+    Raises:
+        LlmError: ``INVARIANT`` when the stream breaks the protocol's rules.
+    """
+    usage: TokenUsage | None = None
+    finish: FinishReason | None = None
+    stream = runtime.stream(options)
+    with contextlib.closing(stream):
+        try:
+            for chunk in validate_stream(stream, strict=True):
+                sink.write(chunk)
+                if isinstance(chunk, UsageChunk):
+                    usage = chunk.usage
+                elif isinstance(chunk, Finish):
+                    finish = chunk.reason
+        finally:
+            sink.end()
+    if finish is None:  # validate_stream raises first; kept for the type checker
+        raise LlmError("stream ended without a finish chunk", ErrorCode.STREAM_CLOSED)
+    return ChatOutcome(finish=finish, usage=usage)

@@ -1,0 +1,333 @@
+"""``dsh-llm demo``: the library's main job on an embedded default, with no key and
+no network.
+
+This module owns the demo's scripted DeepSeek stream and its runner. Contracts
+callers may rely on:
+
+- ``demo_wire_events()`` is a realistic DeepSeek chat-completions stream
+  (WIRE_FORMATS.md section 1): a keep-alive comment, the role chunk, reasoning in
+  ``reasoning_content``, text, one ``get_weather`` tool call whose arguments arrive
+  in fragments, and ``finish_reason: "tool_calls"`` with usage that includes
+  cache hits (1283 prompt tokens, 1024 of them cached; 96 completion tokens, 41
+  of them reasoning), then ``[DONE]``. ``demo_reply(pace)`` plays it as one
+  chunked HTTP reply, pausing between events (about 1.3 s in all at ``pace=1``;
+  ``pace=0`` sends it at once).
+- ``run_demo`` starts a ``LoopbackServer`` on 127.0.0.1, registers the real
+  ``DeepSeekAdapter`` (explicit demo key ``DEMO_API_KEY``, ``base_url`` = the
+  server, an empty environment: no ``DEEPSEEK_*`` variable is read) in an
+  ``LlmRuntime`` and streams ``demo_options()`` through it over HTTP. Every chunk
+  passes ``validate_stream`` (strict) and a ``BlockAssembler`` and is handed to the
+  sink as it arrives (``announce`` is told the server's URL first). A proxy
+  configured in the environment is bypassed for 127.0.0.1 while the demo runs
+  (``no_proxy`` is extended, then restored), so the demo never leaves the
+  machine. The server and the adapter's connections are closed before
+  ``run_demo`` returns.
+- ``print_report`` writes what happened: the strict validation result, the
+  assembled message block by block, the usage and the finish.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from collections.abc import Callable, Iterator
+from typing import Any, Final, TextIO
+
+import attrs
+
+from dsh_llm.adapters.deepseek import PROVIDER_ROUTE, DeepSeekAdapter
+from dsh_llm.assembler import BlockAssembler
+from dsh_llm.console import ChunkSink, format_usage
+from dsh_llm.protocol import (
+    BlockStart,
+    FinishReason,
+    GenerateOptions,
+    Message,
+    ReasoningBlock,
+    TextBlock,
+    TokenUsage,
+    ToolCallBlock,
+    ToolSchema,
+    create_user_message,
+)
+from dsh_llm.runtime import LlmRuntime
+from dsh_llm.signal import AbortSignal
+from dsh_llm.testing import LoopbackServer, Pause, Reply, sse_event
+from dsh_llm.validator import validate_stream
+
+__all__ = [
+    "DEMO_API_KEY",
+    "DEMO_MODEL",
+    "DEMO_PROMPT",
+    "WEATHER_TOOL",
+    "DemoResult",
+    "demo_options",
+    "demo_reply",
+    "demo_wire_events",
+    "print_report",
+    "run_demo",
+]
+
+DEMO_API_KEY: Final = "sk-dsh-llm-demo"
+"""The key the demo sends to its own loopback server (not a real key)."""
+DEMO_MODEL: Final = "deepseek-v4-flash"
+"""The model id the demo requests."""
+DEMO_PROMPT: Final = "What's the weather in Paris right now? Do I need an umbrella?"
+"""The user's question in the demo conversation."""
+
+_SYSTEM: Final = "You are a concise assistant. Use get_weather for live weather."
+_STREAM_ID: Final = "demo-5f1c2a"
+_CREATED: Final = 1767225600
+_FIRST_TOKEN_S: Final = 0.25
+_EVENT_GAP_S: Final = 0.05
+
+_REASONING: Final = (
+    "The user wants the current weather ",
+    "in Paris and whether to take an umbrella. ",
+    "I can't know live weather myself, ",
+    "but the get_weather tool can: ",
+    "call it for Paris in celsius, ",
+    "then answer from its result.",
+)
+_TEXT: Final = (
+    "Let me check ",
+    "the live forecast ",
+    "for Paris ",
+    "before I answer.",
+)
+_TOOL_ID: Final = "call_00_Dm0ParisWx"
+_TOOL_NAME: Final = "get_weather"
+_ARGUMENTS: Final = ('{"city":', ' "Paris",', ' "unit":', ' "celsius"}')
+_USAGE: Final = {
+    "prompt_tokens": 1283,
+    "completion_tokens": 96,
+    "total_tokens": 1379,
+    "prompt_tokens_details": {"cached_tokens": 1024},
+    "completion_tokens_details": {"reasoning_tokens": 41},
+    "prompt_cache_hit_tokens": 1024,
+    "prompt_cache_miss_tokens": 259,
+}
+
+WEATHER_TOOL: Final = ToolSchema(
+    name=_TOOL_NAME,
+    description="Current weather for a city.",
+    parameters={
+        "type": "object",
+        "properties": {
+            "city": {"type": "string"},
+            "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
+        },
+        "required": ["city"],
+    },
+)
+"""The tool the demo request offers."""
+
+
+def _chunk(
+    delta: dict[str, Any],
+    *,
+    finish_reason: str | None = None,
+    usage: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    return {
+        "id": _STREAM_ID,
+        "object": "chat.completion.chunk",
+        "created": _CREATED,
+        "model": DEMO_MODEL,
+        "system_fingerprint": "fp_demo",
+        "choices": [
+            {
+                "index": 0,
+                "delta": delta,
+                "logprobs": None,
+                "finish_reason": finish_reason,
+            }
+        ],
+        "usage": usage,
+    }
+
+
+def demo_wire_events() -> tuple[dict[str, Any], ...]:
+    """The demo's DeepSeek stream, one decoded ``data:`` payload per event
+    (``[DONE]`` and the keep-alive comment excluded)."""
+    events = [_chunk({"role": "assistant", "content": None, "reasoning_content": ""})]
+    events += [
+        _chunk({"content": None, "reasoning_content": piece}) for piece in _REASONING
+    ]
+    events += [_chunk({"content": piece, "reasoning_content": None}) for piece in _TEXT]
+    events.append(
+        _chunk(
+            {
+                "tool_calls": [
+                    {
+                        "index": 0,
+                        "id": _TOOL_ID,
+                        "type": "function",
+                        "function": {"name": _TOOL_NAME, "arguments": ""},
+                    }
+                ]
+            }
+        )
+    )
+    events += [
+        _chunk({"tool_calls": [{"index": 0, "function": {"arguments": piece}}]})
+        for piece in _ARGUMENTS
+    ]
+    events.append(_chunk({"content": ""}, finish_reason="tool_calls", usage=_USAGE))
+    return tuple(events)
+
+
+def demo_reply(pace: float = 1.0) -> Reply:
+    """The demo stream as one chunked reply; ``pace`` scales every pause.
+
+    Raises:
+        ValueError: for a negative ``pace``.
+    """
+    if pace < 0:
+        raise ValueError(f"pace must be >= 0, got {pace}")
+    steps: list[bytes | Pause] = [b": keep-alive\n\n"]
+    if pace:
+        steps.append(Pause(seconds=_FIRST_TOKEN_S * pace))
+    for event in demo_wire_events():
+        steps.append(sse_event(event))
+        if pace:
+            steps.append(Pause(seconds=_EVENT_GAP_S * pace))
+    steps.append(b"data: [DONE]\n\n")
+    return Reply(body=tuple(steps))
+
+
+def demo_options(signal: AbortSignal | None = None) -> GenerateOptions:
+    """The request the demo sends: a user question, a system prompt, one tool."""
+    return GenerateOptions(
+        provider=PROVIDER_ROUTE,
+        model=DEMO_MODEL,
+        system=_SYSTEM,
+        messages=(create_user_message(DEMO_PROMPT),),
+        tools=(WEATHER_TOOL,),
+        reasoning_effort="high",
+        signal=signal,
+    )
+
+
+@attrs.frozen(kw_only=True)
+class DemoResult:
+    """What one demo run saw."""
+
+    server_url: str
+    """Where the scripted server listened."""
+    chunks: int
+    """How many chunks passed strict validation."""
+    blocks: int
+    """How many blocks the stream opened."""
+    message: Message
+    """The assembled assistant message."""
+    usage: TokenUsage | None
+    """The stream's usage."""
+    finish: FinishReason
+    """Why the stream ended."""
+
+
+_NO_PROXY_VARIABLES: Final = ("no_proxy", "NO_PROXY")
+
+
+@contextlib.contextmanager
+def _loopback_bypasses_proxies() -> Iterator[None]:
+    # requests sends even 127.0.0.1 through HTTP(S)_PROXY unless no_proxy lists
+    # it; the demo must work behind a corporate proxy without touching it.
+    saved = {name: os.environ.get(name) for name in _NO_PROXY_VARIABLES}
+    for name, value in saved.items():
+        os.environ[name] = "127.0.0.1" if not value else f"{value},127.0.0.1"
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def run_demo(
+    sink: ChunkSink,
+    *,
+    signal: AbortSignal | None = None,
+    pace: float = 1.0,
+    announce: Callable[[str], object] | None = None,
+) -> DemoResult:
+    """Serve the scripted stream and read it through ``DeepSeekAdapter``.
+
+    Args:
+        sink: Gets every chunk as it arrives (e.g. a ``ChunkPrinter``).
+        signal: Aborts the request (the stream then ends ``aborted``).
+        pace: Scales the pauses between events (``0``: none).
+        announce: Called with the server's URL before the request is sent.
+
+    Returns:
+        The validation count, assembled message, usage and finish.
+
+    Raises:
+        LlmError: ``INVARIANT`` if the stream broke the protocol's rules.
+    """
+    assembler = BlockAssembler()
+    chunks = blocks = 0
+    with LoopbackServer() as server, _loopback_bypasses_proxies():
+        server.enqueue(demo_reply(pace))
+        if announce is not None:
+            announce(server.url)
+        adapter = DeepSeekAdapter(DEMO_API_KEY, base_url=server.url, environ={})
+        runtime = LlmRuntime()
+        registration = runtime.register_adapter([PROVIDER_ROUTE], adapter)
+        try:
+            stream = runtime.stream(demo_options(signal))
+            with contextlib.closing(stream):
+                try:
+                    for chunk in validate_stream(stream, strict=True):
+                        chunks += 1
+                        blocks += isinstance(chunk, BlockStart)
+                        assembler.push(chunk)
+                        sink.write(chunk)
+                finally:
+                    sink.end()
+        finally:
+            registration.dispose()
+            adapter.close()
+    return DemoResult(
+        server_url=server.url,
+        chunks=chunks,
+        blocks=blocks,
+        message=assembler.message(),
+        usage=assembler.usage,
+        finish=assembler.finish,
+    )
+
+
+def _describe_block(position: int, block: object) -> str:
+    if isinstance(block, ReasoningBlock):
+        return f"  [{position}] reasoning  {json.dumps(block.text, ensure_ascii=False)}"
+    if isinstance(block, TextBlock):
+        return f"  [{position}] text       {json.dumps(block.text, ensure_ascii=False)}"
+    if isinstance(block, ToolCallBlock):
+        return (
+            f"  [{position}] tool-call  {block.name}({block.arguments}) id {block.id}"
+        )
+    return f"  [{position}] {type(block).__name__}"
+
+
+def print_report(result: DemoResult, out: TextIO) -> None:
+    """Write the validation result, the assembled message, usage and finish."""
+    lines = [
+        "",
+        f"strict validation: passed ({result.chunks} chunks, {result.blocks} blocks, "
+        "each block-start -> deltas -> block-end, then usage, then finish)",
+        f"assembled {result.message.role} message, {len(result.message.content)} "
+        "blocks:",
+        *(
+            _describe_block(position, block)
+            for position, block in enumerate(result.message.content)
+        ),
+        f"usage: {format_usage(result.usage)}",
+        f"finish: {result.finish.kind}",
+    ]
+    out.write("\n".join(lines) + "\n")
+    out.flush()

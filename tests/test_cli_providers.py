@@ -1,0 +1,128 @@
+"""``dsh-llm providers`` and ``dsh_llm.cli_targets``: which routes the command line
+sees (built-in DeepSeek, a composition file) and how it picks route and model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from dsh_llm import LlmAdapter
+from dsh_llm.cli import main
+from dsh_llm.cli_targets import (
+    UsageError,
+    find_config,
+    open_routes,
+    open_target,
+)
+from dsh_llm.errors import ErrorCode, LlmError
+
+from .cli_run import run_cli
+
+EXAMPLES = Path(__file__).parent.parent / "examples"
+
+
+def test_providers_lists_the_built_in_route_and_its_catalog(tmp_path):
+    result = run_cli("providers", cwd=tmp_path)
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        "deepseek-official  (DeepSeek, built-in)",
+        "  deepseek-v4-flash             DeepSeek-V4-Flash",
+        "  deepseek-v4-pro               DeepSeek-V4-Pro",
+        "  deepseek-v4-flash-vision-exp  DeepSeek-V4-Flash-Vision-Exp  [text, image]",
+    ]
+    assert "dsh-llm chat --base-url URL --model NAME" in result.stderr
+
+
+def test_providers_lists_the_routes_of_the_composition(tmp_path):
+    (tmp_path / "my_llm_adapter.py").write_bytes(
+        (EXAMPLES / "my_llm_adapter.py").read_bytes()
+    )
+    config = tmp_path / "dsh.yml"
+    config.write_text(
+        "- id: deepseek\n"
+        "  name: llm-deepseek\n"
+        "  config:\n"
+        "    models:\n"
+        "      - {id: my-finetune, name: My Finetune}\n"
+        "- id: echo\n"
+        "  name: ./my_llm_adapter.py\n"
+        "  config: {apiKey: k, providers: [my-provider]}\n",
+        encoding="utf-8",
+    )
+
+    result = run_cli("providers", cwd=tmp_path)
+
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ""
+    assert result.stdout.splitlines() == [
+        f"deepseek-official  (DeepSeek, {config})",
+        "  my-finetune  My Finetune",
+        f"my-provider  (my-provider, {config})",
+        "  (no models listed; pass --model to chat)",
+    ]
+    elsewhere = run_cli("providers", "--config", str(config), cwd=tmp_path.parent)
+    assert elsewhere.stdout == result.stdout
+
+
+class _NoCatalog(LlmAdapter):
+    def stream(self, options):
+        raise AssertionError("not called")
+
+    def list_models(self, provider):
+        raise LlmError("catalog service is down", ErrorCode.SERVER)
+
+
+name = "broken-catalog"
+
+
+def apply(ctx, config):
+    ctx.llm.register_adapter(["flaky"], _NoCatalog())
+
+
+def test_providers_reports_a_failing_catalog_and_exits_1(tmp_path, capsys):
+    config = tmp_path / "dsh.yml"
+    config.write_text(f"- name: {__name__}\n", encoding="utf-8")
+
+    assert main(["providers", "--config", str(config)]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == f"flaky  (flaky, {config})\n"
+    assert captured.err == 'error[SERVER]: route "flaky": catalog service is down\n'
+
+
+def test_find_config_prefers_the_explicit_path_then_the_local_dsh_yml(tmp_path):
+    assert find_config("other.yml", tmp_path) == "other.yml"
+    assert find_config(None, tmp_path) is None
+    (tmp_path / "dsh.yml").write_text("[]\n", encoding="utf-8")
+    assert find_config(None, tmp_path) == str(tmp_path / "dsh.yml")
+
+
+def test_open_target_picks_deepseek_and_its_first_model_by_default(
+    tmp_path, monkeypatch
+):
+    monkeypatch.chdir(tmp_path)
+    with open_target(environ={"DEEPSEEK_API_KEY": "sk-test"}) as target:
+        assert (target.route, target.model) == (
+            "deepseek-official",
+            "deepseek-v4-flash",
+        )
+        assert [p.id for p in target.runtime.list_providers()] == ["deepseek-official"]
+    # Leaving the block unregistered the route.
+    assert target.runtime.list_providers() == ()
+
+
+def test_open_routes_reports_an_invalid_builtin_setting_as_a_usage_error(
+    tmp_path, monkeypatch
+):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("DEEPSEEK_BASE_URL", "not a url")
+    with pytest.raises(UsageError, match="llm-deepseek: "), open_routes():
+        pass
+
+
+def test_a_composition_without_routes_cannot_chat(tmp_path, monkeypatch):
+    (tmp_path / "dsh.yml").write_text("[]\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(UsageError, match="registers no route"), open_target():
+        pass
