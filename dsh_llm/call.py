@@ -109,8 +109,8 @@ class AssembledResult:
 
 def call_with_retry(
     runtime: LlmRuntime,
-    config: LlmCallConfig,
-    build_options: Callable[[LlmCallConfig], GenerateOptions],
+    request: LlmCallConfig | GenerateOptions,
+    build_options: Callable[[LlmCallConfig], GenerateOptions] | None = None,
     *,
     signal: AbortSignal | None = None,
     on_retry: Callable[[RetryEvent], object] | None = None,
@@ -120,11 +120,16 @@ def call_with_retry(
 
     Args:
         runtime: The runtime to call through (middleware included).
-        config: The call's provider, model and sampling settings.
-        build_options: Builds the request from the prepared config (which has
-            the adapter's defaults filled in); called once per attempt, it must
-            keep the config's fields. ``signal`` is added when it sets none.
-        signal: Cancels the call, including a wait between attempts.
+        request: Either the whole request (``GenerateOptions``: each attempt
+            sends it with the prepared config's fields, which have the
+            adapter's defaults filled in), or only the call's ``LlmCallConfig``
+            together with ``build_options``.
+        build_options: With an ``LlmCallConfig``: builds the request from the
+            prepared config; called once per attempt, it must keep the config's
+            fields. ``signal`` is added when it sets none. Not allowed with
+            ``GenerateOptions``.
+        signal: Cancels the call, including a wait between attempts (default:
+            the request's own signal, when ``request`` is ``GenerateOptions``).
         on_retry: Called with a ``RetryEvent`` before each wait.
         random: Source of ``[0, 1]`` values for the backoff jitter.
 
@@ -135,7 +140,10 @@ def call_with_retry(
         LlmError: what ``runtime.prepare_call`` raises (``NO_ADAPTER``,
             ``UNSUPPORTED_REASONING_EFFORT``...), and ``INVALID_PREPARED_CALL``
             when ``build_options`` changes the call config.
+        TypeError: for a ``request`` of another type, an ``LlmCallConfig``
+            without ``build_options``, or ``GenerateOptions`` with one.
     """
+    config, build_options, signal = _call_parts(request, build_options, signal)
     retries: dict[tuple[str, str], int] = {}
     attempts = 0
     while True:
@@ -179,6 +187,45 @@ def call_with_retry(
             )
         if _wait(delay, signal):
             return _aborted_while_waiting(result, failure)
+
+
+def _call_parts(
+    request: LlmCallConfig | GenerateOptions,
+    build_options: Callable[[LlmCallConfig], GenerateOptions] | None,
+    signal: AbortSignal | None,
+) -> tuple[
+    LlmCallConfig, Callable[[LlmCallConfig], GenerateOptions], AbortSignal | None
+]:
+    if isinstance(request, GenerateOptions):
+        if build_options is not None:
+            raise TypeError(
+                "call_with_retry takes build_options only with an LlmCallConfig, "
+                "not with GenerateOptions"
+            )
+        options = request
+
+        def with_config(config: LlmCallConfig) -> GenerateOptions:
+            return options.evolve(
+                provider=config.provider,
+                model=config.model,
+                reasoning_effort=config.reasoning_effort,
+                temperature=config.temperature,
+                max_tokens=config.max_tokens,
+                stop=config.stop,
+            )
+
+        return request.call_config(), with_config, signal or request.signal
+    if isinstance(request, LlmCallConfig):
+        if build_options is None:
+            raise TypeError(
+                "call_with_retry needs build_options with an LlmCallConfig "
+                "(or pass the whole GenerateOptions)"
+            )
+        return request, build_options, signal
+    raise TypeError(
+        "call_with_retry request must be GenerateOptions or LlmCallConfig, "
+        f"got {type(request).__name__}"
+    )
 
 
 def _attempt(

@@ -386,3 +386,41 @@ def test_a_builder_that_changes_the_config_is_refused() -> None:
     with pytest.raises(LlmError) as caught:
         call_with_retry(runtime, CONFIG, changing)
     assert caught.value.code == ErrorCode.INVALID_PREPARED_CALL
+
+
+def test_whole_options_are_retried_with_the_prepared_config_filled_in() -> None:
+    adapter = Scripted(
+        [failure("SERVER"), "ok"],
+        policy(mode="normal", backoff={"jitterRatio": 0}),
+    )
+    runtime = LlmRuntime()
+    runtime.register_adapter(["route"], adapter)
+    waiter = RecordingSignal()
+    options = GenerateOptions(
+        provider="route",
+        model="m",
+        messages=(QUESTION,),
+        system="be brief",
+        stop=("END",),
+        signal=waiter,
+    )
+    result = call_with_retry(runtime, options)
+    assert result.text == "ok"
+    assert result.attempts == 2
+    # The request's own signal paces the waits.
+    assert waiter.waits == [500]
+    # Both attempts send the caller's request, not a rebuilt one.
+    assert [seen.system for seen in adapter.seen] == ["be brief", "be brief"]
+    assert [seen.stop for seen in adapter.seen] == [("END",), ("END",)]
+    assert adapter.seen[0] == adapter.seen[1]
+
+
+def test_request_forms_are_checked() -> None:
+    runtime = LlmRuntime()
+    options = GenerateOptions(provider="route", model="m", messages=(QUESTION,))
+    with pytest.raises(TypeError, match="only with an LlmCallConfig"):
+        call_with_retry(runtime, options, build)
+    with pytest.raises(TypeError, match="needs build_options"):
+        call_with_retry(runtime, CONFIG)
+    with pytest.raises(TypeError, match="got dict"):
+        call_with_retry(runtime, {"provider": "route"})  # type: ignore[arg-type]
