@@ -17,11 +17,11 @@ callers may rely on:
   server, an empty environment: no ``DEEPSEEK_*`` variable is read) in an
   ``LlmRuntime`` and streams ``demo_options()`` through it over HTTP. Every chunk
   passes ``validate_stream`` (strict) and a ``BlockAssembler`` and is handed to the
-  sink as it arrives (``announce`` is told the server's URL first). A proxy
-  configured in the environment is bypassed for 127.0.0.1 while the demo runs
-  (``no_proxy`` is extended, then restored), so the demo never leaves the
-  machine. The server and the adapter's connections are closed before
-  ``run_demo`` returns.
+  sink as it arrives (``announce`` is told the server's URL first). The demo
+  never leaves the machine: the transport reaches loopback hosts directly, so a
+  proxy configured in the environment is never used, and the process
+  environment is left untouched. The server and the adapter's connections are
+  closed before ``run_demo`` returns.
 - ``print_report`` writes what happened: the strict validation result, the
   assembled message block by block, the usage and the finish.
 """
@@ -30,8 +30,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any, Final, TextIO
 
 import attrs
@@ -228,26 +227,6 @@ class DemoResult:
     """Why the stream ended."""
 
 
-_NO_PROXY_VARIABLES: Final = ("no_proxy", "NO_PROXY")
-
-
-@contextlib.contextmanager
-def _loopback_bypasses_proxies() -> Iterator[None]:
-    # requests sends even 127.0.0.1 through HTTP(S)_PROXY unless no_proxy lists
-    # it; the demo must work behind a corporate proxy without touching it.
-    saved = {name: os.environ.get(name) for name in _NO_PROXY_VARIABLES}
-    for name, value in saved.items():
-        os.environ[name] = "127.0.0.1" if not value else f"{value},127.0.0.1"
-    try:
-        yield
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
-
-
 def run_demo(
     sink: ChunkSink,
     *,
@@ -271,7 +250,7 @@ def run_demo(
     """
     assembler = BlockAssembler()
     chunks = blocks = 0
-    with LoopbackServer() as server, _loopback_bypasses_proxies():
+    with LoopbackServer() as server:
         server.enqueue(demo_reply(pace))
         if announce is not None:
             announce(server.url)

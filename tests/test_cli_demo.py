@@ -35,6 +35,7 @@ from dsh_llm.testing import LoopbackServer
 from dsh_llm.validator import assert_chunk_sequence
 
 from .cli_run import clean_env, run_cli
+from .proxy_env import use_proxy
 
 REASONING = (
     "The user wants the current weather in Paris and whether to take an umbrella. "
@@ -175,7 +176,7 @@ def test_run_demo_delivers_each_chunk_live_and_cleans_up():
     # watches the text being written (the script pauses about 1.3 s in all).
     first, last = sink.seen[0][0], sink.seen[-1][0]
     assert last - first > 0.5
-    # The server, its threads and the proxy bypass are gone again.
+    # The server and its threads are gone again; the environment was never edited.
     assert {name: os.environ.get(name) for name in saved} == saved
     deadline = time.monotonic() + 5
     while threading.active_count() > threads_before and time.monotonic() < deadline:
@@ -186,8 +187,8 @@ def test_run_demo_delivers_each_chunk_live_and_cleans_up():
 def test_run_demo_ignores_deepseek_variables_and_proxies(monkeypatch):
     monkeypatch.setenv("DEEPSEEK_BASE_URL", "http://127.0.0.1:9")
     monkeypatch.setenv("DEEPSEEK_API_KEY", "")
-    monkeypatch.setenv("HTTP_PROXY", DEAD_PROXY)
-    monkeypatch.setenv("http_proxy", DEAD_PROXY)
+    # Every proxy variable, and no no_proxy entry to exempt the loopback server.
+    use_proxy(monkeypatch, DEAD_PROXY)
     sink = RecordingSink()
 
     result = run_demo(sink, pace=0)

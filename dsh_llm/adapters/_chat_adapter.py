@@ -13,7 +13,10 @@ and in a ``WireProfile``; everything else an adapter does is here, once:
   came from and never the key.
 - ``chat_completions_url`` and ``stream_completion``: one
   ``POST <base_url>/chat/completions`` through the shared transport and the
-  translator of ``dsh_llm.adapters._openai_wire``.
+  translator of ``dsh_llm.adapters._openai_translator``.
+- ``stream_chat_completions``: runs a ``StreamingCall`` through the SSE shim and
+  a translator, pausing the watchdog while the consumer holds a chunk, and
+  closes the response however the stream ends.
 """
 
 from __future__ import annotations
@@ -33,12 +36,8 @@ from dsh_llm.adapter import (
     LlmProviderInfo,
     LlmResolvedModelInfo,
 )
-from dsh_llm.adapters._openai_wire import (
-    ChatCompletionsTranslator,
-    WireProfile,
-    encode_body,
-    stream_chat_completions,
-)
+from dsh_llm.adapters._openai_translator import ChatCompletionsTranslator
+from dsh_llm.adapters._openai_wire import WireProfile, encode_body
 from dsh_llm.credentials import Secret, assert_usable_api_key
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import StreamChunk
@@ -46,6 +45,7 @@ from dsh_llm.retry import RetryPolicy
 from dsh_llm.signal import AbortSignal
 from dsh_llm.transport.call import StreamingCall
 from dsh_llm.transport.session import BearerAuth, NoAuth
+from dsh_llm.transport.sse import DONE, CommentCallback, SseDecoder
 
 __all__ = [
     "CHAT_COMPLETIONS_PATH",
@@ -57,6 +57,7 @@ __all__ = [
     "chat_completions_url",
     "explicit_api_key",
     "resolved_model_info",
+    "stream_chat_completions",
     "stream_completion",
 ]
 
@@ -133,6 +134,58 @@ class StreamSettings(Protocol):
     def empty_response_as_stop(self) -> bool:
         """Report a blockless ``stop`` as ``stop``."""
         ...
+
+
+def stream_chat_completions(
+    call: StreamingCall,
+    translator: ChatCompletionsTranslator,
+    *,
+    on_comment: CommentCallback | None = None,
+) -> Iterator[StreamChunk]:
+    """Send ``call``, decode its SSE body and yield the translator's chunks.
+
+    The response is closed when the generator ends, fails or is closed early.
+    Failures while reading are classified by ``call.failure`` (SPEC 8.7); an HTTP
+    error is raised as ``call.open()`` classified it
+    (``dsh_llm.transport.http_errors``).
+
+    Raises:
+        LlmError: from the request (status, transport, abort) or while streaming.
+    """
+    try:
+        call.open()
+        decoder = SseDecoder(
+            on_comment=on_comment, terminal_data=DONE, provider=call.provider
+        )
+        reader = call.chunks()
+        while not translator.finished:
+            try:
+                data = next(reader, None)
+                if data is None:
+                    events = decoder.close()
+                    if not events:
+                        raise LlmError(
+                            f"{call.provider} SSE stream ended without [DONE]",
+                            ErrorCode.STREAM_CLOSED,
+                        )
+                else:
+                    events = decoder.feed(data)
+                    if not events:
+                        continue
+                call.note_data()
+                out = translator.feed_sse(events)
+            except Exception as exc:
+                error = call.failure(exc)
+                if error is exc:
+                    raise
+                raise error from exc
+            if out:
+                call.pause()
+                yield from out
+                call.resume()
+        call.finish()
+    finally:
+        call.close()
 
 
 def stream_completion(

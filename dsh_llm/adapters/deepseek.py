@@ -46,7 +46,6 @@ Contracts callers may rely on:
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Final, Literal
@@ -82,7 +81,7 @@ from dsh_llm.transport.session import (
     create_session,
     stream_headers,
 )
-from dsh_llm.transport.watchdog import MAX_TIMEOUT_MS
+from dsh_llm.transport.watchdog import check_timeout_ms
 
 __all__ = [
     "BASE_URL_ENV",
@@ -271,15 +270,6 @@ def _positive_int(value: object, *, safe: bool = False) -> bool:
     return type(value) is int and value > 0 and (not safe or value <= _MAX_SAFE_INTEGER)
 
 
-def _timeout_ok(value: object) -> bool:
-    return (
-        isinstance(value, int | float)
-        and not isinstance(value, bool)
-        and math.isfinite(value)
-        and 0 < value <= MAX_TIMEOUT_MS
-    )
-
-
 def _resolve_models(
     models: tuple[DeepSeekModel, ...] | None,
 ) -> tuple[DeepSeekModel, ...]:
@@ -356,14 +346,13 @@ def resolve_adapter_options(
         raise _fail("defaultContextWindow must be a positive integer")
     if not _positive_int(config.max_tokens, safe=True):
         raise _fail("maxTokens must be a positive safe integer")
-    bound = f"a positive finite number no greater than {MAX_TIMEOUT_MS}"
-    if not _timeout_ok(config.stream_idle_timeout_ms):
-        raise _fail(f"streamIdleTimeoutMs must be {bound}")
     keepalive = config.stream_keepalive_timeout_ms
-    if keepalive is not None and not _timeout_ok(keepalive):
-        raise _fail(f"streamKeepaliveTimeoutMs must be {bound}")
-    if config.total_timeout_ms is not None and not _timeout_ok(config.total_timeout_ms):
-        raise _fail(f"totalTimeoutMs must be {bound}")
+    try:
+        check_timeout_ms("streamIdleTimeoutMs", config.stream_idle_timeout_ms)
+        check_timeout_ms("streamKeepaliveTimeoutMs", keepalive, optional=True)
+        check_timeout_ms("totalTimeoutMs", config.total_timeout_ms, optional=True)
+    except ValueError as exc:
+        raise _fail(str(exc)) from exc
     if not _positive_int(config.pool_maxsize):
         raise _fail("poolMaxsize must be a positive integer")
     if not isinstance(config.empty_response_as_stop, bool):

@@ -44,17 +44,17 @@ Contracts callers may rely on:
   hints with no meaning on a generic server and are not sent (a session id is
   not leaked to third parties). Reasoning from earlier turns is sent back only
   when ``reasoning_passback_field`` names the field the server reads.
-- **Stream**: the shared translator's strict order and every quirk it absorbs
-  (see ``dsh_llm.adapters._openai_wire.ChatCompletionsTranslator``): tool-call
+- **Stream**: the shared translator's strict order and every quirk it absorbs (see
+  ``dsh_llm.adapters._openai_translator.ChatCompletionsTranslator``): tool-call
   ids and names repeated or only on the first delta, ``id: ""`` continuations,
   parallel calls reusing index 0, missing indexes, whole calls in one delta,
   parameterless calls ending ``{}``, legacy ``function_call``, reasoning in
   ``reasoning_content`` or ``reasoning``, ``delta.refusal`` (an ``error`` finish
   with code ``REFUSAL`` after the text), usage on any chunk or none (``None``
-  counts), ``stop`` after tool calls corrected to ``tool-calls``, in-stream
-  errors in every known shape. A blockless ``stop`` is ``EMPTY_RESPONSE``
-  unless ``empty_response_as_stop``. Failures follow SPEC 8.6/8.7; a 429 that
-  says "Request too large" is ``INVALID_REQUEST``.
+  counts), ``stop`` after tool calls corrected to ``tool-calls``, in-stream errors
+  in every known shape. A blockless ``stop`` is ``EMPTY_RESPONSE`` unless
+  ``empty_response_as_stop``. Failures follow SPEC 8.6/8.7; a 429 that says
+  "Request too large" is ``INVALID_REQUEST`` (``dsh_llm.transport.http_errors``).
 - ``close()`` (or ``with``) closes the adapter's connection pool.
 """
 

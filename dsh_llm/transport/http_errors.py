@@ -13,11 +13,15 @@ Contracts callers may rely on:
   ``provider_retry_after_ms`` and ``request_id`` carry the facts found.
 - ``error_code(status, detail)`` is the one classifier, first match wins:
   401/403 ``AUTH``; 413 ``INVALID_REQUEST``; quota detail or 402 ``QUOTA``; 429
-  ``RATE_LIMIT``; context detail on a 400 (or on an in-stream error without a
-  status) ``CONTEXT_WINDOW_EXCEEDED``; 400/422 ``INVALID_REQUEST``; >= 500
+  ``RATE_LIMIT``, unless the detail says "Request too large" (OpenAI's answer to
+  one request bigger than the tokens-per-minute limit, "Request too large for
+  ... on tokens per min (TPM): Limit N, Requested M", which no retry can fix):
+  ``INVALID_REQUEST``; context detail on a 400 (or on an in-stream error without
+  a status) ``CONTEXT_WINDOW_EXCEEDED``; 400/422 ``INVALID_REQUEST``; >= 500
   ``SERVER``; another status ``HTTP_<status>``. Without a status (an in-stream
-  error) the error's type decides between ``AUTH``, ``RATE_LIMIT`` and
-  ``INVALID_REQUEST``, and anything else is ``SERVER``.
+  error) the error's type decides between ``AUTH``, ``RATE_LIMIT`` (with the same
+  "Request too large" exception) and ``INVALID_REQUEST``, and anything else is
+  ``SERVER``. Every adapter gets these rules: none refines a code afterwards.
 - ``in_band_failure(value, provider=...)`` classifies an in-stream error payload
   (``{"error": {...}}``, a flat ``{"object": "error", ...}``, an ``error:`` SSE
   field's text, integer or string codes) with the same classifier.
@@ -62,6 +66,7 @@ REQUEST_ID_HEADERS: Final = ("x-request-id", "x-deepseek-request-id", "request-i
 """Headers that carry a provider request id, in order of preference."""
 
 _DIGITS: Final = re.compile(r"[0-9]+")
+_REQUEST_TOO_LARGE: Final = re.compile(r"\brequest too large\b", re.IGNORECASE)
 
 
 def _header(headers: Mapping[str, str], name: str) -> str | None:
@@ -181,8 +186,22 @@ def parse_error_report(value: Any) -> ProviderErrorReport | None:
     )
 
 
+def _rate_limit_code(detail: str) -> str:
+    # A rate-limit report about one request larger than the whole per-minute
+    # budget: waiting never lets that request through, so it is not retryable.
+    if _REQUEST_TOO_LARGE.search(detail):
+        return ErrorCode.INVALID_REQUEST.value
+    return ErrorCode.RATE_LIMIT.value
+
+
 def error_code(status: int | None, detail: str, kind: str = "") -> str:
-    """The stable code for a provider failure (see the module docstring)."""
+    """The stable code for a provider failure (see the module docstring).
+
+    Args:
+        status: The HTTP status, or ``None`` for an in-stream error without one.
+        detail: The error's code, type and message joined by spaces.
+        kind: The error's ``type``, consulted only without a status.
+    """
     if status in (401, 403):
         return ErrorCode.AUTH.value
     if status == 413:
@@ -190,7 +209,7 @@ def error_code(status: int | None, detail: str, kind: str = "") -> str:
     if is_quota_exceeded_error(detail) or status == 402:
         return ErrorCode.QUOTA.value
     if status == 429:
-        return ErrorCode.RATE_LIMIT.value
+        return _rate_limit_code(detail)
     if status in (400, None) and is_context_window_exceeded_error(detail):
         return ErrorCode.CONTEXT_WINDOW_EXCEEDED.value
     if status in (400, 422):
@@ -198,7 +217,7 @@ def error_code(status: int | None, detail: str, kind: str = "") -> str:
     if status is None:
         text = f"{kind} {detail}".lower()
         if "rate_limit" in text or "rate limit" in text:
-            return ErrorCode.RATE_LIMIT.value
+            return _rate_limit_code(detail)
         if "authentication" in text or "permission" in text:
             return ErrorCode.AUTH.value
         if "invalid_request" in text or "not_supported" in text:

@@ -13,6 +13,13 @@ Contracts callers may rely on:
   ``content-type: application/json`` and any extra headers. Credentials never go
   in headers built here: they travel in ``BearerAuth``, whose ``repr`` hides the
   key, and passing an auth object also stops ``requests`` from reading ``.netrc``.
+- Loopback hosts are reached directly: a request to ``localhost``, an address in
+  ``127.0.0.0/8`` or ``::1`` (``[::1]`` in a URL) never goes through a proxy, so
+  a local server (llama.cpp, Ollama, vLLM, ``dsh-llm demo``) works with
+  ``HTTP_PROXY``/``HTTPS_PROXY``/``ALL_PROXY`` set. Every other host honours the
+  environment exactly as ``requests`` does (proxies, ``no_proxy``,
+  ``REQUESTS_CA_BUNDLE``...). No global state is touched: the rule lives in the
+  session's transport adapter (see ``is_loopback_host``).
 - Sockets are observable: while ``capture_socket(slot)`` is active in a thread,
   every connection of a session made here attaches its socket to ``slot`` right
   before waiting for the response headers, so another thread can shut the socket
@@ -23,10 +30,12 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import ipaddress
 import socket
 import threading
+import urllib.parse
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Any, Final
 
 import requests
 import requests.adapters
@@ -46,11 +55,14 @@ __all__ = [
     "SocketSlot",
     "capture_socket",
     "create_session",
+    "is_loopback_host",
     "stream_headers",
 ]
 
 DEFAULT_POOL_MAXSIZE = 10
 """Idle connections kept per host by default."""
+
+_LOOPBACK_V4: Final = ipaddress.IPv4Network("127.0.0.0/8")
 
 _SLOT: contextvars.ContextVar[SocketSlot | None] = contextvars.ContextVar(
     "dsh_llm_socket_slot", default=None
@@ -139,9 +151,65 @@ class _HTTPSPool(urllib3.connectionpool.HTTPSConnectionPool):
 _POOL_CLASSES = {"http": _HTTPPool, "https": _HTTPSPool}
 
 
+def is_loopback_host(host: str | None) -> bool:
+    """Whether ``host`` names this machine's loopback interface: ``localhost``
+    (any case), an IPv4 address in ``127.0.0.0/8`` or the IPv6 address ``::1``
+    (bracketed or not). Other names, even ones that may resolve to loopback, are
+    not: only what can be decided without a lookup counts."""
+    if not host:
+        return False
+    name = host.lower()
+    if name.startswith("[") and name.endswith("]"):
+        name = name[1:-1]
+    if name == "localhost":
+        return True
+    try:
+        address = ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    if isinstance(address, ipaddress.IPv4Address):
+        return address in _LOOPBACK_V4
+    # ::1 only (a zone id does not change the address); an IPv4-mapped address
+    # is left to the environment, as Python 3.11's is_loopback does.
+    return int(address) == 1
+
+
+def _is_loopback_url(url: str | None) -> bool:
+    try:
+        return is_loopback_host(urllib.parse.urlsplit(url or "").hostname)
+    except ValueError:
+        # requests reports a malformed URL itself; nothing to decide here.
+        return False
+
+
 class _StreamingAdapter(requests.adapters.HTTPAdapter):
     """An ``HTTPAdapter`` whose connections report their socket (see
-    ``capture_socket``) and which never retries."""
+    ``capture_socket``), which never retries and which reaches loopback hosts
+    directly."""
+
+    def send(
+        self,
+        request: requests.PreparedRequest,
+        stream: bool = False,
+        timeout: float | tuple[float | None, float | None] | None = None,
+        verify: bool | str = True,
+        cert: str | tuple[str, str] | None = None,
+        proxies: dict[str, str] | None = None,
+    ) -> requests.Response:
+        # The one place every request of the session passes with its final
+        # proxies: Session.request merged the environment's (and a redirect
+        # would have re-resolved them) before this call, so dropping them here
+        # cannot be undone, and other hosts keep exactly what requests chose.
+        if proxies and _is_loopback_url(request.url):
+            proxies = None
+        return super().send(
+            request,
+            stream=stream,
+            timeout=timeout,
+            verify=verify,
+            cert=cert,
+            proxies=proxies,
+        )
 
     def init_poolmanager(
         self, connections: int, maxsize: int, block: bool = False, **pool_kwargs: Any

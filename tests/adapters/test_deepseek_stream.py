@@ -25,6 +25,7 @@ from dsh_llm.signal import AbortController
 from dsh_llm.testing import Cut, LoopbackServer, Pause, Reply, Stall, sse_events
 from dsh_llm.validator import validate_stream
 
+from ..proxy_env import use_proxy
 from .chat_chunks import FIRST, finish, reasoning, text, tool, usage
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "deepseek"
@@ -509,3 +510,14 @@ def test_an_in_stream_error_is_exactly_one_error_finish_through_the_runtime(serv
     finishes = [c for c in chunks if isinstance(c, Finish)]
     assert len(finishes) == 1
     assert finishes[0].reason.failure.code == "SERVER"  # type: ignore[union-attr]
+
+
+def test_a_loopback_base_url_is_reached_with_a_dead_environment_proxy(
+    server, monkeypatch
+):
+    use_proxy(monkeypatch)  # HTTP_PROXY, HTTPS_PROXY, ALL_PROXY: nobody listens
+    server.enqueue(Reply(body=sse_events([FIRST, text("local"), finish()])))
+    with _adapter(server) as adapter:
+        assert collect(_stream(adapter)).text == "local"
+    (request,) = server.requests
+    assert request.path == "/chat/completions"

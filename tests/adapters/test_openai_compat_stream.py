@@ -30,6 +30,7 @@ from dsh_llm.serde import chunk_to_dict, read_jsonl
 from dsh_llm.testing import LoopbackServer, Reply, sse_event, sse_events
 from dsh_llm.validator import validate_stream
 
+from ..proxy_env import use_proxy
 from .chat_chunks import chunk, finish, only_usage, reasoning, text, tool, usage
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "openai_compat"
@@ -661,3 +662,34 @@ def test_a_non_json_payload_is_malformed_response(server):
         list(adapter.stream(_options()))
     assert caught.value.code == ErrorCode.MALFORMED_RESPONSE
     assert "OpenAI-compatible" in caught.value.message
+
+
+# --- proxies ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "localhost"])
+def test_a_local_server_is_reached_with_a_dead_environment_proxy(
+    server, monkeypatch, host
+):
+    use_proxy(monkeypatch)  # HTTP_PROXY, HTTPS_PROXY, ALL_PROXY: nobody listens
+    server.enqueue(Reply(body=sse_events([text("local"), finish()])))
+    with OpenAICompatAdapter(f"http://{host}:{server.port}/v1") as adapter:
+        chunks = list(validate_stream(adapter.stream(_options()), strict=True))
+    assert collect(chunks).text == "local"
+    (request,) = server.requests
+    assert request.path == "/v1/chat/completions"
+
+
+def test_a_remote_server_is_still_reached_through_the_environment_proxy(
+    server, monkeypatch
+):
+    # ``server`` plays the forward proxy; example.invalid is never resolved.
+    use_proxy(monkeypatch, server.url)
+    server.enqueue(Reply(body=sse_events([text("proxied"), finish()])))
+    with OpenAICompatAdapter("http://example.invalid/v1") as adapter:
+        chunks = list(validate_stream(adapter.stream(_options()), strict=True))
+    assert collect(chunks).text == "proxied"
+    (request,) = server.requests
+    assert request.method == "POST"
+    assert request.path == "http://example.invalid/v1/chat/completions"
+    assert request.header("host") == "example.invalid"

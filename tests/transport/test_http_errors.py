@@ -79,6 +79,68 @@ def test_quota_beats_rate_limit_but_not_auth():
     )
 
 
+TOO_LARGE = (
+    "Request too large for gpt-x in organization org-1 on tokens per min (TPM): "
+    "Limit 30000, Requested 52011."
+)
+
+
+def test_a_429_for_one_request_above_the_tpm_limit_is_invalid_request():
+    error = http_error(
+        429,
+        {"retry-after": "1"},
+        _body(message=TOO_LARGE, type="tokens", code="rate_limit_exceeded"),
+        provider="OpenAI",
+    )
+    assert (error.code, error.status, error.message) == (
+        "INVALID_REQUEST",
+        429,
+        TOO_LARGE,
+    )
+    # The provider's facts are kept even though no retry can help.
+    assert error.failure.provider_retry_after_ms == 1000
+    assert error_code(429, f"rate_limit_exceeded tokens {TOO_LARGE}") == (
+        "INVALID_REQUEST"
+    )
+    assert error_code(429, "rate_limit_exceeded REQUEST TOO LARGE for x") == (
+        "INVALID_REQUEST"
+    )
+
+
+def test_the_request_too_large_rule_keeps_its_place_in_the_order():
+    assert error_code(429, "Rate limit reached for gpt-x on requests per min") == (
+        "RATE_LIMIT"
+    )
+    assert error_code(401, TOO_LARGE) == "AUTH"
+    assert error_code(413, TOO_LARGE) == "INVALID_REQUEST"
+    assert error_code(429, f"insufficient_quota {TOO_LARGE}") == "QUOTA"
+    assert error_code(400, TOO_LARGE) == "INVALID_REQUEST"
+    assert error_code(500, TOO_LARGE) == "SERVER"
+
+
+@pytest.mark.parametrize(
+    ("value", "status"),
+    [
+        (
+            {
+                "error": {
+                    "message": TOO_LARGE,
+                    "type": "tokens",
+                    "code": "rate_limit_exceeded",
+                }
+            },
+            None,
+        ),
+        ({"error": {"code": 429, "message": TOO_LARGE}}, 429),
+        (f"rate limit: {TOO_LARGE}", None),
+    ],
+    ids=["openai", "int-code", "error-field"],
+)
+def test_an_in_stream_request_too_large_uses_the_same_rule(value, status):
+    failure = in_band_failure(value, provider="OpenAI")
+    assert (failure.code, failure.status) == ("INVALID_REQUEST", status)
+
+
 def test_bodies_without_a_message_keep_the_status_line():
     for body in (
         b'{"error":{"type":"x"}}',

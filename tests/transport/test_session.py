@@ -18,8 +18,11 @@ from dsh_llm.transport.session import (
     SocketSlot,
     capture_socket,
     create_session,
+    is_loopback_host,
     stream_headers,
 )
+
+from ..proxy_env import use_proxy
 
 
 def test_stream_headers_carry_attribution_and_ask_for_identity_encoding():
@@ -123,3 +126,86 @@ def test_interrupt_before_attach_shuts_the_socket_on_attach():
     finally:
         a.close()
         b.close()
+
+
+# --- proxies ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "host",
+    [
+        "localhost",
+        "LocalHost",
+        "127.0.0.1",
+        "127.0.0.2",
+        "127.255.255.254",
+        "::1",
+        "[::1]",
+        "0:0:0:0:0:0:0:1",
+    ],
+)
+def test_loopback_hosts_are_recognised(host):
+    assert is_loopback_host(host)
+
+
+@pytest.mark.parametrize(
+    "host",
+    [
+        None,
+        "",
+        "example.invalid",
+        "localhost.example.com",
+        "notlocalhost",
+        "128.0.0.1",
+        "126.255.255.255",
+        "10.0.0.1",
+        "0.0.0.0",
+        "::",
+        "::2",
+        "::ffff:127.0.0.1",
+        "[::1",
+    ],
+)
+def test_other_hosts_are_not_loopback(host):
+    assert not is_loopback_host(host)
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "localhost"])
+def test_loopback_requests_never_go_through_the_environment_proxy(monkeypatch, host):
+    use_proxy(monkeypatch)  # every proxy variable names a port nobody listens on
+    with LoopbackServer() as server:
+        server.enqueue(Reply(body=b"direct", framing="length"))
+        session = create_session()
+        try:
+            response = session.post(
+                f"http://{host}:{server.port}/v1/chat/completions",
+                data=b"{}",
+                timeout=5,
+            )
+            with response:
+                assert response.content == b"direct"
+        finally:
+            session.close()
+        (request,) = server.requests
+        assert request.path == "/v1/chat/completions"
+        assert server.wait_until_idle()
+
+
+def test_other_hosts_still_go_through_the_environment_proxy(monkeypatch):
+    with LoopbackServer() as proxy:
+        use_proxy(monkeypatch, proxy.url)
+        proxy.enqueue(Reply(body=b"via proxy", framing="length"))
+        session = create_session()
+        try:
+            response = session.post(
+                "http://example.invalid/v1/chat/completions", data=b"{}", timeout=5
+            )
+            with response:
+                assert response.content == b"via proxy"
+        finally:
+            session.close()
+        # The absolute-form target is what a client sends to a forward proxy.
+        (request,) = proxy.requests
+        assert request.path == "http://example.invalid/v1/chat/completions"
+        assert request.header("host") == "example.invalid"
+        assert proxy.wait_until_idle()

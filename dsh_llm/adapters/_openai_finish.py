@@ -1,0 +1,76 @@
+"""How a chat-completions response ends, in protocol terms: usage and finish.
+
+Pure functions of what the wire reports at the end of a response; the
+translator (``dsh_llm.adapters._openai_translator``) calls them once, at the end
+marker (or before an in-stream error).
+
+Contracts callers may rely on:
+
+- ``map_usage``: wire usage to disjoint ``TokenUsage`` (SPEC 2.3, 8.5). A count
+  that was not reported, or is not a non-negative int, is ``None``, never a guess.
+- ``map_finish_reason``: a wire ``finish_reason`` to a ``FinishReason``, using
+  whether a tool-call block was emitted; a value outside the vocabulary is an
+  ``error`` finish whose code is the upper-cased value.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from dsh_llm.protocol import FinishReason, LlmFailure, TokenUsage
+
+__all__ = ["map_finish_reason", "map_usage"]
+
+
+def _count(value: object) -> int | None:
+    return value if type(value) is int and value >= 0 else None
+
+
+def map_usage(usage: Mapping[str, Any]) -> TokenUsage:
+    """Wire usage to disjoint ``TokenUsage`` (SPEC 2.3, 8.5).
+
+    ``cache_read`` is ``prompt_tokens_details.cached_tokens``, else
+    ``prompt_cache_hit_tokens`` (DeepSeek); ``input = prompt_tokens - cache_read``;
+    ``output = completion_tokens`` (reasoning included); ``reasoning`` from
+    ``completion_tokens_details.reasoning_tokens``. A count not reported (or not
+    a non-negative int) is ``None``; an impossible input (cache above the prompt
+    total) is ``None`` rather than a negative number.
+    """
+    prompt = _count(usage.get("prompt_tokens"))
+    details = usage.get("prompt_tokens_details")
+    cached = _count(details.get("cached_tokens")) if isinstance(details, dict) else None
+    if cached is None:
+        cached = _count(usage.get("prompt_cache_hit_tokens"))
+    completion_details = usage.get("completion_tokens_details")
+    reasoning = (
+        _count(completion_details.get("reasoning_tokens"))
+        if isinstance(completion_details, dict)
+        else None
+    )
+    uncached = None if prompt is None else prompt - (cached or 0)
+    return TokenUsage(
+        input_tokens=uncached if uncached is None or uncached >= 0 else None,
+        output_tokens=_count(usage.get("completion_tokens")),
+        cache_read_tokens=cached,
+        reasoning_tokens=reasoning,
+    )
+
+
+def map_finish_reason(wire: str | None, *, tool_calls: bool) -> FinishReason:
+    """The finish for a wire ``finish_reason`` (``None``: none was sent).
+
+    ``stop``/none become ``tool-calls`` when a tool-call block was emitted (the
+    provider said ``stop`` after a named ``tool_choice``), else ``stop``;
+    ``tool_calls``/``function_call`` become ``tool-calls`` only with a tool-call
+    block; ``length`` is ``max-tokens``; any other value is an ``error`` finish
+    ``"model stopped: <wire>"`` with the upper-cased value as code
+    (``CONTENT_FILTER``, ``INSUFFICIENT_SYSTEM_RESOURCE``).
+    """
+    if wire is None or wire in ("stop", "tool_calls", "function_call"):
+        return FinishReason.TOOL_CALLS if tool_calls else FinishReason.STOP
+    if wire == "length":
+        return FinishReason.MAX_TOKENS
+    return FinishReason.error(
+        LlmFailure(message=f"model stopped: {wire}", code=wire.upper())
+    )

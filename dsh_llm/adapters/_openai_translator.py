@@ -1,0 +1,564 @@
+"""``ChatCompletionsTranslator``: chat-completions stream payloads in, protocol
+chunks out.
+
+A pure state machine: it does no I/O and knows nothing of HTTP, so it is tested
+on recorded payloads and with hypothesis; ``dsh_llm.adapters._chat_adapter``
+drives it from the transport. The request side and ``WireProfile`` are in
+``dsh_llm.adapters._openai_wire``; usage and finish-reason mapping in
+``dsh_llm.adapters._openai_finish``.
+
+Contracts callers may rely on:
+
+- ``ChatCompletionsTranslator`` is fed one decoded payload at a time (``feed``),
+  a batch of SSE events (``feed_sse``), the end marker (``done``) or an
+  ``error:`` SSE field (``feed_error_field``); each call returns the chunks it
+  produced, in the strict order of DESIGN.md section 2, and nothing once
+  ``finished``. Its docstring lists every quirk it absorbs.
+- An error the provider reports inside the stream is classified by
+  ``dsh_llm.transport.http_errors.in_band_failure``, the classifier HTTP errors
+  use, and becomes one ``error`` finish; nothing is raised for it.
+- ``decode_payload`` parses one SSE data payload and raises ``LlmError``
+  ``MALFORMED_RESPONSE`` when it is not JSON; the translator raises the same code
+  for a payload of the wrong shape (a field of the wrong type).
+- A blockless ``stop`` ends with the ``EMPTY_RESPONSE`` error finish
+  (``EMPTY_RESPONSE_MESSAGE``, SPEC 3.7) and a refusal with code
+  ``REFUSAL_CODE``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import deque
+from collections.abc import Iterable, Mapping
+from typing import Any, Final
+
+from dsh_llm.adapters._openai_finish import map_finish_reason, map_usage
+from dsh_llm.adapters._openai_wire import WireProfile
+from dsh_llm.errors import EMPTY_RESPONSE_CODE, ErrorCode, LlmError
+from dsh_llm.protocol import (
+    BlockEnd,
+    BlockStart,
+    CallId,
+    ContentBlock,
+    Finish,
+    FinishReason,
+    LlmFailure,
+    ReasoningBlock,
+    ReasoningDelta,
+    StreamChunk,
+    TextBlock,
+    TextDelta,
+    TokenUsage,
+    ToolCallBlock,
+    ToolCallDelta,
+    UsageChunk,
+)
+from dsh_llm.transport.http_errors import in_band_failure
+from dsh_llm.transport.sse import DONE, SseEvent
+
+__all__ = [
+    "EMPTY_RESPONSE_MESSAGE",
+    "REFUSAL_CODE",
+    "ChatCompletionsTranslator",
+    "decode_payload",
+]
+
+EMPTY_RESPONSE_MESSAGE: Final = "model returned a completed response with no content"
+"""The message of the ``EMPTY_RESPONSE`` finish (SPEC 3.7)."""
+REFUSAL_CODE: Final = "REFUSAL"
+"""The code of the ``error`` finish after a ``delta.refusal`` (the upper-cased
+finish-reason rule: Anthropic's ``refusal`` stop reason gives the same code)."""
+
+
+_json_decode = json.JSONDecoder().decode
+
+
+def decode_payload(data: str, *, provider: str) -> Any:
+    """Parse one SSE data payload.
+
+    Raises:
+        LlmError: ``MALFORMED_RESPONSE`` when it is not JSON.
+    """
+    try:
+        return _json_decode(data)
+    except ValueError as exc:
+        raise LlmError(
+            f"malformed SSE payload from {provider}: {data[:120]}",
+            ErrorCode.MALFORMED_RESPONSE,
+            cause=exc,
+        ) from exc
+
+
+_TEXT: Final = "text"
+_REASONING: Final = "reasoning"
+_TOOL: Final = "tool-call"
+_REFUSAL: Final = "refusal"
+"""A refusal streams as a text block of its own, never merged with content."""
+_LEGACY_KEY: Final = "function_call"
+"""The key of the one call a legacy ``function_call`` stream can hold."""
+
+
+_new = object.__new__
+_set = object.__setattr__
+
+
+def _delta_chunk(
+    cls: type[TextDelta] | type[ReasoningDelta], index: int, text: str
+) -> TextDelta | ReasoningDelta:
+    """``cls(index=index, text=text)`` without re-running the field validators.
+
+    This is the per-token hot path; the translator already guarantees what the
+    validators check (``index`` is its own non-negative counter, ``text`` a
+    ``str`` it type-checked), and frozen attrs classes are filled the same way
+    by their generated ``__init__``.
+    """
+    chunk = _new(cls)
+    _set(chunk, "index", index)
+    _set(chunk, "text", text)
+    return chunk
+
+
+def _tool_delta(segment: _Segment, fragment: str) -> ToolCallDelta:
+    return ToolCallDelta(
+        index=segment.index,
+        id=CallId(segment.call_id or ""),
+        name=segment.name,
+        arguments_delta=fragment,
+    )
+
+
+class _Segment:
+    """One block to be: text, refusal text, reasoning, or one tool call."""
+
+    __slots__ = ("call_id", "index", "key", "kind", "name", "parts")
+
+    def __init__(self, kind: str, key: object = None) -> None:
+        self.kind = kind
+        self.parts: list[str] = []
+        self.index = -1
+        self.key = key
+        self.call_id: str | None = None
+        self.name: str | None = None
+
+
+class ChatCompletionsTranslator:
+    """Chat-completions payloads in, protocol chunks out, in strict order.
+
+    Feed decoded payloads with ``feed``, the end marker with ``done``, an
+    ``error:`` SSE field with ``feed_error_field``; each returns the chunks it
+    produces (often none). ``finished`` turns true once the terminal ``Finish`` was
+    returned; later input is ignored.
+
+    Order (DESIGN.md section 2, stricter than TS):
+
+    - Blocks never interleave. Reasoning, text and tool calls open in the order
+      they first appear; when reasoning is followed by text (or text by
+      reasoning) the open block ends and a new one starts, so text resuming after
+      reasoning is a new block, never a reopened one. Empty fragments open
+      nothing.
+    - The first tool call streams live. Fragments of any other call, and text or
+      reasoning arriving while a call is open, are buffered, because a call can
+      still receive fragments until the provider ends the response: closing it
+      early could lose them. A call is complete when its wire index is reused
+      with a new id or at the end; the next buffered segment is then flushed (one
+      delta holding what was buffered) and, if it can still grow, stays open and
+      streams live.
+    - At the end: block-ends in order, one ``usage`` (``TokenUsage.unknown()``
+      when the provider reported none; the last non-null report wins, whether it
+      rode on a choice chunk, on a ``choices: []`` chunk, or on every chunk as
+      running totals), then the ``finish`` (``map_finish_reason``). A ``stop``
+      with no block at all is the ``EMPTY_RESPONSE`` error finish unless
+      ``empty_response_as_stop``; an end marker with no block and no finish
+      reason at all is ``EMPTY_RESPONSE`` even then (vLLM swallows an early error
+      into a bare ``[DONE]``).
+    - An error the provider reports inside the stream (a payload with an
+      ``error`` key, a flat ``{"object": "error", ...}`` (vLLM before 0.10.1), or
+      an ``error:`` field (llama.cpp before September 2025); string or integer
+      ``code``) is data: it ends the response with one ``error`` finish classified
+      like an HTTP error (``dsh_llm.transport.http_errors.in_band_failure``),
+      after the usage chunk when a usage was reported,
+      leaving the partial blocks open (their content must be discarded). Nothing
+      is raised, so the runtime shows this one finish.
+
+    Quirks absorbed, whichever server sends them (WIRE_FORMATS.md 2, 4.2, 5):
+
+    - Tool calls are keyed by ``tool_calls[].index``. A call's id is its first
+      non-empty id and its name its first non-empty name: a server that repeats
+      both on every fragment (llama.cpp) or sends ``id: ""`` on continuations
+      (vLLM) does not start a new call or concatenate the name. A new non-empty id
+      on an index already in use starts a new call (Ollama and vLLM parsers number
+      parallel calls 0, 0, 0). A fragment without ``index`` continues the last
+      call unless it brings a new id. A whole call in one delta (Ollama ``/v1``)
+      is one call; arguments sent as a JSON object are re-serialised. A call that
+      received no argument text ends with ``"{}"`` (one ``"{}"`` delta is
+      emitted so block-end equals the deltas); deltas carry id and name once
+      known.
+    - The deprecated ``function_call`` delta is ignored once the response has
+      used ``tool_calls`` (servers mirror one call in both); when a response
+      uses only ``function_call``, it is the response's one tool call, with the
+      id ``call_<response id>`` (``call_function_call`` without a response id),
+      since the legacy field carries none. A ``finish_reason`` of
+      ``function_call`` is a ``tool-calls`` finish.
+    - Reasoning is read from each of ``profile.reasoning_fields``, first
+      non-empty wins. ``<think>`` tags left in ``content`` (reasoning parser
+      off) stay text: the translator never guesses at markup.
+    - ``delta.refusal`` (OpenAI, with structured outputs) streams as a text
+      block of its own, and the finish becomes an ``error`` with code
+      ``REFUSAL`` (``"model stopped: refusal"``) unless it already is
+      ``max-tokens`` or an error: the text is kept and the caller can tell a
+      refusal from an answer by code.
+    - Only choice 0 is read (a choice without ``index`` counts as 0): the
+      protocol has one message, and ``n`` is never sent, so other choices
+      (``n > 1`` from a proxy or a server default) are ignored, not mixed in.
+    - Unknown top-level fields (``obfuscation``, ``timings``, ``service_tier``,
+      vLLM's ``token_ids``...) are ignored. llama.cpp's ``timings`` are
+      performance statistics that duplicate ``usage``, with no place in the
+      protocol and nothing a replay needs, so they are not kept.
+
+    Raises (from ``feed``): ``LlmError`` ``MALFORMED_RESPONSE`` for a payload that
+    is not a JSON object or has fields of the wrong type.
+
+    Args:
+        profile: The server's profile.
+        empty_response_as_stop: Report a blockless ``stop`` as a plain ``stop``
+            (DESIGN.md rule 10's constructor flag) instead of ``EMPTY_RESPONSE``.
+    """
+
+    def __init__(
+        self, profile: WireProfile, *, empty_response_as_stop: bool = False
+    ) -> None:
+        self._profile = profile
+        self._empty_as_stop = empty_response_as_stop
+        self._text_fields: tuple[tuple[str, str], ...] = (
+            *((field, _REASONING) for field in profile.reasoning_fields),
+            ("content", _TEXT),
+            ("refusal", _REFUSAL),
+        )
+        self._next_index = 0
+        self._active: _Segment | None = None
+        self._pending: deque[_Segment] = deque()
+        self._calls: dict[object, _Segment] = {}
+        self._last_call: _Segment | None = None
+        self._auto_keys = 0
+        self._tool_blocks = 0
+        self._native_calls = False
+        self._refused = False
+        self._finish_reason: str | None = None
+        self._usage: Mapping[str, Any] | None = None
+        self.finished = False
+        """Whether the terminal ``Finish`` has been produced."""
+
+    # -- input ----------------------------------------------------------------------
+
+    def feed_sse(self, events: Iterable[SseEvent]) -> list[StreamChunk]:
+        """Feed SSE events in order (``[DONE]``, ``error`` fields, JSON payloads);
+        stop at the terminal finish."""
+        out: list[StreamChunk] = []
+        provider = self._profile.provider
+        for event in events:
+            if self.finished:
+                break
+            if event.error is not None:
+                out.extend(self.feed_error_field(event.error))
+                continue
+            data = event.data
+            if len(data) < 64 and data.strip() == DONE:
+                out.extend(self.done())
+            else:
+                self._feed(decode_payload(data, provider=provider), out)
+        return out
+
+    def feed(self, payload: Any) -> list[StreamChunk]:
+        """Translate one decoded chat-completion chunk."""
+        out: list[StreamChunk] = []
+        if not self.finished:
+            self._feed(payload, out)
+        return out
+
+    def _feed(self, payload: Any, out: list[StreamChunk]) -> None:
+        if type(payload) is not dict:
+            raise self._malformed("a payload that is not a JSON object")
+        error = payload.get("error")
+        if error is not None:
+            self._fail(in_band_failure(payload, provider=self._profile.provider), out)
+            return
+        choices = payload.get("choices")
+        if choices:
+            if type(choices) is not list:
+                raise self._malformed("a choices field that is not a list")
+            for choice in choices:
+                if type(choice) is not dict:
+                    raise self._malformed("a choice that is not an object")
+                if choice.get("index", 0) not in (0, None):
+                    continue
+                delta = choice.get("delta")
+                if delta:
+                    if type(delta) is not dict:
+                        raise self._malformed("a delta that is not an object")
+                    self._delta(delta, payload, out)
+                reason = choice.get("finish_reason")
+                if reason and type(reason) is str:
+                    self._finish_reason = reason
+        elif payload.get("object") == "error":
+            self._fail(in_band_failure(payload, provider=self._profile.provider), out)
+            return
+        usage = payload.get("usage")
+        if usage and type(usage) is dict:
+            self._usage = usage
+
+    def feed_error_field(self, value: str) -> list[StreamChunk]:
+        """An ``error:`` SSE field (old llama.cpp): ends the response in error."""
+        if self.finished:
+            return []
+        out: list[StreamChunk] = []
+        self._fail(in_band_failure(value, provider=self._profile.provider), out)
+        return out
+
+    def done(self) -> list[StreamChunk]:
+        """The end marker (``[DONE]``): close every block, then usage and finish."""
+        if self.finished:
+            return []
+        out: list[StreamChunk] = []
+        self._close_active(out)
+        while self._pending:
+            segment = self._pending.popleft()
+            self._open(segment, out)
+            self._close_active(out)
+        usage = TokenUsage.unknown() if self._usage is None else map_usage(self._usage)
+        out.append(UsageChunk(usage=usage))
+        reason = map_finish_reason(
+            self._finish_reason, tool_calls=self._tool_blocks > 0
+        )
+        if self._refused and reason.kind in ("stop", "tool-calls"):
+            reason = FinishReason.error(
+                LlmFailure(message="model stopped: refusal", code=REFUSAL_CODE)
+            )
+        if (
+            reason.kind == "stop"
+            and self._next_index == 0
+            and (self._finish_reason is None or not self._empty_as_stop)
+        ):
+            reason = FinishReason.error(
+                LlmFailure(message=EMPTY_RESPONSE_MESSAGE, code=EMPTY_RESPONSE_CODE)
+            )
+        out.append(Finish(reason=reason))
+        self.finished = True
+        return out
+
+    # -- deltas -----------------------------------------------------------------------
+
+    def _delta(
+        self, delta: dict[str, Any], payload: dict[str, Any], out: list[StreamChunk]
+    ) -> None:
+        reasoned = False
+        for field, kind in self._text_fields:
+            text = delta.get(field)
+            if not text:
+                continue
+            if type(text) is not str:
+                raise self._malformed(f"a {field} that is not a string")
+            if kind is _REASONING:
+                if reasoned:
+                    continue
+                reasoned = True
+            elif kind is _REFUSAL:
+                self._refused = True
+            self._text_fragment(kind, text, out)
+        calls = delta.get("tool_calls")
+        if calls:
+            if type(calls) is not list:
+                raise self._malformed("a tool_calls field that is not a list")
+            self._native_calls = True
+            for call in calls:
+                if type(call) is not dict:
+                    raise self._malformed("a tool call that is not an object")
+                self._tool_fragment(call, out)
+        elif not self._native_calls:
+            legacy = delta.get("function_call")
+            if legacy:
+                self._legacy_call(legacy, payload.get("id"), out)
+
+    def _text_fragment(self, kind: str, text: str, out: list[StreamChunk]) -> None:
+        active = self._active
+        if active is not None and active.kind == kind:
+            active.parts.append(text)
+            out.append(
+                _delta_chunk(
+                    ReasoningDelta if kind is _REASONING else TextDelta,
+                    active.index,
+                    text,
+                )
+            )
+            return
+        if active is not None and active.kind is _TOOL:
+            # A call is open and may still grow: keep this behind it.
+            last = self._pending[-1] if self._pending else None
+            if last is None or last.kind != kind:
+                last = _Segment(kind)
+                self._pending.append(last)
+            last.parts.append(text)
+            return
+        self._close_active(out)
+        segment = _Segment(kind)
+        segment.parts.append(text)
+        self._open(segment, out)
+
+    def _function_parts(self, function: object) -> tuple[object, str]:
+        """A wire ``function`` object's name and argument text."""
+        if function is None:
+            return None, ""
+        if type(function) is not dict:
+            raise self._malformed("a tool call function that is not an object")
+        arguments = function.get("arguments")
+        if arguments is None:
+            return function.get("name"), ""
+        if type(arguments) is str:
+            return function.get("name"), arguments
+        # A server that sends arguments as an object (SPEC 3.3): re-stringify.
+        return function.get("name"), json.dumps(
+            arguments, ensure_ascii=False, separators=(",", ":")
+        )
+
+    def _tool_fragment(self, call: dict[str, Any], out: list[StreamChunk]) -> None:
+        key = call.get("index")
+        new_id = call.get("id")
+        new_id = new_id if type(new_id) is str and new_id else None
+        name, fragment = self._function_parts(call.get("function"))
+        if type(key) is not int:
+            key = self._key_without_index(new_id)
+        self._call_fragment(key, new_id, name, fragment, out)
+
+    def _legacy_call(
+        self, function: object, response_id: object, out: list[StreamChunk]
+    ) -> None:
+        if type(function) is not dict:
+            raise self._malformed("a function_call that is not an object")
+        name, fragment = self._function_parts(function)
+        new_id = None
+        if _LEGACY_KEY not in self._calls:
+            new_id = (
+                f"call_{response_id}"
+                if type(response_id) is str and response_id
+                else "call_function_call"
+            )
+        self._call_fragment(_LEGACY_KEY, new_id, name, fragment, out)
+
+    def _call_fragment(
+        self,
+        key: object,
+        new_id: str | None,
+        name: object,
+        fragment: str,
+        out: list[StreamChunk],
+    ) -> None:
+        segment = self._calls.get(key)
+        if (
+            segment is not None
+            and new_id is not None
+            and segment.call_id not in (None, new_id)
+        ):
+            # The index is reused by a new call: the old one is complete.
+            del self._calls[key]
+            if segment is self._active:
+                self._advance(out)
+            segment = None
+        if segment is None:
+            segment = _Segment(_TOOL, key)
+            self._calls[key] = segment
+            self._last_call = segment
+            self._identify(segment, new_id, name)
+            segment.parts.append(fragment)
+            active = self._active
+            if active is not None and active.kind is _TOOL:
+                self._pending.append(segment)
+            else:
+                self._close_active(out)
+                self._open(segment, out)
+            return
+        self._identify(segment, new_id, name)
+        segment.parts.append(fragment)
+        if segment is self._active:
+            out.append(_tool_delta(segment, fragment))
+
+    def _key_without_index(self, new_id: str | None) -> object:
+        last = self._last_call
+        if last is not None and (new_id is None or last.call_id in (None, new_id)):
+            return last.key
+        self._auto_keys += 1
+        return ("no-index", self._auto_keys)
+
+    @staticmethod
+    def _identify(segment: _Segment, call_id: str | None, name: object) -> None:
+        if segment.call_id is None and call_id is not None:
+            segment.call_id = call_id
+        if segment.name is None and type(name) is str and name:
+            segment.name = name
+
+    # -- blocks ------------------------------------------------------------------------
+
+    def _open(self, segment: _Segment, out: list[StreamChunk]) -> None:
+        """Start ``segment``'s block and emit what it holds as one delta."""
+        segment.index = self._next_index
+        self._next_index += 1
+        self._active = segment
+        kind = segment.kind
+        text = "".join(segment.parts)
+        segment.parts = [text]
+        if kind is _TOOL:
+            self._tool_blocks += 1
+            out.append(BlockStart(index=segment.index, block_type=_TOOL))
+            out.append(_tool_delta(segment, text))
+        elif kind is _REASONING:
+            out.append(BlockStart(index=segment.index, block_type=_REASONING))
+            out.append(ReasoningDelta(index=segment.index, text=text))
+        else:
+            out.append(BlockStart(index=segment.index, block_type=_TEXT))
+            out.append(TextDelta(index=segment.index, text=text))
+
+    def _close_active(self, out: list[StreamChunk]) -> None:
+        segment = self._active
+        if segment is None:
+            return
+        self._active = None
+        text = "".join(segment.parts)
+        block: ContentBlock
+        if segment.kind is _TOOL:
+            if text == "":
+                text = "{}"
+                out.append(_tool_delta(segment, text))
+            block = ToolCallBlock(
+                id=CallId(segment.call_id or ""),
+                name=segment.name or "",
+                arguments=text,
+            )
+        elif segment.kind is _REASONING:
+            block = ReasoningBlock(text=text)
+        else:
+            block = TextBlock(text=text)
+        out.append(BlockEnd(index=segment.index, block=block))
+
+    def _advance(self, out: list[StreamChunk]) -> None:
+        """The active call is complete: close it and open the next buffered
+        segment; keep it open when it can still grow."""
+        self._close_active(out)
+        while self._pending:
+            segment = self._pending.popleft()
+            self._open(segment, out)
+            if segment.kind is _TOOL:
+                if self._calls.get(segment.key) is segment:
+                    return
+            elif not self._pending:
+                return
+            self._close_active(out)
+
+    def _fail(self, failure: LlmFailure, out: list[StreamChunk]) -> None:
+        if self._usage is not None and self._active is None:
+            out.append(UsageChunk(usage=map_usage(self._usage)))
+        out.append(Finish(reason=FinishReason.error(failure)))
+        self.finished = True
+
+    def _malformed(self, what: str) -> LlmError:
+        return LlmError(
+            f"{self._profile.provider} sent {what} in its stream",
+            ErrorCode.MALFORMED_RESPONSE,
+        )

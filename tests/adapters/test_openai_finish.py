@@ -1,0 +1,46 @@
+"""Usage and finish-reason mapping (dsh_llm.adapters._openai_finish)."""
+
+from __future__ import annotations
+
+from dsh_llm.adapters._openai_finish import map_finish_reason, map_usage
+from dsh_llm.protocol import FinishReason, TokenUsage
+
+from .chat_chunks import usage
+
+
+def test_map_finish_reason_table():
+    assert map_finish_reason("stop", tool_calls=False) == FinishReason.STOP
+    assert map_finish_reason("tool_calls", tool_calls=True) == FinishReason.TOOL_CALLS
+    assert (
+        map_finish_reason("function_call", tool_calls=True) == FinishReason.TOOL_CALLS
+    )
+    assert map_finish_reason("length", tool_calls=True) == FinishReason.MAX_TOKENS
+    assert map_finish_reason(None, tool_calls=False) == FinishReason.STOP
+
+
+def test_usage_is_disjoint():
+    assert map_usage(
+        {
+            "prompt_tokens": 283,
+            "completion_tokens": 69,
+            "prompt_cache_hit_tokens": 256,
+            "prompt_cache_miss_tokens": 27,
+            "prompt_tokens_details": {"cached_tokens": 256},
+            "completion_tokens_details": {"reasoning_tokens": 24},
+        }
+    ) == TokenUsage(
+        input_tokens=27, output_tokens=69, cache_read_tokens=256, reasoning_tokens=24
+    )
+
+
+def test_usage_falls_back_to_hit_tokens_and_omits_unreported_fields():
+    assert map_usage(usage(10, 2, prompt_cache_hit_tokens=8)) == TokenUsage(
+        input_tokens=2, output_tokens=2, cache_read_tokens=8
+    )
+    assert map_usage(usage(10, 2)) == TokenUsage(input_tokens=10, output_tokens=2)
+    assert map_usage({"prompt_tokens_details": None}) == TokenUsage.unknown()
+    assert map_usage(usage(5, 1, prompt_cache_hit_tokens=9)).input_tokens is None
+    assert (
+        map_usage({"prompt_tokens": "7", "completion_tokens": -1})
+        == TokenUsage.unknown()
+    )

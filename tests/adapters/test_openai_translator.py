@@ -1,0 +1,635 @@
+"""The chat-completions translator (dsh_llm.adapters._openai_translator):
+payloads in, protocol chunks out, without I/O. Every translated stream is checked
+with ``validate_stream(strict=True)``."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from dsh_llm.adapters._openai_translator import ChatCompletionsTranslator
+from dsh_llm.adapters._openai_wire import WireProfile
+from dsh_llm.errors import ErrorCode, LlmError
+from dsh_llm.protocol import (
+    BlockEnd,
+    BlockStart,
+    Finish,
+    FinishReason,
+    LlmFailure,
+    ReasoningBlock,
+    ReasoningDelta,
+    TextBlock,
+    TextDelta,
+    TokenUsage,
+    ToolCallBlock,
+    ToolCallDelta,
+    UsageChunk,
+)
+from dsh_llm.serde import chunk_to_dict
+from dsh_llm.transport.sse import SseEvent
+
+from .chat_chunks import (
+    FIRST,
+    assemble,
+    chunk,
+    finish,
+    only_usage,
+    reasoning,
+    text,
+    tool,
+    usage,
+    valid,
+)
+
+PROFILE = WireProfile(provider="Test")
+EMPTY = FinishReason.error(
+    LlmFailure(
+        message="model returned a completed response with no content",
+        code="EMPTY_RESPONSE",
+    )
+)
+UNKNOWN_USAGE = UsageChunk(usage=TokenUsage.unknown())
+
+
+def run(*payloads: Any, done: bool = True, **options: Any) -> list[Any]:
+    translator = ChatCompletionsTranslator(PROFILE, **options)
+    out: list[Any] = []
+    for payload in payloads:
+        out.extend(translator.feed(payload))
+    if done:
+        out.extend(translator.done())
+    return valid(out)
+
+
+def dicts(chunks: list[Any]) -> list[dict[str, Any]]:
+    return [chunk_to_dict(c) for c in chunks]
+
+
+# --- text and reasoning ------------------------------------------------------------
+
+
+def test_text_stream_ends_with_usage_and_stop():
+    chunks = run(FIRST, text("Hel"), text("lo"), finish("stop", usage(5, 2)))
+    assert chunks == [
+        BlockStart(index=0, block_type="text"),
+        TextDelta(index=0, text="Hel"),
+        TextDelta(index=0, text="lo"),
+        BlockEnd(index=0, block=TextBlock(text="Hello")),
+        UsageChunk(usage=TokenUsage(input_tokens=5, output_tokens=2)),
+        Finish(reason=FinishReason.STOP),
+    ]
+    message = assemble(chunks).message()
+    assert message.role == "assistant"
+    assert message.content == (TextBlock(text="Hello"),)
+
+
+def test_the_empty_first_reasoning_chunk_opens_nothing():
+    chunks = run(FIRST, text("plain"), finish())
+    assert [c for c in chunks if isinstance(c, BlockStart)] == [
+        BlockStart(index=0, block_type="text")
+    ]
+
+
+def test_reasoning_ends_before_text_starts():
+    chunks = run(FIRST, reasoning("think"), reasoning("ing"), text("answer"), finish())
+    assert chunks == [
+        BlockStart(index=0, block_type="reasoning"),
+        ReasoningDelta(index=0, text="think"),
+        ReasoningDelta(index=0, text="ing"),
+        BlockEnd(index=0, block=ReasoningBlock(text="thinking")),
+        BlockStart(index=1, block_type="text"),
+        TextDelta(index=1, text="answer"),
+        BlockEnd(index=1, block=TextBlock(text="answer")),
+        UNKNOWN_USAGE,
+        Finish(reason=FinishReason.STOP),
+    ]
+
+
+def test_resumed_text_is_a_new_block_never_a_reopened_one():
+    chunks = run(text("a"), reasoning("r"), text("b"), finish())
+    starts = [(c.index, c.block_type) for c in chunks if isinstance(c, BlockStart)]
+    assert starts == [(0, "text"), (1, "reasoning"), (2, "text")]
+    assert assemble(chunks).blocks() == (
+        TextBlock(text="a"),
+        ReasoningBlock(text="r"),
+        TextBlock(text="b"),
+    )
+
+
+def test_an_absent_reasoning_field_is_non_thinking():
+    chunks = run(chunk({"role": "assistant", "content": "x"}), finish())
+    assert [c for c in chunks if isinstance(c, BlockStart)] == [
+        BlockStart(index=0, block_type="text")
+    ]
+
+
+def test_a_delta_with_reasoning_and_text_gives_both_in_order():
+    chunks = run(chunk({"reasoning_content": "r", "content": "t"}), finish())
+    assert assemble(chunks).blocks() == (ReasoningBlock(text="r"), TextBlock(text="t"))
+
+
+def test_profile_reasoning_fields_prefer_the_first_non_empty():
+    translator = ChatCompletionsTranslator(
+        WireProfile(provider="X", reasoning_fields=("reasoning_content", "reasoning"))
+    )
+    out = translator.feed(chunk({"reasoning_content": "", "reasoning": "vllm"}))
+    out += translator.feed(chunk({"reasoning": None, "reasoning_content": "ds"}))
+    out += translator.done()
+    assert assemble(valid(out)).blocks() == (ReasoningBlock(text="vllmds"),)
+
+
+# --- tool calls ---------------------------------------------------------------------
+
+
+def test_fragmented_arguments_reassemble_and_the_name_repeats():
+    chunks = run(
+        FIRST,
+        tool(0, id="call_00_x", name="get_weather", args=""),
+        tool(0, args='{"city"'),
+        tool(0, args=': "Paris"}'),
+        finish("tool_calls", usage(28, 6)),
+    )
+    assert dicts(chunks) == [
+        {"type": "block-start", "index": 0, "blockType": "tool-call"},
+        {
+            "type": "tool-call-delta",
+            "index": 0,
+            "id": "call_00_x",
+            "name": "get_weather",
+            "argumentsDelta": "",
+        },
+        {
+            "type": "tool-call-delta",
+            "index": 0,
+            "id": "call_00_x",
+            "name": "get_weather",
+            "argumentsDelta": '{"city"',
+        },
+        {
+            "type": "tool-call-delta",
+            "index": 0,
+            "id": "call_00_x",
+            "name": "get_weather",
+            "argumentsDelta": ': "Paris"}',
+        },
+        {
+            "type": "block-end",
+            "index": 0,
+            "block": {
+                "type": "tool-call",
+                "id": "call_00_x",
+                "name": "get_weather",
+                "arguments": '{"city": "Paris"}',
+            },
+        },
+        {"type": "usage", "usage": {"inputTokens": 28, "outputTokens": 6}},
+        {"type": "finish", "reason": {"kind": "tool-calls"}},
+    ]
+
+
+def test_parallel_calls_never_interleave_and_the_second_is_flushed_whole():
+    chunks = run(
+        FIRST,
+        chunk(
+            {
+                "tool_calls": [
+                    {
+                        "index": 0,
+                        "id": "a",
+                        "type": "function",
+                        "function": {"name": "one", "arguments": "{}"},
+                    },
+                    {
+                        "index": 1,
+                        "id": "b",
+                        "type": "function",
+                        "function": {"name": "two", "arguments": ""},
+                    },
+                ]
+            }
+        ),
+        tool(1, args='{"x":'),
+        tool(1, args="1}"),
+        finish("tool_calls"),
+    )
+    assert chunks[:7] == [
+        BlockStart(index=0, block_type="tool-call"),
+        ToolCallDelta(index=0, id="a", name="one", arguments_delta="{}"),
+        BlockEnd(index=0, block=ToolCallBlock(id="a", name="one", arguments="{}")),
+        BlockStart(index=1, block_type="tool-call"),
+        ToolCallDelta(index=1, id="b", name="two", arguments_delta='{"x":1}'),
+        BlockEnd(index=1, block=ToolCallBlock(id="b", name="two", arguments='{"x":1}')),
+        UNKNOWN_USAGE,
+    ]
+    assert chunks[-1] == Finish(reason=FinishReason.TOOL_CALLS)
+
+
+def test_fragments_interleaved_across_indexes_are_buffered_in_order():
+    chunks = run(
+        tool(0, id="a", name="f", args='{"a"'),
+        tool(1, id="b", name="g", args='{"b"'),
+        tool(0, args=":1}"),
+        tool(1, args=":2}"),
+        finish("tool_calls"),
+    )
+    calls = assemble(chunks).blocks()
+    assert calls == (
+        ToolCallBlock(id="a", name="f", arguments='{"a":1}'),
+        ToolCallBlock(id="b", name="g", arguments='{"b":2}'),
+    )
+    # The first call streamed live: its later fragment is its own delta.
+    assert ToolCallDelta(index=0, id="a", name="f", arguments_delta=":1}") in chunks
+
+
+def test_text_and_tool_calls_get_distinct_indexes():
+    chunks = run(
+        FIRST,
+        text("Checking."),
+        tool(0, id="c", name="f", args="{}"),
+        finish("tool_calls"),
+    )
+    assert [c for c in chunks if isinstance(c, BlockStart)] == [
+        BlockStart(index=0, block_type="text"),
+        BlockStart(index=1, block_type="tool-call"),
+    ]
+
+
+def test_text_after_a_tool_call_is_a_new_block_after_it():
+    chunks = run(
+        text("Let me look."),
+        tool(0, id="c", name="f", args='{"q":'),
+        text("One moment."),
+        tool(0, args='"x"}'),
+        finish("tool_calls"),
+    )
+    assert assemble(chunks).blocks() == (
+        TextBlock(text="Let me look."),
+        ToolCallBlock(id="c", name="f", arguments='{"q":"x"}'),
+        TextBlock(text="One moment."),
+    )
+    assert chunks[-1] == Finish(reason=FinishReason.TOOL_CALLS)
+
+
+def test_a_call_without_arguments_ends_with_braces():
+    chunks = run(tool(0, id="c", name="now"), finish("tool_calls"))
+    assert chunks[:4] == [
+        BlockStart(index=0, block_type="tool-call"),
+        ToolCallDelta(index=0, id="c", name="now", arguments_delta=""),
+        ToolCallDelta(index=0, id="c", name="now", arguments_delta="{}"),
+        BlockEnd(index=0, block=ToolCallBlock(id="c", name="now", arguments="{}")),
+    ]
+
+
+def test_a_buffered_call_without_arguments_is_flushed_with_braces():
+    chunks = run(
+        tool(0, id="a", name="f", args="{}"),
+        tool(1, id="b", name="g"),
+        finish("tool_calls"),
+    )
+    assert ToolCallDelta(index=1, id="b", name="g", arguments_delta="{}") in chunks
+    assert assemble(chunks).blocks()[1] == ToolCallBlock(
+        id="b", name="g", arguments="{}"
+    )
+
+
+def test_deltas_without_id_or_name_give_empty_ids_and_names():
+    chunks = run(FIRST, tool(0, args="{}"), finish("tool_calls"))
+    assert dicts(chunks)[:3] == [
+        {"type": "block-start", "index": 0, "blockType": "tool-call"},
+        {"type": "tool-call-delta", "index": 0, "id": "", "argumentsDelta": "{}"},
+        {
+            "type": "block-end",
+            "index": 0,
+            "block": {"type": "tool-call", "id": "", "name": "", "arguments": "{}"},
+        },
+    ]
+
+
+def test_a_call_without_function_object_still_opens():
+    chunks = run(
+        FIRST, tool(0, id="c", function=False), tool(0, args="{}"), finish("tool_calls")
+    )
+    assert dicts(chunks)[1] == {
+        "type": "tool-call-delta",
+        "index": 0,
+        "id": "c",
+        "argumentsDelta": "",
+    }
+
+
+def test_names_repeated_on_every_fragment_are_not_concatenated():
+    chunks = run(
+        tool(0, id="x1", name="search", args='{"q":'),
+        tool(0, id="x1", name="search", args='"a"}'),
+        finish("tool_calls"),
+    )
+    assert assemble(chunks).blocks() == (
+        ToolCallBlock(id="x1", name="search", arguments='{"q":"a"}'),
+    )
+
+
+def test_an_empty_id_on_a_continuation_does_not_start_a_new_call():
+    chunks = run(
+        tool(0, id="x1", name="f", args="{"),
+        tool(0, id="", args="}"),
+        finish("tool_calls"),
+    )
+    assert assemble(chunks).blocks() == (
+        ToolCallBlock(id="x1", name="f", arguments="{}"),
+    )
+
+
+def test_a_new_id_on_a_reused_index_starts_a_new_call_and_closes_the_old():
+    chunks = run(
+        tool(0, id="a", name="f", args='{"n":1}'),
+        tool(0, id="b", name="f", args='{"n":'),
+        tool(0, args="2}"),
+        finish("tool_calls"),
+    )
+    assert assemble(chunks).blocks() == (
+        ToolCallBlock(id="a", name="f", arguments='{"n":1}'),
+        ToolCallBlock(id="b", name="f", arguments='{"n":2}'),
+    )
+    # The second call streams live once the first is known complete.
+    assert ToolCallDelta(index=1, id="b", name="f", arguments_delta="2}") in chunks
+
+
+def test_a_missing_index_continues_the_last_call_unless_a_new_id_comes():
+    chunks = run(
+        tool(None, id="a", name="f", args="{"),
+        tool(None, args="}"),
+        tool(None, id="b", name="g", args="{}"),
+        finish("tool_calls"),
+    )
+    assert assemble(chunks).blocks() == (
+        ToolCallBlock(id="a", name="f", arguments="{}"),
+        ToolCallBlock(id="b", name="g", arguments="{}"),
+    )
+
+
+def test_arguments_sent_as_an_object_are_re_stringified():
+    chunks = run(tool(0, id="a", name="f", args={"city": "Oslo"}), finish("tool_calls"))
+    assert assemble(chunks).blocks() == (
+        ToolCallBlock(id="a", name="f", arguments='{"city":"Oslo"}'),
+    )
+
+
+# --- usage and finish ---------------------------------------------------------------
+
+
+def test_usage_from_a_trailing_usage_only_chunk():
+    chunks = run(FIRST, text("x"), finish("stop", None), only_usage(usage(9, 1)))
+    assert chunks[-2:] == [
+        UsageChunk(usage=TokenUsage(input_tokens=9, output_tokens=1)),
+        Finish(reason=FinishReason.STOP),
+    ]
+
+
+def test_the_last_non_null_usage_wins():
+    chunks = run(
+        FIRST,
+        text("x"),
+        finish("stop", usage(0, 0)),
+        only_usage(usage(2, 2)),
+        chunk({}, None, None),
+    )
+    assert chunks[-2] == UsageChunk(usage=TokenUsage(input_tokens=2, output_tokens=2))
+
+
+def test_no_finish_reason_means_stop():
+    assert run(FIRST, text("x"))[-1] == Finish(reason=FinishReason.STOP)
+
+
+def test_usage_never_reported_is_unknown_but_still_precedes_finish():
+    chunks = run(FIRST, text("x"), finish())
+    assert chunks[-2:] == [UNKNOWN_USAGE, Finish(reason=FinishReason.STOP)]
+
+
+def test_no_choices_then_done_is_empty_response_after_usage():
+    assert run({}) == [UNKNOWN_USAGE, Finish(reason=EMPTY)]
+
+
+def test_stop_without_blocks_is_empty_response_after_usage():
+    chunks = run(FIRST, finish("stop", usage(7, 0)))
+    assert chunks == [
+        UsageChunk(usage=TokenUsage(input_tokens=7, output_tokens=0)),
+        Finish(reason=EMPTY),
+    ]
+
+
+def test_the_flag_takes_an_empty_stop_as_a_plain_stop():
+    chunks = run(FIRST, finish("stop"), empty_response_as_stop=True)
+    assert chunks == [UNKNOWN_USAGE, Finish(reason=FinishReason.STOP)]
+
+
+def test_reasoning_only_is_a_normal_stop():
+    assert run(FIRST, reasoning("mull"), finish())[-1] == Finish(
+        reason=FinishReason.STOP
+    )
+
+
+def test_length_without_blocks_stays_max_tokens():
+    assert run(FIRST, finish("length"))[-1] == Finish(reason=FinishReason.MAX_TOKENS)
+
+
+def test_length_after_tool_calls_stays_max_tokens_and_the_calls_are_emitted():
+    chunks = run(tool(0, id="a", name="f", args='{"x":'), finish("length"))
+    assert chunks[-1] == Finish(reason=FinishReason.MAX_TOKENS)
+    assert any(isinstance(c, BlockEnd) for c in chunks)
+    assert assemble(chunks).blocks() == ()  # the assembler drops truncated calls
+
+
+def test_stop_after_tool_calls_becomes_tool_calls():
+    chunks = run(tool(0, id="a", name="f", args="{}"), finish("stop"))
+    assert chunks[-1] == Finish(reason=FinishReason.TOOL_CALLS)
+
+
+def test_tool_calls_finish_without_a_call_is_a_stop():
+    assert run(text("x"), finish("tool_calls"))[-1] == Finish(reason=FinishReason.STOP)
+    assert run(finish("tool_calls"))[-1] == Finish(reason=EMPTY)
+
+
+@pytest.mark.parametrize(
+    "wire", ["content_filter", "insufficient_system_resource", "mystery_reason"]
+)
+def test_unknown_finish_reasons_are_error_finishes_after_usage(wire):
+    chunks = run(FIRST, text("partial"), finish(wire, usage(3, 1)))
+    assert chunks[-3:] == [
+        BlockEnd(index=0, block=TextBlock(text="partial")),
+        UsageChunk(usage=TokenUsage(input_tokens=3, output_tokens=1)),
+        Finish(
+            reason=FinishReason.error(
+                LlmFailure(message=f"model stopped: {wire}", code=wire.upper())
+            )
+        ),
+    ]
+
+
+# --- errors ---------------------------------------------------------------------------
+
+
+def test_invalid_json_is_malformed_response():
+    translator = ChatCompletionsTranslator(PROFILE)
+    with pytest.raises(LlmError, match="malformed SSE payload") as caught:
+        translator.feed_sse([SseEvent("{bad json")])
+    assert caught.value.code == ErrorCode.MALFORMED_RESPONSE
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        [1],
+        "text",
+        {"choices": {"0": {}}},
+        {"choices": ["x"]},
+        {"choices": [{"delta": "x"}]},
+        {"choices": [{"delta": {"content": 5}}]},
+        {"choices": [{"delta": {"reasoning_content": ["x"]}}]},
+        {"choices": [{"delta": {"tool_calls": {"index": 0}}}]},
+        {"choices": [{"delta": {"tool_calls": ["x"]}}]},
+        {"choices": [{"delta": {"tool_calls": [{"index": 0, "function": "f"}]}}]},
+    ],
+)
+def test_wrong_shapes_are_malformed_response(payload):
+    with pytest.raises(LlmError) as caught:
+        ChatCompletionsTranslator(PROFILE).feed(payload)
+    assert caught.value.code == ErrorCode.MALFORMED_RESPONSE
+
+
+def test_an_in_stream_error_payload_is_one_error_finish():
+    translator = ChatCompletionsTranslator(PROFILE)
+    out = translator.feed(text("partial"))
+    out += translator.feed(
+        {"error": {"message": "Overloaded", "type": "overloaded_error"}}
+    )
+    assert translator.finished
+    out += translator.done()
+    out += translator.feed(text("late"))
+    chunks = valid(out)
+    assert chunks[-1] == Finish(
+        reason=FinishReason.error(LlmFailure(message="Overloaded", code="SERVER"))
+    )
+    # The partial text block is left open: its content must be discarded.
+    assert not any(isinstance(c, BlockEnd) for c in chunks)
+    assert sum(isinstance(c, Finish) for c in chunks) == 1
+
+
+def test_an_in_stream_error_after_usage_keeps_the_usage():
+    translator = ChatCompletionsTranslator(PROFILE)
+    out = translator.feed(only_usage(usage(4, 0)))
+    out += translator.feed(
+        {
+            "error": {
+                "code": 400,
+                "message": "the request exceeds the available context size",
+            }
+        }
+    )
+    assert valid(out) == [
+        UsageChunk(usage=TokenUsage(input_tokens=4, output_tokens=0)),
+        Finish(
+            reason=FinishReason.error(
+                LlmFailure(
+                    message="the request exceeds the available context size",
+                    code="CONTEXT_WINDOW_EXCEEDED",
+                    status=400,
+                )
+            )
+        ),
+    ]
+
+
+def test_an_error_sse_field_is_an_error_finish():
+    translator = ChatCompletionsTranslator(PROFILE)
+    out = translator.feed_sse(
+        [
+            SseEvent("", "error", None, None, '{"code":500,"message":"boom"}'),
+            SseEvent("[DONE]"),
+        ]
+    )
+    assert valid(out) == [
+        Finish(
+            reason=FinishReason.error(
+                LlmFailure(message="boom", code="SERVER", status=500)
+            )
+        )
+    ]
+    assert translator.feed_error_field("again") == []
+
+
+def test_other_choices_are_ignored():
+    chunks = run(
+        chunk({"content": "mine"}), chunk({"content": "other"}, index=1), finish()
+    )
+    assert assemble(chunks).blocks() == (TextBlock(text="mine"),)
+
+
+def test_feed_sse_handles_done_with_whitespace():
+    translator = ChatCompletionsTranslator(PROFILE)
+    out = translator.feed_sse([SseEvent(json.dumps(text("x"))), SseEvent(" [DONE] ")])
+    assert translator.finished
+    assert valid(out)[-1] == Finish(reason=FinishReason.STOP)
+
+
+# --- any interleaving gives a strict stream ----------------------------------------
+
+
+_PIECE = st.text(alphabet='ab{}:"1 ', max_size=4)
+
+
+@st.composite
+def _wire(draw: Any) -> list[tuple[str, Any, str]]:
+    """A random wire order of fragments: ("text"|"reasoning", None, piece) or
+    ("tool", index, piece); each call's first fragment carries id and name."""
+    calls = draw(st.integers(0, 3))
+    events: list[tuple[str, Any, str]] = []
+    for kind in draw(
+        st.lists(st.sampled_from(["text", "reasoning", "tool"]), max_size=14)
+    ):
+        if kind == "tool" and calls:
+            events.append(("tool", draw(st.integers(0, calls - 1)), draw(_PIECE)))
+        elif kind != "tool":
+            events.append((kind, None, draw(_PIECE)))
+    return events
+
+
+@given(events=_wire(), reason=st.sampled_from([None, "stop", "tool_calls", "length"]))
+def test_any_wire_order_translates_to_a_strict_lossless_stream(events, reason):
+    translator = ChatCompletionsTranslator(PROFILE, empty_response_as_stop=True)
+    out: list[Any] = []
+    seen: set[int] = set()
+    for kind, index, piece in events:
+        if kind == "tool":
+            first = index not in seen
+            seen.add(index)
+            payload = tool(
+                index,
+                id=f"id{index}" if first else None,
+                name=f"fn{index}" if first else None,
+                args=piece,
+            )
+        elif kind == "text":
+            payload = text(piece)
+        else:
+            payload = reasoning(piece)
+        out += translator.feed(payload)
+    out += translator.feed(finish(reason))
+    out += translator.done()
+    chunks = valid(out)
+    ends = [c.block for c in chunks if isinstance(c, BlockEnd)]
+    # Nothing lost: per call, the arguments are its fragments in wire order.
+    for index in seen:
+        expected = (
+            "".join(p for k, i, p in events if k == "tool" and i == index) or "{}"
+        )
+        (call,) = [
+            b for b in ends if isinstance(b, ToolCallBlock) and b.id == f"id{index}"
+        ]
+        assert (call.name, call.arguments) == (f"fn{index}", expected)
+    for kind, cls in (("text", TextBlock), ("reasoning", ReasoningBlock)):
+        streamed = "".join(p for k, _, p in events if k == kind)
+        assert "".join(b.text for b in ends if isinstance(b, cls)) == streamed
