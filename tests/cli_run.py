@@ -12,17 +12,15 @@ from typing import Any
 
 from dsh_llm.testing import Reply, sse_events
 
+from .proxy_env import DEAD_PROXY, NO_PROXY_VARIABLES, PROXY_VARIABLES
+
 # Variables that would let the machine's own setup leak into a test.
 _SCRUBBED = (
     "DEEPSEEK_API_KEY",
     "DEEPSEEK_BASE_URL",
     "MY_API_KEY",
-    "HTTP_PROXY",
-    "HTTPS_PROXY",
-    "ALL_PROXY",
-    "http_proxy",
-    "https_proxy",
-    "all_proxy",
+    *PROXY_VARIABLES,
+    *NO_PROXY_VARIABLES,
     "NO_COLOR",
 )
 
@@ -35,6 +33,13 @@ def clean_env(**extra: str) -> dict[str, str]:
     env["PATH"] = os.pathsep.join([bin_dir, env.get("PATH", "")])
     env.update(extra)
     return env
+
+
+def offline_env(**extra: str) -> dict[str, str]:
+    """``clean_env`` with every proxy variable pointing at a dead proxy and no
+    ``no_proxy`` exemption: anything that tries the network through a proxy
+    fails, so a passing command proves it needed none."""
+    return clean_env(**{name: DEAD_PROXY for name in PROXY_VARIABLES}, **extra)
 
 
 def run_cli(

@@ -34,7 +34,7 @@ from dsh_llm.signal import AbortController
 from dsh_llm.testing import LoopbackServer
 from dsh_llm.validator import assert_chunk_sequence
 
-from .cli_run import clean_env, run_cli
+from .cli_run import offline_env, run_cli
 from .proxy_env import use_proxy
 
 REASONING = (
@@ -70,7 +70,7 @@ class RecordingSink:
 
 
 def _offline_env() -> dict[str, str]:
-    return clean_env(HTTP_PROXY=DEAD_PROXY, HTTPS_PROXY=DEAD_PROXY)
+    return offline_env()
 
 
 # --- the command ----------------------------------------------------------------------

@@ -28,7 +28,7 @@ from dsh_llm.serde import chunk_from_json
 from dsh_llm.testing import LoopbackServer, RecordedRequest, Reply
 from dsh_llm.validator import assert_chunk_sequence
 
-from .cli_run import clean_env, deepseek_text_reply
+from .cli_run import clean_env, deepseek_text_reply, offline_env
 
 ROOT = Path(__file__).parent.parent
 README = ROOT / "README.md"
@@ -182,9 +182,7 @@ def test_setup_commands_are_the_ones_ci_runs_and_the_demo_works(tmp_path):
     assert SETUP_COMMANDS[1] in ci.splitlines()
     assert "dsh-llm = dsh_llm.cli:main" in (ROOT / "setup.cfg").read_text()
     # The demo needs no key and no network: no DeepSeek variables, a dead proxy.
-    offline = clean_env(
-        HTTP_PROXY="http://127.0.0.1:9", HTTPS_PROXY="http://127.0.0.1:9"
-    )
+    offline = offline_env()
     result = run_shell(SETUP_COMMANDS[0].split(" && ")[1], offline, tmp_path)
     assert result.returncode == 0, result.stderr
     assert "strict validation: passed" in result.stdout
