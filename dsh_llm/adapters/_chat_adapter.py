@@ -17,6 +17,10 @@ and in a ``WireProfile``; everything else an adapter does is here, once:
 - ``stream_chat_completions``: runs a ``StreamingCall`` through the SSE shim and
   a translator, pausing the watchdog while the consumer holds a chunk, and
   closes the response however the stream ends.
+- Secrets: ``stream_completion`` gives the translator the call's redactor, so
+  the key, secret-named header values and URL credentials a server echoes back
+  are replaced by ``***`` in HTTP errors, in-stream errors and their causes
+  alike (``dsh_llm.transport.redaction``).
 """
 
 from __future__ import annotations
@@ -159,6 +163,7 @@ def stream_chat_completions(
         )
         reader = call.chunks()
         while not translator.finished:
+            error: LlmError | None = None
             try:
                 data = next(reader, None)
                 if data is None:
@@ -178,7 +183,10 @@ def stream_chat_completions(
                 error = call.failure(exc)
                 if error is exc:
                     raise
-                raise error from exc
+            if error is not None:
+                # Raised outside the except block: the failure chose its cause
+                # (cleaned of secrets), and the original is not kept as context.
+                raise error
             if out:
                 call.pause()
                 yield from out
@@ -223,7 +231,9 @@ def stream_completion(
         total_timeout_ms=settings.total_timeout_ms,
     )
     translator = ChatCompletionsTranslator(
-        profile, empty_response_as_stop=settings.empty_response_as_stop
+        profile,
+        empty_response_as_stop=settings.empty_response_as_stop,
+        redact=call.redact,
     )
     yield from stream_chat_completions(call, translator)
 

@@ -20,6 +20,11 @@ Contracts callers may rely on:
 - ``decode_payload`` parses one SSE data payload and raises ``LlmError``
   ``MALFORMED_RESPONSE`` when it is not JSON; the translator raises the same code
   for a payload of the wrong shape (a field of the wrong type).
+- Server-supplied text that goes into a failure (an in-stream error's message,
+  the start of a payload that is not JSON) passes through the ``redact``
+  function the translator was given (the transport's
+  ``dsh_llm.transport.redaction.Redactor`` for the request), so an echoed key
+  never reaches a finish or an error.
 - A blockless ``stop`` ends with the ``EMPTY_RESPONSE`` error finish
   (``EMPTY_RESPONSE_MESSAGE``, SPEC 3.7) and a refusal with code
   ``REFUSAL_CODE``.
@@ -53,7 +58,7 @@ from dsh_llm.protocol import (
     ToolCallDelta,
     UsageChunk,
 )
-from dsh_llm.transport.http_errors import in_band_failure
+from dsh_llm.transport.http_errors import Redact, in_band_failure
 from dsh_llm.transport.sse import DONE, SseEvent
 
 __all__ = [
@@ -73,20 +78,30 @@ finish-reason rule: Anthropic's ``refusal`` stop reason gives the same code)."""
 _json_decode = json.JSONDecoder().decode
 
 
-def decode_payload(data: str, *, provider: str) -> Any:
+def _unchanged(text: str) -> str:
+    return text
+
+
+def decode_payload(data: str, *, provider: str, redact: Redact = _unchanged) -> Any:
     """Parse one SSE data payload.
 
     Raises:
-        LlmError: ``MALFORMED_RESPONSE`` when it is not JSON.
+        LlmError: ``MALFORMED_RESPONSE`` when it is not JSON; the message quotes
+            the start of the payload, after ``redact``. The decoder's error is
+            the cause unless the payload held a secret (it keeps the whole
+            payload as ``doc``): then a plain ``ValueError`` with its message.
     """
     try:
         return _json_decode(data)
     except ValueError as exc:
-        raise LlmError(
-            f"malformed SSE payload from {provider}: {data[:120]}",
+        shown = redact(data)
+        cause = exc if shown is data else ValueError(str(exc))
+        error = LlmError(
+            f"malformed SSE payload from {provider}: {shown[:120]}",
             ErrorCode.MALFORMED_RESPONSE,
-            cause=exc,
-        ) from exc
+            cause=cause,
+        )
+    raise error
 
 
 _TEXT: Final = "text"
@@ -127,6 +142,31 @@ def _tool_delta(segment: _Segment, fragment: str) -> ToolCallDelta:
     )
 
 
+def _reports_error(value: object) -> bool:
+    """Whether a payload's ``error`` field reports an error: a non-empty object
+    or list, a non-blank string, ``true``. ``null``, ``false``, ``0``, ``""``
+    and ``{}`` (sent by some servers on every chunk) report none."""
+    if isinstance(value, str):
+        return bool(value.strip())
+    return bool(value)
+
+
+def _merged(earlier: Mapping[str, Any], later: Mapping[str, Any]) -> dict[str, Any]:
+    """``later`` over ``earlier``, per field: a ``null`` in ``later`` keeps the
+    earlier value, nested objects (``prompt_tokens_details``) merge the same way."""
+    merged = dict(earlier)
+    for key, value in later.items():
+        if value is None:
+            merged.setdefault(key, None)
+            continue
+        before = merged.get(key)
+        if type(value) is dict and type(before) is dict:
+            merged[key] = _merged(before, value)
+        else:
+            merged[key] = value
+    return merged
+
+
 class _Segment:
     """One block to be: text, refusal text, reasoning, or one tool call."""
 
@@ -164,15 +204,18 @@ class ChatCompletionsTranslator:
       delta holding what was buffered) and, if it can still grow, stays open and
       streams live.
     - At the end: block-ends in order, one ``usage`` (``TokenUsage.unknown()``
-      when the provider reported none; the last non-null report wins, whether it
-      rode on a choice chunk, on a ``choices: []`` chunk, or on every chunk as
-      running totals), then the ``finish`` (``map_finish_reason``). A ``stop``
+      when the provider reported none; reports are merged field by field, each
+      count keeping its latest non-null value, whether they rode on a choice
+      chunk, on a ``choices: []`` chunk, or on every chunk as running totals, so
+      a trailing report of ``null`` counts never erases real ones), then the
+      ``finish`` (``map_finish_reason``). A ``stop``
       with no block at all is the ``EMPTY_RESPONSE`` error finish unless
       ``empty_response_as_stop``; an end marker with no block and no finish
       reason at all is ``EMPTY_RESPONSE`` even then (vLLM swallows an early error
       into a bare ``[DONE]``).
-    - An error the provider reports inside the stream (a payload with an
-      ``error`` key, a flat ``{"object": "error", ...}`` (vLLM before 0.10.1), or
+    - An error the provider reports inside the stream (a payload whose
+      ``error`` is a non-empty object or string, not ``null``/``false``/``{}``;
+      a flat ``{"object": "error", ...}`` (vLLM before 0.10.1), or
       an ``error:`` field (llama.cpp before September 2025); string or integer
       ``code``) is data: it ends the response with one ``error`` finish classified
       like an HTTP error (``dsh_llm.transport.http_errors.in_band_failure``),
@@ -222,13 +265,20 @@ class ChatCompletionsTranslator:
         profile: The server's profile.
         empty_response_as_stop: Report a blockless ``stop`` as a plain ``stop``
             (DESIGN.md rule 10's constructor flag) instead of ``EMPTY_RESPONSE``.
+        redact: Applied to server-supplied text put in a failure (see the
+            module docstring); default: none.
     """
 
     def __init__(
-        self, profile: WireProfile, *, empty_response_as_stop: bool = False
+        self,
+        profile: WireProfile,
+        *,
+        empty_response_as_stop: bool = False,
+        redact: Redact = _unchanged,
     ) -> None:
         self._profile = profile
         self._empty_as_stop = empty_response_as_stop
+        self._redact = redact
         self._text_fields: tuple[tuple[str, str], ...] = (
             *((field, _REASONING) for field in profile.reasoning_fields),
             ("content", _TEXT),
@@ -265,7 +315,8 @@ class ChatCompletionsTranslator:
             if len(data) < 64 and data.strip() == DONE:
                 out.extend(self.done())
             else:
-                self._feed(decode_payload(data, provider=provider), out)
+                payload = decode_payload(data, provider=provider, redact=self._redact)
+                self._feed(payload, out)
         return out
 
     def feed(self, payload: Any) -> list[StreamChunk]:
@@ -278,9 +329,8 @@ class ChatCompletionsTranslator:
     def _feed(self, payload: Any, out: list[StreamChunk]) -> None:
         if type(payload) is not dict:
             raise self._malformed("a payload that is not a JSON object")
-        error = payload.get("error")
-        if error is not None:
-            self._fail(in_band_failure(payload, provider=self._profile.provider), out)
+        if _reports_error(payload.get("error")):
+            self._fail_with(payload, out)
             return
         choices = payload.get("choices")
         if choices:
@@ -300,18 +350,18 @@ class ChatCompletionsTranslator:
                 if reason and type(reason) is str:
                     self._finish_reason = reason
         elif payload.get("object") == "error":
-            self._fail(in_band_failure(payload, provider=self._profile.provider), out)
+            self._fail_with(payload, out)
             return
         usage = payload.get("usage")
         if usage and type(usage) is dict:
-            self._usage = usage
+            self._usage = usage if self._usage is None else _merged(self._usage, usage)
 
     def feed_error_field(self, value: str) -> list[StreamChunk]:
         """An ``error:`` SSE field (old llama.cpp): ends the response in error."""
         if self.finished:
             return []
         out: list[StreamChunk] = []
-        self._fail(in_band_failure(value, provider=self._profile.provider), out)
+        self._fail_with(value, out)
         return out
 
     def done(self) -> list[StreamChunk]:
@@ -550,6 +600,12 @@ class ChatCompletionsTranslator:
             elif not self._pending:
                 return
             self._close_active(out)
+
+    def _fail_with(self, report: Any, out: list[StreamChunk]) -> None:
+        failure = in_band_failure(
+            report, provider=self._profile.provider, redact=self._redact
+        )
+        self._fail(failure, out)
 
     def _fail(self, failure: LlmFailure, out: list[StreamChunk]) -> None:
         if self._usage is not None and self._active is None:

@@ -22,21 +22,29 @@ Contracts callers may rely on:
   message or a ``repr``.
 - **Per call** (SPEC 8.2), before any I/O: an image raises ``UNSUPPORTED_CONTENT``
   (before credentials; the Files API is not implemented); then the key; then the
-  body, which may raise ``UNSUPPORTED_REASONING_EFFORT`` or
-  ``UNSUPPORTED_OPTION``. Then one ``POST {base_url}/chat/completions``.
+  body, which may raise ``UNSUPPORTED_REASONING_EFFORT``, ``UNSUPPORTED_OPTION``
+  or ``INVALID_REQUEST``. Then one ``POST {base_url}/chat/completions``.
 - **Thinking** (SPEC 8.3): ``purpose="session-title"`` sends thinking disabled;
   else the effort (request, else configured) ``off`` sends thinking disabled,
   ``low``/``high``/``max`` thinking enabled plus ``reasoning_effort``, another
   effort raises; a deployment with thinking disabled refuses any effort but
   ``off``; no effort sends only a configured ``thinking``.
-- **Fields it cannot honour raise** (DESIGN rule 11): DeepSeek rejects a
-  ``required`` or named ``tool_choice`` in thinking mode, so that combination
-  raises ``UNSUPPORTED_OPTION`` before I/O (set the effort to ``off`` to force a
-  tool). ``session_id`` and ``purpose="compaction"`` are honoured as the
+- **Fields it cannot honour raise** (DESIGN rule 11), before any I/O, with
+  ``UNSUPPORTED_OPTION``: DeepSeek rejects a ``required`` or named
+  ``tool_choice`` in thinking mode, and silently ignores ``temperature`` there
+  (WIRE_FORMATS section 1), so either raises when the request explicitly
+  enables thinking (a ``low``/``high``/``max`` effort in effect, or a deployment
+  configured ``thinking="enabled"`` without an effort); use
+  ``reasoning_effort="off"`` to force a tool or to sample with a temperature.
+  With thinking disabled (effort ``off``, a ``disabled`` deployment,
+  ``purpose="session-title"``) ``temperature`` is sent; with thinking left to
+  the provider's default (no ``thinking`` key sent, no effort) it is sent as
+  given and the provider decides whether it applies. ``session_id`` and
+  ``purpose="compaction"`` are honoured as the
   ``x-deepseek-harness-session-id`` / ``x-deepseek-harness-compact: 1`` routing
-  headers (never in the body). ``temperature`` is sent as given; DeepSeek
-  documents that thinking mode ignores it. Without ``max_tokens`` the model's
-  default cap is sent.
+  headers (never in the body); a ``session_id`` no header can carry unchanged
+  (see ``dsh_llm.transport.session.is_header_value``) raises
+  ``INVALID_REQUEST``. Without ``max_tokens`` the model's default cap is sent.
 - **Stream**: the shared translator's strict order; usage mapped disjointly; a
   blockless ``stop`` is ``EMPTY_RESPONSE`` unless ``empty_response_as_stop``.
   Failures follow SPEC 8.6/8.7 (see ``dsh_llm.transport``).
@@ -79,6 +87,7 @@ from dsh_llm.signal import AbortSignal
 from dsh_llm.transport.session import (
     DEFAULT_POOL_MAXSIZE,
     create_session,
+    is_header_value,
     stream_headers,
 )
 from dsh_llm.transport.watchdog import check_timeout_ms
@@ -591,15 +600,19 @@ class DeepSeekAdapter(ChatCompletionsAdapter):
             thinking=snapshot.thinking,
             default_effort=snapshot.reasoning_effort,
         )
+        thinking_enabled = extra.get("thinking") == {"type": "enabled"}
         choice = options.tool_choice
-        if (
-            options.tools
-            and choice not in (None, "auto", "none")
-            and extra.get("thinking") == {"type": "enabled"}
-        ):
+        if options.tools and choice not in (None, "auto", "none") and thinking_enabled:
             raise LlmError(
                 f'DeepSeek rejects tool_choice "{choice}" in thinking mode; use '
                 'reasoning effort "off" to force a tool call',
+                ErrorCode.UNSUPPORTED_OPTION,
+            )
+        if options.temperature is not None and thinking_enabled:
+            raise LlmError(
+                "DeepSeek ignores temperature in thinking mode; use "
+                'reasoning_effort="off" to sample with a temperature, or leave '
+                "temperature unset",
                 ErrorCode.UNSUPPORTED_OPTION,
             )
         entry = snapshot.model(options.model)
@@ -611,6 +624,12 @@ class DeepSeekAdapter(ChatCompletionsAdapter):
         )
         routing: dict[str, str] = {}
         if options.session_id is not None:
+            if not is_header_value(options.session_id):
+                raise LlmError(
+                    "DeepSeek session_id must be printable ASCII without leading or "
+                    "trailing whitespace: it travels as a header",
+                    ErrorCode.INVALID_REQUEST,
+                )
             routing["x-deepseek-harness-session-id"] = options.session_id
         if options.purpose == "compaction":
             routing["x-deepseek-harness-compact"] = "1"

@@ -21,8 +21,14 @@ Contracts callers may rely on:
   ``X-Title``, a gateway's routing or ``api-key`` header). Names the adapter
   sets (``user-agent``, which carries the attribution every request keeps,
   ``accept``, ``accept-encoding``, ``content-type``, framing headers) are refused
-  rather than silently overridden; so is ``authorization`` beside a key. Header
-  values never appear in a message or ``repr`` (they may be credentials).
+  rather than silently overridden; so is ``authorization`` beside a key. A value
+  must be sent exactly as given: printable ASCII (0x21-0x7E) with spaces or
+  tabs only between visible characters (empty is allowed); leading or trailing
+  whitespace, line breaks, controls and non-ASCII are refused at construction,
+  never stripped or left to fail at send time. Header values never appear in a
+  message or ``repr`` (they may be credentials), and the values of secret-named
+  headers (``x-api-key``, ``api-key``, any name with ``key``, ``token``,
+  ``secret`` or ``auth``...) are redacted from server error text like the key.
 - **Catalog** (``models``): model ids, ``OpenAICompatModel`` values or mappings
   with the config keys ``id``, ``name``, ``description``, ``contextWindow``,
   ``maxTokens``. Advisory: any model id is sent as is. ``resolve_model`` needs no
@@ -61,7 +67,6 @@ Contracts callers may rely on:
 from __future__ import annotations
 
 import os
-import re
 import urllib.parse
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Final
@@ -97,6 +102,8 @@ from dsh_llm.transport.call import redact_url
 from dsh_llm.transport.session import (
     DEFAULT_POOL_MAXSIZE,
     create_session,
+    is_header_name,
+    is_header_value,
     stream_headers,
 )
 from dsh_llm.transport.watchdog import check_timeout_ms
@@ -141,9 +148,6 @@ RESERVED_HEADERS: Final = frozenset(
     }
 )
 """Header names the adapter sets itself; ``headers`` may not replace them."""
-
-_HEADER_NAME: Final = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
-_HEADER_VALUE_FORBIDDEN: Final = re.compile(r"[\r\n\x00]")
 
 
 class OpenAICompatConfigError(ValueError):
@@ -281,7 +285,7 @@ def _headers(value: object, *, has_key: bool) -> dict[str, str]:
         )
     checked: dict[str, str] = {}
     for name, text in value.items():
-        if not isinstance(name, str) or not _HEADER_NAME.fullmatch(name):
+        if not isinstance(name, str) or not is_header_name(name):
             raise OpenAICompatConfigError(
                 "headers", "has a name that is not a valid HTTP header name"
             )
@@ -297,9 +301,13 @@ def _headers(value: object, *, has_key: bool) -> dict[str, str]:
             raise OpenAICompatConfigError(
                 where, "conflicts with apiKey/apiKeyEnv: give the key one way"
             )
-        if not isinstance(text, str) or _HEADER_VALUE_FORBIDDEN.search(text):
+        if not isinstance(text, str):
+            raise OpenAICompatConfigError(where, "must be a string")
+        if not is_header_value(text):
             raise OpenAICompatConfigError(
-                where, "must be a string without line breaks or NUL"
+                where,
+                "must be printable ASCII without leading or trailing whitespace, "
+                "line breaks or control characters",
             )
         if lower in checked:
             raise OpenAICompatConfigError(

@@ -59,6 +59,12 @@ def _routes(_: object, __: attrs.Attribute[Any], value: tuple[str, ...]) -> None
         raise PluginConfigError("providers", "must not list a route twice")
 
 
+def _header_names(headers: Mapping[str, str] | None) -> str:
+    if headers is None:
+        return "None"
+    return "<headers: " + ", ".join(sorted(headers)) + ">"
+
+
 @attrs.frozen(kw_only=True)
 class OpenAICompatConfig:
     """The ``llm-openai-compatible`` configuration, as written in a composition
@@ -74,8 +80,11 @@ class OpenAICompatConfig:
     """The key itself; write ``${VAR}`` in YAML, never the key."""
     api_key_env: str | None = None
     """Variable read for the key at each request."""
-    headers: Mapping[str, str] | None = attrs.field(default=None, hash=False)
-    """Extra request headers."""
+    headers: Mapping[str, str] | None = attrs.field(
+        default=None, hash=False, repr=_header_names
+    )
+    """Extra request headers (their values may be credentials: the repr shows
+    only the names)."""
     display_name: str = DEFAULT_DISPLAY_NAME
     """Provider name in messages."""
     models: tuple[str | Mapping[str, Any], ...] | None = attrs.field(

@@ -13,6 +13,8 @@ Modules, each owning one concept:
 - ``ndjson``: newline-delimited JSON bodies.
 - ``http_errors``: provider error reports (HTTP or in-stream) to ``LlmError``.
 - ``errors_map``: the one table from HTTP-stack exceptions to error codes.
+- ``redaction``: a request's secrets (key, secret-named headers, URL
+  credentials) kept out of the errors built from a server's answer.
 
 Adapters import from these modules directly; this package re-exports nothing, so
 the wire helpers stay off the library's top level.

@@ -7,10 +7,24 @@ Contracts callers may rely on:
 - ``open()`` checks ``signal`` (an aborted signal raises ``ABORTED`` without any
   I/O), sends the request (redirects not followed, no retries), and raises
   ``LlmError`` for a non-2xx status (``dsh_llm.transport.http_errors``, body read
-  whole up to 1 MiB) and for a response without a body (204 or
-  ``Content-Length: 0``: ``EMPTY_RESPONSE``). A failed send raises
+  whole up to 1 MiB), for a response without a body (204 or
+  ``Content-Length: 0``: ``EMPTY_RESPONSE``), and for a 2xx answer whose
+  ``Content-Type`` is one of ``NOT_A_STREAM_TYPES`` (a server ignoring
+  ``stream: true``, a proxy's HTML page): its body is read (up to 1 MiB) and a
+  JSON error report in it is classified like an HTTP error, anything else is
+  ``MALFORMED_RESPONSE`` (``http_errors.not_a_stream_error``). A missing or any
+  other content type is streamed (some servers send none). A failed send raises
   ``"<provider> API request to <endpoint> failed"`` (``TRANSPORT``), or the code
   ``dsh_llm.transport.errors_map`` gives (``TIMEOUT``, ``INVALID_REQUEST``).
+- Secrets stay out of errors: ``redact`` (``dsh_llm.transport.redaction``) knows
+  the request's API key (``BearerAuth``), secret-named header values, URL
+  credentials and any extra ``secrets``. Every server-supplied text that goes
+  into an ``LlmError`` built here (HTTP error messages and bodies) is redacted,
+  and an exception is kept as a cause only when its rendering shows no secret,
+  else replaced by a ``RedactedCause`` naming its type. A send failure that may
+  quote a header value (``redaction.may_quote_request``) never keeps its message.
+  Errors raised here are raised outside the ``except`` block that caught the
+  original, so it is not reachable as ``__context__`` either.
 - ``chunks()`` yields body bytes as they arrive, never waiting to fill a fixed
   size: each read returns whatever one socket read produced. A chunked body is
   decoded by ``dsh_llm.transport.chunked`` (all the chunks one read brought);
@@ -30,10 +44,17 @@ Contracts callers may rely on:
   a passed deadline gives ``TIMEOUT``, an aborted signal ``ABORTED``
   (``"<provider> request aborted by caller"``), an ``LlmError`` passes unchanged,
   anything else ``"<provider> API stream from <endpoint> failed"``
-  (``TRANSPORT``). The original exception is kept as the cause.
-- ``finish()`` after the terminal event reads what is left of a framed body for up
-  to a second, so the connection can return to the pool; ``close()`` always
-  releases or closes the response (idempotent). Use it in a ``finally``.
+  (``TRANSPORT``). The original exception is kept as the cause (cleaned as
+  above).
+- ``finish()`` after the terminal event reads what is left of a framed body for
+  a short grace (``DRAIN_GRACE_S``, 50 ms) so the connection can return to the
+  pool; ``close()`` always releases or closes the response (idempotent). Use it
+  in a ``finally``. The trade-off: a prompt server's terminating chunk (or the
+  rest of a ``Content-Length`` body) arrives within microseconds of the last
+  event, so its connection is reused; a server that keeps a chunked body open
+  after ``[DONE]``, or sends more after it, costs at most the grace and then its
+  connection is closed instead of reused (one new connection next time, rather
+  than every consumer waiting for ``StopIteration``).
 """
 
 from __future__ import annotations
@@ -41,25 +62,37 @@ from __future__ import annotations
 import contextlib
 import time
 import urllib.parse
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Final
 
 import requests
 
+from dsh_llm.credentials import Secret
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.signal import AbortSignal
 from dsh_llm.transport.chunked import ChunkedBodyReader
 from dsh_llm.transport.errors_map import code_for_exception
-from dsh_llm.transport.http_errors import http_error
-from dsh_llm.transport.session import SocketSlot, capture_socket
+from dsh_llm.transport.http_errors import http_error, not_a_stream_error
+from dsh_llm.transport.redaction import Redactor, may_quote_request
+from dsh_llm.transport.session import BearerAuth, SocketSlot, capture_socket
 from dsh_llm.transport.watchdog import Expiry, StreamWatchdog
 
-__all__ = ["READ_SIZE", "StreamingCall", "redact_url"]
+__all__ = [
+    "DRAIN_GRACE_S",
+    "NOT_A_STREAM_TYPES",
+    "READ_SIZE",
+    "StreamingCall",
+    "redact_url",
+]
 
 READ_SIZE: Final = 65536
 """Largest single read (``read1`` returns less whenever less is available)."""
+DRAIN_GRACE_S: Final = 0.05
+"""How long ``finish()`` waits for the end of a body before closing the
+connection instead of reusing it."""
+NOT_A_STREAM_TYPES: Final = frozenset({"application/json", "text/html"})
+"""2xx media types that are an answer, not a stream (see the module docstring)."""
 _MAX_ERROR_BODY: Final = 1024 * 1024
-_DRAIN_S: Final = 1.0
 _DRAIN_LIMIT: Final = 64 * 1024
 
 _monotonic = time.monotonic
@@ -102,6 +135,9 @@ class StreamingCall:
         keepalive_timeout_ms: The keep-alive bound, or ``None``.
         total_timeout_ms: The total bound, or ``None``.
         method: The HTTP method.
+        secrets: Secrets to redact besides those found in ``auth``, ``headers``
+            and ``url`` (see ``dsh_llm.transport.redaction``).
+        expected: What the body should be, for messages (``"an event stream"``).
     """
 
     def __init__(
@@ -119,6 +155,8 @@ class StreamingCall:
         keepalive_timeout_ms: float | None,
         total_timeout_ms: float | None,
         method: str = "POST",
+        secrets: Iterable[str | Secret] = (),
+        expected: str = "an event stream",
     ) -> None:
         self._session = session
         self._url = url
@@ -130,6 +168,12 @@ class StreamingCall:
         """The provider's display name."""
         self.endpoint = redact_url(endpoint)
         """The base URL named in messages (user info replaced by ``***``)."""
+        self._expected = expected
+        keys: list[str | Secret] = list(secrets)
+        if isinstance(auth, BearerAuth):
+            keys.append(auth.key)
+        self.redact = Redactor.for_request(url=url, headers=headers, secrets=keys)
+        """Redacts this request's secrets from server-supplied text."""
         self._signal = signal
         self.watchdog = StreamWatchdog(
             idle_ms=idle_timeout_ms,
@@ -170,6 +214,7 @@ class StreamingCall:
                 raise self._abort_error(None)
             self._remove_listener = signal.add_listener(self._on_abort)
         remaining, _ = self.watchdog.remaining(_monotonic())
+        failed: LlmError | None = None
         try:
             with capture_socket(self._slot):
                 response = self._session.request(
@@ -183,7 +228,11 @@ class StreamingCall:
                     allow_redirects=False,
                 )
         except Exception as exc:
-            raise self._send_failure(exc) from exc
+            failed = self._send_failure(exc)
+        if failed is not None:
+            # Raised here, not in the except block, so the original (which may
+            # quote a header) is not kept as __context__ either.
+            raise failed
         self._response = response
         if self._aborted:
             raise self._abort_error(None)
@@ -192,11 +241,32 @@ class StreamingCall:
             body = self._read_error_body()
             if self._aborted:
                 raise self._abort_error(None)
-            raise http_error(status, response.headers, body, provider=self.provider)
+            raise http_error(
+                status,
+                response.headers,
+                body,
+                provider=self.provider,
+                redact=self.redact,
+            )
         if status == 204 or response.headers.get("content-length", "").strip() == "0":
             raise LlmError(
                 f"{self.provider} API returned no response body",
                 ErrorCode.EMPTY_RESPONSE,
+            )
+        media_type = (
+            response.headers.get("content-type", "").partition(";")[0].strip().lower()
+        )
+        if media_type in NOT_A_STREAM_TYPES:
+            body = self._read_error_body()
+            if self._aborted:
+                raise self._abort_error(None)
+            raise not_a_stream_error(
+                response.headers,
+                body,
+                provider=self.provider,
+                content_type=media_type,
+                expected=self._expected,
+                redact=self.redact,
             )
         return response
 
@@ -207,7 +277,9 @@ class StreamingCall:
         if code == ErrorCode.TIMEOUT:
             return self._timeout_error(self._expiry_now(), exc)
         return LlmError(
-            f"{self.provider} API request to {self.endpoint} failed", code, cause=exc
+            f"{self.provider} API request to {self.endpoint} failed",
+            code,
+            cause=self.redact.cause(exc, withhold=may_quote_request(exc)),
         )
 
     def _read_error_body(self) -> bytes:
@@ -318,7 +390,7 @@ class StreamingCall:
         else:
             code = ErrorCode.TRANSPORT
             message = f"{self.provider} API stream from {self.endpoint} failed"
-        return LlmError(message, code, cause=exc)
+        return LlmError(message, code, cause=self.redact.cause(exc))
 
     def _expiry_now(self) -> Expiry:
         _, which = self.watchdog.remaining(_monotonic())
@@ -344,12 +416,19 @@ class StreamingCall:
             message = (
                 f"{self.provider} stream idle timeout after {_ms(watchdog.idle_ms)}ms"
             )
-        return LlmError(message, ErrorCode.TIMEOUT, cause=cause)
+        return LlmError(message, ErrorCode.TIMEOUT, cause=self._clean(cause))
 
     def _abort_error(self, cause: BaseException | None) -> LlmError:
         return LlmError(
-            f"{self.provider} request aborted by caller", ErrorCode.ABORTED, cause=cause
+            f"{self.provider} request aborted by caller",
+            ErrorCode.ABORTED,
+            cause=self._clean(cause),
         )
+
+    def _clean(self, cause: BaseException | None) -> BaseException | None:
+        if cause is None or isinstance(cause, LlmError):
+            return cause
+        return self.redact.cause(cause, withhold=may_quote_request(cause))
 
     def _on_abort(self) -> None:
         # Runs in the aborting thread: wake any blocked read and end the connection.
@@ -363,15 +442,16 @@ class StreamingCall:
     # -- ending ------------------------------------------------------------------
 
     def finish(self) -> None:
-        """After the terminal event: read the rest of a framed body (at most a
-        second and 64 KiB) so the connection can be reused. Never raises."""
+        """After the terminal event: read the rest of a framed body (at most
+        ``DRAIN_GRACE_S`` and 64 KiB) so the connection can be reused; a body
+        still open after that is left for ``close()`` to close. Never raises."""
         response = self._response
         if response is None or self._aborted:
             return
         raw = response.raw
         if not (raw.chunked or response.headers.get("content-length")):
             return
-        deadline = _monotonic() + min(_DRAIN_S, self.watchdog.idle_ms / 1000)
+        deadline = _monotonic() + min(DRAIN_GRACE_S, self.watchdog.idle_ms / 1000)
         sock = self._slot.sock
         read = self._reader()
         drained = 0

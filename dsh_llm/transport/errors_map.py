@@ -4,12 +4,18 @@ Contracts callers may rely on:
 
 - ``EXCEPTION_CODES`` maps every exception class defined in ``requests.exceptions``
   (a test proves it), plus the ``urllib3``, ``http.client`` and socket exceptions a
-  raw body read can raise, to an ``ErrorCode``.
+  raw body read can raise and the ``UnicodeEncodeError`` of a header value that
+  cannot be encoded (``INVALID_REQUEST``: no retry can send it), to an
+  ``ErrorCode``.
 - ``code_for_exception(exc)`` walks the exception's MRO and returns the code of
   the most specific class in the table (``TRANSPORT`` when none matches), so a
   ``ConnectTimeout`` (both a ``ConnectionError`` and a ``Timeout``) is ``TIMEOUT``.
 - The table only names codes; messages, causes and the abort/watchdog precedence
-  are decided by the streaming call (``dsh_llm.transport.call``).
+  are decided by the streaming call (``dsh_llm.transport.call``). Several of
+  these exceptions quote the request (``InvalidHeader`` and
+  ``UnicodeEncodeError`` a header value, ``InvalidURL`` and ``ConnectionError``
+  the URL): the streaming call never keeps them as a cause without cleaning them
+  (``dsh_llm.transport.redaction``).
 """
 
 from __future__ import annotations
@@ -50,6 +56,9 @@ EXCEPTION_CODES: Final[dict[type[BaseException], ErrorCode]] = {
     rx.InvalidURL: ErrorCode.INVALID_REQUEST,
     rx.InvalidProxyURL: ErrorCode.INVALID_REQUEST,
     rx.InvalidHeader: ErrorCode.INVALID_REQUEST,
+    # http.client encodes header values as Latin-1 while sending; a value it
+    # cannot encode fails the same way on every attempt.
+    UnicodeEncodeError: ErrorCode.INVALID_REQUEST,
     # Warnings only arrive as exceptions when a warnings filter escalates them;
     # they say nothing about the provider.
     rx.RequestsWarning: ErrorCode.UNKNOWN,

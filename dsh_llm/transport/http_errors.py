@@ -25,6 +25,15 @@ Contracts callers may rely on:
 - ``in_band_failure(value, provider=...)`` classifies an in-stream error payload
   (``{"error": {...}}``, a flat ``{"object": "error", ...}``, an ``error:`` SSE
   field's text, integer or string codes) with the same classifier.
+- ``not_a_stream_error(headers, body, provider=..., content_type=...)`` is the
+  ``LlmError`` for a 2xx answer that is not a stream (``application/json``,
+  ``text/html``): a JSON error report in it is classified as an in-stream error
+  is (its own status, if any, else its type), anything else is
+  ``MALFORMED_RESPONSE`` naming the content type.
+- Each of these takes ``redact`` (``dsh_llm.transport.redaction.Redactor``, or
+  any ``str -> str``): every text the server supplied (the message and the raw
+  body kept as the cause) passes through it, so a key the server echoes back is
+  never part of the error.
 - ``retry_after_ms(headers)`` reads ``retry-after-ms`` (milliseconds), then
   ``retry-after`` as whole seconds or an HTTP date; zero, negative, non-finite,
   unparseable and past values give ``None``. ``request_id(headers)`` reads
@@ -54,13 +63,23 @@ from dsh_llm.protocol import LlmFailure
 __all__ = [
     "REQUEST_ID_HEADERS",
     "ProviderErrorReport",
+    "Redact",
     "error_code",
     "http_error",
     "in_band_failure",
+    "not_a_stream_error",
     "parse_error_report",
     "request_id",
     "retry_after_ms",
 ]
+
+Redact = Callable[[str], str]
+"""Replaces secrets in server-supplied text (``dsh_llm.transport.redaction``)."""
+
+
+def _unchanged(text: str) -> str:
+    return text
+
 
 REQUEST_ID_HEADERS: Final = ("x-request-id", "x-deepseek-request-id", "request-id")
 """Headers that carry a provider request id, in order of preference."""
@@ -235,6 +254,7 @@ def http_error(
     *,
     provider: str,
     now: Callable[[], float] = time.time,
+    redact: Redact = _unchanged,
 ) -> LlmError:
     """The ``LlmError`` for a non-2xx response (returned, not raised).
 
@@ -244,21 +264,17 @@ def http_error(
         body: The whole response body (possibly empty).
         provider: The provider's display name, e.g. ``"DeepSeek"``.
         now: Current Unix time in seconds, for HTTP-date ``Retry-After``.
+        redact: Applied to the message and the body kept as the cause.
     """
     text = body.decode("utf-8", "replace")
-    report = None
-    if text.strip():
-        try:
-            report = parse_error_report(json.loads(text))
-        except ValueError:
-            report = None
-    message = (report.message if report else None) or (
+    report = _json_report(text)
+    message = redact(report.message if report and report.message else "") or (
         f"{provider} API error (HTTP {status})"
     )
     code = error_code(
         status, report.detail if report else "", report.kind if report else ""
     )
-    cause = Exception(text if text else f"{provider} HTTP {status}")
+    cause = Exception(redact(text) if text else f"{provider} HTTP {status}")
     return LlmError(
         message,
         code,
@@ -269,11 +285,22 @@ def http_error(
     )
 
 
-def in_band_failure(value: Any, *, provider: str) -> LlmFailure:
+def _json_report(text: str) -> ProviderErrorReport | None:
+    if not text.strip():
+        return None
+    try:
+        return parse_error_report(json.loads(text))
+    except ValueError:
+        return None
+
+
+def in_band_failure(
+    value: Any, *, provider: str, redact: Redact = _unchanged
+) -> LlmFailure:
     """The failure for an error a provider reported inside a 200 stream.
 
     ``value`` is the whole decoded payload (``{"error": ...}``) or the text of an
-    ``error:`` SSE field. The message is the provider's, or
+    ``error:`` SSE field. The message is the provider's (through ``redact``), or
     ``"<provider> stream reported an error"``.
     """
     report = parse_error_report(value)
@@ -282,7 +309,56 @@ def in_band_failure(value: Any, *, provider: str) -> LlmFailure:
             message=f"{provider} stream reported an error", code=ErrorCode.SERVER.value
         )
     return LlmFailure(
-        message=report.message or f"{provider} stream reported an error",
+        message=redact(report.message or "") or f"{provider} stream reported an error",
         code=error_code(report.status, report.detail, report.kind),
         status=report.status,
+    )
+
+
+def not_a_stream_error(
+    headers: Mapping[str, str],
+    body: bytes,
+    *,
+    provider: str,
+    content_type: str,
+    expected: str = "an event stream",
+    now: Callable[[], float] = time.time,
+    redact: Redact = _unchanged,
+) -> LlmError:
+    """The ``LlmError`` for a 2xx answer of type ``content_type`` where a stream
+    was expected (returned, not raised).
+
+    A JSON error report in ``body`` is classified as an in-stream error is (the
+    report's own status if it carries one, else its type decides; the message is
+    the provider's); anything else is ``MALFORMED_RESPONSE``:
+    ``"<provider> API answered <content_type> instead of <expected> (does the
+    server support streaming?)"``. The (redacted) body is the cause.
+
+    Args:
+        headers: The response headers (``Retry-After``, request id).
+        body: The response body (possibly cut at a size limit).
+        provider: The provider's display name.
+        content_type: The media type received, e.g. ``"application/json"``.
+        expected: What was expected, for the message.
+        now: Current Unix time in seconds, for HTTP-date ``Retry-After``.
+        redact: Applied to the message and the body kept as the cause.
+    """
+    text = body.decode("utf-8", "replace")
+    report = _json_report(text) if content_type == "application/json" else None
+    cause = Exception(redact(text) if text else f"{provider} empty {content_type}")
+    if report is None:
+        return LlmError(
+            f"{provider} API answered {content_type} instead of {expected} "
+            "(does the server support streaming?)",
+            ErrorCode.MALFORMED_RESPONSE,
+            request_id=request_id(headers),
+            cause=cause,
+        )
+    return LlmError(
+        redact(report.message or "") or f"{provider} API reported an error",
+        error_code(report.status, report.detail, report.kind),
+        status=report.status,
+        provider_retry_after_ms=retry_after_ms(headers, now=now),
+        request_id=request_id(headers),
+        cause=cause,
     )

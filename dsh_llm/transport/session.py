@@ -13,6 +13,9 @@ Contracts callers may rely on:
   ``content-type: application/json`` and any extra headers. Credentials never go
   in headers built here: they travel in ``BearerAuth``, whose ``repr`` hides the
   key, and passing an auth object also stops ``requests`` from reading ``.netrc``.
+- ``is_header_name`` / ``is_header_value`` say whether a name or value can be
+  sent exactly as given; adapters check configured headers with them before any
+  request, so no value is stripped, refused or mis-encoded at send time.
 - Loopback hosts are reached directly: a request to ``localhost``, an address in
   ``127.0.0.0/8`` or ``::1`` (``[::1]`` in a URL) never goes through a proxy, so
   a local server (llama.cpp, Ollama, vLLM, ``dsh-llm demo``) works with
@@ -31,6 +34,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import ipaddress
+import re
 import socket
 import threading
 import urllib.parse
@@ -55,6 +59,8 @@ __all__ = [
     "SocketSlot",
     "capture_socket",
     "create_session",
+    "is_header_name",
+    "is_header_value",
     "is_loopback_host",
     "stream_headers",
 ]
@@ -63,6 +69,8 @@ DEFAULT_POOL_MAXSIZE = 10
 """Idle connections kept per host by default."""
 
 _LOOPBACK_V4: Final = ipaddress.IPv4Network("127.0.0.0/8")
+_HEADER_NAME: Final = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+_HEADER_VALUE: Final = re.compile(r"(?:[\x21-\x7E](?:[\x21-\x7E \t]*[\x21-\x7E])?)?")
 
 _SLOT: contextvars.ContextVar[SocketSlot | None] = contextvars.ContextVar(
     "dsh_llm_socket_slot", default=None
@@ -267,6 +275,22 @@ def create_session(
     return session
 
 
+def is_header_name(name: object) -> bool:
+    """Whether ``name`` is a non-empty HTTP header name (an RFC 9110 token)."""
+    return isinstance(name, str) and _HEADER_NAME.fullmatch(name) is not None
+
+
+def is_header_value(value: object) -> bool:
+    """Whether ``value`` is sent exactly as given in a header: visible ASCII
+    (0x21-0x7E), with spaces and tabs only between visible characters, or empty.
+
+    Anything else would be refused by ``requests`` (surrounding whitespace, line
+    breaks), fail to encode (non-ASCII) or be altered on the way (a trailing tab
+    is stripped), so a caller checks values before any request is sent.
+    """
+    return isinstance(value, str) and _HEADER_VALUE.fullmatch(value) is not None
+
+
 def stream_headers(
     *,
     accept: str = "text/event-stream",
@@ -294,6 +318,11 @@ class BearerAuth(requests.auth.AuthBase):
 
     def __init__(self, key: Secret) -> None:
         self._key = key
+
+    @property
+    def key(self) -> Secret:
+        """The key, still hidden (the transport redacts it from server text)."""
+        return self._key
 
     def __call__(self, request: requests.PreparedRequest) -> requests.PreparedRequest:
         request.headers["authorization"] = f"Bearer {self._key.reveal()}"

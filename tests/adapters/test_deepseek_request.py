@@ -137,12 +137,78 @@ def test_the_body_has_stream_flags_system_first_and_sampling_fields(mocked):
     assert body["tools"][0]["function"]["name"] == "get_weather"
 
 
-def test_temperature_is_sent_in_thinking_mode_too(mocked):
-    # DeepSeek documents that thinking mode ignores it; the adapter does not drop
-    # a field the provider accepts.
-    _send(_adapter(), temperature=0.2, reasoning_effort="high")
+@pytest.mark.parametrize(
+    ("config", "fields"),
+    [
+        ({}, {"reasoning_effort": "low"}),
+        ({}, {"reasoning_effort": "high"}),
+        ({}, {"reasoning_effort": "max"}),
+        ({"reasoning_effort": "high"}, {}),
+        ({"thinking": "enabled"}, {}),
+        (
+            {"thinking": "enabled", "reasoning_effort": "off"},
+            {"reasoning_effort": "max"},
+        ),
+    ],
+    ids=["low", "high", "max", "configured-effort", "enabled-deployment", "override"],
+)
+def test_temperature_with_thinking_enabled_is_refused_before_io(mocked, config, fields):
+    # DeepSeek's thinking mode silently ignores temperature (DESIGN rule 11).
+    error = _refused(_adapter(**config), temperature=0.2, **fields)
+    assert error.code == ErrorCode.UNSUPPORTED_OPTION
+    assert 'reasoning_effort="off"' in error.message
+    assert "temperature" in error.message
+    assert len(mocked.calls) == 0
+
+
+@pytest.mark.parametrize(
+    ("config", "fields"),
+    [
+        ({}, {"reasoning_effort": "off"}),
+        ({"reasoning_effort": "off"}, {}),
+        ({"thinking": "disabled"}, {}),
+        ({"reasoning_effort": "max"}, {"reasoning_effort": "off"}),
+        ({}, {"purpose": "session-title", "reasoning_effort": "high"}),
+        ({"thinking": "enabled"}, {"purpose": "session-title"}),
+    ],
+    ids=[
+        "effort-off",
+        "configured-off",
+        "disabled-deployment",
+        "request-off-over-config",
+        "session-title",
+        "session-title-on-enabled-deployment",
+    ],
+)
+def test_temperature_is_sent_with_thinking_disabled(mocked, config, fields):
+    _send(_adapter(**config), temperature=0.2, **fields)
     body = _body(mocked)
-    assert (body["temperature"], body["thinking"]) == (0.2, {"type": "enabled"})
+    assert (body["temperature"], body["thinking"]) == (0.2, {"type": "disabled"})
+
+
+def test_temperature_is_sent_when_the_provider_decides_the_thinking_mode(mocked):
+    _send(_adapter(), temperature=0.2)
+    body = _body(mocked)
+    assert body["temperature"] == 0.2
+    assert "thinking" not in body
+    assert "reasoning_effort" not in body
+
+
+def test_thinking_enabled_without_temperature_is_sent(mocked):
+    _send(_adapter(), reasoning_effort="high")
+    body = _body(mocked)
+    assert "temperature" not in body
+    assert body["thinking"] == {"type": "enabled"}
+
+
+@pytest.mark.parametrize(
+    "session_id", [" s-1", "s-1\t", "s-1\n", "s-\u00e9", "s-\U0001f600", "s\x01"]
+)
+def test_a_session_id_no_header_can_carry_is_refused_before_io(mocked, session_id):
+    error = _refused(_adapter(), session_id=session_id)
+    assert error.code == ErrorCode.INVALID_REQUEST
+    assert "session_id" in error.message
+    assert len(mocked.calls) == 0
 
 
 def test_empty_tools_are_omitted(mocked):

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+import traceback
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -521,3 +522,116 @@ def test_a_loopback_base_url_is_reached_with_a_dead_environment_proxy(
         assert collect(_stream(adapter)).text == "local"
     (request,) = server.requests
     assert request.path == "/chat/completions"
+
+
+# --- the end of the stream ------------------------------------------------------------
+
+
+def test_the_generator_ends_promptly_when_the_body_stays_open_after_done(server):
+    payloads = [FIRST, text("a"), finish()]
+    server.enqueue(
+        Reply(body=(*sse_events(payloads), Stall(seconds=5))),
+        Reply(body=sse_events(payloads)),
+    )
+    with _adapter(server) as adapter:
+        finished_at = ended_at = 0.0
+        for item in adapter.stream(_options()):
+            if isinstance(item, Finish):
+                finished_at = time.monotonic()
+        ended_at = time.monotonic()
+        # The old drain held StopIteration back for a whole second.
+        assert ended_at - finished_at < 0.5
+        # The open body's connection was closed, not returned to the pool.
+        assert server.wait_until_idle(2)
+        _stream(adapter)
+    assert server.connections_opened == 2
+
+
+# --- secrets the server echoes back, answers that are not a stream --------------------
+
+KEY = "sk-SUPERSECRETKEY1234567890"
+
+
+def _printed(error: BaseException) -> str:
+    parts = ["".join(traceback.format_exception(error))]
+    node: BaseException | None = error
+    while node is not None:
+        parts += [str(node), repr(node)]
+        node = node.__cause__
+    return "\n".join(parts)
+
+
+@pytest.mark.parametrize("source", ["api_key", "environ"])
+def test_a_key_the_server_echoes_is_redacted(server, source):
+    body = json.dumps(
+        {"error": {"message": f"Incorrect API key provided: {KEY}", "type": "auth"}}
+    ).encode()
+    server.enqueue(_error_reply(401, body), _error_reply(401, body))
+    options: dict[str, Any] = (
+        {"api_key": KEY}
+        if source == "api_key"
+        else {"environ": {"DEEPSEEK_API_KEY": KEY}}
+    )
+    runtime = LlmRuntime()
+    with _adapter(server, **options) as adapter:
+        error = _failure(adapter)
+        runtime.register_adapter([PROVIDER_ROUTE], adapter)
+        (end,) = list(validate_stream(runtime.stream(_options())))
+    assert (error.code, error.message) == ("AUTH", "Incorrect API key provided: ***")
+    assert KEY not in _printed(error)
+    assert isinstance(end, Finish)
+    assert end.reason.failure is not None
+    assert end.reason.failure.message == "Incorrect API key provided: ***"
+
+
+def test_an_in_stream_error_echoing_the_key_is_redacted(server):
+    error = {"error": {"message": f"key {KEY} revoked", "type": "authentication"}}
+    server.enqueue(Reply(body=sse_events([FIRST, text("a"), error])))
+    runtime = LlmRuntime()
+    with _adapter(server, api_key=KEY) as adapter:
+        runtime.register_adapter([PROVIDER_ROUTE], adapter)
+        chunks = list(validate_stream(runtime.stream(_options())))
+    end = chunks[-1]
+    assert isinstance(end, Finish)
+    assert end.reason.failure is not None
+    assert (end.reason.failure.message, end.reason.failure.code) == (
+        "key *** revoked",
+        "AUTH",
+    )
+
+
+@pytest.mark.parametrize(
+    ("content_type", "body", "code", "message"),
+    [
+        (
+            "application/json",
+            b'{"choices":[{"message":{"content":"hi"}}]}',
+            "MALFORMED_RESPONSE",
+            "DeepSeek API answered application/json instead of an event stream "
+            "(does the server support streaming?)",
+        ),
+        (
+            "text/html",
+            b"<html>Bad gateway</html>",
+            "MALFORMED_RESPONSE",
+            "DeepSeek API answered text/html instead of an event stream "
+            "(does the server support streaming?)",
+        ),
+        (
+            "application/json",
+            b'{"error":{"message":"Insufficient Balance","type":"unknown_error"}}',
+            "QUOTA",
+            "Insufficient Balance",
+        ),
+    ],
+    ids=["json-completion", "html", "json-error"],
+)
+def test_a_200_answer_that_is_not_an_event_stream(
+    server, content_type, body, code, message
+):
+    server.enqueue(
+        Reply(headers={"content-type": content_type}, body=body, framing="length")
+    )
+    with _adapter(server) as adapter:
+        error = _failure(adapter)
+    assert (error.code, error.message) == (code, message)

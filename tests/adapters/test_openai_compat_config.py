@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib.metadata
 import inspect
 import math
+import traceback
 from pathlib import Path
 from typing import Any
 
@@ -125,6 +126,57 @@ def test_bad_headers_are_refused_without_echoing_values(headers, key, detail):
     assert (error.key, detail in error.detail) == (key, True)
     assert "secret-value" not in str(error)
     assert "mine/1.0" not in str(error)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        " sk-HEADERSECRET999",
+        "sk-HEADERSECRET999 ",
+        "sk-HEADERSECRET999\t",
+        "\tsk-HEADERSECRET999",
+        "sk-HEADERSECRET999\U0001f600",
+        "sk-HEADERSECRET999\u00e9",
+        "sk-HEADER\x01SECRET999",
+        "sk-HEADER\x7fSECRET999",
+        "sk-HEADER\x00SECRET999",
+        "sk-HEADERSECRET999\r\n",
+    ],
+    ids=[
+        "leading-space",
+        "trailing-space",
+        "trailing-tab",
+        "leading-tab",
+        "emoji",
+        "latin-1",
+        "control",
+        "delete",
+        "nul",
+        "line-break",
+    ],
+)
+def test_a_header_value_that_cannot_be_sent_unchanged_is_refused(value):
+    with pytest.raises(OpenAICompatConfigError) as caught:
+        OpenAICompatAdapter(BASE, headers={"X-Api-Key": value})
+    error = caught.value
+    assert error.key == "headers.X-Api-Key"
+    assert "printable ASCII" in error.detail
+    shown = "".join(traceback.format_exception(error)) + repr(error) + repr(error.args)
+    assert "HEADERSECRET" not in shown
+
+
+@pytest.mark.parametrize("value", ["a b\tc", "", "Bearer sk-x", "!~"])
+def test_header_values_with_interior_spaces_are_sent_exactly(value):
+    with LoopbackServer() as server:
+        server.enqueue(Reply(body=sse_events([text("ok"), finish()])))
+        with OpenAICompatAdapter(
+            f"{server.url}/v1", headers={"X-Custom": value}
+        ) as adapter:
+            options = GenerateOptions(
+                provider="local", model="m", messages=(create_user_message("hi"),)
+            )
+            list(validate_stream(adapter.stream(options)))
+        assert server.requests[0].header("x-custom") == value
 
 
 def test_an_authorization_header_beside_a_key_is_refused():
@@ -448,3 +500,16 @@ def test_a_failed_load_leaves_nothing_registered(tmp_path: Path):
     with pytest.raises(PluginLoadError, match="streamIdleTimeoutMs"):
         load_composition(str(path), runtime, environ={})
     assert runtime.list_providers() == ()
+
+
+def test_the_plugin_config_repr_shows_header_names_but_never_values() -> None:
+    config = OpenAICompatConfig(
+        providers=["p"],
+        base_url="http://127.0.0.1:1/v1",
+        headers={"X-Api-Key": "hdr-SECRET-VALUE", "X-Org": "org-1"},
+    )
+    text = repr(config)
+    assert "hdr-SECRET-VALUE" not in text
+    assert "org-1" not in text
+    assert "headers=<headers: X-Api-Key, X-Org>" in text
+    assert "headers=None" in repr(attrs.evolve(config, headers=None))

@@ -7,6 +7,7 @@ meanings of a 429, retry hints, credentials, and a server that rejects
 from __future__ import annotations
 
 import json
+import traceback
 from collections.abc import Iterator
 from typing import Any
 
@@ -384,3 +385,113 @@ def test_include_usage_false_serves_a_server_that_rejects_stream_options(server)
         chunks = list(validate_stream(adapter.stream(_options()), strict=True))
     assert [c.type for c in chunks][-2:] == ["usage", "finish"]
     assert "stream_options" not in server.requests[-1].json()
+
+
+# --- secrets the server echoes back ---------------------------------------------------
+
+KEY = "sk-SUPERSECRETKEY1234567890"
+
+
+def _printed(error: BaseException) -> str:
+    """Every string a log could show of ``error`` and its cause chain."""
+    parts = ["".join(traceback.format_exception(error))]
+    node: BaseException | None = error
+    while node is not None:
+        parts += [str(node), repr(node)]
+        node = node.__cause__
+    return "\n".join(parts)
+
+
+def _key_echo_reply() -> Reply:
+    return _error_reply(
+        401,
+        _openai_error(
+            f"Incorrect API key provided: {KEY}", "invalid_request_error", "invalid_key"
+        ),
+    )
+
+
+@pytest.mark.parametrize(
+    ("base", "options"),
+    [
+        ("{url}/v1", {"api_key": KEY}),
+        ("{url}/v1", {"api_key_env": "LAB_KEY", "environ": {"LAB_KEY": KEY}}),
+        ("{url}/v1", {"headers": {"X-Api-Key": KEY}}),
+        ("{url}/v1", {"headers": {"X-Gateway-Token": f"Token {KEY}"}}),
+        ("http://user:{key}@{host}/v1", {}),
+    ],
+    ids=["api-key", "api-key-env", "x-api-key", "token-header", "url-password"],
+)
+def test_a_secret_the_server_echoes_is_redacted_from_the_error(server, base, options):
+    url = base.format(url=server.url, key=KEY, host=server.url.split("//")[1])
+    server.enqueue(_key_echo_reply(), _key_echo_reply())
+    with OpenAICompatAdapter(url, **options) as adapter:
+        with pytest.raises(LlmError) as caught:
+            next(adapter.stream(_options()))
+        runtime = LlmRuntime()
+        runtime.register_adapter([ROUTE], adapter)
+        (end,) = list(validate_stream(runtime.stream(_options())))
+    error = caught.value
+    assert (error.code, error.message) == ("AUTH", "Incorrect API key provided: ***")
+    assert KEY not in _printed(error)
+    assert isinstance(end, Finish)
+    assert end.reason.failure is not None
+    assert end.reason.failure.message == "Incorrect API key provided: ***"
+    assert KEY not in repr(end)
+
+
+def test_an_in_stream_error_echoing_the_key_is_redacted(server):
+    error = {"error": {"message": f"key {KEY} was revoked", "type": "auth_error"}}
+    server.enqueue(Reply(body=sse_events([text("partial"), error])))
+    runtime = LlmRuntime()
+    with OpenAICompatAdapter(f"{server.url}/v1", api_key=KEY) as adapter:
+        runtime.register_adapter([ROUTE], adapter)
+        chunks = list(validate_stream(runtime.stream(_options())))
+    end = chunks[-1]
+    assert isinstance(end, Finish)
+    assert end.reason.failure is not None
+    assert end.reason.failure.message == "key *** was revoked"
+    assert KEY not in repr(chunks)
+
+
+# --- a 200 answer that is not an event stream -----------------------------------------
+
+
+def test_a_json_completion_instead_of_a_stream_is_malformed_response(server):
+    body = {"choices": [{"message": {"content": "hi"}, "finish_reason": "stop"}]}
+    reply = Reply(
+        headers={"content-type": "application/json"},
+        body=json.dumps(body).encode(),
+        framing="length",
+    )
+    error = _failure(server, reply)
+    assert error.code == ErrorCode.MALFORMED_RESPONSE
+    assert error.message == (
+        "OpenAI-compatible API answered application/json instead of an event "
+        "stream (does the server support streaming?)"
+    )
+
+
+def test_an_html_page_instead_of_a_stream_is_malformed_response(server):
+    reply = Reply(
+        headers={"content-type": "text/html; charset=utf-8"},
+        body=b"<html><body>Welcome to the proxy</body></html>",
+    )
+    error = _failure(server, reply, display_name="gateway")
+    assert error.code == ErrorCode.MALFORMED_RESPONSE
+    assert error.message.startswith("gateway API answered text/html instead of")
+
+
+def test_a_json_error_report_with_status_200_is_classified(server):
+    body = {"object": "error", "message": "model not loaded", "code": 503}
+    reply = Reply(
+        headers={"content-type": "application/json"},
+        body=json.dumps(body).encode(),
+        framing="length",
+    )
+    error = _failure(server, reply)
+    assert (error.code, error.message, error.status) == (
+        "SERVER",
+        "model not loaded",
+        503,
+    )

@@ -5,6 +5,7 @@ WIRE_FORMATS.md sections 2, 4.2 and 5. Every stream passes
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -27,7 +28,7 @@ from dsh_llm.protocol import (
     create_user_message,
 )
 from dsh_llm.serde import chunk_to_dict, read_jsonl
-from dsh_llm.testing import LoopbackServer, Reply, sse_event, sse_events
+from dsh_llm.testing import LoopbackServer, Pause, Reply, sse_event, sse_events
 from dsh_llm.validator import validate_stream
 
 from ..proxy_env import use_proxy
@@ -693,3 +694,23 @@ def test_a_remote_server_is_still_reached_through_the_environment_proxy(
     assert request.method == "POST"
     assert request.path == "http://example.invalid/v1/chat/completions"
     assert request.header("host") == "example.invalid"
+
+
+def test_junk_after_done_neither_delays_the_end_nor_is_read(server):
+    junk = tuple(
+        step for _ in range(100) for step in (b"data: junk\n\n", Pause(seconds=0.01))
+    )
+    server.enqueue(Reply(body=(*sse_events([text("x"), finish()]), *junk)))
+    with _adapter(server) as adapter:
+        chunks: list[Any] = []
+        stream = adapter.stream(_options())
+        for item in stream:
+            chunks.append(item)
+            if isinstance(item, Finish):
+                finished_at = time.monotonic()
+        # The old drain read junk for a whole second before StopIteration.
+        assert time.monotonic() - finished_at < 0.5
+    assert [c.type for c in validate_stream(chunks, strict=True)][-2:] == [
+        "usage",
+        "finish",
+    ]

@@ -400,6 +400,47 @@ def test_the_last_non_null_usage_wins():
     assert chunks[-2] == UsageChunk(usage=TokenUsage(input_tokens=2, output_tokens=2))
 
 
+def test_a_trailing_usage_with_null_counts_keeps_the_earlier_counts():
+    chunks = run(
+        FIRST,
+        text("x"),
+        finish(
+            "stop",
+            usage(
+                10,
+                4,
+                prompt_tokens_details={"cached_tokens": 6},
+                completion_tokens_details={"reasoning_tokens": 2},
+            ),
+        ),
+        only_usage(
+            {
+                "prompt_tokens": None,
+                "completion_tokens": None,
+                "total_tokens": None,
+                "prompt_tokens_details": {"cached_tokens": None},
+                "completion_tokens_details": None,
+            }
+        ),
+    )
+    assert chunks[-2] == UsageChunk(
+        usage=TokenUsage(
+            input_tokens=4, output_tokens=4, cache_read_tokens=6, reasoning_tokens=2
+        )
+    )
+
+
+def test_usage_reports_merge_field_by_field_latest_non_null_wins():
+    chunks = run(
+        FIRST,
+        only_usage(usage(10, 1)),
+        text("x"),
+        only_usage({"prompt_tokens": None, "completion_tokens": 7}),
+        finish("stop"),
+    )
+    assert chunks[-2] == UsageChunk(usage=TokenUsage(input_tokens=10, output_tokens=7))
+
+
 def test_no_finish_reason_means_stop():
     assert run(FIRST, text("x"))[-1] == Finish(reason=FinishReason.STOP)
 
@@ -541,6 +582,60 @@ def test_an_in_stream_error_after_usage_keeps_the_usage():
             )
         ),
     ]
+
+
+@pytest.mark.parametrize("value", [False, None, {}, [], "", "  ", 0])
+def test_an_empty_or_false_error_field_is_not_an_error(value):
+    chunks = run(
+        FIRST,
+        text("answer"),
+        finish("stop", usage(3, 1)),
+        {"choices": [], "error": value},
+    )
+    assert chunks[-2:] == [
+        UsageChunk(usage=TokenUsage(input_tokens=3, output_tokens=1)),
+        Finish(reason=FinishReason.STOP),
+    ]
+    assert assemble(chunks).blocks() == (TextBlock(text="answer"),)
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ({"message": "boom"}, "boom"),
+        ("boom", "boom"),
+        (True, "Test stream reported an error"),
+    ],
+)
+def test_a_truthy_error_field_is_an_error(value, message):
+    chunks = run(FIRST, text("partial"), {"error": value}, done=False)
+    assert chunks[-1] == Finish(
+        reason=FinishReason.error(LlmFailure(message=message, code="SERVER"))
+    )
+
+
+def test_server_text_in_failures_passes_through_redact():
+    key = "sk-SUPERSECRETKEY1234567890"
+
+    def redact(text: str) -> str:
+        return text.replace(key, "***")
+
+    translator = ChatCompletionsTranslator(PROFILE, redact=redact)
+    (end,) = translator.feed({"error": {"message": f"bad key {key}"}})
+    assert isinstance(end, Finish)
+    assert end.reason.failure == LlmFailure(message="bad key ***", code="SERVER")
+    translator = ChatCompletionsTranslator(PROFILE, redact=redact)
+    (end,) = translator.feed_error_field(f"revoked {key}")
+    assert isinstance(end, Finish)
+    assert end.reason.failure is not None
+    assert end.reason.failure.message == "revoked ***"
+    with pytest.raises(LlmError) as caught:
+        ChatCompletionsTranslator(PROFILE, redact=redact).feed_sse(
+            [SseEvent(f"not json {key}")]
+        )
+    assert caught.value.message == "malformed SSE payload from Test: not json ***"
+    assert key not in repr(caught.value.__cause__)
+    assert isinstance(caught.value.__cause__, ValueError)
 
 
 def test_an_error_sse_field_is_an_error_finish():

@@ -5,19 +5,28 @@ Timeouts are kept small (100-300 ms) so the file runs in a few seconds."""
 from __future__ import annotations
 
 import gzip
+import json
 import socket
 import threading
 import time
+import traceback
 from collections.abc import Iterator
 
 import pytest
 import requests
 
+from dsh_llm.credentials import Secret
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.signal import AbortController, AbortSignal
 from dsh_llm.testing import Cut, LoopbackServer, Pause, Reply, Stall
 from dsh_llm.transport.call import StreamingCall, redact_url
-from dsh_llm.transport.session import NoAuth, create_session, stream_headers
+from dsh_llm.transport.redaction import RedactedCause
+from dsh_llm.transport.session import (
+    BearerAuth,
+    NoAuth,
+    create_session,
+    stream_headers,
+)
 from dsh_llm.transport.sse import iter_sse
 
 
@@ -42,13 +51,16 @@ def _call(
     idle: float = 2000,
     keepalive: float | None = None,
     total: float | None = None,
+    headers: dict[str, str] | None = None,
+    auth: requests.auth.AuthBase | None = None,
+    query: str = "",
 ) -> StreamingCall:
     return StreamingCall(
         session,
-        url=f"{url}/chat/completions",
+        url=f"{url}/chat/completions{query}",
         body=b"{}",
-        headers=stream_headers(),
-        auth=NoAuth(),
+        headers=stream_headers(extra=headers),
+        auth=NoAuth() if auth is None else auth,
         provider="Test",
         endpoint=url,
         signal=signal,
@@ -412,3 +424,199 @@ def test_close_is_idempotent_and_removes_the_abort_listener(server, session):
 
 def test_a_call_never_opened_closes_cleanly(session):
     _call(session, "http://127.0.0.1:9").close()
+
+
+# --- secrets never reach an error -----------------------------------------------------
+
+SECRET = "sk-HEADERSECRET999"
+KEY = "sk-SUPERSECRETKEY1234567890"
+
+
+def _everything_printed(error: BaseException) -> str:
+    """Every string a log or a debugger could show of ``error`` and its chain."""
+    parts = ["".join(traceback.format_exception(error))]
+    seen: set[int] = set()
+    pending: list[BaseException] = [error]
+    while pending:
+        node = pending.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        parts += [str(node), repr(node), repr(getattr(node, "args", ()))]
+        pending += [n for n in (node.__cause__, node.__context__) if n is not None]
+    return "\n".join(parts)
+
+
+@pytest.mark.parametrize(
+    ("value", "original"),
+    [
+        (f" {SECRET}", "requests.exceptions.InvalidHeader"),
+        (f"{SECRET}\n", "requests.exceptions.InvalidHeader"),
+        (f"{SECRET}\u20ac\U0001f600", "UnicodeEncodeError"),
+    ],
+    ids=["leading-space", "line-break", "not-latin-1"],
+)
+def test_a_header_value_the_stack_refuses_never_reaches_the_error(
+    server, session, value, original
+):
+    # A header with no secret-looking name: only its type may be shown.
+    with (
+        _call(session, server.url, headers={"x-custom": value}) as call,
+        pytest.raises(LlmError) as caught,
+    ):
+        call.open()
+    error = caught.value
+    assert error.code == ErrorCode.INVALID_REQUEST
+    assert SECRET not in _everything_printed(error)
+    assert isinstance(error.__cause__, RedactedCause)
+    assert error.__cause__.type_name == original
+    assert error.__context__ is None
+    assert server.requests == ()
+
+
+def test_a_connection_failure_quoting_a_secret_of_the_url_is_redacted(session):
+    url = f"http://127.0.0.1:{_closed_port()}"
+    with (
+        _call(session, url, query=f"?api-key={KEY}") as call,
+        pytest.raises(LlmError) as caught,
+    ):
+        call.open()
+    error = caught.value
+    assert error.code == ErrorCode.TRANSPORT
+    assert KEY not in _everything_printed(error)
+    assert isinstance(error.__cause__, RedactedCause)
+    assert error.__cause__.type_name == "requests.exceptions.ConnectionError"
+    assert "api-key=***" in str(error.__cause__)
+
+
+def test_an_http_error_echoing_the_key_is_redacted(server, session):
+    body = {"error": {"message": f"Incorrect API key provided: {KEY}", "code": 1}}
+    server.enqueue(Reply(status=401, body=json.dumps(body).encode(), framing="length"))
+    auth = BearerAuth(Secret(KEY))
+    with (
+        _call(session, server.url, auth=auth) as call,
+        pytest.raises(LlmError) as caught,
+    ):
+        call.open()
+    error = caught.value
+    assert (error.code, error.message) == ("AUTH", "Incorrect API key provided: ***")
+    assert KEY not in _everything_printed(error)
+    assert "Incorrect API key provided: ***" in str(error.__cause__)
+    assert server.requests[0].header("authorization") == f"Bearer {KEY}"
+
+
+def test_an_http_error_echoing_a_secret_header_is_redacted(server, session):
+    server.enqueue(
+        Reply(status=403, body=f"bad x-api-key {SECRET}".encode(), framing="length")
+    )
+    with (
+        _call(session, server.url, headers={"X-Api-Key": SECRET}) as call,
+        pytest.raises(LlmError) as caught,
+    ):
+        call.open()
+    assert caught.value.code == ErrorCode.AUTH
+    assert SECRET not in _everything_printed(caught.value)
+    assert str(caught.value.__cause__) == "bad x-api-key ***"
+
+
+# --- the end of the body --------------------------------------------------------------
+
+
+def test_finish_closes_a_chunked_body_left_open_after_the_last_event(server, session):
+    server.enqueue(
+        Reply(body=(b"data: [DONE]\n\n", Stall(seconds=5))), Reply(body=b"next")
+    )
+    with _call(session, server.url) as call:
+        call.open()
+        assert next(call.chunks()) == b"data: [DONE]\n\n"
+        started = time.monotonic()
+        call.finish()
+        waited = time.monotonic() - started
+    # The old drain waited a whole second; the grace is 50 ms.
+    assert waited < 0.5
+    assert server.wait_until_idle(2)
+    with _call(session, server.url) as call:
+        call.open()
+        assert _read_all(call) == b"next"
+        call.finish()
+    assert server.connections_opened == 2
+
+
+def test_finish_stops_reading_junk_sent_after_the_last_event(server, session):
+    junk = tuple(step for _ in range(200) for step in (b"junk\n", Pause(seconds=0.01)))
+    server.enqueue(Reply(body=(b"data: [DONE]\n\n", *junk)))
+    with _call(session, server.url) as call:
+        call.open()
+        next(call.chunks())
+        started = time.monotonic()
+        call.finish()
+        assert time.monotonic() - started < 0.5
+    assert server.wait_until_idle(2)
+
+
+@pytest.mark.parametrize("framing", ["chunked", "length"])
+def test_a_prompt_server_s_connection_is_reused_after_finish(server, session, framing):
+    server.enqueue(
+        Reply(body=b"data: [DONE]\n\n", framing=framing),
+        Reply(body=b"again", framing=framing),
+    )
+    with _call(session, server.url) as call:
+        call.open()
+        next(call.chunks())
+        call.finish()
+    with _call(session, server.url) as call:
+        call.open()
+        assert _read_all(call) == b"again"
+        call.finish()
+    assert server.connections_opened == 1
+
+
+# --- a 2xx answer that is not a stream ------------------------------------------------
+
+
+def test_a_json_answer_with_an_error_report_is_classified(server, session):
+    body = {"error": {"message": "invalid api key", "type": "authentication_error"}}
+    server.enqueue(
+        Reply(
+            headers={"content-type": "application/json; charset=utf-8"},
+            body=json.dumps(body).encode(),
+            framing="length",
+        )
+    )
+    with _call(session, server.url) as call, pytest.raises(LlmError) as caught:
+        call.open()
+    assert (caught.value.code, caught.value.message) == ("AUTH", "invalid api key")
+
+
+@pytest.mark.parametrize(
+    ("content_type", "body"),
+    [
+        (
+            "application/json",
+            b'{"choices":[{"message":{"content":"hi"},"finish_reason":"stop"}]}',
+        ),
+        ("text/html", b"<html><body>502 Bad Gateway</body></html>"),
+        ("TEXT/HTML; charset=iso-8859-1", b"<html></html>"),
+    ],
+)
+def test_a_json_or_html_answer_is_malformed_response(
+    server, session, content_type, body
+):
+    server.enqueue(Reply(headers={"content-type": content_type}, body=body))
+    with _call(session, server.url) as call, pytest.raises(LlmError) as caught:
+        call.open()
+    media = content_type.partition(";")[0].lower()
+    assert caught.value.code == ErrorCode.MALFORMED_RESPONSE
+    assert caught.value.message == (
+        f"Test API answered {media} instead of an event stream "
+        "(does the server support streaming?)"
+    )
+    assert str(caught.value.__cause__) == body.decode()
+
+
+@pytest.mark.parametrize("content_type", ["text/plain", "application/x-ndjson", ""])
+def test_other_content_types_are_streamed(server, session, content_type):
+    server.enqueue(Reply(headers={"content-type": content_type}, body=b"data: 1\n\n"))
+    with _call(session, server.url) as call:
+        call.open()
+        assert _read_all(call) == b"data: 1\n\n"

@@ -52,6 +52,8 @@ def test_every_code_is_a_known_error_code():
         (TimeoutError(), ErrorCode.TIMEOUT),
         (ConnectionResetError(), ErrorCode.TRANSPORT),
         (ValueError(), ErrorCode.TRANSPORT),
+        (UnicodeEncodeError("latin-1", "\u20ac", 0, 1, "x"), ErrorCode.INVALID_REQUEST),
+        (UnicodeDecodeError("utf-8", b"\xff", 0, 1, "x"), ErrorCode.TRANSPORT),
     ],
 )
 def test_the_most_specific_class_decides(exc, code):

@@ -12,10 +12,12 @@ from dsh_llm.transport.http_errors import (
     error_code,
     http_error,
     in_band_failure,
+    not_a_stream_error,
     parse_error_report,
     request_id,
     retry_after_ms,
 )
+from dsh_llm.transport.redaction import Redactor
 
 NOW = 1_800_000_000.0
 
@@ -282,3 +284,95 @@ def test_in_band_error_without_details_names_the_provider():
     assert parse_error_report({"choices": []}) is None
     assert parse_error_report("  ") is None
     assert parse_error_report([]) is None
+
+
+# --- secrets the server echoes back ---------------------------------------------------
+
+KEY = "sk-SUPERSECRETKEY1234567890"
+
+
+def test_an_echoed_key_is_redacted_from_the_message_and_the_cause():
+    body = _body(message=f"Incorrect API key provided: {KEY}", code="invalid_api_key")
+    error = http_error(401, {}, body, provider="DeepSeek", redact=Redactor([KEY]))
+    assert (error.code, error.message) == ("AUTH", "Incorrect API key provided: ***")
+    assert KEY not in str(error.__cause__)
+    assert "Incorrect API key provided: ***" in str(error.__cause__)
+
+
+def test_an_echoed_key_in_a_body_that_is_not_json_is_redacted():
+    body = f"<html>bad key {KEY}</html>".encode()
+    error = http_error(403, {}, body, provider="DeepSeek", redact=Redactor([KEY]))
+    assert error.message == "DeepSeek API error (HTTP 403)"
+    assert str(error.__cause__) == "<html>bad key ***</html>"
+
+
+def test_an_echoed_key_in_an_in_band_error_is_redacted():
+    redact = Redactor([KEY])
+    for value in (
+        {"error": {"message": f"key {KEY} revoked", "type": "authentication_error"}},
+        f"key {KEY} revoked",
+    ):
+        failure = in_band_failure(value, provider="DeepSeek", redact=redact)
+        assert failure.message == "key *** revoked"
+
+
+# --- a 2xx answer that is not a stream ------------------------------------------------
+
+
+def test_a_json_error_report_in_a_2xx_answer_uses_the_in_band_rules():
+    body = _body(message="slow down", type="rate_limit_error")
+    error = not_a_stream_error(
+        {"retry-after": "3", "x-request-id": "r9"},
+        body,
+        provider="DeepSeek",
+        content_type="application/json",
+        now=lambda: NOW,
+    )
+    assert (error.code, error.message, error.status) == (
+        "RATE_LIMIT",
+        "slow down",
+        None,
+    )
+    assert error.failure.provider_retry_after_ms == 3000
+    assert error.failure.request_id == "r9"
+    flat = json.dumps({"object": "error", "message": "bad", "code": 401}).encode()
+    error = not_a_stream_error(
+        {}, flat, provider="DeepSeek", content_type="application/json"
+    )
+    assert (error.code, error.status) == ("AUTH", 401)
+
+
+@pytest.mark.parametrize(
+    ("content_type", "body"),
+    [
+        ("application/json", b'{"choices": []}'),
+        ("application/json", b'{"error": false}'),
+        ("application/json", b"not json"),
+        ("application/json", b""),
+        ("text/html", b'{"error": {"message": "json inside html is not parsed"}}'),
+    ],
+)
+def test_anything_else_in_a_2xx_answer_is_malformed_response(content_type, body):
+    error = not_a_stream_error(
+        {}, body, provider="vLLM", content_type=content_type, expected="a stream"
+    )
+    assert error.code == ErrorCode.MALFORMED_RESPONSE
+    assert error.message == (
+        f"vLLM API answered {content_type} instead of a stream "
+        "(does the server support streaming?)"
+    )
+    assert str(error.__cause__) == (body.decode() or f"vLLM empty {content_type}")
+
+
+def test_a_2xx_answer_echoing_the_key_is_redacted():
+    redact = Redactor([KEY])
+    body = _body(message=f"bad key {KEY}")
+    error = not_a_stream_error(
+        {}, body, provider="X", content_type="application/json", redact=redact
+    )
+    assert error.message == "bad key ***"
+    assert KEY not in str(error.__cause__)
+    error = not_a_stream_error(
+        {}, KEY.encode(), provider="X", content_type="text/html", redact=redact
+    )
+    assert str(error.__cause__) == "***"

@@ -18,6 +18,8 @@ from dsh_llm.transport.session import (
     SocketSlot,
     capture_socket,
     create_session,
+    is_header_name,
+    is_header_value,
     is_loopback_host,
     stream_headers,
 )
@@ -55,6 +57,31 @@ def test_bearer_auth_sends_the_key_but_never_shows_it():
         .headers
     )
     assert repr(NoAuth()) == "NoAuth()"
+    assert auth.key == Secret("sk-secret")
+    assert repr(auth.key) == "Secret('***')"
+
+
+@pytest.mark.parametrize(
+    "value", ["", "x", "Bearer sk-1", "a \t b", "!#$%&'()*+,-./:;<=>?@[\\]^_`{|}~"]
+)
+def test_header_values_sent_as_given(value):
+    assert is_header_value(value)
+    prepared = requests.Request("GET", "http://x.test/", headers={"x-v": value})
+    assert prepared.prepare().headers["x-v"] == value
+
+
+@pytest.mark.parametrize(
+    "value",
+    [" x", "x ", "\tx", "x\t", "x\ny", "x\ry", "x\x00", "x\x7f", "\u00e9", "\u20ac", 5],
+)
+def test_header_values_that_would_be_altered_or_refused(value):
+    assert not is_header_value(value)
+
+
+def test_header_names_are_tokens():
+    assert is_header_name("X-Api-Key")
+    assert is_header_name("x_custom.v2")
+    assert not any(is_header_name(n) for n in ("", "a b", "a:b", "\u00e9", None))
 
 
 @pytest.mark.parametrize("bad", [0, -1, 1.5, "2"])
