@@ -3,9 +3,9 @@
 This module owns the request ``chat`` sends and how its stream is consumed.
 Contracts callers may rely on:
 
-- ``read_prompt`` takes the PROMPT argument, else all of ``stdin`` (telling a
-  person at a terminal how to end the input); an empty or blank prompt raises
-  ``UsageError``.
+- ``read_prompt`` takes the PROMPT argument, else (no PROMPT, or ``-``) all of
+  ``stdin`` (telling a person at a terminal how to end the input); an empty or
+  blank prompt raises ``UsageError``.
 - ``chat_options`` builds the request: one user message, the optional system
   prompt, output cap and reasoning effort, and the signal Ctrl-C aborts.
 - ``stream_chat`` streams through ``LlmRuntime.stream`` (so every failure,
@@ -40,13 +40,18 @@ from dsh_llm.validator import validate_stream
 __all__ = ["ChatOutcome", "chat_options", "read_prompt", "stream_chat"]
 
 
+# The PROMPT that means "read the prompt from stdin", as ``-`` does for files.
+_STDIN_PROMPT = "-"
+
+
 def read_prompt(prompt: str | None, stdin: TextIO, stderr: TextIO) -> str:
-    """The prompt: ``prompt`` when given, else everything on ``stdin``.
+    """The prompt: ``prompt`` when given, else (``None`` or ``"-"``) everything on
+    ``stdin``.
 
     Raises:
         UsageError: when the prompt is empty or blank.
     """
-    if prompt is None:
+    if prompt is None or prompt == _STDIN_PROMPT:
         isatty = getattr(stdin, "isatty", None)
         if isatty is not None and isatty():
             stderr.write("dsh-llm chat: type the prompt, then Ctrl-D\n")

@@ -3,6 +3,8 @@
 Commands: ``demo`` (a scripted DeepSeek stream on a loopback server, read by the
 real adapter: no key, no network), ``chat`` (stream one answer), ``providers``
 (the routes and their models), ``validate`` and ``trace`` (recorded streams).
+``-`` as ``chat``'s PROMPT or as the FILE of ``validate``/``trace`` reads stdin
+(chunks are read as UTF-8 bytes, as from a file).
 Streamed text goes to stdout as it arrives, reasoning to stderr, a summary line to
 stderr.
 
@@ -23,14 +25,14 @@ import argparse
 import contextlib
 import os
 import sys
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Generator, Iterable, Sequence
 from typing import TypeAlias
 
 from dsh_llm._version import __version__
 from dsh_llm.cli_targets import DEFAULT_CONFIG, UsageError
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import BlockStart, Finish, StreamChunk
-from dsh_llm.serde import read_jsonl
+from dsh_llm.serde import chunks_from_jsonl, read_jsonl
 from dsh_llm.signal import AbortController
 from dsh_llm.trace import trace_stream
 from dsh_llm.validator import validate_stream
@@ -73,23 +75,50 @@ class _UnreadableInput(Exception):
     """A chunk file that cannot be opened, decoded or read as chunks."""
 
 
+# The FILE argument that means standard input (``./-`` names a file ``-``).
+_STDIN_PATH = "-"
+
+_STDIN_NAME = "<stdin>"
+
+
+def _input_name(path: str) -> str:
+    """How messages and summaries name the input ``path``."""
+    return _STDIN_NAME if path == _STDIN_PATH else path
+
+
 def _recorded_chunks(path: str) -> Generator[StreamChunk, None, None]:
-    """The chunks of JSON Lines file ``path``; read problems become
+    """The chunks of JSON Lines file ``path`` (``-``: standard input, read as
+    bytes so it is decoded as UTF-8 like a file); read problems become
     ``_UnreadableInput`` so they are told apart from protocol violations.
 
-    Closing this generator closes the file (``yield from`` forwards the close).
+    Closing this generator closes the file (``yield from`` forwards the close);
+    standard input stays open.
     """
+    name = _input_name(path)
     try:
-        yield from read_jsonl(path)
+        if path == _STDIN_PATH:
+            yield from chunks_from_jsonl(_stdin_lines())
+        else:
+            yield from read_jsonl(path)
     except OSError as exc:
         reason = exc.strerror or str(exc)
-        raise _UnreadableInput(f"error: cannot read {path}: {reason}") from exc
+        raise _UnreadableInput(f"error: cannot read {name}: {reason}") from exc
     except LlmError as exc:
         if exc.code != ErrorCode.INVALID_CHUNK:
             raise
         raise _UnreadableInput(
-            f"error[{exc.code}]: {path} is not JSON Lines of chunks: {exc.message}"
+            f"error[{exc.code}]: {name} is not JSON Lines of chunks: {exc.message}"
         ) from exc
+
+
+def _stdin_lines() -> Iterable[bytes] | Iterable[str]:
+    stdin = sys.stdin
+    if stdin is None:
+        raise OSError("there is no standard input")
+    # The binary buffer, when there is one: the text layer would decode with the
+    # locale's encoding instead of strict UTF-8.
+    buffer: Iterable[bytes] | None = getattr(stdin, "buffer", None)
+    return stdin if buffer is None else buffer
 
 
 def _positive_int(text: str) -> int:
@@ -186,7 +215,8 @@ def _add_chat_command(commands: _Commands) -> None:
         "chat",
         help="send one prompt and stream the answer",
         description=(
-            "Send PROMPT (or stdin) and stream the answer: text to stdout as it "
+            "Send PROMPT (stdin when omitted or -) and stream the answer: text to "
+            "stdout as it "
             "arrives, reasoning to stderr, tool calls as JSON lines on stdout, and "
             "a summary line (finish, usage) on stderr. The model is --base-url with "
             "--model (any OpenAI-compatible server), else a route of the "
@@ -197,7 +227,10 @@ def _add_chat_command(commands: _Commands) -> None:
         ),
     )
     command.add_argument(
-        "prompt", nargs="?", metavar="PROMPT", help="the prompt (default: stdin)"
+        "prompt",
+        nargs="?",
+        metavar="PROMPT",
+        help="the prompt (omitted or -: read stdin)",
     )
     command.add_argument("--provider", metavar="ROUTE", help="the route to use")
     command.add_argument(
@@ -342,14 +375,17 @@ def _add_validate_command(commands: _Commands) -> None:
         "validate",
         help="check a recorded chunk stream (JSON Lines) against the protocol",
         description=(
-            "Check a recorded chunk stream, one JSON chunk per line, against the "
+            "Check a recorded chunk stream, one JSON chunk per line (UTF-8; FILE "
+            "- reads stdin), against the "
             "protocol's rules (DESIGN.md section 2; strict by default). Exit 0 "
             "and print a one-line summary when it is valid, 1 with the first "
             "violation (error[INVARIANT]: ...) when not, 2 when the file cannot "
             "be read as JSON Lines of chunks."
         ),
     )
-    command.add_argument("file", metavar="FILE.jsonl", help="the recorded stream")
+    command.add_argument(
+        "file", metavar="FILE.jsonl", help="the recorded stream (-: read stdin)"
+    )
     command.add_argument(
         "--lenient",
         action="store_true",
@@ -373,7 +409,8 @@ def _run_validate(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     finish = last.reason.kind if isinstance(last, Finish) else "none"
     print(
-        f"{args.file}: valid ({mode}): {total} chunks, {blocks} blocks, finish {finish}"
+        f"{_input_name(args.file)}: valid ({mode}): {total} chunks, {blocks} blocks, "
+        f"finish {finish}"
     )
     return EXIT_OK
 
@@ -383,15 +420,19 @@ def _add_trace_command(commands: _Commands) -> None:
         "trace",
         help="print a recorded chunk stream line by line and check its order",
         description=(
-            "Print each chunk of a recorded stream (JSON Lines) to stdout as "
+            "Print each chunk of a recorded stream (JSON Lines; FILE - reads "
+            "stdin) to stdout as "
             "'[label] #n <json>' (n from 1), then '[label] total chunks N, order "
             "check passed'. Exit codes as for validate: 1 with the violation on "
             "stderr after the offending chunk's line, 2 for an unreadable file."
         ),
     )
-    command.add_argument("file", metavar="FILE.jsonl", help="the recorded stream")
     command.add_argument(
-        "--label", help="the bracketed label of each line (default: the file name)"
+        "file", metavar="FILE.jsonl", help="the recorded stream (-: read stdin)"
+    )
+    command.add_argument(
+        "--label",
+        help="the bracketed label of each line (default: the file name, or stdin)",
     )
     command.add_argument(
         "--lenient",
@@ -402,7 +443,12 @@ def _add_trace_command(commands: _Commands) -> None:
 
 
 def _run_trace(args: argparse.Namespace) -> int:
-    label = args.label if args.label is not None else os.path.basename(args.file)
+    if args.label is not None:
+        label = args.label
+    elif args.file == _STDIN_PATH:
+        label = "stdin"
+    else:
+        label = os.path.basename(args.file)
     try:
         with contextlib.closing(_recorded_chunks(args.file)) as chunks:
             for _ in trace_stream(

@@ -7,7 +7,8 @@ Contracts callers may rely on:
 - ``assert_usable_api_key`` raises ``LlmError`` with code ``INVALID_CREDENTIAL``
   naming the package and where the key came from, never any part of the key.
 - ``Secret`` keeps a key out of ``repr``, ``str``, logs and tracebacks; only
-  ``reveal()`` gives the value back.
+  ``reveal()`` gives the value back. A pickle of it carries the value (process
+  pools need it), so a pickle is as secret as the key.
 """
 
 from __future__ import annotations
@@ -45,6 +46,11 @@ class Secret:
 
     Equality compares the hidden values in constant time; secrets are not hashable
     (so they cannot end up as dict keys in a log).
+
+    Pickling carries the value: a config or an adapter holding a ``Secret`` must
+    reach a process pool or a distributed engine (DESIGN.md section 6) with its
+    key. Treat a pickle holding one as the secret itself: never log it, write it
+    to shared storage or send it anywhere the key may not go.
     """
 
     __slots__ = ("_value",)

@@ -38,6 +38,8 @@ Contracts callers may rely on:
   effects in reverse; it is idempotent, and a failing disposer is logged while the
   rest still run. Registrations and middleware made through ``ctx.llm`` are
   effects of their plugin.
+- No repr of the loader's values shows a config value: ``LoadedPlugin`` (hence
+  ``Composition.plugins``) prints the config's class and field names only.
 """
 
 from __future__ import annotations
@@ -133,15 +135,30 @@ class PluginLoadError(LlmError):
 # --- compositions -----------------------------------------------------------------
 
 
+def _config_outline(config: object) -> str:
+    """A config for a repr: its class and field names, never a value (a config
+    usually holds a key or a header carrying one)."""
+    if config is None:
+        return "None"
+    cls = type(config)
+    if attrs.has(cls):
+        names = ", ".join(field.name for field in attrs.fields(cls))
+        return f"<{cls.__name__}: {names}>"
+    return f"<{cls.__name__}>"
+
+
 @attrs.frozen(kw_only=True)
 class LoadedPlugin:
-    """One applied entry of a composition."""
+    """One applied entry of a composition.
+
+    Its ``repr`` shows the config's class and field names only, never a value.
+    """
 
     id: str
     """The entry's id."""
     name: str
     """The plugin's name (its own ``name``, else the entry's)."""
-    config: Any
+    config: Any = attrs.field(repr=_config_outline)
     """The structured ``Config`` instance, or ``None``."""
 
 
@@ -209,7 +226,7 @@ class _Pending:
     id: str
     name: str
     plugin: Any
-    config: Any
+    config: Any = attrs.field(repr=_config_outline)
 
 
 def load_composition(

@@ -33,6 +33,8 @@ picks the adapter. Contracts callers may rely on:
   kept). Untouched messages are passed by identity.
 - The runtime does not check the chunk grammar and adds no retry, cache or rate
   limit (see ``dsh_llm.retry``).
+- Importing this module imports no surface (DESIGN.md section 3): the async
+  bridge ``dsh_llm.aio`` is imported when ``astream`` is first called.
 """
 
 from __future__ import annotations
@@ -49,7 +51,7 @@ from collections.abc import (
     Mapping,
     Sequence,
 )
-from typing import Final, Protocol
+from typing import TYPE_CHECKING, Final, Protocol
 
 import attrs
 
@@ -60,12 +62,6 @@ from dsh_llm.adapter import (
     LlmProviderInfo,
     LlmResolvedModelInfo,
     PreparedAdapterCall,
-)
-from dsh_llm.aio import (
-    DEFAULT_BATCH_SIZE,
-    DEFAULT_QUEUE_SIZE,
-    AsyncChunkStream,
-    astream,
 )
 from dsh_llm.errors import ErrorCode, HarnessError, LlmError, normalize_llm_failure
 from dsh_llm.model_info import MAX_SAFE_INTEGER as MAX_SAFE_INTEGER
@@ -94,6 +90,11 @@ from dsh_llm.retry import (
 )
 from dsh_llm.signal import AbortSignal
 
+if TYPE_CHECKING:
+    # The async bridge is a surface above the runtime (DESIGN.md section 3): it is
+    # imported when ``astream`` runs, never when the runtime is imported.
+    from dsh_llm.aio import AsyncChunkStream
+
 __all__ = [
     "AdapterDefaults",
     "AdapterRegistration",
@@ -106,6 +107,11 @@ __all__ = [
 _log = logging.getLogger("dsh_llm")
 
 _LISTENER_FAILED: Final = "llm: an llm/adapters-updated listener failed"
+
+# ``LlmRuntime.astream``'s defaults, equal to ``dsh_llm.aio.DEFAULT_BATCH_SIZE`` and
+# ``DEFAULT_QUEUE_SIZE`` (a test keeps them equal) without importing the bridge.
+_ASTREAM_BATCH_SIZE: Final = 256
+_ASTREAM_QUEUE_SIZE: Final = 8
 
 
 class StreamNext(Protocol):
@@ -598,14 +604,18 @@ class LlmRuntime:
         options: GenerateOptions,
         *,
         executor: concurrent.futures.Executor | None = None,
-        batch_size: int = DEFAULT_BATCH_SIZE,
-        queue_size: int = DEFAULT_QUEUE_SIZE,
+        batch_size: int = _ASTREAM_BATCH_SIZE,
+        queue_size: int = _ASTREAM_QUEUE_SIZE,
     ) -> AsyncChunkStream:
         """``stream(options)`` as an async iterator driven on a worker thread.
 
         See ``dsh_llm.aio.astream``: leaving ``async for`` early or cancelling the
         task aborts the call and closes the adapter's generator on its thread.
+        ``batch_size`` and ``queue_size`` default to ``dsh_llm.aio``'s
+        ``DEFAULT_BATCH_SIZE`` and ``DEFAULT_QUEUE_SIZE``.
         """
+        from dsh_llm.aio import astream
+
         return astream(
             self,
             options,

@@ -14,6 +14,10 @@ One cattrs converter (``converter``) owns the mapping. Contracts callers may rel
   message names the offending key path, e.g. ``$.block.text``. Nothing else leaks
   out (no ``KeyError``, no cattrs exception).
 - JSON text is compact and keeps non-ASCII characters, like ``JSON.stringify``.
+- JSON given as bytes is UTF-8, decoded strictly: bytes that are not UTF-8
+  (UTF-16 and UTF-32 included, which ``json.loads`` would guess) raise
+  ``INVALID_CHUNK`` saying so. A UTF-8 byte order mark is skipped at the start of
+  ``chunk_from_json``'s bytes and of a JSON Lines file's first line only.
 """
 
 from __future__ import annotations
@@ -391,17 +395,61 @@ def chunk_to_json(chunk: StreamChunk) -> str:
     return _dumps(chunk_to_dict(chunk))
 
 
+_UTF8_BOM: Final = b"\xef\xbb\xbf"
+
+_OTHER_BOMS: Final = (
+    (b"\x00\x00\xfe\xff", "UTF-32"),
+    (b"\xff\xfe\x00\x00", "UTF-32"),
+    (b"\xfe\xff", "UTF-16"),
+    (b"\xff\xfe", "UTF-16"),
+)
+
+
+def _utf8_text(data: bytes | bytearray) -> str:
+    """``data`` decoded as UTF-8, strictly: ``json.loads`` would guess UTF-16 or
+    UTF-32 from the first bytes and report a confusing error in that encoding."""
+    try:
+        return bytes(data).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        hint = next(
+            (
+                f"; it starts with a {name} byte order mark"
+                for bom, name in _OTHER_BOMS
+                if data.startswith(bom)
+            ),
+            "",
+        )
+        raise LlmError(
+            f"invalid chunk: not UTF-8 text (byte 0x{data[exc.start]:02x} at "
+            f"offset {exc.start}: {exc.reason}{hint})",
+            ErrorCode.INVALID_CHUNK,
+        ) from exc
+
+
 def chunk_from_json(text: str | bytes) -> StreamChunk:
     """Read one chunk from JSON text.
 
+    Bytes are decoded as UTF-8, strictly (a leading UTF-8 byte order mark is
+    skipped); UTF-16 and UTF-32 are refused, never guessed.
+
     Raises:
-        LlmError: code ``INVALID_CHUNK`` when the text is not JSON or not a chunk.
+        LlmError: code ``INVALID_CHUNK`` when the text is not UTF-8, not JSON or
+            not a chunk.
     """
+    if isinstance(text, bytes | bytearray):
+        text = _utf8_text(text.removeprefix(_UTF8_BOM))
     try:
         data = json.loads(text)
-    except (ValueError, UnicodeDecodeError) as exc:
+    except ValueError as exc:
+        # Raw NULs never occur in JSON text; UTF-16/32 without a byte order mark
+        # is valid UTF-8 full of them, so say what the bytes most likely are.
+        hint = (
+            "; it holds NUL characters, as UTF-16 or UTF-32 text does, not UTF-8"
+            if "\x00" in text
+            else ""
+        )
         raise LlmError(
-            f"invalid chunk: not JSON ({exc})", ErrorCode.INVALID_CHUNK
+            f"invalid chunk: not JSON ({exc}{hint})", ErrorCode.INVALID_CHUNK
         ) from exc
     except RecursionError as exc:
         raise LlmError(
@@ -433,22 +481,36 @@ def write_jsonl(chunks: Iterable[StreamChunk], out: IO[str]) -> int:
 def chunks_from_jsonl(lines: Iterable[str | bytes]) -> Iterator[StreamChunk]:
     """Lazily read chunks from JSON Lines (any iterable of lines, e.g. a file).
 
-    Blank lines are skipped. A bad line raises ``LlmError`` (``INVALID_CHUNK``)
+    Byte lines are decoded as UTF-8, strictly; a UTF-8 byte order mark is skipped
+    at the start of the first line only. Blank lines are skipped. A bad line
+    (not UTF-8, not JSON, not a chunk) raises ``LlmError`` (``INVALID_CHUNK``)
     whose message starts with ``line <n>:`` (1-based).
     """
     for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
         try:
-            yield chunk_from_json(line)
+            chunk = _line_chunk(line, first=number == 1)
         except LlmError as exc:
             raise LlmError(
                 f"line {number}: {exc.message}", exc.code, cause=exc.__cause__
             ) from exc.__cause__
+        if chunk is not None:
+            yield chunk
+
+
+def _line_chunk(line: str | bytes, *, first: bool) -> StreamChunk | None:
+    """The chunk on one JSON Lines line, ``None`` for a blank line."""
+    if isinstance(line, bytes | bytearray):
+        line = _utf8_text(line.removeprefix(_UTF8_BOM) if first else line)
+    elif first:
+        line = line.removeprefix("\ufeff")
+    if not line.strip():
+        return None
+    return chunk_from_json(line)
 
 
 def read_jsonl(path: str) -> Iterator[StreamChunk]:
-    """Lazily read the chunks of a JSON Lines file at ``path`` (UTF-8).
+    """Lazily read the chunks of a JSON Lines file at ``path`` (UTF-8; a byte
+    order mark at the start is skipped).
 
     Raises:
         LlmError: ``INVALID_CHUNK`` for a bad line or bytes that are not UTF-8.

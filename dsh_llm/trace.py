@@ -12,6 +12,9 @@ adapter or a recorded stream. Contracts callers may rely on:
   ``[label] total chunks N, order check passed`` is written, or the violation is
   raised as ``LlmError`` with code ``INVARIANT`` and no closing line.
 - Exceptions raised by the source propagate unchanged, without a closing line.
+- The source is closed as ``validate_stream`` closes it: whenever tracing stops
+  before the source is exhausted (a violation, ``close()``, a source exception).
+- A ``chunks`` that is not iterable raises ``TypeError`` at the call.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from typing import IO
 
 from dsh_llm.protocol import StreamChunk
 from dsh_llm.serde import chunk_to_json
-from dsh_llm.validator import validate_stream
+from dsh_llm.validator import _chunk_source, _close_source, validate_stream
 
 __all__ = ["trace_stream"]
 
@@ -57,19 +60,44 @@ def trace_stream(
 
     Raises:
         LlmError: code ``INVARIANT`` at the first violation.
+        TypeError: at the call, when ``chunks`` is not iterable.
     """
-    stream = sys.stderr if out is None else out
-    total = 0
+    return _traced(label, _chunk_source(chunks, "trace_stream"), out, strict)
 
-    def printed() -> Iterator[StreamChunk]:
-        nonlocal total
-        for chunk in chunks:
-            total += 1
-            stream.write(f"[{label}] #{total} {_render(chunk)}\n")
-            stream.flush()
-            yield chunk
 
-    yield from validate_stream(printed(), strict=strict)
+def _traced(
+    label: str, source: Iterator[StreamChunk], out: IO[str] | None, strict: bool
+) -> Generator[StreamChunk, None, None]:
+    printed = _Printed(label, source, sys.stderr if out is None else out)
+    yield from validate_stream(printed, strict=strict)
     mode = "" if strict else " (lenient)"
-    stream.write(f"[{label}] total chunks {total}, order check passed{mode}\n")
-    stream.flush()
+    printed.write(f"[{label}] total chunks {printed.total}, order check passed{mode}")
+
+
+class _Printed:
+    """The source, each chunk printed as it is taken; ``close()`` closes the
+    source, so ``validate_stream`` closing this closes the source too."""
+
+    __slots__ = ("_label", "_out", "_source", "total")
+
+    def __init__(self, label: str, source: Iterator[StreamChunk], out: IO[str]) -> None:
+        self._label = label
+        self._source = source
+        self._out = out
+        self.total = 0
+
+    def __iter__(self) -> Iterator[StreamChunk]:
+        return self
+
+    def __next__(self) -> StreamChunk:
+        chunk = next(self._source)
+        self.total += 1
+        self.write(f"[{self._label}] #{self.total} {_render(chunk)}")
+        return chunk
+
+    def write(self, line: str) -> None:
+        self._out.write(line + "\n")
+        self._out.flush()
+
+    def close(self) -> None:
+        _close_source(self._source)

@@ -15,6 +15,14 @@ sequence. Contracts callers may rely on:
 - An exception raised by the source propagates unchanged; no missing-finish
   violation is added on top of it. Closing the generator early skips the
   end-of-stream check.
+- The source is closed (its ``close()`` called, when it has one: a generator, an
+  adapter's stream) whenever the check stops before the source is exhausted: at
+  a violation, when the consumer closes the generator, and after an exception
+  from the source. So a violation's traceback never keeps a response open. A
+  validator closed before its first ``next()`` has read nothing and leaves the
+  source alone.
+- A ``chunks`` that is not iterable raises ``TypeError`` naming the argument, at
+  the call (a programmer's mistake, not a stream problem).
 - Memory is bounded by the open blocks' content: chunks are never kept, and a
   closed block leaves nothing behind but the next expected index (strict mode)
   and whether a tool-call block was emitted.
@@ -67,7 +75,7 @@ from __future__ import annotations
 
 import abc
 import io
-from collections.abc import Generator, Iterable
+from collections.abc import Generator, Iterable, Iterator
 from typing import Final, NoReturn
 
 from dsh_llm.errors import ErrorCode, LlmError
@@ -108,7 +116,9 @@ def validate_stream(
     """Yield every chunk of ``chunks`` unchanged, checking the protocol's rules.
 
     Lazy: nothing is read until the first ``next()``, and a violation is raised
-    before the offending chunk is yielded, with nothing read past it.
+    before the offending chunk is yielded, with nothing read past it. When the
+    check stops before the source is exhausted (a violation, ``close()``, an
+    exception from the source), the source's ``close()`` is called, if it has one.
 
     Args:
         chunks: The stream to check (any iterable; consumed once).
@@ -121,11 +131,27 @@ def validate_stream(
     Raises:
         LlmError: code ``INVARIANT`` at the first violation; the message names the
             chunk's 1-based position, its index and the rule.
+        TypeError: at the call, when ``chunks`` is not iterable.
     """
+    source = _chunk_source(chunks, "validate_stream")
     rules: _Rules = _StrictRules() if strict else _LenientRules()
-    for chunk in chunks:
-        rules.check(chunk)
-        yield chunk
+    return _checked(source, rules)
+
+
+def _checked(
+    source: Iterator[StreamChunk], rules: _Rules
+) -> Generator[StreamChunk, None, None]:
+    exhausted = False
+    try:
+        for chunk in source:
+            rules.check(chunk)
+            yield chunk
+        exhausted = True
+    finally:
+        # A violation's traceback keeps this frame, hence the source, alive: close
+        # the source now so an adapter's HTTP response does not stay open with it.
+        if not exhausted:
+            _close_source(source)
     rules.end()
 
 
@@ -140,9 +166,36 @@ def assert_chunk_sequence(
 
     Raises:
         LlmError: code ``INVARIANT`` at the first violation.
+        TypeError: when ``chunks`` is not iterable.
     """
-    for _ in validate_stream(chunks, strict=strict):
+    source = _chunk_source(chunks, "assert_chunk_sequence")
+    rules: _Rules = _StrictRules() if strict else _LenientRules()
+    for _ in _checked(source, rules):
         pass
+
+
+def _chunk_source(chunks: Iterable[StreamChunk], caller: str) -> Iterator[StreamChunk]:
+    """``iter(chunks)``, or a ``TypeError`` naming ``caller``'s ``chunks`` argument.
+
+    Raises:
+        TypeError: when ``chunks`` is not iterable.
+    """
+    try:
+        return iter(chunks)
+    except TypeError:
+        if hasattr(type(chunks), "__iter__"):
+            raise  # raised by the iterable's own __iter__: not a misuse of ours
+        raise TypeError(
+            f"{caller}() expects chunks to be an iterable of stream chunks (a "
+            f"list, a generator, an adapter's stream), got {type(chunks).__name__}"
+        ) from None
+
+
+def _close_source(source: object) -> None:
+    """Call ``source.close()`` when it has one (generators and responses do)."""
+    close = getattr(source, "close", None)
+    if callable(close):
+        close()
 
 
 def _show(text: str) -> str:

@@ -106,8 +106,9 @@ inject = ("llm",)
 class Config:
     """The plugin's config; YAML writes the keys in camelCase (``apiKey``)."""
 
-    api_key: str
-    """The provider key (write ``${MY_API_KEY}`` in YAML, not the key itself)."""
+    api_key: str = attrs.field(repr=False)
+    """The provider key (write ``${MY_API_KEY}`` in YAML, not the key itself);
+    ``repr=False`` keeps it out of the config's repr."""
     providers: list[str] = attrs.field(validator=attrs.validators.min_len(1))
     """The routes this adapter serves, e.g. ``[my-provider]``."""
 

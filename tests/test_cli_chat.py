@@ -106,6 +106,16 @@ def test_chat_reads_the_prompt_from_stdin(server, tmp_path):
     assert body["messages"][-1]["content"] == "summarise this\nplease\n"
 
 
+def test_chat_dash_reads_the_prompt_from_stdin(server, tmp_path):
+    server.enqueue(deepseek_text_reply(["ok"]))
+
+    result = run_cli("chat", "-", env=_env(server), cwd=tmp_path, stdin="from stdin\n")
+
+    assert result.returncode == 0, result.stderr
+    body = server.requests[0].json()
+    assert body["messages"][-1]["content"] == "from stdin\n"
+
+
 def test_chat_prints_each_delta_as_it_arrives(server, tmp_path):
     # The server sends the first delta, then holds the stream. The first delta
     # must reach the terminal while the server is still holding it back.
@@ -291,6 +301,14 @@ def test_read_prompt_prefers_the_argument_and_refuses_a_blank_one(capsys):
     assert capsys.readouterr().err == ""
     with pytest.raises(UsageError, match="empty prompt"):
         read_prompt(None, _Stdin(" \n", tty=False), sys.stderr)  # type: ignore[arg-type]
+
+
+def test_read_prompt_takes_a_dash_as_stdin_and_refuses_a_blank_stdin(capsys):
+    assert read_prompt("-", _Stdin("piped\n", tty=False), sys.stderr) == "piped\n"  # type: ignore[arg-type]
+    assert read_prompt("-", _Stdin("typed", tty=True), sys.stderr) == "typed"  # type: ignore[arg-type]
+    assert capsys.readouterr().err == "dsh-llm chat: type the prompt, then Ctrl-D\n"
+    with pytest.raises(UsageError, match="empty prompt"):
+        read_prompt("-", _Stdin("", tty=False), sys.stderr)  # type: ignore[arg-type]
 
 
 # --- --base-url: any OpenAI-compatible server ----------------------------------------

@@ -3,6 +3,7 @@ through ``dsh_llm.cli.main`` and as a real ``python -m dsh_llm`` process."""
 
 from __future__ import annotations
 
+import io
 import subprocess
 import sys
 from pathlib import Path
@@ -16,15 +17,26 @@ STREAMS = Path(__file__).parent / "fixtures" / "streams"
 VALID = ("text.jsonl", "tool_call.jsonl", "error_open_block.jsonl")
 
 
-def run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
+def run(*args: str, stdin: bytes = b"") -> subprocess.CompletedProcess[str]:
+    result = subprocess.run(
         [sys.executable, "-m", "dsh_llm", *args],
         capture_output=True,
-        text=True,
-        encoding="utf-8",
+        input=stdin,
         timeout=60,
         check=False,
     )
+    return subprocess.CompletedProcess(
+        result.args,
+        result.returncode,
+        result.stdout.decode("utf-8"),
+        result.stderr.decode("utf-8"),
+    )
+
+
+def set_stdin(monkeypatch: pytest.MonkeyPatch, data: bytes) -> None:
+    """Replace ``sys.stdin`` with a text stream over ``data`` (with ``.buffer``,
+    as the real one has)."""
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data), "utf-8"))
 
 
 # --- validate ----------------------------------------------------------------
@@ -144,6 +156,79 @@ def test_validate_requires_a_file_argument(capsys):
     assert "FILE.jsonl" in capsys.readouterr().err
 
 
+def test_validate_says_a_utf16_file_is_not_utf8(tmp_path, capsys):
+    path = tmp_path / "wide.jsonl"
+    path.write_bytes((STREAMS / "text.jsonl").read_text("utf-8").encode("utf-16"))
+    assert main(["validate", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err == (
+        f"error[INVALID_CHUNK]: {path} is not JSON Lines of chunks: line 1: invalid "
+        "chunk: not UTF-8 text (byte 0xff at offset 0: invalid start byte; it starts "
+        "with a UTF-16 byte order mark)\n"
+    )
+
+
+def test_validate_skips_a_utf8_bom_at_the_start_of_the_file(tmp_path, capsys):
+    path = tmp_path / "bom.jsonl"
+    path.write_bytes(b"\xef\xbb\xbf" + (STREAMS / "text.jsonl").read_bytes())
+    assert main(["validate", str(path)]) == 0
+    assert "valid (strict): 9 chunks" in capsys.readouterr().out
+
+
+def test_validate_dash_reads_the_chunks_from_stdin(monkeypatch, capsys):
+    set_stdin(monkeypatch, (STREAMS / "text.jsonl").read_bytes())
+    assert main(["validate", "-"]) == 0
+    assert capsys.readouterr().out == (
+        "<stdin>: valid (strict): 9 chunks, 2 blocks, finish stop\n"
+    )
+    set_stdin(monkeypatch, (STREAMS / "interleaved.jsonl").read_bytes())
+    assert main(["validate", "-"]) == 1
+    assert "blocks interleaved" in capsys.readouterr().err
+
+
+def test_validate_dash_decodes_stdin_as_utf8_and_names_it(monkeypatch, capsys):
+    set_stdin(monkeypatch, b"\xff\xfe{\x00}\x00\n")
+    assert main(["validate", "-"]) == 2
+    assert capsys.readouterr().err.startswith(
+        "error[INVALID_CHUNK]: <stdin> is not JSON Lines of chunks: line 1: invalid "
+        "chunk: not UTF-8 text"
+    )
+
+
+def test_validate_dash_without_a_standard_input_is_unreadable(monkeypatch, capsys):
+    monkeypatch.setattr(sys, "stdin", None)
+    assert main(["validate", "-"]) == 2
+    assert capsys.readouterr().err == (
+        "error: cannot read <stdin>: there is no standard input\n"
+    )
+
+
+def test_validate_dash_reads_a_text_stdin_without_a_buffer(monkeypatch, capsys):
+    text = (STREAMS / "text.jsonl").read_text("utf-8")
+    monkeypatch.setattr(sys, "stdin", io.StringIO(text))
+    assert main(["validate", "-"]) == 0
+    assert capsys.readouterr().out.startswith("<stdin>: valid (strict): 9 chunks")
+
+
+def test_validate_and_trace_dash_read_stdin_as_a_module():
+    data = (STREAMS / "tool_call.jsonl").read_bytes()
+    validated = run("validate", "-", stdin=data)
+    assert (validated.returncode, validated.stderr) == (0, "")
+    assert validated.stdout == (
+        "<stdin>: valid (strict): 9 chunks, 2 blocks, finish tool-calls\n"
+    )
+    traced = run("trace", "-", stdin=data)
+    assert (traced.returncode, traced.stderr) == (0, "")
+    lines = traced.stdout.splitlines()
+    assert lines[0].startswith("[stdin] #1 ")
+    assert lines[-1] == "[stdin] total chunks 9, order check passed"
+    wide = run("validate", "-", stdin=data.decode("utf-8").encode("utf-16"))
+    assert wide.returncode == 2
+    assert "<stdin> is not JSON Lines of chunks: line 1: invalid chunk: not UTF-8" in (
+        wide.stderr
+    )
+
+
 # --- trace -------------------------------------------------------------------
 
 
@@ -195,4 +280,23 @@ def test_trace_runs_as_a_module():
     assert missing.returncode == 2
     assert missing.stderr == (
         "error: cannot read no-such-file.jsonl: No such file or directory\n"
+    )
+
+
+def test_trace_dash_reads_the_chunks_from_stdin(monkeypatch, capsys):
+    data = (STREAMS / "text.jsonl").read_bytes()
+    set_stdin(monkeypatch, data)
+    assert main(["trace", "-"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines == [
+        *(
+            f"[stdin] #{n} {line}"
+            for n, line in enumerate(data.decode().splitlines(), 1)
+        ),
+        "[stdin] total chunks 9, order check passed",
+    ]
+    set_stdin(monkeypatch, data)
+    assert main(["trace", "--label", "rec", "-"]) == 0
+    assert capsys.readouterr().out.endswith(
+        "[rec] total chunks 9, order check passed\n"
     )

@@ -144,6 +144,12 @@ def test_the_api_key_never_shows_in_the_adapter_repr(example: ModuleType) -> Non
     assert "sk-very-secret" not in repr(vars(adapter))
 
 
+def test_the_api_key_never_shows_in_the_config_repr(example: ModuleType) -> None:
+    config = example.Config(api_key="sk-very-secret", providers=["p"])
+    assert "sk-very-secret" not in repr(config)
+    assert repr(config) == "Config(providers=['p'])"
+
+
 def test_the_example_runs_as_a_script() -> None:
     result = subprocess.run(
         [sys.executable, str(EXAMPLES / "my_llm_adapter.py"), "hi", "there"],

@@ -491,6 +491,127 @@ def test_config_values_never_appear_in_load_errors() -> None:
         assert secret not in repr(error)
 
 
+SECRET = "sk-ZZZSECRET"
+
+
+def test_composition_reprs_show_config_fields_but_never_a_value(
+    plugin_dir: Path,
+) -> None:
+    path = write(
+        plugin_dir / "dsh.yml",
+        """\
+        - id: my-llm
+          name: ./my_llm_adapter.py
+          config:
+            apiKey: ${MY_API_KEY}
+            providers: [my-provider]
+        """,
+    )
+    with load_composition(path, environ={"MY_API_KEY": SECRET}) as composition:
+        (plugin,) = composition.plugins
+        assert plugin.config.api_key == SECRET
+        shown = [
+            repr(composition),
+            repr(composition.plugins),
+            str(composition.plugins),
+            repr(plugin),
+            repr(plugin.config),  # the skeleton declares api_key with repr=False
+        ]
+    for text in shown:
+        assert SECRET not in text
+    assert repr(plugin) == (
+        "LoadedPlugin(id='my-llm', name='my-llm-adapter', "
+        "config=<Config: api_key, providers>)"
+    )
+
+
+def test_the_built_in_openai_compatible_config_stays_out_of_reprs() -> None:
+    entry = {
+        "id": "local",
+        "name": "llm-openai-compatible",
+        "config": {
+            "providers": ["local"],
+            "baseURL": "http://127.0.0.1:9/v1",
+            "apiKey": SECRET,
+            "headers": {"X-Api-Key": "hdr-ZZZSECRET"},
+        },
+    }
+    with load_composition([entry]) as composition:
+        shown = repr(composition) + repr(composition.plugins)
+    assert SECRET not in shown
+    assert "hdr-ZZZSECRET" not in shown
+    assert "config=<OpenAICompatConfig: providers, base_url, api_key, " in shown
+
+
+def test_a_plugin_without_config_shows_none_in_its_repr() -> None:
+    plugin = types.SimpleNamespace(name="bare", apply=lambda ctx, config: None)
+    with load_composition([{"id": "b", "name": plugin}]) as composition:
+        assert repr(composition.plugins[0]) == (
+            "LoadedPlugin(id='b', name='bare', config=None)"
+        )
+    assert "secret" not in repr(LoadedPlugin(id="x", name="y", config="secret"))
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        {"apiKey": SECRET, "providers": "my-provider"},
+        {"apiKey": SECRET, "providers": []},
+        {"apiKey": SECRET, "providers": ["a", 5]},
+        {"apiKey": SECRET, "providers": ["a"], "extra": SECRET},
+        {"apiKey": [SECRET], "providers": ["a"]},
+        {"apiKey": {"nested": SECRET}, "providers": ["a"]},
+    ],
+    ids=["wrong-type", "empty-list", "bad-item", "unknown-key", "key-in-list", "map"],
+)
+def test_load_errors_for_a_config_holding_a_key_never_show_it(
+    plugin_dir: Path, config: dict[str, Any]
+) -> None:
+    error = load_error(
+        [
+            {
+                "id": "my-llm",
+                "name": str(plugin_dir / "my_llm_adapter.py"),
+                "config": config,
+            }
+        ]
+    )
+    for text in (str(error), repr(error), error.message, str(error.failure)):
+        assert SECRET not in text
+
+
+def test_an_apply_failure_for_a_config_holding_a_key_never_shows_it(
+    plugin_dir: Path,
+) -> None:
+    example = str(plugin_dir / "my_llm_adapter.py")
+    config = {"apiKey": SECRET, "providers": ["same"]}
+    duplicate = load_error(
+        [
+            {"id": "first", "name": example, "config": config},
+            {"id": "second", "name": example, "config": config},
+        ]
+    )
+    unusable = load_error(
+        [
+            {
+                "id": "local",
+                "name": "llm-openai-compatible",
+                "config": {
+                    "providers": ["local"],
+                    "baseURL": "http://127.0.0.1:9/v1",
+                    "apiKey": "sk-ZZZ SECRET",
+                },
+            }
+        ]
+    )
+    assert duplicate.message.startswith('plugin "second": apply() failed')
+    assert unusable.message.startswith('plugin "local": apply() failed')
+    for error in (duplicate, unusable):
+        for text in (str(error), repr(error), str(error.failure)):
+            assert "ZZZSECRET" not in text
+            assert "ZZZ SECRET" not in text
+
+
 def test_plugin_config_error_from_apply_names_the_key() -> None:
     def apply(ctx: PluginContext, config: RouteConfig) -> None:
         raise PluginConfigError("base_url", "must use https")

@@ -289,8 +289,11 @@ def _plugin_dir(tmp_path: Path) -> Path:
 def test_plugin_module_and_config_load_through_load_composition(tmp_path):
     directory = _plugin_dir(tmp_path)
 
-    with load_composition(directory / "dsh.yml", environ={"MY_API_KEY": "k"}) as comp:
+    environ = {"MY_API_KEY": "sk-readme-secret"}
+    with load_composition(directory / "dsh.yml", environ=environ) as comp:
         assert [p.id for p in comp.runtime.list_providers()] == ["my-provider"]
+        assert comp.plugins[0].config.api_key == "sk-readme-secret"
+        assert "sk-readme-secret" not in repr(comp.plugins[0].config)
         options = GenerateOptions(
             provider="my-provider",
             model="echo-1",

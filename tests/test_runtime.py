@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import inspect
 import logging
+import subprocess
+import sys
 import threading
 import types
+import typing
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -1056,3 +1060,36 @@ def test_repr_names_the_routes() -> None:
     assert "ScriptedAdapter" in repr(handle)
     handle()
     assert "disposed" in repr(handle)
+
+
+# --- layering ----------------------------------------------------------------------
+
+
+def test_importing_the_runtime_does_not_import_the_async_bridge() -> None:
+    # DESIGN.md section 3: the runtime layer never reaches up into the surfaces.
+    script = (
+        "import sys\n"
+        "import dsh_llm.runtime\n"
+        "assert 'dsh_llm.aio' not in sys.modules, 'dsh_llm.aio was imported'\n"
+        "from dsh_llm import LlmRuntime\n"
+        "assert 'dsh_llm.aio' not in sys.modules, 'dsh_llm.aio was imported'\n"
+        "print('ok')\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert (result.returncode, result.stdout, result.stderr) == (0, "ok\n", "")
+
+
+def test_astream_defaults_are_the_bridge_defaults() -> None:
+    from dsh_llm import aio
+
+    parameters = inspect.signature(LlmRuntime.astream).parameters
+    assert parameters["batch_size"].default == aio.DEFAULT_BATCH_SIZE
+    assert parameters["queue_size"].default == aio.DEFAULT_QUEUE_SIZE
+    hints = typing.get_type_hints(LlmRuntime.astream, vars(aio))
+    assert hints["return"] is aio.AsyncChunkStream

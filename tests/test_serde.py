@@ -426,6 +426,85 @@ def test_read_jsonl_reports_bytes_that_are_not_utf8(tmp_path: Path) -> None:
     assert info.value.message.startswith("line 2:")
 
 
+@pytest.mark.parametrize(
+    ("encoding", "hint"),
+    [
+        ("utf-16", "; it starts with a UTF-16 byte order mark"),
+        ("utf-32", "; it starts with a UTF-32 byte order mark"),
+    ],
+)
+def test_read_jsonl_refuses_utf16_and_utf32_saying_the_file_is_not_utf8(
+    tmp_path: Path, encoding: str, hint: str
+) -> None:
+    path = tmp_path / "wide.jsonl"
+    path.write_bytes("\n".join(SEED_JSON).encode(encoding))
+
+    with pytest.raises(LlmError) as info:
+        list(read_jsonl(str(path)))
+    assert info.value.code == ErrorCode.INVALID_CHUNK
+    message = info.value.message
+    assert message.startswith("line 1: invalid chunk: not UTF-8 text (byte 0x")
+    assert message.endswith(f"{hint})")
+    assert "utf-16" not in message
+    assert "utf-32" not in message
+
+
+@pytest.mark.parametrize("encoding", ["utf-16-le", "utf-16-be", "utf-32-le"])
+def test_utf16_and_utf32_without_a_bom_are_named_as_likely_encodings(
+    tmp_path: Path, encoding: str
+) -> None:
+    # ASCII in UTF-16/32 without a byte order mark is valid UTF-8 full of NULs.
+    path = tmp_path / "wide.jsonl"
+    path.write_bytes("\n".join(SEED_JSON).encode(encoding))
+
+    with pytest.raises(LlmError) as info:
+        list(read_jsonl(str(path)))
+    assert info.value.message.startswith("line 1: invalid chunk: not JSON (")
+    assert info.value.message.endswith(
+        "; it holds NUL characters, as UTF-16 or UTF-32 text does, not UTF-8)"
+    )
+
+
+def test_a_utf16_bom_line_names_the_byte_and_offset() -> None:
+    with pytest.raises(LlmError) as info:
+        list(chunks_from_jsonl([SEED_JSON[0].encode(), b"\xff\xfe{\x00}\x00"]))
+    assert info.value.message == (
+        "line 2: invalid chunk: not UTF-8 text (byte 0xff at offset 0: invalid "
+        "start byte; it starts with a UTF-16 byte order mark)"
+    )
+
+
+def test_chunk_from_json_decodes_bytes_as_utf8_only() -> None:
+    chunk = TextDelta(index=0, text="é")
+    data = chunk_to_json(chunk).encode("utf-8")
+
+    assert chunk_from_json(data) == chunk
+    assert chunk_from_json(b"\xef\xbb\xbf" + data) == chunk
+    assert chunk_from_json(bytearray(data)) == chunk
+    with pytest.raises(LlmError) as info:
+        chunk_from_json(chunk_to_json(chunk).encode("utf-16"))
+    assert info.value.code == ErrorCode.INVALID_CHUNK
+    assert info.value.message.startswith("invalid chunk: not UTF-8 text")
+    with pytest.raises(LlmError, match="invalid chunk: not UTF-8 text"):
+        chunk_from_json(b'{"type":"text-delta","index":0,"text":"\xe9"}')
+
+
+def test_a_utf8_bom_is_skipped_at_the_start_of_the_file_only(tmp_path: Path) -> None:
+    path = tmp_path / "bom.jsonl"
+    body = "\n".join(SEED_JSON[:2]) + "\n"
+    path.write_bytes(b"\xef\xbb\xbf" + body.encode())
+
+    assert list(read_jsonl(str(path))) == SEED_CHUNKS[:2]
+    assert list(chunks_from_jsonl(["\ufeff" + SEED_JSON[0]])) == SEED_CHUNKS[:1]
+    for lines in (
+        [SEED_JSON[0].encode(), b"\xef\xbb\xbf" + SEED_JSON[1].encode()],
+        [SEED_JSON[0], "\ufeff" + SEED_JSON[1]],
+    ):
+        with pytest.raises(LlmError) as info:
+            list(chunks_from_jsonl(lines))
+        assert info.value.message.startswith("line 2: invalid chunk: not JSON")
+
+
 def test_jsonl_reader_skips_blank_lines_and_is_lazy() -> None:
     lines = iter(["\n", SEED_JSON[0] + "\n", "   \n", SEED_JSON[1], "not json\n"])
     reader = chunks_from_jsonl(lines)

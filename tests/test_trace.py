@@ -103,3 +103,87 @@ def test_foreign_object_is_printed_then_rejected():
     with pytest.raises(LlmError, match="not a stream chunk"):
         list(trace_stream("t", [{"type": "rogue"}], out=out))  # type: ignore[list-item]
     assert out.getvalue() == "[t] #1 {'type': 'rogue'}\n"
+
+
+class ClosingSource:
+    """A generator source whose ``finally`` records that it was closed."""
+
+    def __init__(self, chunks: list[StreamChunk], failure: Exception | None = None):
+        self.chunks = chunks
+        self.failure = failure
+        self.closed = False
+        self.stream = self.run()
+
+    def run(self) -> Iterator[StreamChunk]:
+        try:
+            yield from self.chunks
+            if self.failure is not None:
+                raise self.failure
+        finally:
+            self.closed = True
+
+
+def test_a_violation_closes_the_source_before_it_is_raised():
+    source = ClosingSource([VALID[0], VALID[2], VALID[1], *VALID[3:]])
+    stream = trace_stream("t", source.stream, out=io.StringIO())
+    assert next(stream) == VALID[0]
+    assert not source.closed
+    with pytest.raises(LlmError) as caught:
+        next(stream)
+    assert caught.value.code == ErrorCode.INVARIANT
+    assert source.closed
+
+
+def test_closing_the_trace_early_closes_the_source():
+    source = ClosingSource(VALID)
+    out = io.StringIO()
+    stream = trace_stream("t", source.stream, out=out)
+    assert next(stream) == VALID[0]
+    stream.close()
+    assert source.closed
+    assert len(out.getvalue().splitlines()) == 1  # no closing line
+
+
+def test_a_source_exception_leaves_the_source_closed():
+    failure = OSError("connection reset")
+    source = ClosingSource(VALID[:2], failure)
+    with pytest.raises(OSError, match="connection reset") as caught:
+        list(trace_stream("t", source.stream, out=io.StringIO()))
+    assert caught.value is failure
+    assert source.closed
+
+
+class IteratorWithClose:
+    def __init__(self, chunks: list[StreamChunk]) -> None:
+        self.chunks = iter(chunks)
+        self.close_calls = 0
+
+    def __iter__(self) -> IteratorWithClose:
+        return self
+
+    def __next__(self) -> StreamChunk:
+        return next(self.chunks)
+
+    def close(self) -> None:
+        self.close_calls += 1
+
+
+def test_a_non_generator_source_is_closed_at_a_violation_only():
+    broken = IteratorWithClose([VALID[1]])
+    with pytest.raises(LlmError, match="delta without block-start"):
+        list(trace_stream("t", broken, out=io.StringIO()))
+    complete = IteratorWithClose(VALID)
+    assert list(trace_stream("t", complete, out=io.StringIO())) == VALID
+    assert (broken.close_calls, complete.close_calls) == (1, 0)
+
+
+@pytest.mark.parametrize("value", [None, 5], ids=["none", "int"])
+def test_a_non_iterable_is_a_type_error_naming_the_argument(value):
+    out = io.StringIO()
+    with pytest.raises(TypeError) as caught:
+        trace_stream("t", value, out=out)  # type: ignore[arg-type]
+    assert str(caught.value) == (
+        "trace_stream() expects chunks to be an iterable of stream chunks (a list, "
+        f"a generator, an adapter's stream), got {type(value).__name__}"
+    )
+    assert out.getvalue() == ""

@@ -579,6 +579,135 @@ def test_closing_early_skips_the_end_check():
     stream.close()  # no finish-missing violation
 
 
+# --- closing the source ------------------------------------------------------
+
+
+class ClosingSource:
+    """A generator source whose ``finally`` records that it was closed (as an
+    adapter's stream closes its HTTP response there)."""
+
+    def __init__(self, chunks: list[StreamChunk], failure: Exception | None = None):
+        self.chunks = chunks
+        self.failure = failure
+        self.closed = False
+        self.stream = self.run()
+
+    def run(self) -> Iterator[StreamChunk]:
+        try:
+            yield from self.chunks
+            if self.failure is not None:
+                raise self.failure
+        finally:
+            self.closed = True
+
+
+@pytest.mark.parametrize("strict", [True, False])
+def test_a_violation_closes_the_source_before_it_is_raised(strict):
+    source = ClosingSource([start(0), start(0), text(0, "never read"), STOP])
+    stream = validate_stream(source.stream, strict=strict)
+    assert next(stream) == start(0)
+    assert not source.closed
+    with pytest.raises(LlmError) as caught:
+        next(stream)
+    # The traceback still references the validator's frame: the source must be
+    # closed already, not when the exception is dropped.
+    assert caught.value.code == ErrorCode.INVARIANT
+    assert source.closed
+
+
+@pytest.mark.parametrize("strict", [True, False])
+def test_closing_the_validator_early_closes_the_source(strict):
+    source = ClosingSource([start(0), text(0, "a"), text(0, "b")])
+    stream = validate_stream(source.stream, strict=strict)
+    assert next(stream) == start(0)
+    stream.close()
+    assert source.closed
+
+
+@pytest.mark.parametrize("strict", [True, False])
+def test_a_source_exception_leaves_the_source_closed(strict):
+    failure = OSError("connection reset")
+    source = ClosingSource([start(0)], failure)
+    with pytest.raises(OSError, match="connection reset") as caught:
+        list(validate_stream(source.stream, strict=strict))
+    assert caught.value is failure
+    assert source.closed
+
+
+class IteratorWithClose:
+    """A plain iterator (not a generator) with ``close()``, like a response."""
+
+    def __init__(self, chunks: list[StreamChunk], failure: Exception | None = None):
+        self.chunks = iter(chunks)
+        self.failure = failure
+        self.close_calls = 0
+
+    def __iter__(self) -> IteratorWithClose:
+        return self
+
+    def __next__(self) -> StreamChunk:
+        chunk = next(self.chunks, None)
+        if chunk is not None:
+            return chunk
+        if self.failure is not None:
+            raise self.failure
+        raise StopIteration
+
+    def close(self) -> None:
+        self.close_calls += 1
+
+
+def test_a_non_generator_source_is_closed_on_violation_and_on_its_own_error():
+    violated = IteratorWithClose([text(0, "a")])
+    with pytest.raises(LlmError):
+        list(validate_stream(violated))
+    assert violated.close_calls == 1
+    failing = IteratorWithClose([start(0)], RuntimeError("boom"))
+    with pytest.raises(RuntimeError, match="boom"):
+        list(validate_stream(failing))
+    assert failing.close_calls == 1
+
+
+def test_an_exhausted_source_is_not_closed_even_when_the_finish_is_missing():
+    complete = IteratorWithClose(
+        [start(0), text(0, "a"), end_text(0, "a"), USAGE, STOP]
+    )
+    assert len(list(validate_stream(complete))) == 5
+    truncated = IteratorWithClose([start(0)])
+    with pytest.raises(LlmError, match="finish missing"):
+        list(validate_stream(truncated))
+    assert (complete.close_calls, truncated.close_calls) == (0, 0)
+
+
+def test_assert_chunk_sequence_closes_the_source_at_a_violation():
+    source = ClosingSource([start(0), start(1), STOP])
+    with pytest.raises(LlmError, match="blocks interleaved"):
+        assert_chunk_sequence(source.stream)
+    assert source.closed
+
+
+# --- misuse ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("call", "name"),
+    [
+        (lambda chunks: validate_stream(chunks), "validate_stream"),
+        (lambda chunks: validate_stream(chunks, strict=False), "validate_stream"),
+        (assert_chunk_sequence, "assert_chunk_sequence"),
+    ],
+    ids=["validate", "validate-lenient", "assert"],
+)
+@pytest.mark.parametrize("value", [None, 5], ids=["none", "int"])
+def test_a_non_iterable_is_a_type_error_naming_the_argument(call, name, value):
+    with pytest.raises(TypeError) as caught:
+        call(value)  # raised at the call, before any next()
+    message = str(caught.value)
+    assert message.startswith(f"{name}() expects chunks to be an iterable of stream")
+    assert message.endswith(f"got {type(value).__name__}")
+    assert caught.value.__cause__ is None
+
+
 # --- memory ------------------------------------------------------------------
 
 
@@ -649,3 +778,12 @@ def test_any_single_mutation_of_a_valid_stream_fails_strict_mode(mutation: Mutat
     with pytest.raises(LlmError) as caught:
         assert_chunk_sequence(mutation.chunks)
     assert caught.value.code == ErrorCode.INVARIANT
+
+
+def test_a_type_error_from_the_sources_own_iter_is_not_reworded():
+    class Broken:
+        def __iter__(self) -> Iterator[StreamChunk]:
+            raise TypeError("broken __iter__")
+
+    with pytest.raises(TypeError, match=r"^broken __iter__$"):
+        validate_stream(Broken())
