@@ -216,8 +216,8 @@ def _add_chat_command(commands: _Commands) -> None:
         help="send one prompt and stream the answer",
         description=(
             "Send PROMPT (stdin when omitted or -) and stream the answer: text to "
-            "stdout as it "
-            "arrives, reasoning to stderr, tool calls as JSON lines on stdout, and "
+            "stdout as it arrives, reasoning to stderr, tool calls as JSON lines on "
+            "stdout, and "
             "a summary line (finish, usage) on stderr. The model is --base-url with "
             "--model (any OpenAI-compatible server), else a route of the "
             "composition file (--config, default ./dsh.yml when present; choose "
