@@ -5,7 +5,8 @@ Contracts callers may rely on:
 - ``resolve_retry_policy(config, path)`` validates a camelCase config mapping (as
   written in YAML) and returns a frozen ``NormalRetryPolicy`` or
   ``AlwaysRetryPolicy`` detached from the input; ``None`` gives the normal
-  defaults. Errors are ``ValueError`` whose message starts with ``path``.
+  defaults and a policy already resolved is returned as is. Errors are
+  ``ValueError`` whose message starts with ``path``.
 - ``retry_delay_ms`` is pure: randomness is passed in, nothing sleeps.
 - Policies are values: adapters return one per route and the runtime captures it
   when the route is registered.
@@ -21,6 +22,7 @@ from typing import Any, Final
 import attrs
 
 from dsh_llm.errors import ErrorCode
+from dsh_llm.transport.watchdog import MAX_TIMEOUT_MS, check_timeout_ms
 
 __all__ = [
     "DEFAULT_RETRY_POLICY",
@@ -32,13 +34,18 @@ __all__ = [
     "retry_policy_key",
 ]
 
-MAX_TIMER_DELAY_MS: Final = 2_147_483_647
+MAX_TIMER_DELAY_MS: Final = MAX_TIMEOUT_MS
 """The longest delay a policy may ask for (the largest 32-bit timer, as in TS)."""
 MAX_SAFE_INTEGER: Final = 2**53 - 1
+"""The largest ``maxRetries`` (JavaScript's largest exact integer, as in TS)."""
 DEFAULT_MAX_RETRIES: Final = 5
+"""Retries a normal policy allows by default."""
 DEFAULT_INITIAL_DELAY_MS: Final = 500
+"""First local backoff delay by default."""
 DEFAULT_MAX_DELAY_MS: Final = 10_000
+"""Largest local delay (and accepted ``Retry-After``) by default."""
 DEFAULT_JITTER_RATIO: Final = 0.1
+"""Spread around each local delay by default."""
 DEFAULT_RETRYABLE_CODES: Final[tuple[str, ...]] = (
     ErrorCode.EMPTY_RESPONSE.value,
     ErrorCode.RATE_LIMIT.value,
@@ -120,17 +127,8 @@ def _backoff(config: object, path: str) -> tuple[float, float, float]:
     initial = config.get("initialDelayMs", DEFAULT_INITIAL_DELAY_MS)
     maximum = config.get("maxDelayMs", DEFAULT_MAX_DELAY_MS)
     jitter = config.get("jitterRatio", DEFAULT_JITTER_RATIO)
-    for name, value in (("initialDelayMs", initial), ("maxDelayMs", maximum)):
-        if (
-            not _number(value)
-            or not math.isfinite(value)
-            or value <= 0
-            or value > MAX_TIMER_DELAY_MS
-        ):
-            raise ValueError(
-                f"{path}.{name} must be a positive finite number no greater than "
-                f"{MAX_TIMER_DELAY_MS}"
-            )
+    check_timeout_ms(f"{path}.initialDelayMs", initial)
+    check_timeout_ms(f"{path}.maxDelayMs", maximum)
     if initial > maximum:
         raise ValueError(
             f"{path}.initialDelayMs must be less than or equal to maxDelayMs"
@@ -140,7 +138,9 @@ def _backoff(config: object, path: str) -> tuple[float, float, float]:
     return initial, maximum, jitter
 
 
-def resolve_retry_policy(config: Mapping[str, Any] | None, path: str) -> RetryPolicy:
+def resolve_retry_policy(
+    config: Mapping[str, Any] | RetryPolicy | None, path: str
+) -> RetryPolicy:
     """Validate, default and detach one retry-policy config.
 
     Args:
@@ -149,16 +149,20 @@ def resolve_retry_policy(config: Mapping[str, Any] | None, path: str) -> RetryPo
             ``{"mode": "always", "backoff"?}``; ``None`` selects the defaults
             (normal, 5 retries, EMPTY_RESPONSE/RATE_LIMIT/SERVER/TIMEOUT/TRANSPORT,
             500 ms doubling to 10000 ms, jitter 0.1). Always mode ignores leftover
-            ``maxRetries``/``retryableCodes``.
+            ``maxRetries``/``retryableCodes``. A resolved policy (an adapter's
+            argument) is returned as is.
         path: Where the config lives, prefixed to every error message.
 
     Raises:
-        ValueError: for an unknown key, a bad value or an unknown mode.
+        ValueError: for an unknown key, a bad value or an unknown mode, and for a
+            ``config`` that is neither a mapping nor a resolved policy.
     """
     if config is None:
         return DEFAULT_RETRY_POLICY
+    if isinstance(config, NormalRetryPolicy | AlwaysRetryPolicy):
+        return config
     if not isinstance(config, Mapping):
-        raise ValueError(f"{path} must be a mapping")
+        raise ValueError(f"{path} must be a mapping or a resolved retry policy")
     _check_keys(config, _POLICY_KEYS, path)
     mode = config.get("mode")
     if mode == "always":

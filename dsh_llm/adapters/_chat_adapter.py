@@ -5,9 +5,12 @@ and in a ``WireProfile``; everything else an adapter does is here, once:
 
 - ``ChatCompletionsAdapter``: the base class (one pooled session, ``close`` and
   ``with``, ``provider_info``, ``provider_retry_policy`` and ``list_models``
-  from the options in force).
+  from the options in force, the key of each request and how a ``repr`` names
+  it).
 - ``resolved_model_info``: what ``resolve_model`` answers for a catalog entry or
-  an unlisted id.
+  an unlisted id; ``catalog_entry`` finds a model's entry.
+- ``check_stream_timeouts``: the bounds of the three stream timeouts, reported
+  under their config keys.
 - ``explicit_api_key`` (checked at construction) and ``api_key_from_environ``
   (read per request): the credential rules, with messages that name where a key
   came from and never the key.
@@ -26,9 +29,10 @@ and in a ``WireProfile``; everything else an adapter does is here, once:
 from __future__ import annotations
 
 import abc
+import os
 import urllib.parse
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any, Final, Protocol, Self
+from typing import Any, ClassVar, Final, Protocol, Self, TypeVar
 
 import requests
 
@@ -48,8 +52,9 @@ from dsh_llm.protocol import StreamChunk
 from dsh_llm.retry import RetryPolicy
 from dsh_llm.signal import AbortSignal
 from dsh_llm.transport.call import StreamingCall
-from dsh_llm.transport.session import BearerAuth, NoAuth
+from dsh_llm.transport.session import BearerAuth, NoAuth, create_session
 from dsh_llm.transport.sse import DONE, CommentCallback, SseDecoder
+from dsh_llm.transport.watchdog import check_timeout_ms
 
 __all__ = [
     "CHAT_COMPLETIONS_PATH",
@@ -58,7 +63,9 @@ __all__ = [
     "ChatCompletionsAdapter",
     "StreamSettings",
     "api_key_from_environ",
+    "catalog_entry",
     "chat_completions_url",
+    "check_stream_timeouts",
     "explicit_api_key",
     "resolved_model_info",
     "stream_chat_completions",
@@ -114,6 +121,22 @@ def api_key_from_environ(
             ErrorCode.MISSING_CREDENTIAL,
         )
     return Secret(assert_usable_api_key(raw, package, name))
+
+
+def check_stream_timeouts(
+    idle_ms: float, keepalive_ms: float | None, total_ms: float | None
+) -> None:
+    """Check the stream timeouts an adapter is configured with.
+
+    Raises:
+        ValueError: ``<config key> must be a positive finite number no greater
+            than 2147483647`` for the first bad one, keyed ``streamIdleTimeoutMs``,
+            ``streamKeepaliveTimeoutMs`` or ``totalTimeoutMs`` (the last two may be
+            ``None``).
+    """
+    check_timeout_ms("streamIdleTimeoutMs", idle_ms)
+    check_timeout_ms("streamKeepaliveTimeoutMs", keepalive_ms, optional=True)
+    check_timeout_ms("totalTimeoutMs", total_ms, optional=True)
 
 
 class StreamSettings(Protocol):
@@ -262,6 +285,14 @@ class CatalogEntry(Protocol):
         ...
 
 
+_Entry = TypeVar("_Entry", bound=CatalogEntry)
+
+
+def catalog_entry(models: Sequence[_Entry], model_id: str) -> _Entry | None:
+    """The entry of ``models`` whose id is ``model_id``, if listed."""
+    return next((entry for entry in models if entry.id == model_id), None)
+
+
 class AdapterSettings(StreamSettings, Protocol):
     """An adapter's resolved options, as the shared metadata methods read them."""
 
@@ -308,15 +339,54 @@ class ChatCompletionsAdapter(LlmAdapter):
     """Base of the chat-completions adapters: one pooled session per adapter,
     and the metadata every one of them answers alike.
 
-    Subclasses set ``_session`` (``dsh_llm.transport.session.create_session``)
-    and ``_profile``, implement ``_snapshot`` (the options in force now, read
-    once per call so a configuration change never mixes two generations) and
-    ``stream``. ``close()`` (or leaving a ``with`` block) closes the pool;
-    streams already running keep their connection until they end.
+    Subclasses set ``_package`` (named in credential messages) and ``_profile``,
+    call ``_connect`` from their constructor, and implement ``_snapshot`` (the
+    options in force now, read once per call so a configuration change never
+    mixes two generations) and ``stream``. ``close()`` (or leaving a ``with``
+    block) closes the pool; streams already running keep their connection until
+    they end.
     """
 
+    _package: ClassVar[str]
     _session: requests.Session
     _profile: WireProfile
+    _api_key: Secret | None
+    _environ: Mapping[str, str]
+
+    def _connect(
+        self,
+        *,
+        api_key: str | Secret | None,
+        environ: Mapping[str, str] | None,
+        pool_maxsize: int,
+    ) -> None:
+        """Check the explicit key and open the connection pool.
+
+        Raises:
+            TypeError, LlmError: as ``explicit_api_key``.
+        """
+        self._environ = os.environ if environ is None else environ
+        self._api_key = explicit_api_key(api_key, package=self._package)
+        self._session = create_session(pool_maxsize=pool_maxsize)
+
+    def _request_key(self, api_key_env: str | None, *, route: str) -> Secret | None:
+        """The key of one request: the explicit one, else the variable
+        ``api_key_env`` read now (``api_key_from_environ``), else none."""
+        if self._api_key is not None:
+            return self._api_key
+        if api_key_env is None:
+            return None
+        return api_key_from_environ(
+            self._environ, api_key_env, package=self._package, route=route
+        )
+
+    def _key_repr(self, api_key_env: str | None) -> str:
+        """How a ``repr`` names the key: never the key itself."""
+        if self._api_key is not None:
+            return "api_key=***"
+        if api_key_env is not None:
+            return f"api_key_env={api_key_env!r}"
+        return "no key"
 
     @abc.abstractmethod
     def _snapshot(self) -> AdapterSettings:

@@ -50,6 +50,7 @@ import attrs
 
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import (
+    TOOL_CHOICE_KEYWORDS,
     ContentBlock,
     GenerateOptions,
     Message,
@@ -168,7 +169,7 @@ def _user_messages(message: Message) -> list[dict[str, Any]]:
 
 def tool_choice_wire(choice: str | None) -> str | dict[str, Any] | None:
     """The wire ``tool_choice`` for ``GenerateOptions.tool_choice``."""
-    if choice is None or choice in ("auto", "none", "required"):
+    if choice is None or choice in TOOL_CHOICE_KEYWORDS:
         return choice
     return {"type": "function", "function": {"name": choice}}
 

@@ -68,29 +68,23 @@ from dsh_llm.adapter import (
 )
 from dsh_llm.adapters._chat_adapter import (
     ChatCompletionsAdapter,
-    api_key_from_environ,
-    explicit_api_key,
+    catalog_entry,
+    check_stream_timeouts,
     resolved_model_info,
     stream_completion,
 )
 from dsh_llm.adapters._openai_wire import WireProfile, build_body
 from dsh_llm.credentials import Secret
 from dsh_llm.errors import ErrorCode, LlmError
+from dsh_llm.model_info import MAX_SAFE_INTEGER
 from dsh_llm.protocol import GenerateOptions, StreamChunk, content_has_image
-from dsh_llm.retry import (
-    AlwaysRetryPolicy,
-    NormalRetryPolicy,
-    RetryPolicy,
-    resolve_retry_policy,
-)
+from dsh_llm.retry import RetryPolicy, resolve_retry_policy
 from dsh_llm.signal import AbortSignal
 from dsh_llm.transport.session import (
     DEFAULT_POOL_MAXSIZE,
-    create_session,
     is_header_value,
     stream_headers,
 )
-from dsh_llm.transport.watchdog import check_timeout_ms
 
 __all__ = [
     "BASE_URL_ENV",
@@ -134,8 +128,8 @@ DEFAULT_CONTEXT_WINDOW: Final = 1_000_000
 """Default context window of a model without its own."""
 REASONING_EFFORTS: Final = ("off", "low", "high", "max")
 """The efforts DeepSeek accepts (``off`` disables thinking)."""
-_MAX_SAFE_INTEGER: Final = 2**53 - 1
 _PACKAGE: Final = "llm-deepseek"
+_RETRY_POLICY_PATH: Final = f"{_PACKAGE}: retryPolicy"
 
 DEEPSEEK_PROFILE: Final = WireProfile(
     provider=DISPLAY_NAME,
@@ -265,10 +259,7 @@ class DeepSeekConnectionOptions:
 
     def model(self, model_id: str) -> DeepSeekModel | None:
         """The catalog entry for ``model_id``, if listed."""
-        for entry in self.models:
-            if entry.id == model_id:
-                return entry
-        return None
+        return catalog_entry(self.models, model_id)
 
 
 def _fail(detail: str) -> ValueError:
@@ -276,7 +267,7 @@ def _fail(detail: str) -> ValueError:
 
 
 def _positive_int(value: object, *, safe: bool = False) -> bool:
-    return type(value) is int and value > 0 and (not safe or value <= _MAX_SAFE_INTEGER)
+    return type(value) is int and value > 0 and (not safe or value <= MAX_SAFE_INTEGER)
 
 
 def _resolve_models(
@@ -316,14 +307,6 @@ def _resolve_models(
     return models
 
 
-def _resolve_policy(value: object) -> RetryPolicy:
-    if isinstance(value, NormalRetryPolicy | AlwaysRetryPolicy):
-        return value
-    if value is not None and not isinstance(value, Mapping):
-        raise _fail("retryPolicy must be a mapping")
-    return resolve_retry_policy(value, f"{_PACKAGE}: retryPolicy")
-
-
 def resolve_adapter_options(
     config: DeepSeekConfig | None = None, environ: Mapping[str, str] | None = None
 ) -> DeepSeekConnectionOptions:
@@ -355,11 +338,12 @@ def resolve_adapter_options(
         raise _fail("defaultContextWindow must be a positive integer")
     if not _positive_int(config.max_tokens, safe=True):
         raise _fail("maxTokens must be a positive safe integer")
-    keepalive = config.stream_keepalive_timeout_ms
     try:
-        check_timeout_ms("streamIdleTimeoutMs", config.stream_idle_timeout_ms)
-        check_timeout_ms("streamKeepaliveTimeoutMs", keepalive, optional=True)
-        check_timeout_ms("totalTimeoutMs", config.total_timeout_ms, optional=True)
+        check_stream_timeouts(
+            config.stream_idle_timeout_ms,
+            config.stream_keepalive_timeout_ms,
+            config.total_timeout_ms,
+        )
     except ValueError as exc:
         raise _fail(str(exc)) from exc
     if not _positive_int(config.pool_maxsize):
@@ -383,9 +367,9 @@ def resolve_adapter_options(
         default_context_window=config.default_context_window,
         models=models,
         stream_idle_timeout_ms=config.stream_idle_timeout_ms,
-        stream_keepalive_timeout_ms=keepalive,
+        stream_keepalive_timeout_ms=config.stream_keepalive_timeout_ms,
         total_timeout_ms=config.total_timeout_ms,
-        retry_policy=_resolve_policy(config.retry_policy),
+        retry_policy=resolve_retry_policy(config.retry_policy, _RETRY_POLICY_PATH),
         pool_maxsize=config.pool_maxsize,
         empty_response_as_stop=config.empty_response_as_stop,
     )
@@ -483,6 +467,8 @@ class DeepSeekAdapter(ChatCompletionsAdapter):
         LlmError: ``INVALID_CREDENTIAL`` for an explicit key no header can carry.
     """
 
+    _package = _PACKAGE
+
     def __init__(
         self,
         api_key: str | Secret | None = None,
@@ -503,7 +489,6 @@ class DeepSeekAdapter(ChatCompletionsAdapter):
         environ: Mapping[str, str] | None = None,
     ) -> None:
         environ = os.environ if environ is None else environ
-        policy = retry_policy if isinstance(retry_policy, Mapping) else None
         config = DeepSeekConfig(
             api_key_env=api_key_env,
             base_url=base_url,
@@ -515,15 +500,17 @@ class DeepSeekAdapter(ChatCompletionsAdapter):
             stream_idle_timeout_ms=stream_idle_timeout_ms,
             stream_keepalive_timeout_ms=stream_keepalive_timeout_ms,
             total_timeout_ms=total_timeout_ms,
-            retry_policy=policy,
+            retry_policy=retry_policy if isinstance(retry_policy, Mapping) else None,
             pool_maxsize=pool_maxsize,
             empty_response_as_stop=empty_response_as_stop,
         )
         options = resolve_adapter_options(config, environ)
-        if isinstance(retry_policy, NormalRetryPolicy | AlwaysRetryPolicy):
-            options = attrs.evolve(options, retry_policy=retry_policy)
-        elif retry_policy is not None and policy is None:
-            raise _fail("retryPolicy must be a mapping or a resolved retry policy")
+        if retry_policy is not None and not isinstance(retry_policy, Mapping):
+            # A resolved policy (or a value of the wrong type, refused here).
+            options = attrs.evolve(
+                options,
+                retry_policy=resolve_retry_policy(retry_policy, _RETRY_POLICY_PATH),
+            )
         self._setup(lambda: options, api_key=api_key, environ=environ)
 
     @classmethod
@@ -538,11 +525,7 @@ class DeepSeekAdapter(ChatCompletionsAdapter):
         once per stream call (so configuration changes reach the next request)."""
         adapter = cls.__new__(cls)
         provider = options if callable(options) else (lambda: options)
-        adapter._setup(
-            provider,
-            api_key=api_key,
-            environ=os.environ if environ is None else environ,
-        )
+        adapter._setup(provider, api_key=api_key, environ=environ)
         return adapter
 
     def _setup(
@@ -550,13 +533,13 @@ class DeepSeekAdapter(ChatCompletionsAdapter):
         options: OptionsProvider,
         *,
         api_key: str | Secret | None,
-        environ: Mapping[str, str],
+        environ: Mapping[str, str] | None,
     ) -> None:
         self._options = options
         self._profile = DEEPSEEK_PROFILE
-        self._environ = environ
-        self._api_key = explicit_api_key(api_key, package=_PACKAGE)
-        self._session = create_session(pool_maxsize=options().pool_maxsize)
+        self._connect(
+            api_key=api_key, environ=environ, pool_maxsize=options().pool_maxsize
+        )
 
     # -- metadata --------------------------------------------------------------------
 
@@ -594,7 +577,7 @@ class DeepSeekAdapter(ChatCompletionsAdapter):
         self, options: GenerateOptions, snapshot: DeepSeekConnectionOptions
     ) -> Iterator[StreamChunk]:
         self._check_images(options, snapshot)
-        key = self._resolve_key(snapshot)
+        key = self._request_key(snapshot.api_key_env, route=PROVIDER_ROUTE)
         extra = thinking_fields(
             options,
             thinking=snapshot.thinking,
@@ -662,21 +645,7 @@ class DeepSeekAdapter(ChatCompletionsAdapter):
             ErrorCode.UNSUPPORTED_CONTENT,
         )
 
-    def _resolve_key(self, snapshot: DeepSeekConnectionOptions) -> Secret:
-        if self._api_key is not None:
-            return self._api_key
-        return api_key_from_environ(
-            self._environ,
-            snapshot.api_key_env,
-            package=_PACKAGE,
-            route=PROVIDER_ROUTE,
-        )
-
     def __repr__(self) -> str:
         snapshot = self._options()
-        key = (
-            "api_key=***"
-            if self._api_key is not None
-            else f"api_key_env={snapshot.api_key_env!r}"
-        )
+        key = self._key_repr(snapshot.api_key_env)
         return f"DeepSeekAdapter(base_url={snapshot.base_url!r}, {key})"

@@ -66,7 +66,6 @@ Contracts callers may rely on:
 
 from __future__ import annotations
 
-import os
 import urllib.parse
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Final
@@ -81,8 +80,8 @@ from dsh_llm.adapter import (
 from dsh_llm.adapters._chat_adapter import (
     CHAT_COMPLETIONS_PATH,
     ChatCompletionsAdapter,
-    api_key_from_environ,
-    explicit_api_key,
+    catalog_entry,
+    check_stream_timeouts,
     resolved_model_info,
     stream_completion,
 )
@@ -91,22 +90,15 @@ from dsh_llm.credentials import Secret
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import GenerateOptions, StreamChunk
 from dsh_llm.protocol import _checks as c
-from dsh_llm.retry import (
-    AlwaysRetryPolicy,
-    NormalRetryPolicy,
-    RetryPolicy,
-    resolve_retry_policy,
-)
+from dsh_llm.retry import RetryPolicy, resolve_retry_policy
 from dsh_llm.signal import AbortSignal
 from dsh_llm.transport.call import redact_url
 from dsh_llm.transport.session import (
     DEFAULT_POOL_MAXSIZE,
-    create_session,
     is_header_name,
     is_header_value,
     stream_headers,
 )
-from dsh_llm.transport.watchdog import check_timeout_ms
 
 __all__ = [
     "DEFAULT_DISPLAY_NAME",
@@ -339,13 +331,7 @@ def _config_error(exc: ValueError) -> OpenAICompatConfigError:
     return OpenAICompatConfigError(key, detail)
 
 
-def _retry_policy(value: object) -> RetryPolicy:
-    if isinstance(value, NormalRetryPolicy | AlwaysRetryPolicy):
-        return value
-    if value is not None and not isinstance(value, Mapping):
-        raise OpenAICompatConfigError(
-            "retryPolicy", "must be a mapping or a resolved retry policy"
-        )
+def _retry_policy(value: Mapping[str, Any] | RetryPolicy | None) -> RetryPolicy:
     try:
         return resolve_retry_policy(value, "retryPolicy")
     except ValueError as exc:
@@ -406,6 +392,8 @@ class OpenAICompatAdapter(ChatCompletionsAdapter):
         LlmError: ``INVALID_CREDENTIAL`` for an explicit key no header can carry.
     """
 
+    _package = PACKAGE
+
     def __init__(
         self,
         base_url: str,
@@ -454,11 +442,9 @@ class OpenAICompatAdapter(ChatCompletionsAdapter):
         if type(pool_maxsize) is not int or pool_maxsize <= 0:
             raise OpenAICompatConfigError("poolMaxsize", "must be a positive integer")
         try:
-            check_timeout_ms("streamIdleTimeoutMs", stream_idle_timeout_ms)
-            check_timeout_ms(
-                "streamKeepaliveTimeoutMs", stream_keepalive_timeout_ms, optional=True
+            check_stream_timeouts(
+                stream_idle_timeout_ms, stream_keepalive_timeout_ms, total_timeout_ms
             )
-            check_timeout_ms("totalTimeoutMs", total_timeout_ms, optional=True)
         except ValueError as exc:
             raise _config_error(exc) from exc
         self._settings = _Settings(
@@ -482,9 +468,7 @@ class OpenAICompatAdapter(ChatCompletionsAdapter):
             max_tokens_field=max_tokens_field,
         )
         self._request_headers = stream_headers(extra=self._settings.headers)
-        self._environ = os.environ if environ is None else environ
-        self._api_key = explicit_api_key(api_key, package=PACKAGE)
-        self._session = create_session(pool_maxsize=pool_maxsize)
+        self._connect(api_key=api_key, environ=environ, pool_maxsize=pool_maxsize)
 
     # -- metadata --------------------------------------------------------------------
 
@@ -505,7 +489,7 @@ class OpenAICompatAdapter(ChatCompletionsAdapter):
         self, provider: str, model: str, signal: AbortSignal | None = None
     ) -> LlmResolvedModelInfo:
         """Model facts without I/O (see the module docstring)."""
-        entry = self._model(model)
+        entry = catalog_entry(self._settings.models, model)
         efforts = self._settings.reasoning_efforts
         return resolved_model_info(
             provider,
@@ -522,12 +506,6 @@ class OpenAICompatAdapter(ChatCompletionsAdapter):
             ),
         )
 
-    def _model(self, model_id: str) -> OpenAICompatModel | None:
-        for entry in self._settings.models:
-            if entry.id == model_id:
-                return entry
-        return None
-
     # -- streaming -------------------------------------------------------------------
 
     def stream(self, options: GenerateOptions) -> Iterator[StreamChunk]:
@@ -538,7 +516,7 @@ class OpenAICompatAdapter(ChatCompletionsAdapter):
             LlmError: see the module docstring and SPEC 8.6/8.7.
         """
         body = self._body(options)
-        key = self._resolve_key(options.provider)
+        key = self._request_key(self._settings.api_key_env, route=options.provider)
         yield from stream_completion(
             self._session,
             self._settings,
@@ -564,28 +542,15 @@ class OpenAICompatAdapter(ChatCompletionsAdapter):
             extra["reasoning_effort"] = effort
         max_tokens = options.max_tokens
         if max_tokens is None:
-            entry = self._model(options.model)
+            entry = catalog_entry(self._settings.models, options.model)
             max_tokens = entry.max_tokens if entry else None
         return build_body(
             options, profile=self._profile, max_tokens=max_tokens, extra=extra
         )
 
-    def _resolve_key(self, route: str) -> Secret | None:
-        if self._api_key is not None:
-            return self._api_key
-        name = self._settings.api_key_env
-        if name is None:
-            return None
-        return api_key_from_environ(self._environ, name, package=PACKAGE, route=route)
-
     def __repr__(self) -> str:
         settings = self._settings
-        if self._api_key is not None:
-            key = "api_key=***"
-        elif settings.api_key_env is not None:
-            key = f"api_key_env={settings.api_key_env!r}"
-        else:
-            key = "no key"
+        key = self._key_repr(settings.api_key_env)
         names = f", headers={tuple(settings.headers)!r}" if settings.headers else ""
         return (
             f"OpenAICompatAdapter(base_url={redact_url(settings.base_url)!r}, "

@@ -137,6 +137,11 @@ def test_an_empty_catalog_is_allowed():
             DeepSeekModel(id="a", input_modalities=("text", "text")),
             "must not contain duplicates",
         ),
+        (
+            DeepSeekModel(id="a", description=3),  # type: ignore[arg-type]
+            'catalog model "a" description must be a string',
+        ),
+        ({"id": "a"}, "models entries must be DeepSeekModel values"),
     ],
 )
 def test_catalog_errors_fail_the_load(model, message):
@@ -187,6 +192,8 @@ def test_a_duplicate_catalog_id_fails_the_load():
             {"mode": "normal", "maxRetires": 1},
             'unknown key "maxRetires"',
         ),
+        ("retry_policy", 42, "retryPolicy must be a mapping"),
+        ("empty_response_as_stop", "yes", "emptyResponseAsStop must be a boolean"),
     ],
 )
 def test_bad_values_fail_the_load_with_a_prefixed_message(field, value, message):
@@ -200,6 +207,9 @@ def test_the_retry_policy_is_resolved_and_exposed():
     )
     assert options.retry_policy == NormalRetryPolicy(max_retries=2)
     policy = resolve_retry_policy({"mode": "always"}, "x")
+    # A config built in Python may hold a resolved policy: it is kept as is.
+    resolved = resolve_adapter_options(DeepSeekConfig(retry_policy=policy))  # type: ignore[arg-type]
+    assert resolved.retry_policy is policy
     with DeepSeekAdapter(retry_policy=policy, environ={}) as adapter:
         assert adapter.provider_retry_policy(PROVIDER_ROUTE) is policy
     with DeepSeekAdapter(environ={}) as adapter:

@@ -51,6 +51,7 @@ def _config_error(**options: Any) -> OpenAICompatConfigError:
         ({"base_url": "127.0.0.1:8080/v1"}, "baseURL", "must be an http"),
         ({"base_url": "ftp://host/v1"}, "baseURL", "must be an http"),
         ({"base_url": "http:///v1"}, "baseURL", "must be an http"),
+        ({"base_url": "http://[::1/v1"}, "baseURL", "must be an http"),
         ({"base_url": 8080}, "baseURL", "must be a string"),
         ({"base_url": "http://h/v1#frag"}, "baseURL", "#fragment"),
         (
@@ -435,6 +436,7 @@ def test_a_keyless_local_composition_and_a_key_env_read_per_request(tmp_path: Pa
         ("baseURL: http://h/v1", "providers", "is required"),
         ("providers: []\n    baseURL: http://h/v1", "providers", "at least one"),
         ("providers: [a, a]\n    baseURL: http://h/v1", "providers", "twice"),
+        ('providers: [""]\n    baseURL: http://h/v1', "providers", "empty route"),
         ("providers: [a]", "baseURL", "is required"),
         ("providers: [a]\n    baseURL: h/v1", "baseURL", "http:// or https://"),
         (
