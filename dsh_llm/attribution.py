@@ -3,7 +3,8 @@
 Contracts callers may rely on:
 
 - ``attribution_headers()`` returns exactly ``{"user-agent": "dsh-llm/<version>
-  (+<project url>)"}``; the version comes from the installed package's metadata.
+  (+<project url>)"}``; the version is the package's ``__version__``, which the
+  installed package's metadata is built from (so no metadata is read at import).
 - A deployment may pass its own ``AppIdentity`` (white-label), but attribution
   cannot be switched off. The identity holds static public facts only: no secret,
   path, session or user id.
@@ -12,26 +13,17 @@ Contracts callers may rely on:
 from __future__ import annotations
 
 import re
-from importlib import metadata
 from typing import Any, Final
 
 import attrs
 
-from dsh_llm._version import __version__ as _source_version
+from dsh_llm._version import __version__
 from dsh_llm.protocol import _checks as c
 
 __all__ = ["APP_IDENTITY", "AppIdentity", "attribution_headers", "user_agent"]
 
 PROJECT_URL: Final = "https://github.com/deepseek-ai/deepseek-harness"
 """The project's home, used as the user-agent comment."""
-
-
-def _package_version() -> str:
-    try:
-        return metadata.version("dsh-llm")
-    except metadata.PackageNotFoundError:
-        # Running from a source tree that was never installed.
-        return _source_version
 
 
 # RFC 9110 token characters: what a user-agent product and version may use.
@@ -75,7 +67,7 @@ class AppIdentity:
 
 
 APP_IDENTITY: Final = AppIdentity(
-    product="dsh-llm", version=_package_version(), url=PROJECT_URL
+    product="dsh-llm", version=__version__, url=PROJECT_URL
 )
 """This library's own identity, the default for every request."""
 

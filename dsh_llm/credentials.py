@@ -26,6 +26,7 @@ __all__ = ["ApiKeyCheck", "Secret", "assert_usable_api_key", "normalize_api_key"
 _LEGAL_API_KEY: Final = re.compile(r"[\x21-\x7E]+")
 
 ApiKeyRejection = Literal["empty", "illegalCharacters"]
+"""Why ``normalize_api_key`` refused a key."""
 
 
 @attrs.frozen(kw_only=True)

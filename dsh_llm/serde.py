@@ -175,47 +175,9 @@ converter.register_structure_hook_factory(
 
 
 # --- classes: camelCase keys, omitted optionals, tags ----------------------------
-
-
-def _register_class(
-    cls: type, tag_key: str | None = None, tag: str | None = None
-) -> None:
-    overrides: dict[str, Any] = {}
-    for field in attrs.fields(cls):
-        camel = _camel(field.name)
-        omit = field.default is None
-        if camel != field.name or omit:
-            overrides[field.name] = override(
-                rename=camel if camel != field.name else None,
-                omit_if_default=omit,
-            )
-    unstructure: Callable[[Any], dict[str, Any]] = make_dict_unstructure_fn(
-        cls, converter, **overrides
-    )
-    structure: Callable[[Any, Any], Any] = make_dict_structure_fn(
-        cls, converter, _cattrs_forbid_extra_keys=True, **overrides
-    )
-    # cattrs moves omittable keys to the end; the TypeScript objects keep
-    # declaration order, so restore it (tag first).
-    keys = ([tag_key] if tag_key is not None else []) + [
-        _camel(field.name) for field in attrs.fields(cls)
-    ]
-
-    def ordered(value: Any) -> dict[str, Any]:
-        raw = unstructure(value)
-        if tag_key is not None:
-            raw[tag_key] = tag
-        return {key: raw[key] for key in keys if key in raw}
-
-    def structure_object(value: Any, type_: Any) -> Any:
-        # The generated function assumes a mapping; anything else would surface
-        # as an AttributeError about ``keys`` instead of naming the JSON type.
-        if not isinstance(value, dict):
-            raise _LeafError(f"must be an object, got {_json_kind(value)}")
-        return structure(value, type_)
-
-    converter.register_unstructure_hook(cls, ordered)
-    converter.register_structure_hook(cls, structure_object)
+#
+# The hooks of each value class are generated on its first use, not at import:
+# generating them compiles code, which every ``import dsh_llm`` would pay.
 
 
 class _TagError(TypeError):
@@ -251,29 +213,83 @@ def _register_union(
     )
 
 
-_register_union(ContentBlock, "type", dict(BLOCK_TYPES), "content block")
-_register_union(MessageSource, "kind", dict(SOURCE_TYPES), "message source")
-_register_union(StreamChunk, "type", dict(CHUNK_TYPES), "chunk")
-# Unions first: the class hooks generated below look their field types up.
-_PLAIN: Final[tuple[type, ...]] = (
-    ImageDimensions,
-    ImageRef,
-    LlmFailure,
-    FinishReason,
-    TokenUsage,
-    ReplayEnvelope,
-    Message,
+_TAGS: Final[dict[type, tuple[str, str] | None]] = dict.fromkeys(
+    (
+        ImageDimensions,
+        ImageRef,
+        LlmFailure,
+        FinishReason,
+        TokenUsage,
+        ReplayEnvelope,
+        Message,
+    )
 )
-_TAGGED: Final[tuple[tuple[str, dict[str, type]], ...]] = (
-    ("type", dict(BLOCK_TYPES)),
-    ("kind", dict(SOURCE_TYPES)),
-    ("type", dict(CHUNK_TYPES)),
-)
-for _plain in _PLAIN:
-    _register_class(_plain)
-for _tag_key, _classes in _TAGGED:
+"""Every value class, with its ``(tag key, tag)`` when its JSON object is tagged."""
+
+for _union, _tag_key, _classes, _what in (
+    (ContentBlock, "type", BLOCK_TYPES, "content block"),
+    (MessageSource, "kind", SOURCE_TYPES, "message source"),
+    (StreamChunk, "type", CHUNK_TYPES, "chunk"),
+):
+    _register_union(_union, _tag_key, dict(_classes), _what)
     for _tag, _cls in _classes.items():
-        _register_class(_cls, _tag_key, _tag)
+        _TAGS[_cls] = (_tag_key, _tag)
+
+
+def _is_value_class(t: Any) -> bool:
+    return isinstance(t, type) and t in _TAGS
+
+
+def _overrides(cls: type) -> dict[str, Any]:
+    overrides: dict[str, Any] = {}
+    for field in attrs.fields(cls):
+        camel = _camel(field.name)
+        omit = field.default is None
+        if camel != field.name or omit:
+            overrides[field.name] = override(
+                rename=camel if camel != field.name else None,
+                omit_if_default=omit,
+            )
+    return overrides
+
+
+def _unstructure_factory(cls: type, _: Any) -> Callable[[Any], dict[str, Any]]:
+    unstructure: Callable[[Any], dict[str, Any]] = make_dict_unstructure_fn(
+        cls, converter, **_overrides(cls)
+    )
+    tagged = _TAGS[cls]
+    # cattrs moves omittable keys to the end; the TypeScript objects keep
+    # declaration order, so restore it (tag first).
+    keys = ([] if tagged is None else [tagged[0]]) + [
+        _camel(field.name) for field in attrs.fields(cls)
+    ]
+
+    def ordered(value: Any) -> dict[str, Any]:
+        raw = unstructure(value)
+        if tagged is not None:
+            raw[tagged[0]] = tagged[1]
+        return {key: raw[key] for key in keys if key in raw}
+
+    return ordered
+
+
+def _structure_factory(cls: type, _: Any) -> Callable[[Any, Any], Any]:
+    structure: Callable[[Any, Any], Any] = make_dict_structure_fn(
+        cls, converter, _cattrs_forbid_extra_keys=True, **_overrides(cls)
+    )
+
+    def structure_object(value: Any, type_: Any) -> Any:
+        # The generated function assumes a mapping; anything else would surface
+        # as an AttributeError about ``keys`` instead of naming the JSON type.
+        if not isinstance(value, dict):
+            raise _LeafError(f"must be an object, got {_json_kind(value)}")
+        return structure(value, type_)
+
+    return structure_object
+
+
+converter.register_unstructure_hook_factory(_is_value_class, _unstructure_factory)
+converter.register_structure_hook_factory(_is_value_class, _structure_factory)
 
 
 # --- error reporting --------------------------------------------------------------

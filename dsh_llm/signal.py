@@ -30,6 +30,7 @@ __all__ = ["AbortController", "AbortError", "AbortSignal"]
 _log = logging.getLogger("dsh_llm")
 
 Listener = Callable[[], object]
+"""What ``AbortSignal.add_listener`` runs once the signal aborts."""
 
 
 class AbortError(Exception):

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from importlib import metadata
 
 import attrs
 import pytest
 
+import dsh_llm
 from dsh_llm.attribution import (
     APP_IDENTITY,
     PROJECT_URL,
@@ -22,6 +25,20 @@ FORK = AppIdentity(
 
 def test_version_comes_from_the_installed_package_metadata() -> None:
     assert APP_IDENTITY.version == metadata.version("dsh-llm")
+
+
+def test_the_version_is_the_package_version_read_without_package_metadata() -> None:
+    assert APP_IDENTITY.version == dsh_llm.__version__
+    # Importing the library reads no installed-package metadata (I/O at import).
+    script = "import sys, dsh_llm\nprint('importlib.metadata' in sys.modules)\n"
+    result = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert (result.returncode, result.stdout, result.stderr) == (0, "False\n", "")
 
 
 def test_identity_holds_only_static_public_facts() -> None:

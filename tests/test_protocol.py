@@ -415,6 +415,13 @@ def test_lists_are_stored_as_tuples() -> None:
     assert options.tools == (TOOL,)
 
 
+def test_other_iterables_are_stored_as_tuples_and_non_iterables_refused() -> None:
+    options = _options(stop=(word for word in ["END", "STOP"]))
+    assert options.stop == ("END", "STOP")
+    with pytest.raises(TypeError, match="stop must be a tuple, got int"):
+        _options(stop=5)
+
+
 def test_chunk_tags_match_the_typescript_protocol() -> None:
     assert list(CHUNK_TYPES) == [
         "block-start",

@@ -14,6 +14,7 @@ from typing import Any
 import attrs
 
 Check = Callable[[Any, "attrs.Attribute[Any]", Any], None]
+"""An attrs validator: ``check(instance, attribute, value)`` raises or returns."""
 
 
 class FieldError(Exception):

@@ -14,15 +14,7 @@ from typing import Any, ClassVar, Final
 import attrs
 
 from dsh_llm.protocol import _checks as c
-from dsh_llm.protocol.content import (
-    CallId,
-    ContentBlock,
-    ImageBlock,
-    ReasoningBlock,
-    TextBlock,
-    ToolCallBlock,
-    ToolResultBlock,
-)
+from dsh_llm.protocol.content import BLOCK_TYPES, CallId, ContentBlock, Tagged
 
 __all__ = [
     "BlockEnd",
@@ -277,7 +269,7 @@ def _index_field() -> Any:
 
 
 @attrs.frozen(kw_only=True)
-class BlockStart:
+class BlockStart(Tagged):
     """Opens content block ``index`` of type ``block_type``."""
 
     TAG: ClassVar[str] = "block-start"
@@ -287,14 +279,9 @@ class BlockStart:
     block_type: str = attrs.field(validator=c.non_empty_str)
     """The block's tag: ``text``, ``reasoning``, ``tool-call``... (open set)."""
 
-    @property
-    def type(self) -> str:
-        """The JSON tag, ``"block-start"``."""
-        return self.TAG
-
 
 @attrs.frozen(kw_only=True)
-class TextDelta:
+class TextDelta(Tagged):
     """Appends ``text`` to text block ``index``."""
 
     TAG: ClassVar[str] = "text-delta"
@@ -304,14 +291,9 @@ class TextDelta:
     text: str = attrs.field(validator=c.is_str)
     """The next piece of text."""
 
-    @property
-    def type(self) -> str:
-        """The JSON tag, ``"text-delta"``."""
-        return self.TAG
-
 
 @attrs.frozen(kw_only=True)
-class ReasoningDelta:
+class ReasoningDelta(Tagged):
     """Appends ``text`` to reasoning block ``index``."""
 
     TAG: ClassVar[str] = "reasoning-delta"
@@ -321,14 +303,9 @@ class ReasoningDelta:
     text: str = attrs.field(validator=c.is_str)
     """The next piece of reasoning."""
 
-    @property
-    def type(self) -> str:
-        """The JSON tag, ``"reasoning-delta"``."""
-        return self.TAG
-
 
 @attrs.frozen(kw_only=True)
-class ToolCallDelta:
+class ToolCallDelta(Tagged):
     """Extends tool-call block ``index`` with a piece of its raw JSON arguments."""
 
     TAG: ClassVar[str] = "tool-call-delta"
@@ -342,34 +319,21 @@ class ToolCallDelta:
     arguments_delta: str = attrs.field(validator=c.is_str)
     """Raw JSON text to append to the arguments; not valid JSON on its own."""
 
-    @property
-    def type(self) -> str:
-        """The JSON tag, ``"tool-call-delta"``."""
-        return self.TAG
-
-
-_BLOCK_TYPES = (TextBlock, ReasoningBlock, ToolCallBlock, ToolResultBlock, ImageBlock)
-
 
 @attrs.frozen(kw_only=True)
-class BlockEnd:
+class BlockEnd(Tagged):
     """Closes block ``index`` and carries the complete block."""
 
     TAG: ClassVar[str] = "block-end"
 
     index: int = _index_field()
     """The block being closed."""
-    block: ContentBlock = attrs.field(validator=c.instance_of(*_BLOCK_TYPES))
+    block: ContentBlock = attrs.field(validator=c.instance_of(*BLOCK_TYPES.values()))
     """The complete block; equal to what its deltas add up to."""
-
-    @property
-    def type(self) -> str:
-        """The JSON tag, ``"block-end"``."""
-        return self.TAG
 
 
 @attrs.frozen(kw_only=True)
-class UsageChunk:
+class UsageChunk(Tagged):
     """The call's token usage; comes once, after the last block, before ``Finish``."""
 
     TAG: ClassVar[str] = "usage"
@@ -377,14 +341,9 @@ class UsageChunk:
     usage: TokenUsage = attrs.field(validator=c.instance_of(TokenUsage))
     """The counts."""
 
-    @property
-    def type(self) -> str:
-        """The JSON tag, ``"usage"``."""
-        return self.TAG
-
 
 @attrs.frozen(kw_only=True)
-class Finish:
+class Finish(Tagged):
     """The terminal chunk: why the response ended. Nothing follows it."""
 
     TAG: ClassVar[str] = "finish"
@@ -395,11 +354,6 @@ class Finish:
         default=None, validator=c.optional(c.instance_of(ReplayEnvelope))
     )
     """Adapter-private replay state, on a successful finish only."""
-
-    @property
-    def type(self) -> str:
-        """The JSON tag, ``"finish"``."""
-        return self.TAG
 
 
 StreamChunk = (

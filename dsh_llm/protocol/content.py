@@ -40,8 +40,22 @@ IMAGE_MEDIA_TYPES: Final = ("image/png", "image/jpeg", "image/webp", "image/gif"
 _ATTACHMENT_ID = re.compile(r"sha256:[0-9a-f]{64}")
 
 
+class Tagged:
+    """Base of the values whose JSON object carries a ``type`` tag (blocks and
+    chunks): ``type`` reads the class's ``TAG``."""
+
+    __slots__ = ()
+
+    TAG: ClassVar[str]
+
+    @property
+    def type(self) -> str:
+        """The JSON tag, e.g. ``"text"`` or ``"block-start"`` (the class's ``TAG``)."""
+        return self.TAG
+
+
 @attrs.frozen(kw_only=True)
-class TextBlock:
+class TextBlock(Tagged):
     """Plain text visible to the end user."""
 
     TAG: ClassVar[str] = "text"
@@ -49,14 +63,9 @@ class TextBlock:
     text: str = attrs.field(validator=c.is_str)
     """The text, exactly as produced."""
 
-    @property
-    def type(self) -> str:
-        """The JSON tag, ``"text"``."""
-        return self.TAG
-
 
 @attrs.frozen(kw_only=True)
-class ReasoningBlock:
+class ReasoningBlock(Tagged):
     """Reasoning (thinking) text, kept apart from the visible text."""
 
     TAG: ClassVar[str] = "reasoning"
@@ -64,14 +73,9 @@ class ReasoningBlock:
     text: str = attrs.field(validator=c.is_str)
     """The reasoning text, exactly as produced."""
 
-    @property
-    def type(self) -> str:
-        """The JSON tag, ``"reasoning"``."""
-        return self.TAG
-
 
 @attrs.frozen(kw_only=True)
-class ToolCallBlock:
+class ToolCallBlock(Tagged):
     """A tool invocation requested by the model."""
 
     TAG: ClassVar[str] = "tool-call"
@@ -82,11 +86,6 @@ class ToolCallBlock:
     """The tool's name."""
     arguments: str = attrs.field(validator=c.is_str)
     """The arguments as the raw JSON text the model produced; never parsed here."""
-
-    @property
-    def type(self) -> str:
-        """The JSON tag, ``"tool-call"``."""
-        return self.TAG
 
 
 @attrs.frozen(kw_only=True)
@@ -129,7 +128,7 @@ class ImageRef:
 
 
 @attrs.frozen(kw_only=True)
-class ImageBlock:
+class ImageBlock(Tagged):
     """An image given to the model, by reference only."""
 
     TAG: ClassVar[str] = "image"
@@ -137,18 +136,13 @@ class ImageBlock:
     attachment: ImageRef = attrs.field(validator=c.instance_of(ImageRef))
     """The stored image this block points at."""
 
-    @property
-    def type(self) -> str:
-        """The JSON tag, ``"image"``."""
-        return self.TAG
-
 
 def _content_items(inst: object, attribute: attrs.Attribute[Any], value: Any) -> None:
     c.tuple_of(*_BLOCK_CLASSES)(inst, attribute, value)
 
 
 @attrs.frozen(kw_only=True)
-class ToolResultBlock:
+class ToolResultBlock(Tagged):
     """The result of a tool call, sent back to the model (in a user-role message)."""
 
     TAG: ClassVar[str] = "tool-result"
@@ -161,11 +155,6 @@ class ToolResultBlock:
     """What the tool returned; may nest blocks (text, images, further results)."""
     is_error: bool | None = attrs.field(default=None, validator=c.optional(c.is_bool))
     """``True`` when the tool failed; ``None`` when the producer did not say."""
-
-    @property
-    def type(self) -> str:
-        """The JSON tag, ``"tool-result"``."""
-        return self.TAG
 
 
 ContentBlock = TextBlock | ReasoningBlock | ToolCallBlock | ToolResultBlock | ImageBlock

@@ -68,16 +68,24 @@ def _bounded_summary(value: Any) -> Any:
     return bound_context_summary(value) if isinstance(value, str) else value
 
 
-@attrs.frozen(kw_only=True)
-class UserSource:
-    """The message came from the user."""
+class _Sourced:
+    """Base of the message sources: ``kind`` reads the class's ``KIND``."""
 
-    KIND: ClassVar[str] = "user"
+    __slots__ = ()
+
+    KIND: ClassVar[str]
 
     @property
     def kind(self) -> str:
-        """The JSON tag, ``"user"``."""
+        """The JSON tag, e.g. ``"user"`` or ``"model"`` (the class's ``KIND``)."""
         return self.KIND
+
+
+@attrs.frozen(kw_only=True)
+class UserSource(_Sourced):
+    """The message came from the user."""
+
+    KIND: ClassVar[str] = "user"
 
 
 @attrs.frozen(kw_only=True)
@@ -91,7 +99,7 @@ class ContextSnapshotSection:
 
 
 @attrs.frozen(kw_only=True)
-class PluginSource:
+class PluginSource(_Sourced):
     """The message was produced by a plugin.
 
     ``form`` optionally says what kind of context it is; a ``snapshot`` needs
@@ -131,14 +139,9 @@ class PluginSource:
                 self, "summary", "is required for form 'notice' and only allowed there"
             )
 
-    @property
-    def kind(self) -> str:
-        """The JSON tag, ``"plugin"``."""
-        return self.KIND
-
 
 @attrs.frozen(kw_only=True)
-class ModelSource:
+class ModelSource(_Sourced):
     """The message was produced by a model through a provider route."""
 
     KIND: ClassVar[str] = "model"
@@ -152,25 +155,15 @@ class ModelSource:
     )
     """Adapter-private replay state from the finish chunk, if any."""
 
-    @property
-    def kind(self) -> str:
-        """The JSON tag, ``"model"``."""
-        return self.KIND
-
 
 @attrs.frozen(kw_only=True)
-class ToolSource:
+class ToolSource(_Sourced):
     """The message carries the result of tool call ``call_id``."""
 
     KIND: ClassVar[str] = "tool"
 
     call_id: CallId = attrs.field(validator=c.is_str)
     """The answered call's id."""
-
-    @property
-    def kind(self) -> str:
-        """The JSON tag, ``"tool"``."""
-        return self.KIND
 
 
 MessageSource = UserSource | PluginSource | ModelSource | ToolSource
