@@ -205,14 +205,7 @@ def _call_parts(
         options = request
 
         def with_config(config: LlmCallConfig) -> GenerateOptions:
-            return options.evolve(
-                provider=config.provider,
-                model=config.model,
-                reasoning_effort=config.reasoning_effort,
-                temperature=config.temperature,
-                max_tokens=config.max_tokens,
-                stop=config.stop,
-            )
+            return options.evolve(**attrs.asdict(config, recurse=False))
 
         return request.call_config(), with_config, signal or request.signal
     if isinstance(request, LlmCallConfig):

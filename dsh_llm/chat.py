@@ -24,7 +24,6 @@ import attrs
 
 from dsh_llm.cli_targets import Target, UsageError
 from dsh_llm.console import ChunkSink
-from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import (
     Finish,
     FinishReason,
@@ -114,6 +113,6 @@ def stream_chat(
                     finish = chunk.reason
         finally:
             sink.end()
-    if finish is None:  # validate_stream raises first; kept for the type checker
-        raise LlmError("stream ended without a finish chunk", ErrorCode.STREAM_CLOSED)
+    # A stream that passed validate_stream ended with its finish.
+    assert finish is not None
     return ChatOutcome(finish=finish, usage=usage)

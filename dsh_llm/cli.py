@@ -26,7 +26,7 @@ import contextlib
 import os
 import sys
 from collections.abc import Callable, Generator, Iterable, Sequence
-from typing import TypeAlias
+from typing import TYPE_CHECKING, TypeAlias
 
 from dsh_llm._version import __version__
 from dsh_llm.cli_targets import DEFAULT_CONFIG, UsageError
@@ -37,12 +37,19 @@ from dsh_llm.signal import AbortController
 from dsh_llm.trace import trace_stream
 from dsh_llm.validator import validate_stream
 
+if TYPE_CHECKING:
+    from dsh_llm.console import ChunkSink
+
 __all__ = ["build_parser", "main"]
 
 EXIT_OK = 0
+"""The command did what was asked."""
 EXIT_LLM_ERROR = 1
+"""The library reported an ``LlmError``, or the stream failed or was aborted."""
 EXIT_USAGE = 2
+"""The command cannot run as invoked, or its input cannot be read."""
 EXIT_INTERRUPTED = 130
+"""Ctrl-C ended the command."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -103,9 +110,7 @@ def _recorded_chunks(path: str) -> Generator[StreamChunk, None, None]:
     except OSError as exc:
         reason = exc.strerror or str(exc)
         raise _UnreadableInput(f"error: cannot read {name}: {reason}") from exc
-    except LlmError as exc:
-        if exc.code != ErrorCode.INVALID_CHUNK:
-            raise
+    except LlmError as exc:  # INVALID_CHUNK: the only code the readers raise
         raise _UnreadableInput(
             f"error[{exc.code}]: {name} is not JSON Lines of chunks: {exc.message}"
         ) from exc
@@ -142,6 +147,16 @@ def _print_failure(code: str, message: str) -> int:
     return EXIT_LLM_ERROR
 
 
+def _sink(json_lines: bool) -> ChunkSink:
+    """Where ``chat`` and ``demo`` show the stream: JSON Lines on stdout for
+    ``--json``, else text on stdout and reasoning on stderr."""
+    from dsh_llm.console import ChunkPrinter, JsonLinesPrinter
+
+    if json_lines:
+        return JsonLinesPrinter(sys.stdout)
+    return ChunkPrinter(sys.stdout, sys.stderr)
+
+
 # --- demo ---------------------------------------------------------------------------
 
 
@@ -168,7 +183,6 @@ def _add_demo_command(commands: _Commands) -> None:
 
 
 def _run_demo(args: argparse.Namespace) -> int:
-    from dsh_llm.console import ChunkPrinter, ChunkSink, JsonLinesPrinter
     from dsh_llm.demo import DEMO_PROMPT, print_report, run_demo
     from dsh_llm.interrupt import run_abortable
 
@@ -179,11 +193,7 @@ def _run_demo(args: argparse.Namespace) -> int:
             flush=True,
         )
 
-    sink: ChunkSink = (
-        JsonLinesPrinter(sys.stdout)
-        if args.json
-        else ChunkPrinter(sys.stdout, sys.stderr)
-    )
+    sink = _sink(args.json)
     controller = AbortController()
     result = run_abortable(
         lambda: run_demo(
@@ -276,12 +286,7 @@ def _add_chat_command(commands: _Commands) -> None:
 def _run_chat(args: argparse.Namespace) -> int:
     from dsh_llm.chat import chat_options, read_prompt, stream_chat
     from dsh_llm.cli_targets import open_target
-    from dsh_llm.console import (
-        ChunkPrinter,
-        ChunkSink,
-        JsonLinesPrinter,
-        summary_line,
-    )
+    from dsh_llm.console import summary_line
     from dsh_llm.interrupt import run_abortable
 
     controller = AbortController()
@@ -302,11 +307,7 @@ def _run_chat(args: argparse.Namespace) -> int:
             reasoning_effort=args.reasoning_effort,
             signal=controller.signal,
         )
-        sink: ChunkSink = (
-            JsonLinesPrinter(sys.stdout)
-            if args.json
-            else ChunkPrinter(sys.stdout, sys.stderr)
-        )
+        sink = _sink(args.json)
         outcome = run_abortable(
             lambda: stream_chat(target.runtime, options, sink), controller
         )
@@ -398,15 +399,11 @@ def _run_validate(args: argparse.Namespace) -> int:
     total = blocks = 0
     last: StreamChunk | None = None
     mode = "lenient" if args.lenient else "strict"
-    try:
-        with contextlib.closing(_recorded_chunks(args.file)) as chunks:
-            for chunk in validate_stream(chunks, strict=not args.lenient):
-                total += 1
-                blocks += isinstance(chunk, BlockStart)
-                last = chunk
-    except _UnreadableInput as exc:
-        print(exc, file=sys.stderr)
-        return EXIT_USAGE
+    with contextlib.closing(_recorded_chunks(args.file)) as chunks:
+        for chunk in validate_stream(chunks, strict=not args.lenient):
+            total += 1
+            blocks += isinstance(chunk, BlockStart)
+            last = chunk
     finish = last.reason.kind if isinstance(last, Finish) else "none"
     print(
         f"{_input_name(args.file)}: valid ({mode}): {total} chunks, {blocks} blocks, "
@@ -449,15 +446,9 @@ def _run_trace(args: argparse.Namespace) -> int:
         label = "stdin"
     else:
         label = os.path.basename(args.file)
-    try:
-        with contextlib.closing(_recorded_chunks(args.file)) as chunks:
-            for _ in trace_stream(
-                label, chunks, out=sys.stdout, strict=not args.lenient
-            ):
-                pass
-    except _UnreadableInput as exc:
-        print(exc, file=sys.stderr)
-        return EXIT_USAGE
+    with contextlib.closing(_recorded_chunks(args.file)) as chunks:
+        for _ in trace_stream(label, chunks, out=sys.stdout, strict=not args.lenient):
+            pass
     return EXIT_OK
 
 
@@ -474,10 +465,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except _UnreadableInput as exc:
+        print(exc, file=sys.stderr)
+        return EXIT_USAGE
     except LlmError as exc:
-        print(f"error[{exc.code}]: {exc.message}", file=sys.stderr)
+        status = _print_failure(exc.code, exc.message)
         # A composition that cannot be loaded is unreadable input, not a failed call.
-        return EXIT_USAGE if exc.code == ErrorCode.PLUGIN_LOAD else EXIT_LLM_ERROR
+        return EXIT_USAGE if exc.code == ErrorCode.PLUGIN_LOAD else status
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED

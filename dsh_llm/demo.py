@@ -15,9 +15,10 @@ callers may rely on:
 - ``run_demo`` starts a ``LoopbackServer`` on 127.0.0.1, registers the real
   ``DeepSeekAdapter`` (explicit demo key ``DEMO_API_KEY``, ``base_url`` = the
   server, an empty environment: no ``DEEPSEEK_*`` variable is read) in an
-  ``LlmRuntime`` and streams ``demo_options()`` through it over HTTP. Every chunk
-  passes ``validate_stream`` (strict) and a ``BlockAssembler`` and is handed to the
-  sink as it arrives (``announce`` is told the server's URL first). The demo
+  ``LlmRuntime`` and streams ``demo_options()`` through it over HTTP as ``dsh-llm
+  chat`` does (``dsh_llm.chat.stream_chat``: every chunk passes ``validate_stream``,
+  strict, and is handed to the sink as it arrives), assembling it with a
+  ``BlockAssembler`` on the way (``announce`` is told the server's URL first). The demo
   never leaves the machine: the transport reaches loopback hosts directly, so a
   proxy configured in the environment is never used, and the process
   environment is left untouched. The server and the adapter's connections are
@@ -28,7 +29,6 @@ callers may rely on:
 
 from __future__ import annotations
 
-import contextlib
 import json
 from collections.abc import Callable
 from typing import Any, Final, TextIO
@@ -37,6 +37,7 @@ import attrs
 
 from dsh_llm.adapters.deepseek import PROVIDER_ROUTE, DeepSeekAdapter
 from dsh_llm.assembler import BlockAssembler
+from dsh_llm.chat import stream_chat
 from dsh_llm.console import ChunkSink, format_usage
 from dsh_llm.protocol import (
     BlockStart,
@@ -44,6 +45,7 @@ from dsh_llm.protocol import (
     GenerateOptions,
     Message,
     ReasoningBlock,
+    StreamChunk,
     TextBlock,
     TokenUsage,
     ToolCallBlock,
@@ -53,7 +55,6 @@ from dsh_llm.protocol import (
 from dsh_llm.runtime import LlmRuntime
 from dsh_llm.signal import AbortSignal
 from dsh_llm.testing import LoopbackServer, Pause, Reply, sse_event
-from dsh_llm.validator import validate_stream
 
 __all__ = [
     "DEMO_API_KEY",
@@ -227,6 +228,25 @@ class DemoResult:
     """Why the stream ended."""
 
 
+class _Recording:
+    """A sink that counts and assembles each chunk, then passes it on."""
+
+    def __init__(self, sink: ChunkSink) -> None:
+        self.sink = sink
+        self.assembler = BlockAssembler()
+        self.chunks = 0
+        self.blocks = 0
+
+    def write(self, chunk: StreamChunk) -> None:
+        self.chunks += 1
+        self.blocks += isinstance(chunk, BlockStart)
+        self.assembler.push(chunk)
+        self.sink.write(chunk)
+
+    def end(self) -> None:
+        self.sink.end()
+
+
 def run_demo(
     sink: ChunkSink,
     *,
@@ -248,8 +268,7 @@ def run_demo(
     Raises:
         LlmError: ``INVARIANT`` if the stream broke the protocol's rules.
     """
-    assembler = BlockAssembler()
-    chunks = blocks = 0
+    recording = _Recording(sink)
     with LoopbackServer() as server:
         server.enqueue(demo_reply(pace))
         if announce is not None:
@@ -258,26 +277,17 @@ def run_demo(
         runtime = LlmRuntime()
         registration = runtime.register_adapter([PROVIDER_ROUTE], adapter)
         try:
-            stream = runtime.stream(demo_options(signal))
-            with contextlib.closing(stream):
-                try:
-                    for chunk in validate_stream(stream, strict=True):
-                        chunks += 1
-                        blocks += isinstance(chunk, BlockStart)
-                        assembler.push(chunk)
-                        sink.write(chunk)
-                finally:
-                    sink.end()
+            outcome = stream_chat(runtime, demo_options(signal), recording)
         finally:
             registration.dispose()
             adapter.close()
     return DemoResult(
         server_url=server.url,
-        chunks=chunks,
-        blocks=blocks,
-        message=assembler.message(),
-        usage=assembler.usage,
-        finish=assembler.finish,
+        chunks=recording.chunks,
+        blocks=recording.blocks,
+        message=recording.assembler.message(),
+        usage=outcome.usage,
+        finish=outcome.finish,
     )
 
 

@@ -457,28 +457,35 @@ def _mapping_factory(t: Any, conv: BaseConverter) -> Callable[[Any, Any], Any]:
     return structure
 
 
-def _yaml_key(field: attrs.Attribute[Any]) -> str:
+def _pinned_key(field: attrs.Attribute[Any]) -> str | None:
     explicit = field.metadata.get(KEY_METADATA)
-    if isinstance(explicit, str) and explicit:
-        return explicit
-    parts = [part for part in (field.alias or field.name).split("_") if part]
-    if not parts:
-        return field.name
-    head, rest = parts[0], parts[1:]
+    return explicit if isinstance(explicit, str) and explicit else None
+
+
+def _words(field: attrs.Attribute[Any]) -> list[str]:
+    """The snake_case words of the field's init name (its alias)."""
+    return [part for part in (field.alias or field.name).split("_") if part] or [
+        field.name
+    ]
+
+
+def _yaml_key(field: attrs.Attribute[Any]) -> str:
+    pinned = _pinned_key(field)
+    if pinned is not None:
+        return pinned
+    head, *rest = _words(field)
     return head + "".join(
         "URL" if part == "url" else part[:1].upper() + part[1:] for part in rest
     )
 
 
 def _spellings(field: attrs.Attribute[Any]) -> set[str]:
-    explicit = field.metadata.get(KEY_METADATA)
-    if isinstance(explicit, str) and explicit:
-        return {explicit}
-    parts = [part for part in (field.alias or field.name).split("_") if part]
-    if len(parts) <= 1:
-        return {_yaml_key(field)}
-    options = [(part[:1].upper() + part[1:], part.upper()) for part in parts[1:]]
-    return {parts[0] + "".join(combo) for combo in itertools.product(*options)}
+    pinned = _pinned_key(field)
+    if pinned is not None:
+        return {pinned}
+    head, *rest = _words(field)
+    options = [(part[:1].upper() + part[1:], part.upper()) for part in rest]
+    return {head + "".join(combo) for combo in itertools.product(*options)}
 
 
 def _squash(key: str) -> str:
@@ -615,8 +622,6 @@ def _problems(exc: BaseException, path: str) -> list[tuple[str, str]]:
                 found.extend(_problems(sub, path))
         return found
     if isinstance(exc, _KeyProblem):
-        return [(_join(path, exc.key), exc.detail)]
-    if isinstance(exc, PluginConfigError):
         return [(_join(path, exc.key), exc.detail)]
     if isinstance(exc, _LeafError):
         return [(path, str(exc))]

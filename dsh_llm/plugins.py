@@ -48,7 +48,6 @@ import hashlib
 import importlib
 import importlib.metadata
 import importlib.util
-import logging
 import os
 import re
 import sys
@@ -92,8 +91,6 @@ PLUGIN_GROUP: Final = "dsh_llm.plugins"
 """The entry-point group plugins are registered under."""
 
 _ENTRY_KEYS: Final = ("id", "name", "config", "disabled")
-
-_log = logging.getLogger("dsh_llm")
 
 
 # --- errors -----------------------------------------------------------------------
@@ -214,11 +211,9 @@ class Composition:
 
 
 def _dispose_all(contexts: Iterable[PluginContext]) -> None:
+    # Never raises: a context logs a failing disposer and runs the others.
     for context in reversed(list(contexts)):
-        try:
-            context.dispose()
-        except Exception:
-            _log.exception('dsh_llm: disposing plugin "%s" failed', context.id)
+        context.dispose()
 
 
 @attrs.frozen(kw_only=True)

@@ -102,6 +102,14 @@ def test_chat_refuses_a_max_tokens_that_is_not_a_positive_integer(value, capsys)
     assert "--max-tokens" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("option", ["--api-key-env", "--reasoning-effort"])
+def test_chat_refuses_an_empty_option_value(option, capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["chat", option, "", "hi"])
+    assert info.value.code == 2
+    assert "must not be empty" in capsys.readouterr().err
+
+
 def test_chat_refuses_a_blank_prompt(server, tmp_path):
     result = run_cli("chat", env=_env(server), cwd=tmp_path, stdin="  \n")
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import pathlib
 from typing import Any, Literal
 
 import attrs
@@ -400,3 +401,63 @@ def test_value_kind_speaks_yaml() -> None:
         "a list",
         "a object",
     ]
+
+
+# --- what a missing or refused value is said to be ------------------------------------
+
+
+def test_a_missing_key_names_what_its_field_takes() -> None:
+    @attrs.frozen(kw_only=True)
+    class Required:
+        flag: bool
+        anything: Any
+        model: Model
+        items: list[Any]
+        path: pathlib.Path
+
+    assert problems(Required, {}) == (
+        ("flag", "is required (expected a boolean)"),
+        ("anything", "is required (expected any value)"),
+        ("model", "is required (expected a mapping)"),
+        ("items", "is required (expected a list)"),
+        ("path", "is required (expected a Path)"),
+    )
+
+
+def test_literal_choices_are_shown_in_yaml_spelling() -> None:
+    @attrs.frozen(kw_only=True)
+    class Choice:
+        mode: Literal["auto", True, 3, None] = "auto"
+
+    assert problems(Choice, {"mode": "manual"}) == (
+        ("mode", 'must be one of "auto", true, 3, null, got "manual"'),
+    )
+    assert structure_config(Choice, {"mode": True}) == Choice(mode=True)
+    assert structure_config(Choice, {"mode": None}) == Choice(mode=None)
+
+
+def test_null_is_taken_only_by_a_union_that_allows_it() -> None:
+    assert structure_config(Profile, {"limit": None}).limit is None
+
+    @attrs.frozen(kw_only=True)
+    class Strict:
+        limit: int | str = 0
+
+    assert problems(Strict, {"limit": None}) == (
+        ("limit", "must be an integer or a string, got null"),
+    )
+
+
+def test_a_secret_given_from_python_is_kept() -> None:
+    secret = Secret("sk-hidden")
+    assert structure_config(Profile, {"secret": secret}).secret is secret
+
+
+def test_a_value_its_field_type_cannot_be_built_from_is_invalid() -> None:
+    @attrs.frozen(kw_only=True)
+    class Located:
+        path: pathlib.Path = pathlib.Path(".")
+
+    ((key, detail),) = problems(Located, {"path": 5})
+    assert key == "path"
+    assert detail.startswith("is invalid: ")

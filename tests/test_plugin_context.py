@@ -4,13 +4,14 @@ their disposal, used directly (without a composition)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 
 from dsh_llm import plugin_context, plugins
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.plugin_context import PluginContext
-from dsh_llm.protocol import GenerateOptions, StreamChunk
+from dsh_llm.protocol import GenerateOptions, LlmCallConfig, StreamChunk
 from dsh_llm.runtime import LlmRuntime, StreamNext
 from tests.runtime_adapters import DONE, Quiet
 
@@ -93,8 +94,56 @@ def test_ctx_get_refuses_unknown_services_and_delegates_queries() -> None:
     assert ctx.llm.list_models("r") == ()
     assert ctx.llm.provider_retry_policy("r") == runtime.provider_retry_policy("r")
     assert ctx.llm.resolve_model_info("r", "m").name == "m"
+    config = LlmCallConfig(provider="r", model="m")
+    assert ctx.llm.resolve_call_config(config) is config
+    prepared = ctx.llm.prepare_call(config)
+    assert prepared.config == config
+    assert list(prepared.stream(GenerateOptions(provider="r", model="m", messages=())))
     stream = ctx.llm.stream(GenerateOptions(provider="r", model="m", messages=()))
     assert list(stream) == list(DONE)
+
+
+def test_disposing_twice_runs_each_effect_once() -> None:
+    ctx = PluginContext(LlmRuntime(), plugin_id="p")
+    runs: list[int] = []
+    ctx.effect(lambda: runs.append(1))
+    ctx.dispose()
+    ctx.dispose()
+    assert runs == [1]
+
+
+def test_a_registration_made_while_the_context_is_disposed_is_undone() -> None:
+    runtime = LlmRuntime()
+    ctx = PluginContext(runtime, plugin_id="p")
+    # The registry notifies listeners before register_adapter returns.
+    runtime.on_adapters_updated(ctx.dispose)
+    with pytest.raises(LlmError) as caught:
+        ctx.llm.register_adapter(["r"], Quiet())
+    assert caught.value.code == ErrorCode.REGISTRATION_DISPOSED
+    assert runtime.list_providers() == ()
+
+
+def test_middleware_added_while_the_context_is_disposed_is_removed() -> None:
+    class DisposingRuntime(LlmRuntime):
+        def use(self, middleware: Any, prepend: bool = False) -> Callable[[], None]:
+            remove = super().use(middleware, prepend=prepend)
+            ctx.dispose()  # another thread, between the check and the tracking
+            return remove
+
+    runtime = DisposingRuntime()
+    runtime.register_adapter(["r"], Quiet())
+    ctx = PluginContext(runtime, plugin_id="p")
+    calls: list[str] = []
+
+    def middleware(opts: GenerateOptions, next_: StreamNext) -> Iterator[StreamChunk]:
+        calls.append(opts.provider)
+        return next_()
+
+    with pytest.raises(LlmError) as caught:
+        ctx.llm.use(middleware)
+    assert caught.value.code == ErrorCode.REGISTRATION_DISPOSED
+    list(runtime.stream(GenerateOptions(provider="r", model="m", messages=())))
+    assert calls == []
 
 
 def test_the_plugins_module_re_exports_the_plugin_contract() -> None:

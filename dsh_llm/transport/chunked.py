@@ -132,19 +132,17 @@ class ChunkedBodyReader:
                 pos += 2
                 state = _SIZE
                 continue
-            if state == _TRAILER:
-                line_end = find(b"\r\n", pos)
-                if line_end < 0:
-                    if end_of_buf - pos > _MAX_LINE:
-                        raise http.client.HTTPException("trailer line too long")
-                    break
-                empty = line_end == pos
-                pos = line_end + 2
-                if empty:
-                    state = _DONE
-                    break
-                continue
-            break
+            # _TRAILER: the only state left (_DONE is never parsed).
+            line_end = find(b"\r\n", pos)
+            if line_end < 0:
+                if end_of_buf - pos > _MAX_LINE:
+                    raise http.client.HTTPException("trailer line too long")
+                break
+            empty = line_end == pos
+            pos = line_end + 2
+            if empty:
+                state = _DONE
+                break
         self._buf = buf[pos:] if pos < end_of_buf else b""
         self._state = state
         self._left = left

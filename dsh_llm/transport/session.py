@@ -183,11 +183,9 @@ def is_loopback_host(host: str | None) -> bool:
 
 
 def _is_loopback_url(url: str | None) -> bool:
-    try:
-        return is_loopback_host(urllib.parse.urlsplit(url or "").hostname)
-    except ValueError:
-        # requests reports a malformed URL itself; nothing to decide here.
-        return False
+    # A malformed URL raises ValueError here, exactly as requests' own proxy
+    # lookup (urllib.parse again) would right after.
+    return is_loopback_host(urllib.parse.urlsplit(url or "").hostname)
 
 
 class _StreamingAdapter(requests.adapters.HTTPAdapter):

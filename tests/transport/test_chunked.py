@@ -102,3 +102,9 @@ def test_bytes_after_the_terminator_make_it_unclean():
 def test_bad_or_truncated_framing_raises(data, error):
     with pytest.raises(error):
         _decode(data)
+
+
+def test_data_split_across_reads_must_still_end_with_crlf():
+    # The chunk's data ends in one read and its (missing) CRLF is checked in the next.
+    with pytest.raises(http.client.HTTPException, match="not followed by CRLF"):
+        _decode(b"3\r\nabcXY\r\n0\r\n\r\n", cuts=[5])

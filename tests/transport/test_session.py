@@ -218,6 +218,19 @@ def test_loopback_requests_never_go_through_the_environment_proxy(monkeypatch, h
         assert server.wait_until_idle()
 
 
+def test_a_malformed_url_sent_through_the_transport_adapter_is_a_value_error():
+    request = requests.Request("POST", "http://127.0.0.1:1/v1").prepare()
+    request.url = "http://[::1/v1"  # past requests' own URL check
+    session = create_session()
+    try:
+        with pytest.raises(ValueError, match="Invalid IPv6 URL"):
+            session.get_adapter("http://").send(
+                request, proxies={"http": "http://127.0.0.1:9"}, timeout=1
+            )
+    finally:
+        session.close()
+
+
 def test_other_hosts_still_go_through_the_environment_proxy(monkeypatch):
     with LoopbackServer() as proxy:
         use_proxy(monkeypatch, proxy.url)
