@@ -63,6 +63,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Final, NoReturn, Protocol
 
+from dsh_llm._sources import close_source
 from dsh_llm.protocol import GenerateOptions, StreamChunk
 from dsh_llm.signal import AbortController, AbortError, AbortSignal
 
@@ -295,11 +296,9 @@ def _resolve(waiter: asyncio.Future[None]) -> None:
 
 
 def _close_iterator(iterator: Iterator[StreamChunk]) -> BaseException | None:
-    close: Callable[[], object] | None = getattr(iterator, "close", None)
-    if close is None:
-        return None
+    """Close ``iterator``; what closing it raised, returned for the consumer."""
     try:
-        close()
+        close_source(iterator)
     except BaseException as exc:
         return exc
     return None

@@ -33,6 +33,7 @@ from typing import Final, NoReturn
 
 import attrs
 
+from dsh_llm._sources import close_source
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import (
     BlockEnd,
@@ -373,9 +374,7 @@ def assemble_stream(
     finally:
         # Release the source (an adapter's HTTP response) now, not at garbage
         # collection, when a chunk could not be assembled.
-        close = getattr(iterator, "close", None)
-        if callable(close):
-            close()
+        close_source(iterator)
     if not finished:
         return assembler, FinishReason.error(
             LlmFailure(

@@ -8,7 +8,9 @@ picks the adapter. Contracts callers may rely on:
   checked before anything changes (``INVALID_ADAPTER``, ``DUPLICATE_ADAPTER``);
   the handle it returns is callable, has ``dispose()`` (idempotent) and
   ``replace(providers)`` (an atomic swap; ``REGISTRATION_DISPOSED`` after
-  disposal). The retry policy of each route is captured at registration.
+  disposal). The retry policy of each route is captured at registration. The
+  handle and the checks of what a registration captures are
+  ``dsh_llm.registration``'s; the route table is this module's.
 - Thread safety: mutations are serialised by one ``threading.RLock`` and publish
   a new route table in one assignment (copy on write), so a thread that streams
   while another registers, replaces or disposes sees either the table before or
@@ -55,6 +57,7 @@ from typing import TYPE_CHECKING, Final, Protocol
 
 import attrs
 
+from dsh_llm._sources import close_source
 from dsh_llm.adapter import (
     LlmAdapter,
     LlmModelContext,
@@ -63,7 +66,7 @@ from dsh_llm.adapter import (
     LlmResolvedModelInfo,
     PreparedAdapterCall,
 )
-from dsh_llm.errors import ErrorCode, HarnessError, LlmError, normalize_llm_failure
+from dsh_llm.errors import ErrorCode, LlmError, normalize_llm_failure
 from dsh_llm.model_info import MAX_SAFE_INTEGER as MAX_SAFE_INTEGER
 from dsh_llm.model_info import (
     AdapterDefaults,
@@ -82,12 +85,13 @@ from dsh_llm.protocol import (
     ModelSource,
     StreamChunk,
 )
-from dsh_llm.retry import (
-    DEFAULT_RETRY_POLICY,
-    AlwaysRetryPolicy,
-    NormalRetryPolicy,
-    RetryPolicy,
+from dsh_llm.registration import (
+    AdapterRegistration,
+    Route,
+    describe_routes,
+    route_names,
 )
+from dsh_llm.retry import RetryPolicy
 from dsh_llm.signal import AbortSignal
 
 if TYPE_CHECKING:
@@ -136,81 +140,14 @@ replace or short-circuit ``next()``; what it raises propagates to the consumer."
 
 
 @attrs.frozen(kw_only=True)
-class _Route:
-    """One registered route: who serves it and what was captured then."""
-
-    registration: AdapterRegistration
-    adapter: LlmAdapter
-    info: LlmProviderInfo
-    retry_policy: RetryPolicy
-
-
-@attrs.frozen(kw_only=True)
 class _PreparedDispatch:
-    route: _Route
+    """One call bound to a route's adapter generation (see ``_prepare``)."""
+
+    route: Route
     config: LlmCallConfig
     model: LlmResolvedModelInfo
     defaults: AdapterDefaults
     dispatch: Callable[[GenerateOptions], Iterator[StreamChunk]]
-
-
-class AdapterRegistration:
-    """The handle ``LlmRuntime.register_adapter`` returns.
-
-    Calling it, or ``dispose()``, releases every route it holds (idempotent).
-    ``replace(providers)`` swaps its route set for another in one step.
-    """
-
-    __slots__ = ("_adapter", "_disposed", "_providers", "_runtime")
-
-    def __init__(self, runtime: LlmRuntime, adapter: LlmAdapter) -> None:
-        self._runtime = runtime
-        self._adapter = adapter
-        self._providers: tuple[str, ...] = ()
-        self._disposed = False
-
-    @property
-    def adapter(self) -> LlmAdapter:
-        """The registered adapter instance."""
-        return self._adapter
-
-    @property
-    def providers(self) -> tuple[str, ...]:
-        """The routes this registration holds now, in registration order."""
-        return self._providers
-
-    @property
-    def disposed(self) -> bool:
-        """Whether ``dispose()`` has run."""
-        return self._disposed
-
-    def __call__(self) -> None:
-        """Same as ``dispose()``."""
-        self.dispose()
-
-    def dispose(self) -> None:
-        """Release every route this registration holds. Calling it again does
-        nothing."""
-        self._runtime._dispose(self)
-
-    def replace(self, providers: Sequence[str]) -> None:
-        """Hold exactly ``providers`` from now on, keeping the same adapter.
-
-        The new set is checked in full first (routes this registration holds
-        count as free); a refused set leaves the current routes in place. The
-        swap is one commit: no reader sees the registry without these routes in
-        between. ``[]`` is legal and keeps the registration alive with no route.
-
-        Raises:
-            LlmError: ``REGISTRATION_DISPOSED`` after ``dispose()``;
-                ``INVALID_ADAPTER`` / ``DUPLICATE_ADAPTER`` as for
-                ``register_adapter``.
-        """
-        self._runtime._replace(self, providers)
-
-    def __repr__(self) -> str:
-        state = "disposed" if self._disposed else f"providers={list(self._providers)}"
-        return f"<AdapterRegistration {type(self._adapter).__name__} {state}>"
 
 
 class PreparedLlmCall:
@@ -277,10 +214,7 @@ class PreparedLlmCall:
                     ErrorCode.INVALID_PREPARED_CALL,
                 )
             if options.call_config() != self._dispatch.config:
-                raise LlmError(
-                    "prepared LLM call config changed before adapter dispatch",
-                    ErrorCode.INVALID_PREPARED_CALL,
-                )
+                raise _config_changed()
             self._dispatched = True
         return self._runtime._stream(options, self._dispatch)
 
@@ -297,7 +231,7 @@ class LlmRuntime:
         self._lock = threading.RLock()
         # Published by assignment only (copy on write): readers take the current
         # dict without locking and never observe a commit half-way.
-        self._routes: Mapping[str, _Route] = {}
+        self._routes: Mapping[str, Route] = {}
         self._middleware: tuple[tuple[object, StreamMiddleware], ...] = ()
         self._listeners: tuple[tuple[object, Callable[[], object]], ...] = ()
 
@@ -336,14 +270,14 @@ class LlmRuntime:
                 f"{type(adapter).__name__}",
                 ErrorCode.INVALID_ADAPTER,
             )
-        routes = _route_names(providers)
+        routes = route_names(providers)
         if not routes:
             raise LlmError(
                 "an adapter must register at least one provider",
                 ErrorCode.INVALID_ADAPTER,
             )
         registration = AdapterRegistration(self, adapter)
-        candidates = _describe_routes(registration, routes)
+        candidates = describe_routes(registration, routes)
         with self._lock:
             self._commit(registration, candidates)
             if on_commit is not None:
@@ -354,9 +288,9 @@ class LlmRuntime:
     def _replace(
         self, registration: AdapterRegistration, providers: Sequence[str]
     ) -> None:
-        routes = _route_names(providers)
+        routes = route_names(providers)
         self._check_live(registration)
-        candidates = _describe_routes(registration, routes)
+        candidates = describe_routes(registration, routes)
         with self._lock:
             self._check_live(registration)
             self._commit(registration, candidates)
@@ -371,7 +305,7 @@ class LlmRuntime:
             )
 
     def _commit(
-        self, registration: AdapterRegistration, candidates: Sequence[_Route]
+        self, registration: AdapterRegistration, candidates: Sequence[Route]
     ) -> None:
         """Swap ``registration``'s routes for ``candidates``; the caller holds
         the lock. Checks conflicts against the current table first."""
@@ -526,27 +460,32 @@ class LlmRuntime:
         Raises:
             LlmError: as ``resolve_call_config``.
         """
-        route = self._route(config.provider)
+        return PreparedLlmCall(self, self._prepare(config, signal, self._routes))
+
+    def _prepare(
+        self,
+        config: LlmCallConfig,
+        signal: AbortSignal | None,
+        routes: Mapping[str, Route],
+    ) -> _PreparedDispatch:
+        """One route lookup in ``routes`` and one ``adapter.prepare_call``: the
+        model facts, checked, and the config resolved against them."""
+        route = self._route(config.provider, routes)
         adapter_call = _checked_adapter_call(
             route.adapter.prepare_call(config.provider, config.model, signal),
             config.provider,
         )
         model = checked_model_info(config.provider, config.model, adapter_call.model)
         resolved = resolve_call_config(config, model)
-        return PreparedLlmCall(
-            self,
-            _PreparedDispatch(
-                route=route,
-                config=resolved,
-                model=model,
-                defaults=adapter_defaults(config, resolved),
-                dispatch=adapter_call.stream,
-            ),
+        return _PreparedDispatch(
+            route=route,
+            config=resolved,
+            model=model,
+            defaults=adapter_defaults(config, resolved),
+            dispatch=adapter_call.stream,
         )
 
-    def _route(
-        self, provider: str, routes: Mapping[str, _Route] | None = None
-    ) -> _Route:
+    def _route(self, provider: str, routes: Mapping[str, Route] | None = None) -> Route:
         """The route serving ``provider`` in ``routes`` (default: the current
         table)."""
         route = (self._routes if routes is None else routes).get(provider)
@@ -658,39 +597,22 @@ class LlmRuntime:
             # One snapshot serves both the lookup and the replay-state owners, so
             # a concurrent commit cannot mix two tables in one call.
             routes = self._routes
+            config = options.call_config()
             if prepared is None:
-                route = self._route(options.provider, routes)
-                adapter_call = _checked_adapter_call(
-                    route.adapter.prepare_call(
-                        options.provider, options.model, options.signal
-                    ),
-                    options.provider,
-                )
-                model = checked_model_info(
-                    options.provider, options.model, adapter_call.model
-                )
-                config = options.call_config()
-                resolved = resolve_call_config(config, model)
-                dispatch = adapter_call.stream
-                if resolved is not config:
+                prepared = self._prepare(config, options.signal, routes)
+                if prepared.config is not config:
                     options = options.evolve(
-                        reasoning_effort=resolved.reasoning_effort,
-                        max_tokens=resolved.max_tokens,
+                        reasoning_effort=prepared.config.reasoning_effort,
+                        max_tokens=prepared.config.max_tokens,
                     )
-            else:
-                route, model, dispatch = (
-                    prepared.route,
-                    prepared.model,
-                    prepared.dispatch,
-                )
-                if options.call_config() != prepared.config:
-                    raise LlmError(
-                        "prepared LLM call config changed before adapter dispatch",
-                        ErrorCode.INVALID_PREPARED_CALL,
-                    )
-            options = project_text_only(options, model.input_modalities)
-            options = _strip_foreign_replay_state(options, route.adapter, routes)
-            iterator = iter(dispatch(options))
+            elif config != prepared.config:
+                # A middleware changed the call config of a prepared call.
+                raise _config_changed()
+            options = project_text_only(options, prepared.model.input_modalities)
+            options = _strip_foreign_replay_state(
+                options, prepared.route.adapter, routes
+            )
+            iterator = iter(prepared.dispatch(options))
         except Exception as exc:
             yield _failure_finish(exc, options.signal)
             return
@@ -710,9 +632,7 @@ class LlmRuntime:
                 yield chunk
         finally:
             if not completed:
-                close = getattr(iterator, "close", None)
-                if close is not None:
-                    close()
+                close_source(iterator)
 
     def __repr__(self) -> str:
         return f"<LlmRuntime providers={list(self._routes)}>"
@@ -728,83 +648,18 @@ def _require_options(options: object) -> None:
         )
 
 
-def _route_names(providers: object) -> tuple[str, ...]:
-    if isinstance(providers, str) or not isinstance(providers, Sequence):
-        raise LlmError(
-            f"providers must be a list of route names, got {type(providers).__name__}",
-            ErrorCode.INVALID_ADAPTER,
-        )
-    seen: set[str] = set()
-    for name in providers:
-        if not isinstance(name, str) or name == "":
-            raise LlmError(
-                "adapter provider names must be non-empty strings",
-                ErrorCode.INVALID_ADAPTER,
-            )
-        if name in seen:
-            raise LlmError(
-                f'an adapter for provider "{name}" is already registered '
-                "(listed twice)",
-                ErrorCode.DUPLICATE_ADAPTER,
-            )
-        seen.add(name)
-    return tuple(providers)
-
-
-def _describe_routes(
-    registration: AdapterRegistration, routes: tuple[str, ...]
-) -> tuple[_Route, ...]:
-    """Ask the adapter about each route (outside the lock: adapter code may be
-    slow) and check its answers."""
-    adapter = registration.adapter
-    described: list[_Route] = []
-    for name in routes:
-        try:
-            info = adapter.provider_info(name)
-            policy = adapter.provider_retry_policy(name)
-        except HarnessError:
-            raise
-        except Exception as exc:
-            raise LlmError(
-                f'adapter metadata for provider "{name}" could not be read: {exc}',
-                ErrorCode.INVALID_ADAPTER,
-                cause=exc,
-            ) from exc
-        if (
-            not isinstance(info, LlmProviderInfo)
-            or info.id != name
-            or not isinstance(info.name, str)
-            or info.name == ""
-        ):
-            raise LlmError(
-                f'adapter metadata for provider "{name}" must preserve its id and '
-                "have a non-empty name",
-                ErrorCode.INVALID_ADAPTER,
-            )
-        if policy is None:
-            policy = DEFAULT_RETRY_POLICY
-        elif not isinstance(policy, NormalRetryPolicy | AlwaysRetryPolicy):
-            raise LlmError(
-                f'adapter retry policy for provider "{name}" must be a resolved '
-                f"retry policy or None, got {type(policy).__name__}",
-                ErrorCode.INVALID_ADAPTER,
-            )
-        described.append(
-            _Route(
-                registration=registration,
-                adapter=adapter,
-                info=LlmProviderInfo(id=name, name=info.name),
-                retry_policy=policy,
-            )
-        )
-    return tuple(described)
-
-
 def _code_of(exc: BaseException) -> object:
     try:
         return getattr(exc, "code", None)
     except Exception:
         return None
+
+
+def _config_changed() -> LlmError:
+    return LlmError(
+        "prepared LLM call config changed before adapter dispatch",
+        ErrorCode.INVALID_PREPARED_CALL,
+    )
 
 
 def _checked_adapter_call(call: object, provider: str) -> PreparedAdapterCall:
@@ -827,7 +682,7 @@ def _failure_finish(exc: Exception, signal: AbortSignal | None) -> Finish:
 
 
 def _strip_foreign_replay_state(
-    options: GenerateOptions, adapter: LlmAdapter, routes: Mapping[str, _Route]
+    options: GenerateOptions, adapter: LlmAdapter, routes: Mapping[str, Route]
 ) -> GenerateOptions:
     messages: list[Message] = []
     changed = False

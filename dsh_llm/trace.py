@@ -23,9 +23,10 @@ import sys
 from collections.abc import Generator, Iterable, Iterator
 from typing import IO
 
+from dsh_llm._sources import chunk_source, close_source
 from dsh_llm.protocol import StreamChunk
 from dsh_llm.serde import chunk_to_json
-from dsh_llm.validator import _chunk_source, _close_source, validate_stream
+from dsh_llm.validator import validate_stream
 
 __all__ = ["trace_stream"]
 
@@ -62,7 +63,7 @@ def trace_stream(
         LlmError: code ``INVARIANT`` at the first violation.
         TypeError: at the call, when ``chunks`` is not iterable.
     """
-    return _traced(label, _chunk_source(chunks, "trace_stream"), out, strict)
+    return _traced(label, chunk_source(chunks, "trace_stream"), out, strict)
 
 
 def _traced(
@@ -100,4 +101,4 @@ class _Printed:
         self._out.flush()
 
     def close(self) -> None:
-        _close_source(self._source)
+        close_source(self._source)

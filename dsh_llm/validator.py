@@ -78,6 +78,7 @@ import io
 from collections.abc import Generator, Iterable, Iterator
 from typing import Final, NoReturn
 
+from dsh_llm._sources import chunk_source, close_source
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import (
     FAILURE_KINDS,
@@ -133,7 +134,7 @@ def validate_stream(
             chunk's 1-based position, its index and the rule.
         TypeError: at the call, when ``chunks`` is not iterable.
     """
-    source = _chunk_source(chunks, "validate_stream")
+    source = chunk_source(chunks, "validate_stream")
     rules: _Rules = _StrictRules() if strict else _LenientRules()
     return _checked(source, rules)
 
@@ -151,7 +152,7 @@ def _checked(
         # A violation's traceback keeps this frame, hence the source, alive: close
         # the source now so an adapter's HTTP response does not stay open with it.
         if not exhausted:
-            _close_source(source)
+            close_source(source)
     rules.end()
 
 
@@ -168,34 +169,10 @@ def assert_chunk_sequence(
         LlmError: code ``INVARIANT`` at the first violation.
         TypeError: when ``chunks`` is not iterable.
     """
-    source = _chunk_source(chunks, "assert_chunk_sequence")
+    source = chunk_source(chunks, "assert_chunk_sequence")
     rules: _Rules = _StrictRules() if strict else _LenientRules()
     for _ in _checked(source, rules):
         pass
-
-
-def _chunk_source(chunks: Iterable[StreamChunk], caller: str) -> Iterator[StreamChunk]:
-    """``iter(chunks)``, or a ``TypeError`` naming ``caller``'s ``chunks`` argument.
-
-    Raises:
-        TypeError: when ``chunks`` is not iterable.
-    """
-    try:
-        return iter(chunks)
-    except TypeError:
-        if hasattr(type(chunks), "__iter__"):
-            raise  # raised by the iterable's own __iter__: not a misuse of ours
-        raise TypeError(
-            f"{caller}() expects chunks to be an iterable of stream chunks (a "
-            f"list, a generator, an adapter's stream), got {type(chunks).__name__}"
-        ) from None
-
-
-def _close_source(source: object) -> None:
-    """Call ``source.close()`` when it has one (generators and responses do)."""
-    close = getattr(source, "close", None)
-    if callable(close):
-        close()
 
 
 def _show(text: str) -> str:

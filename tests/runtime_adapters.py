@@ -1,5 +1,5 @@
 """What the runtime and plugin tests share: an empty generation, a scripted stream,
-configurable models and an image block."""
+configurable models, an image block, and small request and stream helpers."""
 
 from __future__ import annotations
 
@@ -95,3 +95,32 @@ def image_block(digit: str) -> ImageBlock:
             height=1,
         )
     )
+
+
+class RaisingAdapter(LlmAdapter):
+    """Raises ``failure`` as soon as stream() is called (not a generator)."""
+
+    def __init__(self, failure: BaseException) -> None:
+        self.failure = failure
+
+    def stream(self, options: GenerateOptions) -> Iterator[StreamChunk]:
+        raise self.failure
+
+
+def options(provider: str = "route", **changes: Any) -> GenerateOptions:
+    """A request for ``provider`` (model ``"model"``, no messages) with ``changes``."""
+    base: dict[str, Any] = {"model": "model", "messages": ()}
+    base.update(changes)
+    return GenerateOptions(provider=provider, **base)
+
+
+def drain(stream: Iterable[StreamChunk]) -> list[StreamChunk]:
+    return list(stream)
+
+
+def only_finish(chunks: list[StreamChunk]) -> Finish:
+    """The one finish of ``chunks``, checked to be last."""
+    finishes = [chunk for chunk in chunks if isinstance(chunk, Finish)]
+    assert len(finishes) == 1
+    assert chunks[-1] is finishes[0]
+    return finishes[0]

@@ -1,29 +1,26 @@
-"""dsh_llm.runtime: registry, metadata, call config, middleware and stream()."""
+"""dsh_llm.runtime: routing, metadata, call config, middleware and stream().
+
+Registering is tested in test_registration.py, prepared calls in
+test_runtime_prepared.py."""
 
 from __future__ import annotations
 
 import inspect
-import logging
 import subprocess
 import sys
 import threading
-import types
 import typing
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-import attrs
 import pytest
 
 from dsh_llm import LlmRuntime as ExportedRuntime
 from dsh_llm.adapter import (
     LlmAdapter,
-    LlmModelContext,
     LlmModelReasoningInfo,
     LlmProviderInfo,
-    LlmReasoningEffortInfo,
     LlmResolvedModelInfo,
-    PreparedAdapterCall,
 )
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import (
@@ -47,44 +44,19 @@ from dsh_llm.protocol import (
     create_assistant_message,
     create_user_message,
 )
-from dsh_llm.retry import DEFAULT_RETRY_POLICY, resolve_retry_policy
-from dsh_llm.runtime import AdapterDefaults, LlmRuntime, StreamNext
+from dsh_llm.runtime import LlmRuntime, StreamNext
 from dsh_llm.signal import AbortController, AbortSignal
 from tests.runtime_adapters import (
     EFFORTS,
     SCRIPT,
     ModelAdapter,
+    RaisingAdapter,
     ScriptedAdapter,
+    drain,
     image_block,
+    only_finish,
+    options,
 )
-
-
-class RaisingAdapter(LlmAdapter):
-    """Raises ``failure`` as soon as stream() is called (not a generator)."""
-
-    def __init__(self, failure: BaseException) -> None:
-        self.failure = failure
-
-    def stream(self, options: GenerateOptions) -> Iterator[StreamChunk]:
-        raise self.failure
-
-
-def options(provider: str = "route", **changes: Any) -> GenerateOptions:
-    base: dict[str, Any] = {"model": "model", "messages": ()}
-    base.update(changes)
-    return GenerateOptions(provider=provider, **base)
-
-
-def drain(stream: Iterable[StreamChunk]) -> list[StreamChunk]:
-    return list(stream)
-
-
-def only_finish(chunks: list[StreamChunk]) -> Finish:
-    finishes = [chunk for chunk in chunks if isinstance(chunk, Finish)]
-    assert len(finishes) == 1
-    assert chunks[-1] is finishes[0]
-    return finishes[0]
-
 
 # --- routing and registration -----------------------------------------------------
 
@@ -126,170 +98,6 @@ def test_stream_is_lazy_until_the_first_chunk_is_requested() -> None:
 def test_stream_refuses_something_that_is_not_generate_options() -> None:
     with pytest.raises(TypeError, match="GenerateOptions"):
         LlmRuntime().stream({"provider": "route"})  # type: ignore[arg-type]
-
-
-def test_provider_retry_policy_is_captured_per_route_with_defaults() -> None:
-    configured = resolve_retry_policy({"mode": "always"}, "test retryPolicy")
-
-    class PolicyAdapter(ScriptedAdapter):
-        def provider_retry_policy(self, provider: str) -> Any:
-            return configured if provider == "configured" else None
-
-    runtime = LlmRuntime()
-    runtime.register_adapter(["configured", "defaulted"], PolicyAdapter())
-    assert runtime.provider_retry_policy("configured") is configured
-    assert runtime.provider_retry_policy("defaulted") is DEFAULT_RETRY_POLICY
-    with pytest.raises(LlmError) as caught:
-        runtime.provider_retry_policy("missing")
-    assert caught.value.code == ErrorCode.NO_ADAPTER
-
-
-def test_a_retry_policy_that_is_not_a_resolved_policy_is_refused() -> None:
-    class BadPolicy(ScriptedAdapter):
-        def provider_retry_policy(self, provider: str) -> Any:
-            return {"mode": "always"}
-
-    runtime = LlmRuntime()
-    with pytest.raises(LlmError) as caught:
-        runtime.register_adapter(["route"], BadPolicy())
-    assert caught.value.code == ErrorCode.INVALID_ADAPTER
-    assert runtime.list_providers() == ()
-
-
-def test_dispose_removes_the_routes_and_is_idempotent() -> None:
-    runtime = LlmRuntime()
-    handle = runtime.register_adapter(["m1"], ScriptedAdapter())
-    assert runtime.list_providers() == (LlmProviderInfo(id="m1", name="m1"),)
-    assert list(handle.providers) == ["m1"]
-    handle()
-    handle.dispose()
-    assert handle.disposed
-    assert not handle.providers
-    assert runtime.list_providers() == ()
-
-
-def test_a_route_listed_twice_is_refused_as_already_registered() -> None:
-    runtime = LlmRuntime()
-    with pytest.raises(LlmError) as caught:
-        runtime.register_adapter(["first", "first"], ScriptedAdapter())
-    assert caught.value.code == ErrorCode.DUPLICATE_ADAPTER
-    assert "already registered" in caught.value.message
-    assert runtime.list_providers() == ()
-
-
-def test_duplicate_registration_is_refused_with_duplicate_adapter() -> None:
-    runtime = LlmRuntime()
-    runtime.register_adapter(["m1"], ScriptedAdapter())
-    with pytest.raises(LlmError) as caught:
-        runtime.register_adapter(["m2", "m1"], ScriptedAdapter())
-    assert caught.value.code == ErrorCode.DUPLICATE_ADAPTER
-    assert "already registered" in caught.value.message
-    assert [p.id for p in runtime.list_providers()] == ["m1"]
-
-
-@pytest.mark.parametrize(
-    ("providers", "code"),
-    [
-        ([], ErrorCode.INVALID_ADAPTER),
-        ([""], ErrorCode.INVALID_ADAPTER),
-        (["ok", ""], ErrorCode.INVALID_ADAPTER),
-        (["first", "first"], ErrorCode.DUPLICATE_ADAPTER),
-        ("route", ErrorCode.INVALID_ADAPTER),
-        ([1], ErrorCode.INVALID_ADAPTER),
-    ],
-)
-def test_bad_route_lists_register_nothing(providers: Any, code: ErrorCode) -> None:
-    runtime = LlmRuntime()
-    with pytest.raises(LlmError) as caught:
-        runtime.register_adapter(providers, ScriptedAdapter())
-    assert caught.value.code == code
-    assert runtime.list_providers() == ()
-
-
-def test_registering_something_that_is_not_an_adapter_is_refused() -> None:
-    with pytest.raises(LlmError) as caught:
-        LlmRuntime().register_adapter(["route"], object())  # type: ignore[arg-type]
-    assert caught.value.code == ErrorCode.INVALID_ADAPTER
-
-
-def test_a_route_can_be_registered_again_after_dispose() -> None:
-    runtime = LlmRuntime()
-    runtime.register_adapter(["m1"], ScriptedAdapter()).dispose()
-    again = runtime.register_adapter(["m1"], ScriptedAdapter())
-    assert [p.id for p in runtime.list_providers()] == ["m1"]
-    again()
-    assert runtime.list_providers() == ()
-
-
-def test_replace_after_dispose_raises_registration_disposed() -> None:
-    runtime = LlmRuntime()
-    handle = runtime.register_adapter(["m1"], ScriptedAdapter())
-    handle()
-    with pytest.raises(LlmError, match="disposed adapter registration cannot "):
-        handle.replace(["leaked"])
-    with pytest.raises(LlmError) as caught:
-        handle.replace(["leaked"])
-    assert caught.value.code == ErrorCode.REGISTRATION_DISPOSED
-    assert runtime.list_providers() == ()
-
-
-def test_replace_with_nothing_keeps_the_registration_alive() -> None:
-    runtime = LlmRuntime()
-    handle = runtime.register_adapter(["m1"], ScriptedAdapter())
-    handle.replace([])
-    assert runtime.list_providers() == ()
-    handle.replace(["m2"])
-    assert runtime.list_providers() == (LlmProviderInfo(id="m2", name="m2"),)
-    handle()
-    assert runtime.list_providers() == ()
-
-
-def test_replace_counts_own_routes_as_free_and_keeps_them_on_conflict() -> None:
-    runtime = LlmRuntime()
-    adapter = ScriptedAdapter()
-    handle = runtime.register_adapter(["a", "b"], adapter)
-    runtime.register_adapter(["elsewhere"], ScriptedAdapter())
-    with pytest.raises(LlmError) as caught:
-        handle.replace(["b", "elsewhere"])
-    assert caught.value.code == ErrorCode.DUPLICATE_ADAPTER
-    assert [p.id for p in runtime.list_providers()] == ["a", "b", "elsewhere"]
-    handle.replace(["b", "c"])
-    assert [p.id for p in runtime.list_providers()] == ["elsewhere", "b", "c"]
-    drain(runtime.stream(options("c")))
-    assert adapter.last.provider == "c"
-
-
-@pytest.mark.parametrize(
-    "info",
-    [
-        LlmProviderInfo(id="other", name="Name"),
-        LlmProviderInfo(id="route", name=""),
-        types.SimpleNamespace(id="route", name=1),
-        "route",
-    ],
-    ids=["mismatched-id", "empty-name", "non-str-name", "not-provider-info"],
-)
-def test_bad_provider_metadata_is_refused_atomically(info: Any) -> None:
-    class BadInfo(ScriptedAdapter):
-        def provider_info(self, provider: str) -> Any:
-            return info if provider == "route" else super().provider_info(provider)
-
-    runtime = LlmRuntime()
-    with pytest.raises(LlmError) as caught:
-        runtime.register_adapter(["fine", "route"], BadInfo())
-    assert caught.value.code == ErrorCode.INVALID_ADAPTER
-    assert runtime.list_providers() == ()
-
-
-def test_provider_metadata_that_raises_is_reported_as_invalid_adapter() -> None:
-    class Raising(ScriptedAdapter):
-        def provider_info(self, provider: str) -> Any:
-            raise RuntimeError("boom")
-
-    with pytest.raises(LlmError) as caught:
-        LlmRuntime().register_adapter(["route"], Raising())
-    assert caught.value.code == ErrorCode.INVALID_ADAPTER
-    assert isinstance(caught.value.__cause__, RuntimeError)
 
 
 # --- metadata ---------------------------------------------------------------------
@@ -373,187 +181,6 @@ def test_resolve_call_config_passes_the_signal_and_abort_surfaces_unchanged() ->
     controller.abort(reason)
     worker.join(5)
     assert outcome == [reason]
-
-
-# --- prepared calls ---------------------------------------------------------------
-
-
-def test_prepared_call_keeps_its_registration_and_policy_after_replacement() -> None:
-    old_policy = resolve_retry_policy({"mode": "always"}, "old")
-    new_policy = resolve_retry_policy({"mode": "normal", "maxRetries": 0}, "new")
-
-    class Old(RaisingAdapter):
-        def provider_retry_policy(self, provider: str) -> Any:
-            return old_policy
-
-    class New(ScriptedAdapter):
-        def provider_retry_policy(self, provider: str) -> Any:
-            return new_policy
-
-    runtime = LlmRuntime()
-    dispose_old = runtime.register_adapter(
-        ["route"], Old(LlmError("old route failed", "AUTH"))
-    )
-    prepared = runtime.prepare_call(LlmCallConfig(provider="route", model="model"))
-    dispose_old()
-    new = New()
-    runtime.register_adapter(["route"], new)
-    chunks = drain(prepared.stream(options(model="model")))
-    assert chunks == [
-        Finish(
-            reason=FinishReason.error(
-                LlmFailure(message="old route failed", code="AUTH")
-            )
-        )
-    ]
-    assert prepared.retry_policy is old_policy
-    assert runtime.provider_retry_policy("route") is new_policy
-    assert new.seen == []
-
-
-def test_prepared_call_dispatches_once_and_refuses_config_drift() -> None:
-    runtime = LlmRuntime()
-    reasoning = LlmModelReasoningInfo(efforts=EFFORTS, default_effort="ultra")
-    runtime.register_adapter(["route"], ModelAdapter(model={"reasoning": reasoning}))
-    prepared = runtime.prepare_call(LlmCallConfig(provider="route", model="model"))
-    assert prepared.config == LlmCallConfig(
-        provider="route", model="model", reasoning_effort="ultra"
-    )
-    assert prepared.adapter_defaults == AdapterDefaults(reasoning_effort=True)
-    with pytest.raises(attrs.exceptions.FrozenInstanceError):
-        prepared.config.model = "x"  # type: ignore[misc]
-    with pytest.raises(LlmError) as drift:
-        prepared.stream(options(model="other", reasoning_effort="ultra"))
-    assert drift.value.code == ErrorCode.INVALID_PREPARED_CALL
-    assert drain(prepared.stream(options(reasoning_effort="ultra")))[-1] == SCRIPT[-1]
-    with pytest.raises(LlmError) as reuse:
-        prepared.stream(options(reasoning_effort="ultra"))
-    assert reuse.value.code == ErrorCode.INVALID_PREPARED_CALL
-    assert "only be dispatched once" in reuse.value.message
-
-
-def test_late_drift_in_middleware_becomes_an_error_finish() -> None:
-    runtime = LlmRuntime()
-    adapter = ModelAdapter()
-    runtime.register_adapter(["route"], adapter)
-    prepared = runtime.prepare_call(LlmCallConfig(provider="route", model="model"))
-
-    def drift(opts: GenerateOptions, next_: StreamNext) -> Iterator[StreamChunk]:
-        return next_(opts.evolve(model="other"))
-
-    runtime.use(drift)
-    assert drain(prepared.stream(options())) == [
-        Finish(
-            reason=FinishReason.error(
-                LlmFailure(
-                    message="prepared LLM call config changed before adapter dispatch",
-                    code="INVALID_PREPARED_CALL",
-                )
-            )
-        )
-    ]
-    assert adapter.seen == []
-
-
-def test_prepared_call_uses_one_model_lookup_and_detached_context() -> None:
-    runtime = LlmRuntime()
-    efforts = (LlmReasoningEffortInfo(id="high", name="High"),)
-    adapter = ModelAdapter(
-        model={
-            "context": LlmModelContext(context_window=128_000),
-            "description": "Resolved model",
-            "reasoning": LlmModelReasoningInfo(efforts=efforts, default_effort="high"),
-        },
-        **{"no-default": {"reasoning": LlmModelReasoningInfo(efforts=efforts)}},
-    )
-    runtime.register_adapter(["route"], adapter)
-    prepared = runtime.prepare_call(LlmCallConfig(provider="route", model="model"))
-    assert prepared.config.reasoning_effort == "high"
-    assert prepared.context == LlmModelContext(context_window=128_000)
-    assert prepared.model.description == "Resolved model"
-    drain(prepared.stream(options(reasoning_effort="high")))
-    assert adapter.resolutions == 1
-    no_default = runtime.prepare_call(
-        LlmCallConfig(provider="route", model="no-default")
-    )
-    assert no_default.config == LlmCallConfig(provider="route", model="no-default")
-    assert no_default.adapter_defaults == AdapterDefaults()
-    assert adapter.resolutions == 2
-
-
-def test_prepared_dispatch_uses_the_generation_captured_by_prepare_call() -> None:
-    generation = ["first"]
-    dispatched: list[str] = []
-
-    class Generational(ScriptedAdapter):
-        def prepare_call(
-            self, provider: str, model: str, signal: AbortSignal | None = None
-        ) -> PreparedAdapterCall:
-            captured = generation[0]
-
-            def dispatch(opts: GenerateOptions) -> Iterator[StreamChunk]:
-                dispatched.append(captured)
-                return self.stream(opts)
-
-            info = LlmResolvedModelInfo(
-                provider=provider, id=model, name=model, input_modalities=("text",)
-            )
-            return PreparedAdapterCall(model=info, stream=dispatch)
-
-    runtime = LlmRuntime()
-    runtime.register_adapter(["route"], Generational())
-    prepared = runtime.prepare_call(LlmCallConfig(provider="route", model="model"))
-    generation[0] = "second"
-    assert prepared.input_modalities == ("text",)
-    drain(prepared.stream(options()))
-    assert dispatched == ["first"]
-
-
-def test_the_callers_signal_reaches_adapter_prepare_call_in_both_paths() -> None:
-    received: list[AbortSignal | None] = []
-
-    class Recording(ScriptedAdapter):
-        def prepare_call(
-            self, provider: str, model: str, signal: AbortSignal | None = None
-        ) -> PreparedAdapterCall:
-            received.append(signal)
-            return super().prepare_call(provider, model, signal)
-
-    runtime = LlmRuntime()
-    runtime.register_adapter(["route"], Recording())
-    streamed, prepared = AbortController(), AbortController()
-    drain(runtime.stream(options(signal=streamed.signal)))
-    runtime.prepare_call(LlmCallConfig(provider="route", model="m"), prepared.signal)
-    assert received == [streamed.signal, prepared.signal]
-
-
-def test_a_prepared_call_strips_foreign_replay_state_too() -> None:
-    runtime = LlmRuntime()
-    runtime.register_adapter(["historical"], ScriptedAdapter())
-    target = ScriptedAdapter()
-    runtime.register_adapter(["target", "own"], target)
-    foreign, own = _historical("historical"), _historical("own")
-    prepared = runtime.prepare_call(LlmCallConfig(provider="target", model="model"))
-    drain(prepared.stream(options("target", messages=(foreign, own))))
-    sent = target.last.messages
-    assert sent[0].source == ModelSource(provider="historical", model="old-model")
-    assert sent[0].id == foreign.id
-    assert sent[1] is own
-
-
-def test_prepare_call_answer_that_is_not_a_prepared_adapter_call_is_refused() -> None:
-    class Broken(ScriptedAdapter):
-        def prepare_call(self, provider: str, model: str, signal: Any = None) -> Any:
-            return "nope"
-
-    runtime = LlmRuntime()
-    runtime.register_adapter(["route"], Broken())
-    with pytest.raises(LlmError) as caught:
-        runtime.prepare_call(LlmCallConfig(provider="route", model="m"))
-    assert caught.value.code == ErrorCode.INVALID_ADAPTER
-    finish = only_finish(drain(runtime.stream(options())))
-    assert finish.reason.failure is not None
-    assert finish.reason.failure.code == ErrorCode.INVALID_ADAPTER
 
 
 # --- failures become one terminal finish ------------------------------------------
@@ -939,6 +566,20 @@ def test_replay_state_is_stripped_for_another_adapter_keeping_identity() -> None
     assert request.messages[0].source == message.source
 
 
+def test_a_prepared_call_strips_foreign_replay_state_too() -> None:
+    runtime = LlmRuntime()
+    runtime.register_adapter(["historical"], ScriptedAdapter())
+    target = ScriptedAdapter()
+    runtime.register_adapter(["target", "own"], target)
+    foreign, own = _historical("historical"), _historical("own")
+    prepared = runtime.prepare_call(LlmCallConfig(provider="target", model="model"))
+    drain(prepared.stream(options("target", messages=(foreign, own))))
+    sent = target.last.messages
+    assert sent[0].source == ModelSource(provider="historical", model="old-model")
+    assert sent[0].id == foreign.id
+    assert sent[1] is own
+
+
 # --- images for text-only models --------------------------------------------------
 
 
@@ -973,91 +614,13 @@ def test_images_are_projected_to_text_after_the_middleware_saw_them() -> None:
     assert adapter.last.messages[0] is message
 
 
-# --- adapters-updated -------------------------------------------------------------
-
-
-def test_adapters_updated_fires_after_each_commit_with_registry_readable() -> None:
-    runtime = LlmRuntime()
-    observed: list[list[str]] = []
-    runtime.on_adapters_updated(
-        lambda: observed.append([p.id for p in runtime.list_providers()])
-    )
-    dispose = runtime.register_adapter(["a", "b"], ScriptedAdapter())
-    assert observed == [["a", "b"]]
-    dispose()
-    dispose()
-    assert observed == [["a", "b"], []]
-
-
-def test_a_throwing_listener_is_logged_and_later_listeners_still_run(
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    runtime = LlmRuntime()
-    later: list[int] = []
-
-    def broken() -> None:
-        raise RuntimeError("broken observer")
-
-    runtime.on_adapters_updated(broken)
-    runtime.on_adapters_updated(lambda: later.append(1))
-    with caplog.at_level(logging.WARNING, logger="dsh_llm"):
-        runtime.register_adapter(["a"], ScriptedAdapter())
-    assert [p.id for p in runtime.list_providers()] == ["a"]
-    assert later == [1]
-    assert "llm: an llm/adapters-updated listener failed" in caplog.text
-    assert "broken observer" in caplog.text
-
-
-def test_a_listener_returning_a_coroutine_has_it_closed_and_logged(
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    ran: list[int] = []
-
-    async def observer() -> None:
-        ran.append(1)
-
-    runtime = LlmRuntime()
-    runtime.on_adapters_updated(observer)
-    with caplog.at_level(logging.WARNING, logger="dsh_llm"):
-        runtime.register_adapter(["a"], ScriptedAdapter())
-    assert ran == []
-    assert "coroutine" in caplog.text
-
-
-def test_replace_emits_once_without_an_empty_intermediate_state() -> None:
-    runtime = LlmRuntime()
-    registration = runtime.register_adapter(["a"], ScriptedAdapter())
-    observed: list[list[str]] = []
-    remove = runtime.on_adapters_updated(
-        lambda: observed.append([p.id for p in runtime.list_providers()])
-    )
-    registration.replace(["a"])
-    assert observed == [["a"]]
-    remove()
-    registration.replace(["b"])
-    assert observed == [["a"]]
-
-
-def test_an_invariant_listener_failure_is_raised_after_the_rest_ran() -> None:
-    runtime = LlmRuntime()
-    later: list[int] = []
-
-    def incoherent() -> None:
-        raise LlmError("registry incoherent", "INVARIANT")
-
-    runtime.on_adapters_updated(incoherent)
-    runtime.on_adapters_updated(lambda: later.append(1))
-    with pytest.raises(LlmError, match="registry incoherent"):
-        runtime.register_adapter(["a"], ScriptedAdapter())
-    assert later == [1]
-    assert [p.id for p in runtime.list_providers()] == ["a"]
-
-
 def test_repr_names_the_routes() -> None:
     runtime = LlmRuntime()
     handle = runtime.register_adapter(["a"], ScriptedAdapter())
     assert "'a'" in repr(runtime)
     assert "ScriptedAdapter" in repr(handle)
+    prepared = runtime.prepare_call(LlmCallConfig(provider="a", model="m"))
+    assert repr(prepared) == "<PreparedLlmCall provider='a' model='m'>"
     handle()
     assert "disposed" in repr(handle)
 
