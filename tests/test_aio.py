@@ -1,9 +1,11 @@
 """Tests of ``dsh_llm.aio``: the async bridge, against in-memory sources.
 
-Every test drives its own event loop with plain ``asyncio.run``. The sources are
-real ``LlmAdapter`` subclasses whose generators record which thread ran them and
-when they were closed, so the bridge is exercised as a black box. Loopback HTTP
-cancellation is covered in ``tests/test_concurrency.py``.
+Every test drives its own event loop with plain ``asyncio.run``. The sources
+(``tests/aio_sources.py``) are real ``LlmAdapter`` subclasses whose generators
+record which thread ran them and when they were closed, so the bridge is
+exercised as a black box. Signals and early exits are in
+``tests/test_aio_exits.py``; loopback HTTP cancellation is covered in
+``tests/test_concurrency.py``.
 """
 
 from __future__ import annotations
@@ -11,199 +13,47 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
-import gc
-import logging
 import subprocess
 import sys
 import textwrap
 import threading
 import time
-import weakref
 from collections.abc import Callable, Iterator
 
 import pytest
 
 from dsh_llm import (
-    AbortController,
-    AbortSignal,
-    BlockEnd,
-    BlockStart,
     ErrorCode,
     Finish,
-    FinishReason,
     GenerateOptions,
     LlmAdapter,
     LlmError,
     LlmRuntime,
     StreamChunk,
-    TextBlock,
     TextDelta,
-    TokenUsage,
-    UsageChunk,
-    create_user_message,
     validate_stream,
 )
 from dsh_llm.aio import (
     DEFAULT_BATCH_SIZE,
     DEFAULT_QUEUE_SIZE,
-    SHARED_EXECUTOR_THREAD_PREFIX,
     AsyncChunkStream,
     astream,
     shutdown_shared_executor,
 )
-
-OPTIONS = GenerateOptions(
-    provider="mem", model="m", messages=[create_user_message("hi")]
+from tests.aio_sources import (
+    OPTIONS,
+    EndlessAdapter,
+    ScriptedAdapter,
+    collect,
+    text_stream,
+    worker_threads,
 )
-
-
-def text_stream(deltas: int) -> list[StreamChunk]:
-    """A strict-valid stream: one text block of ``deltas`` deltas, usage, finish."""
-    pieces = [f"t{i} " for i in range(deltas)]
-    return [
-        BlockStart(index=0, block_type="text"),
-        *(TextDelta(index=0, text=piece) for piece in pieces),
-        BlockEnd(index=0, block=TextBlock(text="".join(pieces))),
-        UsageChunk(usage=TokenUsage(input_tokens=1, output_tokens=deltas)),
-        Finish(reason=FinishReason(kind="stop")),
-    ]
-
-
-class Recorder:
-    """What a source's generator saw: threads, chunks produced, how it ended."""
-
-    def __init__(self) -> None:
-        self.threads: list[int] = []
-        self.thread_names: list[str] = []
-        self.produced = 0
-        self.calls = 0
-        self.signals: list[AbortSignal | None] = []
-        self.closed = threading.Event()
-        self.closed_at: float | None = None
-        self.exit: BaseException | None = None
-
-    def step(self) -> None:
-        self.threads.append(threading.get_ident())
-        self.thread_names.append(threading.current_thread().name)
-
-    def close(self, exit_exc: BaseException | None = None) -> None:
-        self.step()
-        self.exit = exit_exc
-        self.closed_at = time.perf_counter()
-        self.closed.set()
-
-
-class ScriptedAdapter(LlmAdapter):
-    """Yields a script of chunks; optional delay per chunk; optional final error."""
-
-    def __init__(
-        self,
-        chunks: list[StreamChunk],
-        *,
-        delay: float = 0.0,
-        error: BaseException | None = None,
-        on_close: BaseException | None = None,
-    ) -> None:
-        self.chunks = chunks
-        self.delay = delay
-        self.error = error
-        self.on_close = on_close
-        self.recorder = Recorder()
-
-    def stream(self, options: GenerateOptions) -> Iterator[StreamChunk]:
-        rec = self.recorder
-        rec.calls += 1
-        rec.signals.append(options.signal)
-        exit_exc: BaseException | None = None
-        try:
-            rec.step()
-            for chunk in self.chunks:
-                if self.delay:
-                    time.sleep(self.delay)
-                rec.produced += 1
-                yield chunk
-                rec.step()
-            if self.error is not None:
-                raise self.error
-        except GeneratorExit as exc:
-            exit_exc = exc
-            raise
-        finally:
-            rec.close(exit_exc)
-            if self.on_close is not None and exit_exc is not None:
-                raise self.on_close
-
-
-class EndlessAdapter(LlmAdapter):
-    """Yields text deltas forever (only a consumer leaving ends it)."""
-
-    def __init__(self) -> None:
-        self.recorder = Recorder()
-
-    def stream(self, options: GenerateOptions) -> Iterator[StreamChunk]:
-        rec = self.recorder
-        rec.calls += 1
-        exit_exc: BaseException | None = None
-        try:
-            rec.step()
-            yield BlockStart(index=0, block_type="text")
-            while True:
-                rec.produced += 1
-                yield TextDelta(index=0, text="x")
-                rec.step()
-        except GeneratorExit as exc:
-            exit_exc = exc
-            raise
-        finally:
-            rec.close(exit_exc)
-
-
-class BlockingAdapter(LlmAdapter):
-    """Yields one chunk, then blocks like a stalled HTTP read until its signal
-    aborts, then raises ``ABORTED`` as a network adapter does."""
-
-    def __init__(self) -> None:
-        self.recorder = Recorder()
-        self.aborted_at: float | None = None
-        self.blocked = threading.Event()
-
-    def stream(self, options: GenerateOptions) -> Iterator[StreamChunk]:
-        rec = self.recorder
-        rec.calls += 1
-        signal = options.signal
-        assert signal is not None
-
-        def on_abort() -> None:
-            self.aborted_at = time.perf_counter()
-
-        signal.add_listener(on_abort)
-        try:
-            rec.step()
-            yield BlockStart(index=0, block_type="text")
-            self.blocked.set()
-            if not signal.wait(10.0):
-                raise AssertionError("the signal never aborted")
-            raise LlmError("mem request aborted by caller", ErrorCode.ABORTED)
-        finally:
-            rec.close()
 
 
 @pytest.fixture(autouse=True, scope="module")
 def _shared_executor_is_shut_down_after_the_module() -> Iterator[None]:
     yield
     shutdown_shared_executor()
-
-
-async def collect(stream: AsyncChunkStream) -> list[StreamChunk]:
-    return [chunk async for chunk in stream]
-
-
-def worker_threads() -> list[threading.Thread]:
-    return [
-        t
-        for t in threading.enumerate()
-        if t.name.startswith(SHARED_EXECUTOR_THREAD_PREFIX)
-    ]
 
 
 # --- chunks ----------------------------------------------------------------------
@@ -496,233 +346,6 @@ def test_stop_async_iteration_from_the_source_becomes_runtime_error() -> None:
 
     with pytest.raises(RuntimeError, match="StopAsyncIteration"):
         asyncio.run(main())
-
-
-# --- signals and early exits ----------------------------------------------------------
-
-
-def test_source_receives_a_signal_derived_from_the_callers() -> None:
-    controller = AbortController()
-    adapter = ScriptedAdapter(text_stream(1))
-    stream = astream(adapter, OPTIONS.evolve(signal=controller.signal))
-    asyncio.run(collect(stream))
-    (received,) = adapter.recorder.signals
-    assert received is stream.signal
-    assert received is not controller.signal
-    assert not received.aborted
-    controller.abort("stop")
-    assert stream.signal.aborted
-    assert stream.signal.reason == "stop"
-
-
-def test_callers_abort_reaches_a_blocked_source() -> None:
-    controller = AbortController()
-    adapter = BlockingAdapter()
-
-    async def main() -> None:
-        stream = astream(adapter, OPTIONS.evolve(signal=controller.signal))
-        async with contextlib.aclosing(stream):
-            await anext(stream)
-            asyncio.get_running_loop().call_later(0.02, controller.abort)
-            await anext(stream)
-
-    with pytest.raises(LlmError) as caught:
-        asyncio.run(main())
-    assert caught.value.code == "ABORTED"
-    assert adapter.recorder.closed.is_set()
-
-
-def test_cancelling_the_task_aborts_the_request_and_the_worker_finishes(
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    adapter = BlockingAdapter()
-    cancelled_at = 0.0
-
-    async def consume() -> None:
-        async for _ in astream(adapter, OPTIONS):
-            pass
-
-    async def main() -> None:
-        nonlocal cancelled_at
-        task = asyncio.create_task(consume())
-        await asyncio.to_thread(adapter.blocked.wait, 5.0)
-        await asyncio.sleep(0.01)
-        cancelled_at = time.perf_counter()
-        task.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await task
-
-    with caplog.at_level(logging.DEBUG):
-        asyncio.run(main())
-    assert adapter.aborted_at is not None
-    assert adapter.aborted_at - cancelled_at < 0.1
-    assert adapter.recorder.closed.wait(1.0)
-    assert adapter.recorder.closed_at is not None
-    assert adapter.recorder.closed_at - cancelled_at < 0.1
-    assert set(adapter.recorder.threads) == {adapter.recorder.threads[0]}
-    assert [r for r in caplog.records if r.levelno >= logging.WARNING] == []
-
-
-def test_break_and_aclose_close_the_generator_on_its_worker_before_returning() -> None:
-    adapter = EndlessAdapter()
-
-    async def main() -> None:
-        stream = astream(adapter, OPTIONS, batch_size=8, queue_size=2)
-        async with contextlib.aclosing(stream):
-            async for chunk in stream:
-                if isinstance(chunk, TextDelta):
-                    break
-        assert adapter.recorder.closed.is_set()
-        assert stream.signal.aborted
-        with pytest.raises(StopAsyncIteration):
-            await anext(stream)
-        await stream.aclose()
-
-    asyncio.run(main())
-    rec = adapter.recorder
-    assert isinstance(rec.exit, GeneratorExit)
-    assert set(rec.threads) == {rec.threads[0]}
-    assert rec.threads[0] != threading.get_ident()
-
-
-def test_aclose_of_a_blocked_source_aborts_it_within_100_ms() -> None:
-    adapter = BlockingAdapter()
-
-    async def main() -> float:
-        stream = astream(adapter, OPTIONS)
-        await anext(stream)
-        await asyncio.to_thread(adapter.blocked.wait, 5.0)
-        started = time.perf_counter()
-        await stream.aclose()
-        assert adapter.recorder.closed.is_set()
-        return started
-
-    started = asyncio.run(main())
-    assert adapter.aborted_at is not None
-    assert adapter.aborted_at - started < 0.1
-
-
-def test_dropping_the_iterator_aborts_the_request_and_closes_the_generator() -> None:
-    adapter = EndlessAdapter()
-    refs: list[weakref.ref[AsyncChunkStream]] = []
-
-    async def main() -> None:
-        stream = astream(adapter, OPTIONS, batch_size=4, queue_size=1)
-        refs.append(weakref.ref(stream))
-        async for _ in stream:
-            break
-        del stream
-
-    asyncio.run(main())
-    gc.collect()
-    assert refs[0]() is None
-    assert adapter.recorder.closed.wait(1.0)
-    assert isinstance(adapter.recorder.exit, GeneratorExit)
-    assert set(adapter.recorder.threads) == {adapter.recorder.threads[0]}
-
-
-def test_a_stream_left_referenced_after_its_loop_ends_stops_when_dropped() -> None:
-    adapter = EndlessAdapter()
-    streams: list[AsyncChunkStream] = []
-
-    async def main() -> None:
-        stream = astream(adapter, OPTIONS, batch_size=4, queue_size=1)
-        streams.append(stream)
-        await anext(stream)
-
-    asyncio.run(main())
-    time.sleep(0.02)
-    assert not adapter.recorder.closed.is_set()
-    produced = adapter.recorder.produced
-    assert produced <= 2 * 4 + 1
-    streams.clear()
-    assert adapter.recorder.closed.wait(1.0)
-
-
-def test_a_closed_loop_stops_a_worker_that_wants_to_wake_it() -> None:
-    adapter = ScriptedAdapter(text_stream(3), delay=0.05)
-    loop = asyncio.new_event_loop()
-    stream = astream(adapter, OPTIONS)
-    task = loop.create_task(collect(stream))
-    # The consumer starts the worker and sleeps on its first chunk.
-    loop.run_until_complete(asyncio.sleep(0.01))
-    loop.close()
-    assert adapter.recorder.closed.wait(1.0)
-    assert stream.signal.aborted
-    # The task can never run again; it is discarded on purpose.
-    task._log_destroy_pending = False  # type: ignore[attr-defined]
-    del task
-
-
-def test_aclose_before_the_first_anext_never_calls_the_source() -> None:
-    adapter = ScriptedAdapter(text_stream(1))
-
-    async def main() -> None:
-        stream = astream(adapter, OPTIONS)
-        await stream.aclose()
-        with pytest.raises(StopAsyncIteration):
-            await anext(stream)
-
-    asyncio.run(main())
-    assert adapter.recorder.calls == 0
-
-
-def test_a_stream_closed_while_waiting_for_a_thread_never_calls_the_source() -> None:
-    pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
-    busy = BlockingAdapter()
-    queued = ScriptedAdapter(text_stream(1))
-
-    async def main() -> None:
-        first = astream(busy, OPTIONS, executor=pool)
-        await anext(first)
-        second = astream(queued, OPTIONS, executor=pool)
-        with pytest.raises(TimeoutError):
-            await asyncio.wait_for(anext(second), 0.05)
-        await second.aclose()
-        await first.aclose()
-
-    try:
-        asyncio.run(main())
-    finally:
-        pool.shutdown(wait=True)
-    assert queued.recorder.calls == 0
-
-
-def test_aclose_raises_what_closing_the_generator_raised() -> None:
-    failure = RuntimeError("cleanup failed")
-    adapter = ScriptedAdapter(text_stream(50), on_close=failure)
-
-    async def main() -> None:
-        stream = astream(adapter, OPTIONS, batch_size=2, queue_size=1)
-        await anext(stream)
-        with pytest.raises(RuntimeError) as caught:
-            await stream.aclose()
-        assert caught.value is failure
-        await stream.aclose()
-
-    asyncio.run(main())
-
-
-def test_a_cleanup_failure_of_a_dropped_stream_is_logged(
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    adapter = ScriptedAdapter(text_stream(50), on_close=RuntimeError("cleanup failed"))
-
-    async def main() -> None:
-        stream = astream(adapter, OPTIONS, batch_size=2, queue_size=1)
-        await anext(stream)
-
-    with caplog.at_level(logging.ERROR, logger="dsh_llm"):
-        asyncio.run(main())
-        gc.collect()
-        assert adapter.recorder.closed.wait(1.0)
-        deadline = time.monotonic() + 1.0
-        while not caplog.records and time.monotonic() < deadline:
-            time.sleep(0.01)
-    (record,) = caplog.records
-    assert "abandoned astream() source" in record.getMessage()
-    assert record.exc_info is not None
-    assert str(record.exc_info[1]) == "cleanup failed"
 
 
 # --- misuse ----------------------------------------------------------------------

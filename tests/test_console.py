@@ -112,6 +112,13 @@ def test_reasoning_after_text_starts_on_a_new_line():
     assert err == "[reasoning] b\n"
 
 
+def test_empty_deltas_write_nothing_and_open_no_line():
+    assert _show((ReasoningDelta(index=0, text=""),)) == ("", "")
+    out, err = _show((TextDelta(index=0, text=""), ReasoningDelta(index=1, text="why")))
+    assert out == ""  # no text line was opened, so none is ended
+    assert err == "[reasoning] why\n"
+
+
 def test_reasoning_is_dimmed_on_a_terminal_without_leaking_the_style():
     out, err = _show(STREAM[:4], color=True)
     assert err == "\x1b[2m[reasoning] think \x1b[0m\x1b[2mhard\x1b[0m\n"

@@ -23,6 +23,7 @@ from dsh_llm.model_info import project_text_only
 from dsh_llm.protocol import (
     GenerateOptions,
     LlmCallConfig,
+    TextBlock,
     create_user_message,
 )
 from dsh_llm.runtime import AdapterDefaults, LlmRuntime
@@ -296,3 +297,16 @@ def test_text_only_projection_leaves_requests_without_work_untouched() -> None:
     assert project_text_only(with_image, ("text", "image")) is with_image
     projected = project_text_only(with_image, ("text",))
     assert projected.messages[0].content[0].type == "text"
+
+
+def test_text_only_projection_keeps_the_blocks_beside_an_image() -> None:
+    image = image_block("c")
+    caption = TextBlock(text="what is this?")
+    options = GenerateOptions(
+        provider="route", model="m", messages=(create_user_message([caption, image]),)
+    )
+    projected = project_text_only(options, ("text",))
+    kept, replaced = projected.messages[0].content
+    assert kept is caption
+    assert isinstance(replaced, TextBlock)
+    assert replaced.text.startswith("[image omitted")

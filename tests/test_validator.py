@@ -291,6 +291,14 @@ STRICT_VIOLATIONS: dict[str, tuple[list[StreamChunk], tuple[str, ...]]] = {
             "rule 5",
         ),
     ),
+    "block-end of a long text differs": (
+        [start(0), text(0, "x" * 50), end_text(0, "x" * 49 + "y")],
+        (
+            "block-end differs from deltas",
+            "its text 'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx'... (50 chars)",
+            "first difference at offset 49",
+        ),
+    ),
     "block-end reasoning differs": (
         [start(0, "reasoning"), reasoning(0, "x"), end_reasoning(0, "y")],
         ("block-end differs from deltas", "its text 'y'"),

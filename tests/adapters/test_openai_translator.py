@@ -17,6 +17,7 @@ from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import (
     BlockEnd,
     BlockStart,
+    CallId,
     Finish,
     FinishReason,
     LlmFailure,
@@ -358,6 +359,45 @@ def test_a_new_id_on_a_reused_index_starts_a_new_call_and_closes_the_old():
     assert ToolCallDelta(index=1, id="b", name="f", arguments_delta="2}") in chunks
 
 
+def test_text_buffered_behind_a_call_comes_out_when_its_index_is_reused():
+    chunks = run(
+        tool(0, id="a", name="f", args='{"n":1}'),
+        text("checking"),
+        tool(0, id="b", name="g", args="{}"),
+        finish("tool_calls"),
+    )
+    assert assemble(chunks).blocks() == (
+        ToolCallBlock(id=CallId("a"), name="f", arguments='{"n":1}'),
+        TextBlock(text="checking"),
+        ToolCallBlock(id=CallId("b"), name="g", arguments="{}"),
+    )
+    # The buffered text is one delta, after the first call ends.
+    assert chunks[chunks.index(BlockStart(index=1, block_type="text")) + 1] == (
+        TextDelta(index=1, text="checking")
+    )
+
+
+def test_buffered_segments_flush_in_order_and_a_growing_call_streams_live():
+    chunks = run(
+        tool(0, id="a", name="f", args="{}"),
+        text("note"),
+        tool(1, id="b", name="g", args='{"m":'),
+        tool(0, id="c", name="h", args="{}"),
+        tool(1, args="2}"),
+        finish("tool_calls"),
+    )
+    assert assemble(chunks).blocks() == (
+        ToolCallBlock(id=CallId("a"), name="f", arguments="{}"),
+        TextBlock(text="note"),
+        ToolCallBlock(id=CallId("b"), name="g", arguments='{"m":2}'),
+        ToolCallBlock(id=CallId("c"), name="h", arguments="{}"),
+    )
+    # Call b is still open when index 0 is reused, so its rest streams live.
+    assert (
+        ToolCallDelta(index=2, id=CallId("b"), name="g", arguments_delta="2}") in chunks
+    )
+
+
 def test_a_missing_index_continues_the_last_call_unless_a_new_id_comes():
     chunks = run(
         tool(None, id="a", name="f", args="{"),
@@ -533,6 +573,7 @@ def test_invalid_json_is_malformed_response():
         {"choices": [{"delta": {"tool_calls": {"index": 0}}}]},
         {"choices": [{"delta": {"tool_calls": ["x"]}}]},
         {"choices": [{"delta": {"tool_calls": [{"index": 0, "function": "f"}]}}]},
+        {"choices": [{"delta": {"function_call": "f"}}]},
     ],
 )
 def test_wrong_shapes_are_malformed_response(payload):

@@ -411,6 +411,22 @@ def test_a_gzip_body_is_decoded(server, session):
         assert _read_all(call) == b"data: x\n\n"
 
 
+def test_a_body_that_cannot_be_decompressed_is_malformed_response(server, session):
+    server.enqueue(
+        Reply(headers={"content-encoding": "gzip"}, body=b"this is not gzip data")
+    )
+    with _call(session, server.url) as call:
+        response = call.open()
+        assert call.response is response
+        with pytest.raises(LlmError) as caught:
+            _read_all(call)
+    assert caught.value.code == ErrorCode.MALFORMED_RESPONSE
+    assert caught.value.message == (
+        f"Test API stream from {server.url} could not be decoded"
+    )
+    assert caught.value.__cause__ is not None
+
+
 def test_close_is_idempotent_and_removes_the_abort_listener(server, session):
     server.enqueue(Reply(body=b"x"))
     controller = AbortController()

@@ -195,6 +195,8 @@ def test_retry_after_http_date_and_deepseek_request_id():
         "9" * 400,
         "not-a-date",
         email.utils.formatdate(0, usegmt=True),
+        # A date in an unknown zone ("-0000") cannot be turned into a delay.
+        email.utils.formatdate(NOW + 60),
         "-1",
         "1.5",
         "",
@@ -284,6 +286,15 @@ def test_in_band_error_without_details_names_the_provider():
     assert parse_error_report({"choices": []}) is None
     assert parse_error_report("  ") is None
     assert parse_error_report([]) is None
+
+
+def test_an_error_field_holding_a_json_scalar_is_its_text():
+    report = parse_error_report('"model overloaded"')
+    assert report is not None
+    text = '"model overloaded"'
+    assert (report.message, report.detail) == (text, text)
+    failure = in_band_failure("503", provider="llama.cpp")
+    assert (failure.message, failure.code, failure.status) == ("503", "SERVER", None)
 
 
 # --- secrets the server echoes back ---------------------------------------------------

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pickle
 import traceback
+from typing import Any
 
 import pytest
 import requests.exceptions as rx
@@ -168,6 +169,33 @@ def test_a_secret_only_in_the_repr_or_a_chained_exception_is_found():
     cause = Redactor([KEY]).cause(chained)
     assert isinstance(cause, RedactedCause)
     assert str(cause) == "OSError: outer"
+
+
+class _Unprintable(Exception):
+    def __str__(self) -> str:
+        raise RuntimeError("no str")
+
+    def __repr__(self) -> str:
+        raise RuntimeError("no repr")
+
+
+class _UnreadableNotes(list[str]):
+    def __iter__(self) -> Any:
+        raise RuntimeError("no notes")
+
+
+def test_exceptions_that_cannot_be_rendered_never_break_the_redactor():
+    unprintable = _Unprintable()
+    unprintable.add_note(f"sent with {KEY}")
+    cause = Redactor([KEY]).cause(unprintable)
+    assert isinstance(cause, RedactedCause)
+    assert str(cause) == f"{__name__}._Unprintable"
+
+    unreadable = ValueError(f"rejected {KEY}")
+    unreadable.__notes__ = _UnreadableNotes()
+    cause = Redactor([KEY]).cause(unreadable)
+    assert isinstance(cause, RedactedCause)
+    assert str(cause) == "ValueError: rejected ***"
 
 
 def test_withheld_details_keep_only_the_type_name():
