@@ -184,7 +184,8 @@ ERROR_CODES: Final[dict[ErrorCode, ErrorCodeInfo]] = {
     ErrorCode.STREAM_CLOSED: _info(
         "The stream ended before its terminal marker ([DONE] or equivalent), "
         "including an unterminated final event. Partial output must be discarded; "
-        "a retry may help but is not done by default."
+        "the default retry policy does not retry it, since the provider may have "
+        "done the work already."
     ),
     ErrorCode.MALFORMED_RESPONSE: _info(
         "The provider sent a payload that is not the documented format (e.g. an "
