@@ -1,6 +1,7 @@
 """Assembly: chunks in, complete blocks, an assistant message, usage and finish out.
 
-``BlockAssembler`` is the one canonical assembly algorithm (SPEC.md section 6).
+``BlockAssembler`` is the one canonical assembly algorithm, the TypeScript
+harness's.
 It is tolerant, like the TypeScript original: it checks no grammar (run
 ``dsh_llm.validate_stream`` in front of it for that) and never raises for a
 malformed but well-typed stream. Contracts callers may rely on:

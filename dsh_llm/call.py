@@ -10,11 +10,11 @@ Contracts callers may rely on:
   attempt is discarded; a retry sends the identical request again.
 - A successful, ``aborted`` or otherwise non-``error`` finish is returned at once.
   An ``error`` finish is retried by the policy captured with the registration
-  that served the attempt (``prepared.retry_policy``), following SPEC section
-  9.2: a normal policy retries its ``retryable_codes`` up to ``max_retries``
-  times per provider and policy (a changed policy restarts the count); an always
-  policy retries every failure. ``NO_ADAPTER`` and the failures of call
-  preparation are never retried.
+  that served the attempt (``prepared.retry_policy``): a normal policy retries
+  its ``retryable_codes`` up to ``max_retries`` times per provider and policy
+  (a changed policy restarts the count); an always policy retries every
+  failure. ``NO_ADAPTER`` and the failures of call preparation are never
+  retried.
 - Delays come from ``dsh_llm.retry.retry_delay_ms`` with the injected
   ``random``; a provider ``Retry-After`` longer than a normal policy accepts ends
   the retries. ``on_retry`` is told before each wait; the wait is cancelled by

@@ -378,7 +378,7 @@ def _add_validate_command(commands: _Commands) -> None:
         description=(
             "Check a recorded chunk stream, one JSON chunk per line (UTF-8; FILE "
             "- reads stdin), against the "
-            "protocol's rules (DESIGN.md section 2; strict by default). Exit 0 "
+            "protocol's rules (docs/protocol.md; strict by default). Exit 0 "
             "and print a one-line summary when it is valid, 1 with the first "
             "violation (error[INVARIANT]: ...) when not, 2 when the file cannot "
             "be read as JSON Lines of chunks."

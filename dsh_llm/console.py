@@ -2,8 +2,8 @@
 the one-line summary.
 
 This module owns the rendering rules of ``dsh-llm chat`` and ``dsh-llm demo``
-(STYLE.md section 5: text to stdout, reasoning to stderr). Contracts callers may
-rely on:
+(text to stdout, reasoning to stderr, so either can be redirected alone).
+Contracts callers may rely on:
 
 - ``ChunkPrinter`` writes each ``text-delta`` to ``out`` and each
   ``reasoning-delta`` to ``err`` the moment it is given one, flushing after every

@@ -49,7 +49,7 @@ class Secret:
     (so they cannot end up as dict keys in a log).
 
     Pickling carries the value: a config or an adapter holding a ``Secret`` must
-    reach a process pool or a distributed engine (DESIGN.md section 6) with its
+    reach a process pool or a distributed engine (Dask, Ray) with its
     key. Treat a pickle holding one as the secret itself: never log it, write it
     to shared storage or send it anywhere the key may not go.
     """

@@ -5,13 +5,13 @@ This module owns the demo's scripted DeepSeek stream and its runner. Contracts
 callers may rely on:
 
 - ``demo_wire_events()`` is a realistic DeepSeek chat-completions stream
-  (WIRE_FORMATS.md section 1): a keep-alive comment, the role chunk, reasoning in
-  ``reasoning_content``, text, one ``get_weather`` tool call whose arguments arrive
-  in fragments, and ``finish_reason: "tool_calls"`` with usage that includes
-  cache hits (1283 prompt tokens, 1024 of them cached; 96 completion tokens, 41
-  of them reasoning), then ``[DONE]``. ``demo_reply(pace)`` plays it as one
-  chunked HTTP reply, pausing between events (about 1.3 s in all at ``pace=1``;
-  ``pace=0`` sends it at once).
+  (as ``docs/deepseek.md`` describes it): a keep-alive comment, the role chunk,
+  reasoning in ``reasoning_content``, text, one ``get_weather`` tool call whose
+  arguments arrive in fragments, and ``finish_reason: "tool_calls"`` with usage
+  that includes cache hits (1283 prompt tokens, 1024 of them cached; 96
+  completion tokens, 41 of them reasoning), then ``[DONE]``. ``demo_reply(pace)``
+  plays it as one chunked HTTP reply, pausing between events (about 1.3 s in all
+  at ``pace=1``; ``pace=0`` sends it at once).
 - ``run_demo`` starts a ``LoopbackServer`` on 127.0.0.1, registers the real
   ``DeepSeekAdapter`` (explicit demo key ``DEMO_API_KEY``, ``base_url`` = the
   server, an empty environment: no ``DEEPSEEK_*`` variable is read) in an

@@ -1,7 +1,7 @@
 """Model metadata: checking what an adapter says about its models, and applying it.
 
 ``LlmRuntime`` asks an adapter for its catalog and for the facts of one exact
-model, then resolves a call config against those facts (SPEC.md section 5.3).
+model, then resolves a call config against those facts.
 This module owns the checks and the resolution; it does no I/O and calls no
 adapter, so the runtime decides when the adapter is asked. Contracts callers may
 rely on:

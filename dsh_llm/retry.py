@@ -6,7 +6,8 @@ Contracts callers may rely on:
   written in YAML) and returns a frozen ``NormalRetryPolicy`` or
   ``AlwaysRetryPolicy`` detached from the input; ``None`` gives the normal
   defaults and a policy already resolved is returned as is. Errors are
-  ``ValueError`` whose message starts with ``path``.
+  ``ValueError`` whose message is the offending key path (``path``,
+  ``path.mode``, ``path.backoff.maxDelayMs``...), a space, and what is wrong.
 - ``retry_delay_ms`` is pure: randomness is passed in, nothing sleeps.
 - Policies are values: adapters return one per route and the runtime captures it
   when the route is registered.
@@ -115,7 +116,7 @@ def _number(value: object) -> bool:
 def _check_keys(value: Mapping[str, Any], allowed: frozenset[str], path: str) -> None:
     for key in value:
         if key not in allowed:
-            raise ValueError(f'{path}: unknown key "{key}"')
+            raise ValueError(f'{path} has the unknown key "{key}"')
 
 
 def _backoff(config: object, path: str) -> tuple[float, float, float]:

@@ -35,8 +35,9 @@ picks the adapter. Contracts callers may rely on:
   kept). Untouched messages are passed by identity.
 - The runtime does not check the chunk grammar and adds no retry, cache or rate
   limit (see ``dsh_llm.retry``).
-- Importing this module imports no surface (DESIGN.md section 3): the async
-  bridge ``dsh_llm.aio`` is imported when ``astream`` is first called.
+- Importing this module imports no surface (the layers above the runtime,
+  such as the async bridge, the plugins and the CLI, are never reached up to):
+  the async bridge ``dsh_llm.aio`` is imported when ``astream`` is first called.
 """
 
 from __future__ import annotations
@@ -95,8 +96,8 @@ from dsh_llm.retry import RetryPolicy
 from dsh_llm.signal import AbortSignal
 
 if TYPE_CHECKING:
-    # The async bridge is a surface above the runtime (DESIGN.md section 3): it is
-    # imported when ``astream`` runs, never when the runtime is imported.
+    # The async bridge is a surface above the runtime, and the runtime never
+    # reaches up: it is imported when ``astream`` runs, never with the runtime.
     from dsh_llm.aio import AsyncChunkStream
 
 __all__ = [

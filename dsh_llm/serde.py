@@ -7,7 +7,7 @@ One cattrs converter (``converter``) owns the mapping. Contracts callers may rel
   tag first, sources and finish reasons a ``kind`` tag.
 - Absent optional fields are omitted, never ``null``. The one exception is token
   counts: ``inputTokens``/``outputTokens`` are always present and ``null`` when the
-  provider did not report them (DESIGN.md rule 7).
+  provider did not report them (rule 7 of ``docs/protocol.md``).
 - ``*_to_dict`` returns fresh plain dicts and lists (JSON-ready); ``*_from_dict``
   is strict: an unknown tag, a wrong type, a missing field or an unknown key raises
   ``LlmError`` with code ``INVALID_CHUNK`` (``INVALID_MESSAGE`` for messages) whose

@@ -11,7 +11,8 @@ sequence. Contracts callers may rely on:
   block index involved and the broken rule in plain words, e.g.
   ``chunk #4 (text-delta, index 1): delta after block-end: block 1 is already
   closed; deltas come between a block's block-start and its block-end (rule 1)``.
-  Rule numbers refer to DESIGN.md section 2 and the ``dsh_llm.protocol`` docstring.
+  Rule numbers refer to the rules of ``docs/protocol.md``, also listed in the
+  ``dsh_llm.protocol`` docstring.
 - An exception raised by the source propagates unchanged; no missing-finish
   violation is added on top of it. Closing the generator early skips the
   end-of-stream check.
@@ -123,7 +124,7 @@ def validate_stream(
 
     Args:
         chunks: The stream to check (any iterable; consumed once).
-        strict: ``True`` for DESIGN.md section 2 rules 1 to 8, ``False`` for the
+        strict: ``True`` for rules 1 to 8 of ``docs/protocol.md``, ``False`` for the
             lenient TypeScript rules (see the module docstring).
 
     Yields:
@@ -254,7 +255,7 @@ class _OpenBlock:
 
 
 class _StrictRules(_Rules):
-    """DESIGN.md section 2, rules 1 to 8."""
+    """Rules 1 to 8 of ``docs/protocol.md``."""
 
     __slots__ = (
         "empty_call",
@@ -538,7 +539,8 @@ class _StrictRules(_Rules):
 
 
 class _LenientRules(_Rules):
-    """The TypeScript ``invariant.ts`` rules (SPEC.md section 7)."""
+    """The TypeScript ``invariant.ts`` rules (``docs/protocol.md``, "Checking a
+    stream")."""
 
     __slots__ = ("open", "usage_seen")
 

@@ -7,7 +7,8 @@ whose counts may be ``None``, and a finish consistent with rule 8 (``tool-calls`
 or ``max-tokens`` after a tool call; ``stop``, ``max-tokens`` or an open kind
 otherwise), or a failure (``error``/``aborted``) that may leave the last block
 open and may come without usage. ``plan.chunks()`` is the one stream that plan
-produces under DESIGN.md section 2; ``plan.expected_blocks()`` is what
+produces under the protocol's strict rules (``docs/protocol.md``);
+``plan.expected_blocks()`` is what
 ``BlockAssembler`` must give back.
 
 ``broken_streams()`` applies ONE mutation to a valid stream and returns it with a
@@ -125,8 +126,8 @@ class BlockPlan:
 
     def open_block(self, index: int) -> ContentBlock:
         """What the assembler gives for this block left open after all its deltas
-        (SPEC.md section 6: the last delta's id, else ``call-<index>``; the last
-        non-empty name, else ``""``)."""
+        (as the TypeScript assembler does: the last delta's id, else
+        ``call-<index>``; the last non-empty name, else ``""``)."""
         if self.kind != "tool-call":
             return self.block()
         deltas = [self.delta(index, p, x) for p, x in enumerate(self.pieces)]

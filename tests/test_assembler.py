@@ -1,5 +1,7 @@
-"""Tests for dsh_llm.assembler: BlockAssembler (SPEC.md section 6 and checklist
-items 7-14, 22), assemble_stream() and collect()."""
+"""Tests for dsh_llm.assembler: BlockAssembler (the TypeScript assembler's
+algorithm: tolerant assembly, first close wins, tool calls dropped on
+max-tokens, replay-state pruning, interrupted blocks), assemble_stream() and
+collect()."""
 
 from __future__ import annotations
 
@@ -245,7 +247,9 @@ def test_tool_call_takes_the_last_delta_id_and_the_last_non_empty_name():
     assert assembler.blocks() == (
         ToolCallBlock(id=CallId(""), name="first", arguments="{}"),
     )
-    # A later delta without an id overwrites it too (SPEC.md section 6).
+    # A later delta without an id overwrites it too, as in the TypeScript
+    # assembler: the last delta's id wins, and an open call without one is
+    # named call-<index>.
     assembler.push(ToolCallDelta(index=0, id=None, arguments_delta=""))
     assert assembler.tool_calls[0].id == "call-0"
 

@@ -1,4 +1,5 @@
-"""The names ``dsh_llm`` exports (DESIGN.md section 4)."""
+"""The names ``dsh_llm`` exports: the vocabulary other code and its tests rely
+on, sorted and complete."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import pytest
 
 import dsh_llm
 
-# DESIGN.md section 4 names the foundation provides.
+# Names the foundation provides.
 FOUNDATION_NAMES = {
     "GenerateOptions",
     "Message",
@@ -36,7 +37,7 @@ FOUNDATION_NAMES = {
     "attribution_headers",
 }
 
-# DESIGN.md section 4 names later issues add; checked once they exist.
+# Names later issues add; checked once they exist.
 LATER_NAMES = (
     "LlmAdapter",
     "LlmRuntime",

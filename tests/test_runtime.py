@@ -629,7 +629,8 @@ def test_repr_names_the_routes() -> None:
 
 
 def test_importing_the_runtime_does_not_import_the_async_bridge() -> None:
-    # DESIGN.md section 3: the runtime layer never reaches up into the surfaces.
+    # Layers never reach up: the runtime does not import the surfaces above it
+    # (the async bridge, the plugins, the CLI).
     script = (
         "import sys\n"
         "import dsh_llm.runtime\n"

@@ -1,5 +1,6 @@
-"""Tests for dsh_llm.validator: strict rules (DESIGN.md section 2), lenient rules
-(SPEC.md section 7), laziness, error propagation and bounded memory."""
+"""Tests for dsh_llm.validator: strict rules (docs/protocol.md, rules 1 to 8),
+lenient rules (the TypeScript invariant.ts), laziness, error propagation and
+bounded memory."""
 
 from __future__ import annotations
 
@@ -461,7 +462,7 @@ def test_interleaved_typescript_stream_fails_strict_and_passes_lenient():
     assert_chunk_sequence(chunks, strict=False)
 
 
-# --- lenient mode (SPEC.md section 7) ----------------------------------------
+# --- lenient mode (the TypeScript invariant.ts rules) -------------------------
 
 LENIENT_VIOLATIONS: dict[str, tuple[list[StreamChunk], str]] = {
     "repeated block-start": (

@@ -9,8 +9,17 @@ and in a ``WireProfile``; everything else an adapter does is here, once:
   it).
 - ``resolved_model_info``: what ``resolve_model`` answers for a catalog entry or
   an unlisted id; ``catalog_entry`` finds a model's entry.
-- ``check_stream_timeouts``: the bounds of the three stream timeouts, reported
-  under their config keys.
+- ``AdapterConfigError``: a bad option reported against its config key
+  (``<package>: <key> <detail>``); each adapter subclasses it with its package
+  name, and its plugin turns it into a keyed load error.
+- ``api_root_url``: the one rule for a ``baseURL``, whatever its source (a
+  constructor argument, a config key, an environment variable): ``http://`` or
+  ``https://`` with a host and a valid port, no ``#fragment``, not already ending
+  in ``/chat/completions``; the trailing slash of its path is dropped and a query
+  string is kept. Messages never repeat the URL, so a password written into it
+  never reaches one.
+- ``check_stream_timeouts`` and ``checked_retry_policy``: the bounds of the three
+  stream timeouts and the retry-policy rules, reported under their config keys.
 - ``explicit_api_key`` (checked at construction) and ``api_key_from_environ``
   (read per request): the credential rules, with messages that name where a key
   came from and never the key.
@@ -49,7 +58,7 @@ from dsh_llm.adapters._openai_wire import WireProfile, encode_body
 from dsh_llm.credentials import Secret, assert_usable_api_key
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import StreamChunk
-from dsh_llm.retry import RetryPolicy
+from dsh_llm.retry import RetryPolicy, resolve_retry_policy
 from dsh_llm.signal import AbortSignal
 from dsh_llm.transport.call import StreamingCall
 from dsh_llm.transport.session import BearerAuth, NoAuth, create_session
@@ -58,14 +67,17 @@ from dsh_llm.transport.watchdog import check_timeout_ms
 
 __all__ = [
     "CHAT_COMPLETIONS_PATH",
+    "AdapterConfigError",
     "AdapterSettings",
     "CatalogEntry",
     "ChatCompletionsAdapter",
     "StreamSettings",
     "api_key_from_environ",
+    "api_root_url",
     "catalog_entry",
     "chat_completions_url",
     "check_stream_timeouts",
+    "checked_retry_policy",
     "explicit_api_key",
     "resolved_model_info",
     "stream_chat_completions",
@@ -76,10 +88,86 @@ CHAT_COMPLETIONS_PATH: Final = "/chat/completions"
 """Appended to an API root to reach the endpoint."""
 
 
+class AdapterConfigError(ValueError):
+    """A bad adapter option, reported against its config key.
+
+    The message is ``<package>: <key> <detail>``; subclasses set ``package`` to
+    the name of their plugin (``llm-deepseek``, ``llm-openai-compatible``).
+
+    Args:
+        key: The config key, as in YAML (``baseURL``, ``models[0].maxTokens``).
+        detail: What is wrong, as the rest of a sentence after the key.
+    """
+
+    package: ClassVar[str] = "dsh_llm"
+    """The package named at the start of the message."""
+
+    def __init__(self, key: str, detail: str) -> None:
+        super().__init__(f"{self.package}: {key} {detail}")
+        self.key = key
+        """The config key concerned."""
+        self.detail = detail
+        """What is wrong with it."""
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.key, self.detail))
+
+
+def api_root_url(
+    value: object, *, error: type[AdapterConfigError], source: str | None = None
+) -> str:
+    """Check an API root (config key ``baseURL``) and normalise it.
+
+    The root must be an ``http://`` or ``https://`` URL with a host (and, when
+    given, a valid port), without a ``#fragment``, and must not already end in
+    ``/chat/completions``, which is appended to it. The trailing slash of its path
+    is dropped; a query string (Azure-style ``?api-version=...``) is kept and
+    stays after the appended path (``chat_completions_url``).
+
+    Args:
+        value: The URL as given.
+        error: The adapter's ``AdapterConfigError`` subclass.
+        source: Where the value came from when not from ``baseURL`` itself
+            (an environment variable's name), named in the message.
+
+    Raises:
+        AdapterConfigError: ``error`` keyed ``baseURL``; the message never
+            contains the URL (it may carry a password).
+    """
+
+    def refuse(detail: str) -> AdapterConfigError:
+        where = "" if source is None else f" (read from {source})"
+        return error("baseURL", detail + where)
+
+    if not isinstance(value, str):
+        raise refuse("must be a string")
+    try:
+        parts = urllib.parse.urlsplit(value)
+        # Reading the port checks it: a non-numeric or out-of-range port raises.
+        valid = (
+            parts.scheme in ("http", "https")
+            and bool(parts.hostname)
+            and (parts.port is None or parts.port > 0)
+        )
+    except ValueError:
+        valid = False
+    if not valid:
+        raise refuse("must be an http:// or https:// URL")
+    if parts.fragment:
+        raise refuse("must not have a #fragment")
+    path = parts.path.rstrip("/")
+    if path.endswith(CHAT_COMPLETIONS_PATH):
+        raise refuse(
+            "must end at the API root (e.g. http://127.0.0.1:8080/v1); "
+            f"{CHAT_COMPLETIONS_PATH} is appended to it"
+        )
+    return urllib.parse.urlunsplit(parts._replace(path=path, fragment=""))
+
+
 def chat_completions_url(base_url: str) -> str:
-    """The endpoint under API root ``base_url``: ``/chat/completions`` appended to
-    its path with exactly one slash, before any query string (Azure-style
-    ``?api-version=...`` roots keep their query)."""
+    """The endpoint under API root ``base_url`` (as ``api_root_url`` returns it):
+    ``/chat/completions`` appended to its path with exactly one slash, before any
+    query string (Azure-style ``?api-version=...`` roots keep their query)."""
     parts = urllib.parse.urlsplit(base_url)
     path = parts.path.rstrip("/") + CHAT_COMPLETIONS_PATH
     return urllib.parse.urlunsplit(parts._replace(path=path))
@@ -124,19 +212,47 @@ def api_key_from_environ(
 
 
 def check_stream_timeouts(
-    idle_ms: float, keepalive_ms: float | None, total_ms: float | None
+    idle_ms: float,
+    keepalive_ms: float | None,
+    total_ms: float | None,
+    *,
+    error: type[AdapterConfigError],
 ) -> None:
     """Check the stream timeouts an adapter is configured with.
 
     Raises:
-        ValueError: ``<config key> must be a positive finite number no greater
-            than 2147483647`` for the first bad one, keyed ``streamIdleTimeoutMs``,
-            ``streamKeepaliveTimeoutMs`` or ``totalTimeoutMs`` (the last two may be
-            ``None``).
+        AdapterConfigError: ``error`` keyed ``streamIdleTimeoutMs``,
+            ``streamKeepaliveTimeoutMs`` or ``totalTimeoutMs`` (the last two may
+            be ``None``) for the first value that is not a positive finite number
+            no greater than 2147483647.
     """
-    check_timeout_ms("streamIdleTimeoutMs", idle_ms)
-    check_timeout_ms("streamKeepaliveTimeoutMs", keepalive_ms, optional=True)
-    check_timeout_ms("totalTimeoutMs", total_ms, optional=True)
+    for key, value, optional in (
+        ("streamIdleTimeoutMs", idle_ms, False),
+        ("streamKeepaliveTimeoutMs", keepalive_ms, True),
+        ("totalTimeoutMs", total_ms, True),
+    ):
+        try:
+            check_timeout_ms(key, value, optional=optional)
+        except ValueError as exc:
+            raise error(key, str(exc).removeprefix(f"{key} ")) from exc
+
+
+def checked_retry_policy(
+    value: Mapping[str, Any] | RetryPolicy | None, *, error: type[AdapterConfigError]
+) -> RetryPolicy:
+    """Resolve a retry-policy option (config key ``retryPolicy``).
+
+    Raises:
+        AdapterConfigError: ``error`` keyed by the offending key path
+            (``retryPolicy``, ``retryPolicy.mode``,
+            ``retryPolicy.backoff.maxDelayMs``...).
+    """
+    try:
+        return resolve_retry_policy(value, "retryPolicy")
+    except ValueError as exc:
+        # resolve_retry_policy's messages are "<key path> <what is wrong>".
+        key, _, detail = str(exc).partition(" ")
+        raise error(key, detail) from exc
 
 
 class StreamSettings(Protocol):
@@ -144,7 +260,7 @@ class StreamSettings(Protocol):
 
     @property
     def stream_idle_timeout_ms(self) -> float:
-        """Idle timeout (SPEC 3.6)."""
+        """Idle timeout: the longest silence while waiting for the next chunk."""
         ...
 
     @property
@@ -172,7 +288,7 @@ def stream_chat_completions(
     """Send ``call``, decode its SSE body and yield the translator's chunks.
 
     The response is closed when the generator ends, fails or is closed early.
-    Failures while reading are classified by ``call.failure`` (SPEC 8.7); an HTTP
+    Failures while reading are classified by ``call.failure``; an HTTP
     error is raised as ``call.open()`` classified it
     (``dsh_llm.transport.http_errors``).
 

@@ -6,7 +6,7 @@ marker (or before an in-stream error).
 
 Contracts callers may rely on:
 
-- ``map_usage``: wire usage to disjoint ``TokenUsage`` (SPEC 2.3, 8.5). A count
+- ``map_usage``: wire usage to disjoint ``TokenUsage`` (``docs/protocol.md``). A count
   that was not reported, or is not a non-negative int, is ``None``, never a guess.
 - ``map_finish_reason``: a wire ``finish_reason`` to a ``FinishReason``, using
   whether a tool-call block was emitted; a value outside the vocabulary is an
@@ -28,7 +28,8 @@ def _count(value: object) -> int | None:
 
 
 def map_usage(usage: Mapping[str, Any]) -> TokenUsage:
-    """Wire usage to disjoint ``TokenUsage`` (SPEC 2.3, 8.5).
+    """Wire usage to disjoint ``TokenUsage`` (cached input apart from
+    ``input_tokens``; reasoning already inside ``output_tokens``).
 
     ``cache_read`` is ``prompt_tokens_details.cached_tokens``, else
     ``prompt_cache_hit_tokens`` (DeepSeek); ``input = prompt_tokens - cache_read``;

@@ -12,7 +12,7 @@ Contracts callers may rely on:
 - ``ChatCompletionsTranslator`` is fed one decoded payload at a time (``feed``),
   a batch of SSE events (``feed_sse``), the end marker (``done``) or an
   ``error:`` SSE field (``feed_error_field``); each call returns the chunks it
-  produced, in the strict order of DESIGN.md section 2, and nothing once
+  produced, in the strict order of ``docs/protocol.md``, and nothing once
   ``finished``. Its docstring lists every quirk it absorbs.
 - An error the provider reports inside the stream is classified by
   ``dsh_llm.transport.http_errors.in_band_failure``, the classifier HTTP errors
@@ -26,7 +26,7 @@ Contracts callers may rely on:
   ``dsh_llm.transport.redaction.Redactor`` for the request), so an echoed key
   never reaches a finish or an error.
 - A blockless ``stop`` ends with the ``EMPTY_RESPONSE`` error finish
-  (``EMPTY_RESPONSE_MESSAGE``, SPEC 3.7) and a refusal with code
+  (``EMPTY_RESPONSE_MESSAGE``) and a refusal with code
   ``REFUSAL_CODE``.
 """
 
@@ -69,7 +69,7 @@ __all__ = [
 ]
 
 EMPTY_RESPONSE_MESSAGE: Final = "model returned a completed response with no content"
-"""The message of the ``EMPTY_RESPONSE`` finish (SPEC 3.7)."""
+"""The message of the ``EMPTY_RESPONSE`` finish (the TypeScript harness's)."""
 REFUSAL_CODE: Final = "REFUSAL"
 """The code of the ``error`` finish after a ``delta.refusal`` (the upper-cased
 finish-reason rule: Anthropic's ``refusal`` stop reason gives the same code)."""
@@ -189,7 +189,8 @@ class ChatCompletionsTranslator:
     produces (often none). ``finished`` turns true once the terminal ``Finish`` was
     returned; later input is ignored.
 
-    Order (DESIGN.md section 2, stricter than TS):
+    Order (the rules of ``docs/protocol.md``, stricter than the TypeScript
+    harness):
 
     - Blocks never interleave. Reasoning, text and tool calls open in the order
       they first appear; when reasoning is followed by text (or text by
@@ -223,7 +224,8 @@ class ChatCompletionsTranslator:
       leaving the partial blocks open (their content must be discarded). Nothing
       is raised, so the runtime shows this one finish.
 
-    Quirks absorbed, whichever server sends them (WIRE_FORMATS.md 2, 4.2, 5):
+    Quirks absorbed, whichever server sends them (OpenAI, vLLM, llama.cpp,
+    Ollama, OpenRouter, DeepSeek; ``docs/local-servers.md`` tabulates them):
 
     - Tool calls are keyed by ``tool_calls[].index``. A call's id is its first
       non-empty id and its name its first non-empty name: a server that repeats
@@ -264,7 +266,7 @@ class ChatCompletionsTranslator:
     Args:
         profile: The server's profile.
         empty_response_as_stop: Report a blockless ``stop`` as a plain ``stop``
-            (DESIGN.md rule 10's constructor flag) instead of ``EMPTY_RESPONSE``.
+            (rule 9 of ``docs/protocol.md``) instead of ``EMPTY_RESPONSE``.
         redact: Applied to server-supplied text put in a failure (see the
             module docstring); default: none.
     """
@@ -464,7 +466,8 @@ class ChatCompletionsTranslator:
             return function.get("name"), ""
         if type(arguments) is str:
             return function.get("name"), arguments
-        # A server that sends arguments as an object (SPEC 3.3): re-stringify.
+        # A server that sends arguments as an object: re-stringify, since
+        # arguments stay raw JSON text.
         return function.get("name"), json.dumps(
             arguments, ensure_ascii=False, separators=(",", ":")
         )

@@ -26,7 +26,7 @@ Contracts callers may rely on:
   ``reasoning_effort``), ``tools``, ``tool_choice``, ``temperature``, the output
   cap (``max_tokens`` or the profile's spelling, e.g. ``max_completion_tokens``),
   ``stop``; an optional field is omitted, never ``null``.
-- ``build_messages`` follows SPEC 8.3: the system prompt first; assistant
+- ``build_messages``: the system prompt first; assistant
   ``content`` is the joined text or ``""`` (never ``null``); the joined reasoning
   goes back in the profile's passback field whenever the turn had reasoning or
   tool calls (``""`` included: DeepSeek rejects tool turns without it), and not

@@ -1,5 +1,5 @@
-"""``DeepSeekAdapter``: DeepSeek chat completions (SPEC section 8) over the shared
-OpenAI wire (``dsh_llm.adapters._openai_wire``) and transport.
+"""``DeepSeekAdapter``: DeepSeek chat completions over the shared OpenAI wire
+(``dsh_llm.adapters._openai_wire``) and transport. User guide: ``docs/deepseek.md``.
 
 Contracts callers may rely on:
 
@@ -10,29 +10,35 @@ Contracts callers may rely on:
   (entry, else ``default_context_window``), default max tokens (entry, else
   ``max_tokens``) and the efforts ``off``/``low``/``high``/``max`` (default: the
   configured effort, else ``high``; only ``off`` when thinking is disabled).
-- **Configuration** is resolved once, by ``resolve_adapter_options`` (SPEC 8.1):
-  every default and bound is checked there and a bad value raises ``ValueError``
-  starting with ``llm-deepseek: ``. The base URL is the explicit one, else
-  ``DEEPSEEK_BASE_URL`` from the environment, else ``https://api.deepseek.com``.
-  A stream call reads its options snapshot exactly once.
+- **Configuration** is resolved once, by ``resolve_adapter_options``: every
+  default and bound is checked there and a bad value raises
+  ``DeepSeekConfigError``, a ``ValueError`` reading ``llm-deepseek: <config key>
+  <what is wrong>`` whose ``key`` is the camelCase config key (the
+  ``llm-deepseek`` plugin reports it as a load error keyed the same way). The
+  base URL is the explicit one, else ``DEEPSEEK_BASE_URL`` from the environment,
+  else ``https://api.deepseek.com``; whichever it is, it is checked by the rule
+  ``OpenAICompatAdapter`` shares (``dsh_llm.adapters._chat_adapter.api_root_url``:
+  ``http://`` or ``https://`` with a host, no ``#fragment``, not already ending in
+  ``/chat/completions``; a query string is kept after the appended path). A
+  stream call reads its options snapshot exactly once.
 - **Credentials**, per request: the explicit ``api_key``, else the environment
   variable ``api_key_env`` (``DEEPSEEK_API_KEY``). Missing or empty raises
   ``MISSING_CREDENTIAL`` naming the variable; a key no header can carry raises
   ``INVALID_CREDENTIAL``. The key is held as a ``Secret`` and never appears in a
-  message or a ``repr``.
-- **Per call** (SPEC 8.2), before any I/O: an image raises ``UNSUPPORTED_CONTENT``
+  message or a ``repr`` (nor does a password written into the base URL).
+- **Per call**, before any I/O: an image raises ``UNSUPPORTED_CONTENT``
   (before credentials; the Files API is not implemented); then the key; then the
   body, which may raise ``UNSUPPORTED_REASONING_EFFORT``, ``UNSUPPORTED_OPTION``
   or ``INVALID_REQUEST``. Then one ``POST {base_url}/chat/completions``.
-- **Thinking** (SPEC 8.3): ``purpose="session-title"`` sends thinking disabled;
+- **Thinking**: ``purpose="session-title"`` sends thinking disabled;
   else the effort (request, else configured) ``off`` sends thinking disabled,
   ``low``/``high``/``max`` thinking enabled plus ``reasoning_effort``, another
   effort raises; a deployment with thinking disabled refuses any effort but
   ``off``; no effort sends only a configured ``thinking``.
-- **Fields it cannot honour raise** (DESIGN rule 11), before any I/O, with
+- **Fields it cannot honour raise**, never silently dropped, before any I/O, with
   ``UNSUPPORTED_OPTION``: DeepSeek rejects a ``required`` or named
-  ``tool_choice`` in thinking mode, and silently ignores ``temperature`` there
-  (WIRE_FORMATS section 1), so either raises when the request explicitly
+  ``tool_choice`` in thinking mode, and silently ignores ``temperature`` there,
+  so either raises when the request explicitly
   enables thinking (a ``low``/``high``/``max`` effort in effect, or a deployment
   configured ``thinking="enabled"`` without an effort); use
   ``reasoning_effort="off"`` to force a tool or to sample with a temperature.
@@ -45,9 +51,11 @@ Contracts callers may rely on:
   headers (never in the body); a ``session_id`` no header can carry unchanged
   (see ``dsh_llm.transport.session.is_header_value``) raises
   ``INVALID_REQUEST``. Without ``max_tokens`` the model's default cap is sent.
-- **Stream**: the shared translator's strict order; usage mapped disjointly; a
-  blockless ``stop`` is ``EMPTY_RESPONSE`` unless ``empty_response_as_stop``.
-  Failures follow SPEC 8.6/8.7 (see ``dsh_llm.transport``).
+- **Stream**: the shared translator's strict order (``docs/protocol.md``); usage
+  mapped disjointly; a blockless ``stop`` is ``EMPTY_RESPONSE`` unless
+  ``empty_response_as_stop``. HTTP errors are classified by
+  ``dsh_llm.transport.http_errors``, transport failures, timeouts and aborts by
+  ``dsh_llm.transport.call`` (``docs/errors.md`` lists the codes).
 - ``close()`` (or ``with``) closes the adapter's connection pool
   (``ChatCompletionsAdapter``).
 """
@@ -67,9 +75,12 @@ from dsh_llm.adapter import (
     PreparedAdapterCall,
 )
 from dsh_llm.adapters._chat_adapter import (
+    AdapterConfigError,
     ChatCompletionsAdapter,
+    api_root_url,
     catalog_entry,
     check_stream_timeouts,
+    checked_retry_policy,
     resolved_model_info,
     stream_completion,
 )
@@ -78,8 +89,9 @@ from dsh_llm.credentials import Secret
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.model_info import MAX_SAFE_INTEGER
 from dsh_llm.protocol import GenerateOptions, StreamChunk, content_has_image
-from dsh_llm.retry import RetryPolicy, resolve_retry_policy
+from dsh_llm.retry import RetryPolicy
 from dsh_llm.signal import AbortSignal
+from dsh_llm.transport.call import redact_url
 from dsh_llm.transport.session import (
     DEFAULT_POOL_MAXSIZE,
     is_header_value,
@@ -101,6 +113,7 @@ __all__ = [
     "REASONING_EFFORTS",
     "DeepSeekAdapter",
     "DeepSeekConfig",
+    "DeepSeekConfigError",
     "DeepSeekConnectionOptions",
     "DeepSeekModel",
     "resolve_adapter_options",
@@ -118,7 +131,7 @@ BASE_URL_ENV: Final = "DEEPSEEK_BASE_URL"
 DEFAULT_API_KEY_ENV: Final = "DEEPSEEK_API_KEY"
 """Environment variable the key is read from by default."""
 DEFAULT_STREAM_IDLE_TIMEOUT_MS: Final = 300_000
-"""Default idle timeout (SPEC 3.6)."""
+"""Default idle timeout: the longest silence while waiting for the next chunk."""
 DEFAULT_KEEPALIVE_TIMEOUT_MS: Final = 600_000
 """Default bound on a wait with keep-alive comments but no data: DeepSeek closes a
 request that has not started inference after 10 minutes."""
@@ -129,7 +142,6 @@ DEFAULT_CONTEXT_WINDOW: Final = 1_000_000
 REASONING_EFFORTS: Final = ("off", "low", "high", "max")
 """The efforts DeepSeek accepts (``off`` disables thinking)."""
 _PACKAGE: Final = "llm-deepseek"
-_RETRY_POLICY_PATH: Final = f"{_PACKAGE}: retryPolicy"
 
 DEEPSEEK_PROFILE: Final = WireProfile(
     provider=DISPLAY_NAME,
@@ -213,13 +225,13 @@ class DeepSeekConfig:
     )
     """The advertised catalog (``None``: the defaults; empty: none)."""
     stream_idle_timeout_ms: float = DEFAULT_STREAM_IDLE_TIMEOUT_MS
-    """Idle timeout (SPEC 3.6)."""
+    """Idle timeout: the longest silence while waiting for the next chunk."""
     stream_keepalive_timeout_ms: float | None = DEFAULT_KEEPALIVE_TIMEOUT_MS
     """Longest wait with keep-alive comments but no data (``None``: unbounded)."""
     total_timeout_ms: float | None = None
     """Longest whole call, think time excluded (``None``: unbounded)."""
     retry_policy: Mapping[str, Any] | None = None
-    """Retry policy config (SPEC 9.1; ``None``: normal defaults)."""
+    """Retry policy config (``docs/plugins.md``; ``None``: normal defaults)."""
     pool_maxsize: int = DEFAULT_POOL_MAXSIZE
     """Idle connections kept per host."""
     empty_response_as_stop: bool = False
@@ -262,12 +274,64 @@ class DeepSeekConnectionOptions:
         return catalog_entry(self.models, model_id)
 
 
-def _fail(detail: str) -> ValueError:
-    return ValueError(f"{_PACKAGE}: {detail}")
+class DeepSeekConfigError(AdapterConfigError):
+    """A bad ``llm-deepseek`` option (a ``ValueError``): the message is
+    ``llm-deepseek: <key> <detail>``, and the ``llm-deepseek`` plugin reports it
+    as a load error keyed ``key``.
+
+    Args:
+        key: The config key, as in YAML (``maxTokens``,
+            ``models[0].contextWindow``).
+        detail: What is wrong, as the rest of a sentence after the key.
+    """
+
+    package = _PACKAGE
 
 
 def _positive_int(value: object, *, safe: bool = False) -> bool:
     return type(value) is int and value > 0 and (not safe or value <= MAX_SAFE_INTEGER)
+
+
+def _check_model(entry: object, where: str) -> None:
+    if not isinstance(entry, DeepSeekModel):
+        raise DeepSeekConfigError(
+            where,
+            f"must be a DeepSeekModel, got {type(entry).__name__} (models entries "
+            "must be DeepSeekModel values)",
+        )
+    if not isinstance(entry.id, str) or entry.id == "":
+        raise DeepSeekConfigError(
+            f"{where}.id",
+            "must be a non-empty string (catalog model ids must be non-empty)",
+        )
+    label = f'catalog model "{entry.id}"'
+    if entry.name is not None and (not isinstance(entry.name, str) or entry.name == ""):
+        raise DeepSeekConfigError(
+            f"{where}.name",
+            f"must be a non-empty string when given ({label} has an empty name)",
+        )
+    if entry.description is not None and not isinstance(entry.description, str):
+        raise DeepSeekConfigError(
+            f"{where}.description",
+            f"must be a string ({label} description must be a string)",
+        )
+    if entry.context_window is not None and not _positive_int(entry.context_window):
+        raise DeepSeekConfigError(
+            f"{where}.contextWindow", "must be a positive integer"
+        )
+    if entry.max_tokens is not None and not _positive_int(entry.max_tokens, safe=True):
+        raise DeepSeekConfigError(
+            f"{where}.maxTokens",
+            f"must be a positive integer no greater than {MAX_SAFE_INTEGER}",
+        )
+    modalities = entry.input_modalities
+    key = f"{where}.inputModalities"
+    if not modalities:
+        raise DeepSeekConfigError(key, "must not be empty")
+    if any(m not in ("text", "image") for m in modalities):
+        raise DeepSeekConfigError(key, 'must contain only "text" and "image"')
+    if len(set(modalities)) != len(modalities):
+        raise DeepSeekConfigError(key, "must not contain duplicates")
 
 
 def _resolve_models(
@@ -276,33 +340,14 @@ def _resolve_models(
     if models is None:
         return DEFAULT_MODELS
     seen: set[str] = set()
-    for entry in models:
-        if not isinstance(entry, DeepSeekModel):
-            raise _fail("models entries must be DeepSeekModel values")
-        if not isinstance(entry.id, str) or entry.id == "":
-            raise _fail("catalog model ids must be non-empty")
-        label = f'catalog model "{entry.id}"'
-        if entry.name is not None and (
-            not isinstance(entry.name, str) or entry.name == ""
-        ):
-            raise _fail(f"{label} has an empty name")
-        if entry.description is not None and not isinstance(entry.description, str):
-            raise _fail(f"{label} description must be a string")
-        if entry.context_window is not None and not _positive_int(entry.context_window):
-            raise _fail(f"{label} contextWindow must be a positive integer")
-        if entry.max_tokens is not None and not _positive_int(
-            entry.max_tokens, safe=True
-        ):
-            raise _fail(f"{label} maxTokens must be a positive integer")
-        modalities = entry.input_modalities
-        if not modalities:
-            raise _fail(f"{label} inputModalities must not be empty")
-        if any(m not in ("text", "image") for m in modalities):
-            raise _fail(f'{label} inputModalities must contain only "text" and "image"')
-        if len(set(modalities)) != len(modalities):
-            raise _fail(f"{label} inputModalities must not contain duplicates")
+    for index, entry in enumerate(models):
+        where = f"models[{index}]"
+        _check_model(entry, where)
         if entry.id in seen:
-            raise _fail(f'duplicate catalog model "{entry.id}"')
+            raise DeepSeekConfigError(
+                f"{where}.id",
+                f'repeats an earlier entry (duplicate catalog model "{entry.id}")',
+            )
         seen.add(entry.id)
     return models
 
@@ -310,56 +355,67 @@ def _resolve_models(
 def resolve_adapter_options(
     config: DeepSeekConfig | None = None, environ: Mapping[str, str] | None = None
 ) -> DeepSeekConnectionOptions:
-    """Check ``config`` and resolve every default (SPEC 8.1).
+    """Check ``config`` and resolve every default.
 
     Args:
         config: The configuration (``None``: all defaults).
         environ: Where ``DEEPSEEK_BASE_URL`` is read (default ``os.environ``).
 
     Raises:
-        ValueError: ``llm-deepseek: <what is wrong>`` for any invalid value.
+        DeepSeekConfigError: a ``ValueError`` reading ``llm-deepseek: <key>
+            <what is wrong>`` for any invalid value, its ``key`` the config key
+            (``maxTokens``, ``models[0].contextWindow``, ``baseURL`` also when the
+            bad URL came from ``DEEPSEEK_BASE_URL``).
     """
     config = DeepSeekConfig() if config is None else config
     environ = os.environ if environ is None else environ
     if not isinstance(config.api_key_env, str) or config.api_key_env == "":
-        raise _fail("apiKeyEnv must be a non-empty environment variable name")
+        raise DeepSeekConfigError(
+            "apiKeyEnv", "must be a non-empty environment variable name"
+        )
     if config.thinking not in (None, "enabled", "disabled"):
-        raise _fail('thinking must be "enabled" or "disabled"')
+        raise DeepSeekConfigError("thinking", 'must be "enabled" or "disabled"')
     if (
         config.reasoning_effort is not None
         and config.reasoning_effort not in REASONING_EFFORTS
     ):
-        raise _fail('reasoningEffort must be one of "off", "low", "high", "max"')
+        raise DeepSeekConfigError(
+            "reasoningEffort", 'must be one of "off", "low", "high", "max"'
+        )
     if config.thinking == "disabled" and config.reasoning_effort not in (None, "off"):
-        raise _fail(
-            'only reasoningEffort "off" can be configured when thinking is disabled'
+        raise DeepSeekConfigError(
+            "reasoningEffort",
+            'must be "off" or unset (only reasoningEffort "off" can be configured '
+            "when thinking is disabled)",
         )
     if not _positive_int(config.default_context_window):
-        raise _fail("defaultContextWindow must be a positive integer")
+        raise DeepSeekConfigError("defaultContextWindow", "must be a positive integer")
     if not _positive_int(config.max_tokens, safe=True):
-        raise _fail("maxTokens must be a positive safe integer")
-    try:
-        check_stream_timeouts(
-            config.stream_idle_timeout_ms,
-            config.stream_keepalive_timeout_ms,
-            config.total_timeout_ms,
+        raise DeepSeekConfigError(
+            "maxTokens",
+            f"must be a positive safe integer (at most {MAX_SAFE_INTEGER})",
         )
-    except ValueError as exc:
-        raise _fail(str(exc)) from exc
+    check_stream_timeouts(
+        config.stream_idle_timeout_ms,
+        config.stream_keepalive_timeout_ms,
+        config.total_timeout_ms,
+        error=DeepSeekConfigError,
+    )
     if not _positive_int(config.pool_maxsize):
-        raise _fail("poolMaxsize must be a positive integer")
+        raise DeepSeekConfigError("poolMaxsize", "must be a positive integer")
     if not isinstance(config.empty_response_as_stop, bool):
-        raise _fail("emptyResponseAsStop must be a boolean")
+        raise DeepSeekConfigError("emptyResponseAsStop", "must be a boolean")
     models = _resolve_models(config.models)
-    base_url = config.base_url
-    if base_url is None:
-        base_url = environ.get(BASE_URL_ENV) or PUBLIC_BASE_URL
-    if not isinstance(base_url, str) or not base_url.startswith(
-        ("http://", "https://")
-    ):
-        raise _fail("baseURL must be an http:// or https:// URL")
+    if config.base_url is not None:
+        base_url = api_root_url(config.base_url, error=DeepSeekConfigError)
+    elif environ.get(BASE_URL_ENV):
+        base_url = api_root_url(
+            environ[BASE_URL_ENV], error=DeepSeekConfigError, source=BASE_URL_ENV
+        )
+    else:
+        base_url = PUBLIC_BASE_URL
     return DeepSeekConnectionOptions(
-        base_url=base_url.rstrip("/"),
+        base_url=base_url,
         api_key_env=config.api_key_env,
         thinking=config.thinking,
         reasoning_effort=config.reasoning_effort,
@@ -369,7 +425,9 @@ def resolve_adapter_options(
         stream_idle_timeout_ms=config.stream_idle_timeout_ms,
         stream_keepalive_timeout_ms=config.stream_keepalive_timeout_ms,
         total_timeout_ms=config.total_timeout_ms,
-        retry_policy=resolve_retry_policy(config.retry_policy, _RETRY_POLICY_PATH),
+        retry_policy=checked_retry_policy(
+            config.retry_policy, error=DeepSeekConfigError
+        ),
         pool_maxsize=config.pool_maxsize,
         empty_response_as_stop=config.empty_response_as_stop,
     )
@@ -378,7 +436,8 @@ def resolve_adapter_options(
 def thinking_fields(
     options: GenerateOptions, *, thinking: str | None, default_effort: str | None
 ) -> dict[str, Any]:
-    """The ``thinking``/``reasoning_effort`` body keys for ``options`` (SPEC 8.3).
+    """The ``thinking``/``reasoning_effort`` body keys for ``options`` (see the
+    module docstring).
 
     Raises:
         LlmError: ``UNSUPPORTED_REASONING_EFFORT`` for an effort DeepSeek or the
@@ -447,7 +506,8 @@ class DeepSeekAdapter(ChatCompletionsAdapter):
             from the environment at each request.
         base_url: API root (default ``DEEPSEEK_BASE_URL``, then the public URL).
         api_key_env: Variable the key is read from when ``api_key`` is ``None``.
-        stream_idle_timeout_ms: Idle timeout (SPEC 3.6), default 300000.
+        stream_idle_timeout_ms: Idle timeout: the longest silence while waiting
+            for the next chunk, default 300000.
         stream_keepalive_timeout_ms: Longest wait with keep-alive comments but no
             data (default 600000; ``None`` unbounded; see
             ``dsh_llm.transport.watchdog``).
@@ -463,7 +523,8 @@ class DeepSeekAdapter(ChatCompletionsAdapter):
         environ: Where variables are read (default ``os.environ``, live).
 
     Raises:
-        ValueError: for an invalid option (``llm-deepseek: ...``).
+        DeepSeekConfigError: for an invalid option (a ``ValueError`` reading
+            ``llm-deepseek: <config key> ...``).
         LlmError: ``INVALID_CREDENTIAL`` for an explicit key no header can carry.
     """
 
@@ -509,7 +570,9 @@ class DeepSeekAdapter(ChatCompletionsAdapter):
             # A resolved policy (or a value of the wrong type, refused here).
             options = attrs.evolve(
                 options,
-                retry_policy=resolve_retry_policy(retry_policy, _RETRY_POLICY_PATH),
+                retry_policy=checked_retry_policy(
+                    retry_policy, error=DeepSeekConfigError
+                ),
             )
         self._setup(lambda: options, api_key=api_key, environ=environ)
 
@@ -569,7 +632,7 @@ class DeepSeekAdapter(ChatCompletionsAdapter):
         ``next()``).
 
         Raises:
-            LlmError: see the module docstring and SPEC 8.6/8.7.
+            LlmError: see the module docstring and ``docs/errors.md``.
         """
         return self._stream(options, self._options())
 
@@ -648,4 +711,4 @@ class DeepSeekAdapter(ChatCompletionsAdapter):
     def __repr__(self) -> str:
         snapshot = self._options()
         key = self._key_repr(snapshot.api_key_env)
-        return f"DeepSeekAdapter(base_url={snapshot.base_url!r}, {key})"
+        return f"DeepSeekAdapter(base_url={redact_url(snapshot.base_url)!r}, {key})"

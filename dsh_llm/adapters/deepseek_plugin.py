@@ -10,7 +10,10 @@ Contracts callers may rely on:
   all optional. A config never holds a key: ``apiKeyEnv`` names the variable.
 - ``apply`` resolves the options (``resolve_adapter_options`` with
   ``ctx.environ``) before registering anything, so a bad value fails the load
-  (``llm-deepseek: ...``) and leaves nothing registered. Loading needs no key:
+  as a ``PluginLoadError`` whose ``key`` is the config key (``maxTokens``,
+  ``models[0].contextWindow``; ``baseURL`` also for a bad ``DEEPSEEK_BASE_URL``)
+  and whose cause is the ``DeepSeekConfigError`` (``llm-deepseek: <key> ...``);
+  nothing stays registered. Loading needs no key:
   the route registers, the catalog is browsable, and a request without a key ends
   in ``MISSING_CREDENTIAL`` naming the variable.
 - Disposing the plugin unregisters the route, then closes the adapter's pool.
@@ -24,8 +27,10 @@ from dsh_llm.adapters.deepseek import (
     PROVIDER_ROUTE,
     DeepSeekAdapter,
     DeepSeekConfig,
+    DeepSeekConfigError,
     resolve_adapter_options,
 )
+from dsh_llm.plugin_config import PluginConfigError
 from dsh_llm.plugins import PluginContext
 
 __all__ = ["Config", "apply", "inject", "name"]
@@ -42,9 +47,13 @@ def apply(ctx: PluginContext, config: DeepSeekConfig | None) -> None:
     """Register ``DeepSeekAdapter`` for ``deepseek-official``.
 
     Raises:
-        ValueError: ``llm-deepseek: ...`` for a config value out of bounds.
+        PluginConfigError: naming the config key of a value out of bounds; its
+            cause is the ``DeepSeekConfigError`` (``llm-deepseek: <key> ...``).
     """
-    options = resolve_adapter_options(config, ctx.environ)
+    try:
+        options = resolve_adapter_options(config, ctx.environ)
+    except DeepSeekConfigError as exc:
+        raise PluginConfigError(exc.key, exc.detail) from exc
     adapter = DeepSeekAdapter.from_options(options, environ=ctx.environ)
     ctx.effect(adapter.close)
     ctx.llm.register_adapter([PROVIDER_ROUTE], adapter)

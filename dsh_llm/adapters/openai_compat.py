@@ -8,8 +8,10 @@ Contracts callers may rely on:
 - **Endpoint.** ``base_url`` is the API root (``http://127.0.0.1:8080/v1``,
   ``https://api.openai.com/v1``); each request is one
   ``POST <base_url>/chat/completions`` (exactly one slash; a query string such as
-  Azure's ``?api-version=`` stays after the path). A URL that already ends in
-  ``/chat/completions`` is refused, since appending would double it.
+  Azure's ``?api-version=`` stays after the path). A URL that is not ``http://``
+  or ``https://`` with a host, has a ``#fragment``, or already ends in
+  ``/chat/completions`` (appending would double it) is refused, by the rule
+  ``DeepSeekAdapter`` shares (``dsh_llm.adapters._chat_adapter.api_root_url``).
 - **Credentials.** None by default: local servers get no ``authorization``
   header at all. ``api_key`` (``str`` or ``Secret``, checked at construction) or
   ``api_key_env`` (read at each request; unset or empty raises
@@ -59,14 +61,15 @@ Contracts callers may rely on:
   with code ``REFUSAL`` after the text), usage on any chunk or none (``None``
   counts), ``stop`` after tool calls corrected to ``tool-calls``, in-stream errors
   in every known shape. A blockless ``stop`` is ``EMPTY_RESPONSE`` unless
-  ``empty_response_as_stop``. Failures follow SPEC 8.6/8.7; a 429 that says
+  ``empty_response_as_stop``. Failures are classified by
+  ``dsh_llm.transport.http_errors`` and ``dsh_llm.transport.call``
+  (``docs/errors.md`` lists the codes); a 429 that says
   "Request too large" is ``INVALID_REQUEST`` (``dsh_llm.transport.http_errors``).
 - ``close()`` (or ``with``) closes the adapter's connection pool.
 """
 
 from __future__ import annotations
 
-import urllib.parse
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Final
 
@@ -78,10 +81,12 @@ from dsh_llm.adapter import (
     LlmResolvedModelInfo,
 )
 from dsh_llm.adapters._chat_adapter import (
-    CHAT_COMPLETIONS_PATH,
+    AdapterConfigError,
     ChatCompletionsAdapter,
+    api_root_url,
     catalog_entry,
     check_stream_timeouts,
+    checked_retry_policy,
     resolved_model_info,
     stream_completion,
 )
@@ -90,7 +95,7 @@ from dsh_llm.credentials import Secret
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import GenerateOptions, StreamChunk
 from dsh_llm.protocol import _checks as c
-from dsh_llm.retry import RetryPolicy, resolve_retry_policy
+from dsh_llm.retry import RetryPolicy
 from dsh_llm.signal import AbortSignal
 from dsh_llm.transport.call import redact_url
 from dsh_llm.transport.session import (
@@ -119,7 +124,7 @@ PACKAGE: Final = "llm-openai-compatible"
 DEFAULT_DISPLAY_NAME: Final = "OpenAI-compatible"
 """The provider name used in messages unless ``display_name`` says otherwise."""
 DEFAULT_STREAM_IDLE_TIMEOUT_MS: Final = 300_000
-"""Default idle timeout (SPEC 3.6)."""
+"""Default idle timeout: the longest silence while waiting for the next chunk."""
 DEFAULT_KEEPALIVE_TIMEOUT_MS: Final = 600_000
 """Default bound on a wait with keep-alive comments but no data (OpenRouter sends
 ``: OPENROUTER PROCESSING`` comments while a request is queued)."""
@@ -142,20 +147,15 @@ RESERVED_HEADERS: Final = frozenset(
 """Header names the adapter sets itself; ``headers`` may not replace them."""
 
 
-class OpenAICompatConfigError(ValueError):
-    """A bad ``OpenAICompatAdapter`` option.
+class OpenAICompatConfigError(AdapterConfigError):
+    """A bad ``OpenAICompatAdapter`` option (a ``ValueError``).
 
     Args:
         key: The config key, as in YAML (``baseURL``, ``models[0].maxTokens``).
         detail: What is wrong, as the rest of a sentence after the key.
     """
 
-    def __init__(self, key: str, detail: str) -> None:
-        super().__init__(f"{PACKAGE}: {key} {detail}")
-        self.key = key
-        """The config key concerned."""
-        self.detail = detail
-        """What is wrong with it."""
+    package = PACKAGE
 
 
 @attrs.frozen(kw_only=True)
@@ -246,28 +246,6 @@ def _catalog(models: Sequence[ModelSpec] | None) -> tuple[OpenAICompatModel, ...
     return entries
 
 
-def _base_url(value: object) -> str:
-    if not isinstance(value, str):
-        raise OpenAICompatConfigError("baseURL", "must be a string")
-    try:
-        parts = urllib.parse.urlsplit(value)
-        valid = parts.scheme in ("http", "https") and bool(parts.hostname)
-    except ValueError:
-        valid = False
-    if not valid:
-        raise OpenAICompatConfigError("baseURL", "must be an http:// or https:// URL")
-    if parts.fragment:
-        raise OpenAICompatConfigError("baseURL", "must not have a #fragment")
-    path = parts.path.rstrip("/")
-    if path.endswith(CHAT_COMPLETIONS_PATH):
-        raise OpenAICompatConfigError(
-            "baseURL",
-            "must end at the API root (e.g. http://127.0.0.1:8080/v1); "
-            f"{CHAT_COMPLETIONS_PATH} is appended to it",
-        )
-    return urllib.parse.urlunsplit(parts._replace(path=path))
-
-
 def _headers(value: object, *, has_key: bool) -> dict[str, str]:
     if value is None:
         return {}
@@ -325,19 +303,6 @@ def _efforts(value: object) -> tuple[str, ...] | None:
     return tuple(value)
 
 
-def _config_error(exc: ValueError) -> OpenAICompatConfigError:
-    """A checker's ``ValueError`` whose message starts with the config key."""
-    key, _, detail = str(exc).partition(" ")
-    return OpenAICompatConfigError(key, detail)
-
-
-def _retry_policy(value: Mapping[str, Any] | RetryPolicy | None) -> RetryPolicy:
-    try:
-        return resolve_retry_policy(value, "retryPolicy")
-    except ValueError as exc:
-        raise _config_error(exc) from exc
-
-
 @attrs.frozen(kw_only=True)
 class _Settings:
     """The checked configuration of one adapter (``StreamSettings`` included)."""
@@ -378,7 +343,8 @@ class OpenAICompatAdapter(ChatCompletionsAdapter):
             (``None``: a requested effort raises).
         reasoning_passback_field: ``reasoning_content`` or ``reasoning`` to send
             earlier reasoning back in assistant messages (``None``: never).
-        stream_idle_timeout_ms: Idle timeout (SPEC 3.6), default 300000.
+        stream_idle_timeout_ms: Idle timeout: the longest silence while waiting
+            for the next chunk, default 300000.
         stream_keepalive_timeout_ms: Longest wait with keep-alive comments but no
             data (default 600000; ``None``: unbounded).
         total_timeout_ms: Longest whole call (default ``None``).
@@ -441,14 +407,14 @@ class OpenAICompatAdapter(ChatCompletionsAdapter):
             )
         if type(pool_maxsize) is not int or pool_maxsize <= 0:
             raise OpenAICompatConfigError("poolMaxsize", "must be a positive integer")
-        try:
-            check_stream_timeouts(
-                stream_idle_timeout_ms, stream_keepalive_timeout_ms, total_timeout_ms
-            )
-        except ValueError as exc:
-            raise _config_error(exc) from exc
+        check_stream_timeouts(
+            stream_idle_timeout_ms,
+            stream_keepalive_timeout_ms,
+            total_timeout_ms,
+            error=OpenAICompatConfigError,
+        )
         self._settings = _Settings(
-            base_url=_base_url(base_url),
+            base_url=api_root_url(base_url, error=OpenAICompatConfigError),
             api_key_env=api_key_env,
             headers=_headers(
                 headers, has_key=api_key is not None or api_key_env is not None
@@ -458,7 +424,9 @@ class OpenAICompatAdapter(ChatCompletionsAdapter):
             stream_idle_timeout_ms=stream_idle_timeout_ms,
             stream_keepalive_timeout_ms=stream_keepalive_timeout_ms,
             total_timeout_ms=total_timeout_ms,
-            retry_policy=_retry_policy(retry_policy),
+            retry_policy=checked_retry_policy(
+                retry_policy, error=OpenAICompatConfigError
+            ),
             empty_response_as_stop=_flag("emptyResponseAsStop", empty_response_as_stop),
         )
         self._profile = WireProfile(
@@ -513,7 +481,7 @@ class OpenAICompatAdapter(ChatCompletionsAdapter):
         ``next()``).
 
         Raises:
-            LlmError: see the module docstring and SPEC 8.6/8.7.
+            LlmError: see the module docstring and ``docs/errors.md``.
         """
         body = self._body(options)
         key = self._request_key(self._settings.api_key_env, route=options.provider)

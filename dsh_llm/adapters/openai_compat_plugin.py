@@ -100,13 +100,13 @@ class OpenAICompatConfig:
     reasoning_passback_field: Literal["reasoning_content", "reasoning"] | None = None
     """Field that sends earlier reasoning back."""
     stream_idle_timeout_ms: float = DEFAULT_STREAM_IDLE_TIMEOUT_MS
-    """Idle timeout (SPEC 3.6)."""
+    """Idle timeout: the longest silence while waiting for the next chunk."""
     stream_keepalive_timeout_ms: float | None = DEFAULT_KEEPALIVE_TIMEOUT_MS
     """Keep-alive bound (``None``: unbounded)."""
     total_timeout_ms: float | None = None
     """Longest whole call (``None``: unbounded)."""
     retry_policy: Mapping[str, Any] | None = attrs.field(default=None, hash=False)
-    """Retry policy config (SPEC 9.1; ``None``: normal defaults)."""
+    """Retry policy config (``docs/plugins.md``; ``None``: normal defaults)."""
     pool_maxsize: int = DEFAULT_POOL_MAXSIZE
     """Idle connections kept per host."""
     empty_response_as_stop: bool = False

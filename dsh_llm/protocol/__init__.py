@@ -5,7 +5,8 @@ tuples. Attribute names are snake_case; ``dsh_llm.serde`` turns the values into
 exactly the JSON the TypeScript harness writes (camelCase keys, ``type``/``kind``
 tags).
 
-The chunk grammar (DESIGN.md section 2; ``dsh_llm.validator`` enforces it)::
+The chunk grammar (explained with examples in ``docs/protocol.md``;
+``dsh_llm.validator`` enforces rules 1 to 8)::
 
     stream  := block* usage finish            (a successful or ordinary end)
              | block* [open blocks] [usage] finish(error|aborted)

@@ -40,7 +40,7 @@ Contracts callers may rely on:
   read at once and closes the connection toward the server; the next read
   raises. An abort during the TCP connect itself takes effect when the connect
   returns (bounded by the idle timeout).
-- ``failure(exc)`` classifies anything raised while streaming, in SPEC 8.7 order:
+- ``failure(exc)`` classifies anything raised while streaming, in this order:
   a passed deadline gives ``TIMEOUT``, an aborted signal ``ABORTED``
   (``"<provider> request aborted by caller"``), an ``LlmError`` passes unchanged,
   anything else ``"<provider> API stream from <endpoint> failed"``

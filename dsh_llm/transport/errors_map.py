@@ -83,7 +83,7 @@ def code_for_exception(exc: BaseException) -> ErrorCode:
 
     ``requests.exceptions.ReadTimeout`` raised while reading a body wraps urllib3's
     ``ReadTimeoutError`` inside a ``ConnectionError``; that wrapping is looked
-    through, so it maps to ``TIMEOUT`` as SPEC 8.7 asks.
+    through, so it maps to ``TIMEOUT`` like any other read timeout.
     """
     if isinstance(exc, rx.ConnectionError) and exc.args:
         inner = exc.args[0]

@@ -1,7 +1,8 @@
 """Provider error reports, over HTTP or inside a stream, turned into ``LlmError``.
 
-SPEC 8.6 restated for every OpenAI-style provider; the provider's display name is
-a parameter so messages name it (``"DeepSeek API error (HTTP 500)"``).
+One classification for every OpenAI-style provider (``docs/errors.md`` lists the
+codes); the provider's display name is a parameter so messages name it
+(``"DeepSeek API error (HTTP 500)"``).
 
 Contracts callers may rely on:
 

@@ -6,7 +6,8 @@ Contracts callers may rely on:
   adapter. It is safe for concurrent streams from many threads (urllib3 pools
   connections per host; at most ``pool_maxsize`` idle connections are kept per
   host, extra concurrent ones are opened and discarded). urllib3 never retries
-  (one call, one attempt; SPEC 3.5) and redirects are not followed by callers.
+  (one call, one attempt: retries belong to ``dsh_llm.call``) and redirects are
+  not followed by callers.
 - ``stream_headers(...)`` builds the headers of a streaming request:
   ``attribution_headers()`` (the ``user-agent``), ``accept``,
   ``accept-encoding: identity`` (a compressing proxy must not hold events back),

@@ -2,8 +2,8 @@
 
 sseclient-py parses an event block's fields (``data``, ``event``, ``id``,
 ``retry``; multi-line ``data`` joined with ``\\n``; one leading space removed; no
-dispatch without data). It has gaps (WIRE_FORMATS.md 7.2) that this shim closes,
-following the WHATWG rules (WIRE_FORMATS.md 7.1):
+dispatch without data). It has gaps that this shim closes, following the WHATWG
+HTML standard's event-stream rules:
 
 - **Framing is the shim's.** Bytes are fed as they arrive (``SseDecoder.feed``);
   line endings CRLF, LF and CR are normalised, a CRLF split across two reads
@@ -33,7 +33,7 @@ following the WHATWG rules (WIRE_FORMATS.md 7.1):
 
 Fast path: a block that is one ``data:`` line (what every provider sends for
 almost every event) is parsed by the shim directly, yielding exactly what
-sseclient-py would (``tests/test_transport_sse.py`` proves the two agree on
+sseclient-py would (``tests/transport/test_sse.py`` proves the two agree on
 arbitrary blocks); every other block goes through sseclient-py. This keeps the
 per-event cost near a bare ``split`` plus ``json.loads`` (docs/performance.md).
 """

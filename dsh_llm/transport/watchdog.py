@@ -1,15 +1,15 @@
 """The stream watchdog: when a streaming call has waited too long.
 
-SPEC 3.6 asks for an idle timer that runs only while the consumer waits for the
-next chunk and that SSE comments keep alive (SPEC 11 item 73). WIRE_FORMATS.md 1
-warns that a timer any byte re-arms never fires while a queued request receives
-``: keep-alive`` comments (a "300 s" timeout waited 17.7 minutes) and asks to
-reset the idle timer only on data events and to bound keep-alive-only waits
-separately. The watchdog reconciles the two with three deadlines:
+The idle timeout must run only while the consumer waits for the next chunk,
+and SSE comments must keep a read alive. But a timer any byte re-arms never fires
+while a queued request receives ``: keep-alive`` comments (DeepSeek and
+OpenRouter send them; a "300 s" timeout was seen waiting 17.7 minutes), so
+keep-alive-only waits need a bound of their own. The watchdog reconciles the two
+with three deadlines:
 
-1. **Idle** (``idle_ms``, SPEC 3.6): the longest silence. Any received byte re-arms
+1. **Idle** (``idle_ms``): the longest silence. Any received byte re-arms
    it (``note_bytes``), keep-alive comments included, so comments keep an idle read
-   alive (item 73).
+   alive.
 2. **Keep-alive bound** (``keepalive_ms``): the longest wait without a *data event*
    (``note_data``). Comments do not re-arm it, so keep-alives alone cannot hold a
    stream past it. It never shortens the idle timeout (the effective bound is

@@ -18,11 +18,13 @@ from dsh_llm.adapters.deepseek import (
     PUBLIC_BASE_URL,
     DeepSeekAdapter,
     DeepSeekConfig,
+    DeepSeekConfigError,
     DeepSeekConnectionOptions,
     DeepSeekModel,
     resolve_adapter_options,
 )
 from dsh_llm.errors import ErrorCode, LlmError
+from dsh_llm.plugin_config import PluginConfigError
 from dsh_llm.plugins import PluginContext, PluginLoadError, load_composition
 from dsh_llm.protocol import GenerateOptions, LlmCallConfig, create_user_message
 from dsh_llm.retry import DEFAULT_RETRY_POLICY, NormalRetryPolicy, resolve_retry_policy
@@ -429,3 +431,189 @@ def test_through_the_runtime_a_disabled_deployment_refuses_high_without_a_reques
             assert "reasoning_effort" not in body
         finally:
             adapter.close()
+
+
+# --- keyed config errors ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "key"),
+    [
+        ("api_key_env", "", "apiKeyEnv"),
+        ("thinking", "sometimes", "thinking"),
+        ("reasoning_effort", "medium", "reasoningEffort"),
+        ("max_tokens", 0, "maxTokens"),
+        ("max_tokens", 2**53, "maxTokens"),
+        ("default_context_window", 0, "defaultContextWindow"),
+        ("stream_idle_timeout_ms", 0, "streamIdleTimeoutMs"),
+        ("stream_keepalive_timeout_ms", -1, "streamKeepaliveTimeoutMs"),
+        ("total_timeout_ms", math.nan, "totalTimeoutMs"),
+        ("pool_maxsize", 0, "poolMaxsize"),
+        ("empty_response_as_stop", "yes", "emptyResponseAsStop"),
+        ("base_url", "ftp://x", "baseURL"),
+        ("retry_policy", 42, "retryPolicy"),
+        ("retry_policy", {"mode": "normal", "maxRetires": 1}, "retryPolicy"),
+        ("retry_policy", {"mode": "sometimes"}, "retryPolicy.mode"),
+        (
+            "retry_policy",
+            {"mode": "normal", "backoff": {"jitterRatio": 2}},
+            "retryPolicy.backoff.jitterRatio",
+        ),
+    ],
+)
+def test_every_bad_value_is_a_config_error_keyed_by_its_config_key(field, value, key):
+    with pytest.raises(DeepSeekConfigError) as caught:
+        resolve_adapter_options(DeepSeekConfig(**{field: value}))
+    error = caught.value
+    assert isinstance(error, ValueError)
+    assert error.key == key
+    assert str(error) == f"llm-deepseek: {key} {error.detail}"
+
+
+def test_thinking_disabled_with_another_effort_is_keyed_reasoning_effort():
+    with pytest.raises(DeepSeekConfigError) as caught:
+        resolve_adapter_options(
+            DeepSeekConfig(thinking="disabled", reasoning_effort="max")
+        )
+    assert caught.value.key == "reasoningEffort"
+    assert caught.value.detail == (
+        'must be "off" or unset (only reasoningEffort "off" can be configured when '
+        "thinking is disabled)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("models", "key"),
+    [
+        ((DeepSeekModel(id=""),), "models[0].id"),
+        ((DeepSeekModel(id="a"), DeepSeekModel(id="b", name="")), "models[1].name"),
+        ((DeepSeekModel(id="a", description=3),), "models[0].description"),  # type: ignore[arg-type]
+        ((DeepSeekModel(id="a", context_window=0),), "models[0].contextWindow"),
+        ((DeepSeekModel(id="a", max_tokens=2**53),), "models[0].maxTokens"),
+        ((DeepSeekModel(id="a", input_modalities=()),), "models[0].inputModalities"),
+        (
+            (DeepSeekModel(id="a", input_modalities=("audio",)),),
+            "models[0].inputModalities",
+        ),
+        ((DeepSeekModel(id="a"), {"id": "b"}), "models[1]"),
+        ((DeepSeekModel(id="a"), DeepSeekModel(id="a")), "models[1].id"),
+    ],
+)
+def test_catalog_errors_are_keyed_by_the_entry_and_field(models, key):
+    with pytest.raises(DeepSeekConfigError) as caught:
+        resolve_adapter_options(DeepSeekConfig(models=models))
+    assert caught.value.key == key
+    assert str(caught.value).startswith(f"llm-deepseek: {key} ")
+
+
+def test_the_constructor_raises_the_same_keyed_error():
+    with pytest.raises(DeepSeekConfigError) as caught:
+        DeepSeekAdapter(max_tokens=0, environ={})
+    assert caught.value.key == "maxTokens"
+    with pytest.raises(DeepSeekConfigError) as caught:
+        DeepSeekAdapter(retry_policy=42, environ={})  # type: ignore[arg-type]
+    assert caught.value.key == "retryPolicy"
+
+
+def test_direct_apply_raises_a_plugin_config_error_caused_by_the_adapter_error():
+    runtime = LlmRuntime()
+    ctx = PluginContext(runtime, plugin_id="llm-deepseek", environ={})
+    with pytest.raises(PluginConfigError) as caught:
+        deepseek_plugin.apply(ctx, DeepSeekConfig(max_tokens=0))
+    assert caught.value.key == "maxTokens"
+    cause = caught.value.__cause__
+    assert isinstance(cause, DeepSeekConfigError)
+    assert str(cause).startswith("llm-deepseek: maxTokens must be a positive safe")
+    assert runtime.list_providers() == ()
+
+
+# Every value the YAML types allow but the adapter refuses: the loader reports
+# it as `config key "<key>" ...` with `PluginLoadError.key` set, never as a
+# failed apply(), and registers nothing.
+KEYED_LOAD_ERRORS = [
+    ("apiKeyEnv: ''", "apiKeyEnv", "must be a non-empty environment variable name"),
+    ("maxTokens: 0", "maxTokens", "must be a positive safe integer"),
+    ("maxTokens: 9007199254740992", "maxTokens", "must be a positive safe integer"),
+    ("defaultContextWindow: 0", "defaultContextWindow", "must be a positive integer"),
+    ("streamIdleTimeoutMs: 0", "streamIdleTimeoutMs", "positive finite number"),
+    ("streamIdleTimeoutMs: .inf", "streamIdleTimeoutMs", "positive finite number"),
+    ("streamIdleTimeoutMs: 2147483648", "streamIdleTimeoutMs", "no greater than"),
+    ("streamKeepaliveTimeoutMs: -1", "streamKeepaliveTimeoutMs", "positive finite"),
+    ("totalTimeoutMs: .nan", "totalTimeoutMs", "positive finite number"),
+    ("poolMaxsize: 0", "poolMaxsize", "must be a positive integer"),
+    (
+        "thinking: disabled\n    reasoningEffort: high",
+        "reasoningEffort",
+        'only reasoningEffort "off" can be configured when thinking is disabled',
+    ),
+    ("baseURL: ftp://x", "baseURL", "must be an http:// or https:// URL"),
+    ("baseURL: 'http://h/v1#top'", "baseURL", "must not have a #fragment"),
+    ("baseURL: http://h/v1/chat/completions", "baseURL", "must end at the API root"),
+    ("retryPolicy: {mode: sometimes}", "retryPolicy.mode", '"normal" or "always"'),
+    (
+        "retryPolicy: {mode: normal, maxRetires: 1}",
+        "retryPolicy",
+        'has the unknown key "maxRetires"',
+    ),
+    (
+        "retryPolicy: {mode: normal, maxRetries: -1}",
+        "retryPolicy.maxRetries",
+        "non-negative safe integer",
+    ),
+    (
+        "retryPolicy: {mode: always, backoff: {initialDelayMs: 0}}",
+        "retryPolicy.backoff.initialDelayMs",
+        "positive finite number",
+    ),
+    ("models: [{id: ''}]", "models[0].id", "catalog model ids must be non-empty"),
+    ("models: [{id: a, name: ''}]", "models[0].name", "has an empty name"),
+    ("models: [{id: a, contextWindow: 0}]", "models[0].contextWindow", "positive"),
+    ("models: [{id: a}, {id: b, maxTokens: 0}]", "models[1].maxTokens", "positive"),
+    ("models: [{id: a, inputModalities: []}]", "models[0].inputModalities", "empty"),
+    (
+        "models: [{id: a, inputModalities: [audio]}]",
+        "models[0].inputModalities",
+        '"text" and "image"',
+    ),
+    (
+        "models: [{id: a, inputModalities: [text, text]}]",
+        "models[0].inputModalities",
+        "duplicates",
+    ),
+    ("models: [{id: a}, {id: a}]", "models[1].id", "duplicate catalog model"),
+]
+
+
+@pytest.mark.parametrize(("config", "key", "detail"), KEYED_LOAD_ERRORS)
+def test_a_value_out_of_bounds_fails_the_load_keyed(
+    tmp_path: Path, config, key, detail
+):
+    path = tmp_path / "dsh.yml"
+    path.write_text(f"- id: ds\n  name: llm-deepseek\n  config:\n    {config}\n")
+    runtime = LlmRuntime()
+    with pytest.raises(PluginLoadError) as caught:
+        load_composition(path, runtime, environ={})
+    error = caught.value
+    assert error.plugin_id == "ds"
+    assert error.key == key
+    assert error.message.startswith(f'plugin "ds": config key "{key}" ')
+    assert detail in error.message
+    assert "apply() failed" not in error.message
+    assert isinstance(error.__cause__, PluginConfigError)
+    assert isinstance(error.__cause__.__cause__, DeepSeekConfigError)
+    assert str(error.__cause__.__cause__).startswith(f"llm-deepseek: {key} ")
+    assert runtime.list_providers() == ()
+
+
+def test_a_bad_deepseek_base_url_variable_fails_the_load_keyed_base_url(
+    tmp_path: Path,
+):
+    path = tmp_path / "dsh.yml"
+    path.write_text("- id: ds\n  name: llm-deepseek\n")
+    with pytest.raises(PluginLoadError) as caught:
+        load_composition(path, environ={"DEEPSEEK_BASE_URL": "api.deepseek.com"})
+    assert caught.value.key == "baseURL"
+    assert caught.value.message == (
+        'plugin "ds": config key "baseURL" must be an http:// or https:// URL '
+        "(read from DEEPSEEK_BASE_URL)"
+    )

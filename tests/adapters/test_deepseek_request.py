@@ -153,7 +153,8 @@ def test_the_body_has_stream_flags_system_first_and_sampling_fields(mocked):
     ids=["low", "high", "max", "configured-effort", "enabled-deployment", "override"],
 )
 def test_temperature_with_thinking_enabled_is_refused_before_io(mocked, config, fields):
-    # DeepSeek's thinking mode silently ignores temperature (DESIGN rule 11).
+    # DeepSeek's thinking mode silently ignores temperature, and a field that
+    # cannot be honoured raises (rule 11 of docs/protocol.md).
     error = _refused(_adapter(**config), temperature=0.2, **fields)
     assert error.code == ErrorCode.UNSUPPORTED_OPTION
     assert 'reasoning_effort="off"' in error.message

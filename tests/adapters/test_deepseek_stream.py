@@ -1,5 +1,6 @@
 """DeepSeekAdapter end to end against the loopback server: recorded streams, the
-DeepSeek edge cases of WIRE_FORMATS.md section 1, HTTP and transport failures
+DeepSeek wire edge cases (keep-alive comments, an empty first reasoning chunk,
+a trailing usage-only chunk...), HTTP and transport failures
 (SPEC 8.6, 8.7), the watchdog and cancellation (SPEC 11 items 64, 67, 69-73).
 Every stream is checked with ``validate_stream(strict=True)``."""
 
@@ -119,7 +120,7 @@ def test_runtime_stream_shows_the_text_chunk_kinds_and_sends_attribution(server)
     )
 
 
-# --- WIRE_FORMATS.md section 1 edge cases ---------------------------------------------
+# --- DeepSeek wire edge cases --------------------------------------------------------
 
 
 def test_keepalive_comments_before_the_first_token_emit_nothing(server):

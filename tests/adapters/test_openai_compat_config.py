@@ -78,6 +78,17 @@ def _config_error(**options: Any) -> OpenAICompatConfigError:
         ({"total_timeout_ms": 2**31}, "totalTimeoutMs", "no greater than"),
         ({"retry_policy": 42}, "retryPolicy", "must be a mapping"),
         ({"retry_policy": {"mode": "sometimes"}}, "retryPolicy.mode", '"normal"'),
+        (
+            {"retry_policy": {"mode": "normal", "maxRetires": 1}},
+            "retryPolicy",
+            'has the unknown key "maxRetires"',
+        ),
+        (
+            {"retry_policy": {"mode": "always", "backoff": {"maxDelayMs": 0}}},
+            "retryPolicy.backoff.maxDelayMs",
+            "positive finite number",
+        ),
+        ({"base_url": "http://h:port/v1"}, "baseURL", "must be an http"),
         ({"models": "m1"}, "models", "list of models"),
         ({"models": [""]}, "models[0]", "non-empty model id"),
         ({"models": [3]}, "models[0]", "model id or a mapping"),

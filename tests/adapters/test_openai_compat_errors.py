@@ -1,5 +1,5 @@
 """OpenAICompatAdapter failures over real loopback HTTP: the error bodies of
-OpenAI, vLLM, llama.cpp and Ollama (WIRE_FORMATS.md sections 2, 4.2, 5), the three
+OpenAI, vLLM, llama.cpp and Ollama (as each server sends them), the three
 meanings of a 429, retry hints, credentials, and a server that rejects
 ``stream_options``. Each failure is checked as raised and as the runtime's one
 ``error`` finish."""

@@ -1,6 +1,7 @@
 """OpenAICompatAdapter end to end against the loopback server: the recorded-style
 streams of ``tests/fixtures/openai_compat`` and one scripted stream per quirk of
-WIRE_FORMATS.md sections 2, 4.2 and 5. Every stream passes
+OpenAI, vLLM, llama.cpp, Ollama and OpenRouter (the table of
+``docs/local-servers.md``). Every stream passes
 ``validate_stream(strict=True)`` and is assembled to the blocks it must give."""
 
 from __future__ import annotations

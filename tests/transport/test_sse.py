@@ -1,5 +1,6 @@
-"""The SSE shim (dsh_llm.transport.sse): WHATWG framing rules (WIRE_FORMATS.md
-7.1), the sseclient-py gaps it closes (7.2), and byte-split invariance.
+"""The SSE shim (dsh_llm.transport.sse): the WHATWG event-stream framing rules,
+the sseclient-py gaps it closes (comments, BOM, an unterminated final event,
+blocking reads), and byte-split invariance.
 
 Every fixture is decoded whole, split into 1-byte reads (so splits fall inside
 UTF-8 characters and inside CRLF pairs), split at random points (hypothesis),

@@ -1,0 +1,361 @@
+"""What the chat-completions adapters share (dsh_llm.adapters._chat_adapter): one
+rule for the API root, whichever adapter and wherever the URL comes from, and the
+keyed config errors of the timeouts and the retry policy."""
+
+from __future__ import annotations
+
+import math
+import pickle
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dsh_llm.adapters import deepseek_plugin
+from dsh_llm.adapters._chat_adapter import (
+    AdapterConfigError,
+    api_root_url,
+    chat_completions_url,
+    check_stream_timeouts,
+    checked_retry_policy,
+)
+from dsh_llm.adapters.deepseek import (
+    DeepSeekAdapter,
+    DeepSeekConfig,
+    DeepSeekConfigError,
+    resolve_adapter_options,
+)
+from dsh_llm.adapters.openai_compat import (
+    OpenAICompatAdapter,
+    OpenAICompatConfigError,
+)
+from dsh_llm.plugins import PluginContext, PluginLoadError, load_composition
+from dsh_llm.protocol import GenerateOptions, create_user_message
+from dsh_llm.retry import NormalRetryPolicy
+from dsh_llm.runtime import LlmRuntime
+from dsh_llm.testing import LoopbackServer, Reply, sse_events
+from dsh_llm.validator import validate_stream
+
+from .chat_chunks import FIRST, finish, text
+
+
+class _Error(AdapterConfigError):
+    package = "pkg"
+
+
+# Each refused root, and the words its message must hold. The password "pw-9z"
+# and the host "secret-host" must never appear in any message.
+REFUSED_ROOTS: list[tuple[object, str]] = [
+    ("127.0.0.1:8080/v1", "must be an http:// or https:// URL"),
+    ("ftp://h/v1", "must be an http:// or https:// URL"),
+    ("http:///v1", "must be an http:// or https:// URL"),
+    ("http://[::1/v1", "must be an http:// or https:// URL"),
+    ("http://u:pw-9z@secret-host:port/v1", "must be an http:// or https:// URL"),
+    ("http://secret-host:0/v1", "must be an http:// or https:// URL"),
+    ("http://secret-host:70000/v1", "must be an http:// or https:// URL"),
+    ("", "must be an http:// or https:// URL"),
+    (8080, "must be a string"),
+    ("http://u:pw-9z@secret-host/v1#frag", "must not have a #fragment"),
+    ("http://u:pw-9z@secret-host/v1/chat/completions", "must end at the API root"),
+    ("http://secret-host/v1/chat/completions/", "must end at the API root"),
+    ("http://secret-host/chat/completions?api-version=1", "must end at the API root"),
+]
+
+
+@pytest.mark.parametrize(("value", "detail"), REFUSED_ROOTS)
+def test_a_bad_root_is_refused_keyed_base_url_without_echoing_it(value, detail):
+    with pytest.raises(_Error) as caught:
+        api_root_url(value, error=_Error)
+    error = caught.value
+    assert error.key == "baseURL"
+    assert error.detail.startswith(detail)
+    assert str(error).startswith(f"pkg: baseURL {detail}")
+    shown = "".join(traceback.format_exception(error))
+    assert "pw-9z" not in shown
+    assert "secret-host" not in shown
+
+
+def test_the_source_of_a_root_is_named_in_the_detail():
+    with pytest.raises(_Error) as caught:
+        api_root_url("ftp://h", error=_Error, source="MY_BASE_URL")
+    assert caught.value.key == "baseURL"
+    assert caught.value.detail == (
+        "must be an http:// or https:// URL (read from MY_BASE_URL)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("value", "root", "endpoint"),
+    [
+        ("http://h/v1", "http://h/v1", "http://h/v1/chat/completions"),
+        ("http://h/v1///", "http://h/v1", "http://h/v1/chat/completions"),
+        ("https://h", "https://h", "https://h/chat/completions"),
+        ("https://h/", "https://h", "https://h/chat/completions"),
+        ("http://h:8080/v1#", "http://h:8080/v1", "http://h:8080/v1/chat/completions"),
+        (
+            "https://h/openai/v1/?api-version=2024-10-21",
+            "https://h/openai/v1?api-version=2024-10-21",
+            "https://h/openai/v1/chat/completions?api-version=2024-10-21",
+        ),
+        (
+            "http://u:pw@h/v1/",
+            "http://u:pw@h/v1",
+            "http://u:pw@h/v1/chat/completions",
+        ),
+    ],
+)
+def test_a_root_loses_its_trailing_slash_and_keeps_its_query(value, root, endpoint):
+    assert api_root_url(value, error=_Error) == root
+    assert chat_completions_url(root) == endpoint
+
+
+def _openai_error(value: object) -> AdapterConfigError:
+    with pytest.raises(OpenAICompatConfigError) as caught:
+        OpenAICompatAdapter(value)  # type: ignore[arg-type]
+    return caught.value
+
+
+def _deepseek_argument_error(value: object) -> AdapterConfigError:
+    with pytest.raises(DeepSeekConfigError) as caught:
+        DeepSeekAdapter(base_url=value, environ={})  # type: ignore[arg-type]
+    return caught.value
+
+
+def _deepseek_environment_error(value: object) -> AdapterConfigError:
+    assert isinstance(value, str)
+    with pytest.raises(DeepSeekConfigError) as caught:
+        DeepSeekAdapter(environ={"DEEPSEEK_BASE_URL": value})
+    return caught.value
+
+
+# An environment variable holds a string, and an empty one counts as unset.
+_IN_ENVIRONMENT = [
+    (value, detail)
+    for value, detail in REFUSED_ROOTS
+    if isinstance(value, str) and value
+]
+
+
+@pytest.mark.parametrize(
+    ("build", "package", "source", "value", "detail"),
+    [
+        *(
+            pytest.param(
+                _openai_error, "llm-openai-compatible", "", *case, id=f"openai-{n}"
+            )
+            for n, case in enumerate(REFUSED_ROOTS)
+        ),
+        *(
+            pytest.param(
+                _deepseek_argument_error, "llm-deepseek", "", *case, id=f"ds-arg-{n}"
+            )
+            for n, case in enumerate(REFUSED_ROOTS)
+        ),
+        *(
+            pytest.param(
+                _deepseek_environment_error,
+                "llm-deepseek",
+                " (read from DEEPSEEK_BASE_URL)",
+                *case,
+                id=f"ds-env-{n}",
+            )
+            for n, case in enumerate(_IN_ENVIRONMENT)
+        ),
+    ],
+)
+def test_both_adapters_refuse_the_same_roots_with_the_same_detail(
+    build: Callable[[object], AdapterConfigError],
+    package: str,
+    source: str,
+    value: object,
+    detail: str,
+):
+    error = build(value)
+    assert isinstance(error, ValueError)
+    assert error.key == "baseURL"
+    assert error.detail == api_root_error(value).detail + source
+    assert str(error) == f"{package}: baseURL {error.detail}"
+    assert detail in str(error)
+    assert "pw-9z" not in str(error)
+    assert "secret-host" not in str(error)
+
+
+def test_an_empty_deepseek_base_url_variable_counts_as_unset():
+    with DeepSeekAdapter(environ={"DEEPSEEK_BASE_URL": ""}) as adapter:
+        assert "https://api.deepseek.com" in repr(adapter)
+
+
+def api_root_error(value: object) -> AdapterConfigError:
+    with pytest.raises(_Error) as caught:
+        api_root_url(value, error=_Error)
+    return caught.value
+
+
+@pytest.mark.parametrize("source", ["argument", "environment"])
+def test_deepseek_keeps_a_query_after_the_endpoint_path(source):
+    with LoopbackServer() as server:
+        server.enqueue(Reply(body=sse_events([FIRST, text("ok"), finish()])))
+        root = server.url + "/v1/?api-version=1"
+        if source == "argument":
+            adapter = DeepSeekAdapter("k", base_url=root, environ={})
+        else:
+            adapter = DeepSeekAdapter("k", environ={"DEEPSEEK_BASE_URL": root})
+        with adapter:
+            options = GenerateOptions(
+                provider="deepseek-official",
+                model="deepseek-v4-flash",
+                messages=(create_user_message("hi"),),
+            )
+            list(validate_stream(adapter.stream(options)))
+        (request,) = server.requests
+        assert request.path == "/v1/chat/completions?api-version=1"
+        assert server.wait_until_idle()
+
+
+def test_deepseek_repr_hides_a_password_in_the_base_url():
+    with DeepSeekAdapter(base_url="http://user:pw-9z@gpu.test/v1", environ={}) as a:
+        assert repr(a) == (
+            "DeepSeekAdapter(base_url='http://***@gpu.test/v1', "
+            "api_key_env='DEEPSEEK_API_KEY')"
+        )
+
+
+def _compose(
+    tmp_path: Path, config: str, environ: dict[str, str], runtime: LlmRuntime
+) -> Any:
+    path = tmp_path / "dsh.yml"
+    path.write_text(f"- id: ds\n  name: llm-deepseek\n  config: {config}\n")
+    return load_composition(str(path), runtime, environ=environ)
+
+
+@pytest.mark.parametrize(
+    ("config", "environ", "detail"),
+    [
+        ("{baseURL: 'ftp://h'}", {}, "must be an http:// or https:// URL"),
+        (
+            "{baseURL: 'http://u:pw-9z@secret-host/v1/chat/completions'}",
+            {},
+            "must end at the API root",
+        ),
+        ("{baseURL: 'http://secret-host/v1#x'}", {}, "must not have a #fragment"),
+        (
+            "{}",
+            {"DEEPSEEK_BASE_URL": "http://u:pw-9z@secret-host/chat/completions"},
+            "must end at the API root (e.g. http://127.0.0.1:8080/v1); "
+            "/chat/completions is appended to it (read from DEEPSEEK_BASE_URL)",
+        ),
+        (
+            "{baseURL: 'http://u:pw-9z@secret-host/v1#x'}",
+            {"DEEPSEEK_BASE_URL": "https://fine.test"},
+            "must not have a #fragment",
+        ),
+    ],
+)
+def test_the_deepseek_plugin_reports_a_bad_base_url_keyed(
+    tmp_path: Path, config, environ, detail
+):
+    runtime = LlmRuntime()
+    with pytest.raises(PluginLoadError) as caught:
+        _compose(tmp_path, config, environ, runtime)
+    error = caught.value
+    assert error.key == "baseURL"
+    assert error.message.startswith(f'plugin "ds": config key "baseURL" {detail}')
+    shown = "".join(traceback.format_exception(error))
+    assert "pw-9z" not in shown
+    assert "secret-host" not in shown
+    assert runtime.list_providers() == ()
+
+
+def test_the_deepseek_plugin_reads_the_base_url_from_its_context_environment():
+    runtime = LlmRuntime()
+    ctx = PluginContext(
+        runtime, plugin_id="ds", environ={"DEEPSEEK_BASE_URL": "http://h/v1#x"}
+    )
+    with pytest.raises(ValueError, match="baseURL must not have a #fragment"):
+        deepseek_plugin.apply(ctx, None)
+    assert runtime.list_providers() == ()
+    # An explicit baseURL wins over the variable, which is then not read.
+    deepseek_plugin.apply(ctx, DeepSeekConfig(base_url="http://h/v1"))
+    try:
+        assert [p.id for p in runtime.list_providers()] == ["deepseek-official"]
+    finally:
+        ctx.dispose()
+
+
+# --- timeouts and retry policies ------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("values", "key"),
+    [
+        ((0, None, None), "streamIdleTimeoutMs"),
+        ((math.inf, None, None), "streamIdleTimeoutMs"),
+        ((1, -1, None), "streamKeepaliveTimeoutMs"),
+        ((1, None, 2**31), "totalTimeoutMs"),
+        ((1, 1, math.nan), "totalTimeoutMs"),
+    ],
+)
+def test_a_bad_timeout_is_keyed_by_its_config_key(values, key):
+    with pytest.raises(_Error) as caught:
+        check_stream_timeouts(*values, error=_Error)
+    assert caught.value.key == key
+    assert caught.value.detail == (
+        "must be a positive finite number no greater than 2147483647"
+    )
+    check_stream_timeouts(1, None, None, error=_Error)
+
+
+@pytest.mark.parametrize(
+    ("value", "key", "detail"),
+    [
+        (42, "retryPolicy", "must be a mapping or a resolved retry policy"),
+        ({"mode": "sometimes"}, "retryPolicy.mode", 'must be "normal" or "always"'),
+        (
+            {"mode": "normal", "maxRetires": 1},
+            "retryPolicy",
+            'unknown key "maxRetires"',
+        ),
+        (
+            {"mode": "always", "backoff": {"maxDelayMs": 0}},
+            "retryPolicy.backoff.maxDelayMs",
+            "must be a positive finite number",
+        ),
+        (
+            {"mode": "normal", "retryableCodes": []},
+            "retryPolicy.retryableCodes",
+            "must not be empty",
+        ),
+    ],
+)
+def test_a_bad_retry_policy_is_keyed_by_its_key_path(value, key, detail):
+    with pytest.raises(_Error) as caught:
+        checked_retry_policy(value, error=_Error)
+    assert caught.value.key == key
+    assert detail in caught.value.detail
+    assert str(caught.value) == f"pkg: {key} {caught.value.detail}"
+    assert checked_retry_policy(
+        {"mode": "normal", "maxRetries": 2}, error=_Error
+    ) == NormalRetryPolicy(max_retries=2)
+
+
+def test_adapter_config_errors_survive_pickling():
+    for error in (
+        DeepSeekConfigError("maxTokens", "must be a positive safe integer"),
+        OpenAICompatConfigError("baseURL", "must be a string"),
+    ):
+        clone = pickle.loads(pickle.dumps(error))
+        assert type(clone) is type(error)
+        assert (clone.key, clone.detail, str(clone)) == (
+            error.key,
+            error.detail,
+            str(error),
+        )
+
+
+def test_resolved_deepseek_options_hold_the_normalised_root():
+    options = resolve_adapter_options(
+        DeepSeekConfig(), {"DEEPSEEK_BASE_URL": "https://gw.test/v1/?x=1"}
+    )
+    assert options.base_url == "https://gw.test/v1?x=1"
