@@ -33,7 +33,13 @@ picks the adapter. Contracts callers may rely on:
   message's historical route is served by the same adapter instance; otherwise
   the message is passed with its replay state removed (provider, model and id
   kept). Untouched messages are passed by identity.
-- The runtime does not check the chunk grammar and adds no retry, cache or rate
+- The stream ends at the adapter's first ``Finish``: the runtime then closes the
+  adapter's iterator (what that raises is logged, not passed on) and reads
+  nothing more. An adapter that ends without a finish gets one of kind ``error``
+  with code ``STREAM_CLOSED``; one that yields an object that is not a chunk is
+  closed and gets one with code ``INVALID_CHUNK``. So a runtime consumer sees
+  exactly one finish, last. Beyond that the runtime does not check the chunk
+  grammar (``dsh_llm.validator`` does), and it adds no retry, cache or rate
   limit (see ``dsh_llm.retry``).
 - Importing this module imports no surface (the layers above the runtime,
   such as the async bridge, the plugins and the CLI, are never reached up to):
@@ -78,6 +84,7 @@ from dsh_llm.model_info import (
     resolve_call_config,
 )
 from dsh_llm.protocol import (
+    CHUNK_TYPES,
     Finish,
     FinishReason,
     GenerateOptions,
@@ -110,6 +117,7 @@ __all__ = [
 ]
 
 _log = logging.getLogger("dsh_llm")
+_CHUNK_CLASSES: Final = tuple(CHUNK_TYPES.values())
 
 _LISTENER_FAILED: Final = "llm: an llm/adapters-updated listener failed"
 
@@ -624,11 +632,27 @@ class LlmRuntime:
                     chunk = next(iterator)
                 except StopIteration:
                     completed = True
+                    yield _failure_finish(_no_finish(options.provider), options.signal)
                     return
                 except Exception as exc:
                     # A failed iterator is finished; closing it is not ours to do.
                     completed = True
                     yield _failure_finish(exc, options.signal)
+                    return
+                if not isinstance(chunk, _CHUNK_CLASSES):
+                    completed = True
+                    _close_after_end(iterator, options.provider)
+                    yield _failure_finish(
+                        _not_a_chunk(chunk, options.provider), options.signal
+                    )
+                    return
+                if isinstance(chunk, Finish):
+                    # The finish is terminal: what the adapter would do after it
+                    # (a late exception, a second finish) never reaches the
+                    # consumer, who already has a complete stream.
+                    completed = True
+                    yield chunk
+                    _close_after_end(iterator, options.provider)
                     return
                 yield chunk
         finally:
@@ -654,6 +678,33 @@ def _code_of(exc: BaseException) -> object:
         return getattr(exc, "code", None)
     except Exception:
         return None
+
+
+def _no_finish(provider: str) -> LlmError:
+    return LlmError(
+        f'the adapter for provider "{provider}" ended its stream without a finish',
+        ErrorCode.STREAM_CLOSED,
+    )
+
+
+def _not_a_chunk(chunk: object, provider: str) -> LlmError:
+    return LlmError(
+        f'the adapter for provider "{provider}" yielded a value of type '
+        f"{type(chunk).__name__}, not a stream chunk",
+        ErrorCode.INVALID_CHUNK,
+    )
+
+
+def _close_after_end(iterator: Iterator[object], provider: str) -> None:
+    """Close an adapter's iterator once the stream has ended; log what it raises."""
+    try:
+        close_source(iterator)
+    except Exception as exc:
+        _log.warning(
+            'closing the stream of provider "%s" after its end failed',
+            provider,
+            exc_info=exc,
+        )
 
 
 def _config_changed() -> LlmError:

@@ -282,6 +282,97 @@ def test_a_generator_adapter_raising_mid_stream_ends_with_one_finish() -> None:
     )
 
 
+def test_the_first_finish_ends_the_stream_and_a_late_failure_is_logged(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    closed: list[bool] = []
+
+    class Adapter(LlmAdapter):
+        def stream(self, options: GenerateOptions) -> Iterator[StreamChunk]:
+            try:
+                yield from SCRIPT
+                raise LlmError("closing the response failed", "TRANSPORT")
+            finally:
+                closed.append(True)
+
+    runtime = LlmRuntime()
+    runtime.register_adapter(["route"], Adapter())
+    with caplog.at_level("WARNING", logger="dsh_llm"):
+        chunks = drain(runtime.stream(options()))
+    assert chunks == list(SCRIPT)
+    assert closed == [True]
+    assert caplog.records == []
+
+
+def test_a_failure_while_closing_after_the_finish_is_logged_not_raised(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    class Adapter(LlmAdapter):
+        def stream(self, options: GenerateOptions) -> Iterator[StreamChunk]:
+            try:
+                yield from SCRIPT
+            finally:
+                raise OSError("socket already gone")
+
+    runtime = LlmRuntime()
+    runtime.register_adapter(["route"], Adapter())
+    with caplog.at_level("WARNING", logger="dsh_llm"):
+        chunks = drain(runtime.stream(options()))
+    assert chunks == list(SCRIPT)
+    (record,) = caplog.records
+    assert 'provider "route"' in record.getMessage()
+    assert isinstance(record.exc_info and record.exc_info[1], OSError)
+
+
+def test_chunks_after_the_first_finish_are_not_read() -> None:
+    second = Finish(reason=FinishReason.error(LlmFailure(message="x", code="LATE")))
+    adapter = ScriptedAdapter([*SCRIPT, second, SCRIPT[0]])
+    runtime = LlmRuntime()
+    runtime.register_adapter(["route"], adapter)
+    assert drain(runtime.stream(options())) == list(SCRIPT)
+
+
+def test_an_adapter_ending_without_a_finish_gets_a_stream_closed_finish() -> None:
+    runtime = LlmRuntime()
+    runtime.register_adapter(["route"], ScriptedAdapter(SCRIPT[:4]))
+    chunks = drain(runtime.stream(options()))
+    assert chunks[:4] == list(SCRIPT[:4])
+    assert only_finish(chunks).reason == FinishReason.error(
+        LlmFailure(
+            message='the adapter for provider "route" ended its stream without a '
+            "finish",
+            code="STREAM_CLOSED",
+        )
+    )
+
+
+def test_a_non_chunk_ends_the_stream_with_an_invalid_chunk_finish() -> None:
+    closed: list[bool] = []
+
+    class Adapter(LlmAdapter):
+        def stream(self, options: GenerateOptions) -> Iterator[Any]:
+            try:
+                yield SCRIPT[0]
+                yield 42
+                yield from SCRIPT[1:]
+            finally:
+                closed.append(True)
+
+    runtime = LlmRuntime()
+    runtime.register_adapter(["route"], Adapter())
+    chunks = drain(runtime.stream(options()))
+    assert chunks[0] == SCRIPT[0]
+    assert only_finish(chunks).reason == FinishReason.error(
+        LlmFailure(
+            message='the adapter for provider "route" yielded a value of type int, '
+            "not a stream chunk",
+            code="INVALID_CHUNK",
+        )
+    )
+    assert len(chunks) == 2
+    assert closed == [True]
+
+
 def test_foreign_exceptions_are_reported_as_unknown() -> None:
     runtime = LlmRuntime()
     runtime.register_adapter(["test"], RaisingAdapter(KeyError("plain failure")))
