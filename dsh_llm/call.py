@@ -126,10 +126,11 @@ def call_with_retry(
             together with ``build_options``.
         build_options: With an ``LlmCallConfig``: builds the request from the
             prepared config; called once per attempt, it must keep the config's
-            fields. ``signal`` is added when it sets none. Not allowed with
-            ``GenerateOptions``.
-        signal: Cancels the call, including a wait between attempts (default:
-            the request's own signal, when ``request`` is ``GenerateOptions``).
+            fields. ``signal`` is added to the signal it sets, if any. Not
+            allowed with ``GenerateOptions``.
+        signal: Cancels the call, including a wait between attempts. A signal
+            the request sets itself cancels the call too: either one aborting
+            is enough.
         on_retry: Called with a ``RetryEvent`` before each wait.
         random: Source of ``[0, 1]`` values for the backoff jitter.
 
@@ -149,8 +150,9 @@ def call_with_retry(
     while True:
         prepared = runtime.prepare_call(config, signal)
         options = build_options(prepared.config)
-        if signal is not None and options.signal is None:
-            options = options.evolve(signal=signal)
+        if signal is not None and options.signal is not signal:
+            # The request's own signal keeps working; the call's one is added.
+            options = options.evolve(signal=_either(options.signal, signal))
         attempts += 1
         result = _attempt(prepared.stream(options), prepared.config, attempts)
         failure = result.finish.failure
@@ -203,11 +205,14 @@ def _call_parts(
                 "not with GenerateOptions"
             )
         options = request
+        combined = _either(request.signal, signal)
 
         def with_config(config: LlmCallConfig) -> GenerateOptions:
-            return options.evolve(**attrs.asdict(config, recurse=False))
+            return options.evolve(
+                **attrs.asdict(config, recurse=False), signal=combined
+            )
 
-        return request.call_config(), with_config, signal or request.signal
+        return request.call_config(), with_config, combined
     if isinstance(request, LlmCallConfig):
         if build_options is None:
             raise TypeError(
@@ -219,6 +224,15 @@ def _call_parts(
         "call_with_retry request must be GenerateOptions or LlmCallConfig, "
         f"got {type(request).__name__}"
     )
+
+
+def _either(
+    first: AbortSignal | None, second: AbortSignal | None
+) -> AbortSignal | None:
+    """The signal that aborts when either does (one of them when the other is None)."""
+    if first is None or second is None or first is second:
+        return first or second
+    return AbortSignal.any(first, second)
 
 
 def _attempt(

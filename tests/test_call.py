@@ -424,3 +424,72 @@ def test_request_forms_are_checked() -> None:
         call_with_retry(runtime, CONFIG)
     with pytest.raises(TypeError, match="got dict"):
         call_with_retry(runtime, {"provider": "route"})  # type: ignore[arg-type]
+
+
+class WaitsForAbort(LlmAdapter):
+    """Starts a block, then waits (at most two seconds) for its request's signal:
+    an abort ends the attempt ABORTED, no abort lets it finish as a stop."""
+
+    def __init__(self) -> None:
+        self.started = threading.Event()
+
+    def stream(self, options: GenerateOptions) -> Iterator[StreamChunk]:
+        yield BlockStart(index=0, block_type="text")
+        self.started.set()
+        assert options.signal is not None
+        if options.signal.wait(2.0):
+            raise LlmError("request aborted", ErrorCode.ABORTED)
+        yield from success("not cancelled")[1:]
+
+
+def _abort_when_started(adapter: WaitsForAbort, controller: AbortController) -> None:
+    def abort() -> None:
+        adapter.started.wait(5.0)
+        controller.abort()
+
+    threading.Thread(target=abort, daemon=True).start()
+
+
+def test_the_call_signal_cancels_a_request_that_has_its_own_signal() -> None:
+    adapter = WaitsForAbort()
+    runtime = LlmRuntime()
+    runtime.register_adapter(["route"], adapter)
+    own = AbortController()
+    caller = AbortController()
+    request = GenerateOptions(
+        provider="route", model="m", messages=(QUESTION,), signal=own.signal
+    )
+    _abort_when_started(adapter, caller)
+    result = call_with_retry(runtime, request, signal=caller.signal)
+    assert result.finish.kind == "aborted"
+    assert not own.signal.aborted
+
+
+def test_the_request_signal_still_cancels_when_a_call_signal_is_given() -> None:
+    adapter = WaitsForAbort()
+    runtime = LlmRuntime()
+    runtime.register_adapter(["route"], adapter)
+    own = AbortController()
+    caller = AbortController()
+    request = GenerateOptions(
+        provider="route", model="m", messages=(QUESTION,), signal=own.signal
+    )
+    _abort_when_started(adapter, own)
+    result = call_with_retry(runtime, request, signal=caller.signal)
+    assert result.finish.kind == "aborted"
+
+
+def test_the_call_signal_joins_a_signal_set_by_build_options() -> None:
+    adapter = WaitsForAbort()
+    runtime = LlmRuntime()
+    runtime.register_adapter(["route"], adapter)
+    own = AbortController()
+    caller = AbortController()
+    _abort_when_started(adapter, caller)
+    result = call_with_retry(
+        runtime,
+        CONFIG,
+        lambda config: build(config).evolve(signal=own.signal),
+        signal=caller.signal,
+    )
+    assert result.finish.kind == "aborted"
