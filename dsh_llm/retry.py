@@ -68,9 +68,49 @@ def _code_tuple(value: Iterable[str]) -> tuple[str, ...]:
     return tuple(value)
 
 
+def _number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _check_codes(codes: tuple[object, ...] | list[object], name: str) -> None:
+    if len(codes) == 0:
+        raise ValueError(f"{name} must not be empty")
+    if any(not isinstance(code, str) or code == "" for code in codes):
+        raise ValueError(f"{name} must contain only non-empty strings")
+    if len(set(codes)) != len(codes):
+        raise ValueError(f"{name} must not contain duplicates")
+
+
+Names = tuple[str, str, str]
+_FIELD_NAMES: Final[Names] = ("initial_delay_ms", "max_delay_ms", "jitter_ratio")
+_CONFIG_NAMES: Final[Names] = ("initialDelayMs", "maxDelayMs", "jitterRatio")
+
+
+def _check_backoff(
+    initial: Any, maximum: Any, jitter: Any, prefix: str, names: Names
+) -> None:
+    """Raise ``ValueError`` naming ``prefix.<name>`` for a bad backoff value."""
+    initial_name, maximum_name, jitter_name = names
+    check_timeout_ms(f"{prefix}.{initial_name}", initial)
+    check_timeout_ms(f"{prefix}.{maximum_name}", maximum)
+    if initial > maximum:
+        raise ValueError(
+            f"{prefix}.{initial_name} must be less than or equal to {maximum_name}"
+        )
+    if not _number(jitter) or not math.isfinite(jitter) or not 0 <= jitter <= 1:
+        raise ValueError(f"{prefix}.{jitter_name} must be between 0 and 1")
+
+
 @attrs.frozen(kw_only=True)
 class NormalRetryPolicy:
-    """Retry only ``retryable_codes``, at most ``max_retries`` times."""
+    """Retry only ``retryable_codes``, at most ``max_retries`` times.
+
+    Construction checks every field as ``resolve_retry_policy`` checks a config:
+    ``ValueError`` naming the field for a negative or non-int ``max_retries``, an
+    empty, repeated or non-string code, a delay that is not a positive finite
+    number of at most 2147483647 ms, an initial delay above the maximum, or a
+    jitter ratio outside 0..1.
+    """
 
     mode: str = attrs.field(default="normal", init=False)
     """Always ``"normal"``."""
@@ -87,10 +127,29 @@ class NormalRetryPolicy:
     jitter_ratio: float = DEFAULT_JITTER_RATIO
     """Symmetric random spread around each local delay (0..1)."""
 
+    def __attrs_post_init__(self) -> None:
+        retries = self.max_retries
+        if type(retries) is not int or not 0 <= retries <= MAX_SAFE_INTEGER:
+            raise ValueError(
+                "NormalRetryPolicy.max_retries must be a non-negative safe integer"
+            )
+        _check_codes(self.retryable_codes, "NormalRetryPolicy.retryable_codes")
+        _check_backoff(
+            self.initial_delay_ms,
+            self.max_delay_ms,
+            self.jitter_ratio,
+            "NormalRetryPolicy",
+            _FIELD_NAMES,
+        )
+
 
 @attrs.frozen(kw_only=True)
 class AlwaysRetryPolicy:
-    """Retry every failure, without a bound, until success or cancellation."""
+    """Retry every failure, without a bound, until success or cancellation.
+
+    Construction checks the delays and the jitter ratio as ``NormalRetryPolicy``
+    does (``ValueError`` naming the field).
+    """
 
     mode: str = attrs.field(default="always", init=False)
     """Always ``"always"``."""
@@ -101,16 +160,21 @@ class AlwaysRetryPolicy:
     jitter_ratio: float = DEFAULT_JITTER_RATIO
     """Symmetric random spread around each local delay (0..1)."""
 
+    def __attrs_post_init__(self) -> None:
+        _check_backoff(
+            self.initial_delay_ms,
+            self.max_delay_ms,
+            self.jitter_ratio,
+            "AlwaysRetryPolicy",
+            _FIELD_NAMES,
+        )
+
 
 RetryPolicy = NormalRetryPolicy | AlwaysRetryPolicy
 """A resolved retry policy."""
 
 DEFAULT_RETRY_POLICY: Final = NormalRetryPolicy()
 """The normal policy with every default."""
-
-
-def _number(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def _check_keys(value: Mapping[str, Any], allowed: frozenset[str], path: str) -> None:
@@ -128,14 +192,7 @@ def _backoff(config: object, path: str) -> tuple[float, float, float]:
     initial = config.get("initialDelayMs", DEFAULT_INITIAL_DELAY_MS)
     maximum = config.get("maxDelayMs", DEFAULT_MAX_DELAY_MS)
     jitter = config.get("jitterRatio", DEFAULT_JITTER_RATIO)
-    check_timeout_ms(f"{path}.initialDelayMs", initial)
-    check_timeout_ms(f"{path}.maxDelayMs", maximum)
-    if initial > maximum:
-        raise ValueError(
-            f"{path}.initialDelayMs must be less than or equal to maxDelayMs"
-        )
-    if not _number(jitter) or not math.isfinite(jitter) or not 0 <= jitter <= 1:
-        raise ValueError(f"{path}.jitterRatio must be between 0 and 1")
+    _check_backoff(initial, maximum, jitter, path, _CONFIG_NAMES)
     return initial, maximum, jitter
 
 
@@ -179,12 +236,7 @@ def resolve_retry_policy(
     codes = config.get("retryableCodes", DEFAULT_RETRYABLE_CODES)
     if not isinstance(codes, list | tuple):
         raise ValueError(f"{path}.retryableCodes must be a list of codes")
-    if len(codes) == 0:
-        raise ValueError(f"{path}.retryableCodes must not be empty")
-    if any(not isinstance(code, str) or code == "" for code in codes):
-        raise ValueError(f"{path}.retryableCodes must contain only non-empty strings")
-    if len(set(codes)) != len(codes):
-        raise ValueError(f"{path}.retryableCodes must not contain duplicates")
+    _check_codes(codes, f"{path}.retryableCodes")
     initial, maximum, jitter = _backoff(config.get("backoff"), f"{path}.backoff")
     return NormalRetryPolicy(
         max_retries=max_retries,

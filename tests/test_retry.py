@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Any
 
 import attrs
@@ -87,6 +88,61 @@ def test_directly_built_policy_copies_its_codes_into_a_tuple() -> None:
     assert isinstance(hash(policy), int)
     with pytest.raises(TypeError, match="retryable_codes"):
         NormalRetryPolicy(retryable_codes="SERVER")
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"max_retries": -1}, "NormalRetryPolicy.max_retries must be a non-negative"),
+        ({"max_retries": 2.0}, "NormalRetryPolicy.max_retries must be a non-negative"),
+        ({"max_retries": True}, "NormalRetryPolicy.max_retries must be a non-negative"),
+        (
+            {"retryable_codes": ()},
+            "NormalRetryPolicy.retryable_codes must not be empty",
+        ),
+        (
+            {"retryable_codes": ("SERVER", "")},
+            "NormalRetryPolicy.retryable_codes must contain only non-empty strings",
+        ),
+        (
+            {"retryable_codes": ("SERVER", "SERVER")},
+            "NormalRetryPolicy.retryable_codes must not contain duplicates",
+        ),
+        ({"initial_delay_ms": -100}, "NormalRetryPolicy.initial_delay_ms must be a"),
+        ({"initial_delay_ms": math.nan}, "NormalRetryPolicy.initial_delay_ms must be"),
+        ({"max_delay_ms": math.inf}, "NormalRetryPolicy.max_delay_ms must be a"),
+        (
+            {"initial_delay_ms": 20, "max_delay_ms": 10},
+            "NormalRetryPolicy.initial_delay_ms must be less than or equal to "
+            "max_delay_ms",
+        ),
+        ({"jitter_ratio": 5}, "NormalRetryPolicy.jitter_ratio must be between 0 and 1"),
+        (
+            {"jitter_ratio": math.nan},
+            "NormalRetryPolicy.jitter_ratio must be between 0 and 1",
+        ),
+    ],
+)
+def test_a_directly_built_normal_policy_is_checked(
+    fields: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(ValueError, match=re.escape(message)):
+        NormalRetryPolicy(**fields)
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"initial_delay_ms": 0}, "AlwaysRetryPolicy.initial_delay_ms must be a"),
+        ({"max_delay_ms": -1}, "AlwaysRetryPolicy.max_delay_ms must be a"),
+        ({"jitter_ratio": -0.5}, "AlwaysRetryPolicy.jitter_ratio must be between"),
+    ],
+)
+def test_a_directly_built_always_policy_is_checked(
+    fields: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(ValueError, match=re.escape(message)):
+        AlwaysRetryPolicy(**fields)
 
 
 def test_always_mode_resolves_with_default_backoff() -> None:
@@ -226,22 +282,17 @@ def test_out_of_range_arguments_are_rejected(retry: int, random_value: float) ->
         retry_delay_ms(DEFAULT_RETRY_POLICY, retry, random_value)
 
 
-_policies = st.one_of(
-    st.builds(
-        NormalRetryPolicy,
-        initial_delay_ms=st.floats(min_value=1, max_value=1e6),
-        jitter_ratio=st.floats(min_value=0, max_value=1),
-    ),
-    st.builds(
-        AlwaysRetryPolicy,
-        initial_delay_ms=st.floats(min_value=1, max_value=1e6),
-        jitter_ratio=st.floats(min_value=0, max_value=1),
-    ),
-).map(lambda p: attrs.evolve(p, max_delay_ms=max(p.initial_delay_ms, p.max_delay_ms)))
+@st.composite
+def _policies(draw: st.DrawFn) -> RetryPolicy:
+    initial = draw(st.floats(min_value=1, max_value=1e6))
+    maximum = draw(st.floats(min_value=initial, max_value=2e6))
+    jitter = draw(st.floats(min_value=0, max_value=1))
+    kind = draw(st.sampled_from([NormalRetryPolicy, AlwaysRetryPolicy]))
+    return kind(initial_delay_ms=initial, max_delay_ms=maximum, jitter_ratio=jitter)
 
 
 @given(
-    policy=_policies,
+    policy=_policies(),
     retry=st.integers(min_value=1, max_value=2000),
     random_value=st.floats(min_value=0, max_value=1),
     retry_after=st.none() | st.floats(min_value=-1e6, max_value=1e9, allow_nan=False),
