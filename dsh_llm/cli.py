@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import io
 import os
 import sys
 from collections.abc import Callable, Generator, Iterable, Sequence
@@ -452,6 +453,18 @@ def _run_trace(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _tolerate_unencodable_output() -> None:
+    """Let stdout and stderr write what their encoding cannot hold as escapes.
+
+    A model's text may hold characters the console's encoding lacks (an emoji
+    on a cp1252 or ASCII console) or half of a split surrogate pair; either
+    would otherwise end the stream with a ``UnicodeEncodeError``.
+    """
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(errors="backslashreplace")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI and return its exit status."""
     parser = build_parser()
@@ -460,6 +473,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if handler is None:
         parser.print_help()
         return EXIT_OK
+    _tolerate_unencodable_output()
     try:
         return handler(args)
     except UsageError as exc:

@@ -22,7 +22,6 @@ Contracts callers may rely on:
 
 from __future__ import annotations
 
-import json
 import os
 from typing import Final, Protocol, TextIO
 
@@ -36,7 +35,7 @@ from dsh_llm.protocol import (
     TokenUsage,
     ToolCallBlock,
 )
-from dsh_llm.serde import chunk_to_dict, chunk_to_json
+from dsh_llm.serde import chunk_to_dict, chunk_to_json, compact_json
 
 __all__ = [
     "REASONING_PREFIX",
@@ -107,7 +106,7 @@ class ChunkPrinter:
             if isinstance(chunk.block, ToolCallBlock):
                 self._finish_out_line()
                 block = chunk_to_dict(chunk)["block"]
-                self._out.write(_compact_json(block) + "\n")
+                self._out.write(compact_json(block) + "\n")
                 self._out.flush()
 
     def end(self) -> None:
@@ -147,10 +146,6 @@ class ChunkPrinter:
             self._err.write("\n")
             self._err.flush()
             self._err_mid_line = False
-
-
-def _compact_json(value: object) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 class JsonLinesPrinter:

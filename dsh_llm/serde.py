@@ -64,6 +64,7 @@ __all__ = [
     "chunk_to_json",
     "chunks_from_jsonl",
     "chunks_to_jsonl",
+    "compact_json",
     "converter",
     "message_from_dict",
     "message_to_dict",
@@ -402,13 +403,33 @@ def message_from_dict(data: Any) -> Message:
     return message
 
 
-def _dumps(data: Any) -> str:
-    return json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+_LONE_SURROGATE: Final = re.compile("[\ud800-\udfff]")
+
+
+def _escape_surrogate(match: re.Match[str]) -> str:
+    return f"\\u{ord(match.group()):04x}"
+
+
+def compact_json(value: Any) -> str:
+    """``value`` as compact JSON text, the way ``JSON.stringify`` writes it.
+
+    Non-ASCII characters are kept as they are. A lone surrogate (half of a
+    split pair, which a decoded ``\\ud83d`` escape gives) is written as its
+    ``\\uXXXX`` escape, so the text always encodes to UTF-8 and reads back to
+    the same value.
+
+    Raises:
+        ValueError: for ``NaN`` or an infinity (JSON has no such numbers).
+        TypeError: for a value JSON cannot hold.
+    """
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    # A decoded str holds a surrogate code point only when it was lone.
+    return _LONE_SURROGATE.sub(_escape_surrogate, text)
 
 
 def chunk_to_json(chunk: StreamChunk) -> str:
     """``chunk`` as one line of compact JSON (non-ASCII kept, no newline)."""
-    return _dumps(chunk_to_dict(chunk))
+    return compact_json(chunk_to_dict(chunk))
 
 
 _UTF8_BOM: Final = b"\xef\xbb\xbf"

@@ -71,6 +71,30 @@ def test_chat_streams_text_to_stdout_reasoning_and_summary_to_stderr(server, tmp
     assert body["messages"] == [{"role": "user", "content": "hello there"}]
 
 
+def test_chat_escapes_what_the_console_encoding_cannot_hold(server, tmp_path):
+    # An ASCII console, an emoji, and half of a split surrogate pair.
+    server.enqueue(deepseek_text_reply(["caf\u00e9 ", "\U0001f600 ", "\ud83d"]))
+
+    result = run_cli(
+        "chat", "hi", env={**_env(server), "PYTHONIOENCODING": "ascii"}, cwd=tmp_path
+    )
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "caf\\xe9 \\U0001f600 \\ud83d\n"
+    assert "Traceback" not in result.stderr
+
+
+def test_chat_json_keeps_a_lone_surrogate_as_a_json_escape(server, tmp_path):
+    server.enqueue(deepseek_text_reply(["a", "\ud83d"]))
+
+    result = run_cli("chat", "--json", "hi", env=_env(server), cwd=tmp_path)
+
+    assert result.returncode == 0, result.stderr
+    chunks = [chunk_from_json(line) for line in result.stdout.splitlines()]
+    assert_chunk_sequence(chunks)
+    assert '"text":"\\ud83d"' in result.stdout
+
+
 def test_chat_json_writes_strict_valid_chunks_and_nothing_else(server, tmp_path):
     server.enqueue(deepseek_text_reply(["Hel", "lo"], reasoning=["hm"]))
 

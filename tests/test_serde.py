@@ -406,6 +406,21 @@ def test_non_ascii_text_is_written_verbatim_and_read_back() -> None:
     assert chunk_from_json(text) == chunk
 
 
+def test_a_lone_surrogate_is_escaped_so_the_line_is_utf8_and_round_trips(
+    tmp_path: Path,
+) -> None:
+    # Half of a split emoji, as a provider's JSON escape may deliver it.
+    chunk = TextDelta(index=0, text="a\ud83d b \udc00")
+    text = chunk_to_json(chunk)
+
+    assert text == '{"type":"text-delta","index":0,"text":"a\\ud83d b \\udc00"}'
+    assert chunk_from_json(text.encode("utf-8")) == chunk
+    path = tmp_path / "split.jsonl"
+    with path.open("w", encoding="utf-8") as handle:
+        write_jsonl([chunk], handle)
+    assert list(read_jsonl(str(path))) == [chunk]
+
+
 def test_read_jsonl_reads_a_utf8_file_lazily(tmp_path: Path) -> None:
     path = tmp_path / "stream.jsonl"
     with path.open("w", encoding="utf-8") as handle:

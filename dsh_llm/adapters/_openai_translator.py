@@ -58,6 +58,7 @@ from dsh_llm.protocol import (
     ToolCallDelta,
     UsageChunk,
 )
+from dsh_llm.serde import compact_json
 from dsh_llm.transport.http_errors import Redact, in_band_failure
 from dsh_llm.transport.sse import DONE, SseEvent
 
@@ -468,9 +469,10 @@ class ChatCompletionsTranslator:
             return function.get("name"), arguments
         # A server that sends arguments as an object: re-stringify, since
         # arguments stay raw JSON text.
-        return function.get("name"), json.dumps(
-            arguments, ensure_ascii=False, separators=(",", ":")
-        )
+        try:
+            return function.get("name"), compact_json(arguments)
+        except ValueError:
+            raise self._malformed("tool call arguments with NaN or Infinity") from None
 
     def _tool_fragment(self, call: dict[str, Any], out: list[StreamChunk]) -> None:
         key = call.get("index")

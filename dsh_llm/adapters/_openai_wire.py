@@ -42,7 +42,6 @@ Contracts callers may rely on:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
@@ -60,6 +59,7 @@ from dsh_llm.protocol import (
     ToolResultBlock,
     content_has_image,
 )
+from dsh_llm.serde import compact_json
 
 __all__ = [
     "NO_OUTPUT",
@@ -234,9 +234,7 @@ def encode_body(body: Mapping[str, Any], *, provider: str) -> bytes:
             (e.g. ``NaN`` or an object JSON cannot hold).
     """
     try:
-        text = json.dumps(
-            body, ensure_ascii=False, separators=(",", ":"), allow_nan=False
-        )
+        text = compact_json(body)
     except (TypeError, ValueError) as exc:
         raise LlmError(
             f"{provider} request body is not valid JSON: {exc}",

@@ -43,6 +43,8 @@ from typing import Any, Final, Literal
 
 import attrs
 
+from dsh_llm.serde import compact_json
+
 __all__ = [
     "Cut",
     "LoopbackServer",
@@ -172,7 +174,7 @@ Handler = Callable[[RecordedRequest], Reply]
 def sse_event(payload: Any) -> bytes:
     """One SSE event ``data: <payload>\\n\\n``; dicts and lists are JSON-encoded,
     strings are sent verbatim."""
-    data = payload if isinstance(payload, str) else _compact_json(payload)
+    data = payload if isinstance(payload, str) else compact_json(payload)
     return f"data: {data}\n\n".encode()
 
 
@@ -188,10 +190,6 @@ def sse_events(payloads: Iterable[Any], *, done: bool = True) -> tuple[bytes, ..
 def sse_body(payloads: Iterable[Any], *, done: bool = True) -> bytes:
     """The events of ``sse_events`` joined into one body."""
     return b"".join(sse_events(payloads, done=done))
-
-
-def _compact_json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 class _Disconnected(Exception):

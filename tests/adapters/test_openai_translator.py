@@ -418,6 +418,14 @@ def test_arguments_sent_as_an_object_are_re_stringified():
     )
 
 
+def test_arguments_object_with_nan_is_a_malformed_response():
+    translator = ChatCompletionsTranslator(PROFILE)
+    with pytest.raises(LlmError) as caught:
+        translator.feed(tool(0, id="a", name="f", args={"x": float("nan")}))
+    assert caught.value.code == ErrorCode.MALFORMED_RESPONSE
+    assert "NaN or Infinity" in caught.value.message
+
+
 # --- usage and finish ---------------------------------------------------------------
 
 

@@ -3,6 +3,7 @@ the messages and body builders and the JSON encoding, without I/O."""
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any
 
@@ -251,3 +252,9 @@ def test_a_body_that_is_not_json_is_invalid_request():
 
 def test_encode_body_is_compact_utf8():
     assert encode_body({"a": "é"}, provider="Test") == '{"a":"é"}'.encode()
+
+
+def test_encode_body_escapes_a_lone_surrogate_so_the_body_is_utf8():
+    encoded = encode_body({"a": "x\ud83d"}, provider="Test")
+    assert encoded == b'{"a":"x\\ud83d"}'
+    assert json.loads(encoded) == {"a": "x\ud83d"}
