@@ -153,9 +153,13 @@ def interpolate(value: Any, environ: Mapping[str, str], path: str = "") -> Any:
     ``${VAR:-default}`` gives ``default`` when ``VAR`` is unset or empty;
     ``${VAR}`` gives ``VAR``'s value, which may be empty.
 
+    A default is plain text: ``${`` inside it (nesting) is refused rather than
+    half-substituted.
+
     Raises:
         ConfigError: for an unset variable without a default, an unterminated
-            ``${`` or a malformed expression, at the key path where it occurs.
+            ``${``, a nested ``${`` or a malformed expression, at the key path
+            where it occurs.
     """
     if isinstance(value, str):
         return _interpolate_text(value, environ, path)
@@ -181,6 +185,16 @@ def _interpolate_text(text: str, environ: Mapping[str, str], path: str) -> str:
         if body is None:
             raise ConfigError(
                 [(path, "has an unterminated ${ (write $${ for a literal ${)")]
+            )
+        if "${" in body:
+            raise ConfigError(
+                [
+                    (
+                        path,
+                        f"has ${{...}} inside ${{{body}}}: a default is plain "
+                        "text (write $${ for a literal ${)",
+                    )
+                ]
             )
         expression = _EXPRESSION.fullmatch(body)
         if expression is None:

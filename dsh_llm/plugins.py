@@ -313,12 +313,21 @@ def _describe_exception(exc: BaseException) -> str:
 
 
 class _StrictLoader(yaml.SafeLoader):
-    """``SafeLoader`` that refuses a key given twice in one mapping."""
+    """``SafeLoader`` that refuses a key written twice in one mapping.
+
+    Merge keys (``<<: *defaults``) work as in ``SafeLoader``: a key written in
+    the mapping overrides the merged one, which is not a duplicate.
+    """
+
+
+_MERGE_TAG: Final = "tag:yaml.org,2002:merge"
 
 
 def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode) -> Any:
     seen: set[Any] = set()
     for key_node, _ in node.value:
+        if key_node.tag == _MERGE_TAG:
+            continue
         key = loader.construct_object(key_node, deep=True)
         try:
             duplicate = key in seen

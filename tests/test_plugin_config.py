@@ -363,6 +363,11 @@ def test_interpolation_replaces_variables_and_defaults() -> None:
             "${1BAD}",
             "has the invalid expression ${1BAD} (expected ${NAME} or ${NAME:-default})",
         ),
+        (
+            "${A:-${B}}",
+            "has ${...} inside ${A:-${B}: a default is plain text (write $${ for a "
+            "literal ${)",
+        ),
     ],
 )
 def test_interpolation_errors_name_the_key_path(text: str, detail: str) -> None:

@@ -86,6 +86,31 @@ def test_a_yaml_composition_registers_and_dispose_unregisters(plugin_dir: Path) 
     assert composition.runtime.list_providers() == ()
 
 
+def test_yaml_merge_keys_share_config_and_written_keys_override(
+    plugin_dir: Path,
+) -> None:
+    path = write(
+        plugin_dir / "dsh.yml",
+        """\
+        - id: first
+          name: ./my_llm_adapter.py
+          config: &shared
+            apiKey: ${MY_API_KEY}
+            providers: [a]
+        - id: second
+          name: ./my_llm_adapter.py
+          config:
+            <<: *shared
+            providers: [b]
+        """,
+    )
+    with load_composition(path, environ=ENV) as composition:
+        assert [p.id for p in composition.runtime.list_providers()] == ["a", "b"]
+        second = composition.plugins[1].config
+        assert second.api_key == "sk-test-secret"
+        assert second.providers == ["b"]
+
+
 def test_an_existing_runtime_keeps_its_own_registrations() -> None:
     runtime = LlmRuntime()
     runtime.register_adapter(["mine"], Quiet())
