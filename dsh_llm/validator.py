@@ -35,7 +35,9 @@ Strict mode (``strict=True``, the default) enforces rules 1 to 8:
   ``duplicate block-end``); an index is started once (``duplicate
   block-start``); indexes are 0, 1, 2... in opening order (``index out of
   order``); at most one block is open (``blocks interleaved``); a delta's type
-  matches its block (``delta type mismatch``, ``block-end type mismatch``).
+  matches its block (``delta type mismatch``, ``block-end type mismatch``); a
+  block is a text, reasoning, tool-call or image block (``unknown block type``:
+  a stream never carries a tool result).
 - Content: ``block-end`` equals the concatenated deltas: text for text and
   reasoning, ``arguments`` for tool calls; a tool call's ``id`` and ``name`` agree
   across its deltas and its ``block-end`` (``block-end differs from deltas``,
@@ -93,7 +95,7 @@ from dsh_llm.protocol import (
     ToolCallDelta,
     UsageChunk,
 )
-from dsh_llm.protocol.content import ReasoningBlock, TextBlock
+from dsh_llm.protocol.content import ImageBlock, ReasoningBlock, TextBlock
 
 __all__ = ["assert_chunk_sequence", "validate_stream"]
 
@@ -108,6 +110,10 @@ _DELTA_BLOCK_TYPE: Final[dict[type, str]] = {
     ReasoningDelta: ReasoningBlock.TAG,
     ToolCallDelta: ToolCallBlock.TAG,
 }
+
+_STREAMED_BLOCK_TYPES: Final = frozenset({*_DELTA_BLOCK_TYPE.values(), ImageBlock.TAG})
+"""The block types an assistant's stream may carry (strict mode); an image
+block has no deltas, its ``block-end`` carries it whole."""
 
 _SHOWN_CHARS: Final = 40
 
@@ -341,6 +347,13 @@ class _StrictRules(_Rules):
                 "index out of order",
                 f"expected block index {self.next_index}, got {index}; indexes are "
                 "0, 1, 2... in opening order (rule 2)",
+            )
+        if chunk.block_type not in _STREAMED_BLOCK_TYPES:
+            self.violation(
+                chunk,
+                "unknown block type",
+                f'block {index} has the type "{chunk.block_type}"; a stream carries '
+                "text, reasoning, tool-call and image blocks only (rule 1)",
             )
         self.open = _OpenBlock(index, chunk.block_type)
         self.next_index += 1

@@ -407,6 +407,18 @@ STRICT_VIOLATIONS: dict[str, tuple[list[StreamChunk], tuple[str, ...]]] = {
         [*call_block(0), USAGE, Finish(reason=FinishReason(kind="content-filter"))],
         ("tool-call block with a content-filter finish",),
     ),
+    "tool-result block in a stream": (
+        [start(0, "tool-result")],
+        (
+            "chunk #1 (block-start, index 0): unknown block type",
+            'block 0 has the type "tool-result"',
+            "text, reasoning, tool-call and image blocks only",
+        ),
+    ),
+    "block of an unknown type": (
+        [*text_block(0, "a"), start(1, "video")],
+        ("chunk #4 (block-start, index 1): unknown block type", '"video"'),
+    ),
     "tool call without arguments": (
         [start(0, "tool-call"), call(0, ""), end_call(0, ""), USAGE, TOOL_CALLS],
         (
