@@ -264,6 +264,9 @@ class LlmRuntime:
                 non-``LlmAdapter`` or metadata whose id differs from its route or
                 whose name is empty; ``DUPLICATE_ADAPTER`` for a route listed twice
                 or held by another registration. Nothing is registered then.
+                An ``INVARIANT`` raised by an ``on_adapters_updated`` listener
+                is re-raised after the registration is undone (the listeners
+                are told of the undo too).
         """
         return self._register(providers, adapter, None)
 
@@ -291,7 +294,17 @@ class LlmRuntime:
             self._commit(registration, candidates)
             if on_commit is not None:
                 on_commit(registration)
-        self._emit_adapters_updated()
+        try:
+            self._emit_adapters_updated()
+        except Exception:
+            # All-or-nothing: the caller gets no handle, so no route may stay
+            # behind that nothing could dispose. The second notice's failure
+            # would only repeat the first.
+            try:
+                self._dispose(registration)
+            except Exception as exc:
+                _log.warning(_LISTENER_FAILED, exc_info=exc)
+            raise
         return registration
 
     def _replace(

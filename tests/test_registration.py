@@ -318,8 +318,28 @@ def test_an_invariant_listener_failure_is_raised_after_the_rest_ran() -> None:
     runtime.on_adapters_updated(lambda: later.append(1))
     with pytest.raises(LlmError, match="registry incoherent"):
         runtime.register_adapter(["a"], ScriptedAdapter())
-    assert later == [1]
+    # Told of the registration, then of its undo: no route is left that no
+    # handle could dispose, and the route can be registered again.
+    assert later == [1, 1]
+    assert runtime.list_providers() == ()
+
+
+def test_a_route_undone_by_an_invariant_listener_can_be_registered_again() -> None:
+    runtime = LlmRuntime()
+    calls: list[int] = []
+
+    def incoherent_once() -> None:
+        calls.append(1)
+        if len(calls) == 1:
+            raise LlmError("registry incoherent", "INVARIANT")
+
+    runtime.on_adapters_updated(incoherent_once)
+    with pytest.raises(LlmError, match="registry incoherent"):
+        runtime.register_adapter(["a"], ScriptedAdapter())
+    registration = runtime.register_adapter(["a"], ScriptedAdapter())
     assert [p.id for p in runtime.list_providers()] == ["a"]
+    registration.dispose()
+    assert runtime.list_providers() == ()
 
 
 def test_a_listener_failure_whose_code_cannot_be_read_is_only_logged(
