@@ -14,7 +14,9 @@ Contracts callers may rely on:
   JSON error report in it is classified like an HTTP error, anything else is
   ``MALFORMED_RESPONSE`` (``http_errors.not_a_stream_error``). A missing or any
   other content type is streamed (some servers send none). A failed send raises
-  ``"<provider> API request to <endpoint> failed"`` (``TRANSPORT``), or the code
+  ``"<provider> API request to <endpoint> failed"`` (``TRANSPORT``), followed by
+  ``": <reason>"`` when ``errors_map.reason_for_exception`` knows why
+  (``connection refused``...), or the code
   ``dsh_llm.transport.errors_map`` gives (``TIMEOUT``, ``INVALID_REQUEST``).
 - Secrets stay out of errors: ``redact`` (``dsh_llm.transport.redaction``) knows
   the request's API key (``BearerAuth``), secret-named header values, URL
@@ -44,8 +46,8 @@ Contracts callers may rely on:
   a passed deadline gives ``TIMEOUT``, an aborted signal ``ABORTED``
   (``"<provider> request aborted by caller"``), an ``LlmError`` passes unchanged,
   anything else ``"<provider> API stream from <endpoint> failed"``
-  (``TRANSPORT``). The original exception is kept as the cause (cleaned as
-  above).
+  (``TRANSPORT``, with a reason as for a send). The original exception is kept
+  as the cause (cleaned as above).
 - ``finish()`` after the terminal event reads what is left of a framed body for
   a short grace (``DRAIN_GRACE_S``, 50 ms) so the connection can return to the
   pool; ``close()`` always releases or closes the response (idempotent). Use it
@@ -71,9 +73,9 @@ from dsh_llm.credentials import Secret
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.signal import AbortSignal
 from dsh_llm.transport.chunked import ChunkedBodyReader
-from dsh_llm.transport.errors_map import code_for_exception
+from dsh_llm.transport.errors_map import code_for_exception, reason_for_exception
 from dsh_llm.transport.http_errors import http_error, not_a_stream_error
-from dsh_llm.transport.redaction import Redactor, may_quote_request
+from dsh_llm.transport.redaction import Redactor, is_secret_name, may_quote_request
 from dsh_llm.transport.session import BearerAuth, SocketSlot, capture_socket
 from dsh_llm.transport.watchdog import Expiry, StreamWatchdog
 
@@ -99,16 +101,36 @@ _monotonic = time.monotonic
 
 
 def redact_url(url: str) -> str:
-    """``url`` with any user info (``user:password@``) replaced by ``***@``, so a
-    credential written into a URL never reaches a message."""
+    """``url`` with its credentials replaced by ``***``: the user info
+    (``user:password@``) and the value of every query parameter whose name marks
+    a secret (``?key=``, ``?api_key=``, ``?token=``...; see
+    ``dsh_llm.transport.redaction.is_secret_name``), so a credential written into
+    a URL never reaches a message or a repr."""
     try:
         parts = urllib.parse.urlsplit(url)
     except ValueError:
-        return url if "@" not in url else "<invalid URL>"
-    if "@" not in parts.netloc:
-        return url
-    host = parts.netloc.rpartition("@")[2]
-    return urllib.parse.urlunsplit(parts._replace(netloc=f"***@{host}"))
+        return url if "@" not in url and "?" not in url else "<invalid URL>"
+    redacted = parts
+    if "@" in parts.netloc:
+        host = parts.netloc.rpartition("@")[2]
+        redacted = redacted._replace(netloc=f"***@{host}")
+    if parts.query:
+        redacted = redacted._replace(query=_redact_query(parts.query))
+    return url if redacted == parts else urllib.parse.urlunsplit(redacted)
+
+
+def _redact_query(query: str) -> str:
+    pairs = []
+    for pair in query.split("&"):
+        name, equals, _ = pair.partition("=")
+        secret = equals and is_secret_name(urllib.parse.unquote_plus(name))
+        pairs.append(f"{name}=***" if secret else pair)
+    return "&".join(pairs)
+
+
+def _reason_suffix(exc: BaseException) -> str:
+    reason = reason_for_exception(exc)
+    return "" if reason is None else f": {reason}"
 
 
 def _ms(value: float) -> str:
@@ -277,7 +299,8 @@ class StreamingCall:
         if code == ErrorCode.TIMEOUT:
             return self._timeout_error(self._expiry_now(), exc)
         return LlmError(
-            f"{self.provider} API request to {self.endpoint} failed",
+            f"{self.provider} API request to {self.endpoint} failed"
+            + _reason_suffix(exc),
             code,
             cause=self.redact.cause(exc, withhold=may_quote_request(exc)),
         )
@@ -389,7 +412,10 @@ class StreamingCall:
             )
         else:
             code = ErrorCode.TRANSPORT
-            message = f"{self.provider} API stream from {self.endpoint} failed"
+            message = (
+                f"{self.provider} API stream from {self.endpoint} failed"
+                + _reason_suffix(exc)
+            )
         return LlmError(message, code, cause=self.redact.cause(exc))
 
     def _expiry_now(self) -> Expiry:

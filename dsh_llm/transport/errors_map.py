@@ -10,6 +10,10 @@ Contracts callers may rely on:
 - ``code_for_exception(exc)`` walks the exception's MRO and returns the code of
   the most specific class in the table (``TRANSPORT`` when none matches), so a
   ``ConnectTimeout`` (both a ``ConnectionError`` and a ``Timeout``) is ``TIMEOUT``.
+- ``reason_for_exception(exc)`` names why a connection failed in a fixed
+  phrase (``"connection refused"``, ``"host name not resolved"``...), found
+  anywhere in the exception's chain of wrapped, cause and context exceptions,
+  or ``None``. The phrase never quotes the exception, so it holds no secret.
 - The table only names codes; messages, causes and the abort/watchdog precedence
   are decided by the streaming call (``dsh_llm.transport.call``). Several of
   these exceptions quote the request (``InvalidHeader`` and
@@ -20,8 +24,11 @@ Contracts callers may rely on:
 
 from __future__ import annotations
 
+import errno
 import http.client
+import socket
 import ssl
+from collections.abc import Callable, Iterator
 from typing import Final
 
 import requests.exceptions as rx
@@ -29,7 +36,7 @@ import urllib3.exceptions as ux
 
 from dsh_llm.errors import ErrorCode
 
-__all__ = ["EXCEPTION_CODES", "code_for_exception"]
+__all__ = ["EXCEPTION_CODES", "code_for_exception", "reason_for_exception"]
 
 EXCEPTION_CODES: Final[dict[type[BaseException], ErrorCode]] = {
     # requests.exceptions: every class the module defines.
@@ -94,3 +101,68 @@ def code_for_exception(exc: BaseException) -> ErrorCode:
         if code is not None:
             return code
     return ErrorCode.TRANSPORT
+
+
+def _errno_is(*numbers: int) -> Callable[[BaseException], bool]:
+    return lambda exc: isinstance(exc, OSError) and exc.errno in numbers
+
+
+def _socks_missing(exc: BaseException) -> bool:
+    # requests raises InvalidSchema("Missing dependencies for SOCKS support.")
+    # when a socks:// proxy is configured without PySocks installed.
+    return isinstance(exc, rx.InvalidSchema) and "SOCKS" in str(exc)
+
+
+_REASONS: Final[tuple[tuple[Callable[[BaseException], bool], str], ...]] = (
+    (
+        _socks_missing,
+        "a SOCKS proxy is configured but SOCKS support is not installed "
+        "(pip install 'requests[socks]')",
+    ),
+    (lambda e: isinstance(e, ConnectionRefusedError), "connection refused"),
+    (
+        lambda e: isinstance(e, socket.gaierror | ux.NameResolutionError),
+        "host name not resolved",
+    ),
+    (
+        lambda e: isinstance(e, ssl.SSLCertVerificationError),
+        "TLS certificate not accepted",
+    ),
+    (lambda e: isinstance(e, ssl.SSLError | rx.SSLError), "TLS handshake failed"),
+    (lambda e: isinstance(e, ux.ProxyError | rx.ProxyError), "the proxy failed"),
+    # A subclass of ConnectionResetError, so it is looked for first.
+    (
+        lambda e: isinstance(e, http.client.RemoteDisconnected),
+        "the server closed the connection without answering",
+    ),
+    (lambda e: isinstance(e, ConnectionResetError), "connection reset"),
+    (lambda e: isinstance(e, ConnectionAbortedError), "connection aborted"),
+    (_errno_is(errno.ENETUNREACH), "network unreachable"),
+    (_errno_is(errno.EHOSTUNREACH), "host unreachable"),
+)
+
+_MAX_CHAIN: Final = 32
+
+
+def _chain(exc: BaseException) -> Iterator[BaseException]:
+    """``exc`` and every exception it wraps (args, ``reason``, cause, context)."""
+    pending = [exc]
+    seen: set[int] = set()
+    while pending and len(seen) < _MAX_CHAIN:
+        current = pending.pop(0)
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        yield current
+        linked = [*current.args, getattr(current, "reason", None)]
+        linked += [current.__cause__, current.__context__]
+        pending.extend(e for e in linked if isinstance(e, BaseException))
+
+
+def reason_for_exception(exc: BaseException) -> str | None:
+    """Why a connection failed, as a fixed phrase, or ``None`` when unknown."""
+    chain = list(_chain(exc))
+    for matches, reason in _REASONS:
+        if any(matches(link) for link in chain):
+            return reason
+    return None

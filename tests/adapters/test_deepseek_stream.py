@@ -344,7 +344,7 @@ def test_an_unreachable_endpoint_is_transport_naming_the_base_url():
         error = _failure(adapter)
     assert (error.code, error.message) == (
         "TRANSPORT",
-        "DeepSeek API request to http://127.0.0.1:1 failed",
+        "DeepSeek API request to http://127.0.0.1:1 failed: connection refused",
     )
     assert error.__cause__ is not None
 

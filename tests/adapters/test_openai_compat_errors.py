@@ -289,7 +289,8 @@ def test_an_unreachable_server_is_transport_naming_the_redacted_base_url():
         next(adapter.stream(_options()))
     assert caught.value.code == ErrorCode.TRANSPORT
     assert caught.value.message == (
-        "OpenAI-compatible API request to http://***@127.0.0.1:1/v1 failed"
+        "OpenAI-compatible API request to http://***@127.0.0.1:1/v1 failed: "
+        "connection refused"
     )
     assert "pw" not in caught.value.message
 

@@ -183,7 +183,9 @@ def test_an_unreachable_endpoint_is_transport_with_the_cause(session):
     with _call(session, url) as call, pytest.raises(LlmError) as caught:
         call.open()
     assert caught.value.code == ErrorCode.TRANSPORT
-    assert caught.value.message == f"Test API request to {url} failed"
+    assert (
+        caught.value.message == f"Test API request to {url} failed: connection refused"
+    )
     assert isinstance(caught.value.__cause__, requests.ConnectionError)
 
 
@@ -203,6 +205,13 @@ def test_credentials_in_the_url_never_reach_a_message(session):
         ("https://h.test?x=a@b", "https://h.test?x=a@b"),
         ("http://u:p@[::1", "<invalid URL>"),
         ("https://h.test", "https://h.test"),
+        ("https://h.test/v1?key=s3cret", "https://h.test/v1?key=***"),
+        (
+            "https://h.test/v1?api-version=2&api_key=s&Token=t&x",
+            "https://h.test/v1?api-version=2&api_key=***&Token=***&x",
+        ),
+        ("https://u:p@h.test/v1?auth=a#f", "https://***@h.test/v1?auth=***#f"),
+        ("https://h.test/v1?", "https://h.test/v1?"),
         ("not a url", "not a url"),
     ],
 )
@@ -398,7 +407,8 @@ def test_an_abrupt_close_mid_chunked_body_is_transport(server, session, reset):
         with pytest.raises(LlmError) as caught:
             _read_all(call)
     assert caught.value.code == ErrorCode.TRANSPORT
-    assert caught.value.message == f"Test API stream from {server.url} failed"
+    reason = ": connection reset" if reset else ""
+    assert caught.value.message == f"Test API stream from {server.url} failed{reason}"
     assert caught.value.__cause__ is not None
 
 
