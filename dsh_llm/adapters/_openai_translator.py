@@ -94,7 +94,8 @@ def decode_payload(data: str, *, provider: str, redact: Redact = _unchanged) -> 
     """
     try:
         return _json_decode(data)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
+        # RecursionError: nesting deeper than the decoder can follow.
         shown = redact(data)
         cause = exc if shown is data else ValueError(str(exc))
         error = LlmError(

@@ -172,7 +172,7 @@ def parse_error_report(value: Any) -> ProviderErrorReport | None:
             return None
         try:
             parsed = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):
             return ProviderErrorReport(message=text, detail=text, status=None, kind="")
         if isinstance(parsed, dict | list):
             return parse_error_report(parsed)
@@ -291,7 +291,8 @@ def _json_report(text: str) -> ProviderErrorReport | None:
         return None
     try:
         return parse_error_report(json.loads(text))
-    except ValueError:
+    except (ValueError, RecursionError):
+        # RecursionError: JSON nested deeper than the parser can follow.
         return None
 
 

@@ -59,7 +59,7 @@ class NdjsonDecoder:
             return []
         try:
             return [json.loads(tail.decode("utf-8", "replace"))]
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             raise LlmError(
                 f"{self._provider} NDJSON stream ended inside an unterminated line",
                 ErrorCode.STREAM_CLOSED,
@@ -70,7 +70,7 @@ class NdjsonDecoder:
         text = line.decode("utf-8", "replace")
         try:
             return json.loads(text)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             raise LlmError(
                 f"malformed NDJSON line from {self._provider}: {text[:120]!r}",
                 ErrorCode.MALFORMED_RESPONSE,

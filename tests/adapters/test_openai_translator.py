@@ -418,6 +418,13 @@ def test_arguments_sent_as_an_object_are_re_stringified():
     )
 
 
+def test_a_payload_nested_deeper_than_the_decoder_follows_is_malformed():
+    translator = ChatCompletionsTranslator(PROFILE)
+    with pytest.raises(LlmError) as caught:
+        translator.feed_sse([SseEvent(data="[" * 100_000 + "]" * 100_000)])
+    assert caught.value.code == ErrorCode.MALFORMED_RESPONSE
+
+
 def test_arguments_object_with_nan_is_a_malformed_response():
     translator = ChatCompletionsTranslator(PROFILE)
     with pytest.raises(LlmError) as caught:

@@ -156,6 +156,20 @@ def test_bodies_without_a_message_keep_the_status_line():
         assert error.code == "SERVER"
 
 
+DEEP = b"[" * 100_000 + b"]" * 100_000
+
+
+def test_json_nested_deeper_than_the_parser_follows_keeps_the_status_line():
+    error = http_error(500, {"content-type": "application/json"}, DEEP, provider="D")
+    assert (error.code, error.message) == ("SERVER", "D API error (HTTP 500)")
+    shallow_enough = b"[" * 900 + b"]" * 900
+    assert http_error(502, {}, shallow_enough, provider="D").code == "SERVER"
+    not_stream = not_a_stream_error(
+        {}, DEEP, provider="D", content_type="application/json"
+    )
+    assert not_stream.code == ErrorCode.MALFORMED_RESPONSE
+
+
 def test_the_cause_is_the_raw_body_or_the_status():
     assert (
         str(http_error(500, {}, b"", provider="DeepSeek").__cause__)

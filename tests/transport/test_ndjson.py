@@ -43,6 +43,16 @@ def test_a_complete_line_that_is_not_json_is_malformed():
     assert caught.value.code == ErrorCode.MALFORMED_RESPONSE
 
 
+def test_a_line_nested_deeper_than_the_parser_follows_is_malformed():
+    deep = b"[" * 100_000 + b"]" * 100_000
+    with pytest.raises(LlmError) as caught:
+        list(iter_ndjson([deep + b"\n"], provider="Ollama"))
+    assert caught.value.code == ErrorCode.MALFORMED_RESPONSE
+    with pytest.raises(LlmError) as caught:
+        list(iter_ndjson([deep[:-1]], provider="Ollama"))
+    assert caught.value.code == ErrorCode.STREAM_CLOSED
+
+
 def test_a_truncated_last_line_is_stream_closed():
     with pytest.raises(LlmError, match="Ollama NDJSON stream ended") as caught:
         list(iter_ndjson([b'{"a":1}\n{"b":'], provider="Ollama"))
