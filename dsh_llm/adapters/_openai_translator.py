@@ -106,6 +106,9 @@ def decode_payload(data: str, *, provider: str, redact: Redact = _unchanged) -> 
     raise error
 
 
+_NOT_A_PAYLOAD: Final = frozenset({DONE, ""})
+"""Event data that is not a JSON payload: the end marker, and empty data."""
+
 _TEXT: Final = "text"
 _REASONING: Final = "reasoning"
 _TOOL: Final = "tool-call"
@@ -306,7 +309,9 @@ class ChatCompletionsTranslator:
 
     def feed_sse(self, events: Iterable[SseEvent]) -> list[StreamChunk]:
         """Feed SSE events in order (``[DONE]``, ``error`` fields, JSON payloads);
-        stop at the terminal finish."""
+        stop at the terminal finish. An event with empty data (a ``data:`` line
+        alone, which the standard dispatches) carries no payload and is passed
+        over, like a keep-alive comment."""
         out: list[StreamChunk] = []
         provider = self._profile.provider
         for event in events:
@@ -316,8 +321,9 @@ class ChatCompletionsTranslator:
                 out.extend(self.feed_error_field(event.error))
                 continue
             data = event.data
-            if len(data) < 64 and data.strip() == DONE:
-                out.extend(self.done())
+            if len(data) < 64 and data.strip() in _NOT_A_PAYLOAD:
+                if data.strip() == DONE:
+                    out.extend(self.done())
             else:
                 payload = decode_payload(data, provider=provider, redact=self._redact)
                 self._feed(payload, out)

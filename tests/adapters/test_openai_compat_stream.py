@@ -658,6 +658,17 @@ def test_keepalive_and_proxy_comments_emit_nothing(server):
     ]
 
 
+@pytest.mark.parametrize("empty", [b"data:\n\n", b"data: \n\n", b"data\n\n"])
+def test_an_event_with_empty_data_is_passed_over(server, empty):
+    body = (
+        *sse_events([text("a")], done=False),
+        empty,
+        *sse_events([text("b"), finish()]),
+    )
+    chunks = _play(server, body)
+    assert _blocks(chunks) == (TextBlock(text="ab"),)
+
+
 def test_a_non_json_payload_is_malformed_response(server):
     server.enqueue(Reply(body=b"data: {oops\n\n"))
     with _adapter(server) as adapter, pytest.raises(LlmError) as caught:
