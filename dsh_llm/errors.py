@@ -91,6 +91,7 @@ class ErrorCode(StrEnum):
     INVALID_CHUNK = "INVALID_CHUNK"
     INVALID_MESSAGE = "INVALID_MESSAGE"
     PLUGIN_LOAD = "PLUGIN_LOAD"
+    UNKNOWN_FINISH_REASON = "UNKNOWN_FINISH_REASON"
 
 
 @attrs.frozen(kw_only=True)
@@ -183,7 +184,9 @@ ERROR_CODES: Final[dict[ErrorCode, ErrorCodeInfo]] = {
     ),
     ErrorCode.STREAM_CLOSED: _info(
         "The stream ended before its terminal marker ([DONE] or equivalent), "
-        "including an unterminated final event. Partial output must be discarded; "
+        "including an unterminated final event, or an adapter's stream ended "
+        "without a finish (the runtime's error finish). Partial output must be "
+        "discarded; "
         "the default retry policy does not retry it, since the provider may have "
         "done the work already."
     ),
@@ -237,10 +240,17 @@ ERROR_CODES: Final[dict[ErrorCode, ErrorCodeInfo]] = {
         "than silently dropped."
     ),
     ErrorCode.INVALID_CHUNK: _info(
-        "JSON given to chunk_from_dict or a JSON Lines reader is not a valid chunk."
+        "JSON given to chunk_from_dict or a JSON Lines reader is not a valid "
+        "chunk, or an adapter yielded an object that is not a chunk (the "
+        "runtime's error finish)."
     ),
     ErrorCode.INVALID_MESSAGE: _info(
         "JSON given to message_from_dict is not a valid message."
+    ),
+    ErrorCode.UNKNOWN_FINISH_REASON: _info(
+        "The provider ended with a finish reason outside the vocabulary that is "
+        "not a short identifier (or holds a secret), so it cannot serve as the "
+        "code itself; the message shows it, redacted and cut short."
     ),
     ErrorCode.PLUGIN_LOAD: _info(
         "A plugin or composition entry could not be loaded (bad config, missing "

@@ -10,17 +10,25 @@ Contracts callers may rely on:
   that was not reported, or is not a non-negative int, is ``None``, never a guess.
 - ``map_finish_reason``: a wire ``finish_reason`` to a ``FinishReason``, using
   whether a tool-call block was emitted; a value outside the vocabulary is an
-  ``error`` finish whose code is the upper-cased value.
+  ``error`` finish whose code is the upper-cased value (``UNKNOWN_FINISH_REASON``
+  when that value is not a short identifier or holds a secret).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+import re
+from collections.abc import Callable, Mapping
+from typing import Any, Final
 
+from dsh_llm.errors import ErrorCode
 from dsh_llm.protocol import FinishReason, LlmFailure, TokenUsage
 
-__all__ = ["map_finish_reason", "map_usage"]
+__all__ = ["UNKNOWN_FINISH_REASON_CODE", "map_finish_reason", "map_usage"]
+
+UNKNOWN_FINISH_REASON_CODE: Final = ErrorCode.UNKNOWN_FINISH_REASON.value
+"""The code of a finish reason that cannot serve as a code itself."""
+
+_IDENTIFIER: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}")
 
 
 def _count(value: object) -> int | None:
@@ -58,7 +66,9 @@ def map_usage(usage: Mapping[str, Any]) -> TokenUsage:
     )
 
 
-def map_finish_reason(wire: str | None, *, tool_calls: bool) -> FinishReason:
+def map_finish_reason(
+    wire: str | None, *, tool_calls: bool, redact: Callable[[str], str] = str
+) -> FinishReason:
     """The finish for a wire ``finish_reason`` (``None``: none was sent).
 
     ``stop``/none become ``tool-calls`` when a tool-call block was emitted (the
@@ -66,12 +76,21 @@ def map_finish_reason(wire: str | None, *, tool_calls: bool) -> FinishReason:
     ``tool_calls``/``function_call`` become ``tool-calls`` only with a tool-call
     block; ``length`` is ``max-tokens``; any other value is an ``error`` finish
     ``"model stopped: <wire>"`` with the upper-cased value as code
-    (``CONTENT_FILTER``, ``INSUFFICIENT_SYSTEM_RESOURCE``).
+    (``CONTENT_FILTER``, ``INSUFFICIENT_SYSTEM_RESOURCE``). A value that is not
+    a short identifier (letters, digits, ``_``, ``-``, ``.``; at most 64), or
+    that ``redact`` changes, gets the code ``UNKNOWN_FINISH_REASON``; the
+    message shows it through ``redact``, cut to 120 characters.
     """
     if wire is None or wire in ("stop", "tool_calls", "function_call"):
         return FinishReason.TOOL_CALLS if tool_calls else FinishReason.STOP
     if wire == "length":
         return FinishReason.MAX_TOKENS
+    shown = redact(wire)
+    code = (
+        wire.upper()
+        if shown == wire and _IDENTIFIER.fullmatch(wire)
+        else UNKNOWN_FINISH_REASON_CODE
+    )
     return FinishReason.error(
-        LlmFailure(message=f"model stopped: {wire}", code=wire.upper())
+        LlmFailure(message=f"model stopped: {shown[:120]}", code=code)
     )

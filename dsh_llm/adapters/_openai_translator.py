@@ -349,7 +349,10 @@ class ChatCompletionsTranslator:
             for choice in choices:
                 if type(choice) is not dict:
                     raise self._malformed("a choice that is not an object")
-                if choice.get("index", 0) not in (0, None):
+                index = choice.get("index")
+                if index is not None and index != 0:
+                    if type(index) is not int:
+                        raise self._malformed("a choice index that is not an integer")
                     continue
                 delta = choice.get("delta")
                 if delta:
@@ -357,8 +360,11 @@ class ChatCompletionsTranslator:
                         raise self._malformed("a delta that is not an object")
                     self._delta(delta, payload, out)
                 reason = choice.get("finish_reason")
-                if reason and type(reason) is str:
-                    self._finish_reason = reason
+                if reason is not None:
+                    if type(reason) is not str:
+                        raise self._malformed("a finish_reason that is not a string")
+                    if reason:
+                        self._finish_reason = reason
         elif payload.get("object") == "error":
             self._fail_with(payload, out)
             return
@@ -387,7 +393,7 @@ class ChatCompletionsTranslator:
         usage = TokenUsage.unknown() if self._usage is None else map_usage(self._usage)
         out.append(UsageChunk(usage=usage))
         reason = map_finish_reason(
-            self._finish_reason, tool_calls=self._tool_blocks > 0
+            self._finish_reason, tool_calls=self._tool_blocks > 0, redact=self._redact
         )
         if self._refused and reason.kind in ("stop", "tool-calls"):
             reason = FinishReason.error(

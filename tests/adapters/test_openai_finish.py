@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dsh_llm.adapters._openai_finish import map_finish_reason, map_usage
-from dsh_llm.protocol import FinishReason, TokenUsage
+from dsh_llm.protocol import FinishReason, LlmFailure, TokenUsage
 
 from .chat_chunks import usage
 
@@ -16,6 +16,33 @@ def test_map_finish_reason_table():
     )
     assert map_finish_reason("length", tool_calls=True) == FinishReason.MAX_TOKENS
     assert map_finish_reason(None, tool_calls=False) == FinishReason.STOP
+
+
+def test_an_unlisted_identifier_becomes_its_upper_cased_code():
+    assert map_finish_reason("content_filter", tool_calls=False) == FinishReason.error(
+        LlmFailure(message="model stopped: content_filter", code="CONTENT_FILTER")
+    )
+
+
+def test_a_reason_that_is_not_a_short_identifier_gets_a_fixed_code():
+    long = "x" * 200
+    reason = map_finish_reason(long, tool_calls=False)
+    assert reason == FinishReason.error(
+        LlmFailure(message="model stopped: " + "x" * 120, code="UNKNOWN_FINISH_REASON")
+    )
+    spaced = map_finish_reason("out of budget", tool_calls=False).failure
+    assert spaced is not None
+    assert spaced.code == "UNKNOWN_FINISH_REASON"
+
+
+def test_a_reason_holding_a_secret_is_redacted_in_message_and_code():
+    def redact(text: str) -> str:
+        return text.replace("sk-secret", "***")
+
+    reason = map_finish_reason("sk-secret", tool_calls=False, redact=redact)
+    assert reason == FinishReason.error(
+        LlmFailure(message="model stopped: ***", code="UNKNOWN_FINISH_REASON")
+    )
 
 
 def test_usage_is_disjoint():

@@ -425,6 +425,30 @@ def test_a_payload_nested_deeper_than_the_decoder_follows_is_malformed():
     assert caught.value.code == ErrorCode.MALFORMED_RESPONSE
 
 
+@pytest.mark.parametrize(
+    ("choice", "what"),
+    [
+        ({"index": "0", "delta": {"content": "x"}}, "a choice index that is not"),
+        ({"index": 0, "delta": {}, "finish_reason": 3}, "a finish_reason that is not"),
+    ],
+)
+def test_wrong_typed_choice_fields_are_a_malformed_response(choice, what):
+    translator = ChatCompletionsTranslator(PROFILE)
+    with pytest.raises(LlmError) as caught:
+        translator.feed({"choices": [choice]})
+    assert caught.value.code == ErrorCode.MALFORMED_RESPONSE
+    assert what in caught.value.message
+
+
+def test_a_later_choice_index_is_skipped():
+    chunks = run(
+        {"choices": [{"index": 1, "delta": {"content": "other"}}]},
+        {"choices": [{"index": 0, "delta": {"content": "mine"}}]},
+        finish(),
+    )
+    assert assemble(chunks).blocks() == (TextBlock(text="mine"),)
+
+
 def test_arguments_object_with_nan_is_a_malformed_response():
     translator = ChatCompletionsTranslator(PROFILE)
     with pytest.raises(LlmError) as caught:
