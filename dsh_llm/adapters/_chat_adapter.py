@@ -288,6 +288,8 @@ def stream_chat_completions(
     """Send ``call``, decode its SSE body and yield the translator's chunks.
 
     The response is closed when the generator ends, fails or is closed early.
+    Once the call's signal is aborted, the next chunk asked for raises
+    ``ABORTED``, even when it was already read.
     Failures while reading are classified by ``call.failure``; an HTTP
     error is raised as ``call.open()`` classified it
     (``dsh_llm.transport.http_errors``).
@@ -328,7 +330,12 @@ def stream_chat_completions(
                 raise error
             if out:
                 call.pause()
-                yield from out
+                for chunk in out:
+                    # One read may bring many events: an abort between two of
+                    # them must stop the stream as surely as one during a read.
+                    if call.aborted:
+                        raise call.abort_error()
+                    yield chunk
                 call.resume()
         call.finish()
     finally:

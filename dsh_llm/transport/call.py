@@ -219,6 +219,17 @@ class StreamingCall:
     # -- sending ------------------------------------------------------------------
 
     @property
+    def aborted(self) -> bool:
+        """Whether the caller's signal aborted this call (then ``abort_error()``
+        is what to raise)."""
+        return self._aborted
+
+    def abort_error(self) -> LlmError:
+        """The ``ABORTED`` error of this call (``"<provider> request aborted by
+        caller"``)."""
+        return self._abort_error(None)
+
+    @property
     def response(self) -> requests.Response | None:
         """The response once ``open()`` received its headers."""
         return self._response

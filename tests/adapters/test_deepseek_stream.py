@@ -458,6 +458,22 @@ def test_abort_from_another_thread_ends_a_blocked_read_promptly(server):
     assert elapsed < 5  # far below the 60 s watchdog: the socket was shut down
 
 
+def test_an_abort_stops_the_stream_even_when_the_rest_was_already_read(server):
+    # The whole body arrives in one write, so one socket read brings every
+    # event: the abort must still stop the stream at the next chunk.
+    server.enqueue(Reply(body=b"".join(sse_events([FIRST] + [text("x")] * 20))))
+    controller = AbortController()
+    with _adapter(server) as adapter:
+        stream = adapter.stream(_options(signal=controller.signal))
+        assert next(stream).type == "block-start"
+        assert next(stream).type == "text-delta"
+        controller.abort()
+        with pytest.raises(LlmError) as caught:
+            next(stream)
+    assert caught.value.code == ErrorCode.ABORTED
+    assert caught.value.message == "DeepSeek request aborted by caller"
+
+
 def test_closing_the_stream_early_closes_the_response(server):
     server.enqueue(Reply(body=(*sse_events([FIRST, text("a")], done=False), Stall())))
     with _adapter(server) as adapter:
