@@ -20,6 +20,9 @@ HTML standard's event-stream rules:
 - **Old llama.cpp ``error:`` field.** sseclient-py drops unknown fields; the shim
   keeps an ``error`` field's value in ``SseEvent.error`` and dispatches the block
   even without data.
+- **Size.** Buffering is linear in the bytes received, and an event larger
+  than ``max_event_bytes`` (64 MiB by default) raises ``LlmError``
+  ``MALFORMED_RESPONSE`` rather than growing without bound.
 - **End of body** (``SseDecoder.close``): an unterminated final event is never
   parsed; it raises ``LlmError`` ``STREAM_CLOSED``, except a complete
   ``data: [DONE]`` line (the terminal payload, configurable) whose blank line is
@@ -47,12 +50,24 @@ from sseclient import SSEClient
 
 from dsh_llm.errors import ErrorCode, LlmError
 
-__all__ = ["DONE", "SseDecoder", "SseEvent", "iter_sse", "parse_block_with_sseclient"]
+__all__ = [
+    "DONE",
+    "MAX_EVENT_BYTES",
+    "SseDecoder",
+    "SseEvent",
+    "iter_sse",
+    "parse_block_with_sseclient",
+]
 
 DONE: Final = "[DONE]"
 """The terminal payload OpenAI-style providers send after the last chunk."""
 
 _BOM: Final = b"\xef\xbb\xbf"
+
+MAX_EVENT_BYTES: Final = 64 * 1024 * 1024
+"""The largest event (its bytes before the blank line) a decoder accepts by
+default; a larger one, or a body that never sends a blank line, is
+``MALFORMED_RESPONSE`` instead of unbounded memory."""
 
 
 class SseEvent(NamedTuple):
@@ -100,13 +115,18 @@ class SseDecoder:
         terminal_data: The payload that ends the stream (default ``[DONE]``), or
             ``None`` when the provider has no end marker.
         provider: Display name used in error messages.
+        max_event_bytes: The largest event accepted (``MAX_EVENT_BYTES``); a
+            larger one raises ``LlmError`` ``MALFORMED_RESPONSE``.
     """
 
     __slots__ = (
         "_bom_pending",
         "_buf",
         "_last_id",
+        "_max_event_bytes",
         "_on_comment",
+        "_pending",
+        "_pending_size",
         "_provider",
         "_skip_lf",
         "_terminal",
@@ -119,11 +139,17 @@ class SseDecoder:
         on_comment: CommentCallback | None = None,
         terminal_data: str | None = DONE,
         provider: str = "SSE",
+        max_event_bytes: int = MAX_EVENT_BYTES,
     ) -> None:
         self._on_comment = on_comment
         self._terminal = terminal_data
         self._provider = provider
+        self._max_event_bytes = max_event_bytes
         self._buf = b""
+        # Reads that completed no event, joined once a blank line arrives, so
+        # a long event costs linear time however many reads bring it.
+        self._pending: list[bytes] = []
+        self._pending_size = 0
         self._bom_pending: bytes | None = b""
         self._skip_lf = False
         self._last_id: str | None = None
@@ -148,18 +174,38 @@ class SseDecoder:
             self._skip_lf = False
             if data[:1] == b"\n":
                 data = data[1:]
+                if not data:
+                    return []
         if b"\r" in data:
             # A CR that ends this read may be the first half of a CRLF.
             self._skip_lf = data[-1:] == b"\r"
             data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
         buf = self._buf
+        pending = self._pending
+        last = pending[-1][-1:] if pending else buf[-1:]
         # A blank line may straddle the old buffer's end and the new data.
-        if b"\n\n" not in data and not (buf[-1:] == b"\n" and data[:1] == b"\n"):
-            self._buf = buf + data
+        if b"\n\n" not in data and not (last == b"\n" and data[:1] == b"\n"):
+            pending.append(data)
+            self._pending_size += len(data)
+            if len(buf) + self._pending_size > self._max_event_bytes:
+                raise self._too_large()
             return []
+        if pending:
+            buf = b"".join((buf, *pending))
+            pending.clear()
+            self._pending_size = 0
         parts = (buf + data).split(b"\n\n")
         self._buf = parts.pop()
+        if len(self._buf) > self._max_event_bytes:
+            raise self._too_large()
         return self._dispatch(parts)
+
+    def _too_large(self) -> LlmError:
+        return LlmError(
+            f"{self._provider} sent an SSE event larger than "
+            f"{self._max_event_bytes} bytes",
+            ErrorCode.MALFORMED_RESPONSE,
+        )
 
     def _dispatch(self, parts: list[bytes]) -> list[SseEvent]:
         events: list[SseEvent] = []
@@ -239,8 +285,10 @@ class SseDecoder:
         """
         if self.terminated:
             return []
-        tail = self._buf
+        tail = b"".join((self._buf, *self._pending))
         self._buf = b""
+        self._pending.clear()
+        self._pending_size = 0
         if self._bom_pending:
             tail = self._bom_pending + tail
             self._bom_pending = None

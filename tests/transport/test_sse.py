@@ -23,6 +23,7 @@ from dsh_llm.transport.call import StreamingCall
 from dsh_llm.transport.session import NoAuth, create_session, stream_headers
 from dsh_llm.transport.sse import (
     DONE,
+    MAX_EVENT_BYTES,
     SseDecoder,
     SseEvent,
     iter_sse,
@@ -323,3 +324,39 @@ def test_decoding_does_not_depend_on_splits_or_line_endings(events, ending, data
     assert pieces == whole
     lf = SseDecoder(terminal_data=None).feed(b"".join(events))
     assert whole == lf
+
+
+# --- size ------------------------------------------------------------------------
+
+
+def test_a_long_event_fed_in_many_reads_decodes_whole():
+    decoder = SseDecoder(terminal_data=None)
+    value = b"x" * 100_000
+    body = b"data: " + value + b"\n\n"
+    events = []
+    for start in range(0, len(body), 7):
+        events += decoder.feed(body[start : start + 7])
+    assert [e.data for e in events] == [value.decode()]
+
+
+def test_an_event_larger_than_the_cap_is_malformed_response():
+    decoder = SseDecoder(terminal_data=None, provider="Test", max_event_bytes=1000)
+    decoder.feed(b"data: " + b"x" * 600)
+    with pytest.raises(LlmError) as caught:
+        decoder.feed(b"x" * 600)
+    assert caught.value.code == ErrorCode.MALFORMED_RESPONSE
+    assert caught.value.message == "Test sent an SSE event larger than 1000 bytes"
+
+
+def test_the_cap_counts_an_unfinished_event_left_after_a_complete_one():
+    decoder = SseDecoder(terminal_data=None, provider="Test", max_event_bytes=100)
+    with pytest.raises(LlmError) as caught:
+        decoder.feed(b"data: a\n\ndata: " + b"y" * 200)
+    assert caught.value.code == ErrorCode.MALFORMED_RESPONSE
+
+
+def test_events_up_to_the_cap_pass_and_the_default_cap_is_64_mib():
+    assert MAX_EVENT_BYTES == 64 * 1024 * 1024
+    decoder = SseDecoder(terminal_data=None, max_event_bytes=100)
+    block = b"data: " + b"z" * 94
+    assert [e.data for e in decoder.feed(block + b"\n\n")] == ["z" * 94]
