@@ -5,7 +5,8 @@ Contracts callers may rely on:
 
 - ``read_prompt`` takes the PROMPT argument, else (no PROMPT, or ``-``) all of
   ``stdin`` (telling a person at a terminal how to end the input); an empty or
-  blank prompt raises ``UsageError``.
+  blank prompt, one that is not valid UTF-8, or a closed stdin raises
+  ``UsageError``.
 - ``chat_options`` builds the request: one user message, the optional system
   prompt, output cap and reasoning effort, and the signal Ctrl-C aborts.
 - ``stream_chat`` streams through ``LlmRuntime.stream`` (so every failure,
@@ -22,7 +23,7 @@ from typing import TextIO
 
 import attrs
 
-from dsh_llm.cli_targets import Target, UsageError
+from dsh_llm.cli_targets import Target, UsageError, require_utf8
 from dsh_llm.console import ChunkSink
 from dsh_llm.protocol import (
     Finish,
@@ -43,21 +44,28 @@ __all__ = ["ChatOutcome", "chat_options", "read_prompt", "stream_chat"]
 _STDIN_PROMPT = "-"
 
 
-def read_prompt(prompt: str | None, stdin: TextIO, stderr: TextIO) -> str:
+def read_prompt(prompt: str | None, stdin: TextIO | None, stderr: TextIO) -> str:
     """The prompt: ``prompt`` when given, else (``None`` or ``"-"``) everything on
     ``stdin``.
 
     Raises:
-        UsageError: when the prompt is empty or blank.
+        UsageError: when the prompt is empty or blank, is not valid UTF-8, or
+            must be read from a ``stdin`` that is closed (``None``).
     """
     if prompt is None or prompt == _STDIN_PROMPT:
+        if stdin is None:
+            raise UsageError("there is no standard input: pass PROMPT")
         isatty = getattr(stdin, "isatty", None)
         if isatty is not None and isatty():
             stderr.write("dsh-llm chat: type the prompt, then Ctrl-D\n")
             stderr.flush()
-        prompt = stdin.read()
+        try:
+            prompt = stdin.read()
+        except UnicodeDecodeError:
+            raise UsageError("the prompt on stdin is not valid UTF-8") from None
     if not prompt.strip():
         raise UsageError("empty prompt: pass PROMPT or pipe it on stdin")
+    require_utf8(prompt, "the prompt")
     return prompt
 
 

@@ -27,10 +27,10 @@ import io
 import os
 import sys
 from collections.abc import Callable, Generator, Iterable, Sequence
-from typing import TYPE_CHECKING, TypeAlias
+from typing import TYPE_CHECKING, Final, TypeAlias
 
 from dsh_llm._version import __version__
-from dsh_llm.cli_targets import DEFAULT_CONFIG, UsageError
+from dsh_llm.cli_targets import DEFAULT_CONFIG, UsageError, require_utf8
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import BlockStart, Finish, StreamChunk
 from dsh_llm.serde import chunks_from_jsonl, read_jsonl
@@ -473,8 +473,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     if handler is None:
         parser.print_help()
         return EXIT_OK
+    if sys.stdout is None or sys.stderr is None:
+        # Started with a closed descriptor: nothing could be shown. Report on
+        # whichever stream is left.
+        if sys.stderr is not None:
+            print("error: there is no standard output", file=sys.stderr)
+        return EXIT_USAGE
     _tolerate_unencodable_output()
     try:
+        _require_utf8_arguments(args)
         return handler(args)
     except UsageError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -492,7 +499,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         # The reader went away (``dsh-llm chat ... | head``): stop quietly, and
         # keep the interpreter's final flush from failing on the closed pipe.
-        with contextlib.suppress(OSError):
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, sys.stdout.fileno())
+        _discard_stdout()
         return EXIT_LLM_ERROR
+    except OSError as exc:
+        # Output that cannot be written (a full disk, a device error): say so
+        # without a traceback; what is still buffered cannot be written either.
+        _discard_stdout()
+        print(f"error: cannot write output: {exc.strerror or exc}", file=sys.stderr)
+        return EXIT_LLM_ERROR
+
+
+def _discard_stdout() -> None:
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+
+
+# Paths may hold any bytes the file system allows; every other argument is
+# text for a request or a message.
+_PATH_ARGUMENTS: Final = frozenset({"file", "config"})
+
+
+def _require_utf8_arguments(args: argparse.Namespace) -> None:
+    for name, value in vars(args).items():
+        if isinstance(value, str) and name not in _PATH_ARGUMENTS:
+            what = "PROMPT" if name == "prompt" else f"--{name.replace('_', '-')}"
+            require_utf8(value, what)

@@ -47,6 +47,7 @@ __all__ = [
     "find_config",
     "open_routes",
     "open_target",
+    "require_utf8",
 ]
 
 DEFAULT_CONFIG: Final = "dsh.yml"
@@ -68,6 +69,22 @@ NOTHING_TO_TALK_TO: Final = (
 
 class UsageError(Exception):
     """The command cannot run as invoked; the message says what to set or pass."""
+
+
+def require_utf8(text: str, what: str) -> None:
+    """Refuse text that cannot be sent as UTF-8.
+
+    Bytes that are not UTF-8 in a command-line argument or on a terminal's
+    stdin reach Python as lone surrogates (``surrogateescape``); sent on, they
+    would be garbage to the model.
+
+    Raises:
+        UsageError: ``"<what> is not valid UTF-8"``.
+    """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise UsageError(f"{what} is not valid UTF-8") from None
 
 
 @attrs.frozen(kw_only=True)

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -359,3 +360,65 @@ def test_a_closed_stdout_ends_the_demo_quietly(tmp_path):
     assert first_line.startswith(b'{"type":"block-start"')
     assert err == ""
     assert len(demo_wire_events()) > 1
+
+
+def _run_bytes(args: list[str | bytes], **popen: Any) -> tuple[int, str]:
+    """Run ``python -m dsh_llm ARGS`` (arguments may be raw bytes); return the
+    exit status and stderr. ``popen`` may redirect stdout or feed stdin."""
+    popen.setdefault("stdout", subprocess.PIPE)
+    proc = subprocess.run(
+        [sys.executable, "-m", "dsh_llm", *args],
+        stderr=subprocess.PIPE,
+        env=clean_env(),
+        timeout=60,
+        check=False,
+        **popen,
+    )
+    return proc.returncode, proc.stderr.decode("utf-8")
+
+
+BASE_URL = ["chat", "--base-url", "http://127.0.0.1:9/v1", "--model", "m"]
+
+
+def test_a_prompt_argument_that_is_not_utf8_is_a_usage_error(tmp_path):
+    status, err = _run_bytes([*BASE_URL, b"caf\xe9"], cwd=tmp_path)
+    assert (status, err) == (2, "error: PROMPT is not valid UTF-8\n")
+
+
+def test_a_system_prompt_that_is_not_utf8_is_a_usage_error(tmp_path):
+    status, err = _run_bytes([*BASE_URL, "--system", b"\xff", "hi"], cwd=tmp_path)
+    assert (status, err) == (2, "error: --system is not valid UTF-8\n")
+
+
+def test_a_prompt_on_stdin_that_is_not_utf8_is_a_usage_error(tmp_path):
+    status, err = _run_bytes(BASE_URL, input=b"\xff\xfe bad", cwd=tmp_path)
+    assert status == 2
+    assert err.startswith("error: the prompt")
+    assert err.endswith("is not valid UTF-8\n")
+
+
+def test_a_closed_stdin_is_a_usage_error(tmp_path):
+    status, err = _run_bytes(
+        BASE_URL,
+        stdin=None,
+        cwd=tmp_path,
+        close_fds=True,
+        pass_fds=(),
+        preexec_fn=lambda: os.close(0),
+    )
+    assert (status, err) == (2, "error: there is no standard input: pass PROMPT\n")
+
+
+def test_a_closed_stdout_is_a_usage_error(tmp_path):
+    status, err = _run_bytes(
+        [*BASE_URL, "hi"], cwd=tmp_path, stdout=None, preexec_fn=lambda: os.close(1)
+    )
+    assert (status, err) == (2, "error: there is no standard output\n")
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+def test_output_that_cannot_be_written_is_reported_without_a_traceback(tmp_path):
+    with open("/dev/full", "w") as full:
+        status, err = _run_bytes(["demo"], cwd=tmp_path, stdout=full)
+    assert status == 1
+    assert err == "error: cannot write output: No space left on device\n"
