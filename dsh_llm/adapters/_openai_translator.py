@@ -138,6 +138,16 @@ def _delta_chunk(
     return chunk
 
 
+_HIGH_SURROGATE: Final = "\ud800"
+_LOW_SURROGATE: Final = "\udc00"
+_LAST_SURROGATE: Final = "\udfff"
+
+
+def _joined_pair(high: str, low: str) -> str:
+    """The character a UTF-16 surrogate pair encodes."""
+    return chr(0x10000 + ((ord(high) - 0xD800) << 10) + (ord(low) - 0xDC00))
+
+
 def _tool_delta(segment: _Segment, fragment: str) -> ToolCallDelta:
     return ToolCallDelta(
         index=segment.index,
@@ -257,6 +267,11 @@ class ChatCompletionsTranslator:
       ``REFUSAL`` (``"model stopped: refusal"``) unless it already is
       ``max-tokens`` or an error: the text is kept and the caller can tell a
       refusal from an answer by code.
+    - A UTF-16 surrogate pair split across two text or reasoning fragments (a
+      server that slices JavaScript strings) is joined into its character: a
+      fragment's trailing high surrogate is held back until the next fragment
+      of the same kind; with no low half to follow it, it is emitted as it
+      came, before anything else, so no text is lost.
     - Only choice 0 is read (a choice without ``index`` counts as 0): the
       protocol has one message, and ``n`` is never sent, so other choices
       (``n > 1`` from a proxy or a server default) are ignored, not mixed in.
@@ -292,6 +307,9 @@ class ChatCompletionsTranslator:
             ("refusal", _REFUSAL),
         )
         self._next_index = 0
+        # A high surrogate that ended the last text fragment: its low half may
+        # start the next one (a server that slices UTF-16 strings).
+        self._held: tuple[str, str] | None = None
         self._active: _Segment | None = None
         self._pending: deque[_Segment] = deque()
         self._calls: dict[object, _Segment] = {}
@@ -385,6 +403,7 @@ class ChatCompletionsTranslator:
         if self.finished:
             return []
         out: list[StreamChunk] = []
+        self._release_held(out)
         self._close_active(out)
         while self._pending:
             segment = self._pending.popleft()
@@ -445,6 +464,28 @@ class ChatCompletionsTranslator:
                 self._legacy_call(legacy, payload.get("id"), out)
 
     def _text_fragment(self, kind: str, text: str, out: list[StreamChunk]) -> None:
+        held = self._held
+        if held is not None:
+            self._held = None
+            if held[0] is kind and _LOW_SURROGATE <= text[0] <= _LAST_SURROGATE:
+                text = _joined_pair(held[1], text[0]) + text[1:]
+            else:
+                self._text_piece(held[0], held[1], out)
+        if _HIGH_SURROGATE <= text[-1] < _LOW_SURROGATE:
+            self._held = (kind, text[-1])
+            text = text[:-1]
+            if not text:
+                return
+        self._text_piece(kind, text, out)
+
+    def _release_held(self, out: list[StreamChunk]) -> None:
+        """Emit a held high surrogate as it came: no low half followed it."""
+        held = self._held
+        if held is not None:
+            self._held = None
+            self._text_piece(held[0], held[1], out)
+
+    def _text_piece(self, kind: str, text: str, out: list[StreamChunk]) -> None:
         active = self._active
         if active is not None and active.kind == kind:
             active.parts.append(text)
@@ -488,6 +529,7 @@ class ChatCompletionsTranslator:
             raise self._malformed("tool call arguments with NaN or Infinity") from None
 
     def _tool_fragment(self, call: dict[str, Any], out: list[StreamChunk]) -> None:
+        self._release_held(out)
         key = call.get("index")
         new_id = call.get("id")
         new_id = new_id if type(new_id) is str and new_id else None
@@ -501,6 +543,7 @@ class ChatCompletionsTranslator:
     ) -> None:
         if type(function) is not dict:
             raise self._malformed("a function_call that is not an object")
+        self._release_held(out)
         name, fragment = self._function_parts(function)
         new_id = None
         if _LEGACY_KEY not in self._calls:
@@ -626,6 +669,7 @@ class ChatCompletionsTranslator:
         self._fail(failure, out)
 
     def _fail(self, failure: LlmFailure, out: list[StreamChunk]) -> None:
+        self._release_held(out)
         if self._usage is not None and self._active is None:
             out.append(UsageChunk(usage=map_usage(self._usage)))
         out.append(Finish(reason=FinishReason.error(failure)))

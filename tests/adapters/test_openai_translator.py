@@ -808,3 +808,36 @@ def test_any_wire_order_translates_to_a_strict_lossless_stream(events, reason):
     for kind, cls in (("text", TextBlock), ("reasoning", ReasoningBlock)):
         streamed = "".join(p for k, _, p in events if k == kind)
         assert "".join(b.text for b in ends if isinstance(b, cls)) == streamed
+
+
+# --- surrogate pairs split across fragments ------------------------------------------
+
+
+def test_a_surrogate_pair_split_across_text_deltas_is_joined():
+    chunks = run(text("smile \ud83d"), text("\ude00!"), finish())
+    assert assemble(chunks).blocks() == (TextBlock(text="smile \U0001f600!"),)
+    deltas = [c.text for c in chunks if isinstance(c, TextDelta)]
+    assert deltas == ["smile ", "\U0001f600!"]
+
+
+def test_a_surrogate_pair_split_across_reasoning_deltas_is_joined():
+    chunks = run(reasoning("\ud83d"), reasoning("\ude00"), text("ok"), finish())
+    assert assemble(chunks).blocks() == (
+        ReasoningBlock(text="\U0001f600"),
+        TextBlock(text="ok"),
+    )
+
+
+def test_a_high_surrogate_without_its_low_half_is_kept_as_it_came():
+    ended = run(text("a\ud83d"), finish())
+    assert assemble(ended).blocks() == (TextBlock(text="a\ud83d"),)
+    switched = run(reasoning("r\ud83d"), text("\ude00t"), finish())
+    assert assemble(switched).blocks() == (
+        ReasoningBlock(text="r\ud83d"),
+        TextBlock(text="\ude00t"),
+    )
+    before_call = run(text("\ud83d"), tool(0, id="a", name="f", args="{}"), finish())
+    assert assemble(before_call).blocks() == (
+        TextBlock(text="\ud83d"),
+        ToolCallBlock(id="a", name="f", arguments="{}"),
+    )
