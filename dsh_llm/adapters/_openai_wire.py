@@ -31,7 +31,12 @@ Contracts callers may rely on:
   goes back in the profile's passback field whenever the turn had reasoning or
   tool calls (``""`` included: DeepSeek rejects tool turns without it), and not
   at all without a passback field; tool results become ``tool`` messages
-  (``"(no output)"`` when empty) after the user text; blocks a chat message
+  (``"(no output)"`` when empty) after the user text (TS order), except where
+  they answer an assistant turn's tool calls (the message before is that turn,
+  or a ``tool`` reply to it): there they come first, since DeepSeek and OpenAI
+  refuse any other message between tool calls and their replies. A ``tool``
+  message has no error flag: a result's ``is_error`` reaches the model only
+  through its text, as in TS. Blocks a chat message
   cannot carry are skipped as in TS; any image raises ``UNSUPPORTED_CONTENT``.
 - ``tool_choice_wire``: ``None`` omitted, ``"auto"``/``"none"``/``"required"``
   as strings, a tool name as ``{"type": "function", "function": {"name": ...}}``;
@@ -124,8 +129,19 @@ def build_messages(
         elif message.role == "assistant":
             wire.append(_assistant_message(message, profile))
         else:
-            wire.extend(_user_messages(message))
+            wire.extend(_user_messages(message, answers_calls=_answers_calls(wire)))
     return wire
+
+
+def _answers_calls(wire: list[dict[str, Any]]) -> bool:
+    """Whether the next messages reply to tool calls: the last one sent is an
+    assistant turn with ``tool_calls`` or a ``tool`` reply to one."""
+    if not wire:
+        return False
+    last = wire[-1]
+    return last["role"] == "tool" or (
+        last["role"] == "assistant" and "tool_calls" in last
+    )
 
 
 def _assistant_message(message: Message, profile: WireProfile) -> dict[str, Any]:
@@ -150,21 +166,23 @@ def _assistant_message(message: Message, profile: WireProfile) -> dict[str, Any]
     return wire
 
 
-def _user_messages(message: Message) -> list[dict[str, Any]]:
+def _user_messages(message: Message, *, answers_calls: bool) -> list[dict[str, Any]]:
     results = [block for block in message.content if isinstance(block, ToolResultBlock)]
     text = _text_of(message.content)
-    wire: list[dict[str, Any]] = []
-    if text or not results:
-        wire.append({"role": "user", "content": text})
-    for result in results:
-        wire.append(
-            {
-                "role": "tool",
-                "tool_call_id": result.tool_call_id,
-                "content": _text_of(result.content) or NO_OUTPUT,
-            }
-        )
-    return wire
+    replies = [
+        {
+            "role": "tool",
+            "tool_call_id": result.tool_call_id,
+            "content": _text_of(result.content) or NO_OUTPUT,
+        }
+        for result in results
+    ]
+    if not text and results:
+        return replies
+    user = {"role": "user", "content": text}
+    # DeepSeek and OpenAI answer 400 when anything but tool replies follows an
+    # assistant turn's tool calls: there, the replies go before the text.
+    return [*replies, user] if answers_calls else [user, *replies]
 
 
 def tool_choice_wire(choice: str | None) -> str | dict[str, Any] | None:

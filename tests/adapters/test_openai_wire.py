@@ -140,14 +140,35 @@ def test_tool_results_become_tool_messages_after_the_user_text():
             ReasoningBlock(text="skipped"),
         ]
     )
-    options = _options(results, empty, mixed, create_user_message([]))
+    options = _options(mixed, results, empty, create_user_message([]))
     assert build_messages(options, profile=PROFILE) == [
-        {"role": "tool", "tool_call_id": "c1", "content": "72F"},
-        {"role": "tool", "tool_call_id": "c2", "content": "(no output)"},
         {"role": "user", "content": "and also"},
         {"role": "tool", "tool_call_id": "c3", "content": "ok"},
+        {"role": "tool", "tool_call_id": "c1", "content": "72F"},
+        {"role": "tool", "tool_call_id": "c2", "content": "(no output)"},
         {"role": "user", "content": ""},
     ]
+
+
+def test_replies_to_tool_calls_come_before_the_user_text_beside_them():
+    calls = _assistant(
+        ToolCallBlock(id="c1", name="f", arguments="{}"),
+        ToolCallBlock(id="c2", name="g", arguments="{}"),
+    )
+    first = create_tool_result_message("c1", "one")
+    mixed = create_user_message(
+        [
+            TextBlock(text="now summarise"),
+            ToolResultBlock(tool_call_id="c2", content=(TextBlock(text="two"),)),
+        ]
+    )
+    messages = build_messages(_options(calls, first, mixed), profile=PROFILE)
+    assert [m["role"] for m in messages] == ["assistant", "tool", "tool", "user"]
+    assert messages[2] == {"role": "tool", "tool_call_id": "c2", "content": "two"}
+    assert messages[3] == {"role": "user", "content": "now summarise"}
+    # Right after the assistant turn too.
+    direct = build_messages(_options(calls, mixed), profile=PROFILE)
+    assert [m["role"] for m in direct] == ["assistant", "tool", "user"]
 
 
 def test_an_image_anywhere_is_unsupported_content():
