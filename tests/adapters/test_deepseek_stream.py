@@ -492,6 +492,21 @@ def test_the_connection_is_reused_between_calls(server):
     assert server.connections_opened == 1
 
 
+def test_the_connection_is_reused_through_the_runtime_and_after_a_break(server):
+    payloads = [FIRST, text("a"), finish()]
+    server.handler = lambda request: Reply(body=sse_events(payloads))
+    runtime = LlmRuntime()
+    with _adapter(server) as adapter:
+        runtime.register_adapter([PROVIDER_ROUTE], adapter)
+        for _ in range(3):
+            # The runtime stops reading at the finish.
+            assert list(runtime.stream(_options()))[-1].type == "finish"
+        for chunk in adapter.stream(_options()):
+            if isinstance(chunk, Finish):
+                break  # a consumer that stops at the finish, too
+    assert server.connections_opened == 1
+
+
 def test_concurrent_streams_from_many_threads(server):
     server.handler = lambda request: Reply(
         body=sse_events(
