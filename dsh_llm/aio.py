@@ -214,6 +214,10 @@ class _Channel:
             if stopped_early and iterator is not None:
                 close_error = _close_iterator(iterator)
             self._finish(error, close_error)
+            # Handed over: a reference kept in this frame, which the error's
+            # traceback holds, would make a cycle keeping the failed source
+            # (and its connection) alive until the cyclic collector runs.
+            error = close_error = None
 
     def _open_batch(self) -> list[StreamChunk] | None:
         """Queue a new empty batch, waiting for room; ``None`` once stopped."""
@@ -472,7 +476,10 @@ class AsyncChunkStream:
             # Raised as is it would end ``async for`` silently (PEP 479 turns
             # StopIteration into RuntimeError for the same reason).
             raise RuntimeError("astream() source raised StopAsyncIteration")
-        raise error
+        try:
+            raise error
+        finally:
+            error = None  # no frame-to-error cycle (see _Channel.run)
 
     def _start(self, loop: asyncio.AbstractEventLoop) -> None:
         channel = self._channel
@@ -515,7 +522,10 @@ class AsyncChunkStream:
             close_error = channel.close_error
             channel.close_error = None
         if close_error is not None:
-            raise close_error
+            try:
+                raise close_error
+            finally:
+                close_error = None  # no frame-to-error cycle (see _Channel.run)
 
     def __del__(self) -> None:
         # getattr: __del__ also runs for an instance whose __init__ failed.

@@ -13,11 +13,13 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import gc
 import subprocess
 import sys
 import textwrap
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -323,6 +325,33 @@ def test_an_exception_from_calling_stream_crosses_the_bridge() -> None:
     with pytest.raises(TypeError) as caught:
         asyncio.run(main())
     assert caught.value is error
+
+
+def test_a_failed_source_is_freed_without_the_cyclic_collector() -> None:
+    # What a failed generator's frame holds (an HTTP response, say) must go
+    # as soon as the caller drops the error, as it does on the sync path.
+    class Resource:
+        pass
+
+    held: list[weakref.ref[Resource]] = []
+
+    class Failing:
+        def stream(self, options: GenerateOptions) -> Iterator[StreamChunk]:
+            resource = Resource()
+            held.append(weakref.ref(resource))
+            yield from text_stream(2)[:1]
+            raise LlmError("wire broke", ErrorCode.TRANSPORT)
+
+    async def main() -> None:
+        with contextlib.suppress(LlmError):
+            await collect(astream(Failing(), OPTIONS))
+
+    gc.disable()
+    try:
+        asyncio.run(main())
+        assert held[0]() is None
+    finally:
+        gc.enable()
 
 
 def test_the_stream_is_exhausted_after_its_error() -> None:
