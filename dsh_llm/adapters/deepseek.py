@@ -91,7 +91,7 @@ from dsh_llm.model_info import MAX_SAFE_INTEGER
 from dsh_llm.protocol import GenerateOptions, StreamChunk, content_has_image
 from dsh_llm.retry import RetryPolicy
 from dsh_llm.signal import AbortSignal
-from dsh_llm.transport.call import redact_url
+from dsh_llm.transport.call import redact_url, url_repr
 from dsh_llm.transport.session import (
     DEFAULT_POOL_MAXSIZE,
     is_header_value,
@@ -210,8 +210,9 @@ class DeepSeekConfig:
 
     api_key_env: str = DEFAULT_API_KEY_ENV
     """Environment variable holding the key (config never holds a key)."""
-    base_url: str | None = None
-    """API root; default ``DEEPSEEK_BASE_URL``, then the public URL."""
+    base_url: str | None = attrs.field(default=None, repr=url_repr)
+    """API root; default ``DEEPSEEK_BASE_URL``, then the public URL (its
+    credentials are hidden in the ``repr``)."""
     thinking: Literal["enabled", "disabled"] | None = None
     """Deployment thinking mode; ``disabled`` allows only effort ``off``."""
     reasoning_effort: Literal["off", "low", "high", "max"] | None = None
@@ -242,8 +243,8 @@ class DeepSeekConfig:
 class DeepSeekConnectionOptions:
     """Validated facts for one request: what ``resolve_adapter_options`` returns."""
 
-    base_url: str
-    """API root without a trailing slash."""
+    base_url: str = attrs.field(repr=url_repr)
+    """API root without a trailing slash (credentials hidden in the ``repr``)."""
     api_key_env: str
     """Environment variable holding the key."""
     thinking: str | None

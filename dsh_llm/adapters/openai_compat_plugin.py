@@ -40,6 +40,7 @@ from dsh_llm.adapters.openai_compat import (
 from dsh_llm.credentials import Secret
 from dsh_llm.plugin_config import PluginConfigError
 from dsh_llm.plugins import PluginContext
+from dsh_llm.transport.call import url_repr
 from dsh_llm.transport.session import DEFAULT_POOL_MAXSIZE
 
 __all__ = ["Config", "OpenAICompatConfig", "apply", "inject", "name"]
@@ -74,8 +75,9 @@ class OpenAICompatConfig:
 
     providers: tuple[str, ...] = attrs.field(validator=_routes)
     """The routes served by this adapter (required, non-empty)."""
-    base_url: str
-    """The API root, e.g. ``http://127.0.0.1:8080/v1`` (required)."""
+    base_url: str = attrs.field(repr=url_repr)
+    """The API root, e.g. ``http://127.0.0.1:8080/v1`` (required; its
+    credentials are hidden in the ``repr``)."""
     api_key: Secret | None = None
     """The key itself; write ``${VAR}`` in YAML, never the key."""
     api_key_env: str | None = None

@@ -85,6 +85,7 @@ __all__ = [
     "READ_SIZE",
     "StreamingCall",
     "redact_url",
+    "url_repr",
 ]
 
 READ_SIZE: Final = 65536
@@ -117,6 +118,12 @@ def redact_url(url: str) -> str:
     if parts.query:
         redacted = redacted._replace(query=_redact_query(parts.query))
     return url if redacted == parts else urllib.parse.urlunsplit(redacted)
+
+
+def url_repr(url: object) -> str:
+    """``repr`` of a URL field with ``redact_url`` applied (any other value as
+    ``repr`` shows it): for ``attrs.field(repr=url_repr)``."""
+    return repr(redact_url(url)) if isinstance(url, str) else repr(url)
 
 
 def _redact_query(query: str) -> str:

@@ -246,6 +246,16 @@ def test_the_adapter_is_constructible_directly_with_defaults():
         ]
 
 
+def test_config_reprs_hide_credentials_in_the_base_url():
+    url = "https://user:pw-secret@h.test/v1?api_key=q-secret"
+    config = DeepSeekConfig(base_url=url)
+    options = resolve_adapter_options(config, environ={})
+    for shown in (repr(config), str(config), repr(options)):
+        assert "pw-secret" not in shown
+        assert "q-secret" not in shown
+        assert "https://***@h.test/v1?api_key=***" in shown
+
+
 def test_the_repr_never_shows_the_key():
     with DeepSeekAdapter("sk-very-secret", environ={}) as adapter:
         assert "sk-very-secret" not in repr(adapter)

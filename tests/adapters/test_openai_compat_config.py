@@ -207,6 +207,14 @@ def test_an_explicit_key_no_header_can_carry_fails_without_echo():
         OpenAICompatAdapter(BASE, api_key=123)  # type: ignore[arg-type]
 
 
+def test_the_config_repr_hides_credentials_in_the_base_url():
+    config = OpenAICompatConfig(
+        providers=("local",), base_url="http://user:pw-secret@127.0.0.1:8080/v1"
+    )
+    assert "pw-secret" not in repr(config)
+    assert "base_url='http://***@127.0.0.1:8080/v1'" in repr(config)
+
+
 def test_the_repr_never_shows_the_key_or_header_values():
     with OpenAICompatAdapter(
         "http://user:pw@gpu.test/v1",
