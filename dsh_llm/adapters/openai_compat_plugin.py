@@ -37,7 +37,7 @@ from dsh_llm.adapters.openai_compat import (
     OpenAICompatAdapter,
     OpenAICompatConfigError,
 )
-from dsh_llm.credentials import Secret
+from dsh_llm.credentials import Secret, normalize_api_key
 from dsh_llm.plugin_config import PluginConfigError
 from dsh_llm.plugins import PluginContext
 from dsh_llm.transport.call import url_repr
@@ -123,9 +123,19 @@ def apply(ctx: PluginContext, config: OpenAICompatConfig) -> None:
     """Build the adapter from ``config`` and register it for ``providers``.
 
     Raises:
-        PluginConfigError: naming the config key of an invalid value.
-        LlmError: ``INVALID_CREDENTIAL`` for an ``apiKey`` no header can carry.
+        PluginConfigError: naming the config key of an invalid value (an
+            ``apiKey`` that is blank or holds characters no header can carry
+            included).
     """
+    if config.api_key is not None:
+        checked = normalize_api_key(config.api_key.reveal())
+        if not checked.ok:
+            raise PluginConfigError(
+                "apiKey",
+                "is blank"
+                if checked.reason == "empty"
+                else "contains characters no HTTP header can carry",
+            )
     options = attrs.asdict(config, recurse=False)
     routes = options.pop("providers")
     try:

@@ -477,6 +477,16 @@ def test_a_keyless_local_composition_and_a_key_env_read_per_request(tmp_path: Pa
             "cannot be replaced",
         ),
         (
+            'providers: [a]\n    baseURL: http://h/v1\n    apiKey: "  "',
+            "apiKey",
+            "is blank",
+        ),
+        (
+            'providers: [a]\n    baseURL: http://h/v1\n    apiKey: "sk-1\\nx"',
+            "apiKey",
+            "contains characters no HTTP header can carry",
+        ),
+        (
             "providers: [a]\n    baseURL: http://h/v1\n    includeUsage: 1",
             "includeUsage",
             "boolean",
