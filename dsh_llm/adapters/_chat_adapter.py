@@ -546,7 +546,8 @@ class ChatCompletionsAdapter(LlmAdapter):
 
     def close(self) -> None:
         """Close the connection pool. Streams already running keep their
-        connection until they end."""
+        connection until they end. The adapter stays usable: a later stream
+        opens a new connection, released by the next ``close()``."""
         self._session.close()
 
     def __enter__(self) -> Self:
