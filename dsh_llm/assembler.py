@@ -388,7 +388,7 @@ def assemble_stream(
 
 
 def collect(
-    chunks: Iterable[StreamChunk], *, source: MessageSource | None = None
+    stream: Iterable[StreamChunk], *, source: MessageSource | None = None
 ) -> AssembledResponse:
     """Assemble a whole stream in one call (for notebooks and scripts).
 
@@ -397,7 +397,7 @@ def collect(
     first). Exceptions raised by the stream propagate unchanged.
 
     Args:
-        chunks: The stream, e.g. ``adapter.stream(options)``.
+        stream: The chunks, e.g. ``adapter.stream(options)``.
         source: The message's source; as for ``BlockAssembler.message``.
 
     Returns:
@@ -409,7 +409,7 @@ def collect(
             ``STREAM_CLOSED`` when the stream ended without a ``finish`` chunk,
             rather than passing a truncated response off as a ``stop``.
     """
-    assembler, reason = assemble_stream(chunks)
+    assembler, reason = assemble_stream(stream)
     if reason.failure is not None:
         raise LlmError.from_failure(reason.failure)
     return AssembledResponse(

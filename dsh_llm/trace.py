@@ -41,16 +41,17 @@ def _render(chunk: object) -> str:
 
 def trace_stream(
     label: str,
-    chunks: Iterable[StreamChunk],
+    stream: Iterable[StreamChunk],
     *,
     out: IO[str] | None = None,
     strict: bool = True,
 ) -> Generator[StreamChunk, None, None]:
-    """Yield ``chunks`` unchanged, printing each one and checking the order.
+    """Yield the chunks of ``stream`` unchanged, printing each one and checking
+    the order.
 
     Args:
         label: Printed in brackets at the start of every line, e.g. a provider.
-        chunks: The stream to trace.
+        stream: The chunks to trace (an adapter's stream, a list...).
         out: Where to write; ``sys.stderr`` (looked up when tracing starts) when
             ``None``.
         strict: ``False`` checks the lenient TypeScript rules instead; the closing
@@ -61,9 +62,9 @@ def trace_stream(
 
     Raises:
         LlmError: code ``INVARIANT`` at the first violation.
-        TypeError: at the call, when ``chunks`` is not iterable.
+        TypeError: at the call, when ``stream`` is not iterable.
     """
-    return _traced(label, chunk_source(chunks, "trace_stream"), out, strict)
+    return _traced(label, chunk_source(stream, "trace_stream", "stream"), out, strict)
 
 
 def _traced(

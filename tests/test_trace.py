@@ -183,7 +183,7 @@ def test_a_non_iterable_is_a_type_error_naming_the_argument(value):
     with pytest.raises(TypeError) as caught:
         trace_stream("t", value, out=out)  # type: ignore[arg-type]
     assert str(caught.value) == (
-        "trace_stream() expects chunks to be an iterable of stream chunks (a list, "
+        "trace_stream() expects stream to be an iterable of stream chunks (a list, "
         f"a generator, an adapter's stream), got {type(value).__name__}"
     )
     assert out.getvalue() == ""

@@ -5,6 +5,7 @@ bounded memory."""
 from __future__ import annotations
 
 import gc
+import sys
 import tracemalloc
 import weakref
 from collections.abc import Iterator
@@ -767,6 +768,26 @@ def test_memory_stays_bounded_over_a_long_stream():
     finally:
         tracemalloc.stop()
     assert peak < 256 * 1024
+
+
+def test_a_million_chunk_stream_is_validated_without_keeping_its_chunks():
+    # 1,000,001 chunks. The interpreter's count of allocated memory blocks is
+    # sampled at chunk 100,000 and at the end: keeping the chunks would add
+    # about a million blocks in between.
+    samples: list[int] = []
+
+    def sampled() -> Iterator[StreamChunk]:
+        for position, chunk in enumerate(many_blocks(333_333), start=1):
+            if position in (100_000, 999_999):
+                samples.append(sys.getallocatedblocks())
+            yield chunk
+
+    count = 0
+    for _ in validate_stream(sampled()):
+        count += 1
+    assert count == 1_000_001
+    first, last = samples
+    assert last - first < 10_000
 
 
 def test_open_block_text_is_the_only_growing_state():
