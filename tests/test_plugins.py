@@ -451,7 +451,10 @@ def test_an_apply_failure_for_a_config_holding_a_key_never_shows_it(
         ]
     )
     assert duplicate.message.startswith('plugin "second": apply() failed')
-    assert unusable.message.startswith('plugin "local": apply() failed')
+    assert unusable.message == (
+        'plugin "local": config key "apiKey" contains characters no HTTP header '
+        "can carry"
+    )
     for error in (duplicate, unusable):
         for text in (str(error), repr(error), str(error.failure)):
             assert "ZZZSECRET" not in text
