@@ -39,7 +39,9 @@ on:
   After an early exit the iterator is exhausted (``StopAsyncIteration``), like an
   async generator that was closed.
 - The iterator belongs to the event loop that first awaited it; awaiting it from
-  another loop, or from two tasks at once, raises ``RuntimeError``.
+  another loop, or from two tasks at once, raises ``RuntimeError`` as soon as
+  it has to wait for the worker (the chunks of a batch already handed over are
+  read without a check, to keep the per-chunk path free of one).
 - Executor: by default a shared, bounded ``ThreadPoolExecutor``
   (``SHARED_EXECUTOR_MAX_WORKERS`` threads named ``dsh-llm-aio-worker_<n>``),
   created on first use; threads are started on demand and reused by later streams.
