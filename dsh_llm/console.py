@@ -16,12 +16,16 @@ Contracts callers may rely on:
   at the left margin.
 - ``JsonLinesPrinter`` writes every chunk as one compact JSON line (the
   TypeScript harness's JSON, ``dsh_llm.serde.chunk_to_json``), flushed per chunk.
+  On an output whose encoding is not a UTF encoding (an ASCII or cp1252
+  console), the JSON of chunks and tool calls escapes every non-ASCII character
+  (``\\uXXXX``), so it stays valid JSON there.
 - ``format_usage`` and ``summary_line`` describe usage and finish in words; a count
   the provider did not report is shown as ``?``, never as 0.
 """
 
 from __future__ import annotations
 
+import codecs
 import os
 from typing import Final, Protocol, TextIO
 
@@ -35,7 +39,7 @@ from dsh_llm.protocol import (
     TokenUsage,
     ToolCallBlock,
 )
-from dsh_llm.serde import chunk_to_dict, chunk_to_json, compact_json
+from dsh_llm.serde import chunk_to_dict, compact_json
 
 __all__ = [
     "REASONING_PREFIX",
@@ -43,6 +47,7 @@ __all__ = [
     "ChunkSink",
     "JsonLinesPrinter",
     "format_usage",
+    "holds_unicode",
     "summary_line",
     "wants_color",
 ]
@@ -85,6 +90,7 @@ class ChunkPrinter:
 
     def __init__(self, out: TextIO, err: TextIO, *, color: bool | None = None) -> None:
         self._out = out
+        self._ascii_json = not holds_unicode(out)
         self._err = err
         self._color = wants_color(err) if color is None else color
         self._out_mid_line = False
@@ -106,7 +112,9 @@ class ChunkPrinter:
             if isinstance(chunk.block, ToolCallBlock):
                 self._finish_out_line()
                 block = chunk_to_dict(chunk)["block"]
-                self._out.write(compact_json(block) + "\n")
+                self._out.write(
+                    compact_json(block, ensure_ascii=self._ascii_json) + "\n"
+                )
                 self._out.flush()
 
     def end(self) -> None:
@@ -157,14 +165,28 @@ class JsonLinesPrinter:
 
     def __init__(self, out: TextIO) -> None:
         self._out = out
+        self._ascii = not holds_unicode(out)
 
     def write(self, chunk: StreamChunk) -> None:
         """Write ``chunk`` as one line."""
-        self._out.write(chunk_to_json(chunk) + "\n")
+        line = compact_json(chunk_to_dict(chunk), ensure_ascii=self._ascii)
+        self._out.write(line + "\n")
         self._out.flush()
 
     def end(self) -> None:
         """Nothing to tidy: every line is complete."""
+
+
+def holds_unicode(stream: TextIO) -> bool:
+    """Whether ``stream``'s encoding can write every character (a UTF
+    encoding); JSON written elsewhere escapes non-ASCII characters instead."""
+    encoding = getattr(stream, "encoding", None)
+    if not isinstance(encoding, str):
+        return True  # an in-memory stream (io.StringIO) holds any str
+    try:
+        return codecs.lookup(encoding).name.startswith("utf")
+    except LookupError:
+        return False
 
 
 def _count(value: int | None) -> str:

@@ -639,6 +639,7 @@ class LlmRuntime:
             yield _failure_finish(exc, options.signal)
             return
         completed = False
+        finished = False
         try:
             while True:
                 try:
@@ -662,14 +663,16 @@ class LlmRuntime:
                 if isinstance(chunk, Finish):
                     # The finish is terminal: what the adapter would do after it
                     # (a late exception, a second finish) never reaches the
-                    # consumer, who already has a complete stream.
-                    completed = True
+                    # consumer, who already has a complete stream. The adapter
+                    # is closed below, whether the consumer reads on or stops.
+                    finished = True
                     yield chunk
-                    _close_after_end(iterator, options.provider)
                     return
                 yield chunk
         finally:
-            if not completed:
+            if finished:
+                _close_after_end(iterator, options.provider)
+            elif not completed:
                 close_source(iterator)
 
     def __repr__(self) -> str:

@@ -410,19 +410,25 @@ def _escape_surrogate(match: re.Match[str]) -> str:
     return f"\\u{ord(match.group()):04x}"
 
 
-def compact_json(value: Any) -> str:
+def compact_json(value: Any, *, ensure_ascii: bool = False) -> str:
     """``value`` as compact JSON text, the way ``JSON.stringify`` writes it.
 
-    Non-ASCII characters are kept as they are. A lone surrogate (half of a
+    Non-ASCII characters are kept as they are, unless ``ensure_ascii`` (for an
+    output that cannot hold them) escapes them all. A lone surrogate (half of a
     split pair, which a decoded ``\\ud83d`` escape gives) is written as its
     ``\\uXXXX`` escape, so the text always encodes to UTF-8 and reads back to
-    the same value.
+    the same value; the one exception is JSON's own rule that a high and a low
+    half written next to each other read back as the character they encode.
 
     Raises:
         ValueError: for ``NaN`` or an infinity (JSON has no such numbers).
         TypeError: for a value JSON cannot hold.
     """
-    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    text = json.dumps(
+        value, ensure_ascii=ensure_ascii, separators=(",", ":"), allow_nan=False
+    )
+    if ensure_ascii:
+        return text
     # A decoded str holds a surrogate code point only when it was lone.
     return _LONE_SURROGATE.sub(_escape_surrogate, text)
 

@@ -84,6 +84,26 @@ def test_chat_escapes_what_the_console_encoding_cannot_hold(server, tmp_path):
     assert "Traceback" not in result.stderr
 
 
+def test_chat_json_on_an_ascii_console_is_valid_json(server, tmp_path):
+    server.enqueue(deepseek_text_reply(["caf\u00e9 ", "\U0001f600"]))
+
+    result = run_cli(
+        "chat",
+        "--json",
+        "hi",
+        env={**_env(server), "PYTHONIOENCODING": "ascii"},
+        cwd=tmp_path,
+    )
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.isascii()
+    chunks = [chunk_from_json(line) for line in result.stdout.splitlines()]
+    assert_chunk_sequence(chunks)
+    assert "".join(c.text for c in chunks if c.type == "text-delta") == (
+        "caf\u00e9 \U0001f600"
+    )
+
+
 def test_chat_json_keeps_a_lone_surrogate_as_a_json_escape(server, tmp_path):
     server.enqueue(deepseek_text_reply(["a", "\ud83d"]))
 

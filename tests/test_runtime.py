@@ -282,7 +282,7 @@ def test_a_generator_adapter_raising_mid_stream_ends_with_one_finish() -> None:
     )
 
 
-def test_the_first_finish_ends_the_stream_and_a_late_failure_is_logged(
+def test_the_first_finish_ends_the_stream_and_adapter_code_after_it_never_runs(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     closed: list[bool] = []
@@ -322,6 +322,43 @@ def test_a_failure_while_closing_after_the_finish_is_logged_not_raised(
     (record,) = caplog.records
     assert 'provider "route"' in record.getMessage()
     assert isinstance(record.exc_info and record.exc_info[1], OSError)
+
+
+def test_a_consumer_stopping_at_the_finish_still_closes_the_adapter() -> None:
+    class Closable:
+        """An adapter stream that is an iterator with close(), not a generator."""
+
+        def __init__(self) -> None:
+            self.chunks = iter(SCRIPT)
+            self.closed = False
+
+        def __iter__(self) -> Closable:
+            return self
+
+        def __next__(self) -> StreamChunk:
+            return next(self.chunks)
+
+        def close(self) -> None:
+            self.closed = True
+
+    streams: list[Closable] = []
+
+    class Adapter(LlmAdapter):
+        def stream(self, options: GenerateOptions) -> Any:
+            streams.append(Closable())
+            return streams[-1]
+
+    runtime = LlmRuntime()
+    runtime.register_adapter(["route"], Adapter())
+    stream = runtime.stream(options())
+    for chunk in stream:
+        if isinstance(chunk, Finish):
+            break
+    stream.close()
+    assert streams[0].closed
+    # And when the consumer reads on after the finish.
+    assert drain(runtime.stream(options())) == list(SCRIPT)
+    assert streams[1].closed
 
 
 def test_chunks_after_the_first_finish_are_not_read() -> None:

@@ -57,7 +57,7 @@ from dsh_llm.adapters._openai_translator import ChatCompletionsTranslator
 from dsh_llm.adapters._openai_wire import WireProfile, encode_body
 from dsh_llm.credentials import Secret, assert_usable_api_key
 from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.protocol import Finish, StreamChunk
+from dsh_llm.protocol import StreamChunk
 from dsh_llm.retry import RetryPolicy, resolve_retry_policy
 from dsh_llm.signal import AbortSignal
 from dsh_llm.transport.call import StreamingCall
@@ -289,9 +289,10 @@ def stream_chat_completions(
 
     The response is closed when the generator ends, fails or is closed early.
     Once the call's signal is aborted, the next chunk asked for raises
-    ``ABORTED``, even when it was already read. The rest of the body is
-    drained (``call.finish()``) before the terminal finish is yielded, so a
-    consumer that stops at the finish still leaves a reusable connection.
+    ``ABORTED``, even when it was already read. Once the terminal finish was
+    produced, the rest of the body is drained (``call.finish()``) when the
+    generator ends or is closed, so a consumer that stops at the finish still
+    leaves a reusable connection, and the finish is not held back by the drain.
     Failures while reading are classified by ``call.failure``; an HTTP
     error is raised as ``call.open()`` classified it
     (``dsh_llm.transport.http_errors``).
@@ -337,15 +338,14 @@ def stream_chat_completions(
                     # them must stop the stream as surely as one during a read.
                     if call.aborted:
                         raise call.abort_error()
-                    if isinstance(chunk, Finish):
-                        # Drained before the finish goes out: a consumer (the
-                        # runtime among them) stops at the finish, and the
-                        # connection returns to the pool only when its body
-                        # was read to the end.
-                        call.finish()
                     yield chunk
                 call.resume()
     finally:
+        if translator.finished:
+            # Also when the consumer stopped at the finish (the runtime does):
+            # the connection returns to the pool only once its body was read
+            # to the end. The finish itself went out without waiting for it.
+            call.finish()
         call.close()
 
 

@@ -148,6 +148,23 @@ def _joined_pair(high: str, low: str) -> str:
     return chr(0x10000 + ((ord(high) - 0xD800) << 10) + (ord(low) - 0xDC00))
 
 
+def _argument_piece(segment: _Segment, fragment: str) -> str:
+    """``fragment`` of ``segment``'s arguments with a surrogate pair split across
+    fragments joined: a trailing high surrogate is held back on the segment and
+    put in front of its next fragment."""
+    held = segment.held
+    if held:
+        segment.held = ""
+        if fragment and _LOW_SURROGATE <= fragment[0] <= _LAST_SURROGATE:
+            fragment = _joined_pair(held, fragment[0]) + fragment[1:]
+        else:
+            fragment = held + fragment
+    if fragment and _HIGH_SURROGATE <= fragment[-1] < _LOW_SURROGATE:
+        segment.held = fragment[-1]
+        fragment = fragment[:-1]
+    return fragment
+
+
 def _tool_delta(segment: _Segment, fragment: str) -> ToolCallDelta:
     return ToolCallDelta(
         index=segment.index,
@@ -185,11 +202,14 @@ def _merged(earlier: Mapping[str, Any], later: Mapping[str, Any]) -> dict[str, A
 class _Segment:
     """One block to be: text, refusal text, reasoning, or one tool call."""
 
-    __slots__ = ("call_id", "index", "key", "kind", "name", "parts")
+    __slots__ = ("call_id", "held", "index", "key", "kind", "name", "parts")
 
     def __init__(self, kind: str, key: object = None) -> None:
         self.kind = kind
         self.parts: list[str] = []
+        # A tool call's argument fragment that ended in a high surrogate: held
+        # back until the next fragment of the same call (see _argument_piece).
+        self.held = ""
         self.index = -1
         self.key = key
         self.call_id: str | None = None
@@ -267,11 +287,13 @@ class ChatCompletionsTranslator:
       ``REFUSAL`` (``"model stopped: refusal"``) unless it already is
       ``max-tokens`` or an error: the text is kept and the caller can tell a
       refusal from an answer by code.
-    - A UTF-16 surrogate pair split across two text or reasoning fragments (a
-      server that slices JavaScript strings) is joined into its character: a
-      fragment's trailing high surrogate is held back until the next fragment
-      of the same kind; with no low half to follow it, it is emitted as it
-      came, before anything else, so no text is lost.
+    - A UTF-16 surrogate pair split across two text or reasoning fragments, or
+      across two argument fragments of one tool call (a server that slices
+      JavaScript strings), is joined into its character: a fragment's trailing
+      high surrogate is held back until the next fragment of the same kind (or
+      call); with no low half to follow it, it is emitted as it came (before
+      anything else for text, at the call's end for arguments), so nothing is
+      lost.
     - Only choice 0 is read (a choice without ``index`` counts as 0): the
       protocol has one message, and ``n`` is never sent, so other choices
       (``n > 1`` from a proxy or a server default) are ignored, not mixed in.
@@ -368,10 +390,11 @@ class ChatCompletionsTranslator:
                 if type(choice) is not dict:
                     raise self._malformed("a choice that is not an object")
                 index = choice.get("index")
-                if index is not None and index != 0:
+                if index is not None:
                     if type(index) is not int:
                         raise self._malformed("a choice index that is not an integer")
-                    continue
+                    if index != 0:
+                        continue
                 delta = choice.get("delta")
                 if delta:
                     if type(delta) is not dict:
@@ -578,7 +601,7 @@ class ChatCompletionsTranslator:
             self._calls[key] = segment
             self._last_call = segment
             self._identify(segment, new_id, name)
-            segment.parts.append(fragment)
+            segment.parts.append(_argument_piece(segment, fragment))
             active = self._active
             if active is not None and active.kind is _TOOL:
                 self._pending.append(segment)
@@ -587,6 +610,7 @@ class ChatCompletionsTranslator:
                 self._open(segment, out)
             return
         self._identify(segment, new_id, name)
+        fragment = _argument_piece(segment, fragment)
         segment.parts.append(fragment)
         if segment is self._active:
             out.append(_tool_delta(segment, fragment))
@@ -631,6 +655,11 @@ class ChatCompletionsTranslator:
         if segment is None:
             return
         self._active = None
+        if segment.held:
+            # No low half came: the high surrogate goes out as it came.
+            segment.parts.append(segment.held)
+            out.append(_tool_delta(segment, segment.held))
+            segment.held = ""
         text = "".join(segment.parts)
         block: ContentBlock
         if segment.kind is _TOOL:

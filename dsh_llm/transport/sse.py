@@ -196,13 +196,14 @@ class SseDecoder:
             self._pending_size = 0
         parts = (buf + data).split(b"\n\n")
         self._buf = parts.pop()
-        if len(self._buf) > self._max_event_bytes:
+        limit = self._max_event_bytes
+        if len(self._buf) > limit or any(len(part) > limit for part in parts):
             raise self._too_large()
         return self._dispatch(parts)
 
     def _too_large(self) -> LlmError:
         return LlmError(
-            f"{self._provider} sent an SSE event larger than "
+            f"{self._provider} SSE stream has an event larger than "
             f"{self._max_event_bytes} bytes",
             ErrorCode.MALFORMED_RESPONSE,
         )

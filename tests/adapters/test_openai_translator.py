@@ -30,8 +30,9 @@ from dsh_llm.protocol import (
     ToolCallDelta,
     UsageChunk,
 )
-from dsh_llm.serde import chunk_to_dict
+from dsh_llm.serde import chunk_from_dict, chunk_from_json, chunk_to_dict, chunk_to_json
 from dsh_llm.transport.sse import SseEvent
+from dsh_llm.validator import assert_chunk_sequence
 
 from .chat_chunks import (
     FIRST,
@@ -429,6 +430,8 @@ def test_a_payload_nested_deeper_than_the_decoder_follows_is_malformed():
     ("choice", "what"),
     [
         ({"index": "0", "delta": {"content": "x"}}, "a choice index that is not"),
+        ({"index": False, "delta": {"content": "x"}}, "a choice index that is not"),
+        ({"index": 0.0, "delta": {"content": "x"}}, "a choice index that is not"),
         ({"index": 0, "delta": {}, "finish_reason": 3}, "a finish_reason that is not"),
     ],
 )
@@ -840,4 +843,25 @@ def test_a_high_surrogate_without_its_low_half_is_kept_as_it_came():
     assert assemble(before_call).blocks() == (
         TextBlock(text="\ud83d"),
         ToolCallBlock(id="a", name="f", arguments="{}"),
+    )
+
+
+def test_a_surrogate_pair_split_across_argument_fragments_is_joined():
+    chunks = run(
+        tool(0, id="a", name="f", args='{"e":"\ud83d'),
+        tool(0, args='\ude00"}'),
+        finish("tool_calls"),
+    )
+    assert assemble(chunks).blocks() == (
+        ToolCallBlock(id="a", name="f", arguments='{"e":"\U0001f600"}'),
+    )
+    # Written and read back, the recorded stream is still valid.
+    assert_chunk_sequence([chunk_from_dict(chunk_to_dict(c)) for c in chunks])
+    assert_chunk_sequence([chunk_from_json(chunk_to_json(c).encode()) for c in chunks])
+
+
+def test_a_lone_high_surrogate_ends_its_call_as_it_came():
+    chunks = run(tool(0, id="a", name="f", args="x\ud83d"), finish("tool_calls"))
+    assert assemble(chunks).blocks() == (
+        ToolCallBlock(id="a", name="f", arguments="x\ud83d"),
     )

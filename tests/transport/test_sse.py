@@ -345,13 +345,20 @@ def test_an_event_larger_than_the_cap_is_malformed_response():
     with pytest.raises(LlmError) as caught:
         decoder.feed(b"x" * 600)
     assert caught.value.code == ErrorCode.MALFORMED_RESPONSE
-    assert caught.value.message == "Test sent an SSE event larger than 1000 bytes"
+    assert caught.value.message == "Test SSE stream has an event larger than 1000 bytes"
 
 
 def test_the_cap_counts_an_unfinished_event_left_after_a_complete_one():
     decoder = SseDecoder(terminal_data=None, provider="Test", max_event_bytes=100)
     with pytest.raises(LlmError) as caught:
         decoder.feed(b"data: a\n\ndata: " + b"y" * 200)
+    assert caught.value.code == ErrorCode.MALFORMED_RESPONSE
+
+
+def test_the_cap_holds_for_an_event_that_arrives_in_one_read():
+    decoder = SseDecoder(terminal_data=None, provider="Test", max_event_bytes=10)
+    with pytest.raises(LlmError) as caught:
+        decoder.feed(b"data: 0123456789abcdef\n\n")
     assert caught.value.code == ErrorCode.MALFORMED_RESPONSE
 
 
