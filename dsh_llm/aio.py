@@ -34,7 +34,10 @@ on:
   aborts the request through its signal (the source receives
   ``options.evolve(signal=AbortSignal.any(options.signal, <own signal>))``), which
   lets the adapter close its HTTP response at once, and makes the worker close
-  the generator on its own thread and finish. ``aclose()`` returns once the
+  the generator on its own thread and finish. Once the stream's ``Finish`` has
+  been queued the request is complete and is not aborted: leaving at the finish
+  lets the adapter read the rest of the body and keep its connection for reuse
+  (on the worker thread). ``aclose()`` returns once the
   worker has finished and raises what closing the generator raised, if anything.
   After an early exit the iterator is exhausted (``StopAsyncIteration``), like an
   async generator that was closed.
@@ -66,7 +69,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Final, NoReturn, Protocol
 
 from dsh_llm._sources import close_source
-from dsh_llm.protocol import GenerateOptions, StreamChunk
+from dsh_llm.protocol import Finish, GenerateOptions, StreamChunk
 from dsh_llm.signal import AbortController, AbortError, AbortSignal
 
 __all__ = [
@@ -146,6 +149,7 @@ class _Channel:
         "closed",
         "controller",
         "done",
+        "ended",
         "error",
         "lock",
         "loop",
@@ -174,6 +178,10 @@ class _Channel:
         self.producer_waiting = False
         self.closed = False
         self.done = False
+        # Set by the worker once the stream's finish is queued: the request is
+        # complete, so leaving early no longer aborts it (the adapter may still
+        # be reading the rest of the body to reuse its connection).
+        self.ended = False
         self.abandoned = False
         self.error: BaseException | None = None
         self.close_error: BaseException | None = None
@@ -199,6 +207,8 @@ class _Channel:
                         stopped_early = True
                         break
                 current.append(chunk)
+                if type(chunk) is Finish:
+                    self.ended = True
                 wanted = self.wanted
                 if wanted:
                     passed += 1
@@ -277,7 +287,8 @@ class _Channel:
 
     def stop(self, *, abandoned: bool) -> None:
         """Stop the stream from any thread: drop queued chunks, abort the request
-        and release a worker waiting for room. Idempotent."""
+        (unless its finish was already queued: then it is complete and is let
+        end by itself) and release a worker waiting for room. Idempotent."""
         with self.lock:
             unreported = None
             if abandoned and not self.abandoned:
@@ -292,7 +303,7 @@ class _Channel:
                 self.space.notify()
         if unreported is not None:
             _log_close_error(unreported)
-        if was_running:
+        if was_running and not self.ended:
             self.controller.abort(AbortError(_CONSUMER_LEFT))
 
 

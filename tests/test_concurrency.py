@@ -351,6 +351,37 @@ def test_cancelling_the_task_closes_the_http_response_promptly(
 
 
 @pytest.mark.usefixtures("no_worker_threads_after")
+def test_leaving_astream_at_the_finish_keeps_the_connection_for_reuse(
+    server: LoopbackServer,
+) -> None:
+    # The body's end comes 20 ms after [DONE]: the consumer leaves at the
+    # finish while the adapter is still reading it.
+    server.handler = lambda request: Reply(
+        body=(
+            *sse_events([FIRST, text("a"), finish("stop", usage(1, 1))]),
+            Pause(seconds=0.02),
+        )
+    )
+    with adapter_for(server) as adapter:
+        runtime = LlmRuntime()
+        runtime.register_adapter([PROVIDER_ROUTE], adapter)
+
+        async def main() -> None:
+            for n in range(6):
+                source = runtime if n % 2 else adapter
+                stream = astream(source, options(f"f{n}"))
+                async with contextlib.aclosing(stream):
+                    async for chunk in stream:
+                        if isinstance(chunk, Finish):
+                            assert chunk.reason.kind == "stop"
+                            break
+
+        asyncio.run(main())
+    assert server.connections_opened == 1
+    assert server.wait_until_idle()
+
+
+@pytest.mark.usefixtures("no_worker_threads_after")
 def test_break_and_aclose_close_the_http_response_promptly(
     server: LoopbackServer,
 ) -> None:
