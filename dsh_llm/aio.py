@@ -35,9 +35,10 @@ on:
   ``options.evolve(signal=AbortSignal.any(options.signal, <own signal>))``), which
   lets the adapter close its HTTP response at once, and makes the worker close
   the generator on its own thread and finish. Once the stream's ``Finish`` has
-  been queued the request is complete and is not aborted: leaving at the finish
-  lets the adapter read the rest of the body and keep its connection for reuse
-  (on the worker thread). ``aclose()`` returns once the
+  been queued the request is complete, and leaving (``aclose()``, a
+  cancellation) aborts it only after ``FINISHED_GRACE_S`` (0.1 s): the adapter
+  reads the rest of the body and keeps its connection for reuse meanwhile, on
+  the worker thread. ``aclose()`` returns once the
   worker has finished and raises what closing the generator raised, if anything.
   After an early exit the iterator is exhausted (``StopAsyncIteration``), like an
   async generator that was closed.
@@ -75,6 +76,7 @@ from dsh_llm.signal import AbortController, AbortError, AbortSignal
 __all__ = [
     "DEFAULT_BATCH_SIZE",
     "DEFAULT_QUEUE_SIZE",
+    "FINISHED_GRACE_S",
     "HANDOVER_WINDOW_S",
     "SHARED_EXECUTOR_MAX_WORKERS",
     "SHARED_EXECUTOR_THREAD_PREFIX",
@@ -95,6 +97,11 @@ DEFAULT_QUEUE_SIZE: Final = 8
 HANDOVER_WINDOW_S: Final = 0.001
 """Longest a chunk waits for more to join its hand-over while chunks are flowing;
 a chunk that follows a quiet moment is handed over at once."""
+
+FINISHED_GRACE_S: Final = 0.1
+"""How long a request whose ``Finish`` was already queued may go on after the
+consumer leaves (an adapter reads the rest of its body to reuse the connection)
+before it is aborted like any other."""
 
 SHARED_EXECUTOR_MAX_WORKERS: Final = 64
 """Threads of the shared executor, hence streams it runs at once."""
@@ -137,6 +144,10 @@ class _Channel:
       batch or window instead of one per chunk; the GIL would otherwise hand the
       event loop every single chunk as soon as the worker signals it.
 
+    - ``ended`` is written by the worker alone, without the lock, before it
+      appends the stream's ``Finish``: a consumer that has read the finish (or
+      leaves after it was queued) always finds it set.
+
     Every other field is read and written under ``lock``; ``loop`` is set once
     before the worker starts.
     """
@@ -178,9 +189,10 @@ class _Channel:
         self.producer_waiting = False
         self.closed = False
         self.done = False
-        # Set by the worker once the stream's finish is queued: the request is
-        # complete, so leaving early no longer aborts it (the adapter may still
-        # be reading the rest of the body to reuse its connection).
+        # Written by the worker only, without the lock, just before it queues
+        # the stream's finish: the request is complete, so leaving then aborts
+        # it only after FINISHED_GRACE_S (the adapter may still be reading the
+        # rest of the body to reuse its connection).
         self.ended = False
         self.abandoned = False
         self.error: BaseException | None = None
@@ -206,9 +218,11 @@ class _Channel:
                     if current is None:
                         stopped_early = True
                         break
-                current.append(chunk)
                 if type(chunk) is Finish:
+                    # Before the append: a consumer that reads the finish
+                    # must find the stream ended (it reads without the lock).
                     self.ended = True
+                current.append(chunk)
                 wanted = self.wanted
                 if wanted:
                     passed += 1
@@ -287,8 +301,9 @@ class _Channel:
 
     def stop(self, *, abandoned: bool) -> None:
         """Stop the stream from any thread: drop queued chunks, abort the request
-        (unless its finish was already queued: then it is complete and is let
-        end by itself) and release a worker waiting for room. Idempotent."""
+        (when its finish was already queued and the consumer's loop is running,
+        after ``FINISHED_GRACE_S``) and release a worker waiting for room.
+        Idempotent."""
         with self.lock:
             unreported = None
             if abandoned and not self.abandoned:
@@ -303,8 +318,28 @@ class _Channel:
                 self.space.notify()
         if unreported is not None:
             _log_close_error(unreported)
-        if was_running and not self.ended:
+        if not was_running:
+            return
+        loop = self.loop
+        if self.ended and not abandoned and loop is not None and _runs(loop):
+            # The request is complete: let it end by itself, but not for long.
+            loop.call_later(FINISHED_GRACE_S, self._abort_if_running)
+        else:
             self.controller.abort(AbortError(_CONSUMER_LEFT))
+
+    def _abort_if_running(self) -> None:
+        with self.lock:
+            running = not self.done
+        if running:
+            self.controller.abort(AbortError(_CONSUMER_LEFT))
+
+
+def _runs(loop: asyncio.AbstractEventLoop) -> bool:
+    """Whether ``loop`` is the event loop running in this thread."""
+    try:
+        return asyncio.get_running_loop() is loop
+    except RuntimeError:
+        return False
 
 
 def _resolve(waiter: asyncio.Future[None]) -> None:
@@ -370,7 +405,8 @@ class AsyncChunkStream:
     @property
     def signal(self) -> AbortSignal:
         """The signal the source receives: aborts when the caller's signal does or
-        when this iterator is left early."""
+        when this iterator is left early (``FINISHED_GRACE_S`` later when the
+        stream's finish was already queued)."""
         signal = self._options.signal
         assert signal is not None
         return signal
@@ -520,8 +556,9 @@ class AsyncChunkStream:
             self._channel._finish(None, None)
 
     async def aclose(self) -> None:
-        """Stop the stream, abort its request and wait until the worker has
-        closed the source's iterator. Idempotent.
+        """Stop the stream, abort its request (``FINISHED_GRACE_S`` later when
+        its finish was already queued) and wait until the worker has closed the
+        source's iterator. Idempotent.
 
         Raises:
             BaseException: what closing the source's iterator raised, if anything.
@@ -575,7 +612,8 @@ def astream(
         source: An ``LlmAdapter``, an ``LlmRuntime`` or any object with a
             ``stream(options)`` method returning an iterable of chunks.
         options: The request. The source receives a copy whose signal also aborts
-            when the iterator is left early.
+            when the iterator is left early (``FINISHED_GRACE_S`` later when the
+            stream's finish was already queued).
         executor: A thread pool to run the worker on (a ``ProcessPoolExecutor``
             cannot run it). ``None`` uses the shared executor.
         batch_size: Most chunks per batch handed to the event loop.

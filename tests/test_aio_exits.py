@@ -17,7 +17,10 @@ import pytest
 
 from dsh_llm import (
     AbortController,
+    Finish,
+    GenerateOptions,
     LlmError,
+    StreamChunk,
     TextDelta,
 )
 from dsh_llm.aio import (
@@ -271,3 +274,25 @@ def test_a_cleanup_failure_of_a_dropped_stream_is_logged(
     assert "abandoned astream() source" in record.getMessage()
     assert record.exc_info is not None
     assert str(record.exc_info[1]) == "cleanup failed"
+
+
+def test_a_source_still_running_after_its_finish_is_aborted_after_the_grace() -> None:
+    # The finish is queued, so leaving does not abort at once (an adapter may be
+    # reading the rest of its body); a source that goes on is aborted anyway.
+    saw_abort: list[bool] = []
+
+    class Lingering:
+        def stream(self, options: GenerateOptions) -> Iterator[StreamChunk]:
+            yield from text_stream(2)
+            assert options.signal is not None
+            saw_abort.append(options.signal.wait(10.0))
+
+    async def main() -> None:
+        stream = astream(Lingering(), OPTIONS)
+        async for chunk in stream:
+            if isinstance(chunk, Finish):
+                break
+        await stream.aclose()
+
+    asyncio.run(main())
+    assert saw_abort == [True]

@@ -612,7 +612,7 @@ class ChatCompletionsTranslator:
         self._identify(segment, new_id, name)
         fragment = _argument_piece(segment, fragment)
         segment.parts.append(fragment)
-        if segment is self._active:
+        if segment is self._active and (fragment or not segment.held):
             out.append(_tool_delta(segment, fragment))
 
     def _key_without_index(self, new_id: str | None) -> object:
@@ -699,6 +699,12 @@ class ChatCompletionsTranslator:
 
     def _fail(self, failure: LlmFailure, out: list[StreamChunk]) -> None:
         self._release_held(out)
+        active = self._active
+        if active is not None and active.held:
+            # The open call ends here in error: its held half goes out as it came.
+            out.append(_tool_delta(active, active.held))
+            active.parts.append(active.held)
+            active.held = ""
         if self._usage is not None and self._active is None:
             out.append(UsageChunk(usage=map_usage(self._usage)))
         out.append(Finish(reason=FinishReason.error(failure)))

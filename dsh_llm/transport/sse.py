@@ -125,6 +125,7 @@ class SseDecoder:
         "_last_id",
         "_max_event_bytes",
         "_on_comment",
+        "_oversize",
         "_pending",
         "_pending_size",
         "_provider",
@@ -150,6 +151,8 @@ class SseDecoder:
         # a long event costs linear time however many reads bring it.
         self._pending: list[bytes] = []
         self._pending_size = 0
+        # An event over the size cap, raised once the events before it are out.
+        self._oversize: LlmError | None = None
         self._bom_pending: bytes | None = b""
         self._skip_lf = False
         self._last_id: str | None = None
@@ -161,6 +164,8 @@ class SseDecoder:
 
         After the terminal event, nothing more is parsed (later bytes are ignored).
         """
+        if self._oversize is not None:
+            raise self._oversize
         if self.terminated or not data:
             return []
         if self._bom_pending is not None:
@@ -196,10 +201,14 @@ class SseDecoder:
             self._pending_size = 0
         parts = (buf + data).split(b"\n\n")
         self._buf = parts.pop()
-        limit = self._max_event_bytes
-        if len(self._buf) > limit or any(len(part) > limit for part in parts):
-            raise self._too_large()
-        return self._dispatch(parts)
+        events = self._dispatch(parts)
+        if not self.terminated and len(self._buf) > self._max_event_bytes:
+            self._oversize = self._oversize or self._too_large()
+        if self._oversize is not None and not events:
+            raise self._oversize
+        # Events before an oversize one are returned first; the next call
+        # raises.
+        return events
 
     def _too_large(self) -> LlmError:
         return LlmError(
@@ -211,7 +220,11 @@ class SseDecoder:
     def _dispatch(self, parts: list[bytes]) -> list[SseEvent]:
         events: list[SseEvent] = []
         terminal = self._terminal
+        limit = self._max_event_bytes
         for block in parts:
+            if len(block) > limit:
+                self._oversize = self._too_large()
+                break
             if block[:1] == b"\n":
                 block = block.lstrip(b"\n")
             if not block:
@@ -284,6 +297,8 @@ class SseDecoder:
         Raises:
             LlmError: ``STREAM_CLOSED`` when an unterminated event remains.
         """
+        if self._oversize is not None:
+            raise self._oversize
         if self.terminated:
             return []
         tail = b"".join((self._buf, *self._pending))

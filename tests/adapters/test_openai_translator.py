@@ -865,3 +865,14 @@ def test_a_lone_high_surrogate_ends_its_call_as_it_came():
     assert assemble(chunks).blocks() == (
         ToolCallBlock(id="a", name="f", arguments="x\ud83d"),
     )
+
+
+def test_an_error_in_a_call_keeps_its_held_half_and_a_lone_half_sends_no_delta():
+    translator = ChatCompletionsTranslator(PROFILE)
+    out = translator.feed(tool(0, id="a", name="f", args='{"e":"x'))
+    out += translator.feed(tool(0, args="\ud83d"))
+    out += translator.feed({"error": {"message": "boom", "code": 500}})
+    deltas = [c.arguments_delta for c in out if isinstance(c, ToolCallDelta)]
+    assert deltas == ['{"e":"x', "\ud83d"]
+    assert isinstance(out[-1], Finish)
+    assert out[-1].reason.kind == "error"

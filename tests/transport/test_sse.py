@@ -350,8 +350,9 @@ def test_an_event_larger_than_the_cap_is_malformed_response():
 
 def test_the_cap_counts_an_unfinished_event_left_after_a_complete_one():
     decoder = SseDecoder(terminal_data=None, provider="Test", max_event_bytes=100)
+    assert [e.data for e in decoder.feed(b"data: a\n\ndata: " + b"y" * 200)] == ["a"]
     with pytest.raises(LlmError) as caught:
-        decoder.feed(b"data: a\n\ndata: " + b"y" * 200)
+        decoder.feed(b"y")
     assert caught.value.code == ErrorCode.MALFORMED_RESPONSE
 
 
@@ -367,3 +368,23 @@ def test_events_up_to_the_cap_pass_and_the_default_cap_is_64_mib():
     decoder = SseDecoder(terminal_data=None, max_event_bytes=100)
     block = b"data: " + b"z" * 94
     assert [e.data for e in decoder.feed(block + b"\n\n")] == ["z" * 94]
+
+
+def test_events_before_an_oversize_one_come_out_first_then_it_raises():
+    decoder = SseDecoder(terminal_data=None, provider="Test", max_event_bytes=20)
+    events = decoder.feed(b"data: ok\n\ndata: " + b"x" * 40 + b"\n\n")
+    assert [e.data for e in events] == ["ok"]
+    with pytest.raises(LlmError) as caught:
+        decoder.feed(b"data: more\n\n")
+    assert caught.value.code == ErrorCode.MALFORMED_RESPONSE
+    with pytest.raises(LlmError):
+        decoder.close()
+
+
+def test_nothing_after_the_terminal_event_is_measured():
+    decoder = SseDecoder(provider="Test", max_event_bytes=20)
+    events = decoder.feed(
+        b"data: [DONE]\n\ndata: " + b"x" * 40 + b"\n\ndata: " + b"y" * 40
+    )
+    assert [e.data for e in events] == [DONE]
+    assert decoder.close() == []
