@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Final, TypeAlias
 
 from dsh_llm._version import __version__
 from dsh_llm.cli_targets import DEFAULT_CONFIG, UsageError, require_utf8
+from dsh_llm.console import count_of
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import BlockStart, Finish, StreamChunk
 from dsh_llm.serde import chunks_from_jsonl, read_jsonl
@@ -209,8 +210,8 @@ def _run_demo(args: argparse.Namespace) -> int:
         return _print_failure(failure.code, failure.message)
     if args.json:
         print(
-            f"strict validation: passed ({result.chunks} chunks, "
-            f"{result.blocks} blocks)",
+            f"strict validation: passed ({count_of(result.chunks, 'chunk')}, "
+            f"{count_of(result.blocks, 'block')})",
             file=sys.stderr,
         )
     else:
@@ -407,8 +408,8 @@ def _run_validate(args: argparse.Namespace) -> int:
             last = chunk
     finish = last.reason.kind if isinstance(last, Finish) else "none"
     print(
-        f"{_input_name(args.file)}: valid ({mode}): {total} chunks, {blocks} blocks, "
-        f"finish {finish}"
+        f"{_input_name(args.file)}: valid ({mode}): {count_of(total, 'chunk')}, "
+        f"{count_of(blocks, 'block')}, finish {finish}"
     )
     return EXIT_OK
 

@@ -46,6 +46,7 @@ __all__ = [
     "ChunkPrinter",
     "ChunkSink",
     "JsonLinesPrinter",
+    "count_of",
     "format_usage",
     "holds_unicode",
     "summary_line",
@@ -187,6 +188,11 @@ def holds_unicode(stream: TextIO) -> bool:
         return codecs.lookup(encoding).name.startswith("utf")
     except LookupError:
         return False
+
+
+def count_of(number: int, noun: str) -> str:
+    """``"1 block"``, ``"3 blocks"``: ``number`` and ``noun``, plural unless 1."""
+    return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
 
 
 def _count(value: int | None) -> str:

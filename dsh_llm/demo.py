@@ -38,7 +38,7 @@ import attrs
 from dsh_llm.adapters.deepseek import PROVIDER_ROUTE, DeepSeekAdapter
 from dsh_llm.assembler import BlockAssembler
 from dsh_llm.chat import stream_chat
-from dsh_llm.console import ChunkSink, format_usage
+from dsh_llm.console import ChunkSink, count_of, format_usage
 from dsh_llm.protocol import (
     BlockStart,
     FinishReason,
@@ -307,10 +307,11 @@ def print_report(result: DemoResult, out: TextIO) -> None:
     """Write the validation result, the assembled message, usage and finish."""
     lines = [
         "",
-        f"strict validation: passed ({result.chunks} chunks, {result.blocks} blocks, "
+        f"strict validation: passed ({count_of(result.chunks, 'chunk')}, "
+        f"{count_of(result.blocks, 'block')}, "
         "each block-start -> deltas -> block-end, then usage, then finish)",
-        f"assembled {result.message.role} message, {len(result.message.content)} "
-        "blocks:",
+        f"assembled {result.message.role} message, "
+        f"{count_of(len(result.message.content), 'block')}:",
         *(
             _describe_block(position, block)
             for position, block in enumerate(result.message.content)

@@ -259,7 +259,7 @@ def test_chat_json_output_passes_validate_and_trace(server, tmp_path):
     validate = run_cli("validate", str(recorded), cwd=tmp_path)
     assert validate.returncode == 0, validate.stderr
     assert validate.stdout == (
-        f"{recorded}: valid (strict): 6 chunks, 1 blocks, finish stop\n"
+        f"{recorded}: valid (strict): 6 chunks, 1 block, finish stop\n"
     )
     trace = run_cli("trace", str(recorded), cwd=tmp_path)
     assert trace.returncode == 0

@@ -48,9 +48,10 @@ def test_validate_prints_a_one_line_summary_for_a_valid_stream(name, capsys):
     assert main(["validate", path]) == 0
     captured = capsys.readouterr()
     chunks = list(read_jsonl(path))
+    blocks = sum(c.type == "block-start" for c in chunks)
     assert captured.out.splitlines() == [
         f"{path}: valid (strict): {len(chunks)} chunks, "
-        f"{sum(c.type == 'block-start' for c in chunks)} blocks, "
+        f"{blocks} {'block' if blocks == 1 else 'blocks'}, "
         f"finish {chunks[-1].reason.kind}"  # type: ignore[union-attr]
     ]
     assert captured.err == ""
