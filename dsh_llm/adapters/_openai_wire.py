@@ -72,6 +72,7 @@ __all__ = [
     "build_body",
     "build_messages",
     "encode_body",
+    "refuse_images",
     "tool_choice_wire",
 ]
 
@@ -117,13 +118,8 @@ def build_messages(
     wire: list[dict[str, Any]] = []
     if options.system is not None:
         wire.append({"role": "system", "content": options.system})
+    refuse_images(options, profile=profile)
     for message in options.messages:
-        if content_has_image(message.content):
-            raise LlmError(
-                f"The {profile.provider} chat-completions adapter does not support "
-                "image content.",
-                ErrorCode.UNSUPPORTED_CONTENT,
-            )
         if message.role == "system":
             wire.append({"role": "system", "content": _text_of(message.content)})
         elif message.role == "assistant":
@@ -142,6 +138,21 @@ def _answers_calls(wire: list[dict[str, Any]]) -> bool:
     return last["role"] == "tool" or (
         last["role"] == "assistant" and "tool_calls" in last
     )
+
+
+def refuse_images(options: GenerateOptions, *, profile: WireProfile) -> None:
+    """Raise ``UNSUPPORTED_CONTENT`` when a message of ``options`` holds an image
+    (the chat-completions adapters send text only).
+
+    Raises:
+        LlmError: ``UNSUPPORTED_CONTENT``.
+    """
+    if any(content_has_image(message.content) for message in options.messages):
+        raise LlmError(
+            f"The {profile.provider} chat-completions adapter does not support "
+            "image content.",
+            ErrorCode.UNSUPPORTED_CONTENT,
+        )
 
 
 def _assistant_message(message: Message, profile: WireProfile) -> dict[str, Any]:

@@ -90,7 +90,7 @@ from dsh_llm.adapters._chat_adapter import (
     resolved_model_info,
     stream_completion,
 )
-from dsh_llm.adapters._openai_wire import WireProfile, build_body
+from dsh_llm.adapters._openai_wire import WireProfile, build_body, refuse_images
 from dsh_llm.credentials import Secret
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import GenerateOptions, StreamChunk
@@ -170,11 +170,11 @@ class OpenAICompatModel:
     description: str | None = attrs.field(default=None, validator=c.optional(c.is_str))
     """What sets it apart."""
     context_window: int | None = attrs.field(
-        default=None, validator=c.optional(c.positive_int)
+        default=None, validator=c.optional(c.safe_positive_int)
     )
-    """Its context window in tokens, when known."""
+    """Its context window in tokens, when known (at most 2**53 - 1)."""
     max_tokens: int | None = attrs.field(
-        default=None, validator=c.optional(c.positive_int)
+        default=None, validator=c.optional(c.safe_positive_int)
     )
     """Its output cap, sent when a request names none."""
 
@@ -497,6 +497,7 @@ class OpenAICompatAdapter(ChatCompletionsAdapter):
         )
 
     def _body(self, options: GenerateOptions) -> dict[str, Any]:
+        refuse_images(options, profile=self._profile)  # before the effort check
         extra: dict[str, Any] = {}
         effort = options.reasoning_effort
         if effort is not None:

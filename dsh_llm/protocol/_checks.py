@@ -92,6 +92,22 @@ def positive_int(inst: object, attribute: attrs.Attribute[Any], value: object) -
         raise bad_value(inst, attribute.name, "must be > 0, got 0")
 
 
+MAX_SAFE_INTEGER = 2**53 - 1
+"""JavaScript's largest exact integer: the bound of token counts other
+languages read back exactly (``dsh_llm.model_info.MAX_SAFE_INTEGER``)."""
+
+
+def safe_positive_int(
+    inst: object, attribute: attrs.Attribute[Any], value: object
+) -> None:
+    """Require an ``int`` (not ``bool``) in ``1..MAX_SAFE_INTEGER``."""
+    positive_int(inst, attribute, value)
+    if value > MAX_SAFE_INTEGER:  # type: ignore[operator]
+        raise bad_value(
+            inst, attribute.name, f"must be at most {MAX_SAFE_INTEGER}, got {value}"
+        )
+
+
 def is_bool(inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
     """Require a ``bool``."""
     if not isinstance(value, bool):

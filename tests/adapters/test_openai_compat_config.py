@@ -544,3 +544,13 @@ def test_the_plugin_config_repr_shows_header_names_but_never_values() -> None:
     assert "org-1" not in text
     assert "headers=<headers: X-Api-Key, X-Org>" in text
     assert "headers=None" in repr(attrs.evolve(config, headers=None))
+
+
+def test_catalog_counts_above_the_safe_integer_bound_name_their_key():
+    with pytest.raises(OpenAICompatConfigError) as caught:
+        OpenAICompatAdapter("http://h/v1", models=[{"id": "big", "maxTokens": 2**60}])
+    assert caught.value.key == "models[0].maxTokens"
+    assert "at most 9007199254740991" in caught.value.detail
+    with pytest.raises(OpenAICompatConfigError) as caught:
+        OpenAICompatAdapter("http://h/v1", models=[{"id": "w", "contextWindow": 2**53}])
+    assert caught.value.key == "models[0].contextWindow"

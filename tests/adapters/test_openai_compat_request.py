@@ -335,3 +335,10 @@ def test_an_image_is_unsupported_content_before_any_io(mocked):
     # The content is refused before the missing key is even looked at.
     assert error.code == ErrorCode.UNSUPPORTED_CONTENT
     assert len(mocked.calls) == 0
+    # And before an effort the adapter does not offer (docs/local-servers.md).
+    error = _refused(
+        OpenAICompatAdapter(BASE, environ={}),
+        messages=(create_user_message([image]),),
+        reasoning_effort="high",
+    )
+    assert error.code == ErrorCode.UNSUPPORTED_CONTENT
