@@ -288,7 +288,7 @@ def _add_chat_command(commands: _Commands) -> None:
 def _run_chat(args: argparse.Namespace) -> int:
     from dsh_llm.chat import chat_options, read_prompt, stream_chat
     from dsh_llm.cli_targets import open_target
-    from dsh_llm.console import summary_line
+    from dsh_llm.console import SilenceableSink, summary_line
     from dsh_llm.interrupt import run_abortable
 
     controller = AbortController()
@@ -309,9 +309,12 @@ def _run_chat(args: argparse.Namespace) -> int:
             reasoning_effort=args.reasoning_effort,
             signal=controller.signal,
         )
-        sink = _sink(args.json)
+        sink = SilenceableSink(_sink(args.json))
         outcome = run_abortable(
-            lambda: stream_chat(target.runtime, options, sink), controller
+            lambda: stream_chat(target.runtime, options, sink),
+            controller,
+            # An adapter that ignores the abort is left running, silenced.
+            on_abandon=sink.silence,
         )
     failure = outcome.finish.failure
     if failure is not None:

@@ -46,6 +46,7 @@ __all__ = [
     "ChunkPrinter",
     "ChunkSink",
     "JsonLinesPrinter",
+    "SilenceableSink",
     "count_of",
     "format_usage",
     "holds_unicode",
@@ -70,6 +71,33 @@ class ChunkSink(Protocol):
     def end(self) -> None:
         """The stream is over (finished, failed or interrupted): tidy up."""
         ...
+
+
+class SilenceableSink:
+    """Passes every chunk to ``inner`` until ``silence()`` is called; from then
+    on it shows nothing (for a stream left running after Ctrl-C).
+
+    Args:
+        inner: The sink that shows the chunks.
+    """
+
+    def __init__(self, inner: ChunkSink) -> None:
+        self._inner = inner
+        self._silent = False
+
+    def write(self, chunk: StreamChunk) -> None:
+        """Show ``chunk`` unless silenced."""
+        if not self._silent:
+            self._inner.write(chunk)
+
+    def end(self) -> None:
+        """End the inner sink unless silenced."""
+        if not self._silent:
+            self._inner.end()
+
+    def silence(self) -> None:
+        """Show nothing more."""
+        self._silent = True
 
 
 def wants_color(stream: TextIO) -> bool:

@@ -10,9 +10,12 @@ This module owns ``run_abortable``. Contracts callers may rely on:
   ``controller``: the adapter shuts its socket down and the stream ends with an
   ``aborted`` finish, so the worker finishes normally and the connection is really
   closed. ``run_abortable`` waits for the worker, then raises
-  ``KeyboardInterrupt`` (whatever the worker returned or raised is dropped). A
-  second interrupt while waiting is raised at once; the worker is a daemon thread
-  and cannot keep the process alive.
+  ``KeyboardInterrupt`` (whatever the worker returned or raised is dropped). An
+  adapter that ignores its abort is waited for at most ``grace_s``
+  (``INTERRUPT_GRACE_S``, 2 s): then ``on_abandon`` is called (so the caller can
+  silence the worker's output) and ``KeyboardInterrupt`` is raised without it.
+  A second interrupt while waiting is raised at once. The worker is a daemon
+  thread and cannot keep the process alive.
 - The calling thread waits on an event in slices of ``_POLL_S`` seconds, so an
   interrupt is seen promptly on every platform (a lock wait is not interruptible
   everywhere) and never confuses the worker's state.
@@ -21,24 +24,36 @@ This module owns ``run_abortable``. Contracts callers may rely on:
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from typing import Final, TypeVar
 
 from dsh_llm.signal import AbortController
 
-__all__ = ["run_abortable"]
+__all__ = ["INTERRUPT_GRACE_S", "run_abortable"]
 
 T = TypeVar("T")
 
 _POLL_S: Final = 0.05
 
+INTERRUPT_GRACE_S: Final = 2.0
+"""How long an interrupted job may take to end after its abort."""
 
-def run_abortable(work: Callable[[], T], controller: AbortController) -> T:
+
+def run_abortable(
+    work: Callable[[], T],
+    controller: AbortController,
+    *,
+    grace_s: float = INTERRUPT_GRACE_S,
+    on_abandon: Callable[[], object] | None = None,
+) -> T:
     """Run ``work()`` on a worker thread; Ctrl-C aborts ``controller``.
 
     Args:
         work: The streaming job; it must pass ``controller.signal`` to its request.
         controller: Aborted when the calling thread is interrupted.
+        grace_s: How long an interrupted ``work`` may take to end.
+        on_abandon: Called when ``work`` is left running past ``grace_s``.
 
     Returns:
         What ``work`` returned.
@@ -68,8 +83,13 @@ def run_abortable(work: Callable[[], T], controller: AbortController) -> T:
             pass
     except KeyboardInterrupt:
         controller.abort()
+        deadline = time.monotonic() + grace_s
         while not done.wait(_POLL_S):
-            pass
+            if time.monotonic() >= deadline:
+                # The job ignores its abort: leave it to its daemon thread.
+                if on_abandon is not None:
+                    on_abandon()
+                raise
         worker.join()
         raise
     worker.join()

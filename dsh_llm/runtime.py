@@ -49,6 +49,7 @@ picks the adapter. Contracts callers may rely on:
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import inspect
 import logging
 import threading
@@ -429,10 +430,13 @@ class LlmRuntime:
         Raises:
             LlmError: ``NO_ADAPTER``; ``INVALID_CATALOG`` when an entry is not an
                 ``LlmModelInfo`` of this route with a non-empty id and name, a
-                str or ``None`` description, or repeats an id.
+                str or ``None`` description, or repeats an id; what the adapter
+                raised, as an ``LlmError`` (``UNKNOWN`` for a plain exception).
         """
         route = self._route(provider)
-        return checked_catalog(provider, route.adapter.list_models(provider))
+        with _adapter_errors():
+            models = route.adapter.list_models(provider)
+        return checked_catalog(provider, models)
 
     def resolve_model_info(
         self, provider: str, model: str, signal: AbortSignal | None = None
@@ -445,10 +449,13 @@ class LlmRuntime:
         Raises:
             LlmError: ``NO_ADAPTER``; ``INVALID_MODEL_INFO``,
                 ``INVALID_MODEL_CONTEXT``, ``INVALID_MODEL_MAX_TOKENS`` or
-                ``INVALID_MODEL_REASONING`` when the adapter's answer is invalid.
+                ``INVALID_MODEL_REASONING`` when the adapter's answer is invalid;
+                what the adapter raised, as an ``LlmError`` (``UNKNOWN`` for a
+                plain exception).
         """
         route = self._route(provider)
-        resolved = route.adapter.resolve_model(provider, model, signal)
+        with _adapter_errors(signal):
+            resolved = route.adapter.resolve_model(provider, model, signal)
         return checked_model_info(provider, model, resolved)
 
     def resolve_call_config(
@@ -493,10 +500,9 @@ class LlmRuntime:
         """One route lookup in ``routes`` and one ``adapter.prepare_call``: the
         model facts, checked, and the config resolved against them."""
         route = self._route(config.provider, routes)
-        adapter_call = _checked_adapter_call(
-            route.adapter.prepare_call(config.provider, config.model, signal),
-            config.provider,
-        )
+        with _adapter_errors(signal):
+            prepared = route.adapter.prepare_call(config.provider, config.model, signal)
+        adapter_call = _checked_adapter_call(prepared, config.provider)
         model = checked_model_info(config.provider, config.model, adapter_call.model)
         resolved = resolve_call_config(config, model)
         return _PreparedDispatch(
@@ -721,6 +727,23 @@ def _close_after_end(iterator: Iterator[object], provider: str) -> None:
             provider,
             exc_info=exc,
         )
+
+
+@contextlib.contextmanager
+def _adapter_errors(signal: AbortSignal | None = None) -> Iterator[None]:
+    """Raise what an adapter's metadata method raises as an ``LlmError``: the
+    same object when it is one, else ``normalize_llm_failure``'s failure (code
+    ``UNKNOWN`` for a plain exception) with the original as the cause. Once
+    ``signal`` is aborted, what the adapter raises surfaces unchanged (the abort
+    reason, as in TS); so do exceptions outside ``Exception``."""
+    try:
+        yield
+    except LlmError:
+        raise
+    except Exception as exc:
+        if signal is not None and signal.aborted:
+            raise
+        raise LlmError.from_failure(normalize_llm_failure(exc), cause=exc) from exc
 
 
 def _config_changed() -> LlmError:

@@ -91,6 +91,37 @@ def test_providers_reports_a_failing_catalog_and_exits_1(tmp_path, capsys):
     assert captured.err == 'error[SERVER]: route "flaky": catalog service is down\n'
 
 
+BUGGY_PLUGIN = """\
+from dsh_llm import LlmAdapter
+
+class Buggy(LlmAdapter):
+    def stream(self, options):
+        raise AssertionError("not called")
+
+    def list_models(self, provider):
+        raise ValueError("boom in list_models")
+
+name = "buggy"
+
+def apply(ctx, config):
+    ctx.llm.register_adapter(["buggy"], Buggy())
+"""
+
+
+def test_a_plain_exception_from_a_catalog_is_an_error_line_not_a_traceback(
+    tmp_path,
+):
+    (tmp_path / "buggy_plugin.py").write_text(BUGGY_PLUGIN, encoding="utf-8")
+    (tmp_path / "dsh.yml").write_text("- name: ./buggy_plugin.py\n", encoding="utf-8")
+
+    for args in (["providers"], ["chat", "--provider", "buggy", "hi"]):
+        result = run_cli(*args, cwd=tmp_path)
+        assert result.returncode == 1, result.stderr
+        assert "Traceback" not in result.stderr
+        assert "error[UNKNOWN]: " in result.stderr
+        assert "boom in list_models" in result.stderr
+
+
 def test_find_config_prefers_the_explicit_path_then_the_local_dsh_yml(tmp_path):
     assert find_config("other.yml", tmp_path) == "other.yml"
     assert find_config(None, tmp_path) is None

@@ -62,3 +62,23 @@ def test_an_interrupt_aborts_the_signal_waits_for_the_work_then_reraises():
         run_abortable(work, controller)
     assert controller.signal.aborted
     assert finished.is_set()
+
+
+@pytest.mark.usefixtures("python_sigint_handler")
+def test_work_that_ignores_the_abort_is_abandoned_after_the_grace():
+    controller = AbortController()
+    release = threading.Event()
+    abandoned: list[bool] = []
+
+    def work() -> None:
+        time.sleep(0.1)
+        _thread.interrupt_main()
+        release.wait(10)  # ignores controller.signal
+
+    with pytest.raises(KeyboardInterrupt):
+        run_abortable(
+            work, controller, grace_s=0.2, on_abandon=lambda: abandoned.append(True)
+        )
+    assert controller.signal.aborted
+    assert abandoned == [True]
+    release.set()

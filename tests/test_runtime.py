@@ -785,3 +785,40 @@ def test_astream_defaults_are_the_bridge_defaults() -> None:
     assert parameters["queue_size"].default == aio.DEFAULT_QUEUE_SIZE
     hints = typing.get_type_hints(LlmRuntime.astream, vars(aio))
     assert hints["return"] is aio.AsyncChunkStream
+
+
+@pytest.mark.parametrize("method", ["list_models", "resolve_model", "prepare_call"])
+def test_a_plain_exception_from_adapter_metadata_is_an_llm_error(method: str) -> None:
+    failure = ValueError(f"boom in {method}")
+
+    class Buggy(ScriptedAdapter):
+        def list_models(self, provider: str) -> Any:
+            if method == "list_models":
+                raise failure
+            return super().list_models(provider)
+
+        def resolve_model(
+            self, provider: str, model: str, signal: AbortSignal | None = None
+        ) -> LlmResolvedModelInfo:
+            if method == "resolve_model":
+                raise failure
+            return super().resolve_model(provider, model, signal)
+
+        def prepare_call(self, *args: Any) -> Any:
+            if method == "prepare_call":
+                raise failure
+            return super().prepare_call(*args)
+
+    runtime = LlmRuntime()
+    runtime.register_adapter(["route"], Buggy())
+    config = LlmCallConfig(provider="route", model="m")
+    call: Callable[[], object] = {
+        "list_models": lambda: runtime.list_models("route"),
+        "resolve_model": lambda: runtime.resolve_model_info("route", "m"),
+        "prepare_call": lambda: runtime.prepare_call(config),
+    }[method]
+    with pytest.raises(LlmError) as caught:
+        call()
+    assert caught.value.code == "UNKNOWN"
+    assert caught.value.message == f"boom in {method}"
+    assert caught.value.__cause__ is failure
