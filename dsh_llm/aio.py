@@ -303,13 +303,15 @@ class _Channel:
         """Stop the stream from any thread: drop queued chunks, abort the request
         (when its finish was already queued and the consumer's loop is running,
         after ``FINISHED_GRACE_S``) and release a worker waiting for room.
-        Idempotent."""
+        Idempotent, except that a later abandoned stop (garbage collection,
+        interpreter exit) of a worker still running aborts it at once."""
         with self.lock:
             unreported = None
             if abandoned and not self.abandoned:
                 self.abandoned = True
                 unreported, self.close_error = self.close_error, None
-            was_running = not (self.closed or self.done)
+            first_stop = not self.closed
+            running = not self.done
             self.closed = True
             self.wanted = 1
             self.batches.clear()
@@ -318,11 +320,19 @@ class _Channel:
                 self.space.notify()
         if unreported is not None:
             _log_close_error(unreported)
-        if not was_running:
+        if not running or not (first_stop or abandoned):
             return
         loop = self.loop
-        if self.ended and not abandoned and loop is not None and _runs(loop):
+        if (
+            first_stop
+            and self.ended
+            and not abandoned
+            and loop is not None
+            and _runs(loop)
+        ):
             # The request is complete: let it end by itself, but not for long.
+            # Should the loop close before the timer fires, the later abandoned
+            # stop (garbage collection, interpreter exit) aborts instead.
             loop.call_later(FINISHED_GRACE_S, self._abort_if_running)
         else:
             self.controller.abort(AbortError(_CONSUMER_LEFT))

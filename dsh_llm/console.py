@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import codecs
 import os
+import threading
 from typing import Final, Protocol, TextIO
 
 from dsh_llm.protocol import (
@@ -84,20 +85,36 @@ class SilenceableSink:
     def __init__(self, inner: ChunkSink) -> None:
         self._inner = inner
         self._silent = False
+        self._lock = threading.Lock()
 
     def write(self, chunk: StreamChunk) -> None:
         """Show ``chunk`` unless silenced."""
-        if not self._silent:
-            self._inner.write(chunk)
+        with self._lock:
+            if not self._silent:
+                self._inner.write(chunk)
 
     def end(self) -> None:
         """End the inner sink unless silenced."""
-        if not self._silent:
-            self._inner.end()
+        with self._lock:
+            if not self._silent:
+                self._silent = True
+                self._inner.end()
 
     def silence(self) -> None:
-        """Show nothing more."""
-        self._silent = True
+        """End the inner sink (an open line is finished) and show nothing more.
+
+        A write blocked on its output for more than half a second is not waited
+        for: the sink is then silenced without ending the line.
+        """
+        if self._lock.acquire(timeout=0.5):
+            try:
+                if not self._silent:
+                    self._silent = True
+                    self._inner.end()
+            finally:
+                self._lock.release()
+        else:
+            self._silent = True
 
 
 def wants_color(stream: TextIO) -> bool:

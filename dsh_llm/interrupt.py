@@ -12,10 +12,10 @@ This module owns ``run_abortable``. Contracts callers may rely on:
   closed. ``run_abortable`` waits for the worker, then raises
   ``KeyboardInterrupt`` (whatever the worker returned or raised is dropped). An
   adapter that ignores its abort is waited for at most ``grace_s``
-  (``INTERRUPT_GRACE_S``, 2 s): then ``on_abandon`` is called (so the caller can
-  silence the worker's output) and ``KeyboardInterrupt`` is raised without it.
-  A second interrupt while waiting is raised at once. The worker is a daemon
-  thread and cannot keep the process alive.
+  (``INTERRUPT_GRACE_S``, 2 s), or until a second interrupt: then
+  ``on_abandon`` is called (so the caller can silence the worker's output; what
+  it raises is ignored) and ``KeyboardInterrupt`` is raised without waiting
+  more. The worker is a daemon thread and cannot keep the process alive.
 - The calling thread waits on an event in slices of ``_POLL_S`` seconds, so an
   interrupt is seen promptly on every platform (a lock wait is not interruptible
   everywhere) and never confuses the worker's state.
@@ -23,6 +23,7 @@ This module owns ``run_abortable``. Contracts callers may rely on:
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable
@@ -59,7 +60,8 @@ def run_abortable(
         What ``work`` returned.
 
     Raises:
-        KeyboardInterrupt: after the interrupted ``work`` has finished.
+        KeyboardInterrupt: after the interrupted ``work`` has finished, or once
+            it was abandoned (``grace_s`` passed, or a second interrupt came).
         BaseException: whatever ``work`` raised.
     """
     outcome: list[T] = []
@@ -84,12 +86,18 @@ def run_abortable(
     except KeyboardInterrupt:
         controller.abort()
         deadline = time.monotonic() + grace_s
-        while not done.wait(_POLL_S):
-            if time.monotonic() >= deadline:
-                # The job ignores its abort: leave it to its daemon thread.
-                if on_abandon is not None:
+        try:
+            while not done.wait(_POLL_S):
+                if time.monotonic() >= deadline:
+                    break
+        except KeyboardInterrupt:
+            pass  # a second Ctrl-C: stop waiting
+        if not done.is_set():
+            # The job ignores its abort: leave it to its daemon thread, quiet.
+            if on_abandon is not None:
+                with contextlib.suppress(Exception):
                     on_abandon()
-                raise
+            raise
         worker.join()
         raise
     worker.join()

@@ -101,7 +101,7 @@ from dsh_llm.registration import (
     route_names,
 )
 from dsh_llm.retry import RetryPolicy
-from dsh_llm.signal import AbortSignal
+from dsh_llm.signal import AbortError, AbortSignal
 
 if TYPE_CHECKING:
     # The async bridge is a surface above the runtime, and the runtime never
@@ -734,14 +734,19 @@ def _adapter_errors(signal: AbortSignal | None = None) -> Iterator[None]:
     """Raise what an adapter's metadata method raises as an ``LlmError``: the
     same object when it is one, else ``normalize_llm_failure``'s failure (code
     ``UNKNOWN`` for a plain exception) with the original as the cause. Once
-    ``signal`` is aborted, what the adapter raises surfaces unchanged (the abort
-    reason, as in TS); so do exceptions outside ``Exception``."""
+    ``signal`` is aborted, its reason (or an ``AbortError``) raised by the
+    adapter surfaces unchanged, as in TS; so do exceptions outside
+    ``Exception``."""
     try:
         yield
     except LlmError:
         raise
     except Exception as exc:
-        if signal is not None and signal.aborted:
+        if (
+            signal is not None
+            and signal.aborted
+            and (exc is signal.reason or isinstance(exc, AbortError))
+        ):
             raise
         raise LlmError.from_failure(normalize_llm_failure(exc), cause=exc) from exc
 

@@ -296,3 +296,42 @@ def test_a_source_still_running_after_its_finish_is_aborted_after_the_grace() ->
 
     asyncio.run(main())
     assert saw_abort == [True]
+
+
+def test_a_finished_request_left_by_a_cancelled_task_is_aborted_once_dropped() -> None:
+    # Cancelled after its finish: the delayed abort is scheduled on a loop that
+    # asyncio.run closes at once; dropping the iterator must still abort it.
+    saw_abort: list[bool] = []
+    left = threading.Event()
+
+    class Lingering:
+        def stream(self, options: GenerateOptions) -> Iterator[StreamChunk]:
+            yield from text_stream(2)
+            assert options.signal is not None
+            saw_abort.append(options.signal.wait(10.0))
+            left.set()
+
+    streams: list[AsyncChunkStream] = []
+
+    async def main() -> None:
+        stream = astream(Lingering(), OPTIONS)
+        streams.append(stream)
+        finished = asyncio.Event()
+
+        async def consume() -> None:
+            async for chunk in stream:
+                if isinstance(chunk, Finish):
+                    finished.set()
+
+        task = asyncio.create_task(consume())
+        await finished.wait()
+        await asyncio.sleep(0.01)  # the task now waits for more
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+    asyncio.run(main())
+    streams.clear()
+    gc.collect()
+    assert left.wait(PROMPTLY)
+    assert saw_abort == [True]

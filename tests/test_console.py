@@ -9,6 +9,7 @@ import pytest
 from dsh_llm.console import (
     ChunkPrinter,
     JsonLinesPrinter,
+    SilenceableSink,
     format_usage,
     summary_line,
     wants_color,
@@ -177,3 +178,14 @@ def test_summary_line_names_finish_and_usage():
         summary_line(FinishReason.STOP, usage)
         == "finish stop; usage: input 1, output 2"
     )
+
+
+def test_silencing_ends_the_open_line_then_drops_everything():
+    out, err = io.StringIO(), io.StringIO()
+    sink = SilenceableSink(ChunkPrinter(out, err, color=False))
+    sink.write(BlockStart(index=0, block_type="text"))
+    sink.write(TextDelta(index=0, text="partial"))
+    sink.silence()
+    sink.write(TextDelta(index=0, text=" more"))
+    sink.end()
+    assert out.getvalue() == "partial\n"

@@ -82,3 +82,26 @@ def test_work_that_ignores_the_abort_is_abandoned_after_the_grace():
     assert controller.signal.aborted
     assert abandoned == [True]
     release.set()
+
+
+@pytest.mark.usefixtures("python_sigint_handler")
+def test_a_second_interrupt_abandons_at_once_and_a_raising_on_abandon_is_ignored():
+    controller = AbortController()
+    release = threading.Event()
+    abandoned: list[bool] = []
+
+    def on_abandon() -> None:
+        abandoned.append(True)
+        raise RuntimeError("cannot silence")
+
+    def work() -> None:
+        time.sleep(0.1)
+        _thread.interrupt_main()
+        time.sleep(0.2)
+        _thread.interrupt_main()  # the impatient second Ctrl-C
+        release.wait(10)
+
+    with pytest.raises(KeyboardInterrupt):
+        run_abortable(work, controller, grace_s=30, on_abandon=on_abandon)
+    assert abandoned == [True]
+    release.set()

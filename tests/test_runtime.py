@@ -822,3 +822,20 @@ def test_a_plain_exception_from_adapter_metadata_is_an_llm_error(method: str) ->
     assert caught.value.code == "UNKNOWN"
     assert caught.value.message == f"boom in {method}"
     assert caught.value.__cause__ is failure
+
+
+def test_an_aborted_resolve_surfaces_only_the_abort_reason_unchanged() -> None:
+    controller = AbortController()
+    controller.abort()
+
+    class Failing(ScriptedAdapter):
+        def resolve_model(
+            self, provider: str, model: str, signal: AbortSignal | None = None
+        ) -> LlmResolvedModelInfo:
+            raise ValueError("socket shut down")
+
+    runtime = LlmRuntime()
+    runtime.register_adapter(["route"], Failing())
+    with pytest.raises(LlmError) as caught:
+        runtime.resolve_model_info("route", "m", controller.signal)
+    assert caught.value.code == "UNKNOWN"
