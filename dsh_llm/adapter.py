@@ -22,7 +22,7 @@ from typing import Final
 import attrs
 
 from dsh_llm.protocol import GenerateOptions, StreamChunk
-from dsh_llm.protocol import _checks as c
+from dsh_llm.protocol import checks as c
 from dsh_llm.retry import RetryPolicy
 from dsh_llm.signal import AbortSignal
 

@@ -69,9 +69,9 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Final, NoReturn, Protocol
 
-from dsh_llm._sources import close_source
 from dsh_llm.protocol import Finish, GenerateOptions, StreamChunk
 from dsh_llm.signal import AbortController, AbortError, AbortSignal
+from dsh_llm.sources import close_source
 
 __all__ = [
     "DEFAULT_BATCH_SIZE",

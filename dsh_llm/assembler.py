@@ -34,7 +34,6 @@ from typing import Final, NoReturn
 
 import attrs
 
-from dsh_llm._sources import close_source
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import (
     BlockEnd,
@@ -59,6 +58,7 @@ from dsh_llm.protocol import (
     UsageChunk,
     create_message,
 )
+from dsh_llm.sources import close_source
 
 __all__ = [
     "ASSEMBLER_SOURCE",

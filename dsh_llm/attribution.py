@@ -18,7 +18,7 @@ from typing import Any, Final
 import attrs
 
 from dsh_llm._version import __version__
-from dsh_llm.protocol import _checks as c
+from dsh_llm.protocol import checks as c
 
 __all__ = ["APP_IDENTITY", "AppIdentity", "attribution_headers", "user_agent"]
 

@@ -23,6 +23,7 @@ from typing import Any, Final
 import attrs
 
 from dsh_llm.errors import ErrorCode
+from dsh_llm.protocol.checks import MAX_SAFE_INTEGER
 from dsh_llm.transport.watchdog import MAX_TIMEOUT_MS, check_timeout_ms
 
 __all__ = [
@@ -37,8 +38,6 @@ __all__ = [
 
 MAX_TIMER_DELAY_MS: Final = MAX_TIMEOUT_MS
 """The longest delay a policy may ask for (the largest 32-bit timer, as in TS)."""
-MAX_SAFE_INTEGER: Final = 2**53 - 1
-"""The largest ``maxRetries`` (JavaScript's largest exact integer, as in TS)."""
 DEFAULT_MAX_RETRIES: Final = 5
 """Retries a normal policy allows by default."""
 DEFAULT_INITIAL_DELAY_MS: Final = 500

@@ -55,7 +55,7 @@ from dsh_llm.protocol import (
     StreamChunk,
     TokenUsage,
 )
-from dsh_llm.protocol._checks import FieldError
+from dsh_llm.protocol.checks import FieldError
 
 __all__ = [
     "chunk_from_dict",

@@ -23,9 +23,9 @@ import sys
 from collections.abc import Generator, Iterable, Iterator
 from typing import IO
 
-from dsh_llm._sources import chunk_source, close_source
 from dsh_llm.protocol import StreamChunk
 from dsh_llm.serde import chunk_to_json
+from dsh_llm.sources import chunk_source, close_source
 from dsh_llm.validator import validate_stream
 
 __all__ = ["trace_stream"]

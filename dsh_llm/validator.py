@@ -81,7 +81,6 @@ import io
 from collections.abc import Generator, Iterable, Iterator
 from typing import Final, NoReturn
 
-from dsh_llm._sources import chunk_source, close_source
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import (
     FAILURE_KINDS,
@@ -95,11 +94,13 @@ from dsh_llm.protocol import (
     ToolCallDelta,
     UsageChunk,
 )
+from dsh_llm.protocol.checks import MAX_SAFE_INTEGER
 from dsh_llm.protocol.content import ImageBlock, ReasoningBlock, TextBlock
+from dsh_llm.sources import chunk_source, close_source
 
 __all__ = ["assert_chunk_sequence", "validate_stream"]
 
-MAX_INDEX: Final = 2**53 - 1
+MAX_INDEX: Final = MAX_SAFE_INTEGER
 """The largest block index: JSON readers of other languages keep it exact."""
 
 _TOOL_CALL_EXEMPT: Final = frozenset({"max-tokens", *FAILURE_KINDS})

@@ -9,7 +9,7 @@ from importlib import metadata
 import pytest
 
 from dsh_llm import __version__
-from dsh_llm.cli import EXIT_OK, build_parser, main
+from dsh_llm.cli.main import EXIT_OK, build_parser, main
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from dsh_llm.chat import read_prompt
 from dsh_llm.cli import main
-from dsh_llm.cli_targets import UsageError
-from dsh_llm.demo import demo_reply
+from dsh_llm.cli.chat import read_prompt
+from dsh_llm.cli.demo import demo_reply
+from dsh_llm.cli.targets import UsageError
 from dsh_llm.serde import chunk_from_json
 from dsh_llm.testing import LoopbackServer, Mark, Reply, Stall, sse_event
 from dsh_llm.validator import assert_chunk_sequence

@@ -1,4 +1,4 @@
-"""``dsh-llm demo`` and ``dsh_llm.demo``: the scripted DeepSeek stream, read by the
+"""``dsh-llm demo`` and ``dsh_llm.cli.demo``: the scripted DeepSeek stream, read by the
 real ``DeepSeekAdapter`` over loopback HTTP, with no key and no network."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import pytest
 
 from dsh_llm.adapters.deepseek import DeepSeekAdapter
 from dsh_llm.assembler import collect
-from dsh_llm.console import JsonLinesPrinter
-from dsh_llm.demo import (
+from dsh_llm.cli.console import JsonLinesPrinter
+from dsh_llm.cli.demo import (
     DEMO_PROMPT,
     demo_options,
     demo_reply,

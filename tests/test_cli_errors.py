@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from dsh_llm.cli import main
-from dsh_llm.cli_targets import NOTHING_TO_TALK_TO
-from dsh_llm.demo import demo_wire_events
+from dsh_llm.cli.demo import demo_wire_events
+from dsh_llm.cli.targets import NOTHING_TO_TALK_TO
 from dsh_llm.testing import LoopbackServer, Reply, Stall, sse_event, sse_events
 
 from .cli_run import clean_env, deepseek_event, deepseek_text_reply, run_cli

@@ -1,4 +1,4 @@
-"""``dsh-llm providers`` and ``dsh_llm.cli_targets``: which routes the command line
+"""``dsh-llm providers`` and ``dsh_llm.cli.targets``: which routes the command line
 sees (built-in DeepSeek, a composition file) and how it picks route and model."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 
 from dsh_llm import LlmAdapter
 from dsh_llm.cli import main
-from dsh_llm.cli_targets import (
+from dsh_llm.cli.targets import (
     UsageError,
     find_config,
     open_routes,

@@ -1,4 +1,4 @@
-"""``dsh_llm.console``: how streamed chunks are shown on a terminal."""
+"""``dsh_llm.cli.console``: how streamed chunks are shown on a terminal."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import io
 
 import pytest
 
-from dsh_llm.console import (
+from dsh_llm.cli.console import (
     ChunkPrinter,
     JsonLinesPrinter,
     SilenceableSink,

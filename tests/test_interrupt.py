@@ -1,4 +1,4 @@
-"""``dsh_llm.interrupt.run_abortable``: work on a worker thread, Ctrl-C in the
+"""``dsh_llm.cli.interrupt.run_abortable``: work on a worker thread, Ctrl-C in the
 calling thread aborts it through the signal."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from dsh_llm.interrupt import run_abortable
+from dsh_llm.cli.interrupt import run_abortable
 from dsh_llm.signal import AbortController
 
 

@@ -1,4 +1,4 @@
-"""dsh_llm.model_info: catalog and exact-model checks, call-config resolution and
+"""dsh_llm.runtime.prepare: catalog and exact-model checks, call-config resolution and
 text-only projection, reached the way callers reach them (through LlmRuntime)."""
 
 from __future__ import annotations
@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 
-from dsh_llm import model_info
 from dsh_llm import runtime as runtime_module
 from dsh_llm.adapter import (
     LlmModelContext,
@@ -19,14 +18,16 @@ from dsh_llm.adapter import (
     LlmResolvedModelInfo,
 )
 from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.model_info import project_text_only
 from dsh_llm.protocol import (
     GenerateOptions,
     LlmCallConfig,
     TextBlock,
+    checks,
     create_user_message,
 )
 from dsh_llm.runtime import AdapterDefaults, LlmRuntime
+from dsh_llm.runtime import prepare as model_info
+from dsh_llm.runtime.prepare import project_text_only
 from dsh_llm.signal import AbortSignal
 from tests.runtime_adapters import EFFORTS, ModelAdapter, ScriptedAdapter, image_block
 
@@ -269,9 +270,9 @@ def test_invalid_default_max_tokens_raise_invalid_model_max_tokens(cap: Any) -> 
     assert caught.value.code == ErrorCode.INVALID_MODEL_MAX_TOKENS
 
 
-def test_the_runtime_module_re_exports_what_moved_here() -> None:
+def test_the_runtime_package_re_exports_the_defaults_and_one_safe_integer() -> None:
     assert runtime_module.AdapterDefaults is model_info.AdapterDefaults
-    assert runtime_module.MAX_SAFE_INTEGER == model_info.MAX_SAFE_INTEGER == 2**53 - 1
+    assert model_info.MAX_SAFE_INTEGER is checks.MAX_SAFE_INTEGER == 2**53 - 1
 
 
 def test_catalog_entries_come_back_in_the_adapter_order() -> None:

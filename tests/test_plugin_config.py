@@ -1,4 +1,4 @@
-"""dsh_llm.plugin_config: camelCase keys, strict types, validators, ${VAR}."""
+"""dsh_llm.plugins.config: camelCase keys, strict types, validators, ${VAR}."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from dsh_llm.credentials import Secret
-from dsh_llm.plugin_config import (
+from dsh_llm.plugins.config import (
     KEY_METADATA,
     ConfigError,
     PluginConfigError,
@@ -21,7 +21,7 @@ from dsh_llm.plugin_config import (
     structure_config,
     value_kind,
 )
-from dsh_llm.protocol import _checks as c
+from dsh_llm.protocol import checks as c
 
 
 class Thinking(enum.Enum):

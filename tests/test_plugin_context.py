@@ -1,4 +1,4 @@
-"""dsh_llm.plugin_context: the scope a plugin's apply() receives, its effects and
+"""dsh_llm.plugins.context: the scope a plugin's apply() receives, its effects and
 their disposal, used directly (without a composition)."""
 
 from __future__ import annotations
@@ -8,9 +8,10 @@ from typing import Any
 
 import pytest
 
-from dsh_llm import plugin_context, plugins
+from dsh_llm import plugins
 from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.plugin_context import PluginContext
+from dsh_llm.plugins import context as plugin_context
+from dsh_llm.plugins.context import PluginContext
 from dsh_llm.protocol import GenerateOptions, LlmCallConfig, StreamChunk
 from dsh_llm.runtime import LlmRuntime, StreamNext
 from tests.runtime_adapters import DONE, Quiet

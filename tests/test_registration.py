@@ -1,4 +1,4 @@
-"""dsh_llm.registration: the registration handle and what registering checks and
+"""dsh_llm.runtime.registry: the registration handle and what registering checks and
 captures (the runtime's route table is tested in test_runtime.py)."""
 
 from __future__ import annotations
@@ -13,14 +13,14 @@ from dsh_llm import runtime as runtime_module
 from dsh_llm.adapter import LlmProviderInfo
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import GenerateOptions
-from dsh_llm.registration import (
+from dsh_llm.retry import DEFAULT_RETRY_POLICY, resolve_retry_policy
+from dsh_llm.runtime import LlmRuntime
+from dsh_llm.runtime.registry import (
     AdapterRegistration,
     Route,
     describe_routes,
     route_names,
 )
-from dsh_llm.retry import DEFAULT_RETRY_POLICY, resolve_retry_policy
-from dsh_llm.runtime import LlmRuntime
 from tests.runtime_adapters import Quiet, ScriptedAdapter
 
 

@@ -1,4 +1,4 @@
-"""dsh_llm._sources: taking and releasing a chunk source."""
+"""dsh_llm.sources: taking and releasing a chunk source."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from dsh_llm._sources import chunk_source, close_source
+from dsh_llm.sources import chunk_source, close_source
 
 
 def test_chunk_source_names_the_caller_for_a_non_iterable() -> None:

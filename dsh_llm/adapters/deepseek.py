@@ -1,5 +1,5 @@
 """``DeepSeekAdapter``: DeepSeek chat completions over the shared OpenAI wire
-(``dsh_llm.adapters._openai_wire``) and transport. User guide: ``docs/deepseek.md``.
+(``dsh_llm.adapters._chat.request``) and transport. User guide: ``docs/deepseek.md``.
 
 Contracts callers may rely on:
 
@@ -17,7 +17,7 @@ Contracts callers may rely on:
   ``llm-deepseek`` plugin reports it as a load error keyed the same way). The
   base URL is the explicit one, else ``DEEPSEEK_BASE_URL`` from the environment,
   else ``https://api.deepseek.com``; whichever it is, it is checked by the rule
-  ``OpenAICompatAdapter`` shares (``dsh_llm.adapters._chat_adapter.api_root_url``:
+  ``OpenAICompatAdapter`` shares (``dsh_llm.adapters._chat.base.api_root_url``:
   ``http://`` or ``https://`` with a host, no ``#fragment``, not already ending in
   ``/chat/completions``; a query string is kept after the appended path). A
   stream call reads its options snapshot exactly once.
@@ -74,7 +74,7 @@ from dsh_llm.adapter import (
     LlmResolvedModelInfo,
     PreparedAdapterCall,
 )
-from dsh_llm.adapters._chat_adapter import (
+from dsh_llm.adapters._chat.base import (
     AdapterConfigError,
     ChatCompletionsAdapter,
     api_root_url,
@@ -84,11 +84,11 @@ from dsh_llm.adapters._chat_adapter import (
     resolved_model_info,
     stream_completion,
 )
-from dsh_llm.adapters._openai_wire import WireProfile, build_body
+from dsh_llm.adapters._chat.request import WireProfile, build_body
 from dsh_llm.credentials import Secret
 from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.model_info import MAX_SAFE_INTEGER
 from dsh_llm.protocol import GenerateOptions, StreamChunk, content_has_image
+from dsh_llm.protocol.checks import MAX_SAFE_INTEGER
 from dsh_llm.retry import RetryPolicy
 from dsh_llm.signal import AbortSignal
 from dsh_llm.transport.call import redact_url, url_repr

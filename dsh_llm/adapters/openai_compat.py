@@ -1,7 +1,7 @@
 """``OpenAICompatAdapter``: any server that speaks the OpenAI chat-completions
 stream (OpenAI, vLLM, llama.cpp's ``llama-server`` and ``llama_cpp.server``,
 Ollama ``/v1``, LM Studio, OpenRouter...), over the wire code it shares with
-``DeepSeekAdapter`` (``dsh_llm.adapters._openai_wire``) and the shared transport.
+``DeepSeekAdapter`` (``dsh_llm.adapters._chat.request``) and the shared transport.
 
 Contracts callers may rely on:
 
@@ -11,7 +11,7 @@ Contracts callers may rely on:
   Azure's ``?api-version=`` stays after the path). A URL that is not ``http://``
   or ``https://`` with a host, has a ``#fragment``, or already ends in
   ``/chat/completions`` (appending would double it) is refused, by the rule
-  ``DeepSeekAdapter`` shares (``dsh_llm.adapters._chat_adapter.api_root_url``).
+  ``DeepSeekAdapter`` shares (``dsh_llm.adapters._chat.base.api_root_url``).
 - **Credentials.** None by default: local servers get no ``authorization``
   header at all. ``api_key`` (``str`` or ``Secret``, checked at construction) or
   ``api_key_env`` (read at each request; unset or empty raises
@@ -53,7 +53,7 @@ Contracts callers may rely on:
   not leaked to third parties). Reasoning from earlier turns is sent back only
   when ``reasoning_passback_field`` names the field the server reads.
 - **Stream**: the shared translator's strict order and every quirk it absorbs (see
-  ``dsh_llm.adapters._openai_translator.ChatCompletionsTranslator``): tool-call
+  ``dsh_llm.adapters._chat.translate.ChatCompletionsTranslator``): tool-call
   ids and names repeated or only on the first delta, ``id: ""`` continuations,
   parallel calls reusing index 0, missing indexes, whole calls in one delta,
   parameterless calls ending ``{}``, legacy ``function_call``, reasoning in
@@ -80,7 +80,7 @@ from dsh_llm.adapter import (
     LlmReasoningEffortInfo,
     LlmResolvedModelInfo,
 )
-from dsh_llm.adapters._chat_adapter import (
+from dsh_llm.adapters._chat.base import (
     AdapterConfigError,
     ChatCompletionsAdapter,
     api_root_url,
@@ -90,11 +90,11 @@ from dsh_llm.adapters._chat_adapter import (
     resolved_model_info,
     stream_completion,
 )
-from dsh_llm.adapters._openai_wire import WireProfile, build_body, refuse_images
+from dsh_llm.adapters._chat.request import WireProfile, build_body, refuse_images
 from dsh_llm.credentials import Secret
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import GenerateOptions, StreamChunk
-from dsh_llm.protocol import _checks as c
+from dsh_llm.protocol import checks as c
 from dsh_llm.retry import RetryPolicy
 from dsh_llm.signal import AbortSignal
 from dsh_llm.transport.call import redact_url

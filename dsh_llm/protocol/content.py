@@ -15,7 +15,7 @@ from typing import Any, ClassVar, Final, NewType
 
 import attrs
 
-from dsh_llm.protocol import _checks as c
+from dsh_llm.protocol import checks as c
 
 __all__ = [
     "BLOCK_TYPES",

@@ -13,7 +13,7 @@ from typing import Any, ClassVar, Final
 
 import attrs
 
-from dsh_llm.protocol import _checks as c
+from dsh_llm.protocol import checks as c
 from dsh_llm.protocol.chunks import ReplayEnvelope
 from dsh_llm.protocol.content import (
     BLOCK_TYPES,

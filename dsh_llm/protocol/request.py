@@ -12,7 +12,7 @@ from typing import Any, Final
 
 import attrs
 
-from dsh_llm.protocol import _checks as c
+from dsh_llm.protocol import checks as c
 from dsh_llm.protocol.content import detached_json
 from dsh_llm.protocol.message import Message
 from dsh_llm.signal import AbortSignal

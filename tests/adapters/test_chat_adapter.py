@@ -1,4 +1,4 @@
-"""What the chat-completions adapters share (dsh_llm.adapters._chat_adapter): one
+"""What the chat-completions adapters share (dsh_llm.adapters._chat.base): one
 rule for the API root, whichever adapter and wherever the URL comes from, and the
 keyed config errors of the timeouts and the retry policy."""
 
@@ -13,8 +13,7 @@ from typing import Any
 
 import pytest
 
-from dsh_llm.adapters import deepseek_plugin
-from dsh_llm.adapters._chat_adapter import (
+from dsh_llm.adapters._chat.base import (
     AdapterConfigError,
     api_root_url,
     chat_completions_url,
@@ -32,6 +31,7 @@ from dsh_llm.adapters.openai_compat import (
     OpenAICompatConfigError,
 )
 from dsh_llm.plugins import PluginContext, PluginLoadError, load_composition
+from dsh_llm.plugins import deepseek as deepseek_plugin
 from dsh_llm.protocol import GenerateOptions, create_user_message
 from dsh_llm.retry import NormalRetryPolicy
 from dsh_llm.runtime import LlmRuntime

@@ -11,7 +11,6 @@ import pytest
 import dsh_llm
 import dsh_llm.adapters
 from dsh_llm.adapter import LlmProviderInfo
-from dsh_llm.adapters import deepseek_plugin
 from dsh_llm.adapters.deepseek import (
     DEFAULT_MODELS,
     PROVIDER_ROUTE,
@@ -24,8 +23,9 @@ from dsh_llm.adapters.deepseek import (
     resolve_adapter_options,
 )
 from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.plugin_config import PluginConfigError
 from dsh_llm.plugins import PluginContext, PluginLoadError, load_composition
+from dsh_llm.plugins import deepseek as deepseek_plugin
+from dsh_llm.plugins.config import PluginConfigError
 from dsh_llm.protocol import GenerateOptions, LlmCallConfig, create_user_message
 from dsh_llm.retry import DEFAULT_RETRY_POLICY, NormalRetryPolicy, resolve_retry_policy
 from dsh_llm.runtime import LlmRuntime

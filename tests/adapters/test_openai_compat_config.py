@@ -14,16 +14,16 @@ import attrs
 import pytest
 
 from dsh_llm.adapter import LlmProviderInfo
-from dsh_llm.adapters import openai_compat_plugin
 from dsh_llm.adapters.openai_compat import (
     OpenAICompatAdapter,
     OpenAICompatConfigError,
     OpenAICompatModel,
 )
-from dsh_llm.adapters.openai_compat_plugin import OpenAICompatConfig
 from dsh_llm.credentials import Secret
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.plugins import PluginContext, PluginLoadError, load_composition
+from dsh_llm.plugins import openai_compat as openai_compat_plugin
+from dsh_llm.plugins.openai_compat import OpenAICompatConfig
 from dsh_llm.protocol import GenerateOptions, create_user_message
 from dsh_llm.retry import DEFAULT_RETRY_POLICY, NormalRetryPolicy, resolve_retry_policy
 from dsh_llm.runtime import LlmRuntime
@@ -349,7 +349,7 @@ def test_the_plugin_contract_names_and_entry_point():
         for e in importlib.metadata.entry_points(group="dsh_llm.plugins")
         if e.name == "llm-openai-compatible"
     ]
-    assert entry.value == "dsh_llm.adapters.openai_compat_plugin"
+    assert entry.value == "dsh_llm.plugins.openai_compat"
 
 
 def test_every_config_field_is_a_constructor_argument_with_the_same_default():

@@ -1,4 +1,4 @@
-"""The chat-completions request (dsh_llm.adapters._openai_wire): ``WireProfile``,
+"""The chat-completions request (dsh_llm.adapters._chat.request): ``WireProfile``,
 the messages and body builders and the JSON encoding, without I/O."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from dsh_llm.adapters._openai_wire import (
+from dsh_llm.adapters._chat.request import (
     WireProfile,
     build_body,
     build_messages,

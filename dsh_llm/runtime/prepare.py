@@ -48,6 +48,7 @@ from dsh_llm.protocol import (
     ToolResultBlock,
     content_has_image,
 )
+from dsh_llm.protocol.checks import MAX_SAFE_INTEGER
 
 __all__ = [
     "MAX_SAFE_INTEGER",
@@ -59,8 +60,6 @@ __all__ = [
     "resolve_call_config",
 ]
 
-MAX_SAFE_INTEGER: Final = 2**53 - 1
-"""The largest ``default_max_tokens`` an adapter may declare (as in TS)."""
 
 _TEXT_ONLY_IMAGE: Final = (
     "[image omitted because this model accepts text only; attachment sha256:{}]"

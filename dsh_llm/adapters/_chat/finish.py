@@ -1,7 +1,7 @@
 """How a chat-completions response ends, in protocol terms: usage and finish.
 
 Pure functions of what the wire reports at the end of a response; the
-translator (``dsh_llm.adapters._openai_translator``) calls them once, at the end
+translator (``dsh_llm.adapters._chat.translate``) calls them once, at the end
 marker (or before an in-stream error).
 
 Contracts callers may rely on:

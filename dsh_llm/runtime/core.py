@@ -10,7 +10,7 @@ picks the adapter. Contracts callers may rely on:
   ``replace(providers)`` (an atomic swap; ``REGISTRATION_DISPOSED`` after
   disposal). The retry policy of each route is captured at registration. The
   handle and the checks of what a registration captures are
-  ``dsh_llm.registration``'s; the route table is this module's.
+  ``dsh_llm.runtime.registry``'s; the route table is this module's.
 - Thread safety: mutations are serialised by one ``threading.RLock`` and publish
   a new route table in one assignment (copy on write), so a thread that streams
   while another registers, replaces or disposes sees either the table before or
@@ -28,7 +28,7 @@ picks the adapter. Contracts callers may rely on:
   reasoning effort) are written into the options the adapter receives. A
   reasoning effort the model does not offer is refused before the adapter is
   called (``UNSUPPORTED_REASONING_EFFORT``). The checks of the adapter's model
-  metadata and the call-config resolution are ``dsh_llm.model_info``'s.
+  metadata and the call-config resolution are ``dsh_llm.runtime.prepare``'s.
 - Replay state in a message's ``ModelSource`` reaches the adapter only when the
   message's historical route is served by the same adapter instance; otherwise
   the message is passed with its replay state removed (provider, model and id
@@ -65,7 +65,6 @@ from typing import TYPE_CHECKING, Final, Protocol
 
 import attrs
 
-from dsh_llm._sources import close_source
 from dsh_llm.adapter import (
     LlmAdapter,
     LlmModelContext,
@@ -75,15 +74,6 @@ from dsh_llm.adapter import (
     PreparedAdapterCall,
 )
 from dsh_llm.errors import ErrorCode, LlmError, normalize_llm_failure
-from dsh_llm.model_info import MAX_SAFE_INTEGER as MAX_SAFE_INTEGER
-from dsh_llm.model_info import (
-    AdapterDefaults,
-    adapter_defaults,
-    checked_catalog,
-    checked_model_info,
-    project_text_only,
-    resolve_call_config,
-)
 from dsh_llm.protocol import (
     CHUNK_TYPES,
     Finish,
@@ -94,14 +84,24 @@ from dsh_llm.protocol import (
     ModelSource,
     StreamChunk,
 )
-from dsh_llm.registration import (
+from dsh_llm.retry import RetryPolicy
+from dsh_llm.runtime.prepare import MAX_SAFE_INTEGER as MAX_SAFE_INTEGER
+from dsh_llm.runtime.prepare import (
+    AdapterDefaults,
+    adapter_defaults,
+    checked_catalog,
+    checked_model_info,
+    project_text_only,
+    resolve_call_config,
+)
+from dsh_llm.runtime.registry import (
     AdapterRegistration,
     Route,
     describe_routes,
     route_names,
 )
-from dsh_llm.retry import RetryPolicy
 from dsh_llm.signal import AbortError, AbortSignal
+from dsh_llm.sources import close_source
 
 if TYPE_CHECKING:
     # The async bridge is a surface above the runtime, and the runtime never

@@ -35,7 +35,7 @@ from dsh_llm.adapter import (
     LlmResolvedModelInfo,
 )
 from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.plugin_config import quoted
+from dsh_llm.plugins.config import quoted
 from dsh_llm.protocol import GenerateOptions, LlmCallConfig, StreamChunk
 from dsh_llm.retry import RetryPolicy
 from dsh_llm.runtime import (

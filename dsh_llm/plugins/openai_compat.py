@@ -38,8 +38,8 @@ from dsh_llm.adapters.openai_compat import (
     OpenAICompatConfigError,
 )
 from dsh_llm.credentials import Secret, normalize_api_key
-from dsh_llm.plugin_config import PluginConfigError
 from dsh_llm.plugins import PluginContext
+from dsh_llm.plugins.config import PluginConfigError
 from dsh_llm.transport.call import url_repr
 from dsh_llm.transport.session import DEFAULT_POOL_MAXSIZE
 

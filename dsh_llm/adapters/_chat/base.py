@@ -25,7 +25,7 @@ and in a ``WireProfile``; everything else an adapter does is here, once:
   came from and never the key.
 - ``chat_completions_url`` and ``stream_completion``: one
   ``POST <base_url>/chat/completions`` through the shared transport and the
-  translator of ``dsh_llm.adapters._openai_translator``.
+  translator of ``dsh_llm.adapters._chat.translate``.
 - ``stream_chat_completions``: runs a ``StreamingCall`` through the SSE shim and
   a translator, pausing the watchdog while the consumer holds a chunk, and
   closes the response however the stream ends.
@@ -53,8 +53,8 @@ from dsh_llm.adapter import (
     LlmProviderInfo,
     LlmResolvedModelInfo,
 )
-from dsh_llm.adapters._openai_translator import ChatCompletionsTranslator
-from dsh_llm.adapters._openai_wire import WireProfile, encode_body
+from dsh_llm.adapters._chat.request import WireProfile, encode_body
+from dsh_llm.adapters._chat.translate import ChatCompletionsTranslator
 from dsh_llm.credentials import Secret, assert_usable_api_key
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import StreamChunk

@@ -2,10 +2,10 @@
 chunks out.
 
 A pure state machine: it does no I/O and knows nothing of HTTP, so it is tested
-on recorded payloads and with hypothesis; ``dsh_llm.adapters._chat_adapter``
+on recorded payloads and with hypothesis; ``dsh_llm.adapters._chat.base``
 drives it from the transport. The request side and ``WireProfile`` are in
-``dsh_llm.adapters._openai_wire``; usage and finish-reason mapping in
-``dsh_llm.adapters._openai_finish``.
+``dsh_llm.adapters._chat.request``; usage and finish-reason mapping in
+``dsh_llm.adapters._chat.finish``.
 
 Contracts callers may rely on:
 
@@ -37,8 +37,8 @@ from collections import deque
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
-from dsh_llm.adapters._openai_finish import map_finish_reason, map_usage
-from dsh_llm.adapters._openai_wire import WireProfile
+from dsh_llm.adapters._chat.finish import map_finish_reason, map_usage
+from dsh_llm.adapters._chat.request import WireProfile
 from dsh_llm.errors import EMPTY_RESPONSE_CODE, ErrorCode, LlmError
 from dsh_llm.protocol import (
     BlockEnd,

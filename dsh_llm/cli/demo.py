@@ -16,7 +16,7 @@ callers may rely on:
   ``DeepSeekAdapter`` (explicit demo key ``DEMO_API_KEY``, ``base_url`` = the
   server, an empty environment: no ``DEEPSEEK_*`` variable is read) in an
   ``LlmRuntime`` and streams ``demo_options()`` through it over HTTP as ``dsh-llm
-  chat`` does (``dsh_llm.chat.stream_chat``: every chunk passes ``validate_stream``,
+  chat`` does (``dsh_llm.cli.chat.stream_chat``: every chunk passes ``validate_stream``,
   strict, and is handed to the sink as it arrives), assembling it with a
   ``BlockAssembler`` on the way (``announce`` is told the server's URL first). The demo
   never leaves the machine: the transport reaches loopback hosts directly, so a
@@ -37,8 +37,8 @@ import attrs
 
 from dsh_llm.adapters.deepseek import PROVIDER_ROUTE, DeepSeekAdapter
 from dsh_llm.assembler import BlockAssembler
-from dsh_llm.chat import stream_chat
-from dsh_llm.console import ChunkSink, count_of, format_usage
+from dsh_llm.cli.chat import stream_chat
+from dsh_llm.cli.console import ChunkSink, count_of, format_usage
 from dsh_llm.protocol import (
     BlockStart,
     FinishReason,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, Final
 
 import attrs
 
@@ -92,9 +92,9 @@ def positive_int(inst: object, attribute: attrs.Attribute[Any], value: object) -
         raise bad_value(inst, attribute.name, "must be > 0, got 0")
 
 
-MAX_SAFE_INTEGER = 2**53 - 1
+MAX_SAFE_INTEGER: Final = 2**53 - 1
 """JavaScript's largest exact integer: the bound of token counts other
-languages read back exactly (``dsh_llm.model_info.MAX_SAFE_INTEGER``)."""
+languages read back exactly (``dsh_llm.runtime.prepare.MAX_SAFE_INTEGER``)."""
 
 
 def safe_positive_int(

@@ -56,7 +56,7 @@ from cattrs.errors import (
 from cattrs.gen import make_dict_structure_fn, override
 
 from dsh_llm.credentials import Secret
-from dsh_llm.protocol._checks import FieldError
+from dsh_llm.protocol.checks import FieldError
 
 __all__ = [
     "KEY_METADATA",

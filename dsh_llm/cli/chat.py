@@ -23,8 +23,8 @@ from typing import TextIO
 
 import attrs
 
-from dsh_llm.cli_targets import Target, UsageError, require_utf8
-from dsh_llm.console import ChunkSink
+from dsh_llm.cli.console import ChunkSink
+from dsh_llm.cli.targets import Target, UsageError, require_utf8
 from dsh_llm.protocol import (
     Finish,
     FinishReason,

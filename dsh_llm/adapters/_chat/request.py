@@ -12,11 +12,11 @@ The chat-completions code is split by concept, each module pure:
 
 - this module: ``WireProfile`` and the request (``GenerateOptions`` to a JSON
   body);
-- ``dsh_llm.adapters._openai_translator``: the stream, payloads in and protocol
+- ``dsh_llm.adapters._chat.translate``: the stream, payloads in and protocol
   chunks out (``ChatCompletionsTranslator``);
-- ``dsh_llm.adapters._openai_finish``: the end of a response, wire usage and
+- ``dsh_llm.adapters._chat.finish``: the end of a response, wire usage and
   finish reason in protocol terms;
-- ``dsh_llm.adapters._chat_adapter``: what the adapters share around the wire
+- ``dsh_llm.adapters._chat.base``: what the adapters share around the wire
   (base class, credentials, the call itself).
 
 Contracts callers may rely on:

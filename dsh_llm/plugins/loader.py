@@ -10,7 +10,7 @@ A plugin is a module (or any object) with:
   may return a function that undoes anything ``ctx`` does not track.
 
 The contract itself (``Plugin``, ``PluginContext`` and ``ScopedLlmRuntime``, what
-``apply`` receives) is ``dsh_llm.plugin_context``'s; this module re-exports it and
+``apply`` receives) is ``dsh_llm.plugins.context``'s; this module re-exports it and
 owns loading: resolving plugins and applying compositions.
 
 A composition is a YAML list of entries ``{id, name, config, disabled}``, as in the
@@ -30,7 +30,7 @@ Contracts callers may rely on:
 - Every load failure raises ``PluginLoadError`` (an ``LlmError`` with code
   ``PLUGIN_LOAD``) whose message names the plugin id, the config key and what was
   expected, and never echoes a config value (only a refused ``Literal``/``Enum``
-  choice is quoted). The config rules are ``dsh_llm.plugin_config``'s. All
+  choice is quoted). The config rules are ``dsh_llm.plugins.config``'s. All
   entries are resolved and their configs checked before any ``apply`` runs; when
   an ``apply`` fails, every plugin of the composition applied so far is disposed
   again: nothing stays registered.
@@ -60,7 +60,7 @@ import attrs
 import yaml
 
 from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.plugin_config import (
+from dsh_llm.plugins.config import (
     KEY_METADATA,
     ConfigError,
     PluginConfigError,
@@ -70,7 +70,7 @@ from dsh_llm.plugin_config import (
     structure_config,
     value_kind,
 )
-from dsh_llm.plugin_context import Plugin, PluginContext, ScopedLlmRuntime
+from dsh_llm.plugins.context import Plugin, PluginContext, ScopedLlmRuntime
 from dsh_llm.runtime import LlmRuntime
 
 __all__ = [

@@ -30,8 +30,8 @@ from dsh_llm.adapters.deepseek import (
     DeepSeekConfigError,
     resolve_adapter_options,
 )
-from dsh_llm.plugin_config import PluginConfigError
 from dsh_llm.plugins import PluginContext
+from dsh_llm.plugins.config import PluginConfigError
 
 __all__ = ["Config", "apply", "inject", "name"]
 

@@ -30,8 +30,8 @@ from collections.abc import Callable, Generator, Iterable, Sequence
 from typing import TYPE_CHECKING, Final, TypeAlias
 
 from dsh_llm._version import __version__
-from dsh_llm.cli_targets import DEFAULT_CONFIG, UsageError, require_utf8
-from dsh_llm.console import count_of
+from dsh_llm.cli.console import count_of
+from dsh_llm.cli.targets import DEFAULT_CONFIG, UsageError, require_utf8
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import BlockStart, Finish, StreamChunk
 from dsh_llm.serde import chunks_from_jsonl, read_jsonl
@@ -40,7 +40,7 @@ from dsh_llm.trace import trace_stream
 from dsh_llm.validator import validate_stream
 
 if TYPE_CHECKING:
-    from dsh_llm.console import ChunkSink
+    from dsh_llm.cli.console import ChunkSink
 
 __all__ = ["build_parser", "main"]
 
@@ -152,7 +152,7 @@ def _print_failure(code: str, message: str) -> int:
 def _sink(json_lines: bool) -> ChunkSink:
     """Where ``chat`` and ``demo`` show the stream: JSON Lines on stdout for
     ``--json``, else text on stdout and reasoning on stderr."""
-    from dsh_llm.console import ChunkPrinter, JsonLinesPrinter
+    from dsh_llm.cli.console import ChunkPrinter, JsonLinesPrinter
 
     if json_lines:
         return JsonLinesPrinter(sys.stdout)
@@ -185,8 +185,8 @@ def _add_demo_command(commands: _Commands) -> None:
 
 
 def _run_demo(args: argparse.Namespace) -> int:
-    from dsh_llm.demo import DEMO_PROMPT, print_report, run_demo
-    from dsh_llm.interrupt import run_abortable
+    from dsh_llm.cli.demo import DEMO_PROMPT, print_report, run_demo
+    from dsh_llm.cli.interrupt import run_abortable
 
     def announce(url: str) -> None:
         print(
@@ -286,10 +286,10 @@ def _add_chat_command(commands: _Commands) -> None:
 
 
 def _run_chat(args: argparse.Namespace) -> int:
-    from dsh_llm.chat import chat_options, read_prompt, stream_chat
-    from dsh_llm.cli_targets import open_target
-    from dsh_llm.console import SilenceableSink, summary_line
-    from dsh_llm.interrupt import run_abortable
+    from dsh_llm.cli.chat import chat_options, read_prompt, stream_chat
+    from dsh_llm.cli.console import SilenceableSink, summary_line
+    from dsh_llm.cli.interrupt import run_abortable
+    from dsh_llm.cli.targets import open_target
 
     controller = AbortController()
     with open_target(
@@ -346,7 +346,7 @@ def _add_providers_command(commands: _Commands) -> None:
 
 
 def _run_providers(args: argparse.Namespace) -> int:
-    from dsh_llm.cli_targets import open_routes
+    from dsh_llm.cli.targets import open_routes
 
     status = EXIT_OK
     with open_routes(config=args.config) as routes:

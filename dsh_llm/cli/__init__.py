@@ -1,0 +1,14 @@
+"""The ``dsh-llm`` command line (also ``python -m dsh_llm``).
+
+- ``main``: the parser and the dispatch of each subcommand (``main`` and
+  ``build_parser`` are re-exported here; the console script is ``dsh_llm.cli:main``);
+- ``targets``: choosing a route (``--provider``, ``--base-url``, ``--config``);
+- ``chat``, ``demo``: the two commands that stream; ``console``: printing chunks;
+- ``interrupt``: Ctrl-C as an abort.
+"""
+
+from __future__ import annotations
+
+from dsh_llm.cli.main import build_parser, main
+
+__all__ = ["build_parser", "main"]

@@ -1,0 +1,40 @@
+"""Plugins and YAML compositions: how adapters get into an ``LlmRuntime`` from config.
+
+- ``loader``: ``load_composition`` and ``resolve_plugin`` (entry points, files);
+- ``config``: the one strict mechanism that structures YAML into config classes;
+- ``context``: what a plugin's ``apply`` receives (a scoped runtime, the signal);
+- ``deepseek`` and ``openai_compat``: the built-in plugins (entry points
+  ``llm-deepseek`` and ``llm-openai-compatible``).
+
+``docs/plugins.md`` documents the composition file and the plugin contract.
+"""
+
+from __future__ import annotations
+
+from dsh_llm.plugins.loader import (
+    KEY_METADATA,
+    PLUGIN_GROUP,
+    Composition,
+    LoadedPlugin,
+    Plugin,
+    PluginConfigError,
+    PluginContext,
+    PluginLoadError,
+    ScopedLlmRuntime,
+    load_composition,
+    resolve_plugin,
+)
+
+__all__ = [
+    "KEY_METADATA",
+    "PLUGIN_GROUP",
+    "Composition",
+    "LoadedPlugin",
+    "Plugin",
+    "PluginConfigError",
+    "PluginContext",
+    "PluginLoadError",
+    "ScopedLlmRuntime",
+    "load_composition",
+    "resolve_plugin",
+]

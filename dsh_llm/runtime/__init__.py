@@ -1,0 +1,28 @@
+"""The runtime layer: the route registry, call preparation and the stream waterfall.
+
+``LlmRuntime`` is the one entry point; this package splits it along its seams:
+
+- ``registry``: the route table and the registration handles it gives out;
+- ``prepare``: checking adapter metadata and resolving a call config against it;
+- ``core``: ``LlmRuntime`` itself, which binds the two to the middleware chain.
+"""
+
+from __future__ import annotations
+
+from dsh_llm.runtime.core import (
+    AdapterDefaults,
+    AdapterRegistration,
+    LlmRuntime,
+    PreparedLlmCall,
+    StreamMiddleware,
+    StreamNext,
+)
+
+__all__ = [
+    "AdapterDefaults",
+    "AdapterRegistration",
+    "LlmRuntime",
+    "PreparedLlmCall",
+    "StreamMiddleware",
+    "StreamNext",
+]
