@@ -67,10 +67,12 @@ import urllib.parse
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Final
 
+import attrs
 import requests
 
 from dsh_llm.credentials import Secret
 from dsh_llm.errors import ErrorCode, LlmError
+from dsh_llm.protocol import Finish
 from dsh_llm.signal import AbortSignal
 from dsh_llm.transport.chunked import ChunkedBodyReader
 from dsh_llm.transport.errors_map import code_for_exception, reason_for_exception
@@ -95,6 +97,7 @@ DRAIN_GRACE_S: Final = 0.05
 connection instead of reusing it."""
 NOT_A_STREAM_TYPES: Final = frozenset({"application/json", "text/html"})
 """2xx media types that are an answer, not a stream (see the module docstring)."""
+_KNOWN_CODES: Final = frozenset(code.value for code in ErrorCode)
 _MAX_ERROR_BODY: Final = 1024 * 1024
 _DRAIN_LIMIT: Final = 64 * 1024
 
@@ -435,6 +438,47 @@ class StreamingCall:
                 + _reason_suffix(exc)
             )
         return LlmError(message, code, cause=self.redact.cause(exc))
+
+    def redacted(self, error: LlmError) -> LlmError:
+        """``error`` with this request's secrets replaced by ``***`` in its message
+        (``error`` itself when it shows none); its cause is cleaned the same way."""
+        redact = self.redact
+        message = redact(error.message)
+        if message is error.message or message == error.message:
+            return error
+        cause = error.__cause__
+        return LlmError(
+            message,
+            error.code,
+            status=error.status,
+            provider_retry_after_ms=error.provider_retry_after_ms,
+            request_id=error.request_id,
+            cause=None if cause is None else redact.cause(cause, withhold=True),
+        )
+
+    def redacted_finish(self, finish: Finish) -> Finish:
+        """A failure ``finish`` with this request's secrets redacted from its
+        message; a code that would show one becomes ``UNKNOWN_FINISH_REASON``."""
+        failure = finish.reason.failure
+        if failure is None:
+            return finish
+        redact = self.redact
+        message = redact(failure.message)
+        code = failure.code
+        if redact(code) != code or (
+            # A code made from server text (an upper-cased finish reason) that
+            # the redacted message quoted may spell a secret in other letters.
+            message != failure.message
+            and code not in _KNOWN_CODES
+            and code.casefold() in failure.message.casefold()
+        ):
+            code = ErrorCode.UNKNOWN_FINISH_REASON.value
+        if message == failure.message and code == failure.code:
+            return finish
+        reason = attrs.evolve(
+            finish.reason, failure=attrs.evolve(failure, message=message, code=code)
+        )
+        return attrs.evolve(finish, reason=reason)
 
     def _expiry_now(self) -> Expiry:
         _, which = self.watchdog.remaining(_monotonic())

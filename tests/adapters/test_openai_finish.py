@@ -35,16 +35,6 @@ def test_a_reason_that_is_not_a_short_identifier_gets_a_fixed_code():
     assert spaced.code == "UNKNOWN_FINISH_REASON"
 
 
-def test_a_reason_holding_a_secret_is_redacted_in_message_and_code():
-    def redact(text: str) -> str:
-        return text.replace("sk-secret", "***")
-
-    reason = map_finish_reason("sk-secret", tool_calls=False, redact=redact)
-    assert reason == FinishReason.error(
-        LlmFailure(message="model stopped: ***", code="UNKNOWN_FINISH_REASON")
-    )
-
-
 def test_usage_is_disjoint():
     assert map_usage(
         {

@@ -26,13 +26,8 @@ and in a ``WireProfile``; everything else an adapter does is here, once:
 - ``chat_completions_url`` and ``stream_completion``: one
   ``POST <base_url>/chat/completions`` through the shared transport and the
   translator of ``dsh_llm.adapters._chat.translate``.
-- ``stream_chat_completions``: runs a ``StreamingCall`` through the SSE shim and
-  a translator, pausing the watchdog while the consumer holds a chunk, and
-  closes the response however the stream ends.
-- Secrets: ``stream_completion`` gives the translator the call's redactor, so
-  the key, secret-named header values and URL credentials a server echoes back
-  are replaced by ``***`` in HTTP errors, in-stream errors and their causes
-  alike (``dsh_llm.transport.redaction``).
+- Reading the body (watchdog, abort checks, secrets kept out of errors) is the
+  transport's read loop (``dsh_llm.transport.read_loop``), not this module's.
 """
 
 from __future__ import annotations
@@ -61,8 +56,9 @@ from dsh_llm.protocol import StreamChunk
 from dsh_llm.retry import RetryPolicy, resolve_retry_policy
 from dsh_llm.signal import AbortSignal
 from dsh_llm.transport.call import StreamingCall
+from dsh_llm.transport.read_loop import read_stream
 from dsh_llm.transport.session import BearerAuth, NoAuth, create_session
-from dsh_llm.transport.sse import DONE, CommentCallback, SseDecoder
+from dsh_llm.transport.sse import DONE, SseDecoder
 from dsh_llm.transport.watchdog import check_timeout_ms
 
 __all__ = [
@@ -80,7 +76,6 @@ __all__ = [
     "checked_retry_policy",
     "explicit_api_key",
     "resolved_model_info",
-    "stream_chat_completions",
     "stream_completion",
 ]
 
@@ -279,76 +274,6 @@ class StreamSettings(Protocol):
         ...
 
 
-def stream_chat_completions(
-    call: StreamingCall,
-    translator: ChatCompletionsTranslator,
-    *,
-    on_comment: CommentCallback | None = None,
-) -> Iterator[StreamChunk]:
-    """Send ``call``, decode its SSE body and yield the translator's chunks.
-
-    The response is closed when the generator ends, fails or is closed early.
-    Once the call's signal is aborted, the next chunk asked for raises
-    ``ABORTED``, even when it was already read. Once the terminal finish was
-    produced, the rest of the body is drained (``call.finish()``) when the
-    generator ends or is closed, so a consumer that stops at the finish still
-    leaves a reusable connection, and the finish is not held back by the drain.
-    Failures while reading are classified by ``call.failure``; an HTTP
-    error is raised as ``call.open()`` classified it
-    (``dsh_llm.transport.http_errors``).
-
-    Raises:
-        LlmError: from the request (status, transport, abort) or while streaming.
-    """
-    try:
-        call.open()
-        decoder = SseDecoder(
-            on_comment=on_comment, terminal_data=DONE, provider=call.provider
-        )
-        reader = call.chunks()
-        while not translator.finished:
-            error: LlmError | None = None
-            try:
-                data = next(reader, None)
-                if data is None:
-                    events = decoder.close()
-                    if not events:
-                        raise LlmError(
-                            f"{call.provider} SSE stream ended without [DONE]",
-                            ErrorCode.STREAM_CLOSED,
-                        )
-                else:
-                    events = decoder.feed(data)
-                    if not events:
-                        continue
-                call.note_data()
-                out = translator.feed_sse(events)
-            except Exception as exc:
-                error = call.failure(exc)
-                if error is exc:
-                    raise
-            if error is not None:
-                # Raised outside the except block: the failure chose its cause
-                # (cleaned of secrets), and the original is not kept as context.
-                raise error
-            if out:
-                call.pause()
-                for chunk in out:
-                    # One read may bring many events: an abort between two of
-                    # them must stop the stream as surely as one during a read.
-                    if call.aborted:
-                        raise call.abort_error()
-                    yield chunk
-                call.resume()
-    finally:
-        if translator.finished:
-            # Also when the consumer stopped at the finish (the runtime does):
-            # the connection returns to the pool only once its body was read
-            # to the end. The finish itself went out without waiting for it.
-            call.finish()
-        call.close()
-
-
 def stream_completion(
     session: requests.Session,
     settings: StreamSettings,
@@ -368,7 +293,7 @@ def stream_completion(
 
     Raises:
         LlmError: ``INVALID_REQUEST`` for a body that is not JSON, and whatever
-            ``stream_chat_completions`` raises.
+            ``dsh_llm.transport.read_loop.read_stream`` raises.
     """
     call = StreamingCall(
         session,
@@ -384,11 +309,10 @@ def stream_completion(
         total_timeout_ms=settings.total_timeout_ms,
     )
     translator = ChatCompletionsTranslator(
-        profile,
-        empty_response_as_stop=settings.empty_response_as_stop,
-        redact=call.redact,
+        profile, empty_response_as_stop=settings.empty_response_as_stop
     )
-    yield from stream_chat_completions(call, translator)
+    decoder = SseDecoder(terminal_data=DONE, provider=profile.provider)
+    yield from read_stream(call, decoder, translator)
 
 
 class CatalogEntry(Protocol):

@@ -17,7 +17,7 @@ Contracts callers may rely on:
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, Final
 
 from dsh_llm.errors import ErrorCode
@@ -66,9 +66,7 @@ def map_usage(usage: Mapping[str, Any]) -> TokenUsage:
     )
 
 
-def map_finish_reason(
-    wire: str | None, *, tool_calls: bool, redact: Callable[[str], str] = str
-) -> FinishReason:
+def map_finish_reason(wire: str | None, *, tool_calls: bool) -> FinishReason:
     """The finish for a wire ``finish_reason`` (``None``: none was sent).
 
     ``stop``/none become ``tool-calls`` when a tool-call block was emitted (the
@@ -77,20 +75,15 @@ def map_finish_reason(
     block; ``length`` is ``max-tokens``; any other value is an ``error`` finish
     ``"model stopped: <wire>"`` with the upper-cased value as code
     (``CONTENT_FILTER``, ``INSUFFICIENT_SYSTEM_RESOURCE``). A value that is not
-    a short identifier (letters, digits, ``_``, ``-``, ``.``; at most 64), or
-    that ``redact`` changes, gets the code ``UNKNOWN_FINISH_REASON``; the
-    message shows it through ``redact``, cut to 120 characters.
+    a short identifier (letters, digits, ``_``, ``-``, ``.``; at most 64) gets
+    the code ``UNKNOWN_FINISH_REASON``; the message shows it cut to 120
+    characters (the read loop redacts both, ``StreamingCall.redacted_finish``).
     """
     if wire is None or wire in ("stop", "tool_calls", "function_call"):
         return FinishReason.TOOL_CALLS if tool_calls else FinishReason.STOP
     if wire == "length":
         return FinishReason.MAX_TOKENS
-    shown = redact(wire)
-    code = (
-        wire.upper()
-        if shown == wire and _IDENTIFIER.fullmatch(wire)
-        else UNKNOWN_FINISH_REASON_CODE
-    )
+    code = wire.upper() if _IDENTIFIER.fullmatch(wire) else UNKNOWN_FINISH_REASON_CODE
     return FinishReason.error(
-        LlmFailure(message=f"model stopped: {shown[:120]}", code=code)
+        LlmFailure(message=f"model stopped: {wire[:120]}", code=code)
     )

@@ -9,8 +9,9 @@ drives it from the transport. The request side and ``WireProfile`` are in
 
 Contracts callers may rely on:
 
-- ``ChatCompletionsTranslator`` is fed one decoded payload at a time (``feed``),
-  a batch of SSE events (``feed_sse``), the end marker (``done``) or an
+- ``ChatCompletionsTranslator`` is an ``EventTranslator`` of
+  ``dsh_llm.transport.read_loop``: fed one SSE event at a time (``feed``), or
+  one decoded payload (``feed_payload``), the end marker (``done``) or an
   ``error:`` SSE field (``feed_error_field``); each call returns the chunks it
   produced, in the strict order of ``docs/protocol.md``, and nothing once
   ``finished``. Its docstring lists every quirk it absorbs.
@@ -20,11 +21,9 @@ Contracts callers may rely on:
 - ``decode_payload`` parses one SSE data payload and raises ``LlmError``
   ``MALFORMED_RESPONSE`` when it is not JSON; the translator raises the same code
   for a payload of the wrong shape (a field of the wrong type).
-- Server-supplied text that goes into a failure (an in-stream error's message,
-  the start of a payload that is not JSON) passes through the ``redact``
-  function the translator was given (the transport's
-  ``dsh_llm.transport.redaction.Redactor`` for the request), so an echoed key
-  never reaches a finish or an error.
+- It knows no secrets: the read loop redacts what it reports (an in-stream
+  error's message, the start of a payload that is not JSON), and a decoding
+  error's cause never keeps the payload itself.
 - A blockless ``stop`` ends with the ``EMPTY_RESPONSE`` error finish
   (``EMPTY_RESPONSE_MESSAGE``) and a refusal with code
   ``REFUSAL_CODE``.
@@ -34,7 +33,7 @@ from __future__ import annotations
 
 import json
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any, Final
 
 from dsh_llm.adapters._chat.finish import map_finish_reason, map_usage
@@ -59,7 +58,7 @@ from dsh_llm.protocol import (
     UsageChunk,
 )
 from dsh_llm.serde import compact_json
-from dsh_llm.transport.http_errors import Redact, in_band_failure
+from dsh_llm.transport.http_errors import in_band_failure
 from dsh_llm.transport.sse import DONE, SseEvent
 
 __all__ = [
@@ -79,29 +78,23 @@ finish-reason rule: Anthropic's ``refusal`` stop reason gives the same code)."""
 _json_decode = json.JSONDecoder().decode
 
 
-def _unchanged(text: str) -> str:
-    return text
-
-
-def decode_payload(data: str, *, provider: str, redact: Redact = _unchanged) -> Any:
+def decode_payload(data: str, *, provider: str) -> Any:
     """Parse one SSE data payload.
 
     Raises:
         LlmError: ``MALFORMED_RESPONSE`` when it is not JSON; the message quotes
-            the start of the payload, after ``redact``. The decoder's error is
-            the cause unless the payload held a secret (it keeps the whole
-            payload as ``doc``): then a plain ``ValueError`` with its message.
+            the start of the payload. The cause is a plain ``ValueError`` with the
+            decoder's message (the decoder's own error keeps the whole payload as
+            ``doc``, which may hold an echoed secret).
     """
     try:
         return _json_decode(data)
     except (ValueError, RecursionError) as exc:
         # RecursionError: nesting deeper than the decoder can follow.
-        shown = redact(data)
-        cause = exc if shown is data else ValueError(str(exc))
         error = LlmError(
-            f"malformed SSE payload from {provider}: {shown[:120]}",
+            f"malformed SSE payload from {provider}: {data[:120]}",
             ErrorCode.MALFORMED_RESPONSE,
-            cause=cause,
+            cause=ValueError(str(exc)),
         )
     raise error
 
@@ -309,8 +302,6 @@ class ChatCompletionsTranslator:
         profile: The server's profile.
         empty_response_as_stop: Report a blockless ``stop`` as a plain ``stop``
             (rule 9 of ``docs/protocol.md``) instead of ``EMPTY_RESPONSE``.
-        redact: Applied to server-supplied text put in a failure (see the
-            module docstring); default: none.
     """
 
     def __init__(
@@ -318,11 +309,9 @@ class ChatCompletionsTranslator:
         profile: WireProfile,
         *,
         empty_response_as_stop: bool = False,
-        redact: Redact = _unchanged,
     ) -> None:
         self._profile = profile
         self._empty_as_stop = empty_response_as_stop
-        self._redact = redact
         self._text_fields: tuple[tuple[str, str], ...] = (
             *((field, _REASONING) for field in profile.reasoning_fields),
             ("content", _TEXT),
@@ -347,34 +336,47 @@ class ChatCompletionsTranslator:
 
     # -- input ----------------------------------------------------------------------
 
-    def feed_sse(self, events: Iterable[SseEvent]) -> list[StreamChunk]:
-        """Feed SSE events in order (``[DONE]``, ``error`` fields, JSON payloads);
-        stop at the terminal finish. An event with empty data (a ``data:`` line
-        alone, which the standard dispatches) carries no payload and is passed
-        over, like a keep-alive comment."""
+    @property
+    def usage_so_far(self) -> TokenUsage | None:
+        """The usage the provider reported so far (``None``: none yet)."""
+        return None if self._usage is None else map_usage(self._usage)
+
+    def is_keepalive(self, event: SseEvent) -> bool:
+        """An event with empty data (a ``data:`` line alone) carries nothing: like
+        a comment, it only keeps the connection alive."""
+        return event.error is None and not event.data.strip()
+
+    def feed(self, event: SseEvent) -> list[StreamChunk]:
+        """Feed one SSE event (``[DONE]``, an ``error`` field, a JSON payload). An
+        event with empty data is passed over."""
+        if self.finished:
+            return []
+        if event.error is not None:
+            return self.feed_error_field(event.error)
+        data = event.data
+        if len(data) < 64 and data.strip() in _NOT_A_PAYLOAD:
+            return self.done() if data.strip() == DONE else []
         out: list[StreamChunk] = []
-        provider = self._profile.provider
-        for event in events:
-            if self.finished:
-                break
-            if event.error is not None:
-                out.extend(self.feed_error_field(event.error))
-                continue
-            data = event.data
-            if len(data) < 64 and data.strip() in _NOT_A_PAYLOAD:
-                if data.strip() == DONE:
-                    out.extend(self.done())
-            else:
-                payload = decode_payload(data, provider=provider, redact=self._redact)
-                self._feed(payload, out)
+        self._feed(decode_payload(data, provider=self._profile.provider), out)
         return out
 
-    def feed(self, payload: Any) -> list[StreamChunk]:
+    def feed_payload(self, payload: Any) -> list[StreamChunk]:
         """Translate one decoded chat-completion chunk."""
         out: list[StreamChunk] = []
         if not self.finished:
             self._feed(payload, out)
         return out
+
+    def close(self) -> list[StreamChunk]:
+        """The body ended before ``[DONE]``: the answer was cut short.
+
+        Raises:
+            LlmError: ``STREAM_CLOSED``, always.
+        """
+        raise LlmError(
+            f"{self._profile.provider} SSE stream ended without [DONE]",
+            ErrorCode.STREAM_CLOSED,
+        )
 
     def _feed(self, payload: Any, out: list[StreamChunk]) -> None:
         if type(payload) is not dict:
@@ -435,7 +437,7 @@ class ChatCompletionsTranslator:
         usage = TokenUsage.unknown() if self._usage is None else map_usage(self._usage)
         out.append(UsageChunk(usage=usage))
         reason = map_finish_reason(
-            self._finish_reason, tool_calls=self._tool_blocks > 0, redact=self._redact
+            self._finish_reason, tool_calls=self._tool_blocks > 0
         )
         if self._refused and reason.kind in ("stop", "tool-calls"):
             reason = FinishReason.error(
@@ -692,9 +694,7 @@ class ChatCompletionsTranslator:
             self._close_active(out)
 
     def _fail_with(self, report: Any, out: list[StreamChunk]) -> None:
-        failure = in_band_failure(
-            report, provider=self._profile.provider, redact=self._redact
-        )
+        failure = in_band_failure(report, provider=self._profile.provider)
         self._fail(failure, out)
 
     def _fail(self, failure: LlmFailure, out: list[StreamChunk]) -> None:

@@ -1,0 +1,155 @@
+"""The read loop: one ``StreamingCall``'s body through a decoder into a translator.
+
+Every wire family streams the same way; only the decoder (SSE or NDJSON) and the
+translator (pure: provider events in, protocol chunks out) differ. This module owns
+the loop once, so no adapter copies it:
+
+- Bytes are fed to the decoder as they arrive; each decoded event goes to the
+  translator, and the chunks it returns are yielded in order. The watchdog is
+  paused while the consumer holds a chunk; an event that is not a keep-alive
+  (``translator.is_keepalive``) re-arms the keep-alive bound.
+- Once the call's signal is aborted, the next chunk asked for raises ``ABORTED``,
+  even when it was already decoded.
+- At the end of the body the decoder's tail goes to the translator, then
+  ``translator.close()``, which raises ``STREAM_CLOSED`` unless the wire may end
+  there: a cut answer is never a success.
+- Failures are classified by ``call.failure`` and raised outside the ``except``
+  block; what the translator raises or reports (an error ``Finish``) is passed
+  through ``call.redacted``, so a secret the server echoed never leaves the loop.
+- Usage the provider reported before a failure is yielded (one ``UsageChunk``)
+  right before the failure is raised, so billed tokens are never lost.
+- The response is closed however the loop ends; after the terminal finish the rest
+  of the body is drained (``call.finish()``) so the connection can be reused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Protocol, TypeVar
+
+from dsh_llm.errors import LlmError
+from dsh_llm.protocol import Finish, StreamChunk, TokenUsage, UsageChunk
+from dsh_llm.transport.call import StreamingCall
+
+__all__ = ["EventDecoder", "EventTranslator", "read_stream"]
+
+E = TypeVar("E")
+E_contra = TypeVar("E_contra", contravariant=True)
+
+
+class EventDecoder(Protocol[E]):
+    """Bytes in, decoded events out (``SseDecoder``, ``NdjsonDecoder``)."""
+
+    def feed(self, data: bytes) -> list[E]:
+        """The events completed by ``data`` (often none)."""
+        ...
+
+    def close(self) -> list[E]:
+        """The events left at the end of the body; raises ``LlmError`` for a tail
+        that is not a complete event."""
+        ...
+
+
+class EventTranslator(Protocol[E_contra]):
+    """A wire family's pure translator, as the read loop drives it."""
+
+    @property
+    def finished(self) -> bool:
+        """Whether the terminal ``Finish`` was returned (later events are ignored)."""
+        ...
+
+    @property
+    def usage_so_far(self) -> TokenUsage | None:
+        """The usage the provider reported so far, ``None`` when none was."""
+        ...
+
+    def is_keepalive(self, event: E_contra) -> bool:
+        """Whether ``event`` only keeps the connection alive (no progress)."""
+        ...
+
+    def feed(self, event: E_contra) -> list[StreamChunk]:
+        """The chunks one event produces, in protocol order."""
+        ...
+
+    def close(self) -> list[StreamChunk]:
+        """The body ended before the terminal event: the chunks that end the stream
+        where the wire allows it; raises ``LlmError`` (``STREAM_CLOSED``) otherwise."""
+        ...
+
+
+def read_stream(
+    call: StreamingCall, decoder: EventDecoder[E], translator: EventTranslator[E]
+) -> Iterator[StreamChunk]:
+    """Send ``call`` and yield the translator's chunks (see the module docstring).
+
+    Raises:
+        LlmError: from the request (status, transport, timeout, abort), the decoder
+            or the translator, after the usage reported so far.
+    """
+    usage_sent = False
+    try:
+        call.open()
+        reader = call.chunks()
+        feed = translator.feed
+        keepalive = translator.is_keepalive
+        while not translator.finished:
+            error: LlmError | None = None
+            out: list[StreamChunk] = []
+            try:
+                data = next(reader, None)
+                if data is None:
+                    events = decoder.close()
+                else:
+                    events = decoder.feed(data)
+                    if not events:
+                        continue
+                progress = False
+                for event in events:
+                    if _finished(translator):
+                        break
+                    if not progress and not keepalive(event):
+                        progress = True
+                    out.extend(feed(event))
+                if data is None and not _finished(translator):
+                    out.extend(translator.close())
+                if progress:
+                    call.note_data()
+            except Exception as exc:
+                failure = call.failure(exc)
+                # An LlmError passes through unchanged: it may quote the server.
+                error = call.redacted(failure) if failure is exc else failure
+            if error is None and out:
+                last = out[-1]
+                if type(last) is Finish and last.reason.failure is not None:
+                    out[-1] = call.redacted_finish(last)
+                call.pause()
+                for chunk in out:
+                    # One read may bring many events: an abort between two of
+                    # them must stop the stream as surely as one during a read.
+                    if call.aborted:
+                        error = call.abort_error()
+                        break
+                    if type(chunk) is UsageChunk:
+                        usage_sent = True
+                    yield chunk
+                else:
+                    call.resume()
+            if error is not None:
+                # Raised outside the except block: the failure chose its cause
+                # (cleaned of secrets), and the original is not kept as context.
+                usage = translator.usage_so_far
+                if usage is not None and not usage_sent:
+                    yield UsageChunk(usage=usage)
+                raise error
+    finally:
+        if translator.finished:
+            # Also when the consumer stopped at the finish (the runtime does):
+            # the connection returns to the pool only once its body was read to
+            # the end. The finish itself went out without waiting for it.
+            call.finish()
+        call.close()
+
+
+def _finished(translator: EventTranslator[E]) -> bool:
+    # A call, not an attribute test: the type checker keeps no narrowing across it.
+    return translator.finished
