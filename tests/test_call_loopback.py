@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from dsh_llm.adapters.deepseek import PROVIDER_ROUTE, DeepSeekAdapter
-from dsh_llm.call import AssembledResult, RetryEvent, call_with_retry
+from dsh_llm.assembler import AssembledResponse
+from dsh_llm.call import RetryEvent, call_with_retry
 from dsh_llm.protocol import GenerateOptions, create_user_message
 from dsh_llm.runtime import LlmRuntime
 from dsh_llm.testing import Cut, LoopbackServer, Reply, Stall, sse_events
@@ -35,7 +36,7 @@ def server() -> Iterator[LoopbackServer]:
 
 def _call(
     server: LoopbackServer, **adapter_options: Any
-) -> tuple[AssembledResult, list[RetryEvent]]:
+) -> tuple[AssembledResponse, list[RetryEvent]]:
     adapter_options.setdefault("retry_policy", FAST_RETRIES)
     events: list[RetryEvent] = []
     runtime = LlmRuntime()
