@@ -6,7 +6,6 @@ returned after one attempt."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -25,13 +24,6 @@ FAST_RETRIES = {
     "maxRetries": 2,
     "backoff": {"initialDelayMs": 1, "maxDelayMs": 2, "jitterRatio": 0},
 }
-
-
-@pytest.fixture
-def server() -> Iterator[LoopbackServer]:
-    with LoopbackServer() as srv:
-        yield srv
-        assert srv.wait_until_idle(), "a connection was left open"
 
 
 def _call(

@@ -34,8 +34,8 @@ from dsh_llm.signal import AbortController
 from dsh_llm.testing import LoopbackServer
 from dsh_llm.validator import assert_chunk_sequence
 
-from .cli_run import offline_env, run_cli
-from .proxy_env import use_proxy
+from ..cli_run import offline_env, run_cli
+from ..proxy_env import use_proxy
 
 REASONING = (
     "The user wants the current weather in Paris and whether to take an umbrella. "
