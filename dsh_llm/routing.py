@@ -211,14 +211,23 @@ def _close(iterator: Iterator[StreamChunk]) -> None:
         close()
 
 
-def _start(
+def _begin(
     next_: StreamNext, options: GenerateOptions, attempt: int
-) -> Iterator[StreamChunk]:
+) -> tuple[Iterator[StreamChunk] | None, _Opening]:
+    """Start downstream call number ``attempt`` and read how it opens. An
+    ``LlmError`` raised when calling ``next`` is a failure like any other."""
     token = _ATTEMPT.set(attempt)
     try:
-        return iter(next_(options))
+        iterator = iter(next_(options))
+    except LlmError as exc:
+        return None, _Opening([], exc.failure, raised=exc)
     finally:
         _ATTEMPT.reset(token)
+    try:
+        return iterator, _open(iterator)
+    except BaseException:
+        _close(iterator)
+        raise
 
 
 def _give_up(opening: _Opening) -> Iterator[StreamChunk]:
@@ -300,16 +309,19 @@ class Retrying:
     ) -> Iterator[StreamChunk]:
         attempt = 1
         while True:
-            iterator = _start(next_, options, attempt)
+            iterator, opening = _begin(next_, options, attempt)
             try:
-                opening = _open(iterator)
                 failure = opening.failure
                 if failure is None:
+                    assert (
+                        iterator is not None
+                    )  # only a started call opens without failure
                     yield from opening.held
                     yield from iterator
                     return
             finally:
-                _close(iterator)
+                if iterator is not None:
+                    _close(iterator)
             delay = None if _aborted(options) else self._delay(failure, attempt)
             if delay is None:
                 yield from _give_up(opening)
@@ -474,11 +486,13 @@ class Failover:
         ]
         for number, attempt in enumerate(attempts, start=1):
             last = number == len(attempts)
-            iterator = _start(next_, attempt, number)
+            iterator, opening = _begin(next_, attempt, number)
             try:
-                opening = _open(iterator)
                 failure = opening.failure
                 if failure is None:
+                    assert (
+                        iterator is not None
+                    )  # only a started call opens without failure
                     yield from opening.held
                     if not self._restart or last:
                         yield from iterator
@@ -492,7 +506,8 @@ class Failover:
                     self._notify(attempt, attempts[number], failure, usage, True)
                     continue
             finally:
-                _close(iterator)
+                if iterator is not None:
+                    _close(iterator)
             if last or not self._eligible(options, failure):
                 yield from _give_up(opening)
                 return
