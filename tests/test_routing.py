@@ -648,7 +648,7 @@ def test_bad_routing_config_is_a_load_error_naming_the_key(
         load_composition(path, runtime, environ={})
     assert caught.value.key == key
     assert f'config key "{key}"' in caught.value.message
-    assert runtime._middleware == ()
+    assert len(runtime._middleware) == 0
 
 
 def test_disposing_the_plugin_removes_its_middleware(tmp_path: Path) -> None:
@@ -660,7 +660,7 @@ def test_disposing_the_plugin_removes_its_middleware(tmp_path: Path) -> None:
     composition = load_composition(path, runtime, environ={})
     assert len(runtime._middleware) == 1
     composition.dispose()
-    assert runtime._middleware == ()
+    assert len(runtime._middleware) == 0
 
 
 def test_setup_cfg_declares_the_routing_entry_points() -> None:
