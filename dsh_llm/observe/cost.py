@@ -13,9 +13,10 @@ Contracts callers may rely on:
   is not reported adds nothing: the provider did not split the input, so
   ``input_tokens`` holds all of it.
 - A price is looked up as ``"<provider>/<model>"`` first, then ``"<model>"``.
-- ``PriceTable.from_config`` reads the camelCase mapping a YAML file holds and
-  raises ``ValueError`` naming the key path for a bad entry (a negative,
-  non-finite or non-number price, an unknown key); values are not echoed.
+- ``PriceTable.from_config`` reads the camelCase mapping a YAML file holds
+  (``from_file`` reads the file) and raises ``ValueError`` naming the key
+  path for a bad entry (a negative, non-finite or non-number price, an
+  unknown key); values are not echoed.
 - ``cost_middleware(table, on_cost)`` reports one ``CallCost`` per call when
   its stream ends; ``format_cost`` renders a cost for summaries.
 """
@@ -23,10 +24,12 @@ Contracts callers may rely on:
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
 
 import attrs
+import yaml
 
 from dsh_llm.observe.watch import CallRecord, watch_stream
 from dsh_llm.protocol import GenerateOptions, StreamChunk, TokenUsage
@@ -153,6 +156,31 @@ class PriceTable:
                 key = next(k for k, v in _PRICE_KEYS.items() if v == field)
                 raise ValueError(f"{where}.{key} must be a finite number >= 0") from exc
         return cls(prices, currency)
+
+    @classmethod
+    def from_file(cls, path: str | os.PathLike[str]) -> PriceTable:
+        """Read a YAML (or JSON) file ``{currency?: "USD", prices: {model: {...}}}``.
+
+        Raises:
+            ValueError: naming the key path for a bad entry, or saying the file
+                cannot be read or parsed (never quoting its text).
+        """
+        try:
+            with open(path, encoding="utf-8") as handle:
+                data = yaml.safe_load(handle)
+        except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+            raise ValueError(
+                f'cannot read price file "{os.fspath(path)}": {type(exc).__name__}'
+            ) from exc
+        if not isinstance(data, Mapping):
+            raise ValueError("a price file must hold a mapping with prices")
+        unknown = [key for key in data if key not in ("currency", "prices")]
+        if unknown:
+            raise ValueError(f'a price file has the unknown key "{unknown[0]}"')
+        currency = data.get("currency", "USD")
+        if not isinstance(currency, str) or currency == "":
+            raise ValueError("currency must be a non-empty string")
+        return cls.from_config(data.get("prices", {}), currency=currency)
 
     def price(self, model: str, provider: str | None = None) -> ModelPrice | None:
         """The price of ``model`` (``"provider/model"`` first), ``None`` when

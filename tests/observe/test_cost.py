@@ -3,6 +3,8 @@ unknown price or an unreported count gives ``None``, never a guess."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from dsh_llm.observe.cost import (
@@ -129,3 +131,35 @@ def test_cost_middleware_prices_every_attempt(
     assert succeeded.cost is not None
     assert succeeded.cost.total == pytest.approx((6 * 1.0 + 4 * 0.25 + 6 * 4.0) / 1e6)
     assert succeeded.call.attempt == 2
+
+
+def test_a_price_file_is_read(tmp_path: Path) -> None:
+    path = tmp_path / "prices.yml"
+    path.write_text(
+        "currency: CNY\nprices:\n  model-a: {input: 2, output: 8}\n", encoding="utf-8"
+    )
+
+    table = PriceTable.from_file(path)
+
+    cost = table.cost(_usage(), "model-a")
+    assert cost is not None
+    assert format_cost(cost, digits=2) == "6.00 CNY"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("prices: {m: {output: -1}}", r"^prices\.m\.output must be"),
+        ("price: {}", r'unknown key "price"$'),
+        ("[1, 2]", "must hold a mapping"),
+        ("currency: ''\nprices: {}", "^currency must be"),
+        ("prices: {m: [unclosed", r"^cannot read price file .*: \w+Error$"),
+    ],
+)
+def test_a_bad_price_file_says_what_is_wrong(
+    tmp_path: Path, text: str, message: str
+) -> None:
+    path = tmp_path / "prices.yml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(ValueError, match=message):
+        PriceTable.from_file(path)
