@@ -185,6 +185,13 @@ class _Opening:
     usage: TokenUsage | None = None
 
 
+def _error_of(chunk: StreamChunk) -> LlmFailure | None:
+    """The failure of an ``error`` finish, else ``None``."""
+    if isinstance(chunk, Finish) and chunk.reason.kind == "error":
+        return chunk.reason.failure
+    return None
+
+
 def _open(iterator: Iterator[StreamChunk]) -> _Opening:
     """Read ``iterator`` up to its first content chunk or its finish."""
     held: list[StreamChunk] = []
@@ -195,11 +202,12 @@ def _open(iterator: Iterator[StreamChunk]) -> _Opening:
             if isinstance(chunk, UsageChunk):
                 usage = chunk.usage
                 continue
-            if isinstance(chunk, Finish) and chunk.reason.kind == "error":
-                failure = chunk.reason.failure
-                assert failure is not None  # an error finish carries one
-                return _Opening(held, failure, usage=usage)
-            return _Opening(held)
+            failure = _error_of(chunk)
+            return (
+                _Opening(held)
+                if failure is None
+                else _Opening(held, failure, usage=usage)
+            )
     except LlmError as exc:
         return _Opening(held, exc.failure, raised=exc, usage=usage)
     return _Opening(held)
@@ -213,14 +221,14 @@ def _close(iterator: Iterator[StreamChunk]) -> None:
 
 def _begin(
     next_: StreamNext, options: GenerateOptions, attempt: int
-) -> tuple[Iterator[StreamChunk] | None, _Opening]:
+) -> tuple[Iterator[StreamChunk], _Opening]:
     """Start downstream call number ``attempt`` and read how it opens. An
     ``LlmError`` raised when calling ``next`` is a failure like any other."""
     token = _ATTEMPT.set(attempt)
     try:
         iterator = iter(next_(options))
     except LlmError as exc:
-        return None, _Opening([], exc.failure, raised=exc)
+        return iter(()), _Opening([], exc.failure, raised=exc)
     finally:
         _ATTEMPT.reset(token)
     try:
@@ -313,15 +321,11 @@ class Retrying:
             try:
                 failure = opening.failure
                 if failure is None:
-                    assert (
-                        iterator is not None
-                    )  # only a started call opens without failure
                     yield from opening.held
                     yield from iterator
                     return
             finally:
-                if iterator is not None:
-                    _close(iterator)
+                _close(iterator)
             delay = None if _aborted(options) else self._delay(failure, attempt)
             if delay is None:
                 yield from _give_up(opening)
@@ -490,9 +494,6 @@ class Failover:
             try:
                 failure = opening.failure
                 if failure is None:
-                    assert (
-                        iterator is not None
-                    )  # only a started call opens without failure
                     yield from opening.held
                     if not self._restart or last:
                         yield from iterator
@@ -506,8 +507,7 @@ class Failover:
                     self._notify(attempt, attempts[number], failure, usage, True)
                     continue
             finally:
-                if iterator is not None:
-                    _close(iterator)
+                _close(iterator)
             if last or not self._eligible(options, failure):
                 yield from _give_up(opening)
                 return
@@ -525,30 +525,21 @@ def _pass_until_failure(
     pending: UsageChunk | None = None
     try:
         for chunk in iterator:
+            failure = _error_of(chunk)
+            if failure is not None and eligible(failure):
+                return failure, None if pending is None else pending.usage
             if pending is not None:
-                if isinstance(chunk, Finish) and chunk.reason.kind == "error":
-                    failure = chunk.reason.failure
-                    assert failure is not None
-                    if eligible(failure):
-                        return (failure, pending.usage)
                 yield pending
                 pending = None
             if isinstance(chunk, UsageChunk):
                 pending = chunk
-                continue
-            if isinstance(chunk, Finish) and chunk.reason.kind == "error":
-                failure = chunk.reason.failure
-                assert failure is not None
-                if eligible(failure):
-                    return (failure, None)
-            yield chunk
+            else:
+                yield chunk
     except LlmError as exc:
+        if eligible(exc.failure):
+            return exc.failure, None if pending is None else pending.usage
         if pending is not None:
-            if eligible(exc.failure):
-                return (exc.failure, pending.usage)
             yield pending
-        elif eligible(exc.failure):
-            return (exc.failure, None)
         raise
     if pending is not None:
         yield pending

@@ -8,7 +8,7 @@ from __future__ import annotations
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,9 +19,15 @@ from dsh_llm.assembler import collect
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.plugins import PluginLoadError, load_composition
 from dsh_llm.protocol import (
+    BlockEnd,
+    BlockStart,
     Finish,
+    FinishReason,
     GenerateOptions,
+    LlmFailure,
     StreamChunk,
+    TextBlock,
+    TextDelta,
     TokenUsage,
     UsageChunk,
     create_user_message,
@@ -675,3 +681,84 @@ def test_setup_cfg_declares_the_routing_entry_points() -> None:
     declared = dict(line.replace(" ", "").split("=") for line in lines)
     assert resolve_plugin(declared["llm-failover"]) is FAILOVER_PLUGIN
     assert resolve_plugin(declared["llm-retrying"]) is RETRYING_PLUGIN
+
+
+def _scripted(
+    scripts: dict[str, list[StreamChunk]],
+) -> Callable[[GenerateOptions, StreamNext], Iterator[StreamChunk]]:
+    """A middleware standing in for the adapters: each route's chunks."""
+
+    def middleware(
+        options: GenerateOptions, next_: StreamNext
+    ) -> Iterator[StreamChunk]:
+        yield from scripts[options.provider]
+
+    return middleware
+
+
+def _text_stream(words: str, end: Finish) -> list[StreamChunk]:
+    return [
+        BlockStart(index=0, block_type="text"),
+        TextDelta(index=0, text=words),
+        BlockEnd(index=0, block=TextBlock(text=words)),
+        UsageChunk(usage=TokenUsage(input_tokens=5, output_tokens=2)),
+        end,
+    ]
+
+
+SERVER_ERROR = Finish(
+    reason=FinishReason.error(LlmFailure(message="busy", code="SERVER"))
+)
+
+
+def test_a_restart_hands_the_failed_routes_late_usage_to_on_failover() -> None:
+    runtime = LlmRuntime()
+    events: list[FailoverEvent] = []
+    runtime.use(
+        failover(
+            "chat",
+            [("primary", None), ("backup", None)],
+            restart_after_content=True,
+            on_failover=events.append,
+        )
+    )
+    runtime.use(
+        _scripted(
+            {
+                "primary": _text_stream("cut", SERVER_ERROR),
+                "backup": _text_stream("whole", Finish(reason=FinishReason.STOP)),
+            }
+        )
+    )
+
+    chunks = list(runtime.stream(_options("chat")))
+
+    (event,) = events
+    assert event.after_content is True
+    assert event.usage == TokenUsage(input_tokens=5, output_tokens=2)
+    # The failed route's usage and finish are not in the stream; the answer's are.
+    assert chunks[:3] == _text_stream("cut", SERVER_ERROR)[:3]
+    assert chunks[3:] == _text_stream("whole", Finish(reason=FinishReason.STOP))
+
+
+def test_without_restart_a_late_failure_is_passed_on_unchanged() -> None:
+    runtime = LlmRuntime()
+    events: list[FailoverEvent] = []
+    runtime.use(
+        failover(
+            "chat", [("primary", None), ("backup", None)], on_failover=events.append
+        )
+    )
+    runtime.use(
+        _scripted(
+            {
+                "primary": _text_stream("cut", SERVER_ERROR),
+                "backup": _text_stream("whole", Finish(reason=FinishReason.STOP)),
+            }
+        )
+    )
+
+    chunks = list(runtime.stream(_options("chat")))
+
+    assert chunks == _text_stream("cut", SERVER_ERROR)
+    assert events == []
