@@ -4,11 +4,11 @@ Contracts callers may rely on:
 
 - Chunks pass unchanged and in order; nothing is buffered.
 - ``on_end(record)`` runs exactly once, when the stream ends however it ends:
-  after its last chunk or when the consumer stops at the finish
-  (``ended="finished"``, also for a stream that ends without a finish), when
-  the consumer closes it before the finish (``"closed"``), or when
-  it raises (``"raised"``; the exception propagates after ``on_end``). A
-  stream never iterated reports nothing.
+  at its finish, right before the finish is handed over (``ended="finished"``;
+  also at the end of a stream without a finish), when the consumer closes it
+  before the finish (``"closed"``, after the source was closed), or when it
+  raises (``"raised"``; the exception propagates after ``on_end``). A stream
+  never iterated reports nothing.
 - Times come from ``clock`` (seconds, monotonic): ``time_to_first_chunk_s``
   from the first pull to the first chunk of any type, ``duration_s`` from the
   first pull to the end.
@@ -90,8 +90,27 @@ def watch_stream(
     first: float | None = None
     usage: TokenUsage | None = None
     finish: FinishReason | None = None
-    ended: Ended = "finished"
-    error: BaseException | None = None
+    reported = False
+
+    def report(ended: Ended, error: BaseException | None = None) -> None:
+        nonlocal reported
+        if reported:
+            return
+        reported = True
+        on_end(
+            CallRecord(
+                provider=options.provider,
+                model=options.model,
+                attempt=attempt,
+                time_to_first_chunk_s=first,
+                duration_s=clock() - started,
+                usage=usage,
+                finish=finish,
+                ended=ended,
+                error=error,
+            )
+        )
+
     iterator = iter(chunks)
     try:
         for chunk in iterator:
@@ -103,31 +122,27 @@ def watch_stream(
                 finish = chunk.reason
             if on_chunk is not None:
                 on_chunk(chunk)
+            if finish is not None:
+                # The finish is terminal: report before handing it over, so a
+                # consumer that stops there without closing still ends the call.
+                report("finished")
             yield chunk
     except GeneratorExit:
-        # Stopping at the finish is how many consumers leave a complete stream.
-        ended = "finished" if finish is not None else "closed"
+        try:
+            _close(iterator)
+        finally:
+            report("closed")
         raise
     except BaseException as exc:
-        ended = "raised"
-        error = exc
-        raise
-    finally:
-        close = getattr(iterator, "close", None)
         try:
-            if ended != "raised" and callable(close):
-                close()
+            _close(iterator)  # an observer raised; a failed source is closed already
         finally:
-            on_end(
-                CallRecord(
-                    provider=options.provider,
-                    model=options.model,
-                    attempt=attempt,
-                    time_to_first_chunk_s=first,
-                    duration_s=clock() - started,
-                    usage=usage,
-                    finish=finish,
-                    ended=ended,
-                    error=error,
-                )
-            )
+            report("raised", exc)
+        raise
+    report("finished")
+
+
+def _close(iterator: Iterable[StreamChunk]) -> None:
+    close = getattr(iterator, "close", None)
+    if callable(close):
+        close()

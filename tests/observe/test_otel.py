@@ -292,3 +292,21 @@ def test_inside_retrying_each_attempt_is_a_span(
     assert [_attributes(s)["dsh_llm.attempt"] for s in spans] == [1, 2]
     assert _attributes(spans[0])["error.type"] == ErrorCode.RATE_LIMIT.value
     assert "error.type" not in _attributes(spans[1])
+
+
+def test_the_span_ends_at_the_finish_even_if_the_consumer_never_closes(
+    runtime: LlmRuntime,
+    server: LoopbackServer,
+    provider: TracerProvider,
+    exporter: InMemorySpanExporter,
+) -> None:
+    runtime.use(otel_middleware(tracer_provider=provider))
+    server.enqueue(answer())
+    stream = runtime.stream(options())
+
+    while not isinstance(next(stream), Finish):
+        pass
+
+    assert _attributes(_only(exporter))["dsh_llm.stream.ended"] == "finished"
+    stream.close()
+    assert len(exporter.get_finished_spans()) == 1
