@@ -17,6 +17,8 @@ Contracts callers may rely on:
   (``from_file`` reads the file) and raises ``ValueError`` naming the key
   path for a bad entry (a negative, non-finite or non-number price, an
   unknown key); values are not echoed.
+- ``PriceTable.cost_of(result)`` prices what ``collect`` or ``call_with_retry``
+  returned, by the provider and model of its message's ``ModelSource``.
 - ``cost_middleware(table, on_cost)`` reports one ``CallCost`` per call when
   its stream ends; ``format_cost`` renders a cost for summaries.
 """
@@ -26,17 +28,24 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 import attrs
 import yaml
 
 from dsh_llm.observe.watch import CallRecord, watch_stream
-from dsh_llm.protocol import GenerateOptions, StreamChunk, TokenUsage
+from dsh_llm.protocol import (
+    GenerateOptions,
+    Message,
+    ModelSource,
+    StreamChunk,
+    TokenUsage,
+)
 from dsh_llm.routing import current_attempt
 from dsh_llm.runtime import StreamMiddleware, StreamNext
 
 __all__ = [
+    "Assembled",
     "CallCost",
     "Cost",
     "ModelPrice",
@@ -219,6 +228,31 @@ class PriceTable:
             output=output_cost,
             currency=self.currency,
         )
+
+    def cost_of(self, result: Assembled) -> Cost | None:
+        """The cost of an assembled call (``collect(...)``, ``call_with_retry``):
+        its usage priced for the provider and model of its message's
+        ``ModelSource``; ``None`` when the message has another source (``collect``
+        without ``source=``) or the cost is unknown."""
+        source = result.message.source
+        if not isinstance(source, ModelSource):
+            return None
+        return self.cost(result.usage, source.model, source.provider)
+
+
+class Assembled(Protocol):
+    """What ``PriceTable.cost_of`` reads: ``dsh_llm.collect``'s
+    ``AssembledResponse`` and ``call_with_retry``'s ``AssembledResult`` fit."""
+
+    @property
+    def message(self) -> Message:
+        """The assistant message; its ``ModelSource`` names provider and model."""
+        ...
+
+    @property
+    def usage(self) -> TokenUsage | None:
+        """The call's usage."""
+        ...
 
 
 def format_cost(cost: Cost | None, digits: int = 6) -> str | None:

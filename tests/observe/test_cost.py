@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from dsh_llm.assembler import collect
 from dsh_llm.observe.cost import (
     CallCost,
     Cost,
@@ -15,7 +16,18 @@ from dsh_llm.observe.cost import (
     cost_middleware,
     format_cost,
 )
-from dsh_llm.protocol import TokenUsage
+from dsh_llm.protocol import (
+    BlockEnd,
+    BlockStart,
+    Finish,
+    FinishReason,
+    ModelSource,
+    StreamChunk,
+    TextBlock,
+    TextDelta,
+    TokenUsage,
+    UsageChunk,
+)
 from dsh_llm.routing import retrying
 from dsh_llm.runtime import LlmRuntime
 from dsh_llm.testing import LoopbackServer
@@ -163,3 +175,21 @@ def test_a_bad_price_file_says_what_is_wrong(
     path.write_text(text, encoding="utf-8")
     with pytest.raises(ValueError, match=message):
         PriceTable.from_file(path)
+
+
+def test_cost_of_prices_an_assembled_call_by_its_source() -> None:
+    chunks: list[StreamChunk] = [
+        BlockStart(index=0, block_type="text"),
+        TextDelta(index=0, text="hi"),
+        BlockEnd(index=0, block=TextBlock(text="hi")),
+        UsageChunk(usage=_usage()),
+        Finish(reason=FinishReason.STOP),
+    ]
+    sourced = collect(chunks, source=ModelSource(provider="local", model="model-a"))
+    unsourced = collect(chunks)
+
+    cost = TABLE.cost_of(sourced)
+
+    assert cost is not None
+    assert cost.total == 1.0 + 2.0  # the local/model-a prices
+    assert TABLE.cost_of(unsourced) is None
