@@ -1,0 +1,294 @@
+"""Cost from a user-supplied price table: ``PriceTable``, ``Cost``, ``cost_middleware``.
+
+Contracts callers may rely on:
+
+- Prices are the user's, per million tokens, per model: ``input`` (uncached
+  input), ``cacheRead``, ``cacheWrite`` and ``output`` (reasoning is billed as
+  output: it is inside ``output_tokens``). The library ships no price and never
+  guesses one.
+- ``PriceTable.cost(usage, model, provider=None)`` is ``None`` when the model
+  has no price, when the input or output count is not reported, or when a
+  count that is reported and above 0 has no price (a cache read without a
+  ``cacheRead`` price is not billed at the input price). A cache count that
+  is not reported adds nothing: the provider did not split the input, so
+  ``input_tokens`` holds all of it.
+- A price is looked up as ``"<provider>/<model>"`` first, then ``"<model>"``.
+- ``PriceTable.from_config`` reads the camelCase mapping a YAML file holds
+  (``from_file`` reads the file) and raises ``ValueError`` naming the key
+  path for a bad entry (a negative, non-finite or non-number price, an
+  unknown key); values are not echoed.
+- ``PriceTable.cost_of(result)`` prices what ``collect`` or ``call_with_retry``
+  returned, by the provider and model of its message's ``ModelSource``.
+- ``cost_middleware(table, on_cost)`` reports one ``CallCost`` per call when
+  its stream ends; ``format_cost`` renders a cost for summaries.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Final, Protocol
+
+import attrs
+import yaml
+
+from dsh_llm.observe.watch import CallRecord, watch_stream
+from dsh_llm.protocol import (
+    GenerateOptions,
+    Message,
+    ModelSource,
+    StreamChunk,
+    TokenUsage,
+)
+from dsh_llm.routing import current_attempt
+from dsh_llm.runtime import StreamMiddleware, StreamNext
+
+__all__ = [
+    "Assembled",
+    "CallCost",
+    "Cost",
+    "ModelPrice",
+    "PriceTable",
+    "cost_middleware",
+    "format_cost",
+]
+
+PER_TOKENS: Final = 1_000_000
+"""Prices are per this many tokens."""
+_PRICE_KEYS: Final = {
+    "input": "input",
+    "cacheRead": "cache_read",
+    "cacheWrite": "cache_write",
+    "output": "output",
+}
+
+
+def _price(_: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is None:
+        return
+    if (
+        not isinstance(value, int | float)
+        or isinstance(value, bool)
+        or not math.isfinite(value)
+        or value < 0
+    ):
+        raise ValueError(f"{attribute.name} must be a finite number >= 0")
+
+
+@attrs.frozen(kw_only=True)
+class ModelPrice:
+    """One model's prices per million tokens; ``None`` where there is none."""
+
+    input: float | None = attrs.field(default=None, validator=_price)
+    """Uncached input."""
+    cache_read: float | None = attrs.field(default=None, validator=_price)
+    """Input served from the provider's cache."""
+    cache_write: float | None = attrs.field(default=None, validator=_price)
+    """Input written to the provider's cache."""
+    output: float | None = attrs.field(default=None, validator=_price)
+    """Output, reasoning included."""
+
+
+@attrs.frozen(kw_only=True)
+class Cost:
+    """What one usage cost, in the table's currency, split as it was billed."""
+
+    total: float
+    """The sum of the parts."""
+    input: float
+    """Uncached input."""
+    cache_read: float
+    """Cache reads (0 when none were reported)."""
+    cache_write: float
+    """Cache writes (0 when none were reported)."""
+    output: float
+    """Output."""
+    currency: str
+    """The table's currency label."""
+
+
+def _part(tokens: int | None, price: float | None) -> float | None:
+    """The cost of ``tokens``; ``None`` for a billed count without a price."""
+    if tokens is None or tokens == 0:
+        return 0.0
+    if price is None:
+        return None
+    return tokens * price / PER_TOKENS
+
+
+def _detached(value: Mapping[str, ModelPrice]) -> Mapping[str, ModelPrice]:
+    prices = dict(value)
+    for model, price in prices.items():
+        if not isinstance(model, str) or not isinstance(price, ModelPrice):
+            raise TypeError("prices must map model names to ModelPrice values")
+    return prices
+
+
+@attrs.frozen
+class PriceTable:
+    """Prices by model (``"model"`` or ``"provider/model"``), in one currency."""
+
+    prices: Mapping[str, ModelPrice] = attrs.field(converter=_detached, hash=False)
+    """The entries."""
+    currency: str = "USD"
+    """A label for the amounts (nothing is converted)."""
+
+    @classmethod
+    def from_config(
+        cls, config: Mapping[str, Any], *, currency: str = "USD", path: str = "prices"
+    ) -> PriceTable:
+        """Read ``{model: {input?, cacheRead?, cacheWrite?, output?}}``.
+
+        Raises:
+            ValueError: naming ``path.<model>.<key>`` for an unknown key or a bad
+                price, and ``path`` when ``config`` is not such a mapping.
+        """
+        if not isinstance(config, Mapping):
+            raise ValueError(f"{path} must be a mapping of models to prices")
+        prices: dict[str, ModelPrice] = {}
+        for model, entry in config.items():
+            where = f"{path}.{model}"
+            if not isinstance(model, str) or model == "":
+                raise ValueError(f"{path} must be keyed by non-empty model names")
+            if not isinstance(entry, Mapping):
+                raise ValueError(f"{where} must be a mapping of prices")
+            fields: dict[str, Any] = {}
+            for key, value in entry.items():
+                if key not in _PRICE_KEYS:
+                    raise ValueError(f'{where} has the unknown key "{key}"')
+                fields[_PRICE_KEYS[key]] = value
+            try:
+                prices[model] = ModelPrice(**fields)
+            except ValueError as exc:
+                field = str(exc).split(" ", 1)[0]
+                key = next(k for k, v in _PRICE_KEYS.items() if v == field)
+                raise ValueError(f"{where}.{key} must be a finite number >= 0") from exc
+        return cls(prices, currency)
+
+    @classmethod
+    def from_file(cls, path: str | os.PathLike[str]) -> PriceTable:
+        """Read a YAML (or JSON) file ``{currency?: "USD", prices: {model: {...}}}``.
+
+        Raises:
+            ValueError: naming the key path for a bad entry, or saying the file
+                cannot be read or parsed (never quoting its text).
+        """
+        try:
+            with open(path, encoding="utf-8") as handle:
+                data = yaml.safe_load(handle)
+        except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+            raise ValueError(
+                f'cannot read price file "{os.fspath(path)}": {type(exc).__name__}'
+            ) from exc
+        if not isinstance(data, Mapping):
+            raise ValueError("a price file must hold a mapping with prices")
+        unknown = [key for key in data if key not in ("currency", "prices")]
+        if unknown:
+            raise ValueError(f'a price file has the unknown key "{unknown[0]}"')
+        currency = data.get("currency", "USD")
+        if not isinstance(currency, str) or currency == "":
+            raise ValueError("currency must be a non-empty string")
+        return cls.from_config(data.get("prices", {}), currency=currency)
+
+    def price(self, model: str, provider: str | None = None) -> ModelPrice | None:
+        """The price of ``model`` (``"provider/model"`` first), ``None`` when
+        unknown."""
+        if provider is not None:
+            found = self.prices.get(f"{provider}/{model}")
+            if found is not None:
+                return found
+        return self.prices.get(model)
+
+    def cost(
+        self, usage: TokenUsage | None, model: str, provider: str | None = None
+    ) -> Cost | None:
+        """What ``usage`` cost for ``model``; ``None`` when it cannot be known
+        (see the module docstring), never a guess."""
+        price = self.price(model, provider)
+        if price is None or usage is None:
+            return None
+        if usage.input_tokens is None or usage.output_tokens is None:
+            return None
+        parts = (
+            _part(usage.input_tokens, price.input),
+            _part(usage.cache_read_tokens, price.cache_read),
+            _part(usage.cache_write_tokens, price.cache_write),
+            _part(usage.output_tokens, price.output),
+        )
+        known = [part for part in parts if part is not None]
+        if len(known) != len(parts):
+            return None
+        input_cost, read_cost, write_cost, output_cost = known
+        return Cost(
+            total=input_cost + read_cost + write_cost + output_cost,
+            input=input_cost,
+            cache_read=read_cost,
+            cache_write=write_cost,
+            output=output_cost,
+            currency=self.currency,
+        )
+
+    def cost_of(self, result: Assembled) -> Cost | None:
+        """The cost of an assembled call (``collect(...)``, ``call_with_retry``):
+        its usage priced for the provider and model of its message's
+        ``ModelSource``; ``None`` when the message has another source (``collect``
+        without ``source=``) or the cost is unknown."""
+        source = result.message.source
+        if not isinstance(source, ModelSource):
+            return None
+        return self.cost(result.usage, source.model, source.provider)
+
+
+class Assembled(Protocol):
+    """What ``PriceTable.cost_of`` reads: ``dsh_llm.collect``'s
+    ``AssembledResponse`` and ``call_with_retry``'s ``AssembledResult`` fit."""
+
+    @property
+    def message(self) -> Message:
+        """The assistant message; its ``ModelSource`` names provider and model."""
+        ...
+
+    @property
+    def usage(self) -> TokenUsage | None:
+        """The call's usage."""
+        ...
+
+
+def format_cost(cost: Cost | None, digits: int = 6) -> str | None:
+    """``"0.000123 USD"``, or ``None`` when the cost is unknown (say nothing
+    then: never print a guessed or zero cost for an unknown price)."""
+    if cost is None:
+        return None
+    return f"{cost.total:.{digits}f} {cost.currency}"
+
+
+@attrs.frozen(kw_only=True)
+class CallCost:
+    """What ``cost_middleware`` reports for one call."""
+
+    call: CallRecord
+    """The call's facts (route, model, usage, finish...)."""
+    cost: Cost | None
+    """Its cost, ``None`` when unknown (no price, or usage not reported)."""
+
+
+def cost_middleware(
+    table: PriceTable, on_cost: Callable[[CallCost], object]
+) -> StreamMiddleware:
+    """Middleware telling ``on_cost`` each call's cost when its stream ends.
+
+    Placed after ``dsh_llm.routing``'s middleware (inner), it prices every
+    attempt, failed ones included, with the model each attempt really used.
+    """
+
+    def middleware(
+        options: GenerateOptions, next_: StreamNext
+    ) -> Iterable[StreamChunk]:
+        def done(record: CallRecord) -> None:
+            cost = table.cost(record.usage, record.model, record.provider)
+            on_cost(CallCost(call=record, cost=cost))
+
+        return watch_stream(options, next_(), done, attempt=current_attempt())
+
+    return middleware
