@@ -46,6 +46,7 @@ __all__ = [
     "parse_request_line",
     "parse_request_object",
     "read_requests",
+    "request_lines",
 ]
 
 RequestId = str | int
@@ -300,10 +301,9 @@ def _options(data: Mapping[str, Any]) -> GenerateOptions:
         raise _Bad(key, text) from None
 
 
-def read_requests(
-    path: str | os.PathLike[str],
-) -> Iterator[BatchRequest | RequestLineError]:
-    """Every non-blank line of ``path``, parsed, with its number from 1.
+def request_lines(path: str | os.PathLike[str]) -> Iterator[tuple[int, bytes]]:
+    """Every non-blank line of ``path`` as bytes, with its number from 1 (a UTF-8
+    byte order mark at the start is dropped).
 
     Raises:
         OSError: when the file cannot be opened or read.
@@ -313,4 +313,16 @@ def read_requests(
             if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
                 raw = raw[3:]
             if raw.strip():
-                yield parse_request_line(raw, number)
+                yield number, raw
+
+
+def read_requests(
+    path: str | os.PathLike[str],
+) -> Iterator[BatchRequest | RequestLineError]:
+    """Every non-blank line of ``path``, parsed, with its number from 1.
+
+    Raises:
+        OSError: when the file cannot be opened or read.
+    """
+    for number, raw in request_lines(path):
+        yield parse_request_line(raw, number)
