@@ -209,9 +209,12 @@ def _messages(data: Mapping[str, Any]) -> tuple[Message, ...]:
         try:
             messages.append(message_from_dict(item))
         except LlmError as exc:
-            # serde names the path from the message's root: "$.content[0]...".
-            detail = exc.message.replace("$", f"$.messages[{position}]", 1)
-            raise _Bad(f"$.messages[{position}]", detail.partition(" ")[2]) from None
+            # serde says "invalid message: $.content[0].text: must be ...", the
+            # path from the message's root.
+            text = exc.message
+            path, _, detail = text[text.find("$") :].partition(": ")
+            key = f"$.messages[{position}]{path[1:]}"
+            raise _Bad(key, detail or text) from None
     return tuple(messages)
 
 
@@ -238,7 +241,9 @@ def _tools(data: Mapping[str, Any]) -> tuple[ToolSchema, ...] | None:
                 )
             )
         except (TypeError, ValueError) as exc:
-            raise _Bad(where, str(exc)) from None
+            field = str(exc).partition(" ")[0].rpartition(".")[2]
+            key = f"{where}.{field}" if field in _TOOL_KEYS else where
+            raise _Bad(key, _detail(exc)) from None
     return tuple(tools)
 
 
@@ -273,6 +278,12 @@ def _stop(data: Mapping[str, Any]) -> tuple[str, ...] | None:
     return tuple(value)
 
 
+def _detail(exc: Exception) -> str:
+    """A value class's message without its ``Class.field`` prefix."""
+    head, _, rest = str(exc).partition(" ")
+    return rest if rest and "." in head else str(exc)
+
+
 def _options(data: Mapping[str, Any]) -> GenerateOptions:
     for key in data:
         if key not in REQUEST_KEYS:
@@ -295,10 +306,9 @@ def _options(data: Mapping[str, Any]) -> GenerateOptions:
         )
     except (TypeError, ValueError) as exc:
         # The value classes name the field: "GenerateOptions.temperature ...".
-        text = str(exc)
-        field = text.partition(" ")[0].rpartition(".")[2]
+        field = str(exc).partition(" ")[0].rpartition(".")[2]
         key = f"$.{field}" if field in REQUEST_KEYS else "$"
-        raise _Bad(key, text) from None
+        raise _Bad(key, _detail(exc)) from None
 
 
 def request_lines(path: str | os.PathLike[str]) -> Iterator[tuple[int, bytes]]:

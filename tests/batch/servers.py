@@ -63,8 +63,9 @@ def prompt_of(request: RecordedRequest) -> str:
 
 
 class EchoServer:
-    """Answers ``echo: <prompt>``; ``delay`` seconds per request while counted as
-    active; prompts in ``rate_limited`` get one 429 with ``retry-after-ms`` first."""
+    """Answers ``echo: <prompt>`` after ``delay`` seconds, counting the requests
+    it is handling at once; a prompt in ``rate_limited`` gets one 429 with
+    ``retry-after-ms`` first (at once), one in ``replies`` that reply instead."""
 
     def __init__(self, *, delay: float = 0.0, retry_after_ms: int = 300) -> None:
         self.delay = delay
@@ -86,7 +87,7 @@ class EchoServer:
             limited = prompt in self.rate_limited
             self.rate_limited.discard(prompt)
         try:
-            if self.delay:
+            if self.delay and not limited:
                 time.sleep(self.delay)
             if limited:
                 return Reply(
