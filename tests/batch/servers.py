@@ -24,7 +24,9 @@ FAST_RETRIES = {
 }
 
 
-def text_reply(text: str, *, prompt_tokens: int = 5, completion_tokens: int = 2) -> Reply:
+def text_reply(
+    text: str, *, prompt_tokens: int = 5, completion_tokens: int = 2
+) -> Reply:
     """A chat-completions stream answering ``text`` and ending ``stop``."""
 
     def event(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
@@ -137,6 +139,22 @@ def echo_runtime(
     finally:
         registration.dispose()
         adapter.close()
+
+
+def write_config(path: Path, url: str, *extra: str) -> Path:
+    """A composition file registering the ``llm-openai-compatible`` plugin on
+    ``ROUTE`` at ``url``; ``extra`` lines go into its config."""
+    lines = [
+        "- id: local",
+        "  name: llm-openai-compatible",
+        "  config:",
+        f"    providers: [{ROUTE}]",
+        f"    baseURL: {url}",
+        f"    models: [{MODEL}]",
+        *(f"    {line}" for line in extra),
+    ]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
 
 
 def write_requests(path: Path, rows: list[Any]) -> Path:

@@ -36,18 +36,26 @@ def test_a_prompt_line_with_every_option_becomes_generate_options() -> None:
             "temperature": 0.5,
             "reasoning_effort": "high",
             "stop": ["END"],
-            "tools": [{"name": "f", "description": "d", "parameters": {"type": "object"}}],
+            "tools": [
+                {"name": "f", "description": "d", "parameters": {"type": "object"}}
+            ],
             "tool_choice": "f",
         }
     )
     assert isinstance(item, BatchRequest)
     assert (item.id, item.line) == ("a", 3)
     options = item.options
-    assert (options.provider, options.model, options.system) == ("local", "m", "be brief")
+    assert (options.provider, options.model, options.system) == (
+        "local",
+        "m",
+        "be brief",
+    )
     assert (options.max_tokens, options.temperature) == (64, 0.5)
     assert options.reasoning_effort == "high"
     assert options.stop == ("END",)
-    assert options.tools == (ToolSchema(name="f", description="d", parameters={"type": "object"}),)
+    assert options.tools == (
+        ToolSchema(name="f", description="d", parameters={"type": "object"}),
+    )
     assert options.tool_choice == "f"
     assert [m.role for m in options.messages] == ["user"]
     assert options.messages[0].content == (TextBlock(text="hello"),)
@@ -79,14 +87,20 @@ def test_messages_are_the_protocol_json_and_an_integer_id_is_kept() -> None:
         (BASE, "$.messages"),
         ({**BASE, "prompt": "x", "messages": []}, "$.messages"),
         ({**BASE, "messages": "hi"}, "$.messages"),
-        ({**BASE, "messages": [{"role": "user", "content": []}]}, "$.messages[0].source"),
+        (
+            {**BASE, "messages": [{"role": "user", "content": []}]},
+            "$.messages[0].source",
+        ),
         ({**BASE, "prompt": 5}, "$.prompt"),
         ({**BASE, "prompt": "x", "max_tokens": 0}, "$.max_tokens"),
         ({**BASE, "prompt": "x", "max_tokens": 1.5}, "$.max_tokens"),
         ({**BASE, "prompt": "x", "temperature": "hot"}, "$.temperature"),
         ({**BASE, "prompt": "x", "temperature": -1}, "$.temperature"),
         ({**BASE, "prompt": "x", "stop": [""]}, "$.stop"),
-        ({**BASE, "prompt": "x", "tools": [{"name": "f", "extra": 1}]}, "$.tools[0].extra"),
+        (
+            {**BASE, "prompt": "x", "tools": [{"name": "f", "extra": 1}]},
+            "$.tools[0].extra",
+        ),
         ({**BASE, "prompt": "x", "tools": [{"name": ""}]}, "$.tools[0].name"),
         ({**BASE, "prompt": "x", "tool_choice": "g"}, "$.tool_choice"),
         ([1, 2], "$"),
@@ -106,7 +120,9 @@ def test_a_line_with_a_usable_id_keeps_it_in_its_failure() -> None:
     assert item.id == "a"
 
 
-@pytest.mark.parametrize(("text", "detail"), [(b"{nope", "is not JSON"), (b"\xff{}", "is not UTF-8")])
+@pytest.mark.parametrize(
+    ("text", "detail"), [(b"{nope", "is not JSON"), (b"\xff{}", "is not UTF-8")]
+)
 def test_text_that_is_not_json_is_a_failure_too(text: bytes, detail: str) -> None:
     item = parse_request_line(text, 4)
     assert isinstance(item, RequestLineError)
@@ -114,7 +130,9 @@ def test_text_that_is_not_json_is_a_failure_too(text: bytes, detail: str) -> Non
     assert item.failure.message.startswith(f"line 4: $ {detail}")
 
 
-def test_read_requests_numbers_lines_as_in_the_file_and_skips_blank_ones(tmp_path: Path) -> None:
+def test_read_requests_numbers_lines_as_in_the_file_and_skips_blank_ones(
+    tmp_path: Path,
+) -> None:
     path = tmp_path / "requests.jsonl"
     rows = [json.dumps({**BASE, "id": n, "prompt": "x"}) for n in range(2)]
     path.write_bytes(b"\xef\xbb\xbf" + f"{rows[0]}\n\n  \n{rows[1]}\nbroken".encode())

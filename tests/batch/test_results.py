@@ -49,13 +49,21 @@ def test_a_row_is_protocol_json_and_reads_back_equal() -> None:
     row = result_to_dict(result)
     assert row["ok"] is True
     assert row["message"]["content"] == [{"type": "text", "text": "hi"}]
-    assert row["usage"] == {"inputTokens": 3, "outputTokens": None, "cacheReadTokens": 2}
+    assert row["usage"] == {
+        "inputTokens": 3,
+        "outputTokens": None,
+        "cacheReadTokens": 2,
+    }
     assert row["finish"] == {"kind": "stop"}
     assert "failure" not in row
     assert result_from_dict(json.loads(json.dumps(row))) == result
     failed = result_to_dict(_failed(None, 4))
     assert failed["ok"] is False
-    assert failed["failure"] == {"message": "slow down", "code": "RATE_LIMIT", "status": 429}
+    assert failed["failure"] == {
+        "message": "slow down",
+        "code": "RATE_LIMIT",
+        "status": 429,
+    }
     assert "message" not in failed
 
 
@@ -67,17 +75,27 @@ def test_rows_are_appended_one_line_each_and_indexed_on_reopen(tmp_path: Path) -
         results.append(_failed(None, 2))
         results.append(_ok(3, 3))
     lines = path.read_bytes().split(b"\n")
-    assert lines[-1] == b"" and len(lines) == 4
+    assert lines[-1] == b""
+    assert len(lines) == 4
     with ResultsFile(path) as again:
         index = again.index
-    assert (index.rows, index.failed, index.unreadable, index.torn_bytes) == (3, 1, 0, 0)
+    assert (index.rows, index.failed, index.unreadable, index.torn_bytes) == (
+        3,
+        1,
+        0,
+        0,
+    )
     assert index.is_done("a", 99)
-    assert index.is_done(3, 99) and not index.is_done("3", 99)
-    assert index.is_done(None, 2) and not index.is_done(None, 1)
+    assert index.is_done(3, 99)
+    assert not index.is_done("3", 99)
+    assert index.is_done(None, 2)
+    assert not index.is_done(None, 1)
     assert [r.id for r in read_results(path)] == ["a", None, 3]
 
 
-def test_a_torn_last_line_is_cut_off_and_the_next_row_starts_cleanly(tmp_path: Path) -> None:
+def test_a_torn_last_line_is_cut_off_and_the_next_row_starts_cleanly(
+    tmp_path: Path,
+) -> None:
     path = tmp_path / "results.jsonl"
     with ResultsFile(path) as results:
         results.append(_ok("a", 1))
@@ -100,5 +118,6 @@ def test_whole_lines_that_are_not_rows_are_skipped_and_counted(tmp_path: Path) -
     path.write_text(f'garbage\n{{"id": "x"}}\n{row}\n[1]\n')
     with ResultsFile(path) as results:
         assert (results.index.rows, results.index.unreadable) == (1, 3)
-        assert results.index.is_done("a", 1) and not results.index.is_done("x", 2)
+        assert results.index.is_done("a", 1)
+        assert not results.index.is_done("x", 2)
     assert [r.id for r in read_results(path)] == ["a"]
