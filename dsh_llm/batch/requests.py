@@ -45,6 +45,7 @@ __all__ = [
     "id_key",
     "parse_request_line",
     "parse_request_object",
+    "peek_id",
     "read_requests",
     "request_lines",
 ]
@@ -120,6 +121,16 @@ def _request_id(data: Mapping[str, Any]) -> RequestId | None:
     if isinstance(value, int) or (isinstance(value, str) and value != ""):
         return value
     return None
+
+
+def peek_id(text: str | bytes) -> RequestId | None:
+    """The id ``parse_request_line`` would give the line, read without building
+    the request (for counting what a results file already holds)."""
+    try:
+        data = json.loads(text)
+    except ValueError:  # UnicodeDecodeError included
+        return None
+    return _request_id(data) if isinstance(data, dict) else None
 
 
 def parse_request_line(text: str | bytes, line: int) -> BatchRequest | RequestLineError:

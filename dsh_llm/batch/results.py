@@ -10,8 +10,9 @@ back. Contracts callers may rely on:
   only for a failed one. ``id`` is ``null`` only for a request line without a
   usable id (or one repeating an earlier line's id); ``line`` is its line number.
 - ``ResultsFile`` appends one whole line per ``append`` (one ``write`` of the
-  encoded line on a descriptor opened with ``O_APPEND``, then ``fsync`` unless
-  disabled), under a lock, so a killed process leaves at most one torn last line.
+  encoded line on a descriptor opened with ``O_APPEND``, under a lock, then an
+  ``fsync`` unless disabled), so a killed process leaves at most one torn last
+  line, and a row is on disk when ``append`` returns.
 - Opening a ``ResultsFile`` reads what is there first: a last line without its
   newline (a torn write) is cut off the file, and lines that are not result
   objects are skipped (counted in ``ResultsIndex.unreadable``), so the file stays
@@ -207,6 +208,9 @@ class ResultsFile:
         self._path = os.fspath(path)
         self._fsync = fsync
         self._lock = threading.Lock()
+        self._sync_lock = threading.Lock()
+        self._written = 0
+        self._synced = 0
         fd = os.open(self._path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
         try:
             with open(fd, "rb", closefd=False) as reader:
@@ -245,11 +249,24 @@ class ResultsFile:
             while view:
                 written = os.write(fd, view)
                 view = view[written:]
-            if self._fsync:
-                os.fsync(fd)
+            self._written += 1
+            mine = self._written
+        if self._fsync:
+            self._sync(fd, mine)
+
+    def _sync(self, fd: int, mine: int) -> None:
+        # Group commit: one fsync covers every line written before it started,
+        # so concurrent appends share flushes instead of queueing one each.
+        with self._sync_lock:
+            if self._synced >= mine:
+                return
+            with self._lock:
+                target = self._written
+            os.fsync(fd)
+            self._synced = target
 
     def close(self) -> None:
-        """Close the file; idempotent."""
+        """Close the file; idempotent. No ``append`` may be running."""
         with self._lock:
             fd, self._fd = self._fd, None
         if fd is not None:

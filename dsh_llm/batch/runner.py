@@ -41,7 +41,9 @@ from dsh_llm.batch.requests import (
     BatchRequest,
     RequestLineError,
     id_key,
+    peek_id,
     read_requests,
+    request_lines,
 )
 from dsh_llm.batch.results import BatchResult, ResultsFile, ResultsIndex
 from dsh_llm.call import AssembledResult, RetryEvent, call_with_retry
@@ -159,10 +161,14 @@ def _count(requests_path: PathLike, index: ResultsIndex) -> tuple[int, int]:
     """Request lines in the file, and how many of them already have a row."""
     total = skipped = 0
     first_lines: dict[str, int] = {}
-    for item in read_requests(requests_path):
+    for line, raw in request_lines(requests_path):
         total += 1
-        item = _identity(item, first_lines)
-        skipped += index.is_done(item.id, item.line)
+        request_id = peek_id(raw)
+        if request_id is not None and (
+            first_lines.setdefault(id_key(request_id), line) != line
+        ):
+            request_id = None  # a repeated id: its row is the line's
+        skipped += index.is_done(request_id, line)
     return total, skipped
 
 
