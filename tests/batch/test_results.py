@@ -4,6 +4,7 @@ and a torn last line cut off when the file is opened again."""
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 
 from dsh_llm.batch.results import (
@@ -121,3 +122,22 @@ def test_whole_lines_that_are_not_rows_are_skipped_and_counted(tmp_path: Path) -
         assert results.index.is_done("a", 1)
         assert not results.index.is_done("x", 2)
     assert [r.id for r in read_results(path)] == ["a"]
+
+
+def test_appends_from_many_threads_stay_whole_lines(tmp_path: Path) -> None:
+    path = tmp_path / "results.jsonl"
+    with ResultsFile(path) as results:
+
+        def write(worker: int) -> None:
+            for n in range(100):
+                results.append(_ok(f"w{worker}-{n}", n + 1))
+
+        threads = [threading.Thread(target=write, args=(w,)) for w in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    assert sorted(row["id"] for row in rows) == sorted(
+        f"w{w}-{n}" for w in range(8) for n in range(100)
+    )
