@@ -92,6 +92,7 @@ class ErrorCode(StrEnum):
     INVALID_MESSAGE = "INVALID_MESSAGE"
     PLUGIN_LOAD = "PLUGIN_LOAD"
     UNKNOWN_FINISH_REASON = "UNKNOWN_FINISH_REASON"
+    INVALID_BATCH_REQUEST = "INVALID_BATCH_REQUEST"
 
 
 @attrs.frozen(kw_only=True)
@@ -255,6 +256,11 @@ ERROR_CODES: Final[dict[ErrorCode, ErrorCodeInfo]] = {
     ErrorCode.PLUGIN_LOAD: _info(
         "A plugin or composition entry could not be loaded (bad config, missing "
         "module or injected service); nothing was registered."
+    ),
+    ErrorCode.INVALID_BATCH_REQUEST: _info(
+        "A line of a batch requests file is not a valid request (not a JSON "
+        "object, an unknown, missing or ill-typed key, or an id an earlier line "
+        "already used); the message names the line and the key."
     ),
 }
 """When each known code is raised and whether a retry may help."""

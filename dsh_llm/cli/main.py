@@ -74,6 +74,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_providers_command(commands)
     _add_validate_command(commands)
     _add_trace_command(commands)
+    from dsh_llm.cli.batch import add_parser as _add_batch_command
+
+    _add_batch_command(commands)
     return parser
 
 
@@ -521,7 +524,7 @@ def _discard_stdout() -> None:
 
 # Paths may hold any bytes the file system allows; every other argument is
 # text for a request or a message.
-_PATH_ARGUMENTS: Final = frozenset({"file", "config"})
+_PATH_ARGUMENTS: Final = frozenset({"file", "config", "requests_file", "results_file"})
 
 
 def _require_utf8_arguments(args: argparse.Namespace) -> None:

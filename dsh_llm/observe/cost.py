@@ -242,7 +242,7 @@ class PriceTable:
 
 class Assembled(Protocol):
     """What ``PriceTable.cost_of`` reads: ``dsh_llm.collect``'s
-    ``AssembledResponse`` and ``call_with_retry``'s ``AssembledResult`` fit."""
+    ``AssembledResponse`` (also what ``call_with_retry`` returns) fits."""
 
     @property
     def message(self) -> Message:

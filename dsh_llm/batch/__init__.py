@@ -1,0 +1,52 @@
+"""Batch jobs: thousands of requests from a JSON Lines file, resumable.
+
+``run_jsonl(requests_path, results_path, runtime=... | composition=...)`` sends
+every request line through the runtime with bounded concurrency, a per-route
+rate limit and each route's retry policy, appending one result line per request.
+Contracts callers may rely on:
+
+- Request and result lines are the formats of ``dsh_llm.batch.requests`` and
+  ``dsh_llm.batch.results`` (messages, usage and finish as the protocol's JSON).
+- One bad line or one failed call is a failed result row, never a failed run.
+- A rerun skips what the results file already holds; killing a run loses
+  nothing already written (a torn last line is cut off on the next open).
+- ``dsh_llm.batch.dask`` runs the same job on a Dask cluster; importing this
+  package does not import Dask.
+"""
+
+from __future__ import annotations
+
+from dsh_llm.batch.progress import BatchProgress, ProgressBar, summary_line
+from dsh_llm.batch.ratelimit import RouteLimiter
+from dsh_llm.batch.requests import (
+    BatchRequest,
+    RequestLineError,
+    parse_request_line,
+    read_requests,
+)
+from dsh_llm.batch.results import (
+    BatchResult,
+    ResultsFile,
+    read_results,
+    result_from_dict,
+    result_to_dict,
+)
+from dsh_llm.batch.runner import BatchSummary, run_jsonl
+
+__all__ = [
+    "BatchProgress",
+    "BatchRequest",
+    "BatchResult",
+    "BatchSummary",
+    "ProgressBar",
+    "RequestLineError",
+    "ResultsFile",
+    "RouteLimiter",
+    "parse_request_line",
+    "read_requests",
+    "read_results",
+    "result_from_dict",
+    "result_to_dict",
+    "run_jsonl",
+    "summary_line",
+]

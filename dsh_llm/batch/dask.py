@@ -1,0 +1,346 @@
+"""``run_jsonl_dask``: the batch job of ``run_jsonl`` on a Dask cluster.
+
+Needs the ``dask`` extra (``pip install dsh-llm[dask]``). Contracts callers may
+rely on:
+
+- Workers receive plain config only: the composition file's text (or its
+  entries, as plain mappings), the per-worker rate and the retry config, as one
+  JSON string, plus each request's JSON object and line number. No adapter,
+  session or runtime is pickled. Each worker process builds its runtime once per
+  distinct config (cached by the config's SHA-256) and keeps it for the
+  process's life; ``${VAR}`` in the composition reads the worker's environment.
+- The client reads the requests file, writes malformed lines and repeated ids as
+  failed rows itself, and submits the rest, at most ``concurrency`` tasks at a
+  time. A failed request comes back as a failed row, never as a failed task; a
+  task that raises (a worker that cannot build its runtime) stops the run and
+  its error is raised after the rows already gathered are written.
+- The client appends each row to ``results_path`` as it arrives, exactly as
+  ``run_jsonl`` does (same format, same resume and torn-line rules), so a run
+  may be resumed by either function.
+- The rate limit is per worker process: ``requests_per_minute`` each, so a
+  cluster of N workers may start N times as many requests a minute per route.
+- ``signal`` (or Ctrl-C) stops the run: waiting tasks are cancelled; requests
+  already running on a worker finish there and their rows are dropped, so a
+  rerun sends them again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import tempfile
+import threading
+import time
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any, Final, cast
+
+import attrs
+import distributed
+
+from dsh_llm.batch.progress import BatchProgress
+from dsh_llm.batch.ratelimit import RouteLimiter
+from dsh_llm.batch.requests import (
+    BatchRequest,
+    RequestLineError,
+    parse_request_line,
+    parse_request_object,
+    request_lines,
+)
+from dsh_llm.batch.results import (
+    BatchResult,
+    ResultsFile,
+    result_from_dict,
+    result_to_dict,
+)
+from dsh_llm.batch.runner import (
+    BatchSummary,
+    _bad_line,
+    _count,
+    _identity,
+    _progress,
+    _Tally,
+    check_concurrency,
+    run_one,
+)
+from dsh_llm.retry import RetryPolicy, resolve_retry_policy
+from dsh_llm.serde import compact_json
+from dsh_llm.signal import AbortSignal
+
+__all__ = ["run_jsonl_dask", "worker_config", "worker_runtimes_built"]
+
+_POLL_S: Final = 0.05
+
+_wait: Any = distributed.wait  # not annotated
+
+PathLike = str | os.PathLike[str]
+
+
+# --- worker side ---------------------------------------------------------------
+
+
+@attrs.frozen
+class _WorkerState:
+    runtime: Any
+    limiter: RouteLimiter
+    retry: RetryPolicy | None
+    composition: Any
+
+
+_STATES: dict[str, _WorkerState] = {}
+_STATES_LOCK = threading.Lock()
+_BUILT = [0]
+
+
+def worker_runtimes_built() -> int:
+    """How many runtimes this process has built for batch tasks (for tests and
+    diagnostics: one per distinct config is expected)."""
+    return _BUILT[0]
+
+
+def _load(composition: str | list[Any]) -> Any:
+    from dsh_llm.plugins import load_composition
+
+    if isinstance(composition, list):
+        return load_composition(composition)
+    # The file's text goes through the same strict loader as the file itself.
+    handle, path = tempfile.mkstemp(prefix="dsh-llm-batch-", suffix=".yml")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            out.write(composition)
+        return load_composition(path)
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+
+
+def _state(config_json: str, key: str) -> _WorkerState:
+    with _STATES_LOCK:
+        state = _STATES.get(key)
+        if state is None:
+            config = json.loads(config_json)
+            composition = _load(config["composition"])
+            retry = config.get("retry")
+            state = _WorkerState(
+                runtime=composition.runtime,
+                limiter=RouteLimiter(config.get("requestsPerMinute")),
+                retry=None if retry is None else resolve_retry_policy(retry, "retry"),
+                composition=composition,
+            )
+            _STATES[key] = state
+            _BUILT[0] += 1
+        return state
+
+
+def _run_task(config_json: str, key: str, request: Any, line: int) -> dict[str, Any]:
+    """One request on a worker: its result row (plain JSON data)."""
+    state = _state(config_json, key)
+    item = parse_request_object(request, line)
+    if isinstance(item, RequestLineError):
+        return result_to_dict(_bad_line(item))
+    result = run_one(state.runtime, item, limiter=state.limiter, retry=state.retry)
+    return result_to_dict(result)
+
+
+# --- client side ---------------------------------------------------------------
+
+
+def worker_config(
+    composition: PathLike | Iterable[Mapping[str, Any]],
+    *,
+    requests_per_minute: float | None = None,
+    retry: Mapping[str, Any] | None = None,
+) -> str:
+    """The JSON string workers receive: the composition (a file's text, or the
+    entries as plain data), the per-worker rate and the retry config.
+
+    Raises:
+        OSError: when the composition file cannot be read.
+        TypeError: when the entries are not plain JSON data.
+        ValueError: for a bad rate or retry config.
+    """
+    RouteLimiter(requests_per_minute)  # the same checks the workers make
+    if retry is not None:
+        resolve_retry_policy(retry, "retry")
+    if isinstance(composition, str | os.PathLike):
+        with open(composition, encoding="utf-8") as source:
+            payload: str | list[Any] = source.read()
+    else:
+        payload = json.loads(compact_json([dict(entry) for entry in composition]))
+    return compact_json(
+        {
+            "composition": payload,
+            "requestsPerMinute": requests_per_minute,
+            "retry": None if retry is None else dict(retry),
+        }
+    )
+
+
+def _pending(
+    requests_path: PathLike, done: Any
+) -> Iterator[tuple[BatchRequest | RequestLineError, bytes]]:
+    first_lines: dict[str, int] = {}
+    for number, raw in request_lines(requests_path):
+        item = _identity(parse_request_line(raw, number), first_lines)
+        if not done(item.id, item.line):
+            yield item, raw
+
+
+def run_jsonl_dask(
+    client: distributed.Client,
+    requests_path: PathLike,
+    results_path: PathLike,
+    *,
+    composition: PathLike | Iterable[Mapping[str, Any]],
+    concurrency: int | None = None,
+    requests_per_minute: float | None = None,
+    retry: Mapping[str, Any] | None = None,
+    progress: BatchProgress | bool | None = None,
+    signal: AbortSignal | None = None,
+    fsync: bool = True,
+) -> BatchSummary:
+    """Run every request line not yet in ``results_path`` on ``client``'s cluster.
+
+    Args:
+        client: A connected ``distributed.Client``.
+        requests_path: JSON Lines of requests, read by the client.
+        results_path: JSON Lines of results, written by the client.
+        composition: The composition file (its text is sent) or its entries.
+        concurrency: Tasks in flight at most (default: twice the cluster's
+            worker threads when the run starts).
+        requests_per_minute: Per-route rate of each worker process.
+        retry: A retry config (camelCase) for every route instead of its own.
+        progress: As for ``run_jsonl``.
+        signal: Stops the run (see the module docstring).
+        fsync: Whether each result line is forced to disk.
+
+    Returns:
+        The ``BatchSummary`` of the run.
+
+    Raises:
+        ValueError: for a bad ``concurrency``, rate or retry config.
+        OSError: when a file cannot be read or written.
+        LlmError: what a task raised (e.g. ``PLUGIN_LOAD`` on a worker).
+        KeyboardInterrupt: on Ctrl-C, after the waiting tasks were cancelled.
+    """
+    config_json = worker_config(
+        composition, requests_per_minute=requests_per_minute, retry=retry
+    )
+    key = hashlib.sha256(config_json.encode("utf-8")).hexdigest()
+    if concurrency is None:
+        untyped: Any = cast(Any, client)  # distributed's methods are not annotated
+        threads = sum(untyped.nthreads().values())
+        concurrency = max(2 * threads, 1)
+    check_concurrency(concurrency)
+    reporter = _progress(progress)
+    with ResultsFile(results_path, fsync=fsync) as results:
+        return _DaskRun(
+            client, results, config_json, key, concurrency, reporter, signal
+        ).run(requests_path)
+
+
+class _DaskRun:
+    def __init__(
+        self,
+        client: distributed.Client,
+        results: ResultsFile,
+        config_json: str,
+        key: str,
+        concurrency: int,
+        progress: BatchProgress | None,
+        signal: AbortSignal | None,
+    ) -> None:
+        # distributed's methods are not annotated.
+        self.client: Any = cast(Any, client)
+        self.results = results
+        self.config = self.client.scatter(config_json, broadcast=True, hash=False)
+        self.key = key
+        self.concurrency = concurrency
+        self.progress = progress
+        self.signal = signal
+        self.tally = _Tally()
+        self.in_flight: set[distributed.Future[Any]] = set()
+
+    def record(self, result: BatchResult | dict[str, Any]) -> None:
+        if isinstance(result, dict):
+            row = result
+            result = result_from_dict(row)
+        self.results.append(result)
+        self.tally.add(result)
+        if self.progress is not None:
+            self.progress.update(result)
+
+    def aborted(self) -> bool:
+        return self.signal is not None and self.signal.aborted
+
+    def fill(
+        self, pending: Iterator[tuple[BatchRequest | RequestLineError, bytes]]
+    ) -> None:
+        while len(self.in_flight) < self.concurrency and not self.aborted():
+            item = next(pending, None)
+            if item is None:
+                return
+            request, raw = item
+            if isinstance(request, RequestLineError):
+                self.record(_bad_line(request))
+                continue
+            future = self.client.submit(
+                _run_task,
+                self.config,
+                self.key,
+                json.loads(raw),
+                request.line,
+                pure=False,
+                retries=0,
+            )
+            self.in_flight.add(future)
+
+    def gather(
+        self, pending: Iterator[tuple[BatchRequest | RequestLineError, bytes]]
+    ) -> None:
+        self.fill(pending)
+        while self.in_flight and not self.aborted():
+            try:
+                done, _ = _wait(
+                    list(self.in_flight), timeout=_POLL_S, return_when="FIRST_COMPLETED"
+                )
+            except TimeoutError:
+                continue
+            for future in done:
+                self.in_flight.discard(future)
+                row = future.result()  # a task that raised stops the run here
+                self.record(row)
+            self.fill(pending)
+
+    def run(self, requests_path: PathLike) -> BatchSummary:
+        started = time.perf_counter()
+        index = self.results.index
+        total, skipped = _count(requests_path, index)
+        if self.progress is not None:
+            self.progress.start(total, skipped)
+        interrupted = False
+        try:
+            self.gather(_pending(requests_path, index.is_done))
+        except BaseException:
+            interrupted = True
+            raise
+        finally:
+            if self.in_flight:
+                self.client.cancel(list(self.in_flight))
+                self.in_flight.clear()
+            summary = BatchSummary(
+                results_path=self.results.path,
+                total=total,
+                skipped=skipped,
+                succeeded=self.tally.succeeded,
+                failed=self.tally.failed,
+                failed_before=index.failed,
+                input_tokens=self.tally.input_tokens,
+                output_tokens=self.tally.output_tokens,
+                duration_s=time.perf_counter() - started,
+                interrupted=interrupted or self.aborted(),
+            )
+            if self.progress is not None:
+                self.progress.close(summary)
+        return summary

@@ -1,0 +1,133 @@
+"""``dsh-llm batch REQUESTS.jsonl RESULTS.jsonl``: a batch run from the command line.
+
+This module owns the ``batch`` subcommand. Contracts callers may rely on:
+
+- Routes come from the composition file (``--config``, else ``./dsh.yml`` when
+  present), else the built-in DeepSeek route, as for ``dsh-llm providers``
+  (``dsh_llm.cli.targets.open_routes``); each request line names its route.
+- A progress bar on stderr while it runs (only when stderr is a terminal), then
+  one summary line on stderr either way.
+- Exit status: 0 when every request line has a successful row; 1 when some
+  failed (this run or an earlier one: the summary line says how many, and their
+  rows hold the failures); 2 for usage errors (an unreadable requests file, the
+  same file twice, a composition that cannot be loaded); 130 on Ctrl-C (in-flight
+  requests are aborted, rows already written are kept, a rerun resumes).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from typing import TYPE_CHECKING, TypeAlias
+
+from dsh_llm.cli.targets import DEFAULT_CONFIG, UsageError
+
+if TYPE_CHECKING:
+    _Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
+
+__all__ = ["add_parser", "run_batch"]
+
+_EXIT_OK = 0
+_EXIT_FAILED = 1
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
+    return value
+
+
+def _positive_number(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text}")
+    return value
+
+
+def add_parser(subparsers: _Commands) -> argparse.ArgumentParser:
+    """Add the ``batch`` subcommand (its ``handler`` is ``run_batch``)."""
+    command = subparsers.add_parser(
+        "batch",
+        help="run a JSON Lines file of requests into a results file (resumable)",
+        description=(
+            "Send every request line of REQUESTS.jsonl (one JSON object each: id, "
+            "provider, model, prompt or messages, ...) and append one result line "
+            "per request to RESULTS.jsonl. A rerun skips the ids RESULTS.jsonl "
+            "already holds. Routes come from the composition file (--config, "
+            f"default ./{DEFAULT_CONFIG} when present), else the built-in DeepSeek "
+            "route. Exit 0 when all succeeded, 1 when some failed, 2 for usage "
+            "errors, 130 on Ctrl-C (rows written so far are kept)."
+        ),
+    )
+    command.add_argument("requests_file", metavar="REQUESTS.jsonl")
+    command.add_argument("results_file", metavar="RESULTS.jsonl")
+    command.add_argument(
+        "--config",
+        metavar="FILE",
+        help=f"composition file (default: ./{DEFAULT_CONFIG} when present)",
+    )
+    command.add_argument(
+        "--concurrency",
+        metavar="N",
+        type=_positive_int,
+        default=8,
+        help="requests in flight at most (default 8)",
+    )
+    command.add_argument(
+        "--rpm",
+        metavar="N",
+        type=_positive_number,
+        help="requests per minute per route (default: no limit)",
+    )
+    command.set_defaults(handler=run_batch)
+    return command
+
+
+def _check_paths(requests_file: str, results_file: str) -> None:
+    try:
+        with open(requests_file, "rb"):
+            pass
+    except OSError as exc:
+        raise UsageError(
+            f"cannot read {requests_file}: {exc.strerror or exc}"
+        ) from None
+    try:
+        same = os.path.samefile(requests_file, results_file)
+    except OSError:
+        same = False
+    if same:
+        raise UsageError("REQUESTS.jsonl and RESULTS.jsonl must be different files")
+
+
+def run_batch(args: argparse.Namespace) -> int:
+    """Run ``dsh-llm batch``; returns the exit status (Ctrl-C raises
+    ``KeyboardInterrupt``, which ``dsh_llm.cli.main`` turns into 130)."""
+    from dsh_llm.batch import ProgressBar, run_jsonl
+    from dsh_llm.cli.interrupt import run_abortable
+    from dsh_llm.cli.targets import open_routes
+    from dsh_llm.signal import AbortController
+
+    _check_paths(args.requests_file, args.results_file)
+    controller = AbortController()
+    with open_routes(config=args.config) as routes:
+        runtime = routes.runtime
+        summary = run_abortable(
+            lambda: run_jsonl(
+                args.requests_file,
+                args.results_file,
+                runtime=runtime,
+                concurrency=args.concurrency,
+                requests_per_minute=args.rpm,
+                progress=ProgressBar(),
+                signal=controller.signal,
+            ),
+            controller,
+        )
+    return _EXIT_OK if summary.ok else _EXIT_FAILED

@@ -1,0 +1,98 @@
+"""RouteLimiter on a fake clock: requests per minute per route, back-off, aborts."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from dsh_llm.batch.ratelimit import RouteLimiter
+from dsh_llm.signal import AbortController, AbortSignal
+
+
+class FakeClock:
+    """A shared clock that moves only when someone waits on it."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+        self.lock = threading.Lock()
+        self.waits: list[float] = []
+
+    def __call__(self) -> float:
+        with self.lock:
+            return self.now
+
+    def wait(self, seconds: float, signal: AbortSignal | None) -> bool:
+        with self.lock:
+            self.waits.append(seconds)
+            self.now += seconds
+        return signal is not None and signal.aborted
+
+
+def _most_in_a_minute(times: list[float]) -> int:
+    """The largest number of ``times`` in any half-open 60 s window."""
+    times = sorted(times)
+    return max(sum(1 for t in times if start <= t < start + 60) for start in times)
+
+
+def test_a_route_starts_no_more_than_its_rate_in_any_minute() -> None:
+    clock = FakeClock()
+    limiter = RouteLimiter(30, clock=clock, wait=clock.wait)
+    granted = []
+    for _ in range(100):
+        assert limiter.acquire("a")
+        granted.append(clock())
+    assert _most_in_a_minute(granted) == 30
+    assert granted[-1] - granted[0] == pytest.approx(99 * 2.0)
+
+
+def test_threads_share_a_route_and_routes_have_their_own_bucket() -> None:
+    clock = FakeClock()
+    limiter = RouteLimiter(60, burst=5, clock=clock, wait=clock.wait)
+    granted: dict[str, list[float]] = {"a": [], "b": []}
+    lock = threading.Lock()
+
+    def worker(route: str) -> None:
+        for _ in range(25):
+            assert limiter.acquire(route)
+            with lock:
+                granted[route].append(clock())
+
+    threads = [threading.Thread(target=worker, args=(r,)) for r in "aabb"]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for times in granted.values():
+        assert len(times) == 50
+        assert _most_in_a_minute(times) <= 60 + 5 - 1
+
+
+def test_a_back_off_holds_the_route_until_it_passes() -> None:
+    clock = FakeClock()
+    limiter = RouteLimiter(None, clock=clock, wait=clock.wait)
+    assert limiter.acquire("a")
+    start = clock()
+    limiter.back_off("a", 1500)
+    limiter.back_off("a", 200)  # a shorter back-off does not shorten it
+    assert limiter.acquire("b")
+    assert clock() == start
+    assert limiter.acquire("a")
+    assert clock() - start == pytest.approx(1.5)
+
+
+def test_an_abort_ends_a_wait_without_taking_a_token() -> None:
+    limiter = RouteLimiter(1)  # the real clock: the next token is a minute away
+    assert limiter.acquire("a")
+    controller = AbortController()
+    timer = threading.Timer(0.05, controller.abort)
+    timer.start()
+    assert limiter.acquire("a", controller.signal) is False
+    timer.join()
+    assert limiter.acquire("a", AbortSignal.aborted_with()) is False
+
+
+@pytest.mark.parametrize("rate", [0, -1, float("nan"), float("inf"), True, "5"])
+def test_a_bad_rate_is_refused(rate: object) -> None:
+    with pytest.raises(ValueError, match="requests_per_minute"):
+        RouteLimiter(rate)  # type: ignore[arg-type]

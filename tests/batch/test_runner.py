@@ -1,0 +1,264 @@
+"""run_jsonl against a real OpenAI-compatible loopback server: one row per line,
+bounded concurrency, rate limits, RATE_LIMIT back-off, resume, abort, progress."""
+
+from __future__ import annotations
+
+import io
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+
+from dsh_llm.batch import ProgressBar, RouteLimiter, run_jsonl
+from dsh_llm.signal import AbortController
+from dsh_llm.testing import RecordedRequest, Reply, Stall
+
+from .servers import (
+    MODEL,
+    ROUTE,
+    EchoServer,
+    echo_runtime,
+    prompts,
+    result_rows,
+    write_config,
+    write_requests,
+)
+from .test_ratelimit import FakeClock, _most_in_a_minute
+
+
+def test_every_line_gets_one_row_good_and_malformed_alike(tmp_path: Path) -> None:
+    requests = write_requests(
+        tmp_path / "requests.jsonl",
+        [
+            *prompts(3),
+            "{not json",
+            {"id": "no-model", "provider": ROUTE, "prompt": "x"},
+            prompts(1)[0],  # r0 again
+            {"id": "gone", "provider": "nowhere", "model": MODEL, "prompt": "x"},
+        ],
+    )
+    results = tmp_path / "results.jsonl"
+    with EchoServer() as server, echo_runtime(server.url) as runtime:
+        summary = run_jsonl(requests, results, runtime=runtime, concurrency=2)
+        assert len(server.server.requests) == 3
+    rows = {row["line"]: row for row in result_rows(results)}
+    assert sorted(rows) == [1, 2, 3, 4, 5, 6, 7]
+    for line in (1, 2, 3):
+        row = rows[line]
+        assert row["ok"] is True
+        assert row["id"] == f"r{line - 1}"
+        assert row["message"]["role"] == "assistant"
+        assert row["message"]["content"] == [
+            {"type": "text", "text": f"echo: p{line - 1}"}
+        ]
+        assert row["message"]["source"] == {
+            "kind": "model",
+            "provider": ROUTE,
+            "model": MODEL,
+        }
+        assert row["usage"] == {"inputTokens": 5, "outputTokens": 2}
+        assert row["finish"] == {"kind": "stop"}
+        assert row["attempts"] == 1
+        assert row["durationMs"] > 0
+    assert rows[4]["id"] is None
+    assert rows[4]["failure"]["code"] == "INVALID_BATCH_REQUEST"
+    assert rows[4]["failure"]["message"].startswith("line 4: $ is not JSON")
+    assert rows[5]["id"] == "no-model"
+    assert rows[5]["failure"]["message"] == "line 5: $.model is required"
+    assert rows[6]["id"] is None
+    assert rows[6]["failure"]["message"] == 'line 6: $.id "r0" repeats the id of line 1'
+    assert rows[7]["id"] == "gone"
+    assert rows[7]["failure"]["code"] == "NO_ADAPTER"
+    assert rows[7]["attempts"] == 0
+    assert (summary.total, summary.succeeded, summary.failed, summary.skipped) == (
+        7,
+        3,
+        4,
+        0,
+    )
+    assert (summary.input_tokens, summary.output_tokens) == (15, 6)
+    assert not summary.ok
+    assert not summary.interrupted
+
+
+def test_a_rerun_sends_only_what_the_results_file_lacks(tmp_path: Path) -> None:
+    requests = write_requests(tmp_path / "requests.jsonl", [*prompts(10), "broken"])
+    results = tmp_path / "results.jsonl"
+    with EchoServer() as server, echo_runtime(server.url) as runtime:
+        run_jsonl(requests, results, runtime=runtime)
+        # Keep the first five rows, as a run stopped there would have left them.
+        kept = results.read_text().splitlines(keepends=True)[:5]
+        results.write_text("".join(kept))
+        kept_lines = {row["line"] for row in result_rows(results)}
+        server.arrivals.clear()
+        summary = run_jsonl(requests, results, runtime=runtime)
+        sent = sorted(prompt for _, prompt in server.arrivals)
+    missing = sorted(f"p{line - 1}" for line in range(1, 11) if line not in kept_lines)
+    assert sent == missing
+    rows = result_rows(results)
+    assert Counter(row["line"] for row in rows) == {line: 1 for line in range(1, 12)}
+    expected: dict[str | None, int] = {f"r{n}": 1 for n in range(10)}
+    assert Counter(row["id"] for row in rows) == {
+        **expected,
+        None: 1,
+    }
+    assert summary.skipped == 5
+    assert summary.succeeded + summary.failed == 6
+    assert summary.failed_before == (11 in kept_lines)
+
+
+def test_no_more_than_concurrency_requests_are_in_flight(tmp_path: Path) -> None:
+    requests = write_requests(tmp_path / "requests.jsonl", prompts(24))
+    with EchoServer(delay=0.05) as server, echo_runtime(server.url) as runtime:
+        summary = run_jsonl(
+            requests, tmp_path / "r.jsonl", runtime=runtime, concurrency=3
+        )
+    assert summary.succeeded == 24
+    assert 2 <= server.max_active <= 3
+
+
+def test_the_rate_limit_holds_on_an_injected_clock(tmp_path: Path) -> None:
+    clock = FakeClock()
+    limiter = RouteLimiter(10, clock=clock, wait=clock.wait)
+    requests = write_requests(tmp_path / "requests.jsonl", prompts(35))
+    arrivals: list[float] = []
+    with EchoServer() as server, echo_runtime(server.url) as runtime:
+        answer = server.handle
+
+        def handle(request: RecordedRequest) -> Reply:
+            arrivals.append(clock())
+            return answer(request)
+
+        server.server.handler = handle
+        summary = run_jsonl(
+            requests,
+            tmp_path / "r.jsonl",
+            runtime=runtime,
+            concurrency=1,
+            limiter=limiter,
+        )
+    assert summary.succeeded == 35
+    assert len(arrivals) == 35
+    assert _most_in_a_minute(arrivals) == 10
+    assert arrivals[-1] - arrivals[0] >= 34 * 6.0 - 1e-6
+
+
+def test_rate_limit_backs_the_route_off_for_the_retry_after(tmp_path: Path) -> None:
+    requests = write_requests(tmp_path / "requests.jsonl", prompts(7))
+    with (
+        EchoServer(delay=0.3, retry_after_ms=400) as server,
+        echo_runtime(server.url) as runtime,
+    ):
+        server.rate_limited.add("p0")
+        summary = run_jsonl(
+            requests, tmp_path / "r.jsonl", runtime=runtime, concurrency=3
+        )
+        arrivals = list(server.arrivals)
+    assert summary.succeeded == 7
+    limited_at = next(t for t, prompt in arrivals if prompt == "p0")
+    first_wave = {prompt for _, prompt in arrivals[:3]}
+    assert "p0" in first_wave
+    later = [(t, prompt) for t, prompt in arrivals[3:]]
+    assert later  # the retry of p0 and the requests started after the 429
+    for at, _prompt in later:
+        assert at >= limited_at + 0.4
+    rows = {row["id"]: row for row in result_rows(tmp_path / "r.jsonl")}
+    assert rows["r0"]["attempts"] == 2
+    assert rows["r0"]["ok"] is True
+
+
+def test_retry_replaces_the_route_policy(tmp_path: Path) -> None:
+    requests = write_requests(tmp_path / "requests.jsonl", prompts(1))
+    with EchoServer(retry_after_ms=5) as server, echo_runtime(server.url) as runtime:
+        server.rate_limited.add("p0")
+        run_jsonl(
+            requests,
+            tmp_path / "r.jsonl",
+            runtime=runtime,
+            retry={"mode": "normal", "maxRetries": 0},
+        )
+    (row,) = result_rows(tmp_path / "r.jsonl")
+    assert row["ok"] is False
+    assert row["attempts"] == 1
+    assert row["failure"]["code"] == "RATE_LIMIT"
+    assert row["failure"]["providerRetryAfterMs"] == 5
+
+
+def test_an_abort_stops_the_run_and_in_flight_requests_are_sent_again(
+    tmp_path: Path,
+) -> None:
+    requests = write_requests(tmp_path / "requests.jsonl", prompts(6))
+    results = tmp_path / "results.jsonl"
+    controller = AbortController()
+    with EchoServer() as server, echo_runtime(server.url) as runtime:
+        for prompt in ("p2", "p3"):
+            server.replies[prompt] = lambda: Reply(body=(Stall(seconds=30),))
+        outcome = []
+        worker = threading.Thread(
+            target=lambda: outcome.append(
+                run_jsonl(
+                    requests,
+                    results,
+                    runtime=runtime,
+                    concurrency=2,
+                    signal=controller.signal,
+                )
+            )
+        )
+        started = time.monotonic()
+        worker.start()
+        assert server.server.wait_for_requests(4, timeout=10)
+        controller.abort()
+        worker.join(10)
+        assert not worker.is_alive()
+        assert time.monotonic() - started < 10
+        assert server.server.wait_until_idle(), (
+            "an aborted request left its connection open"
+        )
+        (summary,) = outcome
+        assert summary.interrupted
+        assert sorted(row["id"] for row in result_rows(results)) == ["r0", "r1"]
+        assert summary.not_run == 4
+        server.replies.clear()
+        again = run_jsonl(requests, results, runtime=runtime)
+    assert again.ok
+    assert again.skipped == 2
+    assert again.succeeded == 4
+    assert Counter(row["id"] for row in result_rows(results)) == {
+        f"r{n}": 1 for n in range(6)
+    }
+
+
+def test_progress_is_quiet_off_a_terminal_but_the_summary_line_is_written(
+    tmp_path: Path,
+) -> None:
+    requests = write_requests(tmp_path / "requests.jsonl", [*prompts(5), "bad"])
+    quiet, drawn = io.StringIO(), io.StringIO()
+    with EchoServer() as server, echo_runtime(server.url) as runtime:
+        run_jsonl(
+            requests, tmp_path / "a.jsonl", runtime=runtime, progress=ProgressBar(quiet)
+        )
+        run_jsonl(
+            requests,
+            tmp_path / "b.jsonl",
+            runtime=runtime,
+            progress=ProgressBar(drawn, enabled=True),
+        )
+    lines = quiet.getvalue().splitlines()
+    assert len(lines) == 1
+    assert lines[0].startswith(
+        "batch done: 5 succeeded, 1 failed, tokens 25 in / 10 out, "
+    )
+    assert "6/6" in drawn.getvalue()
+    assert "failed=1" in drawn.getvalue()
+    last = drawn.getvalue().splitlines()[-1]
+    assert last.startswith("batch done: 5 succeeded, 1 failed, tokens 25 in / 10 out, ")
+
+
+def test_a_composition_file_is_loaded_for_the_run(tmp_path: Path) -> None:
+    requests = write_requests(tmp_path / "requests.jsonl", prompts(2))
+    with EchoServer() as server:
+        config = write_config(tmp_path / "dsh.yml", server.url)
+        summary = run_jsonl(requests, tmp_path / "r.jsonl", composition=config)
+    assert summary.ok
+    assert summary.succeeded == 2
