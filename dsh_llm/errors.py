@@ -92,6 +92,7 @@ class ErrorCode(StrEnum):
     INVALID_MESSAGE = "INVALID_MESSAGE"
     PLUGIN_LOAD = "PLUGIN_LOAD"
     UNKNOWN_FINISH_REASON = "UNKNOWN_FINISH_REASON"
+    INVALID_CASSETTE = "INVALID_CASSETTE"
 
 
 @attrs.frozen(kw_only=True)
@@ -255,6 +256,11 @@ ERROR_CODES: Final[dict[ErrorCode, ErrorCodeInfo]] = {
     ErrorCode.PLUGIN_LOAD: _info(
         "A plugin or composition entry could not be loaded (bad config, missing "
         "module or injected service); nothing was registered."
+    ),
+    ErrorCode.INVALID_CASSETTE: _info(
+        "A cassette file (dsh_llm.testing.cassette) cannot be read: not JSON "
+        "Lines, an unknown format version, or a missing or mistyped field; the "
+        "message names the line and key path."
     ),
 }
 """When each known code is raised and whether a retry may help."""
