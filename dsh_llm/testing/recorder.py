@@ -104,6 +104,7 @@ class Recording:
                 f"upstream_base_url must be an http(s) URL, got {upstream_base_url!r}"
             )
         self._origin = f"{parts.scheme}://{parts.netloc}"
+        self._netloc = parts.netloc
         self._base_path = parts.path.rstrip("/")
         self._where = Path(where)
         self._secrets = tuple(secrets)
@@ -286,7 +287,11 @@ class Recording:
                 request=CassetteRequest(
                     method=request.method,
                     url=url,
-                    headers=request.headers,
+                    # The host the client named is the proxy's; record the upstream's.
+                    headers=[
+                        (k, self._netloc if k == "host" else v)
+                        for k, v in request.headers
+                    ],
                     body=request.body,
                 ),
                 response=CassetteResponse(
