@@ -447,9 +447,9 @@ def _build(values: list[tuple[int, Any]], at: _Cursor) -> Cassette:
     last_ms = head["at_ms"]
     for number, line in values[3:-1]:
         at(number)
-        line = _object(line, "$", ("read",), ())
-        if "read" not in line:
+        if not isinstance(line, dict) or "read" not in line:
             raise _Invalid("$", 'expected a "read" line (only the last line is "end")')
+        line = _object(line, "$", ("read",), ())
         raw = _object(line["read"], "$.read", ("atMs", "text", "base64"), ("atMs",))
         at_ms = _ms(raw["atMs"], "$.read.atMs")
         if at_ms < last_ms:
@@ -462,9 +462,9 @@ def _build(values: list[tuple[int, Any]], at: _Cursor) -> Cassette:
 
     number, line = values[-1]
     at(number)
-    line = _object(line, "$", ("end",), ())
-    if "end" not in line:
+    if not isinstance(line, dict) or "end" not in line:
         raise _Invalid("$", 'the last line must be "end"')
+    line = _object(line, "$", ("end",), ())
     raw = _object(line["end"], "$.end", ("ended", "atMs"), ("ended",))
     end_ms = None if "atMs" not in raw else _ms(raw["atMs"], "$.end.atMs")
     response = CassetteResponse(
@@ -483,7 +483,7 @@ def _build(values: list[tuple[int, Any]], at: _Cursor) -> Cassette:
 # Headers always treated as secret, beyond ``is_secret_name``'s rule.
 _ALWAYS_SECRET: Final = frozenset({"x-goog-api-key", "cookie", "set-cookie"})
 # How far around a read boundary a secret split across two reads is looked for.
-_SEAM: Final = 4096
+_SEAM: Final = 512
 
 
 def _secret_header(name: str) -> bool:
@@ -547,18 +547,21 @@ def _redact_bytes(data: bytes, redact: Redactor) -> bytes:
 def _redact_reads(
     reads: tuple[BodyRead, ...], redact: Redactor
 ) -> tuple[BodyRead, ...]:
+    body = b"".join(read.data for read in reads).decode("latin-1")
     merged: list[BodyRead] = []
+    seam = 0
     for read in reads:
         if merged:
-            left = merged[-1].data[-_SEAM:].decode("latin-1")
-            right = read.data[:_SEAM].decode("latin-1")
+            left, right = body[max(0, seam - _SEAM) : seam], body[seam : seam + _SEAM]
             if redact(left + right) != redact(left) + redact(right):
                 # A secret spans the seam: keep it in one read, at the later time.
                 merged[-1] = BodyRead(
                     at_ms=read.at_ms, data=merged[-1].data + read.data
                 )
+                seam += len(read.data)
                 continue
         merged.append(read)
+        seam += len(read.data)
     return tuple(
         BodyRead(at_ms=read.at_ms, data=_redact_bytes(read.data, redact))
         for read in merged
