@@ -25,7 +25,8 @@ is checked. Contracts callers may rely on:
   ``ABORTED`` and the connection is closed; ``http-errors``: a 401 is ``AUTH``,
   a 429 with ``Retry-After: 7`` is ``RATE_LIMIT`` with 7000 ms, a 500 ``SERVER``.
 - A failure raises ``AssertionError`` naming the variant and showing the first
-  diverging chunk (or the codes). ``groups`` selects which of the groups above
+  diverging chunk (or the codes); an adapter raising anything but ``LlmError``
+  fails too. ``groups`` selects which of the groups above
   run; ``max_cuts`` bounds the truncation variants (sampled evenly), so a run
   takes a few seconds for a typical recording.
 """
@@ -176,6 +177,10 @@ class _Runner:
                 ) from None
             code, raised = exc.code, True
             retry_after = exc.failure.provider_retry_after_ms
+        except Exception as exc:
+            raise AssertionError(
+                f"variant {name!r}: the adapter raised {exc!r}, not an LlmError"
+            ) from exc
         finally:
             close_adapter(adapter)
         return _Outcome(
