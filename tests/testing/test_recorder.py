@@ -12,7 +12,7 @@ import requests
 
 from dsh_llm.adapters.openai_compat import OpenAICompatAdapter
 from dsh_llm.errors import LlmError
-from dsh_llm.protocol import GenerateOptions, create_user_message
+from dsh_llm.protocol import GenerateOptions, TextDelta, create_user_message
 from dsh_llm.serde import chunk_to_dict
 from dsh_llm.testing import (
     Cassette,
@@ -59,14 +59,16 @@ def test_the_client_gets_the_first_event_before_the_upstream_sends_the_next(
     upstream.enqueue(
         Reply(body=(first, Pause(seconds=0.5), Mark(name="second"), *rest))
     )
-    with record(f"{upstream.url}/v1", tmp_path) as rec:
-        with requests.post(
+    with (
+        record(f"{upstream.url}/v1", tmp_path) as rec,
+        requests.post(
             f"{rec.base_url}/chat/completions", json={}, stream=True, timeout=10
-        ) as response:
-            pieces = response.iter_content(chunk_size=None)
-            got_first = next(pieces)
-            first_at = time.perf_counter()
-            rest_body = b"".join(pieces)
+        ) as response,
+    ):
+        pieces = response.iter_content(chunk_size=None)
+        got_first = next(pieces)
+        first_at = time.perf_counter()
+        rest_body = b"".join(pieces)
     assert got_first == first
     assert first_at < upstream.marks["second"]
     assert rest_body == b"".join(rest)
@@ -87,7 +89,7 @@ def test_non_ascii_text_round_trips_exactly_through_record_and_replay(
 ):
     body = b"".join(sse_events([_delta("café ☕ "), _delta("naïve"), _stop()]))
     # 1-byte writes: reads split é, ☕ and ï between them.
-    upstream.enqueue(Reply(body=body, split=1, framing=framing))  # type: ignore[arg-type]
+    upstream.enqueue(Reply(body=body, split=1, framing=framing))
     path = tmp_path / "cafe.jsonl"
     live = record_call(openai_compat, _options(), path, upstream=f"{upstream.url}/v1")
     cassette = Cassette.load(path)
@@ -96,7 +98,7 @@ def test_non_ascii_text_round_trips_exactly_through_record_and_replay(
     assert cassette.response.ended == "complete"
     replayed = replay_chunks(path, openai_compat)
     assert [chunk_to_dict(c) for c in replayed] == [chunk_to_dict(c) for c in live]
-    text = "".join(c.text for c in live if type(c).__name__ == "TextDelta")
+    text = "".join(c.text for c in live if isinstance(c, TextDelta))
     assert text == "café ☕ naïve"
 
 
@@ -118,7 +120,8 @@ def test_a_recorded_cassette_never_contains_the_key(upstream, tmp_path):
     assert upstream.requests[0].header("authorization") == f"Bearer {KEY}"
     text = path.read_text(encoding="utf-8")
     assert KEY not in text
-    assert KEY[:16] not in text and KEY[-16:] not in text
+    assert KEY[:16] not in text
+    assert KEY[-16:] not in text
     cassette = Cassette.load(path)
     assert dict(cassette.request.headers)["authorization"] == "***"
     assert cassette.response.header("x-echo-key") == "***"
@@ -128,10 +131,12 @@ def test_a_recorded_cassette_never_contains_the_key(upstream, tmp_path):
 def test_every_call_becomes_its_own_cassette_in_a_directory(upstream, tmp_path):
     body = sse_events([_delta("a"), _stop()])
     upstream.enqueue(Reply(body=body), Reply(body=body))
-    with record(f"{upstream.url}/v1", tmp_path / "calls") as rec:
-        with OpenAICompatAdapter(rec.base_url) as adapter:
-            list(adapter.stream(_options()))
-            list(adapter.stream(_options()))
+    with (
+        record(f"{upstream.url}/v1", tmp_path / "calls") as rec,
+        OpenAICompatAdapter(rec.base_url) as adapter,
+    ):
+        list(adapter.stream(_options()))
+        list(adapter.stream(_options()))
     assert [p.name for p in rec.paths] == ["call-001.jsonl", "call-002.jsonl"]
     assert all(Cassette.load(p).response.body == b"".join(body) for p in rec.paths)
 
@@ -193,6 +198,5 @@ def test_an_unreachable_upstream_gets_a_502_and_no_cassette(tmp_path):
 
 
 def test_an_upstream_url_that_is_not_http_is_refused(tmp_path):
-    with pytest.raises(ValueError, match="http"):
-        with record("ftp://example.com", tmp_path):
-            pass
+    with pytest.raises(ValueError, match="http"), record("ftp://example.com", tmp_path):
+        pass

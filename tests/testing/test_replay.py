@@ -7,8 +7,10 @@ import pytest
 
 from dsh_llm.assembler import BlockAssembler
 from dsh_llm.protocol import (
+    ContentBlock,
     Finish,
     FinishReason,
+    StreamChunk,
     TextBlock,
     ToolCallBlock,
 )
@@ -62,7 +64,7 @@ def test_replay_options_take_the_recorded_model():
     assert replay_options(_cassette()).model == "qwen"
 
 
-def _blocks(chunks):
+def _blocks(chunks: list[StreamChunk]) -> tuple[ContentBlock, ...]:
     assembler = BlockAssembler()
     for chunk in chunks:
         assembler.push(chunk)
@@ -74,7 +76,8 @@ def test_the_llamacpp_text_recording_replays_strictly():
     chunks = replay_chunks(cassette, openai_compat)
     (block,) = _blocks(chunks)
     assert isinstance(block, TextBlock)
-    assert "sûr" in block.text and "français" in block.text
+    assert "sûr" in block.text
+    assert "français" in block.text
     assert chunks[-1] == Finish(reason=FinishReason.STOP)
 
 
@@ -97,4 +100,5 @@ def test_recorded_timing_is_kept_at_speed_one():
     reply = replay_reply(cassette, 1.0)
     pauses = sum(step.seconds for step in reply.body if isinstance(step, Pause))
     last = cassette.response.reads[-1].at_ms
+    assert reply.header_delay is not None
     assert pauses + reply.header_delay == pytest.approx(last / 1000)
