@@ -74,6 +74,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_providers_command(commands)
     _add_validate_command(commands)
     _add_trace_command(commands)
+    from dsh_llm.cli_kit import add_parsers as add_cassette_commands
+
+    add_cassette_commands(commands)  # record, replay
     return parser
 
 
