@@ -337,7 +337,14 @@ def _body(value: dict[str, Any], path: str) -> bytes:
     if has_text == has_b64:
         raise _Invalid(path, 'needs exactly one of "text" and "base64"')
     if has_text:
-        return _str(value["text"], f"{path}.text").encode("utf-8", "surrogatepass")
+        text = _str(value["text"], f"{path}.text")
+        try:
+            return text.encode("utf-8")
+        except UnicodeEncodeError:
+            raise _Invalid(
+                f"{path}.text",
+                "holds a lone surrogate; bytes that are not UTF-8 go in base64",
+            ) from None
     encoded = _str(value["base64"], f"{path}.base64")
     try:
         return base64.b64decode(encoded, validate=True)

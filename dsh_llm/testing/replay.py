@@ -7,7 +7,9 @@ Contracts callers may rely on:
   chunk per read on a chunked body), in the recorded framing. ``speed=1`` keeps
   the recorded timing (the head at its offset, each read at its offset after the
   previous one), ``2`` plays twice as fast, ``0`` sends everything at once. A
-  body recorded ``cut`` ends with an abrupt close, one the client left
+  body recorded ``cut`` ends with an abrupt close (a reset when close-delimited,
+  so it never looks like a clean end; a cut content-length body is replayed
+  chunked, since its announced length was not recorded), one the client left
   (``client-closed``) with a stall until the client leaves again.
 - ``replay_server(cassette, speed)`` is a context manager yielding a started
   ``LoopbackServer`` that answers every request with that reply;
@@ -71,8 +73,13 @@ def replay_reply(cassette: Cassette, speed: float = 0.0) -> Reply:
             steps.append(Pause(seconds=(read.at_ms - last) / 1000 / speed))
         last = read.at_ms
         steps.append(read.data)
+    framing = response.framing
     if response.ended == "cut":
-        steps.append(Cut())
+        # A reset, so a close-delimited body does not end in a clean EOF; a cut
+        # content-length body is replayed chunked (its length is not recorded).
+        steps.append(Cut(reset=framing == "close"))
+        if framing == "length":
+            framing = "chunked"
     elif response.ended == "client-closed":
         steps.append(Stall())
     headers = response.headers
@@ -84,7 +91,7 @@ def replay_reply(cassette: Cassette, speed: float = 0.0) -> Reply:
         reason=response.reason or "-",
         headers=headers,
         body=steps,
-        framing=response.framing,
+        framing=framing,
         header_delay=response.at_ms / 1000 / speed if speed > 0 else 0.0,
     )
 

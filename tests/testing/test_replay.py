@@ -51,6 +51,9 @@ def test_speed_one_keeps_the_recorded_gaps_and_zero_drops_them():
 
 def test_how_the_body_ended_is_replayed():
     assert replay_reply(_cassette(ended="cut")).body[-1] == Cut()
+    cut_close = replay_reply(_cassette(ended="cut", framing="close"))
+    assert cut_close.body[-1] == Cut(reset=True)
+    assert replay_reply(_cassette(ended="cut", framing="length")).framing == "chunked"
     assert replay_reply(_cassette(ended="client-closed")).body[-1] == Stall()
     assert replay_reply(_cassette(framing="close")).framing == "close"
 
