@@ -15,6 +15,9 @@ cassette file (``dsh_llm.testing.cassette``). Contracts callers may rely on:
   reading ends the upstream request (``ended: "client-closed"``).
 - Secrets never reach the file: ``redact_exchange`` runs before it is written,
   with ``secrets`` (the API key) and what the request's headers and URL show.
+- A client that leaves while the upstream is silent is noticed within ~20 ms
+  and the upstream connection is shut down, so leaving ``record`` never waits
+  for a stalled upstream.
 - Redirects are not followed; proxy variables are honoured only for an upstream
   that is not on the loopback interface. An upstream that cannot be reached is
   answered with a 502 and recorded nothing.
@@ -27,6 +30,7 @@ cassette file (``dsh_llm.testing.cassette``). Contracts callers may rely on:
 from __future__ import annotations
 
 import contextlib
+import select
 import socket
 import threading
 import time
@@ -265,6 +269,7 @@ class Recording:
             reads: list[BodyRead] = []
             ended: Ended = "complete"
             _send(sock, ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"))
+            watch = _ClientWatch(sock, raw)
             try:
                 for data in _body_reads(raw, framing):
                     reads.append(BodyRead(at_ms=now_ms(), data=data))
@@ -279,8 +284,11 @@ class Recording:
                         ended = "client-closed"
                         break
             except Exception:
-                # The upstream broke mid-body (reset, bad chunk, read timeout).
-                ended = "cut"
+                # The upstream broke mid-body (reset, bad chunk, read timeout),
+                # unless the watch ended it because the client had left.
+                ended = "client-closed" if watch.client_left else "cut"
+            finally:
+                watch.stop()
             end_ms = now_ms()
         self._save(
             Cassette(
@@ -339,6 +347,42 @@ class Recording:
         return where.with_name(f"{where.stem}-{count}{where.suffix}")
 
 
+class _ClientWatch:
+    """While a body is forwarded, watches the client's socket: when the client
+    leaves (an abort), the upstream connection is shut down, so a read blocked
+    on a silent upstream ends at once instead of at the upstream timeout."""
+
+    def __init__(self, client: socket.socket, raw: Any) -> None:
+        self._client = client
+        self._raw = raw
+        self._done = threading.Event()
+        self.client_left = False
+        """Whether the client went away before the body ended."""
+        self._thread = threading.Thread(
+            target=self._run, name="recorder-watch", daemon=True
+        )
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._done.wait(0.02):
+            try:
+                readable, _, _ = select.select([self._client], [], [], 0)
+                if not readable or self._client.recv(1, socket.MSG_PEEK):
+                    continue  # nothing, or a pipelined request: not a departure
+            except (OSError, ValueError):
+                pass
+            self.client_left = True
+            upstream = getattr(getattr(self._raw, "connection", None), "sock", None)
+            if isinstance(upstream, socket.socket):
+                with contextlib.suppress(OSError):
+                    upstream.shutdown(socket.SHUT_RDWR)
+            return
+
+    def stop(self) -> None:
+        self._done.set()
+        self._thread.join()
+
+
 def _body_reads(raw: Any, framing: Framing) -> Iterator[bytes]:
     """Each body read as it arrives: one HTTP chunk at a time on a chunked body,
     whatever one ``read1`` returns otherwise."""
@@ -381,6 +425,8 @@ def _read_request(
         name, value = name.strip().lower(), value.strip()
         headers.append((name, value))
         if name == "content-length":
+            if not value.isdigit():
+                return None, b""
             length = int(value)
     while len(rest) < length:
         data = sock.recv(_READ_SIZE)

@@ -8,6 +8,7 @@ import socket
 import time
 from collections.abc import Iterator
 
+import attrs
 import pytest
 import requests
 
@@ -21,6 +22,7 @@ from dsh_llm.testing import (
     Mark,
     Pause,
     Reply,
+    Stall,
     record,
     record_call,
     replay_chunks,
@@ -184,6 +186,33 @@ def test_an_upstream_cut_mid_body_is_recorded_as_cut_and_cut_for_the_client(
     with pytest.raises(LlmError) as replayed:
         replay_chunks(cassette, openai_compat)
     assert replayed.value.code == live.value.code
+
+
+def test_an_abort_while_the_upstream_is_silent_ends_the_recording_at_once(
+    upstream, tmp_path
+):
+    from dsh_llm.signal import AbortController
+
+    upstream.enqueue(Reply(body=(sse_event(_delta("wait")), Stall(seconds=10))))
+    controller = AbortController()
+    options = attrs.evolve(_options(), signal=controller.signal)
+    path = tmp_path / "aborted.jsonl"
+    started = time.monotonic()
+    with pytest.raises(LlmError) as caught:
+        record_call(
+            openai_compat,
+            options,
+            path,
+            upstream=f"{upstream.url}/v1",
+            on_chunk=lambda _chunk: controller.abort(),
+        )
+    # Far below the 10 s stall: the proxy did not wait for the upstream.
+    assert time.monotonic() - started < 5
+    assert caught.value.code == "ABORTED"
+    cassette = Cassette.load(path)
+    assert cassette.response.ended == "client-closed"
+    assert cassette.response.body == sse_event(_delta("wait"))
+    assert upstream.wait_until_idle(timeout=2)
 
 
 def test_an_http_error_is_recorded_and_replays_to_the_same_code(upstream, tmp_path):
