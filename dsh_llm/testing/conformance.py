@@ -20,6 +20,11 @@ is checked. Contracts callers may rely on:
   chunked framing (abrupt close) and close-delimited framing (clean EOF), never
   ends with a clean finish, always with a documented ``ErrorCode``, and with
   the same code whichever way it was cut.
+- ``end-marker`` (for an event stream ending in a non-JSON sentinel such as
+  ``data: [DONE]``): the sentinel sent alone, or right after each event before
+  the last two data events ahead of it (so before the provider's finish
+  reason), never ends with a clean finish, and always with a documented
+  ``ErrorCode`` (rule 12).
 - ``stall``: silence after half the events ends as ``TIMEOUT`` before
   ``guard_s``; ``abort``: an abort while the stream waits ends it as
   ``ABORTED`` and the connection is closed; ``http-errors``: a 401 is ``AUTH``,
@@ -33,6 +38,7 @@ is checked. Contracts callers may rely on:
 
 from __future__ import annotations
 
+import json
 import random
 import re
 import threading
@@ -60,7 +66,15 @@ from dsh_llm.validator import validate_stream
 
 __all__ = ["GROUPS", "ConformanceReport", "assert_adapter_conforms"]
 
-GROUPS: Final = ("resplit", "sse-noise", "truncation", "stall", "abort", "http-errors")
+GROUPS: Final = (
+    "resplit",
+    "sse-noise",
+    "truncation",
+    "end-marker",
+    "stall",
+    "abort",
+    "http-errors",
+)
 """The variant groups, in the order they run."""
 
 _KNOWN_CODES: Final = frozenset(code.value for code in ErrorCode)
@@ -422,24 +436,28 @@ def assert_adapter_conforms(
                     outcome = runner.run(
                         label, attrs.evolve(base, body=steps, framing=framing)
                     )
-                    if outcome.clean:
-                        raise AssertionError(
-                            f"variant {label!r}: a cut body ended with a clean "
-                            f"finish: {compact_json(outcome.chunks[-1])}"
-                        )
-                    assert outcome.code is not None
-                    if outcome.code not in _KNOWN_CODES:
-                        raise AssertionError(
-                            f"variant {label!r}: ended with {outcome.code}, which is "
-                            "not a documented ErrorCode"
-                        )
-                    codes[framing] = outcome.code
+                    codes[framing] = _expect_failure(label, outcome, "a cut body")
                 if codes["chunked"] != codes["close"]:
                     raise AssertionError(
                         f"variant 'cut {where} (byte {offset})': the code depends on "
                         f"the framing: {codes['chunked']} when chunked, "
                         f"{codes['close']} when close-delimited"
                     )
+
+        marker = _end_marker(segments, event_stream)
+        if "end-marker" in chosen and streaming and marker is not None:
+            index, sentinel = marker
+            for cut in _marker_cuts(segments, event_stream, index, max_cuts):
+                label = (
+                    f"end marker right after event {cut}" if cut else "end marker alone"
+                )
+                kept = b"".join(segments[:cut])
+                outcome = runner.run(label, attrs.evolve(base, body=(kept + sentinel,)))
+                _expect_failure(
+                    label,
+                    outcome,
+                    "a stream whose end marker came before its finish reason",
+                )
 
         half = _half(segments, event_stream)
         if "stall" in chosen and streaming:
@@ -480,6 +498,60 @@ def assert_adapter_conforms(
                     )
         names = tuple(runner.names)
     return ConformanceReport(variants=names)
+
+
+def _expect_failure(name: str, outcome: _Outcome, what: str) -> str:
+    """The code of ``outcome``, which must be a failure with a documented code."""
+    if outcome.code is None:
+        last = compact_json(outcome.chunks[-1]) if outcome.chunks else "nothing"
+        raise AssertionError(
+            f"variant {name!r}: {what} ended with a clean finish: {last}"
+        )
+    if outcome.code not in _KNOWN_CODES:
+        raise AssertionError(
+            f"variant {name!r}: ended with {outcome.code}, which is not a "
+            "documented ErrorCode"
+        )
+    return outcome.code
+
+
+def _end_marker(segments: list[bytes], event_stream: bool) -> tuple[int, bytes] | None:
+    """The index and bytes of the stream's end marker: its last data event when
+    that is an SSE event whose data is not JSON (``data: [DONE]``)."""
+    if not event_stream:
+        return None
+    data = [i for i, seg in enumerate(segments) if _is_data(seg, event_stream)]
+    if not data:
+        return None
+    last = segments[data[-1]]
+    payload = b"\n".join(
+        line[5:].strip()
+        for line in re.split(rb"\r\n|\r|\n", last)
+        if line.startswith(b"data:")
+    )
+    try:
+        json.loads(payload)
+    except ValueError:
+        return data[-1], last
+    return None
+
+
+def _marker_cuts(
+    segments: list[bytes], event_stream: bool, marker: int, max_cuts: int
+) -> list[int]:
+    """How many leading segments to keep before an early end marker: none, and
+    every count that stops before the last two data events ahead of the marker
+    (they may carry the finish reason and trailing usage, after which an early
+    marker is legitimate)."""
+    data = [i for i, seg in enumerate(segments) if _is_data(seg, event_stream)]
+    before = [i for i in data if i < marker]
+    if len(before) < 2:
+        return []
+    cuts = list(range(before[-2] + 1))
+    if len(cuts) > max_cuts:
+        step = len(cuts) / max_cuts
+        cuts = [cuts[int(i * step)] for i in range(max_cuts)]
+    return cuts
 
 
 def _half(segments: list[bytes], event_stream: bool) -> int:

@@ -99,9 +99,11 @@ class _DiffersAfterTheFirstCall(_Wrapper):
             yield chunk
 
 
-def test_the_real_adapter_passes_every_group_but_truncation():
+def test_the_real_adapter_passes_every_group_but_the_issue_13_ones():
     report = assert_adapter_conforms(
-        openai_compat, TEXT, groups=[g for g in GROUPS if g != "truncation"]
+        openai_compat,
+        TEXT,
+        groups=[g for g in GROUPS if g not in ("truncation", "end-marker")],
     )
     assert report.variants[0] == "recorded"
     assert {"1-byte writes", "close-delimited", "UTF-8 BOM (chunked)"} <= set(
@@ -115,6 +117,17 @@ def test_a_forged_clean_finish_on_a_cut_body_fails_naming_the_cut():
     message = str(caught.value)
     assert "variant 'cut inside event 1 (byte " in message
     assert "a cut body ended with a clean finish" in message
+
+
+def test_an_end_marker_before_the_finish_reason_must_not_finish_cleanly():
+    # The real adapter takes a bare [DONE] after text as a stop (issue 13).
+    with pytest.raises(AssertionError) as caught:
+        assert_adapter_conforms(openai_compat, TEXT, groups=["end-marker"])
+    assert str(caught.value).startswith(
+        "variant 'end marker right after event 1': a stream whose end marker came "
+        "before its finish reason ended with a clean finish: "
+        '{"type":"finish","reason":{"kind":"stop"}}'
+    )
 
 
 def test_an_adapter_ignoring_the_signal_fails_the_abort_variant():
