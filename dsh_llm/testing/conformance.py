@@ -1,39 +1,29 @@
 """``assert_adapter_conforms``: one cassette, replayed straight and hostile.
 
-For adapter authors (and the shipped adapters' own tests): a cassette of one
-streamed answer is replayed through a ``LoopbackServer`` into the adapter, then
-replayed again in variants a real network or server produces, and each outcome
-is checked. Contracts callers may rely on:
+A cassette is replayed through a ``LoopbackServer`` into the adapter, then in
+variants a real network or server produces; ``docs/writing-an-adapter.md``
+tabulates them. Contracts callers may rely on:
 
 - ``adapter_factory(base_url, *, stream_idle_timeout_ms)`` builds the adapter
-  under test pointed at ``base_url`` (the server's URL plus the cassette's
-  ``base_path``), with the idle watchdog set to the given milliseconds; it is
+  for ``base_url`` (server URL plus ``base_path``) with that idle timeout; it is
   called once per variant and the adapter is closed afterwards.
 - Every outcome (the chunks, and the code of a raised ``LlmError`` or of an
   ``error``/``aborted`` finish) must pass ``validate_stream(strict=True)``.
-- ``resplit`` and ``sse-noise`` variants must give exactly the recorded outcome:
-  1-byte writes, seeded random splits, one HTTP chunk per event, close-delimited
-  and content-length bodies; for event streams also a UTF-8 BOM, CRLF line ends
-  and a ``: keep-alive`` comment between every two events, alone and together.
-- ``truncation`` (for a complete 2xx recording): the body cut after every event
-  before the last data event and in the middle of every event, each under
-  chunked framing (abrupt close) and close-delimited framing (clean EOF), never
-  ends with a clean finish, always with a documented ``ErrorCode``, and with
-  the same code whichever way it was cut.
-- ``end-marker`` (for an event stream ending in a non-JSON sentinel such as
-  ``data: [DONE]``): the sentinel sent alone, or right after each event before
-  the last two data events ahead of it (so before the provider's finish
-  reason), never ends with a clean finish, and always with a documented
-  ``ErrorCode`` (rule 12).
-- ``stall``: silence after half the events ends as ``TIMEOUT`` before
-  ``guard_s``; ``abort``: an abort while the stream waits ends it as
-  ``ABORTED`` and the connection is closed; ``http-errors``: a 401 is ``AUTH``,
-  a 429 with ``Retry-After: 7`` is ``RATE_LIMIT`` with 7000 ms, a 500 ``SERVER``.
+- ``resplit`` (1-byte writes, random splits, one HTTP chunk per event,
+  close-delimited, content-length) and ``sse-noise`` (BOM, CRLF, keep-alive
+  comments between events) must give exactly the recorded outcome.
+- ``truncation``: a complete 2xx body cut after and inside every event, chunked
+  (abrupt close) and close-delimited (clean EOF), never ends with a clean
+  finish, always with a documented ``ErrorCode``, the same for both framings.
+  ``end-marker``: a non-JSON sentinel (``data: [DONE]``) before the finish
+  reason never ends with a clean finish either (rule 12).
+- ``stall`` ends as ``TIMEOUT``; ``abort`` as ``ABORTED`` with the connection
+  closed; ``http-errors``: 401 ``AUTH``, 429 ``RATE_LIMIT`` with the
+  ``Retry-After`` delay, 500 ``SERVER``.
 - A failure raises ``AssertionError`` naming the variant and showing the first
-  diverging chunk (or the codes); an adapter raising anything but ``LlmError``
-  fails too. ``groups`` selects which of the groups above
-  run; ``max_cuts`` bounds the truncation variants (sampled evenly), so a run
-  takes a few seconds for a typical recording.
+  diverging chunk or the codes (also for an adapter raising a non-``LlmError``).
+  ``groups`` chooses the groups; ``max_cuts`` and ``guard_s`` keep a run to a
+  few seconds.
 """
 
 from __future__ import annotations
