@@ -214,3 +214,24 @@ def test_record_of_a_failing_call_exits_1_and_keeps_the_cassette(
     assert status == 1
     assert "error[SERVER]: boom" in capsys.readouterr().err
     assert Cassette.load(out).response.status == 500
+
+
+def test_building_the_parser_imports_neither_requests_nor_the_kit():
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys, dsh_llm.cli; dsh_llm.cli.build_parser(); "
+        "print(sorted(m for m in ('requests', 'dsh_llm.testing', "
+        "'dsh_llm.adapters.deepseek') if m in sys.modules))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe],
+        capture_output=True,
+        text=True,
+        env=clean_env(),
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "[]\n"
