@@ -23,8 +23,9 @@ cassette file (``dsh_llm.testing.cassette``). Contracts callers may rely on:
   answered with a 502 and recorded nothing.
 - Files: when ``where`` is a directory (or has no suffix) each call becomes
   ``call-001.jsonl``, ``call-002.jsonl``...; when it is a file path the first call
-  is written there and later ones as ``<stem>-2<suffix>``... Every file is
-  written before ``record`` exits; ``Recording.paths`` lists them.
+  is written there and later ones as ``<stem>-2<suffix>``... Every call whose
+  response head arrived is written before ``record`` exits (``Recording.paths``
+  lists them); one still waiting for the upstream then is abandoned.
 """
 
 from __future__ import annotations
@@ -120,6 +121,8 @@ class Recording:
         self._paths: list[Path] = []
         self._count = 0
         self._threads: list[threading.Thread] = []
+        self._awaiting_upstream: set[threading.Thread] = set()
+        self._abandoned = False
         self._sockets: set[socket.socket] = set()
         self._stopping = threading.Event()
         self._listener: socket.socket | None = None
@@ -153,7 +156,8 @@ class Recording:
         return self
 
     def stop(self) -> None:
-        """Close every connection, wait for every cassette to be written."""
+        """Close every connection and wait for every cassette to be written;
+        a call still waiting for the upstream's response head is abandoned."""
         self._stopping.set()
         if self._acceptor is not None:
             self._acceptor.join()
@@ -165,8 +169,15 @@ class Recording:
             # forwarding a body ends when the body does.
             with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_RD)
+        # A call still waiting for the upstream's response head has nothing to
+        # record yet: it is abandoned (it ends without a cassette when the head
+        # comes), rather than waited for up to the upstream timeout.
+        with self._lock:
+            self._abandoned = True
+            waiting = set(self._awaiting_upstream)
         for thread in self._threads:
-            thread.join()
+            if thread not in waiting:
+                thread.join()
         if self._listener is not None:
             self._listener.close()
             self._listener = None
@@ -220,6 +231,8 @@ class Recording:
         def now_ms() -> float:
             return round((time.perf_counter() - start) * 1000, 3)
 
+        with self._lock:
+            self._awaiting_upstream.add(threading.current_thread())
         try:
             response = self._session.request(
                 request.method,
@@ -231,6 +244,7 @@ class Recording:
                 timeout=(self._timeout, self._timeout),
             )
         except requests.RequestException as exc:
+            self._upstream_answered()
             message = f"recording proxy: upstream unreachable: {type(exc).__name__}"
             _send(
                 sock,
@@ -240,6 +254,9 @@ class Recording:
                 ).encode("latin-1"),
             )
             return True
+        if not self._upstream_answered():
+            response.close()
+            return False
         with response:
             head_ms = now_ms()
             raw = response.raw
@@ -328,6 +345,13 @@ class Recording:
         with contextlib.suppress(OSError):
             sock.shutdown(socket.SHUT_WR)
         return False
+
+    def _upstream_answered(self) -> bool:
+        """Leave the waiting state; whether the call may go on (``stop`` has not
+        abandoned it)."""
+        with self._lock:
+            self._awaiting_upstream.discard(threading.current_thread())
+            return not self._abandoned
 
     def _save(self, cassette: Cassette) -> None:
         redacted = redact_exchange(cassette, self._secrets)
@@ -446,6 +470,7 @@ def record(
     *,
     secrets: Iterable[str | Secret] = (),
     adapter: str | None = None,
+    upstream_timeout_s: float = 300.0,
 ) -> Iterator[Recording]:
     """Record every call made through the yielded proxy (see the module docstring).
 
@@ -457,7 +482,11 @@ def record(
         rec.paths  # (PosixPath('cassettes/call-001.jsonl'),)
     """
     recording = Recording(
-        upstream_base_url, cassette_dir_or_path, secrets=secrets, adapter=adapter
+        upstream_base_url,
+        cassette_dir_or_path,
+        secrets=secrets,
+        adapter=adapter,
+        upstream_timeout_s=upstream_timeout_s,
     ).start()
     try:
         yield recording
@@ -474,6 +503,7 @@ def record_call(
     secrets: Iterable[str | Secret] = (),
     on_chunk: Callable[[StreamChunk], object] | None = None,
     adapter: str | None = None,
+    upstream_timeout_s: float = 300.0,
 ) -> list[StreamChunk]:
     """Make one call through a recording proxy and write its cassette to ``path``.
 
@@ -487,7 +517,13 @@ def record_call(
             breaks the protocol (the cassette is written first).
     """
     chunks: list[StreamChunk] = []
-    with record(upstream, path, secrets=secrets, adapter=adapter) as recording:
+    with record(
+        upstream,
+        path,
+        secrets=secrets,
+        adapter=adapter,
+        upstream_timeout_s=upstream_timeout_s,
+    ) as recording:
         built = adapter_factory(recording.base_url)
         try:
             stream = built.stream(options)

@@ -5,6 +5,7 @@ key never reaches the file."""
 from __future__ import annotations
 
 import socket
+import threading
 import time
 from collections.abc import Iterator
 
@@ -213,6 +214,29 @@ def test_an_abort_while_the_upstream_is_silent_ends_the_recording_at_once(
     assert cassette.response.ended == "client-closed"
     assert cassette.response.body == sse_event(_delta("wait"))
     assert upstream.wait_until_idle(timeout=2)
+
+
+def test_leaving_while_the_upstream_holds_its_headers_does_not_wait(upstream, tmp_path):
+    from dsh_llm.signal import AbortController
+
+    upstream.enqueue(Reply(header_delay=None))  # never answers on its own
+    controller = AbortController()
+    options = attrs.evolve(_options(), signal=controller.signal)
+    timer = threading.Timer(0.2, controller.abort)
+    timer.start()
+    started = time.monotonic()
+    with pytest.raises(LlmError) as caught:
+        record_call(
+            openai_compat,
+            options,
+            tmp_path / "x.jsonl",
+            upstream=f"{upstream.url}/v1",
+            upstream_timeout_s=3,
+        )
+    # Well before the proxy's own 3 s upstream timeout.
+    assert time.monotonic() - started < 2
+    assert caught.value.code == "ABORTED"
+    assert not (tmp_path / "x.jsonl").exists()
 
 
 def test_an_http_error_is_recorded_and_replays_to_the_same_code(upstream, tmp_path):
