@@ -93,6 +93,7 @@ class ErrorCode(StrEnum):
     PLUGIN_LOAD = "PLUGIN_LOAD"
     UNKNOWN_FINISH_REASON = "UNKNOWN_FINISH_REASON"
     INVALID_BATCH_REQUEST = "INVALID_BATCH_REQUEST"
+    INVALID_CASSETTE = "INVALID_CASSETTE"
 
 
 @attrs.frozen(kw_only=True)
@@ -261,6 +262,11 @@ ERROR_CODES: Final[dict[ErrorCode, ErrorCodeInfo]] = {
         "A line of a batch requests file is not a valid request (not a JSON "
         "object, an unknown, missing or ill-typed key, or an id an earlier line "
         "already used); the message names the line and the key."
+    ),
+    ErrorCode.INVALID_CASSETTE: _info(
+        "A cassette file (dsh_llm.testing.cassette) cannot be read: not JSON "
+        "Lines, an unknown format version, or a missing or mistyped field; the "
+        "message names the line and key path."
     ),
 }
 """When each known code is raised and whether a retry may help."""

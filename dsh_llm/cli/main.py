@@ -77,6 +77,10 @@ def build_parser() -> argparse.ArgumentParser:
     from dsh_llm.cli.batch import add_parser as _add_batch_command
 
     _add_batch_command(commands)
+
+    from dsh_llm.cli.kit import add_parsers as add_cassette_commands
+
+    add_cassette_commands(commands)  # record, replay
     return parser
 
 

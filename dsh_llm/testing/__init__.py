@@ -3,12 +3,19 @@
 ``dsh_llm.testing.loopback`` holds ``LoopbackServer``, a real HTTP server on
 127.0.0.1 that plays scripted replies (status, headers, chunked, close-delimited or
 content-length bodies, write splitting, pauses, stalls and abrupt closes) and
-records what it received. It uses the standard library only, so importing it
-adds no dependency; nothing in the library's runtime path imports this package.
+records what it received. It uses the standard library only. The adapter
+author's kit builds on it: ``cassette`` (recorded exchanges), ``recorder``
+(``record``, ``record_call``), ``replay`` (``replay_server``, ``replay_chunks``),
+``conformance`` (``assert_adapter_conforms``), ``fake`` (``FakeAdapter``) and
+``pytest_plugin`` (the fixtures registered under ``pytest11``). Nothing in the
+library's runtime path imports this package.
 """
 
 from __future__ import annotations
 
+from dsh_llm.testing.cassette import Cassette
+from dsh_llm.testing.conformance import assert_adapter_conforms
+from dsh_llm.testing.fake import FakeAdapter
 from dsh_llm.testing.loopback import (
     Cut,
     LoopbackServer,
@@ -21,15 +28,24 @@ from dsh_llm.testing.loopback import (
     sse_event,
     sse_events,
 )
+from dsh_llm.testing.recorder import record, record_call
+from dsh_llm.testing.replay import replay_chunks, replay_server
 
 __all__ = [
+    "Cassette",
     "Cut",
+    "FakeAdapter",
     "LoopbackServer",
     "Mark",
     "Pause",
     "RecordedRequest",
     "Reply",
     "Stall",
+    "assert_adapter_conforms",
+    "record",
+    "record_call",
+    "replay_chunks",
+    "replay_server",
     "sse_body",
     "sse_event",
     "sse_events",
