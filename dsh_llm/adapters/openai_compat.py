@@ -261,6 +261,7 @@ def _headers(value: object) -> dict[str, str]:
             "headers", "must be a mapping of header names to values"
         )
     checked: dict[str, str] = {}
+    seen: set[str] = set()
     for name, text in value.items():
         if not isinstance(name, str) or not is_header_name(name):
             raise OpenAICompatConfigError(
@@ -282,11 +283,14 @@ def _headers(value: object) -> dict[str, str]:
                 "must be printable ASCII without leading or trailing whitespace, "
                 "line breaks or control characters",
             )
-        if lower in checked:
+        if lower in seen:
             raise OpenAICompatConfigError(
                 where, "is given twice (header names are case-insensitive)"
             )
-        checked[lower] = text
+        seen.add(lower)
+        # Kept as written, so an error about a name (the authorization conflict
+        # ``_setup`` finds) names the key the composition spells.
+        checked[name] = text
     return checked
 
 
@@ -327,8 +331,9 @@ class OpenAICompatConfig:
     build it, ``OpenAICompatAdapter.from_config`` takes it, and the
     ``llm-openai-compatible`` plugin structures its YAML entry into it (camelCase
     keys: ``baseURL``, ``apiKeyEnv``, ``maxTokensField``...). Every field is
-    checked (and normalised: the base URL loses its trailing slash, header names
-    are lower-cased, models become ``OpenAICompatModel`` values) on construction:
+    checked (and normalised: the base URL loses its trailing slash, models become
+    ``OpenAICompatModel`` values; header names stay as written and are sent
+    lower-cased) on construction:
     a bad value raises ``OpenAICompatConfigError`` keyed by its config key and
     never echoing a header value. A config never holds a key."""
 
@@ -475,11 +480,14 @@ class OpenAICompatAdapter(ChatCompletionsAdapter):
             raise OpenAICompatConfigError(
                 "apiKey", "and apiKeyEnv cannot both be set; give the key one way"
             )
-        if "authorization" in config.headers and (
+        authorization = next(
+            (name for name in config.headers if name.lower() == "authorization"), None
+        )
+        if authorization is not None and (
             api_key is not None or config.api_key_env is not None
         ):
             raise OpenAICompatConfigError(
-                "headers.authorization",
+                f"headers.{authorization}",
                 "conflicts with apiKey/apiKeyEnv: give the key one way",
             )
         self._settings = config
@@ -581,8 +589,9 @@ class OpenAICompatAdapter(ChatCompletionsAdapter):
     def __repr__(self) -> str:
         settings = self._settings
         key = self._key_repr(settings.api_key_env)
-        names = f", headers={tuple(settings.headers)!r}" if settings.headers else ""
+        names = tuple(name.lower() for name in settings.headers)
+        shown = f", headers={names!r}" if names else ""
         return (
             f"OpenAICompatAdapter(base_url={redact_url(settings.base_url)!r}, "
-            f"{key}{names})"
+            f"{key}{shown})"
         )
