@@ -10,17 +10,19 @@ Contracts callers may rely on:
   (entry, else ``default_context_window``), default max tokens (entry, else
   ``max_tokens``) and the efforts ``off``/``low``/``high``/``max`` (default: the
   configured effort, else ``high``; only ``off`` when thinking is disabled).
-- **Configuration** is resolved once, by ``resolve_adapter_options``: every
-  default and bound is checked there and a bad value raises
-  ``DeepSeekConfigError``, a ``ValueError`` reading ``llm-deepseek: <config key>
-  <what is wrong>`` whose ``key`` is the camelCase config key (the
-  ``llm-deepseek`` plugin reports it as a load error keyed the same way). The
+- **Configuration** is one validated value, ``DeepSeekConfig`` (built by the
+  constructor's keywords, or passed to ``from_config``): every default and bound
+  is checked on construction and a bad value raises ``DeepSeekConfigError``, a
+  ``ValueError`` reading ``llm-deepseek: <config key> <what is wrong>`` whose
+  ``key`` (camelCase) and ``detail`` are data (the ``llm-deepseek`` plugin
+  reports it as a load error keyed the same way). The
   base URL is the explicit one, else ``DEEPSEEK_BASE_URL`` from the environment,
   else ``https://api.deepseek.com``; whichever it is, it is checked by the rule
   ``OpenAICompatAdapter`` shares (``dsh_llm.adapters._chat.base.api_root_url``:
   ``http://`` or ``https://`` with a host, no ``#fragment``, not already ending in
-  ``/chat/completions``; a query string is kept after the appended path). A
-  stream call reads its options snapshot exactly once.
+  ``/chat/completions``; a query string is kept after the appended path) when
+  the adapter is built (``resolve_base_url``). A call keeps the config it was
+  prepared with.
 - **Credentials**, per request: the explicit ``api_key``, else the environment
   variable ``api_key_env`` (``DEEPSEEK_API_KEY``). Missing or empty raises
   ``MISSING_CREDENTIAL`` naming the variable; a key no header can carry raises
