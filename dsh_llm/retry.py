@@ -2,12 +2,13 @@
 
 Contracts callers may rely on:
 
-- ``resolve_retry_policy(config, path)`` validates a camelCase config mapping (as
-  written in YAML) and returns a frozen ``NormalRetryPolicy`` or
-  ``AlwaysRetryPolicy`` detached from the input; ``None`` gives the normal
-  defaults and a policy already resolved is returned as is. Errors are
-  ``ValueError`` whose message is the offending key path (``path``,
-  ``path.mode``, ``path.backoff.maxDelayMs``...), a space, and what is wrong.
+- ``resolve_retry_policy(config, path)`` structures a camelCase config mapping (as
+  written in YAML) into ``RetryPolicyConfig`` by the one config mechanism
+  (``dsh_llm.config``) and returns a frozen ``NormalRetryPolicy`` or
+  ``AlwaysRetryPolicy``; ``None`` gives the normal defaults and a policy already
+  resolved is returned as is. Errors are ``ConfigError`` values whose ``key`` is
+  the offending key path (``path.mode``, ``path.backoff.maxDelayMs``...) and whose
+  ``detail`` says what is wrong.
 - ``retry_delay_ms`` is pure: randomness is passed in, nothing sleeps.
 - Policies are values: adapters return one per route and the runtime captures it
   when the route is registered.
@@ -18,19 +19,28 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable, Mapping
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 import attrs
 
+from dsh_llm.config import (
+    ConfigError,
+    PluginConfigError,
+    check_timeout,
+    field_error,
+    join_key,
+    structure_config,
+)
 from dsh_llm.errors import ErrorCode
-from dsh_llm.protocol.checks import MAX_SAFE_INTEGER
-from dsh_llm.transport.watchdog import MAX_TIMEOUT_MS, check_timeout_ms
+from dsh_llm.protocol.checks import MAX_SAFE_INTEGER, MAX_TIMEOUT_MS
 
 __all__ = [
     "DEFAULT_RETRY_POLICY",
     "AlwaysRetryPolicy",
+    "BackoffConfig",
     "NormalRetryPolicy",
     "RetryPolicy",
+    "RetryPolicyConfig",
     "resolve_retry_policy",
     "retry_delay_ms",
     "retry_policy_key",
@@ -55,57 +65,58 @@ DEFAULT_RETRYABLE_CODES: Final[tuple[str, ...]] = (
 )
 """Codes the normal policy retries by default."""
 
-_POLICY_KEYS: Final = frozenset({"mode", "maxRetries", "retryableCodes", "backoff"})
-_BACKOFF_KEYS: Final = frozenset({"initialDelayMs", "maxDelayMs", "jitterRatio"})
-
 
 def _code_tuple(value: Iterable[str]) -> tuple[str, ...]:
     # A policy is a value: a list passed in is copied into a tuple so later
     # changes to it cannot leak in. A lone str would split into letters.
-    if isinstance(value, str):
-        raise TypeError("retryable_codes must be a sequence of codes, not a str")
+    if isinstance(value, str) or not isinstance(value, Iterable):
+        return value  # type: ignore[return-value]  # refused by _check_codes
     return tuple(value)
 
 
-def _number(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
+def _check_retries(inst: object, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if type(value) is not int or not 0 <= value <= MAX_SAFE_INTEGER:
+        raise field_error(inst, attribute.name, "must be a non-negative safe integer")
 
 
-def _check_codes(codes: tuple[object, ...] | list[object], name: str) -> None:
-    if len(codes) == 0:
-        raise ValueError(f"{name} must not be empty")
-    if any(not isinstance(code, str) or code == "" for code in codes):
-        raise ValueError(f"{name} must contain only non-empty strings")
-    if len(set(codes)) != len(codes):
-        raise ValueError(f"{name} must not contain duplicates")
+def _check_codes(inst: object, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if not isinstance(value, tuple):
+        raise field_error(inst, attribute.name, "must be a list of codes")
+    if len(value) == 0:
+        raise field_error(inst, attribute.name, "must not be empty")
+    if any(not isinstance(code, str) or code == "" for code in value):
+        raise field_error(inst, attribute.name, "must contain only non-empty strings")
+    if len(set(value)) != len(value):
+        raise field_error(inst, attribute.name, "must not contain duplicates")
 
 
-Names = tuple[str, str, str]
-_FIELD_NAMES: Final[Names] = ("initial_delay_ms", "max_delay_ms", "jitter_ratio")
-_CONFIG_NAMES: Final[Names] = ("initialDelayMs", "maxDelayMs", "jitterRatio")
+def _check_jitter(inst: object, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or not 0 <= value <= 1
+    ):
+        raise field_error(inst, attribute.name, "must be between 0 and 1")
 
 
-def _check_backoff(
-    initial: Any, maximum: Any, jitter: Any, prefix: str, names: Names
-) -> None:
-    """Raise ``ValueError`` naming ``prefix.<name>`` for a bad backoff value."""
-    initial_name, maximum_name, jitter_name = names
-    check_timeout_ms(f"{prefix}.{initial_name}", initial)
-    check_timeout_ms(f"{prefix}.{maximum_name}", maximum)
-    if initial > maximum:
-        raise ValueError(
-            f"{prefix}.{initial_name} must be less than or equal to {maximum_name}"
+def _check_delays(inst: Any) -> None:
+    if inst.initial_delay_ms > inst.max_delay_ms:
+        raise field_error(
+            inst, "initial_delay_ms", "must be less than or equal to maxDelayMs"
         )
-    if not _number(jitter) or not math.isfinite(jitter) or not 0 <= jitter <= 1:
-        raise ValueError(f"{prefix}.{jitter_name} must be between 0 and 1")
+
+
+def _delay(default: float) -> Any:
+    return attrs.field(default=default, validator=check_timeout)
 
 
 @attrs.frozen(kw_only=True)
 class NormalRetryPolicy:
     """Retry only ``retryable_codes``, at most ``max_retries`` times.
 
-    Construction checks every field as ``resolve_retry_policy`` checks a config:
-    ``ValueError`` naming the field for a negative or non-int ``max_retries``, an
+    Construction checks every field: a ``PluginConfigError`` (a ``ValueError``)
+    keyed by the field's config key for a negative or non-int ``max_retries``, an
     empty, repeated or non-string code, a delay that is not a positive finite
     number of at most 2147483647 ms, an initial delay above the maximum, or a
     jitter ratio outside 0..1.
@@ -113,33 +124,25 @@ class NormalRetryPolicy:
 
     mode: str = attrs.field(default="normal", init=False)
     """Always ``"normal"``."""
-    max_retries: int = DEFAULT_MAX_RETRIES
+    max_retries: int = attrs.field(
+        default=DEFAULT_MAX_RETRIES, validator=_check_retries
+    )
     """Retries after the first attempt."""
     retryable_codes: tuple[str, ...] = attrs.field(
-        default=DEFAULT_RETRYABLE_CODES, converter=_code_tuple
+        default=DEFAULT_RETRYABLE_CODES, converter=_code_tuple, validator=_check_codes
     )
     """Failure codes eligible for a retry."""
-    initial_delay_ms: float = DEFAULT_INITIAL_DELAY_MS
+    initial_delay_ms: float = _delay(DEFAULT_INITIAL_DELAY_MS)
     """First local backoff delay."""
-    max_delay_ms: float = DEFAULT_MAX_DELAY_MS
+    max_delay_ms: float = _delay(DEFAULT_MAX_DELAY_MS)
     """Largest local delay, and largest provider ``Retry-After`` accepted."""
-    jitter_ratio: float = DEFAULT_JITTER_RATIO
+    jitter_ratio: float = attrs.field(
+        default=DEFAULT_JITTER_RATIO, validator=_check_jitter
+    )
     """Symmetric random spread around each local delay (0..1)."""
 
     def __attrs_post_init__(self) -> None:
-        retries = self.max_retries
-        if type(retries) is not int or not 0 <= retries <= MAX_SAFE_INTEGER:
-            raise ValueError(
-                "NormalRetryPolicy.max_retries must be a non-negative safe integer"
-            )
-        _check_codes(self.retryable_codes, "NormalRetryPolicy.retryable_codes")
-        _check_backoff(
-            self.initial_delay_ms,
-            self.max_delay_ms,
-            self.jitter_ratio,
-            "NormalRetryPolicy",
-            _FIELD_NAMES,
-        )
+        _check_delays(self)
 
 
 @attrs.frozen(kw_only=True)
@@ -147,26 +150,22 @@ class AlwaysRetryPolicy:
     """Retry every failure, without a bound, until success or cancellation.
 
     Construction checks the delays and the jitter ratio as ``NormalRetryPolicy``
-    does (``ValueError`` naming the field).
+    does.
     """
 
     mode: str = attrs.field(default="always", init=False)
     """Always ``"always"``."""
-    initial_delay_ms: float = DEFAULT_INITIAL_DELAY_MS
+    initial_delay_ms: float = _delay(DEFAULT_INITIAL_DELAY_MS)
     """First local backoff delay."""
-    max_delay_ms: float = DEFAULT_MAX_DELAY_MS
+    max_delay_ms: float = _delay(DEFAULT_MAX_DELAY_MS)
     """Largest local delay."""
-    jitter_ratio: float = DEFAULT_JITTER_RATIO
+    jitter_ratio: float = attrs.field(
+        default=DEFAULT_JITTER_RATIO, validator=_check_jitter
+    )
     """Symmetric random spread around each local delay (0..1)."""
 
     def __attrs_post_init__(self) -> None:
-        _check_backoff(
-            self.initial_delay_ms,
-            self.max_delay_ms,
-            self.jitter_ratio,
-            "AlwaysRetryPolicy",
-            _FIELD_NAMES,
-        )
+        _check_delays(self)
 
 
 RetryPolicy = NormalRetryPolicy | AlwaysRetryPolicy
@@ -176,74 +175,89 @@ DEFAULT_RETRY_POLICY: Final = NormalRetryPolicy()
 """The normal policy with every default."""
 
 
-def _check_keys(value: Mapping[str, Any], allowed: frozenset[str], path: str) -> None:
-    for key in value:
-        if key not in allowed:
-            raise ValueError(f'{path} has the unknown key "{key}"')
+@attrs.frozen(kw_only=True)
+class BackoffConfig:
+    """The ``backoff`` mapping of a retry-policy config (camelCase keys)."""
+
+    initial_delay_ms: float = _delay(DEFAULT_INITIAL_DELAY_MS)
+    """First local backoff delay."""
+    max_delay_ms: float = _delay(DEFAULT_MAX_DELAY_MS)
+    """Largest local delay."""
+    jitter_ratio: float = attrs.field(
+        default=DEFAULT_JITTER_RATIO, validator=_check_jitter
+    )
+    """Symmetric random spread around each local delay (0..1)."""
+
+    def __attrs_post_init__(self) -> None:
+        _check_delays(self)
 
 
-def _backoff(config: object, path: str) -> tuple[float, float, float]:
-    if config is None:
-        config = {}
-    if not isinstance(config, Mapping):
-        raise ValueError(f"{path} must be a mapping")
-    _check_keys(config, _BACKOFF_KEYS, path)
-    initial = config.get("initialDelayMs", DEFAULT_INITIAL_DELAY_MS)
-    maximum = config.get("maxDelayMs", DEFAULT_MAX_DELAY_MS)
-    jitter = config.get("jitterRatio", DEFAULT_JITTER_RATIO)
-    _check_backoff(initial, maximum, jitter, path, _CONFIG_NAMES)
-    return initial, maximum, jitter
+@attrs.frozen(kw_only=True)
+class RetryPolicyConfig:
+    """A retry policy as a composition writes it: ``{mode, maxRetries?,
+    retryableCodes?, backoff?: {initialDelayMs?, maxDelayMs?, jitterRatio?}}``.
+    An ``always`` policy ignores ``maxRetries`` and ``retryableCodes``."""
+
+    mode: Literal["normal", "always"]
+    """``normal`` (bounded, listed codes) or ``always``."""
+    max_retries: int = attrs.field(
+        default=DEFAULT_MAX_RETRIES, validator=_check_retries
+    )
+    """Retries after the first attempt (normal only)."""
+    retryable_codes: tuple[str, ...] = attrs.field(
+        default=DEFAULT_RETRYABLE_CODES, converter=_code_tuple, validator=_check_codes
+    )
+    """Failure codes eligible for a retry (normal only)."""
+    backoff: BackoffConfig = attrs.field(factory=BackoffConfig)
+    """The delays."""
+
+    def policy(self) -> RetryPolicy:
+        """The resolved policy this config describes."""
+        backoff = self.backoff
+        delays = {
+            "initial_delay_ms": backoff.initial_delay_ms,
+            "max_delay_ms": backoff.max_delay_ms,
+            "jitter_ratio": backoff.jitter_ratio,
+        }
+        if self.mode == "always":
+            return AlwaysRetryPolicy(**delays)
+        return NormalRetryPolicy(
+            max_retries=self.max_retries,
+            retryable_codes=self.retryable_codes,
+            **delays,
+        )
 
 
 def resolve_retry_policy(
-    config: Mapping[str, Any] | RetryPolicy | None, path: str
+    config: Mapping[str, Any] | RetryPolicy | None, path: str = "retryPolicy"
 ) -> RetryPolicy:
     """Validate, default and detach one retry-policy config.
 
     Args:
-        config: ``{"mode": "normal", "maxRetries"?, "retryableCodes"?, "backoff"?:
-            {"initialDelayMs"?, "maxDelayMs"?, "jitterRatio"?}}`` or
-            ``{"mode": "always", "backoff"?}``; ``None`` selects the defaults
-            (normal, 5 retries, EMPTY_RESPONSE/RATE_LIMIT/SERVER/TIMEOUT/TRANSPORT,
-            500 ms doubling to 10000 ms, jitter 0.1). Always mode ignores leftover
-            ``maxRetries``/``retryableCodes``. A resolved policy (an adapter's
-            argument) is returned as is.
-        path: Where the config lives, prefixed to every error message.
+        config: A ``RetryPolicyConfig`` mapping (camelCase keys, as in YAML);
+            ``None`` selects the defaults (normal, 5 retries,
+            EMPTY_RESPONSE/RATE_LIMIT/SERVER/TIMEOUT/TRANSPORT, 500 ms doubling to
+            10000 ms, jitter 0.1). A resolved policy is returned as is.
+        path: The config key the policy lives under, in front of every key path.
 
     Raises:
-        ValueError: for an unknown key, a bad value or an unknown mode, and for a
-            ``config`` that is neither a mapping nor a resolved policy.
+        ConfigError: naming each offending key path (``retryPolicy.mode``,
+            ``retryPolicy.backoff.maxDelayMs``...) and what is wrong, as data.
     """
     if config is None:
         return DEFAULT_RETRY_POLICY
     if isinstance(config, NormalRetryPolicy | AlwaysRetryPolicy):
         return config
     if not isinstance(config, Mapping):
-        raise ValueError(f"{path} must be a mapping or a resolved retry policy")
-    _check_keys(config, _POLICY_KEYS, path)
-    mode = config.get("mode")
-    if mode == "always":
-        initial, maximum, jitter = _backoff(config.get("backoff"), f"{path}.backoff")
-        return AlwaysRetryPolicy(
-            initial_delay_ms=initial, max_delay_ms=maximum, jitter_ratio=jitter
-        )
-    if mode != "normal":
-        raise ValueError(f'{path}.mode must be "normal" or "always"')
-    max_retries = config.get("maxRetries", DEFAULT_MAX_RETRIES)
-    if type(max_retries) is not int or not 0 <= max_retries <= MAX_SAFE_INTEGER:
-        raise ValueError(f"{path}.maxRetries must be a non-negative safe integer")
-    codes = config.get("retryableCodes", DEFAULT_RETRYABLE_CODES)
-    if not isinstance(codes, list | tuple):
-        raise ValueError(f"{path}.retryableCodes must be a list of codes")
-    _check_codes(codes, f"{path}.retryableCodes")
-    initial, maximum, jitter = _backoff(config.get("backoff"), f"{path}.backoff")
-    return NormalRetryPolicy(
-        max_retries=max_retries,
-        retryable_codes=tuple(codes),
-        initial_delay_ms=initial,
-        max_delay_ms=maximum,
-        jitter_ratio=jitter,
-    )
+        raise PluginConfigError(path, "must be a mapping or a resolved retry policy")
+    try:
+        parsed: RetryPolicyConfig = structure_config(RetryPolicyConfig, config)
+    except ConfigError as exc:
+        problems = [(join_key(path, key), detail) for key, detail in exc.problems]
+        if len(problems) == 1:
+            raise PluginConfigError(*problems[0]) from None
+        raise ConfigError(problems) from None
+    return parsed.policy()
 
 
 def retry_delay_ms(

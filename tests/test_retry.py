@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from typing import Any
 
 import attrs
@@ -12,11 +11,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from dsh_llm.config import ConfigError, PluginConfigError
 from dsh_llm.retry import (
     DEFAULT_RETRY_POLICY,
     AlwaysRetryPolicy,
+    BackoffConfig,
     NormalRetryPolicy,
     RetryPolicy,
+    RetryPolicyConfig,
     resolve_retry_policy,
     retry_delay_ms,
     retry_policy_key,
@@ -86,63 +88,81 @@ def test_directly_built_policy_copies_its_codes_into_a_tuple() -> None:
 
     assert policy.retryable_codes == ("A",)
     assert isinstance(hash(policy), int)
-    with pytest.raises(TypeError, match="retryable_codes"):
+    # A lone str would split into letters: it is refused, keyed like the config.
+    with pytest.raises(PluginConfigError) as caught:
         NormalRetryPolicy(retryable_codes="SERVER")
+    assert (caught.value.key, caught.value.detail) == (
+        "retryableCodes",
+        "must be a list of codes",
+    )
+
+
+DELAY = "must be a positive finite number no greater than 2147483647"
 
 
 @pytest.mark.parametrize(
-    ("fields", "message"),
+    ("fields", "key", "detail"),
     [
-        ({"max_retries": -1}, "NormalRetryPolicy.max_retries must be a non-negative"),
-        ({"max_retries": 2.0}, "NormalRetryPolicy.max_retries must be a non-negative"),
-        ({"max_retries": True}, "NormalRetryPolicy.max_retries must be a non-negative"),
-        (
-            {"retryable_codes": ()},
-            "NormalRetryPolicy.retryable_codes must not be empty",
-        ),
+        ({"max_retries": -1}, "maxRetries", "must be a non-negative safe integer"),
+        ({"max_retries": 2.0}, "maxRetries", "must be a non-negative safe integer"),
+        ({"max_retries": True}, "maxRetries", "must be a non-negative safe integer"),
+        ({"max_retries": 2**53}, "maxRetries", "must be a non-negative safe integer"),
+        ({"retryable_codes": ()}, "retryableCodes", "must not be empty"),
         (
             {"retryable_codes": ("SERVER", "")},
-            "NormalRetryPolicy.retryable_codes must contain only non-empty strings",
+            "retryableCodes",
+            "must contain only non-empty strings",
         ),
         (
             {"retryable_codes": ("SERVER", "SERVER")},
-            "NormalRetryPolicy.retryable_codes must not contain duplicates",
+            "retryableCodes",
+            "must not contain duplicates",
         ),
-        ({"initial_delay_ms": -100}, "NormalRetryPolicy.initial_delay_ms must be a"),
-        ({"initial_delay_ms": math.nan}, "NormalRetryPolicy.initial_delay_ms must be"),
-        ({"max_delay_ms": math.inf}, "NormalRetryPolicy.max_delay_ms must be a"),
+        ({"initial_delay_ms": -100}, "initialDelayMs", DELAY),
+        ({"initial_delay_ms": math.nan}, "initialDelayMs", DELAY),
+        ({"initial_delay_ms": True}, "initialDelayMs", DELAY),
+        ({"max_delay_ms": math.inf}, "maxDelayMs", DELAY),
+        ({"max_delay_ms": MAX_TIMER_DELAY_MS + 1}, "maxDelayMs", DELAY),
         (
             {"initial_delay_ms": 20, "max_delay_ms": 10},
-            "NormalRetryPolicy.initial_delay_ms must be less than or equal to "
-            "max_delay_ms",
+            "initialDelayMs",
+            "must be less than or equal to maxDelayMs",
         ),
-        ({"jitter_ratio": 5}, "NormalRetryPolicy.jitter_ratio must be between 0 and 1"),
-        (
-            {"jitter_ratio": math.nan},
-            "NormalRetryPolicy.jitter_ratio must be between 0 and 1",
-        ),
+        ({"jitter_ratio": 5}, "jitterRatio", "must be between 0 and 1"),
+        ({"jitter_ratio": math.nan}, "jitterRatio", "must be between 0 and 1"),
+        ({"jitter_ratio": False}, "jitterRatio", "must be between 0 and 1"),
     ],
 )
 def test_a_directly_built_normal_policy_is_checked(
-    fields: dict[str, Any], message: str
+    fields: dict[str, Any], key: str, detail: str
 ) -> None:
-    with pytest.raises(ValueError, match=re.escape(message)):
+    with pytest.raises(PluginConfigError) as caught:
         NormalRetryPolicy(**fields)
+
+    assert isinstance(caught.value, ValueError)
+    assert (caught.value.key, caught.value.detail) == (key, detail)
 
 
 @pytest.mark.parametrize(
-    ("fields", "message"),
+    ("fields", "key", "detail"),
     [
-        ({"initial_delay_ms": 0}, "AlwaysRetryPolicy.initial_delay_ms must be a"),
-        ({"max_delay_ms": -1}, "AlwaysRetryPolicy.max_delay_ms must be a"),
-        ({"jitter_ratio": -0.5}, "AlwaysRetryPolicy.jitter_ratio must be between"),
+        ({"initial_delay_ms": 0}, "initialDelayMs", DELAY),
+        ({"max_delay_ms": -1}, "maxDelayMs", DELAY),
+        (
+            {"initial_delay_ms": 11_000},
+            "initialDelayMs",
+            "must be less than or equal to maxDelayMs",
+        ),
+        ({"jitter_ratio": -0.5}, "jitterRatio", "must be between 0 and 1"),
     ],
 )
 def test_a_directly_built_always_policy_is_checked(
-    fields: dict[str, Any], message: str
+    fields: dict[str, Any], key: str, detail: str
 ) -> None:
-    with pytest.raises(ValueError, match=re.escape(message)):
+    with pytest.raises(PluginConfigError) as caught:
         AlwaysRetryPolicy(**fields)
+
+    assert (caught.value.key, caught.value.detail) == (key, detail)
 
 
 def test_always_mode_resolves_with_default_backoff() -> None:
@@ -158,53 +178,174 @@ def test_always_mode_ignores_leftover_normal_fields() -> None:
     assert resolve_retry_policy(layered, PATH) == AlwaysRetryPolicy()
 
 
+def test_the_path_defaults_to_retry_policy() -> None:
+    with pytest.raises(PluginConfigError) as caught:
+        resolve_retry_policy({"mode": "sometimes"})
+
+    assert caught.value.key == "retryPolicy.mode"
+
+
+UNKNOWN_POLICY_KEY = (
+    'is not a known key (expected one of "mode", "maxRetries", "retryableCodes", '
+    '"backoff"; did you mean "maxRetries"?)'
+)
+UNKNOWN_BACKOFF_KEY = (
+    'is not a known key (expected one of "initialDelayMs", "maxDelayMs", '
+    '"jitterRatio"; did you mean "initialDelayMs"?)'
+)
+NON_NEGATIVE = "must be a non-negative safe integer"
+
+
 @pytest.mark.parametrize(
-    ("config", "message"),
+    ("config", "key", "detail"),
     [
-        ({"mode": "normal", "maxRetries": -1}, "maxRetries"),
-        ({"mode": "normal", "maxRetries": 1.5}, "maxRetries"),
-        ({"mode": "normal", "maxRetries": 2**53}, "maxRetries"),
-        ({"mode": "normal", "maxRetries": True}, "maxRetries"),
-        ({"mode": "always", "backoff": {"initialDelayMs": 0}}, "initialDelayMs"),
-        ({"mode": "normal", "backoff": {"maxDelayMs": math.inf}}, "maxDelayMs"),
-        ({"mode": "normal", "backoff": {"maxDelayMs": math.nan}}, "maxDelayMs"),
+        ({"mode": "normal", "maxRetries": -1}, "maxRetries", NON_NEGATIVE),
+        (
+            {"mode": "normal", "maxRetries": 1.5},
+            "maxRetries",
+            "must be an integer, got a number",
+        ),
+        ({"mode": "normal", "maxRetries": 2**53}, "maxRetries", NON_NEGATIVE),
+        (
+            {"mode": "normal", "maxRetries": True},
+            "maxRetries",
+            "must be an integer, got a boolean",
+        ),
+        (
+            {"mode": "always", "backoff": {"initialDelayMs": 0}},
+            "backoff.initialDelayMs",
+            DELAY,
+        ),
+        (
+            {"mode": "normal", "backoff": {"maxDelayMs": math.inf}},
+            "backoff.maxDelayMs",
+            DELAY,
+        ),
+        (
+            {"mode": "normal", "backoff": {"maxDelayMs": math.nan}},
+            "backoff.maxDelayMs",
+            DELAY,
+        ),
         (
             {"mode": "normal", "backoff": {"initialDelayMs": MAX_TIMER_DELAY_MS + 1}},
-            "initialDelayMs",
+            "backoff.initialDelayMs",
+            DELAY,
         ),
         (
             {"mode": "always", "backoff": {"maxDelayMs": MAX_TIMER_DELAY_MS + 1}},
-            "maxDelayMs",
+            "backoff.maxDelayMs",
+            DELAY,
         ),
         (
             {"mode": "normal", "backoff": {"initialDelayMs": 20, "maxDelayMs": 10}},
-            "less than or equal",
+            "backoff.initialDelayMs",
+            "must be less than or equal to maxDelayMs",
         ),
-        ({"mode": "always", "backoff": {"jitterRatio": 1.1}}, "jitterRatio"),
-        ({"mode": "always", "backoff": {"jitterRatio": -0.1}}, "jitterRatio"),
-        ({"mode": "normal", "retryableCodes": []}, "must not be empty"),
-        ({"mode": "normal", "retryableCodes": ["SERVER", "SERVER"]}, "duplicates"),
-        ({"mode": "normal", "retryableCodes": [""]}, "non-empty strings"),
-        ({"mode": "normal", "retryableCodes": [429]}, "non-empty strings"),
-        ({"mode": "normal", "retryableCodes": "SERVER"}, "retryableCodes"),
-        ({"mode": "normal", "maxRetires": 1}, 'unknown key "maxRetires"'),
+        (
+            {"mode": "always", "backoff": {"jitterRatio": 1.1}},
+            "backoff.jitterRatio",
+            "must be between 0 and 1",
+        ),
+        (
+            {"mode": "always", "backoff": {"jitterRatio": -0.1}},
+            "backoff.jitterRatio",
+            "must be between 0 and 1",
+        ),
+        (
+            {"mode": "always", "backoff": {"jitterRatio": "0.5"}},
+            "backoff.jitterRatio",
+            "must be a number, got a string",
+        ),
+        (
+            {"mode": "normal", "retryableCodes": []},
+            "retryableCodes",
+            "must not be empty",
+        ),
+        (
+            {"mode": "normal", "retryableCodes": ["SERVER", "SERVER"]},
+            "retryableCodes",
+            "must not contain duplicates",
+        ),
+        (
+            {"mode": "normal", "retryableCodes": [""]},
+            "retryableCodes",
+            "must contain only non-empty strings",
+        ),
+        (
+            {"mode": "normal", "retryableCodes": [429]},
+            "retryableCodes[0]",
+            "must be a string, got an integer",
+        ),
+        (
+            {"mode": "normal", "retryableCodes": "SERVER"},
+            "retryableCodes",
+            "must be a list of strings, got a string",
+        ),
+        ({"mode": "normal", "maxRetires": 1}, "maxRetires", UNKNOWN_POLICY_KEY),
         (
             {"mode": "always", "backoff": {"initialDelay": 1}},
-            'unknown key "initialDelay"',
+            "backoff.initialDelay",
+            UNKNOWN_BACKOFF_KEY,
         ),
-        ({"mode": "normal", "backoff": 5}, "backoff"),
-        ({"mode": "sometimes"}, 'mode must be "normal" or "always"'),
-        ({}, 'mode must be "normal" or "always"'),
-        ("normal", "must be a mapping"),
+        (
+            {"mode": "normal", "backoff": 5},
+            "backoff",
+            "must be a mapping, got an integer",
+        ),
+        (
+            {"mode": "sometimes"},
+            "mode",
+            'must be one of "normal", "always", got "sometimes"',
+        ),
+        ({}, "mode", 'is required (expected one of "normal", "always")'),
     ],
 )
-def test_invalid_policy_is_rejected_with_the_path_prefixed(
-    config: Any, message: str
+def test_invalid_policy_is_a_config_error_keyed_under_the_path(
+    config: Any, key: str, detail: str
 ) -> None:
-    with pytest.raises(ValueError, match=message) as info:
+    with pytest.raises(PluginConfigError) as caught:
         resolve_retry_policy(config, PATH)
 
-    assert str(info.value).startswith(PATH)
+    error = caught.value
+    assert isinstance(error, ValueError)
+    assert (error.key, error.detail) == (f"{PATH}.{key}", detail)
+    assert error.problems == ((f"{PATH}.{key}", detail),)
+    assert str(error) == f"{PATH}.{key} {detail}"
+
+
+def test_a_value_that_is_not_a_mapping_is_keyed_by_the_path() -> None:
+    with pytest.raises(PluginConfigError) as caught:
+        resolve_retry_policy("normal", PATH)  # type: ignore[arg-type]
+
+    assert (caught.value.key, caught.value.detail) == (
+        PATH,
+        "must be a mapping or a resolved retry policy",
+    )
+
+
+def test_several_problems_are_all_reported() -> None:
+    config = {"mode": "normal", "maxRetries": "5", "backoff": {"jitterRatio": 2}}
+
+    with pytest.raises(ConfigError) as caught:
+        resolve_retry_policy(config, PATH)
+
+    assert not isinstance(caught.value, PluginConfigError)
+    assert set(caught.value.problems) == {
+        (f"{PATH}.maxRetries", "must be an integer, got a string"),
+        (f"{PATH}.backoff.jitterRatio", "must be between 0 and 1"),
+    }
+
+
+def test_the_policy_config_classes_structure_the_yaml_shape() -> None:
+    config = RetryPolicyConfig(
+        mode="normal", max_retries=2, backoff=BackoffConfig(jitter_ratio=0)
+    )
+
+    assert config.policy() == NormalRetryPolicy(max_retries=2, jitter_ratio=0)
+    assert RetryPolicyConfig(mode="always").policy() == AlwaysRetryPolicy()
+    with pytest.raises(PluginConfigError) as caught:
+        BackoffConfig(initial_delay_ms=5, max_delay_ms=4)
+    assert caught.value.key == "initialDelayMs"
 
 
 # --- delay math (SPEC 9.2) ----------------------------------------------------------

@@ -10,17 +10,19 @@ Contracts callers may rely on:
   (entry, else ``default_context_window``), default max tokens (entry, else
   ``max_tokens``) and the efforts ``off``/``low``/``high``/``max`` (default: the
   configured effort, else ``high``; only ``off`` when thinking is disabled).
-- **Configuration** is resolved once, by ``resolve_adapter_options``: every
-  default and bound is checked there and a bad value raises
-  ``DeepSeekConfigError``, a ``ValueError`` reading ``llm-deepseek: <config key>
-  <what is wrong>`` whose ``key`` is the camelCase config key (the
-  ``llm-deepseek`` plugin reports it as a load error keyed the same way). The
+- **Configuration** is one validated value, ``DeepSeekConfig`` (built by the
+  constructor's keywords, or passed to ``from_config``): every default and bound
+  is checked on construction and a bad value raises ``DeepSeekConfigError``, a
+  ``ValueError`` reading ``llm-deepseek: <config key> <what is wrong>`` whose
+  ``key`` (camelCase) and ``detail`` are data (the ``llm-deepseek`` plugin
+  reports it as a load error keyed the same way). The
   base URL is the explicit one, else ``DEEPSEEK_BASE_URL`` from the environment,
   else ``https://api.deepseek.com``; whichever it is, it is checked by the rule
   ``OpenAICompatAdapter`` shares (``dsh_llm.adapters._chat.base.api_root_url``:
   ``http://`` or ``https://`` with a host, no ``#fragment``, not already ending in
-  ``/chat/completions``; a query string is kept after the appended path). A
-  stream call reads its options snapshot exactly once.
+  ``/chat/completions``; a query string is kept after the appended path) when
+  the adapter is built (``resolve_base_url``). A call keeps the config it was
+  prepared with.
 - **Credentials**, per request: the explicit ``api_key``, else the environment
   variable ``api_key_env`` (``DEEPSEEK_API_KEY``). Missing or empty raises
   ``MISSING_CREDENTIAL`` naming the variable; a key no header can carry raises
@@ -63,8 +65,8 @@ Contracts callers may rely on:
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any, Final, Literal
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, ClassVar, Final, Literal
 
 import attrs
 
@@ -79,16 +81,25 @@ from dsh_llm.adapters._chat.base import (
     ChatCompletionsAdapter,
     api_root_url,
     catalog_entry,
-    check_stream_timeouts,
-    checked_retry_policy,
+    config_from_options,
     resolved_model_info,
+    retry_policy_field,
     stream_completion,
 )
 from dsh_llm.adapters._chat.request import WireProfile, build_body
+from dsh_llm.config import (
+    check_bool,
+    check_non_empty_str,
+    check_one_of,
+    check_optional_timeout,
+    check_positive_int,
+    check_safe_positive_int,
+    check_timeout,
+    field_error,
+)
 from dsh_llm.credentials import Secret
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import GenerateOptions, StreamChunk, content_has_image
-from dsh_llm.protocol.checks import MAX_SAFE_INTEGER
 from dsh_llm.retry import RetryPolicy
 from dsh_llm.signal import AbortSignal
 from dsh_llm.transport.call import redact_url, url_repr
@@ -114,9 +125,8 @@ __all__ = [
     "DeepSeekAdapter",
     "DeepSeekConfig",
     "DeepSeekConfigError",
-    "DeepSeekConnectionOptions",
     "DeepSeekModel",
-    "resolve_adapter_options",
+    "resolve_base_url",
     "thinking_fields",
 ]
 
@@ -152,26 +162,61 @@ DEEPSEEK_PROFILE: Final = WireProfile(
 """How DeepSeek differs from the generic chat-completions wire."""
 
 
+class DeepSeekConfigError(AdapterConfigError):
+    """A bad ``llm-deepseek`` option (a ``ValueError``): the message is
+    ``llm-deepseek: <key> <detail>``; ``key`` is the camelCase config key
+    (``maxTokens``, ``models[0].contextWindow``) and ``detail`` what is wrong."""
+
+    package = _PACKAGE
+
+
 def _modalities(value: Sequence[str]) -> tuple[str, ...]:
-    return tuple(value)
+    return tuple(value) if isinstance(value, list | tuple) else value  # type: ignore[return-value]
+
+
+def _check_modalities(
+    inst: object, attribute: attrs.Attribute[Any], value: Any
+) -> None:
+    if not isinstance(value, tuple) or not value:
+        raise field_error(inst, attribute.name, "must not be empty")
+    if any(m not in ("text", "image") for m in value):
+        raise field_error(inst, attribute.name, 'must contain only "text" and "image"')
+    if len(set(value)) != len(value):
+        raise field_error(inst, attribute.name, "must not contain duplicates")
+
+
+def _check_optional_str(
+    inst: object, attribute: attrs.Attribute[Any], value: Any
+) -> None:
+    if value is not None and not isinstance(value, str):
+        raise field_error(inst, attribute.name, "must be a string")
 
 
 @attrs.frozen(kw_only=True)
 class DeepSeekModel:
-    """One advertised model (config key ``models[]``)."""
+    """One advertised model (config key ``models[]``), checked on construction
+    (``DeepSeekConfigError`` keyed by the field's config key)."""
 
-    id: str
+    config_error: ClassVar[type[AdapterConfigError]] = DeepSeekConfigError
+
+    id: str = attrs.field(validator=check_non_empty_str)
     """The wire model id."""
-    name: str | None = None
+    name: str | None = attrs.field(
+        default=None, validator=attrs.validators.optional(check_non_empty_str)
+    )
     """Display name (default: the id)."""
-    description: str | None = None
+    description: str | None = attrs.field(default=None, validator=_check_optional_str)
     """What sets it apart."""
-    context_window: int | None = None
+    context_window: int | None = attrs.field(
+        default=None, validator=attrs.validators.optional(check_positive_int)
+    )
     """Its context window (default: ``default_context_window``)."""
-    max_tokens: int | None = None
-    """Its own output cap (default: the profile's ``max_tokens``)."""
+    max_tokens: int | None = attrs.field(
+        default=None, validator=attrs.validators.optional(check_safe_positive_int)
+    )
+    """Its own output cap (default: the config's ``max_tokens``)."""
     input_modalities: tuple[str, ...] = attrs.field(
-        default=("text",), converter=_modalities
+        default=("text",), converter=_modalities, validator=_check_modalities
     )
     """Accepted inputs: a non-empty subset of ``text`` and ``image``."""
 
@@ -197,241 +242,133 @@ DEFAULT_MODELS: Final = (
 """The catalog advertised when none is configured."""
 
 
-def _models(value: Sequence[DeepSeekModel] | None) -> tuple[DeepSeekModel, ...] | None:
-    return None if value is None else tuple(value)
-
-
-@attrs.frozen(kw_only=True)
-class DeepSeekConfig:
-    """The ``llm-deepseek`` configuration, as written in a composition (camelCase
-    keys: ``apiKeyEnv``, ``baseURL``, ``streamIdleTimeoutMs``...). Checked by
-    ``resolve_adapter_options``, never here, so direct construction and YAML
-    loading are judged alike."""
-
-    api_key_env: str = DEFAULT_API_KEY_ENV
-    """Environment variable holding the key (config never holds a key)."""
-    base_url: str | None = attrs.field(default=None, repr=url_repr)
-    """API root; default ``DEEPSEEK_BASE_URL``, then the public URL (its
-    credentials are hidden in the ``repr``)."""
-    thinking: Literal["enabled", "disabled"] | None = None
-    """Deployment thinking mode; ``disabled`` allows only effort ``off``."""
-    reasoning_effort: Literal["off", "low", "high", "max"] | None = None
-    """Default effort (unset: ``high`` is advertised as the default)."""
-    max_tokens: int = DEFAULT_MAX_TOKENS
-    """Default per-request output cap."""
-    default_context_window: int = DEFAULT_CONTEXT_WINDOW
-    """Context window of models without their own."""
-    models: tuple[DeepSeekModel, ...] | None = attrs.field(
-        default=None, converter=_models
-    )
-    """The advertised catalog (``None``: the defaults; empty: none)."""
-    stream_idle_timeout_ms: float = DEFAULT_STREAM_IDLE_TIMEOUT_MS
-    """Idle timeout: the longest silence while waiting for the next chunk."""
-    stream_keepalive_timeout_ms: float | None = DEFAULT_KEEPALIVE_TIMEOUT_MS
-    """Longest wait with keep-alive comments but no data (``None``: unbounded)."""
-    total_timeout_ms: float | None = None
-    """Longest whole call, think time excluded (``None``: unbounded)."""
-    retry_policy: Mapping[str, Any] | None = None
-    """Retry policy config (``docs/plugins.md``; ``None``: normal defaults)."""
-    pool_maxsize: int = DEFAULT_POOL_MAXSIZE
-    """Idle connections kept per host."""
-    empty_response_as_stop: bool = False
-    """Report a blockless ``stop`` as ``stop`` instead of ``EMPTY_RESPONSE``."""
-
-
-@attrs.frozen(kw_only=True)
-class DeepSeekConnectionOptions:
-    """Validated facts for one request: what ``resolve_adapter_options`` returns."""
-
-    base_url: str = attrs.field(repr=url_repr)
-    """API root without a trailing slash (credentials hidden in the ``repr``)."""
-    api_key_env: str
-    """Environment variable holding the key."""
-    thinking: str | None
-    """``enabled``, ``disabled`` or ``None`` (provider default)."""
-    reasoning_effort: str | None
-    """Configured default effort, or ``None``."""
-    max_tokens: int
-    """Default output cap."""
-    default_context_window: int
-    """Context window of models without their own."""
-    models: tuple[DeepSeekModel, ...]
-    """The advertised catalog."""
-    stream_idle_timeout_ms: float
-    """Idle timeout."""
-    stream_keepalive_timeout_ms: float | None
-    """Keep-alive bound."""
-    total_timeout_ms: float | None
-    """Total bound."""
-    retry_policy: RetryPolicy
-    """Resolved retry policy."""
-    pool_maxsize: int
-    """Idle connections kept per host."""
-    empty_response_as_stop: bool
-    """See ``DeepSeekConfig``."""
-
-    def model(self, model_id: str) -> DeepSeekModel | None:
-        """The catalog entry for ``model_id``, if listed."""
-        return catalog_entry(self.models, model_id)
-
-
-class DeepSeekConfigError(AdapterConfigError):
-    """A bad ``llm-deepseek`` option (a ``ValueError``): the message is
-    ``llm-deepseek: <key> <detail>``, and the ``llm-deepseek`` plugin reports it
-    as a load error keyed ``key``.
-
-    Args:
-        key: The config key, as in YAML (``maxTokens``,
-            ``models[0].contextWindow``).
-        detail: What is wrong, as the rest of a sentence after the key.
-    """
-
-    package = _PACKAGE
-
-
-def _positive_int(value: object, *, safe: bool = False) -> bool:
-    return type(value) is int and value > 0 and (not safe or value <= MAX_SAFE_INTEGER)
-
-
-def _check_model(entry: object, where: str) -> None:
-    if not isinstance(entry, DeepSeekModel):
-        raise DeepSeekConfigError(
-            where,
-            f"must be a DeepSeekModel, got {type(entry).__name__} (models entries "
-            "must be DeepSeekModel values)",
-        )
-    if not isinstance(entry.id, str) or entry.id == "":
-        raise DeepSeekConfigError(
-            f"{where}.id",
-            "must be a non-empty string (catalog model ids must be non-empty)",
-        )
-    label = f'catalog model "{entry.id}"'
-    if entry.name is not None and (not isinstance(entry.name, str) or entry.name == ""):
-        raise DeepSeekConfigError(
-            f"{where}.name",
-            f"must be a non-empty string when given ({label} has an empty name)",
-        )
-    if entry.description is not None and not isinstance(entry.description, str):
-        raise DeepSeekConfigError(
-            f"{where}.description",
-            f"must be a string ({label} description must be a string)",
-        )
-    if entry.context_window is not None and not _positive_int(entry.context_window):
-        raise DeepSeekConfigError(
-            f"{where}.contextWindow", "must be a positive integer"
-        )
-    if entry.max_tokens is not None and not _positive_int(entry.max_tokens, safe=True):
-        raise DeepSeekConfigError(
-            f"{where}.maxTokens",
-            f"must be a positive integer no greater than {MAX_SAFE_INTEGER}",
-        )
-    modalities = entry.input_modalities
-    key = f"{where}.inputModalities"
-    if not modalities:
-        raise DeepSeekConfigError(key, "must not be empty")
-    if any(m not in ("text", "image") for m in modalities):
-        raise DeepSeekConfigError(key, 'must contain only "text" and "image"')
-    if len(set(modalities)) != len(modalities):
-        raise DeepSeekConfigError(key, "must not contain duplicates")
-
-
-def _resolve_models(
-    models: tuple[DeepSeekModel, ...] | None,
-) -> tuple[DeepSeekModel, ...]:
-    if models is None:
+def _models(value: Sequence[DeepSeekModel] | None) -> tuple[DeepSeekModel, ...]:
+    if value is None:
         return DEFAULT_MODELS
+    if isinstance(value, list | tuple):
+        return tuple(value)
+    return value  # type: ignore[return-value]  # refused by _check_models
+
+
+def _check_models(inst: object, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if not isinstance(value, tuple):
+        raise field_error(inst, "models", "must be a list of models")
     seen: set[str] = set()
-    for index, entry in enumerate(models):
+    for index, entry in enumerate(value):
         where = f"models[{index}]"
-        _check_model(entry, where)
+        if not isinstance(entry, DeepSeekModel):
+            raise DeepSeekConfigError(
+                where, f"must be a DeepSeekModel, got {type(entry).__name__}"
+            )
         if entry.id in seen:
             raise DeepSeekConfigError(
                 f"{where}.id",
                 f'repeats an earlier entry (duplicate catalog model "{entry.id}")',
             )
         seen.add(entry.id)
-    return models
 
 
-def resolve_adapter_options(
-    config: DeepSeekConfig | None = None, environ: Mapping[str, str] | None = None
-) -> DeepSeekConnectionOptions:
-    """Check ``config`` and resolve every default.
+def _check_base_url(inst: object, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if value is not None:
+        api_root_url(value, error=DeepSeekConfigError)
 
-    Args:
-        config: The configuration (``None``: all defaults).
-        environ: Where ``DEEPSEEK_BASE_URL`` is read (default ``os.environ``).
+
+@attrs.frozen(kw_only=True)
+class DeepSeekConfig:
+    """The one ``DeepSeekAdapter`` configuration: the constructor's keyword
+    arguments build it, ``DeepSeekAdapter.from_config`` takes it, and the
+    ``llm-deepseek`` plugin structures its YAML entry into it (camelCase keys:
+    ``apiKeyEnv``, ``baseURL``, ``streamIdleTimeoutMs``...). Every field is
+    checked on construction: a bad value raises ``DeepSeekConfigError`` keyed by
+    its config key. A config never holds a key: ``api_key_env`` names the
+    variable."""
+
+    config_error: ClassVar[type[AdapterConfigError]] = DeepSeekConfigError
+
+    api_key_env: str = attrs.field(
+        default=DEFAULT_API_KEY_ENV, validator=check_non_empty_str
+    )
+    """Environment variable holding the key."""
+    base_url: str | None = attrs.field(
+        default=None, repr=url_repr, validator=_check_base_url
+    )
+    """API root; default ``DEEPSEEK_BASE_URL``, then the public URL (its
+    credentials are hidden in the ``repr``)."""
+    thinking: Literal["enabled", "disabled"] | None = attrs.field(
+        default=None,
+        validator=attrs.validators.optional(check_one_of("enabled", "disabled")),
+    )
+    """Deployment thinking mode; ``disabled`` allows only effort ``off``."""
+    reasoning_effort: Literal["off", "low", "high", "max"] | None = attrs.field(
+        default=None,
+        validator=attrs.validators.optional(check_one_of(*REASONING_EFFORTS)),
+    )
+    """Default effort (unset: ``high`` is advertised as the default)."""
+    max_tokens: int = attrs.field(
+        default=DEFAULT_MAX_TOKENS, validator=check_safe_positive_int
+    )
+    """Default per-request output cap."""
+    default_context_window: int = attrs.field(
+        default=DEFAULT_CONTEXT_WINDOW, validator=check_positive_int
+    )
+    """Context window of models without their own."""
+    models: tuple[DeepSeekModel, ...] = attrs.field(
+        default=None, converter=_models, validator=_check_models
+    )
+    """The advertised catalog (``None``: ``DEFAULT_MODELS``; empty: none)."""
+    stream_idle_timeout_ms: float = attrs.field(
+        default=DEFAULT_STREAM_IDLE_TIMEOUT_MS, validator=check_timeout
+    )
+    """Idle timeout: the longest silence while waiting for the next chunk."""
+    stream_keepalive_timeout_ms: float | None = attrs.field(
+        default=DEFAULT_KEEPALIVE_TIMEOUT_MS, validator=check_optional_timeout
+    )
+    """Longest wait with keep-alive comments but no data (``None``: unbounded)."""
+    total_timeout_ms: float | None = attrs.field(
+        default=None, validator=check_optional_timeout
+    )
+    """Longest whole call, think time excluded (``None``: unbounded)."""
+    retry_policy: RetryPolicy = retry_policy_field(DeepSeekConfigError)  # noqa: RUF009
+    """The retry policy: a resolved policy, or its config mapping
+    (``docs/plugins.md``); ``None``: the normal defaults."""
+    pool_maxsize: int = attrs.field(
+        default=DEFAULT_POOL_MAXSIZE, validator=check_positive_int
+    )
+    """Idle connections kept per host."""
+    empty_response_as_stop: bool = attrs.field(default=False, validator=check_bool)
+    """Report a blockless ``stop`` as ``stop`` instead of ``EMPTY_RESPONSE``."""
+
+    def __attrs_post_init__(self) -> None:
+        if self.thinking == "disabled" and self.reasoning_effort not in (None, "off"):
+            raise DeepSeekConfigError(
+                "reasoningEffort",
+                'must be "off" or unset (only reasoningEffort "off" can be '
+                "configured when thinking is disabled)",
+            )
+
+    def model(self, model_id: str) -> DeepSeekModel | None:
+        """The catalog entry for ``model_id``, if listed."""
+        return catalog_entry(self.models, model_id)
+
+
+def resolve_base_url(
+    config: DeepSeekConfig, environ: Mapping[str, str] | None = None
+) -> str:
+    """The API root in force: ``config.base_url``, else ``DEEPSEEK_BASE_URL``
+    from ``environ`` (default ``os.environ``), else ``PUBLIC_BASE_URL``.
 
     Raises:
-        DeepSeekConfigError: a ``ValueError`` reading ``llm-deepseek: <key>
-            <what is wrong>`` for any invalid value, its ``key`` the config key
-            (``maxTokens``, ``models[0].contextWindow``, ``baseURL`` also when the
-            bad URL came from ``DEEPSEEK_BASE_URL``).
+        DeepSeekConfigError: keyed ``baseURL`` for a bad ``DEEPSEEK_BASE_URL``
+            (the message names the variable, never the URL).
     """
-    config = DeepSeekConfig() if config is None else config
     environ = os.environ if environ is None else environ
-    if not isinstance(config.api_key_env, str) or config.api_key_env == "":
-        raise DeepSeekConfigError(
-            "apiKeyEnv", "must be a non-empty environment variable name"
-        )
-    if config.thinking not in (None, "enabled", "disabled"):
-        raise DeepSeekConfigError("thinking", 'must be "enabled" or "disabled"')
-    if (
-        config.reasoning_effort is not None
-        and config.reasoning_effort not in REASONING_EFFORTS
-    ):
-        raise DeepSeekConfigError(
-            "reasoningEffort", 'must be one of "off", "low", "high", "max"'
-        )
-    if config.thinking == "disabled" and config.reasoning_effort not in (None, "off"):
-        raise DeepSeekConfigError(
-            "reasoningEffort",
-            'must be "off" or unset (only reasoningEffort "off" can be configured '
-            "when thinking is disabled)",
-        )
-    if not _positive_int(config.default_context_window):
-        raise DeepSeekConfigError("defaultContextWindow", "must be a positive integer")
-    if not _positive_int(config.max_tokens, safe=True):
-        raise DeepSeekConfigError(
-            "maxTokens",
-            f"must be a positive safe integer (at most {MAX_SAFE_INTEGER})",
-        )
-    check_stream_timeouts(
-        config.stream_idle_timeout_ms,
-        config.stream_keepalive_timeout_ms,
-        config.total_timeout_ms,
-        error=DeepSeekConfigError,
-    )
-    if not _positive_int(config.pool_maxsize):
-        raise DeepSeekConfigError("poolMaxsize", "must be a positive integer")
-    if not isinstance(config.empty_response_as_stop, bool):
-        raise DeepSeekConfigError("emptyResponseAsStop", "must be a boolean")
-    models = _resolve_models(config.models)
     if config.base_url is not None:
-        base_url = api_root_url(config.base_url, error=DeepSeekConfigError)
-    elif environ.get(BASE_URL_ENV):
-        base_url = api_root_url(
+        return api_root_url(config.base_url, error=DeepSeekConfigError)
+    if environ.get(BASE_URL_ENV):
+        return api_root_url(
             environ[BASE_URL_ENV], error=DeepSeekConfigError, source=BASE_URL_ENV
         )
-    else:
-        base_url = PUBLIC_BASE_URL
-    return DeepSeekConnectionOptions(
-        base_url=base_url,
-        api_key_env=config.api_key_env,
-        thinking=config.thinking,
-        reasoning_effort=config.reasoning_effort,
-        max_tokens=config.max_tokens,
-        default_context_window=config.default_context_window,
-        models=models,
-        stream_idle_timeout_ms=config.stream_idle_timeout_ms,
-        stream_keepalive_timeout_ms=config.stream_keepalive_timeout_ms,
-        total_timeout_ms=config.total_timeout_ms,
-        retry_policy=checked_retry_policy(
-            config.retry_policy, error=DeepSeekConfigError
-        ),
-        pool_maxsize=config.pool_maxsize,
-        empty_response_as_stop=config.empty_response_as_stop,
-    )
+    return PUBLIC_BASE_URL
 
 
 def thinking_fields(
@@ -473,7 +410,7 @@ _EFFORT_INFOS: Final = tuple(
 
 
 def _model_info(
-    snapshot: DeepSeekConnectionOptions, provider: str, model: str
+    snapshot: DeepSeekConfig, provider: str, model: str
 ) -> LlmResolvedModelInfo:
     entry = snapshot.model(model)
     if snapshot.thinking == "disabled":
@@ -495,37 +432,27 @@ def _model_info(
     )
 
 
-OptionsProvider = Callable[[], DeepSeekConnectionOptions]
-"""Returns the current options; called once per stream call."""
-
-
 class DeepSeekAdapter(ChatCompletionsAdapter):
     """Streams DeepSeek chat completions (see the module docstring).
+
+    The keyword arguments are ``DeepSeekConfig``'s fields (``base_url``,
+    ``api_key_env``, ``thinking``, ``reasoning_effort``, ``max_tokens``,
+    ``default_context_window``, ``models``, ``stream_idle_timeout_ms``,
+    ``stream_keepalive_timeout_ms``, ``total_timeout_ms``, ``retry_policy``,
+    ``pool_maxsize``, ``empty_response_as_stop``) and build one;
+    ``DeepSeekAdapter.from_config(config)`` takes one built elsewhere (a plugin's
+    YAML entry).
 
     Args:
         api_key: The key (``str`` or ``Secret``); ``None`` reads ``api_key_env``
             from the environment at each request.
-        base_url: API root (default ``DEEPSEEK_BASE_URL``, then the public URL).
-        api_key_env: Variable the key is read from when ``api_key`` is ``None``.
-        stream_idle_timeout_ms: Idle timeout: the longest silence while waiting
-            for the next chunk, default 300000.
-        stream_keepalive_timeout_ms: Longest wait with keep-alive comments but no
-            data (default 600000; ``None`` unbounded; see
-            ``dsh_llm.transport.watchdog``).
-        total_timeout_ms: Longest whole call (default ``None``).
-        thinking: Deployment thinking mode, ``"enabled"``/``"disabled"``.
-        reasoning_effort: Default effort, ``off``/``low``/``high``/``max``.
-        max_tokens: Default output cap, default 256000.
-        default_context_window: Context window of unlisted models.
-        models: The advertised catalog (default ``DEFAULT_MODELS``).
-        retry_policy: A retry-policy config mapping or a resolved policy.
-        pool_maxsize: Idle connections kept per host.
-        empty_response_as_stop: Report a blockless ``stop`` as ``stop``.
         environ: Where variables are read (default ``os.environ``, live).
+        **options: ``DeepSeekConfig`` fields.
 
     Raises:
         DeepSeekConfigError: for an invalid option (a ``ValueError`` reading
-            ``llm-deepseek: <config key> ...``).
+            ``llm-deepseek: <config key> ...``, its ``key`` the config key).
+        TypeError: for a keyword that is not a ``DeepSeekConfig`` field.
         LlmError: ``INVALID_CREDENTIAL`` for an explicit key no header can carry.
     """
 
@@ -535,92 +462,78 @@ class DeepSeekAdapter(ChatCompletionsAdapter):
         self,
         api_key: str | Secret | None = None,
         *,
-        base_url: str | None = None,
-        api_key_env: str = DEFAULT_API_KEY_ENV,
-        stream_idle_timeout_ms: float = DEFAULT_STREAM_IDLE_TIMEOUT_MS,
-        stream_keepalive_timeout_ms: float | None = DEFAULT_KEEPALIVE_TIMEOUT_MS,
-        total_timeout_ms: float | None = None,
-        thinking: Literal["enabled", "disabled"] | None = None,
-        reasoning_effort: Literal["off", "low", "high", "max"] | None = None,
-        max_tokens: int = DEFAULT_MAX_TOKENS,
-        default_context_window: int = DEFAULT_CONTEXT_WINDOW,
-        models: Sequence[DeepSeekModel] | None = None,
-        retry_policy: Mapping[str, Any] | RetryPolicy | None = None,
-        pool_maxsize: int = DEFAULT_POOL_MAXSIZE,
-        empty_response_as_stop: bool = False,
         environ: Mapping[str, str] | None = None,
+        **options: Any,
     ) -> None:
-        environ = os.environ if environ is None else environ
-        config = DeepSeekConfig(
-            api_key_env=api_key_env,
-            base_url=base_url,
-            thinking=thinking,
-            reasoning_effort=reasoning_effort,
-            max_tokens=max_tokens,
-            default_context_window=default_context_window,
-            models=None if models is None else tuple(models),
-            stream_idle_timeout_ms=stream_idle_timeout_ms,
-            stream_keepalive_timeout_ms=stream_keepalive_timeout_ms,
-            total_timeout_ms=total_timeout_ms,
-            retry_policy=retry_policy if isinstance(retry_policy, Mapping) else None,
-            pool_maxsize=pool_maxsize,
-            empty_response_as_stop=empty_response_as_stop,
+        self._setup(
+            config_from_options(DeepSeekConfig, options),
+            api_key=api_key,
+            environ=environ,
         )
-        options = resolve_adapter_options(config, environ)
-        if retry_policy is not None and not isinstance(retry_policy, Mapping):
-            # A resolved policy (or a value of the wrong type, refused here).
-            options = attrs.evolve(
-                options,
-                retry_policy=checked_retry_policy(
-                    retry_policy, error=DeepSeekConfigError
-                ),
-            )
-        self._setup(lambda: options, api_key=api_key, environ=environ)
 
     @classmethod
-    def from_options(
+    def from_config(
         cls,
-        options: DeepSeekConnectionOptions | OptionsProvider,
+        config: DeepSeekConfig,
         *,
         api_key: str | Secret | None = None,
         environ: Mapping[str, str] | None = None,
     ) -> DeepSeekAdapter:
-        """An adapter over resolved options, or over a provider of them called
-        once per stream call (so configuration changes reach the next request)."""
+        """An adapter over ``config`` (the base URL is resolved here, from
+        ``DEEPSEEK_BASE_URL`` in ``environ`` when the config names none).
+
+        Raises:
+            TypeError: for a ``config`` that is not a ``DeepSeekConfig``.
+            DeepSeekConfigError: keyed ``baseURL`` for a bad ``DEEPSEEK_BASE_URL``.
+        """
+        if not isinstance(config, DeepSeekConfig):
+            raise TypeError(
+                f"config must be a DeepSeekConfig, got {type(config).__name__}"
+            )
         adapter = cls.__new__(cls)
-        provider = options if callable(options) else (lambda: options)
-        adapter._setup(provider, api_key=api_key, environ=environ)
+        adapter._setup(config, api_key=api_key, environ=environ)
         return adapter
 
     def _setup(
         self,
-        options: OptionsProvider,
+        config: DeepSeekConfig,
         *,
         api_key: str | Secret | None,
         environ: Mapping[str, str] | None,
     ) -> None:
-        self._options = options
+        self._config = config
+        self._base_url = resolve_base_url(config, environ)
         self._profile = DEEPSEEK_PROFILE
         self._connect(
-            api_key=api_key, environ=environ, pool_maxsize=options().pool_maxsize
+            api_key=api_key, environ=environ, pool_maxsize=config.pool_maxsize
         )
+
+    @property
+    def config(self) -> DeepSeekConfig:
+        """The configuration in force."""
+        return self._config
+
+    @property
+    def base_url(self) -> str:
+        """The API root in force, without a trailing slash."""
+        return self._base_url
 
     # -- metadata --------------------------------------------------------------------
 
-    def _snapshot(self) -> DeepSeekConnectionOptions:
-        return self._options()
+    def _snapshot(self) -> DeepSeekConfig:
+        return self._config
 
     def resolve_model(
         self, provider: str, model: str, signal: AbortSignal | None = None
     ) -> LlmResolvedModelInfo:
         """Model facts without I/O (see the module docstring)."""
-        return _model_info(self._options(), provider, model)
+        return _model_info(self._config, provider, model)
 
     def prepare_call(
         self, provider: str, model: str, signal: AbortSignal | None = None
     ) -> PreparedAdapterCall:
         """Model facts and dispatch from one options snapshot."""
-        snapshot = self._options()
+        snapshot = self._config
         return PreparedAdapterCall(
             model=_model_info(snapshot, provider, model),
             stream=lambda options: self._stream(options, snapshot),
@@ -635,10 +548,10 @@ class DeepSeekAdapter(ChatCompletionsAdapter):
         Raises:
             LlmError: see the module docstring and ``docs/errors.md``.
         """
-        return self._stream(options, self._options())
+        return self._stream(options, self._config)
 
     def _stream(
-        self, options: GenerateOptions, snapshot: DeepSeekConnectionOptions
+        self, options: GenerateOptions, snapshot: DeepSeekConfig
     ) -> Iterator[StreamChunk]:
         self._check_images(options, snapshot)
         key = self._request_key(snapshot.api_key_env, route=PROVIDER_ROUTE)
@@ -684,7 +597,7 @@ class DeepSeekAdapter(ChatCompletionsAdapter):
             self._session,
             snapshot,
             profile=DEEPSEEK_PROFILE,
-            base_url=snapshot.base_url,
+            base_url=self._base_url,
             body=body,
             headers=stream_headers(extra=routing),
             key=key,
@@ -692,9 +605,7 @@ class DeepSeekAdapter(ChatCompletionsAdapter):
         )
 
     @staticmethod
-    def _check_images(
-        options: GenerateOptions, snapshot: DeepSeekConnectionOptions
-    ) -> None:
+    def _check_images(options: GenerateOptions, snapshot: DeepSeekConfig) -> None:
         if not any(content_has_image(message.content) for message in options.messages):
             return
         entry = snapshot.model(options.model)
@@ -710,6 +621,5 @@ class DeepSeekAdapter(ChatCompletionsAdapter):
         )
 
     def __repr__(self) -> str:
-        snapshot = self._options()
-        key = self._key_repr(snapshot.api_key_env)
-        return f"DeepSeekAdapter(base_url={redact_url(snapshot.base_url)!r}, {key})"
+        key = self._key_repr(self._config.api_key_env)
+        return f"DeepSeekAdapter(base_url={redact_url(self._base_url)!r}, {key})"

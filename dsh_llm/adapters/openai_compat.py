@@ -36,10 +36,11 @@ Contracts callers may rely on:
   ``maxTokens``. Advisory: any model id is sent as is. ``resolve_model`` needs no
   I/O: the entry's context window and output cap (unknown when not configured),
   text input only, and the configured ``reasoning_efforts`` (none by default).
-- **Configuration** is checked once, in the constructor: a bad value raises
-  ``OpenAICompatConfigError`` (a ``ValueError``), whose ``key`` is the config key
-  (``baseURL``, ``models[0].contextWindow``) and whose message starts with
-  ``llm-openai-compatible: ``; it never echoes a header value or a key.
+- **Configuration** is one validated value, ``OpenAICompatConfig``, built by the
+  constructor's keyword arguments or passed to ``from_config``: a bad value
+  raises ``OpenAICompatConfigError`` (a ``ValueError``), whose ``key`` is the
+  config key (``baseURL``, ``models[0].contextWindow``) and whose message starts
+  with ``llm-openai-compatible: ``; it never echoes a header value or a key.
 - **Per call**, before any I/O: an image raises ``UNSUPPORTED_CONTENT``; a
   ``reasoning_effort`` not in ``reasoning_efforts`` raises
   ``UNSUPPORTED_REASONING_EFFORT`` (a listed one is sent as ``reasoning_effort``,
@@ -71,7 +72,7 @@ Contracts callers may rely on:
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any, Final
+from typing import Any, ClassVar, Final, Literal
 
 import attrs
 
@@ -85,19 +86,32 @@ from dsh_llm.adapters._chat.base import (
     ChatCompletionsAdapter,
     api_root_url,
     catalog_entry,
-    check_stream_timeouts,
-    checked_retry_policy,
+    config_from_options,
     resolved_model_info,
+    retry_policy_field,
     stream_completion,
 )
 from dsh_llm.adapters._chat.request import WireProfile, build_body, refuse_images
+from dsh_llm.config import (
+    RAW_METADATA,
+    ConfigError,
+    check_bool,
+    check_non_empty_str,
+    check_one_of,
+    check_optional_timeout,
+    check_positive_int,
+    check_safe_positive_int,
+    check_timeout,
+    field_error,
+    join_key,
+    structure_config,
+)
 from dsh_llm.credentials import Secret
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import GenerateOptions, StreamChunk
-from dsh_llm.protocol import checks as c
 from dsh_llm.retry import RetryPolicy
 from dsh_llm.signal import AbortSignal
-from dsh_llm.transport.call import redact_url
+from dsh_llm.transport.call import redact_url, url_repr
 from dsh_llm.transport.session import (
     DEFAULT_POOL_MAXSIZE,
     is_header_name,
@@ -115,6 +129,7 @@ __all__ = [
     "RESERVED_HEADERS",
     "ModelSpec",
     "OpenAICompatAdapter",
+    "OpenAICompatConfig",
     "OpenAICompatConfigError",
     "OpenAICompatModel",
 ]
@@ -158,23 +173,34 @@ class OpenAICompatConfigError(AdapterConfigError):
     package = PACKAGE
 
 
+def _check_optional_str(
+    inst: object, attribute: attrs.Attribute[Any], value: Any
+) -> None:
+    if value is not None and not isinstance(value, str):
+        raise field_error(inst, attribute.name, "must be a string")
+
+
 @attrs.frozen(kw_only=True)
 class OpenAICompatModel:
-    """One advertised model (config key ``models[]``). Its fields are checked on
-    construction (``TypeError``/``ValueError`` naming the field)."""
+    """One advertised model (config key ``models[]``), checked on construction
+    (``OpenAICompatConfigError`` keyed by the field's config key)."""
 
-    id: str = attrs.field(validator=c.non_empty_str)
+    config_error: ClassVar[type[AdapterConfigError]] = OpenAICompatConfigError
+
+    id: str = attrs.field(validator=check_non_empty_str)
     """The wire model id."""
-    name: str | None = attrs.field(default=None, validator=c.optional(c.non_empty_str))
+    name: str | None = attrs.field(
+        default=None, validator=attrs.validators.optional(check_non_empty_str)
+    )
     """Display name (default: the id)."""
-    description: str | None = attrs.field(default=None, validator=c.optional(c.is_str))
+    description: str | None = attrs.field(default=None, validator=_check_optional_str)
     """What sets it apart."""
     context_window: int | None = attrs.field(
-        default=None, validator=c.optional(c.safe_positive_int)
+        default=None, validator=attrs.validators.optional(check_safe_positive_int)
     )
     """Its context window in tokens, when known (at most 2**53 - 1)."""
     max_tokens: int | None = attrs.field(
-        default=None, validator=c.optional(c.safe_positive_int)
+        default=None, validator=attrs.validators.optional(check_safe_positive_int)
     )
     """Its output cap, sent when a request names none."""
 
@@ -188,15 +214,6 @@ class OpenAICompatModel:
 ModelSpec = str | Mapping[str, Any] | OpenAICompatModel
 """One ``models`` entry: an id, a config mapping or a model value."""
 
-_MODEL_KEYS: Final = {
-    "id": "id",
-    "name": "name",
-    "description": "description",
-    "contextWindow": "context_window",
-    "maxTokens": "max_tokens",
-}
-_MODEL_FIELD_KEYS: Final = {field: key for key, field in _MODEL_KEYS.items()}
-
 
 def _catalog_entry(spec: object, where: str) -> OpenAICompatModel:
     if isinstance(spec, OpenAICompatModel):
@@ -209,26 +226,16 @@ def _catalog_entry(spec: object, where: str) -> OpenAICompatModel:
         raise OpenAICompatConfigError(
             where, f"must be a model id or a mapping, got {type(spec).__name__}"
         )
-    fields: dict[str, Any] = {}
-    for key, value in spec.items():
-        field = _MODEL_KEYS.get(key) if isinstance(key, str) else None
-        if field is None:
-            known = ", ".join(f'"{name}"' for name in _MODEL_KEYS)
-            raise OpenAICompatConfigError(
-                f"{where}.{key}", f"is not a known key (expected one of {known})"
-            )
-        fields[field] = value
-    if "id" not in fields:
-        raise OpenAICompatConfigError(f"{where}.id", "is required")
     try:
-        return OpenAICompatModel(**fields)
-    except c.FieldError as exc:
+        entry: OpenAICompatModel = structure_config(OpenAICompatModel, spec)
+    except ConfigError as exc:
         raise OpenAICompatConfigError(
-            f"{where}.{_MODEL_FIELD_KEYS[exc.field]}", exc.detail
-        ) from exc
+            join_key(where, exc.key or ""), exc.detail
+        ) from None
+    return entry
 
 
-def _catalog(models: Sequence[ModelSpec] | None) -> tuple[OpenAICompatModel, ...]:
+def _catalog(models: object) -> tuple[OpenAICompatModel, ...]:
     if models is None:
         return ()
     if isinstance(models, str | Mapping) or not isinstance(models, Sequence):
@@ -246,7 +253,7 @@ def _catalog(models: Sequence[ModelSpec] | None) -> tuple[OpenAICompatModel, ...
     return entries
 
 
-def _headers(value: object, *, has_key: bool) -> dict[str, str]:
+def _headers(value: object) -> dict[str, str]:
     if value is None:
         return {}
     if not isinstance(value, Mapping):
@@ -254,6 +261,7 @@ def _headers(value: object, *, has_key: bool) -> dict[str, str]:
             "headers", "must be a mapping of header names to values"
         )
     checked: dict[str, str] = {}
+    seen: set[str] = set()
     for name, text in value.items():
         if not isinstance(name, str) or not is_header_name(name):
             raise OpenAICompatConfigError(
@@ -267,10 +275,6 @@ def _headers(value: object, *, has_key: bool) -> dict[str, str]:
                 "is set by the adapter and cannot be replaced (the user-agent "
                 "carries the attribution every request keeps)",
             )
-        if lower == "authorization" and has_key:
-            raise OpenAICompatConfigError(
-                where, "conflicts with apiKey/apiKeyEnv: give the key one way"
-            )
         if not isinstance(text, str):
             raise OpenAICompatConfigError(where, "must be a string")
         if not is_header_value(text):
@@ -279,11 +283,14 @@ def _headers(value: object, *, has_key: bool) -> dict[str, str]:
                 "must be printable ASCII without leading or trailing whitespace, "
                 "line breaks or control characters",
             )
-        if lower in checked:
+        if lower in seen:
             raise OpenAICompatConfigError(
                 where, "is given twice (header names are case-insensitive)"
             )
-        checked[lower] = text
+        seen.add(lower)
+        # Kept as written, so an error about a name (the authorization conflict
+        # ``_setup`` finds) names the key the composition spells.
+        checked[name] = text
     return checked
 
 
@@ -303,58 +310,124 @@ def _efforts(value: object) -> tuple[str, ...] | None:
     return tuple(value)
 
 
+def _check_display_name(
+    inst: object, attribute: attrs.Attribute[Any], value: Any
+) -> None:
+    if not isinstance(value, str) or not value.strip():
+        raise field_error(inst, attribute.name, "must be a non-empty string")
+
+
+def _base_url(value: object) -> str:
+    return api_root_url(value, error=OpenAICompatConfigError)
+
+
+def _raw() -> dict[str, Any]:
+    return {RAW_METADATA: True}
+
+
 @attrs.frozen(kw_only=True)
-class _Settings:
-    """The checked configuration of one adapter (``StreamSettings`` included)."""
+class OpenAICompatConfig:
+    """The one ``OpenAICompatAdapter`` configuration: the constructor's arguments
+    build it, ``OpenAICompatAdapter.from_config`` takes it, and the
+    ``llm-openai-compatible`` plugin structures its YAML entry into it (camelCase
+    keys: ``baseURL``, ``apiKeyEnv``, ``maxTokensField``...). Every field is
+    checked (and normalised: the base URL loses its trailing slash, models become
+    ``OpenAICompatModel`` values; header names stay as written and are sent
+    lower-cased) on construction:
+    a bad value raises ``OpenAICompatConfigError`` keyed by its config key and
+    never echoing a header value. A config never holds a key."""
 
-    base_url: str
-    api_key_env: str | None
-    headers: dict[str, str] = attrs.field(hash=False)
-    models: tuple[OpenAICompatModel, ...]
-    reasoning_efforts: tuple[str, ...] | None
-    stream_idle_timeout_ms: float
-    stream_keepalive_timeout_ms: float | None
-    total_timeout_ms: float | None
-    retry_policy: RetryPolicy
-    empty_response_as_stop: bool
+    config_error: ClassVar[type[AdapterConfigError]] = OpenAICompatConfigError
 
-
-def _flag(key: str, value: object) -> bool:
-    if not isinstance(value, bool):
-        raise OpenAICompatConfigError(key, "must be a boolean")
-    return value
+    base_url: str = attrs.field(converter=_base_url, repr=url_repr)
+    """The API root, e.g. ``http://127.0.0.1:8080/v1`` (credentials hidden in the
+    ``repr``)."""
+    api_key_env: str | None = attrs.field(
+        default=None, validator=attrs.validators.optional(check_non_empty_str)
+    )
+    """Environment variable read for the key at each request, or ``None``."""
+    headers: Mapping[str, str] = attrs.field(
+        default=None,
+        converter=_headers,
+        hash=False,
+        repr=lambda value: "<headers: " + ", ".join(sorted(value)) + ">",
+        metadata=_raw(),
+    )
+    """Extra request headers (names may not be ``RESERVED_HEADERS``; the repr
+    shows only the names: values may be credentials)."""
+    display_name: str = attrs.field(
+        default=DEFAULT_DISPLAY_NAME, validator=_check_display_name
+    )
+    """The provider name in messages and ``provider_info``."""
+    models: tuple[OpenAICompatModel, ...] = attrs.field(
+        default=None, converter=_catalog, hash=False, metadata=_raw()
+    )
+    """The advertised catalog (``ModelSpec`` entries; default: none)."""
+    include_usage: bool = attrs.field(default=True, validator=check_bool)
+    """Send ``stream_options: {"include_usage": true}``."""
+    max_tokens_field: Literal["max_tokens", "max_completion_tokens"] = attrs.field(
+        default="max_tokens", validator=check_one_of(*MAX_TOKENS_FIELDS)
+    )
+    """The output-cap field the server reads."""
+    reasoning_efforts: tuple[str, ...] | None = attrs.field(
+        default=None, converter=_efforts, metadata=_raw()
+    )
+    """Effort ids the server takes as ``reasoning_effort`` (``None``: a requested
+    effort raises)."""
+    reasoning_passback_field: Literal["reasoning_content", "reasoning"] | None = (
+        attrs.field(
+            default=None,
+            validator=attrs.validators.optional(
+                check_one_of(*REASONING_PASSBACK_FIELDS)
+            ),
+        )
+    )
+    """Field that sends earlier reasoning back in assistant messages (``None``:
+    never)."""
+    stream_idle_timeout_ms: float = attrs.field(
+        default=DEFAULT_STREAM_IDLE_TIMEOUT_MS, validator=check_timeout
+    )
+    """Idle timeout: the longest silence while waiting for the next chunk."""
+    stream_keepalive_timeout_ms: float | None = attrs.field(
+        default=DEFAULT_KEEPALIVE_TIMEOUT_MS, validator=check_optional_timeout
+    )
+    """Keep-alive bound (``None``: unbounded)."""
+    total_timeout_ms: float | None = attrs.field(
+        default=None, validator=check_optional_timeout
+    )
+    """Longest whole call (``None``: unbounded)."""
+    retry_policy: RetryPolicy = retry_policy_field(OpenAICompatConfigError)  # noqa: RUF009
+    """A resolved retry policy or its config mapping (``None``: normal defaults)."""
+    pool_maxsize: int = attrs.field(
+        default=DEFAULT_POOL_MAXSIZE, validator=check_positive_int
+    )
+    """Idle connections kept per host."""
+    empty_response_as_stop: bool = attrs.field(default=False, validator=check_bool)
+    """Report a blockless ``stop`` as ``stop`` instead of ``EMPTY_RESPONSE``."""
 
 
 class OpenAICompatAdapter(ChatCompletionsAdapter):
     """Streams chat completions from an OpenAI-compatible server (see the module
     docstring).
 
+    The keyword arguments besides ``api_key`` and ``environ`` are
+    ``OpenAICompatConfig``'s fields (``api_key_env``, ``headers``,
+    ``display_name``, ``models``, ``include_usage``, ``max_tokens_field``,
+    ``reasoning_efforts``, ``reasoning_passback_field``, the three stream
+    timeouts, ``retry_policy``, ``pool_maxsize``, ``empty_response_as_stop``) and
+    build one with ``base_url``; ``OpenAICompatAdapter.from_config(config)`` takes
+    one built elsewhere.
+
     Args:
         base_url: The API root, e.g. ``http://127.0.0.1:8080/v1``.
-        api_key: The key (``str`` or ``Secret``), or ``None``.
-        api_key_env: Environment variable read for the key at each request, or
-            ``None``. Not together with ``api_key``.
-        headers: Extra request headers (names may not be ``RESERVED_HEADERS``).
-        display_name: The provider name in messages and ``provider_info``.
-        models: The advertised catalog (``ModelSpec`` entries; default: none).
-        include_usage: Send ``stream_options: {"include_usage": true}``.
-        max_tokens_field: ``max_tokens`` or ``max_completion_tokens``.
-        reasoning_efforts: Effort ids the server takes as ``reasoning_effort``
-            (``None``: a requested effort raises).
-        reasoning_passback_field: ``reasoning_content`` or ``reasoning`` to send
-            earlier reasoning back in assistant messages (``None``: never).
-        stream_idle_timeout_ms: Idle timeout: the longest silence while waiting
-            for the next chunk, default 300000.
-        stream_keepalive_timeout_ms: Longest wait with keep-alive comments but no
-            data (default 600000; ``None``: unbounded).
-        total_timeout_ms: Longest whole call (default ``None``).
-        retry_policy: A retry-policy config mapping or a resolved policy.
-        pool_maxsize: Idle connections kept per host.
-        empty_response_as_stop: Report a blockless ``stop`` as ``stop``.
+        api_key: The key (``str`` or ``Secret``), or ``None``. Not together with
+            ``api_key_env``.
         environ: Where ``api_key_env`` is read (default ``os.environ``, live).
+        **options: ``OpenAICompatConfig`` fields.
 
     Raises:
         OpenAICompatConfigError: for an invalid option (a ``ValueError``).
+        TypeError: for a keyword that is not an ``OpenAICompatConfig`` field.
         LlmError: ``INVALID_CREDENTIAL`` for an explicit key no header can carry.
     """
 
@@ -365,78 +438,74 @@ class OpenAICompatAdapter(ChatCompletionsAdapter):
         base_url: str,
         *,
         api_key: str | Secret | None = None,
-        api_key_env: str | None = None,
-        headers: Mapping[str, str] | None = None,
-        display_name: str = DEFAULT_DISPLAY_NAME,
-        models: Sequence[ModelSpec] | None = None,
-        include_usage: bool = True,
-        max_tokens_field: str = "max_tokens",
-        reasoning_efforts: Sequence[str] | None = None,
-        reasoning_passback_field: str | None = None,
-        stream_idle_timeout_ms: float = DEFAULT_STREAM_IDLE_TIMEOUT_MS,
-        stream_keepalive_timeout_ms: float | None = DEFAULT_KEEPALIVE_TIMEOUT_MS,
-        total_timeout_ms: float | None = None,
-        retry_policy: Mapping[str, Any] | RetryPolicy | None = None,
-        pool_maxsize: int = DEFAULT_POOL_MAXSIZE,
-        empty_response_as_stop: bool = False,
         environ: Mapping[str, str] | None = None,
+        **options: Any,
     ) -> None:
-        if not isinstance(display_name, str) or not display_name.strip():
-            raise OpenAICompatConfigError("displayName", "must be a non-empty string")
-        if api_key is not None and api_key_env is not None:
+        config = config_from_options(
+            OpenAICompatConfig, {"base_url": base_url, **options}
+        )
+        self._setup(config, api_key=api_key, environ=environ)
+
+    @classmethod
+    def from_config(
+        cls,
+        config: OpenAICompatConfig,
+        *,
+        api_key: str | Secret | None = None,
+        environ: Mapping[str, str] | None = None,
+    ) -> OpenAICompatAdapter:
+        """An adapter over ``config``.
+
+        Raises:
+            TypeError: for a ``config`` that is not an ``OpenAICompatConfig``.
+            OpenAICompatConfigError: for a key given both ways (``api_key`` with
+                ``api_key_env`` or an ``authorization`` header).
+        """
+        if not isinstance(config, OpenAICompatConfig):
+            raise TypeError(
+                f"config must be an OpenAICompatConfig, got {type(config).__name__}"
+            )
+        adapter = cls.__new__(cls)
+        adapter._setup(config, api_key=api_key, environ=environ)
+        return adapter
+
+    def _setup(
+        self,
+        config: OpenAICompatConfig,
+        *,
+        api_key: str | Secret | None,
+        environ: Mapping[str, str] | None,
+    ) -> None:
+        if api_key is not None and config.api_key_env is not None:
             raise OpenAICompatConfigError(
                 "apiKey", "and apiKeyEnv cannot both be set; give the key one way"
             )
-        if api_key_env is not None and (
-            not isinstance(api_key_env, str) or api_key_env == ""
+        authorization = next(
+            (name for name in config.headers if name.lower() == "authorization"), None
+        )
+        if authorization is not None and (
+            api_key is not None or config.api_key_env is not None
         ):
             raise OpenAICompatConfigError(
-                "apiKeyEnv", "must be a non-empty environment variable name"
+                f"headers.{authorization}",
+                "conflicts with apiKey/apiKeyEnv: give the key one way",
             )
-        if max_tokens_field not in MAX_TOKENS_FIELDS:
-            raise OpenAICompatConfigError(
-                "maxTokensField", 'must be "max_tokens" or "max_completion_tokens"'
-            )
-        if (
-            reasoning_passback_field is not None
-            and reasoning_passback_field not in REASONING_PASSBACK_FIELDS
-        ):
-            raise OpenAICompatConfigError(
-                "reasoningPassbackField",
-                'must be "reasoning_content", "reasoning" or null',
-            )
-        if type(pool_maxsize) is not int or pool_maxsize <= 0:
-            raise OpenAICompatConfigError("poolMaxsize", "must be a positive integer")
-        check_stream_timeouts(
-            stream_idle_timeout_ms,
-            stream_keepalive_timeout_ms,
-            total_timeout_ms,
-            error=OpenAICompatConfigError,
-        )
-        self._settings = _Settings(
-            base_url=api_root_url(base_url, error=OpenAICompatConfigError),
-            api_key_env=api_key_env,
-            headers=_headers(
-                headers, has_key=api_key is not None or api_key_env is not None
-            ),
-            models=_catalog(models),
-            reasoning_efforts=_efforts(reasoning_efforts),
-            stream_idle_timeout_ms=stream_idle_timeout_ms,
-            stream_keepalive_timeout_ms=stream_keepalive_timeout_ms,
-            total_timeout_ms=total_timeout_ms,
-            retry_policy=checked_retry_policy(
-                retry_policy, error=OpenAICompatConfigError
-            ),
-            empty_response_as_stop=_flag("emptyResponseAsStop", empty_response_as_stop),
-        )
+        self._settings = config
         self._profile = WireProfile(
-            provider=display_name,
-            reasoning_passback_field=reasoning_passback_field,
-            include_usage=_flag("includeUsage", include_usage),
-            max_tokens_field=max_tokens_field,
+            provider=config.display_name,
+            reasoning_passback_field=config.reasoning_passback_field,
+            include_usage=config.include_usage,
+            max_tokens_field=config.max_tokens_field,
         )
-        self._request_headers = stream_headers(extra=self._settings.headers)
-        self._connect(api_key=api_key, environ=environ, pool_maxsize=pool_maxsize)
+        self._request_headers = stream_headers(extra=config.headers)
+        self._connect(
+            api_key=api_key, environ=environ, pool_maxsize=config.pool_maxsize
+        )
+
+    @property
+    def config(self) -> OpenAICompatConfig:
+        """The configuration in force."""
+        return self._settings
 
     # -- metadata --------------------------------------------------------------------
 
@@ -450,7 +519,7 @@ class OpenAICompatAdapter(ChatCompletionsAdapter):
         """The provider name used in messages."""
         return self._profile.provider
 
-    def _snapshot(self) -> _Settings:
+    def _snapshot(self) -> OpenAICompatConfig:
         return self._settings
 
     def resolve_model(
@@ -520,8 +589,9 @@ class OpenAICompatAdapter(ChatCompletionsAdapter):
     def __repr__(self) -> str:
         settings = self._settings
         key = self._key_repr(settings.api_key_env)
-        names = f", headers={tuple(settings.headers)!r}" if settings.headers else ""
+        names = tuple(name.lower() for name in settings.headers)
+        shown = f", headers={names!r}" if names else ""
         return (
             f"OpenAICompatAdapter(base_url={redact_url(settings.base_url)!r}, "
-            f"{key}{names})"
+            f"{key}{shown})"
         )

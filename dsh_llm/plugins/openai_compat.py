@@ -3,7 +3,9 @@ the routes a composition entry names.
 
 Contracts callers may rely on:
 
-- ``Config`` is ``OpenAICompatConfig``: camelCase keys. ``providers`` (a
+- ``Config`` is ``OpenAICompatPluginConfig``: the adapter's ``OpenAICompatConfig``
+  (structured and checked by the one config mechanism) plus ``providers`` and
+  ``apiKey``; camelCase keys. ``providers`` (a
   non-empty list of distinct routes) and ``baseURL`` are required; ``apiKey`` or
   ``apiKeyEnv`` (not both), ``headers``, ``displayName``, ``models`` (ids or
   mappings with ``id``, ``name``, ``description``, ``contextWindow``,
@@ -16,34 +18,25 @@ Contracts callers may rely on:
   never holds the key (``apiKeyEnv: MY_API_KEY`` instead reads the variable at
   each request, so the plugin loads without it). Neither is needed for a local
   server.
-- ``apply`` builds the adapter (every check runs there) before registering
-  anything: a bad value fails the load as a ``PluginLoadError`` naming the key
-  (``baseURL``, ``models[1].contextWindow``) and never echoing a value; nothing
-  stays registered.
+- A bad value fails the load as a ``PluginLoadError`` naming the key
+  (``baseURL``, ``models[1].contextWindow``) and never echoing a value; ``apply``
+  builds the adapter before registering anything, so nothing stays registered.
 - Disposing the plugin unregisters the routes, then closes the adapter's pool.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Final, Literal
+from typing import Any, Final
 
 import attrs
 
-from dsh_llm.adapters.openai_compat import (
-    DEFAULT_DISPLAY_NAME,
-    DEFAULT_KEEPALIVE_TIMEOUT_MS,
-    DEFAULT_STREAM_IDLE_TIMEOUT_MS,
-    OpenAICompatAdapter,
-    OpenAICompatConfigError,
-)
+from dsh_llm.adapters.openai_compat import OpenAICompatAdapter, OpenAICompatConfig
 from dsh_llm.credentials import Secret, normalize_api_key
 from dsh_llm.plugins import PluginContext
 from dsh_llm.plugins.config import PluginConfigError
-from dsh_llm.transport.call import url_repr
-from dsh_llm.transport.session import DEFAULT_POOL_MAXSIZE
 
-__all__ = ["Config", "OpenAICompatConfig", "apply", "inject", "name"]
+__all__ = ["Config", "OpenAICompatPluginConfig", "apply", "inject", "name"]
 
 name: Final = "llm-openai-compatible"
 """The plugin's label."""
@@ -67,59 +60,21 @@ def _header_names(headers: Mapping[str, str] | None) -> str:
 
 
 @attrs.frozen(kw_only=True)
-class OpenAICompatConfig:
-    """The ``llm-openai-compatible`` configuration, as written in a composition
-    (see the module docstring). Values are checked by ``OpenAICompatAdapter``
-    when ``apply`` builds it, so direct construction and YAML loading are judged
-    alike."""
+class OpenAICompatPluginConfig(OpenAICompatConfig):
+    """``OpenAICompatConfig`` (the adapter's one config class) plus what only a
+    composition entry says: the routes to serve and an explicit key."""
 
     providers: tuple[str, ...] = attrs.field(validator=_routes)
     """The routes served by this adapter (required, non-empty)."""
-    base_url: str = attrs.field(repr=url_repr)
-    """The API root, e.g. ``http://127.0.0.1:8080/v1`` (required; its
-    credentials are hidden in the ``repr``)."""
     api_key: Secret | None = None
     """The key itself; write ``${VAR}`` in YAML, never the key."""
-    api_key_env: str | None = None
-    """Variable read for the key at each request."""
-    headers: Mapping[str, str] | None = attrs.field(
-        default=None, hash=False, repr=_header_names
-    )
-    """Extra request headers (their values may be credentials: the repr shows
-    only the names)."""
-    display_name: str = DEFAULT_DISPLAY_NAME
-    """Provider name in messages."""
-    models: tuple[str | Mapping[str, Any], ...] | None = attrs.field(
-        default=None, hash=False
-    )
-    """The advertised catalog."""
-    include_usage: bool = True
-    """Send ``stream_options: {"include_usage": true}``."""
-    max_tokens_field: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
-    """The output-cap field the server reads."""
-    reasoning_efforts: tuple[str, ...] | None = None
-    """Effort ids sent as ``reasoning_effort``."""
-    reasoning_passback_field: Literal["reasoning_content", "reasoning"] | None = None
-    """Field that sends earlier reasoning back."""
-    stream_idle_timeout_ms: float = DEFAULT_STREAM_IDLE_TIMEOUT_MS
-    """Idle timeout: the longest silence while waiting for the next chunk."""
-    stream_keepalive_timeout_ms: float | None = DEFAULT_KEEPALIVE_TIMEOUT_MS
-    """Keep-alive bound (``None``: unbounded)."""
-    total_timeout_ms: float | None = None
-    """Longest whole call (``None``: unbounded)."""
-    retry_policy: Mapping[str, Any] | None = attrs.field(default=None, hash=False)
-    """Retry policy config (``docs/plugins.md``; ``None``: normal defaults)."""
-    pool_maxsize: int = DEFAULT_POOL_MAXSIZE
-    """Idle connections kept per host."""
-    empty_response_as_stop: bool = False
-    """Report a blockless ``stop`` as ``stop`` instead of ``EMPTY_RESPONSE``."""
 
 
-Config = OpenAICompatConfig
+Config = OpenAICompatPluginConfig
 """The plugin's config class."""
 
 
-def apply(ctx: PluginContext, config: OpenAICompatConfig) -> None:
+def apply(ctx: PluginContext, config: OpenAICompatPluginConfig) -> None:
     """Build the adapter from ``config`` and register it for ``providers``.
 
     Raises:
@@ -136,11 +91,8 @@ def apply(ctx: PluginContext, config: OpenAICompatConfig) -> None:
                 if checked.reason == "empty"
                 else "contains characters no HTTP header can carry",
             )
-    options = attrs.asdict(config, recurse=False)
-    routes = options.pop("providers")
-    try:
-        adapter = OpenAICompatAdapter(**options, environ=ctx.environ)
-    except OpenAICompatConfigError as exc:
-        raise PluginConfigError(exc.key, exc.detail) from exc
+    adapter = OpenAICompatAdapter.from_config(
+        config, api_key=config.api_key, environ=ctx.environ
+    )
     ctx.effect(adapter.close)
-    ctx.llm.register_adapter(list(routes), adapter)
+    ctx.llm.register_adapter(list(config.providers), adapter)

@@ -192,3 +192,24 @@ def to_tuple(value: object) -> object:
 def to_optional_tuple(value: object) -> object:
     """Like ``to_tuple`` but keeps ``None``."""
     return None if value is None else to_tuple(value)
+
+
+MAX_TIMEOUT_MS: Final = 2_147_483_647
+"""The largest timeout accepted (the largest 32-bit timer delay, as in TS)."""
+
+
+def check_timeout_ms(name: str, value: float | None, *, optional: bool = False) -> None:
+    """Raise ``ValueError`` unless ``value`` is a finite number in
+    (0, 2147483647] (or ``None`` when ``optional``)."""
+    if value is None and optional:
+        return
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or value <= 0
+        or value > MAX_TIMEOUT_MS
+    ):
+        raise ValueError(
+            f"{name} must be a positive finite number no greater than {MAX_TIMEOUT_MS}"
+        )

@@ -32,10 +32,9 @@ from __future__ import annotations
 import enum
 import math
 
-__all__ = ["Expiry", "StreamWatchdog"]
+from dsh_llm.protocol.checks import check_timeout_ms
 
-MAX_TIMEOUT_MS = 2_147_483_647
-"""The largest timeout accepted (the largest 32-bit timer delay, as in TS)."""
+__all__ = ["Expiry", "StreamWatchdog"]
 
 
 class Expiry(enum.Enum):
@@ -47,23 +46,6 @@ class Expiry(enum.Enum):
     """Only keep-alive bytes, no data event, within the keep-alive bound."""
     TOTAL = "total"
     """The call outlived ``total_ms``."""
-
-
-def check_timeout_ms(name: str, value: float | None, *, optional: bool = False) -> None:
-    """Raise ``ValueError`` unless ``value`` is a finite number in
-    (0, 2147483647] (or ``None`` when ``optional``)."""
-    if value is None and optional:
-        return
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int | float)
-        or not math.isfinite(value)
-        or value <= 0
-        or value > MAX_TIMEOUT_MS
-    ):
-        raise ValueError(
-            f"{name} must be a positive finite number no greater than {MAX_TIMEOUT_MS}"
-        )
 
 
 class StreamWatchdog:

@@ -1,6 +1,6 @@
 """What the chat-completions adapters share (dsh_llm.adapters._chat.base): one
 rule for the API root, whichever adapter and wherever the URL comes from, and the
-keyed config errors of the timeouts and the retry policy."""
+keyed config errors of the timeouts and the retry policy in both config classes."""
 
 from __future__ import annotations
 
@@ -17,17 +17,16 @@ from dsh_llm.adapters._chat.base import (
     AdapterConfigError,
     api_root_url,
     chat_completions_url,
-    check_stream_timeouts,
-    checked_retry_policy,
 )
 from dsh_llm.adapters.deepseek import (
     DeepSeekAdapter,
     DeepSeekConfig,
     DeepSeekConfigError,
-    resolve_adapter_options,
+    resolve_base_url,
 )
 from dsh_llm.adapters.openai_compat import (
     OpenAICompatAdapter,
+    OpenAICompatConfig,
     OpenAICompatConfigError,
 )
 from dsh_llm.plugins import PluginContext, PluginLoadError, load_composition
@@ -286,36 +285,70 @@ def test_the_deepseek_plugin_reads_the_base_url_from_its_context_environment():
 
 # --- timeouts and retry policies ------------------------------------------------------
 
+# Each adapter's one config class, built as its constructor builds it, and the
+# error class it raises.
+_CONFIGS: list[tuple[Callable[..., object], type[AdapterConfigError], str]] = [
+    (DeepSeekConfig, DeepSeekConfigError, "llm-deepseek"),
+    (
+        lambda **kw: OpenAICompatConfig(base_url="http://h/v1", **kw),
+        OpenAICompatConfigError,
+        "llm-openai-compatible",
+    ),
+]
 
+
+@pytest.mark.parametrize(("build", "error_cls", "package"), _CONFIGS)
 @pytest.mark.parametrize(
-    ("values", "key"),
+    ("field", "value", "key"),
     [
-        ((0, None, None), "streamIdleTimeoutMs"),
-        ((math.inf, None, None), "streamIdleTimeoutMs"),
-        ((1, -1, None), "streamKeepaliveTimeoutMs"),
-        ((1, None, 2**31), "totalTimeoutMs"),
-        ((1, 1, math.nan), "totalTimeoutMs"),
+        ("stream_idle_timeout_ms", 0, "streamIdleTimeoutMs"),
+        ("stream_idle_timeout_ms", math.inf, "streamIdleTimeoutMs"),
+        ("stream_idle_timeout_ms", None, "streamIdleTimeoutMs"),
+        ("stream_idle_timeout_ms", True, "streamIdleTimeoutMs"),
+        ("stream_keepalive_timeout_ms", -1, "streamKeepaliveTimeoutMs"),
+        ("total_timeout_ms", 2**31, "totalTimeoutMs"),
+        ("total_timeout_ms", math.nan, "totalTimeoutMs"),
     ],
 )
-def test_a_bad_timeout_is_keyed_by_its_config_key(values, key):
-    with pytest.raises(_Error) as caught:
-        check_stream_timeouts(*values, error=_Error)
+def test_a_bad_timeout_is_keyed_by_its_config_key(
+    build, error_cls, package, field, value, key
+):
+    with pytest.raises(error_cls) as caught:
+        build(**{field: value})
     assert caught.value.key == key
     assert caught.value.detail == (
         "must be a positive finite number no greater than 2147483647"
     )
-    check_stream_timeouts(1, None, None, error=_Error)
+    assert str(caught.value) == f"{package}: {key} {caught.value.detail}"
 
 
+@pytest.mark.parametrize(("build", "error_cls", "package"), _CONFIGS)
+def test_the_optional_timeouts_may_be_unbounded(build, error_cls, package):
+    config: Any = build(
+        stream_idle_timeout_ms=1,
+        stream_keepalive_timeout_ms=None,
+        total_timeout_ms=None,
+    )
+    assert (config.stream_keepalive_timeout_ms, config.total_timeout_ms) == (
+        None,
+        None,
+    )
+
+
+@pytest.mark.parametrize(("build", "error_cls", "package"), _CONFIGS)
 @pytest.mark.parametrize(
     ("value", "key", "detail"),
     [
         (42, "retryPolicy", "must be a mapping or a resolved retry policy"),
-        ({"mode": "sometimes"}, "retryPolicy.mode", 'must be "normal" or "always"'),
+        (
+            {"mode": "sometimes"},
+            "retryPolicy.mode",
+            'must be one of "normal", "always", got "sometimes"',
+        ),
         (
             {"mode": "normal", "maxRetires": 1},
-            "retryPolicy",
-            'unknown key "maxRetires"',
+            "retryPolicy.maxRetires",
+            'did you mean "maxRetries"?',
         ),
         (
             {"mode": "always", "backoff": {"maxDelayMs": 0}},
@@ -329,15 +362,16 @@ def test_a_bad_timeout_is_keyed_by_its_config_key(values, key):
         ),
     ],
 )
-def test_a_bad_retry_policy_is_keyed_by_its_key_path(value, key, detail):
-    with pytest.raises(_Error) as caught:
-        checked_retry_policy(value, error=_Error)
+def test_a_bad_retry_policy_is_keyed_by_its_key_path(
+    build, error_cls, package, value, key, detail
+):
+    with pytest.raises(error_cls) as caught:
+        build(retry_policy=value)
     assert caught.value.key == key
     assert detail in caught.value.detail
-    assert str(caught.value) == f"pkg: {key} {caught.value.detail}"
-    assert checked_retry_policy(
-        {"mode": "normal", "maxRetries": 2}, error=_Error
-    ) == NormalRetryPolicy(max_retries=2)
+    assert str(caught.value) == f"{package}: {key} {caught.value.detail}"
+    config: Any = build(retry_policy={"mode": "normal", "maxRetries": 2})
+    assert config.retry_policy == NormalRetryPolicy(max_retries=2)
 
 
 def test_adapter_config_errors_survive_pickling():
@@ -354,8 +388,12 @@ def test_adapter_config_errors_survive_pickling():
         )
 
 
-def test_resolved_deepseek_options_hold_the_normalised_root():
-    options = resolve_adapter_options(
-        DeepSeekConfig(), {"DEEPSEEK_BASE_URL": "https://gw.test/v1/?x=1"}
+def test_the_resolved_deepseek_root_is_normalised():
+    assert (
+        resolve_base_url(
+            DeepSeekConfig(), {"DEEPSEEK_BASE_URL": "https://gw.test/v1/?x=1"}
+        )
+        == "https://gw.test/v1?x=1"
     )
-    assert options.base_url == "https://gw.test/v1?x=1"
+    with DeepSeekAdapter(environ={"DEEPSEEK_BASE_URL": "https://gw.test/v1/"}) as a:
+        assert a.base_url == "https://gw.test/v1"

@@ -18,10 +18,10 @@ from dsh_llm.adapters.deepseek import (
     DeepSeekAdapter,
     DeepSeekConfig,
     DeepSeekConfigError,
-    DeepSeekConnectionOptions,
     DeepSeekModel,
-    resolve_adapter_options,
+    resolve_base_url,
 )
+from dsh_llm.config import ConfigError
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.plugins import PluginContext, PluginLoadError, load_composition
 from dsh_llm.plugins import deepseek as deepseek_plugin
@@ -83,11 +83,11 @@ def test_disabled_thinking_publishes_only_off():
 @pytest.mark.parametrize("effort", ["low", "high", "max"])
 def test_disabled_thinking_with_another_effort_fails_to_load(effort):
     with pytest.raises(
-        ValueError, match='only reasoningEffort "off" can be configured'
+        DeepSeekConfigError, match='only reasoningEffort "off" can be configured'
     ):
-        resolve_adapter_options(
-            DeepSeekConfig(thinking="disabled", reasoning_effort=effort)
-        )
+        DeepSeekConfig(thinking="disabled", reasoning_effort=effort)
+    with pytest.raises(DeepSeekConfigError, match="reasoningEffort"):
+        DeepSeekAdapter(thinking="disabled", reasoning_effort=effort, environ={})
 
 
 def test_configured_models_are_advertised_but_any_id_resolves():
@@ -115,109 +115,169 @@ def test_an_empty_catalog_is_allowed():
         assert _info(adapter).context.context_window == 1_000_000
 
 
+NON_EMPTY = "must be a non-empty string"
+POSITIVE = "must be a positive integer"
+SAFE = "must be a positive integer no greater than 9007199254740991"
+
+
 @pytest.mark.parametrize(
-    ("model", "message"),
+    ("fields", "key", "detail"),
     [
-        (DeepSeekModel(id=""), "catalog model ids must be non-empty"),
-        (DeepSeekModel(id="a", name=""), 'catalog model "a" has an empty name'),
+        ({"id": ""}, "id", NON_EMPTY),
+        ({"id": 3}, "id", NON_EMPTY),
+        ({"id": "a", "name": ""}, "name", NON_EMPTY),
+        ({"id": "a", "description": 3}, "description", "must be a string"),
+        ({"id": "a", "context_window": 0}, "contextWindow", POSITIVE),
+        ({"id": "a", "context_window": 1.5}, "contextWindow", POSITIVE),
+        ({"id": "a", "context_window": True}, "contextWindow", POSITIVE),
+        ({"id": "a", "max_tokens": 0}, "maxTokens", SAFE),
+        ({"id": "a", "max_tokens": 1.5}, "maxTokens", SAFE),
+        ({"id": "a", "max_tokens": 2**53}, "maxTokens", SAFE),
+        ({"id": "a", "input_modalities": ()}, "inputModalities", "must not be empty"),
         (
-            DeepSeekModel(id="a", context_window=0),
-            "contextWindow must be a positive integer",
+            {"id": "a", "input_modalities": ("audio",)},
+            "inputModalities",
+            'must contain only "text" and "image"',
         ),
         (
-            DeepSeekModel(id="a", context_window=1.5),
-            "contextWindow must be a positive integer",
-        ),  # type: ignore[arg-type]
-        (DeepSeekModel(id="a", max_tokens=0), "maxTokens must be a positive integer"),
-        (DeepSeekModel(id="a", max_tokens=1.5), "maxTokens must be a positive integer"),  # type: ignore[arg-type]
-        (
-            DeepSeekModel(id="a", input_modalities=()),
-            "inputModalities must not be empty",
-        ),
-        (DeepSeekModel(id="a", input_modalities=("audio",)), 'only "text" and "image"'),
-        (
-            DeepSeekModel(id="a", input_modalities=("text", "text")),
+            {"id": "a", "input_modalities": ("text", "text")},
+            "inputModalities",
             "must not contain duplicates",
         ),
-        (
-            DeepSeekModel(id="a", description=3),  # type: ignore[arg-type]
-            'catalog model "a" description must be a string',
-        ),
-        ({"id": "a"}, "models entries must be DeepSeekModel values"),
     ],
 )
-def test_catalog_errors_fail_the_load(model, message):
-    with pytest.raises(ValueError, match=message):
-        resolve_adapter_options(DeepSeekConfig(models=(model,)))
+def test_a_model_built_directly_is_checked_keyed_by_its_field(fields, key, detail):
+    with pytest.raises(DeepSeekConfigError) as caught:
+        DeepSeekModel(**fields)
+    error = caught.value
+    assert (error.key, error.detail) == (key, detail)
+    assert str(error) == f"llm-deepseek: {key} {detail}"
 
 
-def test_a_duplicate_catalog_id_fails_the_load():
-    with pytest.raises(ValueError, match='duplicate catalog model "a"'):
-        resolve_adapter_options(
-            DeepSeekConfig(models=(DeepSeekModel(id="a"), DeepSeekModel(id="a")))
-        )
+def test_a_model_list_entry_is_keyed_by_its_index_from_python_and_yaml(
+    tmp_path: Path,
+):
+    # Built directly, the model knows no index; from YAML the key path has one.
+    with pytest.raises(DeepSeekConfigError) as caught:
+        DeepSeekModel(id="")
+    assert caught.value.key == "id"
+    path = tmp_path / "dsh.yml"
+    path.write_text(
+        "- id: ds\n  name: llm-deepseek\n  config:\n    models: [{id: a}, {id: ''}]\n"
+    )
+    with pytest.raises(PluginLoadError) as loaded:
+        load_composition(path, environ={})
+    assert loaded.value.key == "models[1].id"
+    assert loaded.value.message == (
+        f'plugin "ds": config key "models[1].id" {NON_EMPTY}'
+    )
 
 
 @pytest.mark.parametrize(
-    ("field", "value", "message"),
+    ("models", "key", "detail"),
     [
+        ("m1", "models", "must be a list of models"),
+        (({"id": "a"},), "models[0]", "must be a DeepSeekModel, got dict"),
         (
-            "default_context_window",
-            0,
-            "defaultContextWindow must be a positive integer",
+            (DeepSeekModel(id="a"), DeepSeekModel(id="a")),
+            "models[1].id",
+            'repeats an earlier entry (duplicate catalog model "a")',
         ),
-        (
-            "default_context_window",
-            1.5,
-            "defaultContextWindow must be a positive integer",
-        ),
-        ("max_tokens", 0, "maxTokens must be a positive safe integer"),
-        ("max_tokens", 2**53, "maxTokens must be a positive safe integer"),
-        (
-            "stream_idle_timeout_ms",
-            math.inf,
-            "streamIdleTimeoutMs must be a positive finite number no greater than "
-            "2147483647",
-        ),
-        ("stream_idle_timeout_ms", 2_147_483_648, "streamIdleTimeoutMs"),
-        ("stream_idle_timeout_ms", 0, "streamIdleTimeoutMs"),
-        ("stream_keepalive_timeout_ms", -1, "streamKeepaliveTimeoutMs"),
-        ("total_timeout_ms", math.nan, "totalTimeoutMs"),
-        ("pool_maxsize", 0, "poolMaxsize"),
-        ("thinking", "sometimes", "thinking must be"),
-        ("reasoning_effort", "medium", "reasoningEffort must be one of"),
-        ("api_key_env", "", "apiKeyEnv"),
-        ("base_url", "ftp://x", "baseURL must be an http"),
-        ("retry_policy", {"mode": "sometimes"}, "retryPolicy.mode"),
+    ],
+)
+def test_catalog_errors_are_keyed_by_the_entry(models, key, detail):
+    with pytest.raises(DeepSeekConfigError) as caught:
+        DeepSeekConfig(models=models)
+    assert (caught.value.key, caught.value.detail) == (key, detail)
+    assert str(caught.value) == f"llm-deepseek: {key} {detail}"
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "key", "detail"),
+    [
+        ("default_context_window", 0, "defaultContextWindow", POSITIVE),
+        ("default_context_window", 1.5, "defaultContextWindow", POSITIVE),
+        ("max_tokens", 0, "maxTokens", SAFE),
+        ("max_tokens", 2**53, "maxTokens", SAFE),
+        ("stream_idle_timeout_ms", math.inf, "streamIdleTimeoutMs", "positive finite"),
+        ("stream_idle_timeout_ms", 2_147_483_648, "streamIdleTimeoutMs", "no greater"),
+        ("stream_idle_timeout_ms", 0, "streamIdleTimeoutMs", "positive finite"),
+        ("stream_keepalive_timeout_ms", -1, "streamKeepaliveTimeoutMs", "positive"),
+        ("total_timeout_ms", math.nan, "totalTimeoutMs", "finite"),
+        ("pool_maxsize", 0, "poolMaxsize", POSITIVE),
+        ("thinking", "sometimes", "thinking", 'must be one of "enabled", "disabled"'),
+        ("reasoning_effort", "medium", "reasoningEffort", 'one of "off", "low"'),
+        ("api_key_env", "", "apiKeyEnv", NON_EMPTY),
+        ("base_url", "ftp://x", "baseURL", "must be an http:// or https:// URL"),
+        ("retry_policy", {"mode": "sometimes"}, "retryPolicy.mode", "must be one of"),
         (
             "retry_policy",
             {"mode": "normal", "maxRetires": 1},
-            'unknown key "maxRetires"',
+            "retryPolicy.maxRetires",
+            'is not a known key (expected one of "mode", "maxRetries"',
         ),
-        ("retry_policy", 42, "retryPolicy must be a mapping"),
-        ("empty_response_as_stop", "yes", "emptyResponseAsStop must be a boolean"),
+        (
+            "retry_policy",
+            {"mode": "normal", "backoff": {"jitterRatio": 2}},
+            "retryPolicy.backoff.jitterRatio",
+            "must be between 0 and 1",
+        ),
+        ("retry_policy", 42, "retryPolicy", "must be a mapping"),
+        ("empty_response_as_stop", "yes", "emptyResponseAsStop", "must be a boolean"),
     ],
 )
-def test_bad_values_fail_the_load_with_a_prefixed_message(field, value, message):
-    with pytest.raises(ValueError, match=f"^llm-deepseek: .*{message}"):
-        resolve_adapter_options(DeepSeekConfig(**{field: value}))
+def test_every_bad_value_is_a_config_error_keyed_by_its_config_key(
+    field, value, key, detail
+):
+    with pytest.raises(DeepSeekConfigError) as caught:
+        DeepSeekConfig(**{field: value})
+    error = caught.value
+    assert isinstance(error, PluginConfigError)
+    assert isinstance(error, ValueError)
+    assert error.key == key
+    assert detail in error.detail
+    assert error.problems == ((key, error.detail),)
+    assert str(error) == f"llm-deepseek: {key} {error.detail}"
 
 
 def test_the_retry_policy_is_resolved_and_exposed():
-    options = resolve_adapter_options(
-        DeepSeekConfig(retry_policy={"mode": "normal", "maxRetries": 2})
-    )
-    assert options.retry_policy == NormalRetryPolicy(max_retries=2)
+    config = DeepSeekConfig(retry_policy={"mode": "normal", "maxRetries": 2})  # type: ignore[arg-type]
+    assert config.retry_policy == NormalRetryPolicy(max_retries=2)
     policy = resolve_retry_policy({"mode": "always"}, "x")
     # A config built in Python may hold a resolved policy: it is kept as is.
-    resolved = resolve_adapter_options(DeepSeekConfig(retry_policy=policy))  # type: ignore[arg-type]
-    assert resolved.retry_policy is policy
+    assert DeepSeekConfig(retry_policy=policy).retry_policy is policy
+    assert DeepSeekConfig().retry_policy is DEFAULT_RETRY_POLICY
     with DeepSeekAdapter(retry_policy=policy, environ={}) as adapter:
         assert adapter.provider_retry_policy(PROVIDER_ROUTE) is policy
     with DeepSeekAdapter(environ={}) as adapter:
         assert adapter.provider_retry_policy(PROVIDER_ROUTE) == DEFAULT_RETRY_POLICY
-    with pytest.raises(ValueError, match="retryPolicy must be"):
-        DeepSeekAdapter(retry_policy=42, environ={})  # type: ignore[arg-type]
+    with pytest.raises(DeepSeekConfigError, match="retryPolicy must be"):
+        DeepSeekAdapter(retry_policy=42, environ={})
+
+
+def test_the_constructor_builds_a_config_and_refuses_unknown_keywords():
+    with DeepSeekAdapter(max_tokens=9_000, environ={}) as adapter:
+        assert adapter.config == DeepSeekConfig(max_tokens=9_000)
+    with pytest.raises(TypeError) as caught:
+        DeepSeekAdapter(max_token=9_000, environ={})
+    assert "'max_token'" in str(caught.value)
+    assert "DeepSeekConfig fields: api_key_env, base_url" in str(caught.value)
+
+
+def test_from_config_takes_a_built_config():
+    config = DeepSeekConfig(base_url="http://gateway.test/v1/", max_tokens=7)
+    with DeepSeekAdapter.from_config(config, api_key="k", environ={}) as adapter:
+        assert adapter.config is config
+        assert adapter.base_url == "http://gateway.test/v1"
+        assert _info(adapter).default_max_tokens == 7
+        assert "api_key=***" in repr(adapter)
+    with pytest.raises(TypeError, match="config must be a DeepSeekConfig"):
+        DeepSeekAdapter.from_config({"maxTokens": 7})  # type: ignore[arg-type]
+    with pytest.raises(DeepSeekConfigError) as caught:
+        DeepSeekAdapter.from_config(
+            DeepSeekConfig(), environ={"DEEPSEEK_BASE_URL": "api.deepseek.com"}
+        )
+    assert caught.value.key == "baseURL"
 
 
 # --- environment ----------------------------------------------------------------------
@@ -225,18 +285,17 @@ def test_the_retry_policy_is_resolved_and_exposed():
 
 def test_the_base_url_comes_from_config_then_environment_then_public_default():
     env = {"DEEPSEEK_BASE_URL": "http://gateway.test/"}
+    assert resolve_base_url(DeepSeekConfig(), env) == "http://gateway.test"
     assert (
-        resolve_adapter_options(DeepSeekConfig(), env).base_url == "http://gateway.test"
-    )
-    assert (
-        resolve_adapter_options(DeepSeekConfig(base_url="https://x.test"), env).base_url
+        resolve_base_url(DeepSeekConfig(base_url="https://x.test/"), env)
         == "https://x.test"
     )
-    assert resolve_adapter_options(DeepSeekConfig(), {}).base_url == PUBLIC_BASE_URL
-    assert (
-        resolve_adapter_options(DeepSeekConfig(), {"DEEPSEEK_BASE_URL": ""}).base_url
-        == PUBLIC_BASE_URL
+    assert resolve_base_url(DeepSeekConfig(), {}) == PUBLIC_BASE_URL
+    assert resolve_base_url(DeepSeekConfig(), {"DEEPSEEK_BASE_URL": ""}) == (
+        PUBLIC_BASE_URL
     )
+    with DeepSeekAdapter(environ=env) as adapter:
+        assert adapter.base_url == "http://gateway.test"
 
 
 def test_the_adapter_is_constructible_directly_with_defaults():
@@ -249,11 +308,15 @@ def test_the_adapter_is_constructible_directly_with_defaults():
 def test_config_reprs_hide_credentials_in_the_base_url():
     url = "https://user:pw-secret@h.test/v1?api_key=q-secret"
     config = DeepSeekConfig(base_url=url)
-    options = resolve_adapter_options(config, environ={})
-    for shown in (repr(config), str(config), repr(options)):
+    with DeepSeekAdapter.from_config(config, environ={}) as adapter:
+        shown_adapter = repr(adapter)
+    for shown in (repr(config), str(config), shown_adapter):
         assert "pw-secret" not in shown
         assert "q-secret" not in shown
         assert "https://***@h.test/v1?api_key=***" in shown
+    with pytest.raises(DeepSeekConfigError) as caught:
+        DeepSeekConfig(base_url="https://user:pw-secret@h.test/v1#frag")
+    assert "pw-secret" not in str(caught.value)
 
 
 def test_the_repr_never_shows_the_key():
@@ -272,31 +335,20 @@ def test_an_explicit_key_no_header_can_carry_fails_at_construction_without_echo(
     assert "sk bad" not in caught.value.message
 
 
-def test_options_are_read_once_per_stream_call():
-    calls: list[int] = []
+def test_a_call_keeps_the_config_it_was_prepared_with():
     with LoopbackServer() as server:
         server.enqueue(Reply(body=sse_events([FIRST, text("x"), finish()])))
-        base = resolve_adapter_options(DeepSeekConfig(base_url=server.url))
-
-        def provider() -> DeepSeekConnectionOptions:
-            calls.append(1)
-            return base
-
-        adapter = DeepSeekAdapter.from_options(provider, api_key="k")
+        adapter = DeepSeekAdapter("k", base_url=server.url, max_tokens=11)
         try:
-            before = len(calls)
+            prepared = adapter.prepare_call(PROVIDER_ROUTE, "m")
+            assert prepared.model.default_max_tokens == 11
             options = GenerateOptions(
                 provider=PROVIDER_ROUTE,
                 model="m",
                 messages=(create_user_message("hi"),),
             )
-            list(validate_stream(adapter.stream(options)))
-            assert len(calls) - before == 1
-            prepared = adapter.prepare_call(PROVIDER_ROUTE, "m")
-            before = len(calls)
-            server.enqueue(Reply(body=sse_events([FIRST, text("y"), finish()])))
             list(validate_stream(prepared.stream(options)))
-            assert len(calls) == before
+            assert server.requests[0].json()["max_tokens"] == 11
         finally:
             adapter.close()
 
@@ -329,9 +381,11 @@ def test_the_plugin_contract_names():
 
 def test_a_bad_config_registers_nothing():
     runtime = LlmRuntime()
-    ctx = PluginContext(runtime, plugin_id="llm-deepseek", environ={})
-    with pytest.raises(ValueError, match="streamIdleTimeoutMs"):
-        deepseek_plugin.apply(ctx, DeepSeekConfig(stream_idle_timeout_ms=0))
+    ctx = PluginContext(
+        runtime, plugin_id="llm-deepseek", environ={"DEEPSEEK_BASE_URL": "x"}
+    )
+    with pytest.raises(DeepSeekConfigError, match="baseURL"):
+        deepseek_plugin.apply(ctx, None)
     assert runtime.list_providers() == ()
 
 
@@ -446,45 +500,9 @@ def test_through_the_runtime_a_disabled_deployment_refuses_high_without_a_reques
 # --- keyed config errors ----------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    ("field", "value", "key"),
-    [
-        ("api_key_env", "", "apiKeyEnv"),
-        ("thinking", "sometimes", "thinking"),
-        ("reasoning_effort", "medium", "reasoningEffort"),
-        ("max_tokens", 0, "maxTokens"),
-        ("max_tokens", 2**53, "maxTokens"),
-        ("default_context_window", 0, "defaultContextWindow"),
-        ("stream_idle_timeout_ms", 0, "streamIdleTimeoutMs"),
-        ("stream_keepalive_timeout_ms", -1, "streamKeepaliveTimeoutMs"),
-        ("total_timeout_ms", math.nan, "totalTimeoutMs"),
-        ("pool_maxsize", 0, "poolMaxsize"),
-        ("empty_response_as_stop", "yes", "emptyResponseAsStop"),
-        ("base_url", "ftp://x", "baseURL"),
-        ("retry_policy", 42, "retryPolicy"),
-        ("retry_policy", {"mode": "normal", "maxRetires": 1}, "retryPolicy"),
-        ("retry_policy", {"mode": "sometimes"}, "retryPolicy.mode"),
-        (
-            "retry_policy",
-            {"mode": "normal", "backoff": {"jitterRatio": 2}},
-            "retryPolicy.backoff.jitterRatio",
-        ),
-    ],
-)
-def test_every_bad_value_is_a_config_error_keyed_by_its_config_key(field, value, key):
-    with pytest.raises(DeepSeekConfigError) as caught:
-        resolve_adapter_options(DeepSeekConfig(**{field: value}))
-    error = caught.value
-    assert isinstance(error, ValueError)
-    assert error.key == key
-    assert str(error) == f"llm-deepseek: {key} {error.detail}"
-
-
 def test_thinking_disabled_with_another_effort_is_keyed_reasoning_effort():
     with pytest.raises(DeepSeekConfigError) as caught:
-        resolve_adapter_options(
-            DeepSeekConfig(thinking="disabled", reasoning_effort="max")
-        )
+        DeepSeekConfig(thinking="disabled", reasoning_effort="max")
     assert caught.value.key == "reasoningEffort"
     assert caught.value.detail == (
         'must be "off" or unset (only reasoningEffort "off" can be configured when '
@@ -492,58 +510,33 @@ def test_thinking_disabled_with_another_effort_is_keyed_reasoning_effort():
     )
 
 
-@pytest.mark.parametrize(
-    ("models", "key"),
-    [
-        ((DeepSeekModel(id=""),), "models[0].id"),
-        ((DeepSeekModel(id="a"), DeepSeekModel(id="b", name="")), "models[1].name"),
-        ((DeepSeekModel(id="a", description=3),), "models[0].description"),  # type: ignore[arg-type]
-        ((DeepSeekModel(id="a", context_window=0),), "models[0].contextWindow"),
-        ((DeepSeekModel(id="a", max_tokens=2**53),), "models[0].maxTokens"),
-        ((DeepSeekModel(id="a", input_modalities=()),), "models[0].inputModalities"),
-        (
-            (DeepSeekModel(id="a", input_modalities=("audio",)),),
-            "models[0].inputModalities",
-        ),
-        ((DeepSeekModel(id="a"), {"id": "b"}), "models[1]"),
-        ((DeepSeekModel(id="a"), DeepSeekModel(id="a")), "models[1].id"),
-    ],
-)
-def test_catalog_errors_are_keyed_by_the_entry_and_field(models, key):
-    with pytest.raises(DeepSeekConfigError) as caught:
-        resolve_adapter_options(DeepSeekConfig(models=models))
-    assert caught.value.key == key
-    assert str(caught.value).startswith(f"llm-deepseek: {key} ")
-
-
 def test_the_constructor_raises_the_same_keyed_error():
     with pytest.raises(DeepSeekConfigError) as caught:
         DeepSeekAdapter(max_tokens=0, environ={})
     assert caught.value.key == "maxTokens"
     with pytest.raises(DeepSeekConfigError) as caught:
-        DeepSeekAdapter(retry_policy=42, environ={})  # type: ignore[arg-type]
+        DeepSeekAdapter(retry_policy=42, environ={})
     assert caught.value.key == "retryPolicy"
 
 
-def test_direct_apply_raises_a_plugin_config_error_caused_by_the_adapter_error():
-    runtime = LlmRuntime()
-    ctx = PluginContext(runtime, plugin_id="llm-deepseek", environ={})
+def test_the_adapter_error_is_a_plugin_config_error_naming_the_package():
     with pytest.raises(PluginConfigError) as caught:
-        deepseek_plugin.apply(ctx, DeepSeekConfig(max_tokens=0))
+        DeepSeekConfig(max_tokens=0)
+    assert type(caught.value) is DeepSeekConfigError
     assert caught.value.key == "maxTokens"
-    cause = caught.value.__cause__
-    assert isinstance(cause, DeepSeekConfigError)
-    assert str(cause).startswith("llm-deepseek: maxTokens must be a positive safe")
-    assert runtime.list_providers() == ()
+    assert str(caught.value) == f"llm-deepseek: maxTokens {SAFE}"
 
 
 # Every value the YAML types allow but the adapter refuses: the loader reports
 # it as `config key "<key>" ...` with `PluginLoadError.key` set, never as a
 # failed apply(), and registers nothing.
 KEYED_LOAD_ERRORS = [
-    ("apiKeyEnv: ''", "apiKeyEnv", "must be a non-empty environment variable name"),
-    ("maxTokens: 0", "maxTokens", "must be a positive safe integer"),
-    ("maxTokens: 9007199254740992", "maxTokens", "must be a positive safe integer"),
+    ("apiKeyEnv: ''", "apiKeyEnv", NON_EMPTY),
+    ("maxTokens: 0", "maxTokens", SAFE),
+    ("maxTokens: 9007199254740992", "maxTokens", SAFE),
+    ("maxTokens: '8'", "maxTokens", "must be an integer, got a string"),
+    ("thinking: sometimes", "thinking", '"enabled", "disabled" or null'),
+    ("pooolMaxsize: 1", "pooolMaxsize", 'did you mean "poolMaxsize"?'),
     ("defaultContextWindow: 0", "defaultContextWindow", "must be a positive integer"),
     ("streamIdleTimeoutMs: 0", "streamIdleTimeoutMs", "positive finite number"),
     ("streamIdleTimeoutMs: .inf", "streamIdleTimeoutMs", "positive finite number"),
@@ -559,11 +552,11 @@ KEYED_LOAD_ERRORS = [
     ("baseURL: ftp://x", "baseURL", "must be an http:// or https:// URL"),
     ("baseURL: 'http://h/v1#top'", "baseURL", "must not have a #fragment"),
     ("baseURL: http://h/v1/chat/completions", "baseURL", "must end at the API root"),
-    ("retryPolicy: {mode: sometimes}", "retryPolicy.mode", '"normal" or "always"'),
+    ("retryPolicy: {mode: sometimes}", "retryPolicy.mode", '"normal", "always"'),
     (
         "retryPolicy: {mode: normal, maxRetires: 1}",
-        "retryPolicy",
-        'has the unknown key "maxRetires"',
+        "retryPolicy.maxRetires",
+        'did you mean "maxRetries"?',
     ),
     (
         "retryPolicy: {mode: normal, maxRetries: -1}",
@@ -575,8 +568,9 @@ KEYED_LOAD_ERRORS = [
         "retryPolicy.backoff.initialDelayMs",
         "positive finite number",
     ),
-    ("models: [{id: ''}]", "models[0].id", "catalog model ids must be non-empty"),
-    ("models: [{id: a, name: ''}]", "models[0].name", "has an empty name"),
+    ("models: [{id: ''}]", "models[0].id", NON_EMPTY),
+    ("models: [{id: a, name: ''}]", "models[0].name", NON_EMPTY),
+    ("models: [{id: a, description: 3}]", "models[0].description", "a string"),
     ("models: [{id: a, contextWindow: 0}]", "models[0].contextWindow", "positive"),
     ("models: [{id: a}, {id: b, maxTokens: 0}]", "models[1].maxTokens", "positive"),
     ("models: [{id: a, inputModalities: []}]", "models[0].inputModalities", "empty"),
@@ -609,9 +603,9 @@ def test_a_value_out_of_bounds_fails_the_load_keyed(
     assert error.message.startswith(f'plugin "ds": config key "{key}" ')
     assert detail in error.message
     assert "apply() failed" not in error.message
-    assert isinstance(error.__cause__, PluginConfigError)
-    assert isinstance(error.__cause__.__cause__, DeepSeekConfigError)
-    assert str(error.__cause__.__cause__).startswith(f"llm-deepseek: {key} ")
+    assert isinstance(error.__cause__, ConfigError)
+    assert error.__cause__.key == key
+    assert detail in error.__cause__.detail
     assert runtime.list_providers() == ()
 
 

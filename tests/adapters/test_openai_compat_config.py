@@ -16,6 +16,7 @@ import pytest
 from dsh_llm.adapter import LlmProviderInfo
 from dsh_llm.adapters.openai_compat import (
     OpenAICompatAdapter,
+    OpenAICompatConfig,
     OpenAICompatConfigError,
     OpenAICompatModel,
 )
@@ -23,7 +24,7 @@ from dsh_llm.credentials import Secret
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.plugins import PluginContext, PluginLoadError, load_composition
 from dsh_llm.plugins import openai_compat as openai_compat_plugin
-from dsh_llm.plugins.openai_compat import OpenAICompatConfig
+from dsh_llm.plugins.openai_compat import OpenAICompatPluginConfig
 from dsh_llm.protocol import GenerateOptions, create_user_message
 from dsh_llm.retry import DEFAULT_RETRY_POLICY, NormalRetryPolicy, resolve_retry_policy
 from dsh_llm.runtime import LlmRuntime
@@ -80,8 +81,8 @@ def _config_error(**options: Any) -> OpenAICompatConfigError:
         ({"retry_policy": {"mode": "sometimes"}}, "retryPolicy.mode", '"normal"'),
         (
             {"retry_policy": {"mode": "normal", "maxRetires": 1}},
-            "retryPolicy",
-            'has the unknown key "maxRetires"',
+            "retryPolicy.maxRetires",
+            'did you mean "maxRetries"?',
         ),
         (
             {"retry_policy": {"mode": "always", "backoff": {"maxDelayMs": 0}}},
@@ -97,14 +98,19 @@ def _config_error(**options: Any) -> OpenAICompatConfigError:
         (
             {"models": [{"id": "a", "contextWindow": 0}]},
             "models[0].contextWindow",
-            "> 0",
+            "must be a positive integer no greater than 9007199254740991",
+        ),
+        (
+            {"models": [OpenAICompatModel(id="a"), {"id": "b", "name": 3}]},
+            "models[1].name",
+            "must be a string or null, got an integer",
         ),
         (
             {"models": [{"id": "a", "maxTokens": "8k"}]},
             "models[0].maxTokens",
             "must be an int",
         ),
-        ({"models": [{"id": "a", "name": ""}]}, "models[0].name", "must not be empty"),
+        ({"models": [{"id": "a", "name": ""}]}, "models[0].name", "non-empty string"),
         ({"models": ["a", {"id": "a"}]}, "models[1].id", 'repeats the model "a"'),
     ],
 )
@@ -208,11 +214,13 @@ def test_an_explicit_key_no_header_can_carry_fails_without_echo():
 
 
 def test_the_config_repr_hides_credentials_in_the_base_url():
-    config = OpenAICompatConfig(
-        providers=("local",), base_url="http://user:pw-secret@127.0.0.1:8080/v1"
-    )
-    assert "pw-secret" not in repr(config)
-    assert "base_url='http://***@127.0.0.1:8080/v1'" in repr(config)
+    url = "http://user:pw-secret@127.0.0.1:8080/v1"
+    for config in (
+        OpenAICompatConfig(base_url=url),
+        OpenAICompatPluginConfig(providers=("local",), base_url=url),
+    ):
+        assert "pw-secret" not in repr(config)
+        assert "base_url='http://***@127.0.0.1:8080/v1'" in repr(config)
 
 
 def test_the_repr_never_shows_the_key_or_header_values():
@@ -329,11 +337,29 @@ def test_the_retry_policy_is_resolved_and_exposed():
         assert adapter.provider_retry_policy("local") is policy
 
 
-def test_model_values_check_their_fields():
-    with pytest.raises(ValueError, match="context_window"):
-        OpenAICompatModel(id="a", context_window=-5)
-    with pytest.raises(TypeError, match="max_tokens"):
-        OpenAICompatModel(id="a", max_tokens=True)
+@pytest.mark.parametrize(
+    ("fields", "key", "detail"),
+    [
+        ({"id": ""}, "id", "must be a non-empty string"),
+        ({"id": "a", "name": ""}, "name", "must be a non-empty string"),
+        ({"id": "a", "description": 3}, "description", "must be a string"),
+        (
+            {"id": "a", "context_window": -5},
+            "contextWindow",
+            "must be a positive integer no greater than 9007199254740991",
+        ),
+        (
+            {"id": "a", "max_tokens": True},
+            "maxTokens",
+            "must be a positive integer no greater than 9007199254740991",
+        ),
+    ],
+)
+def test_model_values_check_their_fields(fields, key, detail):
+    with pytest.raises(OpenAICompatConfigError) as caught:
+        OpenAICompatModel(**fields)
+    assert (caught.value.key, caught.value.detail) == (key, detail)
+    assert str(caught.value) == f"llm-openai-compatible: {key} {detail}"
     assert OpenAICompatModel(id="a").input_modalities == ("text",)
 
 
@@ -343,7 +369,8 @@ def test_model_values_check_their_fields():
 def test_the_plugin_contract_names_and_entry_point():
     assert openai_compat_plugin.name == "llm-openai-compatible"
     assert openai_compat_plugin.inject == ("llm",)
-    assert openai_compat_plugin.Config is OpenAICompatConfig
+    assert openai_compat_plugin.Config is OpenAICompatPluginConfig
+    assert issubclass(OpenAICompatPluginConfig, OpenAICompatConfig)
     (entry,) = [
         e
         for e in importlib.metadata.entry_points(group="dsh_llm.plugins")
@@ -352,19 +379,52 @@ def test_the_plugin_contract_names_and_entry_point():
     assert entry.value == "dsh_llm.plugins.openai_compat"
 
 
-def test_every_config_field_is_a_constructor_argument_with_the_same_default():
+def test_the_constructor_builds_the_one_config_class_from_its_keywords():
     parameters = inspect.signature(OpenAICompatAdapter).parameters
-    for field in attrs.fields(OpenAICompatConfig):
-        if field.name == "providers":
-            continue
-        assert field.name in parameters, field.name
-        default = parameters[field.name].default
-        if field.default is not attrs.NOTHING:
-            assert field.default == default, field.name
-        else:
-            assert default is inspect.Parameter.empty, field.name
-    extra = set(parameters) - {f.name for f in attrs.fields(OpenAICompatConfig)}
-    assert extra == {"environ"}
+    assert list(parameters) == ["base_url", "api_key", "environ", "options"]
+    with OpenAICompatAdapter(BASE) as adapter:
+        assert adapter.config == OpenAICompatConfig(base_url=BASE)
+    options: dict[str, Any] = {
+        "api_key_env": "K",
+        "headers": {"X-Title": "dsh"},
+        "display_name": "Lab",
+        "models": ["m1"],
+        "include_usage": False,
+        "max_tokens_field": "max_completion_tokens",
+        "reasoning_efforts": ["low"],
+        "reasoning_passback_field": "reasoning",
+        "stream_idle_timeout_ms": 1,
+        "stream_keepalive_timeout_ms": None,
+        "total_timeout_ms": 5,
+        "retry_policy": {"mode": "always"},
+        "pool_maxsize": 2,
+        "empty_response_as_stop": True,
+    }
+    fields = {field.name for field in attrs.fields(OpenAICompatConfig)}
+    assert set(options) | {"base_url"} == fields
+    with OpenAICompatAdapter(BASE, environ={}, **options) as adapter:
+        assert adapter.config == OpenAICompatConfig(base_url=BASE, **options)
+        assert adapter.config.models == (OpenAICompatModel(id="m1"),)
+    with pytest.raises(TypeError) as caught:
+        OpenAICompatAdapter(BASE, providers=("x",))
+    assert "'providers'" in str(caught.value)
+    assert "OpenAICompatConfig fields: base_url, api_key_env, headers" in str(
+        caught.value
+    )
+
+
+def test_from_config_takes_a_built_config():
+    config = OpenAICompatConfig(base_url=f"{BASE}/", display_name="Lab")
+    with OpenAICompatAdapter.from_config(config, api_key="sk-x") as adapter:
+        assert adapter.config is config
+        assert (adapter.base_url, adapter.display_name) == (BASE, "Lab")
+        assert "api_key=***" in repr(adapter)
+    with pytest.raises(TypeError, match="config must be an OpenAICompatConfig"):
+        OpenAICompatAdapter.from_config({"baseURL": BASE})  # type: ignore[arg-type]
+    keyed = OpenAICompatConfig(base_url=BASE, api_key_env="K")
+    with pytest.raises(OpenAICompatConfigError) as caught:
+        OpenAICompatAdapter.from_config(keyed, api_key="sk-x")
+    assert caught.value.key == "apiKey"
 
 
 def test_the_plugin_registers_every_route_and_unregisters_on_dispose():
@@ -372,7 +432,7 @@ def test_the_plugin_registers_every_route_and_unregisters_on_dispose():
     ctx = PluginContext(runtime, plugin_id="lab", environ={})
     openai_compat_plugin.apply(
         ctx,
-        OpenAICompatConfig(
+        OpenAICompatPluginConfig(
             providers=("lab-vllm", "lab-llama"),
             base_url=BASE,
             display_name="Lab",
@@ -468,13 +528,19 @@ def test_a_keyless_local_composition_and_a_key_env_read_per_request(tmp_path: Pa
             "providers: [a]\n    baseURL: http://h/v1\n    models:\n"
             "      - m0\n      - id: m1\n        contextWindow: 0",
             "models[1].contextWindow",
-            "> 0",
+            "must be a positive integer no greater than 9007199254740991",
         ),
         (
             "providers: [a]\n    baseURL: http://h/v1\n    headers:\n"
             "      User-Agent: hidden-value",
             "headers.User-Agent",
             "cannot be replaced",
+        ),
+        (
+            "providers: [a]\n    baseURL: http://h/v1\n    apiKeyEnv: K\n"
+            "    headers:\n      Authorization: hidden-value",
+            "headers.Authorization",
+            "conflicts with apiKey/apiKeyEnv",
         ),
         (
             'providers: [a]\n    baseURL: http://h/v1\n    apiKey: "  "',
@@ -534,8 +600,8 @@ def test_a_failed_load_leaves_nothing_registered(tmp_path: Path):
 
 
 def test_the_plugin_config_repr_shows_header_names_but_never_values() -> None:
-    config = OpenAICompatConfig(
-        providers=["p"],
+    config = OpenAICompatPluginConfig(
+        providers=("p",),
         base_url="http://127.0.0.1:1/v1",
         headers={"X-Api-Key": "hdr-SECRET-VALUE", "X-Org": "org-1"},
     )
@@ -543,14 +609,15 @@ def test_the_plugin_config_repr_shows_header_names_but_never_values() -> None:
     assert "hdr-SECRET-VALUE" not in text
     assert "org-1" not in text
     assert "headers=<headers: X-Api-Key, X-Org>" in text
-    assert "headers=None" in repr(attrs.evolve(config, headers=None))
+    assert "headers=<headers: >" in repr(attrs.evolve(config, headers=None))
+    assert attrs.evolve(config, headers=None).headers == {}
 
 
 def test_catalog_counts_above_the_safe_integer_bound_name_their_key():
     with pytest.raises(OpenAICompatConfigError) as caught:
         OpenAICompatAdapter("http://h/v1", models=[{"id": "big", "maxTokens": 2**60}])
     assert caught.value.key == "models[0].maxTokens"
-    assert "at most 9007199254740991" in caught.value.detail
+    assert "no greater than 9007199254740991" in caught.value.detail
     with pytest.raises(OpenAICompatConfigError) as caught:
         OpenAICompatAdapter("http://h/v1", models=[{"id": "w", "contextWindow": 2**53}])
     assert caught.value.key == "models[0].contextWindow"

@@ -10,16 +10,15 @@ and in a ``WireProfile``; everything else an adapter does is here, once:
 - ``resolved_model_info``: what ``resolve_model`` answers for a catalog entry or
   an unlisted id; ``catalog_entry`` finds a model's entry.
 - ``AdapterConfigError``: a bad option reported against its config key
-  (``<package>: <key> <detail>``); each adapter subclasses it with its package
-  name, and its plugin turns it into a keyed load error.
+  (``<package>: <key> <detail>``, key and detail as data); each adapter
+  subclasses it with its package name. ``config_from_options`` and
+  ``retry_policy_field`` are what every adapter config class shares.
 - ``api_root_url``: the one rule for a ``baseURL``, whatever its source (a
   constructor argument, a config key, an environment variable): ``http://`` or
   ``https://`` with a host and a valid port, no ``#fragment``, not already ending
   in ``/chat/completions``; the trailing slash of its path is dropped and a query
   string is kept. Messages never repeat the URL, so a password written into it
   never reaches one.
-- ``check_stream_timeouts`` and ``checked_retry_policy``: the bounds of the three
-  stream timeouts and the retry-policy rules, reported under their config keys.
 - ``explicit_api_key`` (checked at construction) and ``api_key_from_environ``
   (read per request): the credential rules, with messages that name where a key
   came from and never the key.
@@ -38,6 +37,7 @@ import urllib.parse
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, ClassVar, Final, Protocol, Self, TypeVar
 
+import attrs
 import requests
 
 from dsh_llm.adapter import (
@@ -50,6 +50,7 @@ from dsh_llm.adapter import (
 )
 from dsh_llm.adapters._chat.request import WireProfile, encode_body
 from dsh_llm.adapters._chat.translate import ChatCompletionsTranslator
+from dsh_llm.config import RAW_METADATA, ConfigError, PluginConfigError
 from dsh_llm.credentials import Secret, assert_usable_api_key
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import StreamChunk
@@ -59,7 +60,6 @@ from dsh_llm.transport.call import StreamingCall
 from dsh_llm.transport.read_loop import read_stream
 from dsh_llm.transport.session import BearerAuth, NoAuth, create_session
 from dsh_llm.transport.sse import DONE, SseDecoder
-from dsh_llm.transport.watchdog import check_timeout_ms
 
 __all__ = [
     "CHAT_COMPLETIONS_PATH",
@@ -72,10 +72,10 @@ __all__ = [
     "api_root_url",
     "catalog_entry",
     "chat_completions_url",
-    "check_stream_timeouts",
-    "checked_retry_policy",
+    "config_from_options",
     "explicit_api_key",
     "resolved_model_info",
+    "retry_policy_field",
     "stream_completion",
 ]
 
@@ -83,29 +83,54 @@ CHAT_COMPLETIONS_PATH: Final = "/chat/completions"
 """Appended to an API root to reach the endpoint."""
 
 
-class AdapterConfigError(ValueError):
-    """A bad adapter option, reported against its config key.
+class AdapterConfigError(PluginConfigError):
+    """A bad adapter option, reported against its config key (``key``, camelCase,
+    and ``detail``, as data). The message is ``<package>: <key> <detail>``;
+    subclasses set ``package`` to the name of their plugin (``llm-deepseek``,
+    ``llm-openai-compatible``)."""
 
-    The message is ``<package>: <key> <detail>``; subclasses set ``package`` to
-    the name of their plugin (``llm-deepseek``, ``llm-openai-compatible``).
-
-    Args:
-        key: The config key, as in YAML (``baseURL``, ``models[0].maxTokens``).
-        detail: What is wrong, as the rest of a sentence after the key.
-    """
-
-    package: ClassVar[str] = "dsh_llm"
+    package: ClassVar[str | None] = "dsh_llm"
     """The package named at the start of the message."""
 
-    def __init__(self, key: str, detail: str) -> None:
-        super().__init__(f"{self.package}: {key} {detail}")
-        self.key = key
-        """The config key concerned."""
-        self.detail = detail
-        """What is wrong with it."""
 
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (type(self), (self.key, self.detail))
+_Config = TypeVar("_Config")
+
+
+def config_from_options(
+    config_cls: type[_Config], options: Mapping[str, Any]
+) -> _Config:
+    """An adapter's config class built from its constructor's keyword arguments.
+
+    Raises:
+        TypeError: for a keyword that is not a field of ``config_cls`` (the
+            message lists the fields).
+        AdapterConfigError: from the class's own checks.
+    """
+    fields = [field.alias or field.name for field in attrs.fields(config_cls)]  # type: ignore[arg-type]
+    unknown = sorted(set(options) - set(fields))
+    if unknown:
+        raise TypeError(
+            f"unexpected keyword argument {unknown[0]!r} (the options are the "
+            f"{config_cls.__name__} fields: {', '.join(fields)})"
+        )
+    return config_cls(**options)
+
+
+def retry_policy_field(error: type[AdapterConfigError]) -> Any:
+    """The ``retry_policy`` field of an adapter config: a resolved policy, its
+    config mapping (structured by ``dsh_llm.retry.resolve_retry_policy``) or
+    ``None`` for the normal defaults; a bad mapping raises ``error`` keyed by its
+    key path (``retryPolicy.backoff.maxDelayMs``)."""
+
+    def convert(value: Mapping[str, Any] | RetryPolicy | None) -> RetryPolicy:
+        try:
+            return resolve_retry_policy(value, "retryPolicy")
+        except ConfigError as exc:
+            raise error(exc.key or "retryPolicy", exc.detail) from None
+
+    return attrs.field(
+        default=None, converter=convert, metadata={RAW_METADATA: True}, hash=False
+    )
 
 
 def api_root_url(
@@ -204,50 +229,6 @@ def api_key_from_environ(
             ErrorCode.MISSING_CREDENTIAL,
         )
     return Secret(assert_usable_api_key(raw, package, name))
-
-
-def check_stream_timeouts(
-    idle_ms: float,
-    keepalive_ms: float | None,
-    total_ms: float | None,
-    *,
-    error: type[AdapterConfigError],
-) -> None:
-    """Check the stream timeouts an adapter is configured with.
-
-    Raises:
-        AdapterConfigError: ``error`` keyed ``streamIdleTimeoutMs``,
-            ``streamKeepaliveTimeoutMs`` or ``totalTimeoutMs`` (the last two may
-            be ``None``) for the first value that is not a positive finite number
-            no greater than 2147483647.
-    """
-    for key, value, optional in (
-        ("streamIdleTimeoutMs", idle_ms, False),
-        ("streamKeepaliveTimeoutMs", keepalive_ms, True),
-        ("totalTimeoutMs", total_ms, True),
-    ):
-        try:
-            check_timeout_ms(key, value, optional=optional)
-        except ValueError as exc:
-            raise error(key, str(exc).removeprefix(f"{key} ")) from exc
-
-
-def checked_retry_policy(
-    value: Mapping[str, Any] | RetryPolicy | None, *, error: type[AdapterConfigError]
-) -> RetryPolicy:
-    """Resolve a retry-policy option (config key ``retryPolicy``).
-
-    Raises:
-        AdapterConfigError: ``error`` keyed by the offending key path
-            (``retryPolicy``, ``retryPolicy.mode``,
-            ``retryPolicy.backoff.maxDelayMs``...).
-    """
-    try:
-        return resolve_retry_policy(value, "retryPolicy")
-    except ValueError as exc:
-        # resolve_retry_policy's messages are "<key path> <what is wrong>".
-        key, _, detail = str(exc).partition(" ")
-        raise error(key, detail) from exc
 
 
 class StreamSettings(Protocol):
