@@ -367,8 +367,14 @@ def _build(cls: type[LlmAdapter], url: str) -> LlmAdapter:
     kwargs: dict[str, Any] = {}
     if "api_key" in parameters:
         kwargs["api_key"] = REPLAY_PLACEHOLDER_KEY
+    takes_options = any(
+        parameter.kind is inspect.Parameter.VAR_KEYWORD
+        for parameter in parameters.values()
+    )
     try:
-        if "base_url" in parameters:
+        if "base_url" in parameters or takes_options:
+            # A keyword whenever it can be one: ``DeepSeekAdapter(api_key=None,
+            # **options)`` takes its base URL among its config options.
             return cls(base_url=url, **kwargs)  # type: ignore[call-arg]
         return cls(url, **kwargs)  # type: ignore[call-arg]
     except (TypeError, ValueError) as exc:
