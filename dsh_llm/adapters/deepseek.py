@@ -1,65 +1,19 @@
-"""``DeepSeekAdapter``: DeepSeek chat completions over the shared OpenAI wire
-(``dsh_llm.adapters._chat.request``) and transport. User guide: ``docs/deepseek.md``.
+"""``DeepSeekAdapter``: DeepSeek chat completions over the shared chat-completions
+wire (``dsh_llm.adapters._chat``) and the transport's read loop.
 
-Contracts callers may rely on:
-
-- **Route and catalog.** One route, ``deepseek-official``, displayed as
-  ``DeepSeek``. The catalog is advisory (any model id is sent as is); the default
-  lists ``deepseek-v4-flash``, ``deepseek-v4-pro`` and
-  ``deepseek-v4-flash-vision-exp``. ``resolve_model`` needs no I/O: context window
-  (entry, else ``default_context_window``), default max tokens (entry, else
-  ``max_tokens``) and the efforts ``off``/``low``/``high``/``max`` (default: the
-  configured effort, else ``high``; only ``off`` when thinking is disabled).
-- **Configuration** is one validated value, ``DeepSeekConfig`` (built by the
-  constructor's keywords, or passed to ``from_config``): every default and bound
-  is checked on construction and a bad value raises ``DeepSeekConfigError``, a
-  ``ValueError`` reading ``llm-deepseek: <config key> <what is wrong>`` whose
-  ``key`` (camelCase) and ``detail`` are data (the ``llm-deepseek`` plugin
-  reports it as a load error keyed the same way). The
-  base URL is the explicit one, else ``DEEPSEEK_BASE_URL`` from the environment,
-  else ``https://api.deepseek.com``; whichever it is, it is checked by the rule
-  ``OpenAICompatAdapter`` shares (``dsh_llm.adapters._chat.base.api_root_url``:
-  ``http://`` or ``https://`` with a host, no ``#fragment``, not already ending in
-  ``/chat/completions``; a query string is kept after the appended path) when
-  the adapter is built (``resolve_base_url``). A call keeps the config it was
-  prepared with.
-- **Credentials**, per request: the explicit ``api_key``, else the environment
-  variable ``api_key_env`` (``DEEPSEEK_API_KEY``). Missing or empty raises
-  ``MISSING_CREDENTIAL`` naming the variable; a key no header can carry raises
-  ``INVALID_CREDENTIAL``. The key is held as a ``Secret`` and never appears in a
-  message or a ``repr`` (nor does a password written into the base URL).
-- **Per call**, before any I/O: an image raises ``UNSUPPORTED_CONTENT``
-  (before credentials; the Files API is not implemented); then the key; then the
-  body, which may raise ``UNSUPPORTED_REASONING_EFFORT``, ``UNSUPPORTED_OPTION``
-  or ``INVALID_REQUEST``. Then one ``POST {base_url}/chat/completions``.
-- **Thinking**: ``purpose="session-title"`` sends thinking disabled;
-  else the effort (request, else configured) ``off`` sends thinking disabled,
-  ``low``/``high``/``max`` thinking enabled plus ``reasoning_effort``, another
-  effort raises; a deployment with thinking disabled refuses any effort but
-  ``off``; no effort sends only a configured ``thinking``.
-- **Fields it cannot honour raise**, never silently dropped, before any I/O, with
-  ``UNSUPPORTED_OPTION``: DeepSeek rejects a ``required`` or named
-  ``tool_choice`` in thinking mode, and silently ignores ``temperature`` there,
-  so either raises when the request explicitly
-  enables thinking (a ``low``/``high``/``max`` effort in effect, or a deployment
-  configured ``thinking="enabled"`` without an effort); use
-  ``reasoning_effort="off"`` to force a tool or to sample with a temperature.
-  With thinking disabled (effort ``off``, a ``disabled`` deployment,
-  ``purpose="session-title"``) ``temperature`` is sent; with thinking left to
-  the provider's default (no ``thinking`` key sent, no effort) it is sent as
-  given and the provider decides whether it applies. ``session_id`` and
-  ``purpose="compaction"`` are honoured as the
-  ``x-deepseek-harness-session-id`` / ``x-deepseek-harness-compact: 1`` routing
-  headers (never in the body); a ``session_id`` no header can carry unchanged
-  (see ``dsh_llm.transport.session.is_header_value``) raises
-  ``INVALID_REQUEST``. Without ``max_tokens`` the model's default cap is sent.
-- **Stream**: the shared translator's strict order (``docs/protocol.md``); usage
-  mapped disjointly; a blockless ``stop`` is ``EMPTY_RESPONSE`` unless
-  ``empty_response_as_stop``. HTTP errors are classified by
-  ``dsh_llm.transport.http_errors``, transport failures, timeouts and aborts by
-  ``dsh_llm.transport.call`` (``docs/errors.md`` lists the codes).
-- ``close()`` (or ``with``) closes the adapter's connection pool
-  (``ChatCompletionsAdapter``).
+- ``DeepSeekConfig`` is the one validated configuration (the constructor's
+  keywords build it; ``from_config`` takes one); a bad value raises
+  ``DeepSeekConfigError`` with ``key`` and ``detail`` as data.
+- One route, ``deepseek-official``; an advisory catalog; ``resolve_model`` needs
+  no I/O. The base URL is the explicit one, else ``DEEPSEEK_BASE_URL``, else the
+  public API (``resolve_base_url``).
+- Per call, before any I/O: images, then the key, then the body (effort,
+  thinking-mode refusals as ``UNSUPPORTED_OPTION``); then one
+  ``POST {base_url}/chat/completions``.
+- The key is read per request from ``api_key`` or ``api_key_env`` and never
+  appears in a message or a ``repr``.
+- The full contract (thinking, what is refused and why, routing headers, the
+  stream) is ``docs/deepseek.md``; the error codes are ``docs/errors.md``.
 """
 
 from __future__ import annotations

@@ -1,72 +1,19 @@
-"""``OpenAICompatAdapter``: any server that speaks the OpenAI chat-completions
-stream (OpenAI, vLLM, llama.cpp's ``llama-server`` and ``llama_cpp.server``,
-Ollama ``/v1``, LM Studio, OpenRouter...), over the wire code it shares with
-``DeepSeekAdapter`` (``dsh_llm.adapters._chat.request``) and the shared transport.
+"""``OpenAICompatAdapter``: any server that speaks the OpenAI chat-completions stream
+(OpenAI, vLLM, llama.cpp, Ollama ``/v1``, LM Studio, OpenRouter...), over the
+chat-completions wire it shares with ``DeepSeekAdapter`` and the transport's
+read loop.
 
-Contracts callers may rely on:
-
-- **Endpoint.** ``base_url`` is the API root (``http://127.0.0.1:8080/v1``,
-  ``https://api.openai.com/v1``); each request is one
-  ``POST <base_url>/chat/completions`` (exactly one slash; a query string such as
-  Azure's ``?api-version=`` stays after the path). A URL that is not ``http://``
-  or ``https://`` with a host, has a ``#fragment``, or already ends in
-  ``/chat/completions`` (appending would double it) is refused, by the rule
-  ``DeepSeekAdapter`` shares (``dsh_llm.adapters._chat.base.api_root_url``).
-- **Credentials.** None by default: local servers get no ``authorization``
-  header at all. ``api_key`` (``str`` or ``Secret``, checked at construction) or
-  ``api_key_env`` (read at each request; unset or empty raises
-  ``MISSING_CREDENTIAL`` naming the variable and the route), never both; a key no
-  header can carry raises ``INVALID_CREDENTIAL``. The key travels as
-  ``authorization: Bearer``, is held as a ``Secret`` and never appears in a
-  message or a ``repr``.
-- **Headers** are added to every request (OpenRouter's ``HTTP-Referer`` and
-  ``X-Title``, a gateway's routing or ``api-key`` header). Names the adapter
-  sets (``user-agent``, which carries the attribution every request keeps,
-  ``accept``, ``accept-encoding``, ``content-type``, framing headers) are refused
-  rather than silently overridden; so is ``authorization`` beside a key. A value
-  must be sent exactly as given: printable ASCII (0x21-0x7E) with spaces or
-  tabs only between visible characters (empty is allowed); leading or trailing
-  whitespace, line breaks, controls and non-ASCII are refused at construction,
-  never stripped or left to fail at send time. Header values never appear in a
-  message or ``repr`` (they may be credentials), and the values of secret-named
-  headers (``x-api-key``, ``api-key``, any name with ``key``, ``token``,
-  ``secret`` or ``auth``...) are redacted from server error text like the key.
-- **Catalog** (``models``): model ids, ``OpenAICompatModel`` values or mappings
-  with the config keys ``id``, ``name``, ``description``, ``contextWindow``,
-  ``maxTokens``. Advisory: any model id is sent as is. ``resolve_model`` needs no
-  I/O: the entry's context window and output cap (unknown when not configured),
-  text input only, and the configured ``reasoning_efforts`` (none by default).
-- **Configuration** is one validated value, ``OpenAICompatConfig``, built by the
-  constructor's keyword arguments or passed to ``from_config``: a bad value
-  raises ``OpenAICompatConfigError`` (a ``ValueError``), whose ``key`` is the
-  config key (``baseURL``, ``models[0].contextWindow``) and whose message starts
-  with ``llm-openai-compatible: ``; it never echoes a header value or a key.
-- **Per call**, before any I/O: an image raises ``UNSUPPORTED_CONTENT``; a
-  ``reasoning_effort`` not in ``reasoning_efforts`` raises
-  ``UNSUPPORTED_REASONING_EFFORT`` (a listed one is sent as ``reasoning_effort``,
-  which vLLM, Ollama and OpenAI read); then the key. Without
-  ``GenerateOptions.max_tokens`` the model entry's ``maxTokens`` is sent, else
-  no cap (the server's default), in ``max_tokens`` or the configured
-  ``max_tokens_field`` (``max_completion_tokens`` for OpenAI's reasoning models).
-  ``stream_options: {"include_usage": true}`` is sent unless ``include_usage`` is
-  false (for servers that reject it). ``session_id`` and ``purpose`` are routing
-  hints with no meaning on a generic server and are not sent (a session id is
-  not leaked to third parties). Reasoning from earlier turns is sent back only
-  when ``reasoning_passback_field`` names the field the server reads.
-- **Stream**: the shared translator's strict order and every quirk it absorbs (see
-  ``dsh_llm.adapters._chat.translate.ChatCompletionsTranslator``): tool-call
-  ids and names repeated or only on the first delta, ``id: ""`` continuations,
-  parallel calls reusing index 0, missing indexes, whole calls in one delta,
-  parameterless calls ending ``{}``, legacy ``function_call``, reasoning in
-  ``reasoning_content`` or ``reasoning``, ``delta.refusal`` (an ``error`` finish
-  with code ``REFUSAL`` after the text), usage on any chunk or none (``None``
-  counts), ``stop`` after tool calls corrected to ``tool-calls``, in-stream errors
-  in every known shape. A blockless ``stop`` is ``EMPTY_RESPONSE`` unless
-  ``empty_response_as_stop``. Failures are classified by
-  ``dsh_llm.transport.http_errors`` and ``dsh_llm.transport.call``
-  (``docs/errors.md`` lists the codes); a 429 that says
-  "Request too large" is ``INVALID_REQUEST`` (``dsh_llm.transport.http_errors``).
-- ``close()`` (or ``with``) closes the adapter's connection pool.
+- ``OpenAICompatConfig`` is the one validated configuration (``base_url`` plus
+  the constructor's keywords build it; ``from_config`` takes one); a bad value
+  raises ``OpenAICompatConfigError`` with ``key`` and ``detail`` as data, never
+  echoing a header value or a key.
+- No credentials by default; ``api_key`` or ``api_key_env`` (never both) travel
+  as ``authorization: Bearer`` and never appear in a message or a ``repr``.
+- Extra ``headers`` are sent as given; names the adapter sets are refused.
+- Per call, before any I/O: images, an unlisted reasoning effort, then the key;
+  then one ``POST <base_url>/chat/completions``.
+- Every wire quirk the translator absorbs, the options and the error
+  classification are in ``docs/local-servers.md``.
 """
 
 from __future__ import annotations

@@ -1,48 +1,17 @@
-"""The OpenAI chat-completions wire: how servers differ, and the request.
+"""The chat-completions wire's request side: how servers differ, and the body.
 
-DeepSeek and the OpenAI-compatible servers (OpenAI, vLLM, llama.cpp, Ollama
-``/v1``, LM Studio, OpenRouter) send the same request and the same SSE stream with
-small differences. Those differences are a ``WireProfile``; a provider adapter is
-a profile plus its own config, not a copy of the wire code. Only request-side
-differences (and where reasoning is read) are switches: every stream quirk those
-servers are known for is read by all of them, since a quirk one server shows is
-harmless to read on another.
+DeepSeek and the OpenAI-compatible servers send the same request with small
+differences; those are a ``WireProfile``, so a provider adapter is a profile plus
+its own config, never a copy of the wire code.
 
-The chat-completions code is split by concept, each module pure:
-
-- this module: ``WireProfile`` and the request (``GenerateOptions`` to a JSON
-  body);
-- ``dsh_llm.adapters._chat.translate``: the stream, payloads in and protocol
-  chunks out (``ChatCompletionsTranslator``);
-- ``dsh_llm.adapters._chat.finish``: the end of a response, wire usage and
-  finish reason in protocol terms;
-- ``dsh_llm.adapters._chat.base``: what the adapters share around the wire
-  (base class, credentials, the call itself).
-
-Contracts callers may rely on:
-
-- ``build_body``: key order ``model``, ``messages``, ``stream``,
-  ``stream_options``, the provider's extra keys (DeepSeek: ``thinking``,
-  ``reasoning_effort``), ``tools``, ``tool_choice``, ``temperature``, the output
-  cap (``max_tokens`` or the profile's spelling, e.g. ``max_completion_tokens``),
-  ``stop``; an optional field is omitted, never ``null``.
-- ``build_messages``: the system prompt first; assistant
-  ``content`` is the joined text or ``""`` (never ``null``); the joined reasoning
-  goes back in the profile's passback field whenever the turn had reasoning or
-  tool calls (``""`` included: DeepSeek rejects tool turns without it), and not
-  at all without a passback field; tool results become ``tool`` messages
-  (``"(no output)"`` when empty) after the user text (TS order), except where
-  they answer an assistant turn's tool calls (the message before is that turn,
-  or a ``tool`` reply to it): there they come first, since DeepSeek and OpenAI
-  refuse any other message between tool calls and their replies. A ``tool``
-  message has no error flag: a result's ``is_error`` reaches the model only
-  through its text, as in TS. Blocks a chat message
-  cannot carry are skipped as in TS; any image raises ``UNSUPPORTED_CONTENT``.
-- ``tool_choice_wire``: ``None`` omitted, ``"auto"``/``"none"``/``"required"``
-  as strings, a tool name as ``{"type": "function", "function": {"name": ...}}``;
-  with no tools it is omitted (no tool can be called either way).
-- ``encode_body``: compact UTF-8 JSON; a value JSON cannot hold raises
-  ``INVALID_REQUEST``.
+- ``WireProfile``: the request-side switches (reasoning fields, passback field,
+  ``include_usage``, the output-cap spelling).
+- ``build_body`` and ``build_messages``: ``GenerateOptions`` to a JSON body in a
+  fixed key order; optional fields are omitted, never ``null``.
+- ``tool_choice_wire`` and ``encode_body`` (a value JSON cannot hold raises
+  ``INVALID_REQUEST``).
+- Key order, message ordering rules (tool replies right after the calls they
+  answer) and what a chat message cannot carry: ``docs/local-servers.md``.
 """
 
 from __future__ import annotations
