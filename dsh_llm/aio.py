@@ -1,60 +1,27 @@
 """``astream()``: the async bridge over the synchronous streaming core.
 
-The core is synchronous: an adapter's ``stream(options)`` is a plain generator over
-a blocking HTTP response. ``astream(source, options)`` gives asyncio code an async
-iterator over the same chunks, driven on a thread pool. Contracts callers may rely
-on:
+An adapter's ``stream(options)`` is a plain generator over a blocking HTTP
+response; ``astream(source, options)`` gives asyncio code an async iterator over
+the same chunks, driven on a thread pool. This module owns the worker, the
+hand-over queue and the shared executor. Contracts callers may rely on
+(docs/aio.md has the details):
 
-- ``source`` is anything with a ``stream(options)`` method returning an iterable of
-  chunks: an ``LlmAdapter``, an ``LlmRuntime`` (whose failures arrive as a terminal
-  ``Finish``, as in the sync API) or another object shaped like them (duck-typed,
-  see ``StreamSource``).
-- Laziness: nothing runs before the first ``__anext__``. Then ``source.stream()``
-  is called and iterated to the end on ONE worker thread, which also closes the
-  iterator when the consumer leaves early; one generator is never touched by two
-  threads (requests' streaming reads are not reentrant).
-- Batching: the worker appends chunks to a bounded queue of batches (at most
-  ``batch_size`` chunks each, at most ``queue_size`` batches) and the consumer
-  reads them without a lock per chunk. The event loop is woken with
-  ``loop.call_soon_threadsafe`` only when the consumer sleeps on an empty queue:
-  at once for the stream's first chunk and for a chunk that follows a quiet
-  moment, and, while chunks are flowing, once ``batch_size`` chunks are ready or
-  ``HANDOVER_WINDOW_S`` (1 ms) has passed, whichever comes first. A burst thus
-  costs one loop wake-up per batch, not per chunk, and a chunk waits for its
-  hand-over about the window at most (longer only while a CPU-bound worker keeps
-  the GIL from the event loop).
-- Back-pressure: when ``queue_size`` batches are buffered the worker blocks until
-  the consumer takes one; a slow consumer never makes the bridge buffer more than
-  ``queue_size * batch_size`` chunks besides the batch it is reading.
-- Errors: whatever ``stream()`` raises (an ``LlmError`` or anything else) is raised
-  from ``__anext__`` unchanged: the same object, with the same code and facts,
-  after the chunks that came before it.
-- Leaving early: ``aclose()`` (also run by ``contextlib.aclosing``), cancelling the
-  task that awaits ``__anext__``, or dropping the iterator (garbage collection)
-  aborts the request through its signal (the source receives
-  ``options.evolve(signal=AbortSignal.any(options.signal, <own signal>))``), which
-  lets the adapter close its HTTP response at once, and makes the worker close
-  the generator on its own thread and finish. Once the stream's ``Finish`` has
-  been queued the request is complete, and leaving (``aclose()``, a
-  cancellation) aborts it only after ``FINISHED_GRACE_S`` (0.1 s): the adapter
-  reads the rest of the body and keeps its connection for reuse meanwhile, on
-  the worker thread. ``aclose()`` returns once the
-  worker has finished and raises what closing the generator raised, if anything.
-  After an early exit the iterator is exhausted (``StopAsyncIteration``), like an
-  async generator that was closed.
-- The iterator belongs to the event loop that first awaited it; awaiting it from
-  another loop, or from two tasks at once, raises ``RuntimeError`` as soon as
-  it has to wait for the worker (the chunks of a batch already handed over are
-  read without a check, to keep the per-chunk path free of one).
-- Executor: by default a shared, bounded ``ThreadPoolExecutor``
-  (``SHARED_EXECUTOR_MAX_WORKERS`` threads named ``dsh-llm-aio-worker_<n>``),
-  created on first use; threads are started on demand and reused by later streams.
-  Each running stream holds one thread for its whole length, so at most that many
-  streams run at once and later ones wait for a free thread; pass your own thread
-  pool (``executor=``) for more. The shared pool lives until the interpreter
-  exits or ``shutdown_shared_executor()`` is called (the next ``astream()`` then
-  creates a new one); at interpreter exit every stream still running is aborted
-  first, so an abandoned stream cannot keep the process from exiting.
+- ``source`` is anything with a ``stream(options)`` method: an ``LlmAdapter``,
+  an ``LlmRuntime`` (failures arrive as a terminal ``Finish``) or another object
+  shaped like them (``StreamSource``).
+- Nothing runs before the first ``__anext__``; then one worker thread calls,
+  iterates and closes the source's iterator (never two threads).
+- Chunks are handed over in batches (at most ``batch_size`` chunks, at most
+  ``queue_size`` batches buffered: back-pressure), with one loop wake-up per
+  batch; a chunk waits about ``HANDOVER_WINDOW_S`` at most.
+- What ``stream()`` raises is raised from ``__anext__`` unchanged, after the
+  chunks that came before it.
+- Leaving early (``aclose()``, cancellation, garbage collection) aborts the
+  request through its signal and closes the generator on its thread; once the
+  finish is queued, only after ``FINISHED_GRACE_S``.
+- The iterator belongs to the event loop that first awaited it.
+- The shared executor has ``SHARED_EXECUTOR_MAX_WORKERS`` threads; streams still
+  running at interpreter exit are aborted.
 """
 
 from __future__ import annotations

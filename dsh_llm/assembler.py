@@ -56,7 +56,11 @@ from dsh_llm.protocol import (
     ToolCallBlock,
     ToolCallDelta,
     UsageChunk,
+    checks,
     create_message,
+    reasoning_of,
+    text_of,
+    tool_calls_of,
 )
 from dsh_llm.sources import close_source
 
@@ -292,17 +296,17 @@ class BlockAssembler:
     @property
     def text(self) -> str:
         """The text blocks of ``blocks()`` joined without a separator."""
-        return "".join(b.text for b in self.blocks() if isinstance(b, TextBlock))
+        return text_of(self.blocks())
 
     @property
     def reasoning(self) -> str:
         """The reasoning blocks of ``blocks()`` joined without a separator."""
-        return "".join(b.text for b in self.blocks() if isinstance(b, ReasoningBlock))
+        return reasoning_of(self.blocks())
 
     @property
     def tool_calls(self) -> tuple[ToolCallBlock, ...]:
         """The tool calls of ``blocks()``, in order (none after ``max-tokens``)."""
-        return tuple(b for b in self.blocks() if isinstance(b, ToolCallBlock))
+        return tool_calls_of(self.blocks())
 
     def message(self, source: MessageSource | None = None) -> Message:
         """A new assistant message over ``blocks()`` (fresh id each call).
@@ -320,31 +324,44 @@ class BlockAssembler:
 
 @attrs.frozen(kw_only=True)
 class AssembledResponse:
-    """The outcome of a whole successful stream, from ``collect``."""
+    """The outcome of a whole stream: the one outcome type of the library.
 
-    message: Message
-    """The assistant message (``BlockAssembler.message()``)."""
-    usage: TokenUsage | None
+    ``collect`` returns it for a successful stream (so its ``finish`` is never
+    ``error`` nor ``aborted``); ``dsh_llm.call.call_with_retry`` returns it for
+    the last attempt, whatever its finish (check ``ok``).
+    """
+
+    message: Message = attrs.field(validator=checks.instance_of(Message))
+    """The assistant message (``BlockAssembler.message()``; no content when the
+    attempt failed before any block)."""
+    usage: TokenUsage | None = attrs.field(
+        validator=checks.optional(checks.instance_of(TokenUsage))
+    )
     """The stream's usage, or ``None`` when it carried none."""
-    finish: FinishReason
-    """Why the response ended: never ``error`` nor ``aborted``."""
+    finish: FinishReason = attrs.field(validator=checks.instance_of(FinishReason))
+    """Why the response ended."""
+    attempts: int = attrs.field(default=1, validator=checks.positive_int)
+    """How many attempts were made (1 for a single stream)."""
+
+    @property
+    def ok(self) -> bool:
+        """Whether the response ended without an ``error`` or ``aborted`` finish."""
+        return not self.finish.is_failure
 
     @property
     def text(self) -> str:
         """The message's text blocks joined without a separator."""
-        return "".join(b.text for b in self.message.content if isinstance(b, TextBlock))
+        return self.message.text
 
     @property
     def reasoning(self) -> str:
         """The message's reasoning blocks joined without a separator."""
-        return "".join(
-            b.text for b in self.message.content if isinstance(b, ReasoningBlock)
-        )
+        return self.message.reasoning
 
     @property
     def tool_calls(self) -> tuple[ToolCallBlock, ...]:
         """The message's tool calls, in order."""
-        return tuple(b for b in self.message.content if isinstance(b, ToolCallBlock))
+        return self.message.tool_calls
 
 
 def assemble_stream(

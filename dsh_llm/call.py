@@ -31,24 +31,21 @@ from typing import Final
 
 import attrs
 
-from dsh_llm.assembler import assemble_stream
+from dsh_llm.assembler import AssembledResponse, assemble_stream
 from dsh_llm.errors import ErrorCode
 from dsh_llm.protocol import (
     FinishReason,
     GenerateOptions,
     LlmCallConfig,
     LlmFailure,
-    Message,
     StreamChunk,
-    TextBlock,
-    TokenUsage,
     create_assistant_message,
 )
 from dsh_llm.retry import NormalRetryPolicy, retry_delay_ms, retry_policy_key
 from dsh_llm.runtime import LlmRuntime
 from dsh_llm.signal import AbortSignal
 
-__all__ = ["AssembledResult", "RetryEvent", "call_with_retry"]
+__all__ = ["RetryEvent", "call_with_retry"]
 
 NEVER_RETRIED: Final = frozenset(
     {
@@ -83,30 +80,6 @@ class RetryEvent:
     """The failure being retried."""
 
 
-@attrs.frozen(kw_only=True)
-class AssembledResult:
-    """The outcome of ``call_with_retry``: the last attempt, assembled."""
-
-    message: Message
-    """The assistant message of the last attempt (no content when it failed)."""
-    usage: TokenUsage | None
-    """The last attempt's usage (``None`` when it reported none)."""
-    finish: FinishReason
-    """Why the last attempt ended; check ``finish.kind`` (or ``ok``)."""
-    attempts: int
-    """How many attempts were made (1 when the first one settled it)."""
-
-    @property
-    def ok(self) -> bool:
-        """Whether the call ended without an ``error`` or ``aborted`` finish."""
-        return not self.finish.is_failure
-
-    @property
-    def text(self) -> str:
-        """The message's text blocks joined without a separator."""
-        return "".join(b.text for b in self.message.content if isinstance(b, TextBlock))
-
-
 def call_with_retry(
     runtime: LlmRuntime,
     request: LlmCallConfig | GenerateOptions,
@@ -115,7 +88,7 @@ def call_with_retry(
     signal: AbortSignal | None = None,
     on_retry: Callable[[RetryEvent], object] | None = None,
     random: Callable[[], float] = _random.random,
-) -> AssembledResult:
+) -> AssembledResponse:
     """Run one model call to completion, retrying failed attempts by policy.
 
     Args:
@@ -237,7 +210,7 @@ def _either(
 
 def _attempt(
     stream: Iterable[StreamChunk], config: LlmCallConfig, attempts: int
-) -> AssembledResult:
+) -> AssembledResponse:
     assembler, reason = assemble_stream(stream)
     blocks = () if reason.is_failure else assembler.blocks()
     message = create_assistant_message(
@@ -246,7 +219,7 @@ def _attempt(
         model=config.model,
         replay_state=None if reason.is_failure else assembler.replay_state,
     )
-    return AssembledResult(
+    return AssembledResponse(
         message=message, usage=assembler.usage, finish=reason, attempts=attempts
     )
 
@@ -261,8 +234,8 @@ def _wait(delay_ms: float, signal: AbortSignal | None) -> bool:
 
 
 def _aborted_while_waiting(
-    result: AssembledResult, failure: LlmFailure
-) -> AssembledResult:
+    result: AssembledResponse, failure: LlmFailure
+) -> AssembledResponse:
     return attrs.evolve(
         result,
         finish=FinishReason.aborted(

@@ -1,77 +1,28 @@
 """The stream validator: checks a chunk stream against the protocol as it passes.
 
-``validate_stream(chunks)`` is a lazy pass-through generator. It yields every
-chunk unchanged and raises ``LlmError`` with code ``INVARIANT`` at the first chunk
-that breaks a rule, before yielding that chunk and without reading anything
-after it. ``assert_chunk_sequence(chunks)`` runs the same checks over a whole
-sequence. Contracts callers may rely on:
+``validate_stream(chunks)`` is a lazy pass-through generator; this module owns the
+checks of rules 1 to 8 of ``docs/protocol.md`` (strict mode, the default) and of
+the TypeScript ``invariant.ts`` rules (``strict=False``). Contracts callers may
+rely on:
 
-- Positions are 1-based: ``chunk #1`` is the first chunk (``trace_stream`` numbers
-  its lines the same way). A message names the position, the chunk's type, the
-  block index involved and the broken rule in plain words, e.g.
-  ``chunk #4 (text-delta, index 1): delta after block-end: block 1 is already
-  closed; deltas come between a block's block-start and its block-end (rule 1)``.
-  Rule numbers refer to the rules of ``docs/protocol.md``, also listed in the
-  ``dsh_llm.protocol`` docstring.
-- An exception raised by the source propagates unchanged; no missing-finish
-  violation is added on top of it. Closing the generator early skips the
+- Every chunk is yielded unchanged; the first chunk that breaks a rule raises
+  ``LlmError`` with code ``INVARIANT`` before it is yielded, and nothing after
+  it is read. ``assert_chunk_sequence(chunks)`` runs the same checks over a
+  whole sequence.
+- A message names the 1-based position (as ``trace_stream`` numbers lines), the
+  chunk's type, the block index and the broken rule in plain words;
+  docs/protocol.md ("The validator's messages") lists every message.
+- An exception raised by the source propagates unchanged, with no
+  missing-finish violation added. Closing the generator early skips the
   end-of-stream check.
-- The source is closed (its ``close()`` called, when it has one: a generator, an
-  adapter's stream) whenever the check stops before the source is exhausted: at
-  a violation, when the consumer closes the generator, and after an exception
-  from the source. So a violation's traceback never keeps a response open. A
-  validator closed before its first ``next()`` has read nothing and leaves the
-  source alone.
-- A ``chunks`` that is not iterable raises ``TypeError`` naming the argument, at
-  the call (a programmer's mistake, not a stream problem).
-- Memory is bounded by the open blocks' content: chunks are never kept, and a
-  closed block leaves nothing behind but the next expected index (strict mode)
-  and whether a tool-call block was emitted.
-
-Strict mode (``strict=True``, the default) enforces rules 1 to 8:
-
-- Blocks: a delta or ``block-end`` needs its block open (``delta without
-  block-start``, ``delta after block-end``, ``block-end without block-start``,
-  ``duplicate block-end``); an index is started once (``duplicate
-  block-start``); indexes are 0, 1, 2... in opening order (``index out of
-  order``); at most one block is open (``blocks interleaved``); a delta's type
-  matches its block (``delta type mismatch``, ``block-end type mismatch``); a
-  block is a text, reasoning, tool-call or image block (``unknown block type``:
-  a stream never carries a tool result).
-- Content: ``block-end`` equals the concatenated deltas: text for text and
-  reasoning, ``arguments`` for tool calls; a tool call's ``id`` and ``name`` agree
-  across its deltas and its ``block-end`` (``block-end differs from deltas``,
-  ``tool-call id changed``, ``tool-call name changed``). On a delta, an ``id`` or
-  ``name`` that is ``None`` or ``""`` means "not known yet" and is not compared.
-- End: after the last block, exactly one ``usage`` then exactly one ``finish``,
-  last (``usage repeated``, ``usage while a block is open``, ``block after
-  usage``, ``usage missing``, ``finish repeated``, ``<type> after finish``,
-  ``finish missing``, ``block left open``). Only an ``error`` or ``aborted``
-  finish may come without usage and with a block left open; a usage chunk before
-  it is allowed (but not while a block is open).
-- Rule 8: a ``tool-calls`` finish needs a tool-call block; a stream that emitted a
-  tool-call block finishes with ``tool-calls``, ``max-tokens``, ``error`` or
-  ``aborted``, never ``stop`` nor another kind. A finish kind outside the known
-  set is otherwise accepted (the set is open).
-- Rule 6: a tool call whose ``block-end`` has empty ``arguments`` must have been
-  written ``"{}"`` instead; since a truncated call may legitimately be empty,
-  this is reported at the finish unless that finish is ``max-tokens``, ``error``
-  or ``aborted``. Arguments are never parsed.
-
-Lenient mode (``strict=False``) applies the TypeScript ``invariant.ts`` rules, for
-streams produced elsewhere: blocks may interleave and a closed index may be
-reused; a delta needs an open block of its type; ``block-end`` needs an open
-block and closes it with a block of the same type; ``usage`` at most once;
-nothing after ``finish``; ``finish`` with open blocks only for ``error`` and
-``aborted``; the stream ends with a ``finish``. Its messages carry the TypeScript
-wording (``repeated block-start``, ``requires an open text block, got
-reasoning``, ``has no open block``, ``closes reasoning, expected text``, ``usage
-more than once``, ``after terminal finish``, ``finished with 1 open block(s)``,
-``ended without a terminal finish chunk``).
-
-Both modes reject an object that is not one of the seven chunk classes and an
-index that is not an int in 0..2**53-1 (possible only for values built around
-their validators).
+- The source is closed (when it has ``close()``) whenever the check stops
+  before the source is exhausted: at a violation, when the consumer closes the
+  generator, after an exception from the source. A validator closed before its
+  first ``next()`` leaves the source alone.
+- A ``chunks`` that is not iterable raises ``TypeError`` naming the argument.
+- Memory is bounded by the open blocks' content: chunks are never kept.
+- Both modes reject an object that is not one of the seven chunk classes and an
+  index that is not an int in 0..2**53-1.
 """
 
 from __future__ import annotations

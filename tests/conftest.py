@@ -1,4 +1,8 @@
-"""Shared pytest configuration.
+"""Shared pytest configuration and fixtures.
+
+``server`` is the one loopback server fixture: a fresh ``LoopbackServer`` per
+test that, at teardown, asserts every connection it accepted was closed (so a
+leaked HTTP response fails the test that leaked it).
 
 Hypothesis runs without per-example deadlines: CI machines have two cores and
 loopback servers share them, so wall-clock deadlines would only add flakiness.
@@ -8,8 +12,12 @@ Set ``HYPOTHESIS_PROFILE=thorough`` for a longer local run.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 
+import pytest
 from hypothesis import HealthCheck, settings
+
+from dsh_llm.testing import LoopbackServer
 
 settings.register_profile(
     "default",
@@ -24,3 +32,11 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow],
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+
+
+@pytest.fixture
+def server() -> Iterator[LoopbackServer]:
+    """A loopback server; teardown asserts no connection was left open."""
+    with LoopbackServer() as srv:
+        yield srv
+        assert srv.wait_until_idle(), "a connection was left open"

@@ -478,13 +478,10 @@ def test_a_shut_down_executor_fails_the_first_anext() -> None:
     assert adapter.recorder.calls == 0
 
 
-@pytest.mark.skipif(
-    not hasattr(LlmRuntime, "astream"), reason="LlmRuntime.astream not wired yet"
-)
-def test_runtime_astream_is_the_bridge_over_runtime_stream() -> None:
+def test_astream_over_a_runtime_is_the_bridge_over_runtime_stream() -> None:
     runtime = LlmRuntime()
     runtime.register_adapter(["mem"], ScriptedAdapter(text_stream(3)))
-    stream = runtime.astream(OPTIONS)  # type: ignore[attr-defined]
+    stream = astream(runtime, OPTIONS)
     assert isinstance(stream, AsyncChunkStream)
     assert asyncio.run(collect(stream)) == text_stream(3)
 

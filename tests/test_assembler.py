@@ -36,7 +36,7 @@ from dsh_llm import (
     validate_stream,
 )
 from dsh_llm.assembler import ASSEMBLER_SOURCE, assemble_stream, unreachable_variant
-from dsh_llm.protocol import ModelSource, PluginSource
+from dsh_llm.protocol import ModelSource, PluginSource, create_assistant_message
 from tests.strategies import finish_reasons, indexes, token_usages
 from tests.stream_plans import StreamPlan, stream_plans
 
@@ -701,3 +701,38 @@ def test_assemble_stream_reports_a_stream_without_finish_as_stream_closed():
     )
     assert assembler.finish == FinishReason.STOP
     assert assembler.blocks() == (TextBlock(text="cut"),)
+
+
+def test_the_response_and_the_message_share_the_accessors() -> None:
+    call = ToolCallBlock(id=CallId("c1"), name="f", arguments="{}")
+    blocks = (
+        ReasoningBlock(text="think "),
+        TextBlock(text="a"),
+        call,
+        ReasoningBlock(text="again"),
+        TextBlock(text="b"),
+    )
+    message = create_assistant_message(blocks, provider="p", model="m")
+    response = AssembledResponse(
+        message=message, usage=None, finish=FinishReason.TOOL_CALLS
+    )
+    for holder in (message, response):
+        assert holder.text == "ab"
+        assert holder.reasoning == "think again"
+        assert holder.tool_calls == (call,)
+    assert response.ok
+    assert response.attempts == 1
+
+
+def test_a_response_is_validated_and_failures_are_not_ok() -> None:
+    message = BlockAssembler().message()
+    failed = FinishReason.error(LlmFailure(message="down", code="SERVER"))
+    response = AssembledResponse(message=message, usage=None, finish=failed, attempts=3)
+    assert not response.ok
+    assert response.attempts == 3
+    for bad in ({"attempts": 0}, {"attempts": True}, {"usage": 3}, {"finish": "stop"}):
+        fields = {"message": message, "usage": None, "finish": FinishReason.STOP}
+        with pytest.raises((TypeError, ValueError)):
+            AssembledResponse(**(fields | bad))  # type: ignore[arg-type]
+    with pytest.raises((TypeError, ValueError)):
+        AssembledResponse(message="hi", usage=None, finish=FinishReason.STOP)  # type: ignore[arg-type]

@@ -10,11 +10,13 @@ from typing import Any
 import pytest
 
 from dsh_llm.adapter import LlmAdapter
-from dsh_llm.call import AssembledResult, RetryEvent, call_with_retry
+from dsh_llm.assembler import AssembledResponse
+from dsh_llm.call import RetryEvent, call_with_retry
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import (
     BlockEnd,
     BlockStart,
+    CallId,
     Finish,
     FinishReason,
     GenerateOptions,
@@ -26,12 +28,15 @@ from dsh_llm.protocol import (
     TextBlock,
     TextDelta,
     TokenUsage,
+    ToolCallBlock,
+    ToolCallDelta,
     UsageChunk,
     create_user_message,
 )
 from dsh_llm.retry import RetryPolicy, resolve_retry_policy
 from dsh_llm.runtime import LlmRuntime
 from dsh_llm.signal import AbortController, AbortSignal
+from tests.runtime_adapters import ScriptedAdapter
 
 Outcome = LlmError | str
 
@@ -116,7 +121,7 @@ def run(
     random_values: list[float] | None = None,
     signal: AbortSignal | None = None,
     runtime: LlmRuntime | None = None,
-) -> tuple[AssembledResult, list[RetryEvent], RecordingSignal | AbortSignal]:
+) -> tuple[AssembledResponse, list[RetryEvent], RecordingSignal | AbortSignal]:
     if runtime is None:
         runtime = LlmRuntime()
         runtime.register_adapter(["route"], adapter)
@@ -483,3 +488,23 @@ def test_the_call_signal_joins_a_signal_set_by_build_options() -> None:
         signal=caller.signal,
     )
     assert result.finish.kind == "aborted"
+
+
+def test_the_result_is_the_one_outcome_type_with_its_tool_calls() -> None:
+    call = ToolCallBlock(id=CallId("c1"), name="lookup", arguments='{"q":1}')
+    stream = [
+        BlockStart(index=0, block_type="tool-call"),
+        ToolCallDelta(
+            index=0, id=call.id, name=call.name, arguments_delta=call.arguments
+        ),
+        BlockEnd(index=0, block=call),
+        UsageChunk(usage=TokenUsage(input_tokens=2, output_tokens=1)),
+        Finish(reason=FinishReason.TOOL_CALLS),
+    ]
+    runtime = LlmRuntime()
+    runtime.register_adapter(["route"], ScriptedAdapter(stream))
+    result = call_with_retry(runtime, CONFIG, build)
+    assert type(result) is AssembledResponse
+    assert result.ok
+    assert result.tool_calls == (call,) == result.message.tool_calls
+    assert result.text == ""

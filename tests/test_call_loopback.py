@@ -6,13 +6,13 @@ returned after one attempt."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from dsh_llm.adapters.deepseek import PROVIDER_ROUTE, DeepSeekAdapter
-from dsh_llm.call import AssembledResult, RetryEvent, call_with_retry
+from dsh_llm.assembler import AssembledResponse
+from dsh_llm.call import RetryEvent, call_with_retry
 from dsh_llm.protocol import GenerateOptions, create_user_message
 from dsh_llm.runtime import LlmRuntime
 from dsh_llm.testing import Cut, LoopbackServer, Reply, Stall, sse_events
@@ -26,16 +26,9 @@ FAST_RETRIES = {
 }
 
 
-@pytest.fixture
-def server() -> Iterator[LoopbackServer]:
-    with LoopbackServer() as srv:
-        yield srv
-        assert srv.wait_until_idle(), "a connection was left open"
-
-
 def _call(
     server: LoopbackServer, **adapter_options: Any
-) -> tuple[AssembledResult, list[RetryEvent]]:
+) -> tuple[AssembledResponse, list[RetryEvent]]:
     adapter_options.setdefault("retry_policy", FAST_RETRIES)
     events: list[RetryEvent] = []
     runtime = LlmRuntime()

@@ -133,12 +133,6 @@ def idle_connections(server: LoopbackServer) -> int:
     return server.connections_opened - server.connections_closed
 
 
-@pytest.fixture
-def server() -> Iterator[LoopbackServer]:
-    with LoopbackServer() as srv:
-        yield srv
-
-
 def adapter_for(server: LoopbackServer, **fields: Any) -> DeepSeekAdapter:
     return DeepSeekAdapter(api_key="sk-test", base_url=server.url, **fields)
 

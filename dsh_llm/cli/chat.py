@@ -13,7 +13,8 @@ Contracts callers may rely on:
   ``MISSING_CREDENTIAL`` and ``NO_ADAPTER`` included, arrives as the terminal
   ``finish``), checks every chunk with ``validate_stream`` (strict; a violation
   raises ``INVARIANT``), hands it to the sink as it arrives, and returns the
-  finish and usage. The stream is closed on every path and the sink is ended.
+  ``AssembledResponse`` (message, usage, finish). The stream is closed on
+  every path and the sink is ended.
 """
 
 from __future__ import annotations
@@ -21,23 +22,20 @@ from __future__ import annotations
 import contextlib
 from typing import TextIO
 
-import attrs
-
+from dsh_llm.assembler import AssembledResponse, BlockAssembler
 from dsh_llm.cli.console import ChunkSink
 from dsh_llm.cli.targets import Target, UsageError, require_utf8
 from dsh_llm.protocol import (
     Finish,
     FinishReason,
     GenerateOptions,
-    TokenUsage,
-    UsageChunk,
     create_user_message,
 )
 from dsh_llm.runtime import LlmRuntime
 from dsh_llm.signal import AbortSignal
 from dsh_llm.validator import validate_stream
 
-__all__ = ["ChatOutcome", "chat_options", "read_prompt", "stream_chat"]
+__all__ = ["chat_options", "read_prompt", "stream_chat"]
 
 
 # The PROMPT that means "read the prompt from stdin", as ``-`` does for files.
@@ -90,37 +88,32 @@ def chat_options(
     )
 
 
-@attrs.frozen(kw_only=True)
-class ChatOutcome:
-    """How a ``chat`` stream ended."""
-
-    finish: FinishReason
-    """The terminal finish (``error``/``aborted`` carry the failure)."""
-    usage: TokenUsage | None
-    """The usage chunk, or ``None`` when the stream ended without one."""
-
-
 def stream_chat(
     runtime: LlmRuntime, options: GenerateOptions, sink: ChunkSink
-) -> ChatOutcome:
-    """Stream ``options`` through ``runtime`` into ``sink``.
+) -> AssembledResponse:
+    """Stream ``options`` through ``runtime`` into ``sink``, and assemble it.
+
+    Returns:
+        The assembled message, usage and finish (``error``/``aborted`` finishes
+        carry the failure; check ``ok``).
 
     Raises:
         LlmError: ``INVARIANT`` when the stream breaks the protocol's rules.
     """
-    usage: TokenUsage | None = None
+    assembler = BlockAssembler()
     finish: FinishReason | None = None
     stream = runtime.stream(options)
     with contextlib.closing(stream):
         try:
             for chunk in validate_stream(stream, strict=True):
                 sink.write(chunk)
-                if isinstance(chunk, UsageChunk):
-                    usage = chunk.usage
-                elif isinstance(chunk, Finish):
+                assembler.push(chunk)
+                if isinstance(chunk, Finish):
                     finish = chunk.reason
         finally:
             sink.end()
     # A stream that passed validate_stream ended with its finish.
     assert finish is not None
-    return ChatOutcome(finish=finish, usage=usage)
+    return AssembledResponse(
+        message=assembler.message(), usage=assembler.usage, finish=finish
+    )

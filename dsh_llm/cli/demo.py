@@ -17,8 +17,8 @@ callers may rely on:
   server, an empty environment: no ``DEEPSEEK_*`` variable is read) in an
   ``LlmRuntime`` and streams ``demo_options()`` through it over HTTP as ``dsh-llm
   chat`` does (``dsh_llm.cli.chat.stream_chat``: every chunk passes ``validate_stream``,
-  strict, and is handed to the sink as it arrives), assembling it with a
-  ``BlockAssembler`` on the way (``announce`` is told the server's URL first). The demo
+  strict, and is handed to the sink as it arrives; it returns the assembled
+  ``AssembledResponse``; ``announce`` is told the server's URL first). The demo
   never leaves the machine: the transport reaches loopback hosts directly, so a
   proxy configured in the environment is never used, and the process
   environment is left untouched. The server and the adapter's connections are
@@ -36,18 +36,15 @@ from typing import Any, Final, TextIO
 import attrs
 
 from dsh_llm.adapters.deepseek import PROVIDER_ROUTE, DeepSeekAdapter
-from dsh_llm.assembler import BlockAssembler
+from dsh_llm.assembler import AssembledResponse
 from dsh_llm.cli.chat import stream_chat
 from dsh_llm.cli.console import ChunkSink, count_of, format_usage
 from dsh_llm.protocol import (
     BlockStart,
-    FinishReason,
     GenerateOptions,
-    Message,
     ReasoningBlock,
     StreamChunk,
     TextBlock,
-    TokenUsage,
     ToolCallBlock,
     ToolSchema,
     create_user_message,
@@ -212,7 +209,11 @@ def demo_options(signal: AbortSignal | None = None) -> GenerateOptions:
 
 @attrs.frozen(kw_only=True)
 class DemoResult:
-    """What one demo run saw."""
+    """What one demo run saw: the response, and the facts of the run around it.
+
+    The response is the library's one outcome type; the server's address and
+    the counts of what passed validation are the demo's own.
+    """
 
     server_url: str
     """Where the scripted server listened."""
@@ -220,27 +221,21 @@ class DemoResult:
     """How many chunks passed strict validation."""
     blocks: int
     """How many blocks the stream opened."""
-    message: Message
-    """The assembled assistant message."""
-    usage: TokenUsage | None
-    """The stream's usage."""
-    finish: FinishReason
-    """Why the stream ended."""
+    response: AssembledResponse
+    """The assembled message, usage and finish."""
 
 
-class _Recording:
-    """A sink that counts and assembles each chunk, then passes it on."""
+class _Counting:
+    """A sink that counts each chunk and block-start, then passes it on."""
 
     def __init__(self, sink: ChunkSink) -> None:
         self.sink = sink
-        self.assembler = BlockAssembler()
         self.chunks = 0
         self.blocks = 0
 
     def write(self, chunk: StreamChunk) -> None:
         self.chunks += 1
         self.blocks += isinstance(chunk, BlockStart)
-        self.assembler.push(chunk)
         self.sink.write(chunk)
 
     def end(self) -> None:
@@ -268,7 +263,7 @@ def run_demo(
     Raises:
         LlmError: ``INVARIANT`` if the stream broke the protocol's rules.
     """
-    recording = _Recording(sink)
+    recording = _Counting(sink)
     with LoopbackServer() as server:
         server.enqueue(demo_reply(pace))
         if announce is not None:
@@ -277,7 +272,7 @@ def run_demo(
         runtime = LlmRuntime()
         registration = runtime.register_adapter([PROVIDER_ROUTE], adapter)
         try:
-            outcome = stream_chat(runtime, demo_options(signal), recording)
+            response = stream_chat(runtime, demo_options(signal), recording)
         finally:
             registration.dispose()
             adapter.close()
@@ -285,9 +280,7 @@ def run_demo(
         server_url=server.url,
         chunks=recording.chunks,
         blocks=recording.blocks,
-        message=recording.assembler.message(),
-        usage=outcome.usage,
-        finish=outcome.finish,
+        response=response,
     )
 
 
@@ -305,19 +298,19 @@ def _describe_block(position: int, block: object) -> str:
 
 def print_report(result: DemoResult, out: TextIO) -> None:
     """Write the validation result, the assembled message, usage and finish."""
+    message = result.response.message
     lines = [
         "",
         f"strict validation: passed ({count_of(result.chunks, 'chunk')}, "
         f"{count_of(result.blocks, 'block')}, "
         "each block-start -> deltas -> block-end, then usage, then finish)",
-        f"assembled {result.message.role} message, "
-        f"{count_of(len(result.message.content), 'block')}:",
+        f"assembled {message.role} message, {count_of(len(message.content), 'block')}:",
         *(
             _describe_block(position, block)
-            for position, block in enumerate(result.message.content)
+            for position, block in enumerate(message.content)
         ),
-        f"usage: {format_usage(result.usage)}",
-        f"finish: {result.finish.kind}",
+        f"usage: {format_usage(result.response.usage)}",
+        f"finish: {result.response.finish.kind}",
     ]
     out.write("\n".join(lines) + "\n")
     out.flush()

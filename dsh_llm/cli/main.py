@@ -205,7 +205,7 @@ def _run_demo(args: argparse.Namespace) -> int:
         ),
         controller,
     )
-    failure = result.finish.failure
+    failure = result.response.finish.failure
     if failure is not None:
         return _print_failure(failure.code, failure.message)
     if args.json:

@@ -88,8 +88,8 @@ class ScopedLlmRuntime:
         """``LlmRuntime.register_adapter``, disposed with the plugin."""
         context = self._context
         context._check_open()
-        handle = self._runtime._register(
-            providers, adapter, lambda h: context._track(h.dispose)
+        handle = self._runtime.register_adapter(
+            providers, adapter, on_commit=lambda h: context._track(h.dispose)
         )
         if context.disposed:
             # Disposed while registering: the snapshot it disposed may have

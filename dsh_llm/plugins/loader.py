@@ -1,45 +1,23 @@
 """Plugins and YAML compositions: how adapters get into an ``LlmRuntime`` from config.
 
-A plugin is a module (or any object) with:
+This module owns loading: resolving each entry's plugin and applying a
+composition. The plugin contract (``Plugin``, ``PluginContext``,
+``ScopedLlmRuntime``) is ``dsh_llm.plugins.context``'s and the config rules are
+``dsh_llm.plugins.config``'s; docs/plugins.md is the user guide. Contracts
+callers may rely on:
 
-- ``name``: a label (optional; defaults to how the composition names it);
-- ``inject``: the services it needs, e.g. ``("llm",)`` (optional);
-- ``Config``: an attrs class its config is structured into (optional; without it
-  the plugin takes no config and ``apply`` receives ``None``);
-- ``apply(ctx, config)``: does the work through ``ctx`` (a ``PluginContext``) and
-  may return a function that undoes anything ``ctx`` does not track.
-
-The contract itself (``Plugin``, ``PluginContext`` and ``ScopedLlmRuntime``, what
-``apply`` receives) is ``dsh_llm.plugins.context``'s; this module re-exports it and
-owns loading: resolving plugins and applying compositions.
-
-A composition is a YAML list of entries ``{id, name, config, disabled}``, as in the
-TypeScript harness's ``cordis.yml``. ``name`` is looked up first as an entry point
-of group ``dsh_llm.plugins``, then as a ``.py`` file (a path, relative to the YAML
-file's directory) or an importable ``module`` / ``module:attribute``.
-
-Contracts callers may rely on:
-
-- Config keys are the TypeScript camelCase names and map to snake_case attrs
-  fields (``apiKey`` -> ``api_key``; an acronym may be upper case: ``baseURL`` and
-  ``baseUrl`` both map to ``base_url``). A field's ``metadata={"key": ...}`` pins
-  one exact spelling. Unknown keys, missing required keys and values of the wrong
-  type are refused; nothing is coerced (``"8"`` is not an int, a string is not a
-  list). Strings may use ``${VAR}`` and ``${VAR:-default}`` (``$${`` is a literal
-  ``${``).
-- Every load failure raises ``PluginLoadError`` (an ``LlmError`` with code
-  ``PLUGIN_LOAD``) whose message names the plugin id, the config key and what was
-  expected, and never echoes a config value (only a refused ``Literal``/``Enum``
-  choice is quoted). The config rules are ``dsh_llm.plugins.config``'s. All
-  entries are resolved and their configs checked before any ``apply`` runs; when
-  an ``apply`` fails, every plugin of the composition applied so far is disposed
-  again: nothing stays registered.
+- A composition is a YAML list of entries ``{id, name, config, disabled}``;
+  ``name`` is looked up first as an entry point of group ``dsh_llm.plugins``,
+  then as a ``.py`` file (relative to the YAML file) or an importable
+  ``module`` / ``module:attribute``.
+- Every load failure raises ``PluginLoadError`` (``PLUGIN_LOAD``) naming the
+  plugin id, the config key and what was expected, never a config value.
+- All entries are resolved and their configs checked before any ``apply``
+  runs; when an ``apply`` fails, every plugin applied so far is disposed again.
 - ``Composition.dispose()`` disposes plugins in reverse order, each plugin's
-  effects in reverse; it is idempotent, and a failing disposer is logged while the
-  rest still run. Registrations and middleware made through ``ctx.llm`` are
-  effects of their plugin.
-- No repr of the loader's values shows a config value: ``LoadedPlugin`` (hence
-  ``Composition.plugins``) prints the config's class and field names only.
+  effects in reverse; it is idempotent, and a failing disposer is logged while
+  the rest still run.
+- No repr of the loader's values shows a config value.
 """
 
 from __future__ import annotations

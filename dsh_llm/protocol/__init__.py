@@ -60,6 +60,9 @@ from dsh_llm.protocol.content import (
     ToolCallBlock,
     ToolResultBlock,
     content_has_image,
+    reasoning_of,
+    text_of,
+    tool_calls_of,
 )
 from dsh_llm.protocol.message import (
     CONTEXT_FORMS,
@@ -138,4 +141,7 @@ __all__ = [
     "create_tool_result_message",
     "create_user_message",
     "is_token_delta",
+    "reasoning_of",
+    "text_of",
+    "tool_calls_of",
 ]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import re
+from collections.abc import Iterable
 from typing import Any, ClassVar, Final, NewType
 
 import attrs
@@ -29,6 +30,9 @@ __all__ = [
     "ToolCallBlock",
     "ToolResultBlock",
     "content_has_image",
+    "reasoning_of",
+    "text_of",
+    "tool_calls_of",
 ]
 
 CallId = NewType("CallId", str)
@@ -182,6 +186,21 @@ def content_has_image(blocks: tuple[ContentBlock, ...]) -> bool:
         if isinstance(block, ToolResultBlock) and content_has_image(block.content):
             return True
     return False
+
+
+def text_of(blocks: Iterable[ContentBlock]) -> str:
+    """The text blocks of ``blocks`` (top level only) joined without a separator."""
+    return "".join(block.text for block in blocks if isinstance(block, TextBlock))
+
+
+def reasoning_of(blocks: Iterable[ContentBlock]) -> str:
+    """The reasoning blocks of ``blocks`` joined without a separator."""
+    return "".join(block.text for block in blocks if isinstance(block, ReasoningBlock))
+
+
+def tool_calls_of(blocks: Iterable[ContentBlock]) -> tuple[ToolCallBlock, ...]:
+    """The tool-call blocks of ``blocks``, in order."""
+    return tuple(block for block in blocks if isinstance(block, ToolCallBlock))
 
 
 def detached_json(value: Any) -> Any:

@@ -20,7 +20,11 @@ from dsh_llm.protocol.content import (
     CallId,
     ContentBlock,
     TextBlock,
+    ToolCallBlock,
     ToolResultBlock,
+    reasoning_of,
+    text_of,
+    tool_calls_of,
 )
 
 __all__ = [
@@ -196,6 +200,21 @@ class Message:
     """The model-facing blocks, in order."""
     source: MessageSource = attrs.field(validator=c.instance_of(*_SOURCES))
     """Who produced the message."""
+
+    @property
+    def text(self) -> str:
+        """The text blocks joined without a separator (``""`` when none)."""
+        return text_of(self.content)
+
+    @property
+    def reasoning(self) -> str:
+        """The reasoning blocks joined without a separator (``""`` when none)."""
+        return reasoning_of(self.content)
+
+    @property
+    def tool_calls(self) -> tuple[ToolCallBlock, ...]:
+        """The tool-call blocks, in order."""
+        return tool_calls_of(self.content)
 
 
 def create_message(

@@ -4,7 +4,11 @@
 
 - ``registry``: the route table and the registration handles it gives out;
 - ``prepare``: checking adapter metadata and resolving a call config against it;
-- ``core``: ``LlmRuntime`` itself, which binds the two to the middleware chain.
+- ``stream``: the middleware waterfall and the adapter stage (bind, rewrite,
+  police: exactly one finish, last);
+- ``core``: ``LlmRuntime`` itself, which ties the three together.
+
+docs/runtime.md lists the guarantees.
 """
 
 from __future__ import annotations

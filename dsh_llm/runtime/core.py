@@ -1,69 +1,30 @@
-"""``LlmRuntime``: the adapter registry, the stream middleware, and call preparation.
+"""``LlmRuntime``: the one entry point, tying the registry, preparation and stream.
 
 A provider enters the system with ``runtime.register_adapter(providers, adapter)``;
 callers then stream with ``runtime.stream(options)``, where ``options.provider``
-picks the adapter. Contracts callers may rely on:
+picks the adapter. Who owns what:
 
-- Registration is all-or-nothing. Every route and the adapter's metadata are
-  checked before anything changes (``INVALID_ADAPTER``, ``DUPLICATE_ADAPTER``);
-  the handle it returns is callable, has ``dispose()`` (idempotent) and
-  ``replace(providers)`` (an atomic swap; ``REGISTRATION_DISPOSED`` after
-  disposal). The retry policy of each route is captured at registration. The
-  handle and the checks of what a registration captures are
-  ``dsh_llm.runtime.registry``'s; the route table is this module's.
-- Thread safety: mutations are serialised by one ``threading.RLock`` and publish
-  a new route table in one assignment (copy on write), so a thread that streams
-  while another registers, replaces or disposes sees either the table before or
-  the table after a change, never a half-applied one. Listeners of
-  ``on_adapters_updated`` run after the commit, outside the lock.
-- ``stream(options)`` returns a lazy generator. Middleware added with ``use()``
-  runs first (the first added is outermost); the adapter is looked up after it.
-  Whatever fails in the adapter stage (no route, bad model metadata, an adapter
-  that raises when called or while iterated) ends the stream with exactly one
-  ``Finish`` of kind ``error`` (``aborted`` when ``options.signal`` is aborted or
-  the failure's code is ``ABORTED``) carrying ``normalize_llm_failure(exc)``.
-  Middleware, consumer and adapter-cleanup exceptions are never converted.
-  Closing the returned generator closes the adapter's iterator.
-- Defaults the adapter declares for the model (``default_max_tokens``, a default
-  reasoning effort) are written into the options the adapter receives. A
-  reasoning effort the model does not offer is refused before the adapter is
-  called (``UNSUPPORTED_REASONING_EFFORT``). The checks of the adapter's model
-  metadata and the call-config resolution are ``dsh_llm.runtime.prepare``'s.
-- Replay state in a message's ``ModelSource`` reaches the adapter only when the
-  message's historical route is served by the same adapter instance; otherwise
-  the message is passed with its replay state removed (provider, model and id
-  kept). Untouched messages are passed by identity.
-- The stream ends at the adapter's first ``Finish``: the runtime then closes the
-  adapter's iterator (what that raises is logged, not passed on) and reads
-  nothing more. An adapter that ends without a finish gets one of kind ``error``
-  with code ``STREAM_CLOSED``; one that yields an object that is not a chunk is
-  closed and gets one with code ``INVALID_CHUNK``. So a runtime consumer sees
-  exactly one finish, last. Beyond that the runtime does not check the chunk
-  grammar (``dsh_llm.validator`` does), and it adds no retry, cache or rate
-  limit (see ``dsh_llm.retry``).
-- Importing this module imports no surface (the layers above the runtime,
-  such as the async bridge, the plugins and the CLI, are never reached up to):
-  the async bridge ``dsh_llm.aio`` is imported when ``astream`` is first called.
+- ``dsh_llm.runtime.registry``: the route table, the registration handle, the
+  adapters-updated listeners and the thread-safety of commits.
+- ``dsh_llm.runtime.prepare``: checking adapter metadata and resolving a call
+  config against it (pure).
+- ``dsh_llm.runtime.stream``: the middleware waterfall and the adapter stage
+  (bind, rewrite, police: exactly one finish, last).
+- This module: ``LlmRuntime`` (the registry's public face, the middleware
+  chain, the metadata calls) and ``PreparedLlmCall`` (one dispatch through the
+  registration captured at preparation).
+
+``stream(options)`` returns a lazy generator; a failed call ends with one
+``Finish`` of kind ``error`` or ``aborted``, never raised. The runtime adds no
+retry, cache or rate limit (``dsh_llm.retry``, ``dsh_llm.call``), and imports no
+surface above it (for an async iterator use ``dsh_llm.aio.astream(runtime,
+options)``). docs/runtime.md has the full list of guarantees.
 """
 
 from __future__ import annotations
 
-import concurrent.futures
-import contextlib
-import inspect
-import logging
 import threading
-from collections.abc import (
-    Callable,
-    Generator,
-    Iterable,
-    Iterator,
-    Mapping,
-    Sequence,
-)
-from typing import TYPE_CHECKING, Final, Protocol
-
-import attrs
+from collections.abc import Callable, Generator, Sequence
 
 from dsh_llm.adapter import (
     LlmAdapter,
@@ -71,42 +32,28 @@ from dsh_llm.adapter import (
     LlmModelInfo,
     LlmProviderInfo,
     LlmResolvedModelInfo,
-    PreparedAdapterCall,
 )
-from dsh_llm.errors import ErrorCode, LlmError, normalize_llm_failure
-from dsh_llm.protocol import (
-    CHUNK_TYPES,
-    Finish,
-    FinishReason,
-    GenerateOptions,
-    LlmCallConfig,
-    Message,
-    ModelSource,
-    StreamChunk,
-)
+from dsh_llm.errors import ErrorCode, LlmError
+from dsh_llm.protocol import GenerateOptions, LlmCallConfig, StreamChunk
 from dsh_llm.retry import RetryPolicy
-from dsh_llm.runtime.prepare import MAX_SAFE_INTEGER as MAX_SAFE_INTEGER
 from dsh_llm.runtime.prepare import (
     AdapterDefaults,
-    adapter_defaults,
     checked_catalog,
     checked_model_info,
-    project_text_only,
     resolve_call_config,
 )
-from dsh_llm.runtime.registry import (
-    AdapterRegistration,
-    Route,
-    describe_routes,
-    route_names,
+from dsh_llm.runtime.registry import AdapterRegistration, Registry, find_route
+from dsh_llm.runtime.stream import (
+    PreparedDispatch,
+    StreamMiddleware,
+    StreamNext,
+    adapter_errors,
+    config_changed,
+    prepare_dispatch,
+    require_options,
+    waterfall,
 )
-from dsh_llm.signal import AbortError, AbortSignal
-from dsh_llm.sources import close_source
-
-if TYPE_CHECKING:
-    # The async bridge is a surface above the runtime, and the runtime never
-    # reaches up: it is imported when ``astream`` runs, never with the runtime.
-    from dsh_llm.aio import AsyncChunkStream
+from dsh_llm.signal import AbortSignal
 
 __all__ = [
     "AdapterDefaults",
@@ -116,48 +63,6 @@ __all__ = [
     "StreamMiddleware",
     "StreamNext",
 ]
-
-_log = logging.getLogger("dsh_llm")
-_CHUNK_CLASSES: Final = tuple(CHUNK_TYPES.values())
-
-_LISTENER_FAILED: Final = "llm: an llm/adapters-updated listener failed"
-
-# ``LlmRuntime.astream``'s defaults, equal to ``dsh_llm.aio.DEFAULT_BATCH_SIZE`` and
-# ``DEFAULT_QUEUE_SIZE`` (a test keeps them equal) without importing the bridge.
-_ASTREAM_BATCH_SIZE: Final = 256
-_ASTREAM_QUEUE_SIZE: Final = 8
-
-
-class StreamNext(Protocol):
-    """The ``next`` a middleware receives: runs the rest of the chain.
-
-    Called without an argument it passes the options the middleware received;
-    called with ``replacement`` it passes those instead (options are immutable,
-    so routing is done with ``next(options.evolve(provider="other"))``). It may be
-    called more than once; each call starts a new downstream call.
-    """
-
-    def __call__(
-        self, replacement: GenerateOptions | None = None
-    ) -> Iterator[StreamChunk]:
-        """Run the downstream middleware and the adapter stage."""
-        ...
-
-
-StreamMiddleware = Callable[[GenerateOptions, StreamNext], Iterable[StreamChunk]]
-"""``mw(options, next)`` returning the chunks to give upstream. It may wrap,
-replace or short-circuit ``next()``; what it raises propagates to the consumer."""
-
-
-@attrs.frozen(kw_only=True)
-class _PreparedDispatch:
-    """One call bound to a route's adapter generation (see ``_prepare``)."""
-
-    route: Route
-    config: LlmCallConfig
-    model: LlmResolvedModelInfo
-    defaults: AdapterDefaults
-    dispatch: Callable[[GenerateOptions], Iterator[StreamChunk]]
 
 
 class PreparedLlmCall:
@@ -170,7 +75,7 @@ class PreparedLlmCall:
 
     __slots__ = ("_dispatch", "_dispatched", "_lock", "_runtime")
 
-    def __init__(self, runtime: LlmRuntime, dispatch: _PreparedDispatch) -> None:
+    def __init__(self, runtime: LlmRuntime, dispatch: PreparedDispatch) -> None:
         self._runtime = runtime
         self._dispatch = dispatch
         self._lock = threading.Lock()
@@ -216,7 +121,7 @@ class PreparedLlmCall:
             LlmError: ``INVALID_PREPARED_CALL`` when the call was already
                 dispatched or ``options`` do not match ``config``.
         """
-        _require_options(options)
+        require_options(options)
         with self._lock:
             if self._dispatched:
                 raise LlmError(
@@ -224,7 +129,7 @@ class PreparedLlmCall:
                     ErrorCode.INVALID_PREPARED_CALL,
                 )
             if options.call_config() != self._dispatch.config:
-                raise _config_changed()
+                raise config_changed()
             self._dispatched = True
         return self._runtime._stream(options, self._dispatch)
 
@@ -235,26 +140,39 @@ class PreparedLlmCall:
 
 class LlmRuntime:
     """The adapter registry and streaming entry point. Safe to share between
-    threads; see the module docstring for the guarantees."""
+    threads; docs/runtime.md lists the guarantees."""
 
     def __init__(self) -> None:
-        self._lock = threading.RLock()
-        # Published by assignment only (copy on write): readers take the current
-        # dict without locking and never observe a commit half-way.
-        self._routes: Mapping[str, Route] = {}
+        self._registry = Registry()
+        self._lock = threading.Lock()
         self._middleware: tuple[tuple[object, StreamMiddleware], ...] = ()
-        self._listeners: tuple[tuple[object, Callable[[], object]], ...] = ()
 
     # --- registration -------------------------------------------------------
 
+    @property
+    def registry(self) -> Registry:
+        """The route table behind this runtime."""
+        return self._registry
+
     def register_adapter(
-        self, providers: Sequence[str], adapter: LlmAdapter
+        self,
+        providers: Sequence[str],
+        adapter: LlmAdapter,
+        *,
+        on_commit: Callable[[AdapterRegistration], object] | None = None,
     ) -> AdapterRegistration:
         """Serve the routes ``providers`` with ``adapter``.
+
+        Registration is all-or-nothing: every route and the adapter's metadata
+        are checked before anything changes. The retry policy of each route is
+        captured now.
 
         Args:
             providers: The route names (a list or tuple of non-empty strings).
             adapter: The adapter instance; one instance may serve many routes.
+            on_commit: Called with the handle inside the commit, before any
+                listener runs or another thread can dispose it (a plugin
+                scope tracks the handle with it).
 
         Returns:
             The handle: call it or ``dispose()`` to release the routes,
@@ -269,101 +187,7 @@ class LlmRuntime:
                 is re-raised after the registration is undone (the listeners
                 are told of the undo too).
         """
-        return self._register(providers, adapter, None)
-
-    def _register(
-        self,
-        providers: Sequence[str],
-        adapter: LlmAdapter,
-        on_commit: Callable[[AdapterRegistration], object] | None,
-    ) -> AdapterRegistration:
-        if not isinstance(adapter, LlmAdapter):
-            raise LlmError(
-                f"register_adapter() needs an LlmAdapter instance, got "
-                f"{type(adapter).__name__}",
-                ErrorCode.INVALID_ADAPTER,
-            )
-        routes = route_names(providers)
-        if not routes:
-            raise LlmError(
-                "an adapter must register at least one provider",
-                ErrorCode.INVALID_ADAPTER,
-            )
-        registration = AdapterRegistration(self, adapter)
-        candidates = describe_routes(registration, routes)
-        with self._lock:
-            self._commit(registration, candidates)
-            if on_commit is not None:
-                on_commit(registration)
-        try:
-            self._emit_adapters_updated()
-        except Exception:
-            # All-or-nothing: the caller gets no handle, so no route may stay
-            # behind that nothing could dispose. The second notice's failure
-            # would only repeat the first.
-            try:
-                self._dispose(registration)
-            except Exception as exc:
-                _log.warning(_LISTENER_FAILED, exc_info=exc)
-            raise
-        return registration
-
-    def _replace(
-        self, registration: AdapterRegistration, providers: Sequence[str]
-    ) -> None:
-        routes = route_names(providers)
-        self._check_live(registration)
-        candidates = describe_routes(registration, routes)
-        with self._lock:
-            self._check_live(registration)
-            self._commit(registration, candidates)
-        self._emit_adapters_updated()
-
-    @staticmethod
-    def _check_live(registration: AdapterRegistration) -> None:
-        if registration._disposed:
-            raise LlmError(
-                "a disposed adapter registration cannot replace its routes",
-                ErrorCode.REGISTRATION_DISPOSED,
-            )
-
-    def _commit(
-        self, registration: AdapterRegistration, candidates: Sequence[Route]
-    ) -> None:
-        """Swap ``registration``'s routes for ``candidates``; the caller holds
-        the lock. Checks conflicts against the current table first."""
-        current = self._routes
-        for route in candidates:
-            holder = current.get(route.info.id)
-            if holder is not None and holder.registration is not registration:
-                raise LlmError(
-                    f'an adapter for provider "{route.info.id}" is already registered',
-                    ErrorCode.DUPLICATE_ADAPTER,
-                )
-        table = {
-            name: route
-            for name, route in current.items()
-            if route.registration is not registration
-        }
-        for route in candidates:
-            table[route.info.id] = route
-        registration._providers = tuple(route.info.id for route in candidates)
-        self._routes = table
-
-    def _dispose(self, registration: AdapterRegistration) -> None:
-        with self._lock:
-            if registration._disposed:
-                return
-            registration._disposed = True
-            registration._providers = ()
-            self._routes = {
-                name: route
-                for name, route in self._routes.items()
-                if route.registration is not registration
-            }
-        self._emit_adapters_updated()
-
-    # --- adapters-updated ---------------------------------------------------
+        return self._registry.register(providers, adapter, on_commit=on_commit)
 
     def on_adapters_updated(self, listener: Callable[[], object]) -> Callable[[], None]:
         """Call ``listener()`` after every registry commit (register, replace,
@@ -377,44 +201,13 @@ class LlmRuntime:
         Returns:
             A function removing the listener (idempotent).
         """
-        token = object()
-        with self._lock:
-            self._listeners = (*self._listeners, (token, listener))
-
-        def remove() -> None:
-            with self._lock:
-                self._listeners = tuple(
-                    entry for entry in self._listeners if entry[0] is not token
-                )
-
-        return remove
-
-    def _emit_adapters_updated(self) -> None:
-        invariant: BaseException | None = None
-        for _, listener in self._listeners:
-            try:
-                returned = listener()
-            except Exception as exc:
-                if invariant is None and _code_of(exc) == ErrorCode.INVARIANT:
-                    invariant = exc
-                    continue
-                _log.warning(_LISTENER_FAILED, exc_info=exc)
-                continue
-            if inspect.iscoroutine(returned):
-                returned.close()
-                _log.warning(
-                    "%s: it returned a coroutine, which was closed unawaited "
-                    "(listeners must be synchronous)",
-                    _LISTENER_FAILED,
-                )
-        if invariant is not None:
-            raise invariant
+        return self._registry.on_adapters_updated(listener)
 
     # --- metadata -----------------------------------------------------------
 
     def list_providers(self) -> tuple[LlmProviderInfo, ...]:
         """The registered routes' display facts, in registration order."""
-        return tuple(route.info for route in self._routes.values())
+        return tuple(route.info for route in self._registry.routes.values())
 
     def provider_retry_policy(self, provider: str) -> RetryPolicy:
         """The retry policy captured when ``provider`` was registered.
@@ -422,7 +215,7 @@ class LlmRuntime:
         Raises:
             LlmError: ``NO_ADAPTER`` when no adapter serves ``provider``.
         """
-        return self._route(provider).retry_policy
+        return find_route(self._registry.routes, provider).retry_policy
 
     def list_models(self, provider: str) -> tuple[LlmModelInfo, ...]:
         """The models the adapter of ``provider`` advertises (advisory).
@@ -433,8 +226,8 @@ class LlmRuntime:
                 str or ``None`` description, or repeats an id; what the adapter
                 raised, as an ``LlmError`` (``UNKNOWN`` for a plain exception).
         """
-        route = self._route(provider)
-        with _adapter_errors():
+        route = find_route(self._registry.routes, provider)
+        with adapter_errors():
             models = route.adapter.list_models(provider)
         return checked_catalog(provider, models)
 
@@ -453,8 +246,8 @@ class LlmRuntime:
                 what the adapter raised, as an ``LlmError`` (``UNKNOWN`` for a
                 plain exception).
         """
-        route = self._route(provider)
-        with _adapter_errors(signal):
+        route = find_route(self._registry.routes, provider)
+        with adapter_errors(signal):
             resolved = route.adapter.resolve_model(provider, model, signal)
         return checked_model_info(provider, model, resolved)
 
@@ -489,40 +282,8 @@ class LlmRuntime:
         Raises:
             LlmError: as ``resolve_call_config``.
         """
-        return PreparedLlmCall(self, self._prepare(config, signal, self._routes))
-
-    def _prepare(
-        self,
-        config: LlmCallConfig,
-        signal: AbortSignal | None,
-        routes: Mapping[str, Route],
-    ) -> _PreparedDispatch:
-        """One route lookup in ``routes`` and one ``adapter.prepare_call``: the
-        model facts, checked, and the config resolved against them."""
-        route = self._route(config.provider, routes)
-        with _adapter_errors(signal):
-            prepared = route.adapter.prepare_call(config.provider, config.model, signal)
-        adapter_call = _checked_adapter_call(prepared, config.provider)
-        model = checked_model_info(config.provider, config.model, adapter_call.model)
-        resolved = resolve_call_config(config, model)
-        return _PreparedDispatch(
-            route=route,
-            config=resolved,
-            model=model,
-            defaults=adapter_defaults(config, resolved),
-            dispatch=adapter_call.stream,
-        )
-
-    def _route(self, provider: str, routes: Mapping[str, Route] | None = None) -> Route:
-        """The route serving ``provider`` in ``routes`` (default: the current
-        table)."""
-        route = (self._routes if routes is None else routes).get(provider)
-        if route is None:
-            raise LlmError(
-                f'no adapter registered for provider "{provider}"',
-                ErrorCode.NO_ADAPTER,
-            )
-        return route
+        dispatch = prepare_dispatch(config, signal, self._registry.routes)
+        return PreparedLlmCall(self, dispatch)
 
     # --- middleware and streaming -------------------------------------------
 
@@ -563,233 +324,19 @@ class LlmRuntime:
         Raises:
             TypeError: when ``options`` is not a ``GenerateOptions``.
         """
-        _require_options(options)
+        require_options(options)
         return self._stream(options, None)
 
-    def astream(
-        self,
-        options: GenerateOptions,
-        *,
-        executor: concurrent.futures.Executor | None = None,
-        batch_size: int = _ASTREAM_BATCH_SIZE,
-        queue_size: int = _ASTREAM_QUEUE_SIZE,
-    ) -> AsyncChunkStream:
-        """``stream(options)`` as an async iterator driven on a worker thread.
-
-        See ``dsh_llm.aio.astream``: leaving ``async for`` early or cancelling the
-        task aborts the call and closes the adapter's generator on its thread.
-        ``batch_size`` and ``queue_size`` default to ``dsh_llm.aio``'s
-        ``DEFAULT_BATCH_SIZE`` and ``DEFAULT_QUEUE_SIZE``.
-        """
-        from dsh_llm.aio import astream
-
-        return astream(
-            self,
-            options,
-            executor=executor,
-            batch_size=batch_size,
-            queue_size=queue_size,
-        )
-
     def _stream(
-        self, options: GenerateOptions, prepared: _PreparedDispatch | None
+        self, options: GenerateOptions, prepared: PreparedDispatch | None
     ) -> Generator[StreamChunk, None, None]:
         chain = tuple(mw for _, mw in self._middleware)
+        registry = self._registry
 
         def run() -> Generator[StreamChunk, None, None]:
-            yield from self._waterfall(chain, 0, options, prepared)
+            yield from waterfall(chain, 0, options, prepared, registry)
 
         return run()
 
-    def _waterfall(
-        self,
-        chain: tuple[StreamMiddleware, ...],
-        position: int,
-        options: GenerateOptions,
-        prepared: _PreparedDispatch | None,
-    ) -> Iterator[StreamChunk]:
-        if position == len(chain):
-            return self._adapter_stage(options, prepared)
-
-        def next_(replacement: GenerateOptions | None = None) -> Iterator[StreamChunk]:
-            chosen = options if replacement is None else replacement
-            _require_options(chosen)
-            return self._waterfall(chain, position + 1, chosen, prepared)
-
-        return iter(chain[position](options, next_))
-
-    def _adapter_stage(
-        self, options: GenerateOptions, prepared: _PreparedDispatch | None
-    ) -> Iterator[StreamChunk]:
-        try:
-            # One snapshot serves both the lookup and the replay-state owners, so
-            # a concurrent commit cannot mix two tables in one call.
-            routes = self._routes
-            config = options.call_config()
-            if prepared is None:
-                prepared = self._prepare(config, options.signal, routes)
-                if prepared.config is not config:
-                    options = options.evolve(
-                        reasoning_effort=prepared.config.reasoning_effort,
-                        max_tokens=prepared.config.max_tokens,
-                    )
-            elif config != prepared.config:
-                # A middleware changed the call config of a prepared call.
-                raise _config_changed()
-            options = project_text_only(options, prepared.model.input_modalities)
-            options = _strip_foreign_replay_state(
-                options, prepared.route.adapter, routes
-            )
-            iterator = iter(prepared.dispatch(options))
-        except Exception as exc:
-            yield _failure_finish(exc, options.signal)
-            return
-        completed = False
-        finished = False
-        try:
-            while True:
-                try:
-                    chunk = next(iterator)
-                except StopIteration:
-                    completed = True
-                    yield _failure_finish(_no_finish(options.provider), options.signal)
-                    return
-                except Exception as exc:
-                    # A failed iterator is finished; closing it is not ours to do.
-                    completed = True
-                    yield _failure_finish(exc, options.signal)
-                    return
-                if not isinstance(chunk, _CHUNK_CLASSES):
-                    completed = True
-                    _close_after_end(iterator, options.provider)
-                    yield _failure_finish(
-                        _not_a_chunk(chunk, options.provider), options.signal
-                    )
-                    return
-                if isinstance(chunk, Finish):
-                    # The finish is terminal: what the adapter would do after it
-                    # (a late exception, a second finish) never reaches the
-                    # consumer, who already has a complete stream. The adapter
-                    # is closed below, whether the consumer reads on or stops.
-                    finished = True
-                    yield chunk
-                    return
-                yield chunk
-        finally:
-            if finished:
-                _close_after_end(iterator, options.provider)
-            elif not completed:
-                close_source(iterator)
-
     def __repr__(self) -> str:
-        return f"<LlmRuntime providers={list(self._routes)}>"
-
-
-# --- helpers ----------------------------------------------------------------------
-
-
-def _require_options(options: object) -> None:
-    if not isinstance(options, GenerateOptions):
-        raise TypeError(
-            f"options must be a GenerateOptions, got {type(options).__name__}"
-        )
-
-
-def _code_of(exc: BaseException) -> object:
-    try:
-        return getattr(exc, "code", None)
-    except Exception:
-        return None
-
-
-def _no_finish(provider: str) -> LlmError:
-    return LlmError(
-        f'the adapter for provider "{provider}" ended its stream without a finish',
-        ErrorCode.STREAM_CLOSED,
-    )
-
-
-def _not_a_chunk(chunk: object, provider: str) -> LlmError:
-    return LlmError(
-        f'the adapter for provider "{provider}" yielded a value of type '
-        f"{type(chunk).__name__}, not a stream chunk",
-        ErrorCode.INVALID_CHUNK,
-    )
-
-
-def _close_after_end(iterator: Iterator[object], provider: str) -> None:
-    """Close an adapter's iterator once the stream has ended; log what it raises."""
-    try:
-        close_source(iterator)
-    except Exception as exc:
-        _log.warning(
-            'closing the stream of provider "%s" after its end failed',
-            provider,
-            exc_info=exc,
-        )
-
-
-@contextlib.contextmanager
-def _adapter_errors(signal: AbortSignal | None = None) -> Iterator[None]:
-    """Raise what an adapter's metadata method raises as an ``LlmError``: the
-    same object when it is one, else ``normalize_llm_failure``'s failure (code
-    ``UNKNOWN`` for a plain exception) with the original as the cause. Once
-    ``signal`` is aborted, its reason (or an ``AbortError``) raised by the
-    adapter surfaces unchanged, as in TS; so do exceptions outside
-    ``Exception``."""
-    try:
-        yield
-    except LlmError:
-        raise
-    except Exception as exc:
-        if (
-            signal is not None
-            and signal.aborted
-            and (exc is signal.reason or isinstance(exc, AbortError))
-        ):
-            raise
-        raise LlmError.from_failure(normalize_llm_failure(exc), cause=exc) from exc
-
-
-def _config_changed() -> LlmError:
-    return LlmError(
-        "prepared LLM call config changed before adapter dispatch",
-        ErrorCode.INVALID_PREPARED_CALL,
-    )
-
-
-def _checked_adapter_call(call: object, provider: str) -> PreparedAdapterCall:
-    if not isinstance(call, PreparedAdapterCall) or not callable(call.stream):
-        raise LlmError(
-            f'adapter prepare_call() for provider "{provider}" returned '
-            f"{type(call).__name__}, not a PreparedAdapterCall",
-            ErrorCode.INVALID_ADAPTER,
-        )
-    return call
-
-
-def _failure_finish(exc: Exception, signal: AbortSignal | None) -> Finish:
-    failure = normalize_llm_failure(exc)
-    aborted = (signal is not None and signal.aborted) or (
-        failure.code == ErrorCode.ABORTED
-    )
-    reason = FinishReason.aborted(failure) if aborted else FinishReason.error(failure)
-    return Finish(reason=reason)
-
-
-def _strip_foreign_replay_state(
-    options: GenerateOptions, adapter: LlmAdapter, routes: Mapping[str, Route]
-) -> GenerateOptions:
-    messages: list[Message] = []
-    changed = False
-    for message in options.messages:
-        source = message.source
-        if isinstance(source, ModelSource) and source.replay_state is not None:
-            owner = routes.get(source.provider)
-            if owner is None or owner.adapter is not adapter:
-                message = attrs.evolve(
-                    message, source=attrs.evolve(source, replay_state=None)
-                )
-                changed = True
-        messages.append(message)
-    return options.evolve(messages=tuple(messages)) if changed else options
+        return f"<LlmRuntime providers={list(self._registry.routes)}>"

@@ -21,16 +21,9 @@ from dsh_llm.cli.demo import demo_wire_events
 from dsh_llm.cli.targets import NOTHING_TO_TALK_TO
 from dsh_llm.testing import LoopbackServer, Reply, Stall, sse_event, sse_events
 
-from .cli_run import clean_env, deepseek_event, deepseek_text_reply, run_cli
+from ..cli_run import clean_env, deepseek_event, deepseek_text_reply, run_cli
 
-EXAMPLES = Path(__file__).parent.parent / "examples"
-
-
-@pytest.fixture
-def server():
-    with LoopbackServer() as srv:
-        yield srv
-        assert srv.wait_until_idle(), "a connection was left open"
+EXAMPLES = Path(__file__).parents[2] / "examples"
 
 
 def _env(server: LoopbackServer, **extra: str) -> dict[str, str]:

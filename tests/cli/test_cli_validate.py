@@ -13,7 +13,7 @@ import pytest
 from dsh_llm.cli import main
 from dsh_llm.serde import read_jsonl
 
-STREAMS = Path(__file__).parent / "fixtures" / "streams"
+STREAMS = Path(__file__).parents[1] / "fixtures" / "streams"
 VALID = ("text.jsonl", "tool_call.jsonl", "error_open_block.jsonl")
 
 

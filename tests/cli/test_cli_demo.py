@@ -34,8 +34,8 @@ from dsh_llm.signal import AbortController
 from dsh_llm.testing import LoopbackServer
 from dsh_llm.validator import assert_chunk_sequence
 
-from .cli_run import offline_env, run_cli
-from .proxy_env import use_proxy
+from ..cli_run import offline_env, run_cli
+from ..proxy_env import use_proxy
 
 REASONING = (
     "The user wants the current weather in Paris and whether to take an umbrella. "
@@ -165,13 +165,13 @@ def test_run_demo_delivers_each_chunk_live_and_cleans_up():
     assert result.chunks == len(sink.chunks) == 23
     assert result.blocks == 3
     assert result.server_url == urls[0]
-    assert [type(b) for b in result.message.content] == [
+    assert [type(b) for b in result.response.message.content] == [
         ReasoningBlock,
         TextBlock,
         ToolCallBlock,
     ]
-    assert result.usage == USAGE
-    assert result.finish.kind == "tool-calls"
+    assert result.response.usage == USAGE
+    assert result.response.finish.kind == "tool-calls"
     # Paced: the first chunk is shown long before the last arrives, so a person
     # watches the text being written (the script pauses about 1.3 s in all).
     first, last = sink.seen[0][0], sink.seen[-1][0]
@@ -193,7 +193,7 @@ def test_run_demo_ignores_deepseek_variables_and_proxies(monkeypatch):
 
     result = run_demo(sink, pace=0)
 
-    assert result.finish.kind == "tool-calls"
+    assert result.response.finish.kind == "tool-calls"
 
 
 def test_run_demo_aborted_through_its_signal_ends_with_an_aborted_finish():
@@ -209,9 +209,9 @@ def test_run_demo_aborted_through_its_signal_ends_with_an_aborted_finish():
     sink = AbortAtFirstText()
     result = run_demo(sink, signal=controller.signal, pace=1.0)
 
-    assert result.finish.kind == "aborted"
-    assert result.finish.failure is not None
-    assert result.finish.failure.code == "ABORTED"
+    assert result.response.finish.kind == "aborted"
+    assert result.response.finish.failure is not None
+    assert result.response.finish.failure.code == "ABORTED"
     assert isinstance(sink.chunks[-1], Finish)
     assert_chunk_sequence(sink.chunks, strict=True)
 

@@ -9,7 +9,6 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,16 +21,9 @@ from dsh_llm.serde import chunk_from_json
 from dsh_llm.testing import LoopbackServer, Mark, Reply, Stall, sse_event
 from dsh_llm.validator import assert_chunk_sequence
 
-from .cli_run import clean_env, deepseek_event, deepseek_text_reply, run_cli
+from ..cli_run import clean_env, deepseek_event, deepseek_text_reply, run_cli
 
-EXAMPLES = Path(__file__).parent.parent / "examples"
-
-
-@pytest.fixture
-def server() -> Iterator[LoopbackServer]:
-    with LoopbackServer() as srv:
-        yield srv
-        assert srv.wait_until_idle(), "a connection was left open"
+EXAMPLES = Path(__file__).parents[2] / "examples"
 
 
 @pytest.fixture

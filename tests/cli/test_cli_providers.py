@@ -17,9 +17,9 @@ from dsh_llm.cli.targets import (
 )
 from dsh_llm.errors import ErrorCode, LlmError
 
-from .cli_run import run_cli
+from ..cli_run import run_cli
 
-EXAMPLES = Path(__file__).parent.parent / "examples"
+EXAMPLES = Path(__file__).parents[2] / "examples"
 
 
 def test_providers_lists_the_built_in_route_and_its_catalog(tmp_path):

@@ -17,6 +17,7 @@ from dsh_llm.retry import DEFAULT_RETRY_POLICY, resolve_retry_policy
 from dsh_llm.runtime import LlmRuntime
 from dsh_llm.runtime.registry import (
     AdapterRegistration,
+    Registry,
     Route,
     describe_routes,
     route_names,
@@ -49,7 +50,7 @@ def test_describe_routes_captures_checked_copies_of_the_adapter_metadata() -> No
             return LlmProviderInfo(id=provider, name=f"Named {provider}")
 
     adapter = Named()
-    registration = AdapterRegistration(LlmRuntime(), adapter)
+    registration = AdapterRegistration(Registry(), adapter)
     (route,) = describe_routes(registration, ("r",))
     assert route == Route(
         registration=registration,

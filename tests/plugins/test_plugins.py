@@ -27,7 +27,7 @@ from dsh_llm.runtime import LlmRuntime
 from tests.plugin_loading import load_error, write
 from tests.runtime_adapters import Quiet
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "my_llm_adapter.py"
 DOCS = REPO / "docs" / "plugins.md"
 

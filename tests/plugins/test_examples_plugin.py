@@ -30,7 +30,7 @@ from dsh_llm import (
 from dsh_llm.errors import ErrorCode
 from dsh_llm.plugins import PluginContext, load_composition
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 COMPOSITION = EXAMPLES / "my_llm_adapter.yml"
 ENV = {"MY_API_KEY": "sk-example-key-123"}
 
