@@ -74,11 +74,7 @@ def failure_code(code: str | None, message: str, *, kind: str = "") -> str:
         return error_code(None, detail, kind.lower())
     if code == "server_error":
         return ErrorCode.SERVER.value
-    if (
-        code in _INVALID_REQUEST_CODES
-        or code.startswith("invalid_image")
-        or code.startswith("image_")
-    ):
+    if code in _INVALID_REQUEST_CODES or code.startswith(("invalid_image", "image_")):
         return ErrorCode.INVALID_REQUEST.value
     if _IDENTIFIER.fullmatch(code):
         return code.upper()

@@ -111,7 +111,9 @@ def build_responses_request(
     effort = options.reasoning_effort
     if effort is not None:
         body["reasoning"] = (
-            {"effort": effort} if effort == "none" else {"effort": effort, "summary": "auto"}
+            {"effort": effort}
+            if effort == "none"
+            else {"effort": effort, "summary": "auto"}
         )
     cap = options.max_tokens if options.max_tokens is not None else max_output_tokens
     if cap is not None:

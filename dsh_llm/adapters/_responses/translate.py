@@ -199,7 +199,16 @@ class _Item:
 class _Segment:
     """One block to be: a text part, a reasoning item, or a call."""
 
-    __slots__ = ("complete", "first", "index", "item", "kind", "parts", "refusal", "state")
+    __slots__ = (
+        "complete",
+        "first",
+        "index",
+        "item",
+        "kind",
+        "parts",
+        "refusal",
+        "state",
+    )
 
     def __init__(self, item: _Item, kind: str, *, first: bool) -> None:
         self.item = item
@@ -285,7 +294,7 @@ class ResponsesTranslator:
         """The usage reported so far: only the terminal event carries it."""
         return self._usage
 
-    # -- input ------------------------------------------------------------------------
+    # -- input --
 
     def feed(self, event: SseEvent) -> list[StreamChunk]:
         """Translate one SSE event (see the class docstring).
@@ -322,7 +331,9 @@ class ResponsesTranslator:
         kind = payload.get("type")
         if type(kind) is not str:
             if "error" in payload:
-                self._fail(stream_failure(payload, provider=self._profile.provider), out)
+                self._fail(
+                    stream_failure(payload, provider=self._profile.provider), out
+                )
                 return out
             raise self._malformed("an event without a string type")
         self._check_sequence(payload.get("sequence_number"), kind)
@@ -363,7 +374,7 @@ class ResponsesTranslator:
             kind,
         )
 
-    # -- lifecycle ----------------------------------------------------------------------
+    # -- lifecycle --
 
     def _on_lifecycle(self, payload: dict[str, Any], out: list[StreamChunk]) -> None:
         response = payload.get("response")
@@ -378,7 +389,7 @@ class ResponsesTranslator:
         if isinstance(model, str) and model:
             self._model = model
 
-    # -- items ------------------------------------------------------------------------
+    # -- items --
 
     def _on_item_added(self, payload: dict[str, Any], out: list[StreamChunk]) -> None:
         raw = self._item_payload(payload)
@@ -463,7 +474,7 @@ class ResponsesTranslator:
         if item.name is None and isinstance(name, str) and name:
             item.name = name
 
-    # -- content ------------------------------------------------------------------------
+    # -- content --
 
     def _part_index(self, payload: dict[str, Any], field: str) -> int:
         value = payload.get(field, 0)
@@ -486,7 +497,9 @@ class ResponsesTranslator:
             item = self._item_of(payload, _TEXT)
             if item.kind is not _TEXT:
                 return
-            segment = self._segment(item, self._part_index(payload, "content_index"), out)
+            segment = self._segment(
+                item, self._part_index(payload, "content_index"), out
+            )
             if part_type == "refusal":
                 segment.refusal = True
                 self._refused = True
@@ -526,26 +539,36 @@ class ResponsesTranslator:
             item.summaries.add(index)
         return segment
 
-    def _on_summary_delta(self, payload: dict[str, Any], out: list[StreamChunk]) -> None:
+    def _on_summary_delta(
+        self, payload: dict[str, Any], out: list[StreamChunk]
+    ) -> None:
         text = self._text_of(payload, "delta")
         item = self._item_of(payload, _REASONING)
         if item.kind is _REASONING:
-            segment = self._summary(item, self._part_index(payload, "summary_index"), out)
+            segment = self._summary(
+                item, self._part_index(payload, "summary_index"), out
+            )
             self._append(segment, text, out)
 
-    def _on_reasoning_delta(self, payload: dict[str, Any], out: list[StreamChunk]) -> None:
+    def _on_reasoning_delta(
+        self, payload: dict[str, Any], out: list[StreamChunk]
+    ) -> None:
         text = self._text_of(payload, "delta")
         item = self._item_of(payload, _REASONING)
         if item.kind is _REASONING:
             self._append(self._segment(item, 0, out), text, out)
 
-    def _on_arguments_delta(self, payload: dict[str, Any], out: list[StreamChunk]) -> None:
+    def _on_arguments_delta(
+        self, payload: dict[str, Any], out: list[StreamChunk]
+    ) -> None:
         text = self._text_of(payload, "delta")
         item = self._item_of(payload, _TOOL)
         if item.kind is _TOOL:
             self._append(self._segment(item, 0, out), text, out)
 
-    def _on_arguments_done(self, payload: dict[str, Any], out: list[StreamChunk]) -> None:
+    def _on_arguments_done(
+        self, payload: dict[str, Any], out: list[StreamChunk]
+    ) -> None:
         item = self._item_of(payload, _TOOL)
         if item.kind is not _TOOL:
             return
@@ -555,7 +578,9 @@ class ResponsesTranslator:
             self._reconcile(segment, self._text_of(payload, "arguments"), out)
         self._complete(segment, out)
 
-    def _reconcile(self, segment: _Segment, arguments: str, out: list[StreamChunk]) -> None:
+    def _reconcile(
+        self, segment: _Segment, arguments: str, out: list[StreamChunk]
+    ) -> None:
         """Check a call's final arguments against its deltas."""
         if segment.state == _CLOSED or segment.complete:
             return
@@ -577,7 +602,9 @@ class ResponsesTranslator:
             arguments = raw.get("arguments")
             if arguments is not None:
                 if type(arguments) is not str:
-                    raise self._malformed("function call arguments that are not a string")
+                    raise self._malformed(
+                        "function call arguments that are not a string"
+                    )
                 self._reconcile(segment, arguments, out)
             self._complete(segment, out)
         elif item.kind is _REASONING:
@@ -600,8 +627,8 @@ class ResponsesTranslator:
                     )
                     if field is None:
                         continue
-                    text = part.get(field)
-                    text = text if isinstance(text, str) else ""
+                    value = part.get(field)
+                    text = value if isinstance(value, str) else ""
                     existing = item.segments.get(position)
                     if existing is None and not text:
                         continue
@@ -614,7 +641,7 @@ class ResponsesTranslator:
             for segment in list(item.segments.values()):
                 self._complete(segment, out)
 
-    # -- blocks -----------------------------------------------------------------------
+    # -- blocks --
 
     def _segment(self, item: _Item, part: int, out: list[StreamChunk]) -> _Segment:
         """The live segment of ``item``'s part ``part``, started when there is
@@ -632,7 +659,7 @@ class ResponsesTranslator:
         active = self._active
         if active is None and not self._pending:
             self._open(segment, out)
-        elif (active is not None and active.kind is _TOOL) or self._pending:
+        elif active is None or active.kind is _TOOL or self._pending:
             self._pending.append(segment)
         else:
             self._close(active, out)
@@ -730,7 +757,7 @@ class ResponsesTranslator:
             self._open(segment, out)
             self._close(segment, out)
 
-    # -- terminal ---------------------------------------------------------------------
+    # -- terminal --
 
     def _on_terminal(self, payload: dict[str, Any], out: list[StreamChunk]) -> None:
         response = payload.get("response")
@@ -798,7 +825,8 @@ class ResponsesTranslator:
         error = response.get("error")
         self._fail(
             stream_failure(
-                error if isinstance(error, dict) else {}, provider=self._profile.provider
+                error if isinstance(error, dict) else {},
+                provider=self._profile.provider,
             ),
             out,
         )
@@ -844,7 +872,11 @@ class ResponsesTranslator:
                     entry["phase"] = phase
                 entries.append(entry)
         return ReplayEnvelope(
-            response={"wire": REPLAY_WIRE, "id": self._response_id, "model": self._model},
+            response={
+                "wire": REPLAY_WIRE,
+                "id": self._response_id,
+                "model": self._model,
+            },
             blocks=tuple(entries),
         )
 

@@ -1,0 +1,304 @@
+"""build_responses_request: exact bodies per profile, refusals before any I/O,
+and the replay round trip (reasoning with encrypted_content goes back before
+the function call it preceded)."""
+
+from __future__ import annotations
+
+import pytest
+
+from dsh_llm.adapters._responses.profiles import (
+    LMSTUDIO,
+    OLLAMA,
+    OPENAI,
+    OPENROUTER,
+    PROFILES,
+    VLLM,
+    guess_server,
+    profile_for,
+)
+from dsh_llm.adapters._responses.request import build_responses_request
+from dsh_llm.assembler import assemble_stream
+from dsh_llm.errors import ErrorCode, LlmError
+from dsh_llm.protocol import (
+    GenerateOptions,
+    ImageBlock,
+    ImageRef,
+    ReasoningBlock,
+    ReplayEnvelope,
+    TextBlock,
+    ToolCallBlock,
+    ToolSchema,
+    create_assistant_message,
+    create_tool_result_message,
+    create_user_message,
+)
+
+from .test_translate_fixtures import replay
+
+WEATHER = ToolSchema(
+    name="get_weather",
+    description="Weather for a city.",
+    parameters={"type": "object", "properties": {"city": {"type": "string"}}},
+)
+
+
+def _options(**fields):
+    fields.setdefault("messages", (create_user_message("hi"),))
+    return GenerateOptions(provider="r", model="gpt-5.2", **fields)
+
+
+def test_a_plain_request_is_stateless_streaming_with_encrypted_reasoning():
+    body = build_responses_request(_options(), profile=OPENAI)
+    assert body == {
+        "model": "gpt-5.2",
+        "input": [
+            {
+                "type": "message",
+                "role": "user",
+                "content": [{"type": "input_text", "text": "hi"}],
+            }
+        ],
+        "store": False,
+        "include": ["reasoning.encrypted_content"],
+        "stream": True,
+    }
+    assert list(body) == ["model", "input", "store", "include", "stream"]
+
+
+@pytest.mark.parametrize("profile", list(PROFILES.values()), ids=list(PROFILES))
+def test_every_field_in_its_place_for_every_profile(profile):
+    body = build_responses_request(
+        _options(
+            system="Be brief.",
+            tools=(WEATHER,),
+            tool_choice="auto",
+            reasoning_effort="high",
+            max_tokens=256,
+            temperature=0.2,
+        ),
+        profile=profile,
+    )
+    assert list(body) == [
+        "model",
+        "instructions",
+        "input",
+        "tools",
+        "tool_choice",
+        "reasoning",
+        "max_output_tokens",
+        "temperature",
+        "store",
+        "include",
+        "stream",
+    ]
+    assert body["instructions"] == "Be brief."
+    assert body["tools"] == [
+        {
+            "type": "function",
+            "name": "get_weather",
+            "description": "Weather for a city.",
+            "parameters": {
+                "type": "object",
+                "properties": {"city": {"type": "string"}},
+            },
+            "strict": False,
+        }
+    ]
+    assert body["tool_choice"] == "auto"
+    assert body["reasoning"] == {"effort": "high", "summary": "auto"}
+    assert (body["max_output_tokens"], body["temperature"]) == (256, 0.2)
+
+
+def test_a_named_tool_choice_is_a_flat_function_object():
+    body = build_responses_request(
+        _options(tools=(WEATHER,), tool_choice="get_weather"), profile=OPENAI
+    )
+    assert body["tool_choice"] == {"type": "function", "name": "get_weather"}
+
+
+def test_effort_none_sends_no_summary_and_the_default_cap_applies():
+    body = build_responses_request(
+        _options(reasoning_effort="none"), profile=OPENAI, max_output_tokens=99
+    )
+    assert body["reasoning"] == {"effort": "none"}
+    assert body["max_output_tokens"] == 99
+    body = build_responses_request(
+        _options(max_tokens=5), profile=OPENAI, max_output_tokens=99
+    )
+    assert body["max_output_tokens"] == 5
+
+
+def _image_message():
+    ref = ImageRef(
+        attachment_id="sha256:" + "a" * 64,
+        media_type="image/png",
+        bytes=10,
+        width=1,
+        height=1,
+    )
+    return create_user_message([TextBlock(text="look"), ImageBlock(attachment=ref)])
+
+
+@pytest.mark.parametrize(
+    ("fields", "profile", "code"),
+    [
+        ({"messages": (_image_message(),)}, OPENAI, ErrorCode.UNSUPPORTED_CONTENT),
+        ({"stop": ("END",)}, OPENAI, ErrorCode.UNSUPPORTED_OPTION),
+        ({"stop": ("END",)}, VLLM, ErrorCode.UNSUPPORTED_OPTION),
+        (
+            {"tools": (WEATHER,), "tool_choice": "required"},
+            OLLAMA,
+            ErrorCode.UNSUPPORTED_OPTION,
+        ),
+        (
+            {"tools": (WEATHER,), "tool_choice": "get_weather"},
+            OLLAMA,
+            ErrorCode.UNSUPPORTED_OPTION,
+        ),
+        ({"reasoning_effort": "turbo"}, OPENAI, ErrorCode.UNSUPPORTED_REASONING_EFFORT),
+        ({"reasoning_effort": "minimal"}, VLLM, ErrorCode.UNSUPPORTED_REASONING_EFFORT),
+        (
+            {"reasoning_effort": "max"},
+            OPENROUTER,
+            ErrorCode.UNSUPPORTED_REASONING_EFFORT,
+        ),
+        (
+            {"reasoning_effort": "xhigh"},
+            LMSTUDIO,
+            ErrorCode.UNSUPPORTED_REASONING_EFFORT,
+        ),
+    ],
+)
+def test_fields_a_server_cannot_honour_are_refused(fields, profile, code):
+    with pytest.raises(LlmError) as caught:
+        build_responses_request(_options(**fields), profile=profile)
+    assert caught.value.code == code
+
+
+def test_ollama_takes_auto_and_its_efforts():
+    body = build_responses_request(
+        _options(tools=(WEATHER,), tool_choice="auto", reasoning_effort="minimal"),
+        profile=OLLAMA,
+    )
+    assert body["tool_choice"] == "auto"
+
+
+def test_tool_results_come_before_the_text_and_empty_output_has_a_placeholder():
+    call = ToolCallBlock(id="call_1", name="get_weather", arguments='{"city":"Lyon"}')
+    assistant = create_assistant_message(
+        [TextBlock(text="Checking."), call], provider="x", model="m"
+    )
+    result = create_tool_result_message("call_1", "")
+    body = build_responses_request(
+        _options(messages=(create_user_message("weather?"), assistant, result)),
+        profile=OPENAI,
+    )
+    assert body["input"][1:] == [
+        {
+            "type": "message",
+            "role": "assistant",
+            "content": [{"type": "output_text", "text": "Checking."}],
+        },
+        {
+            "type": "function_call",
+            "call_id": "call_1",
+            "name": "get_weather",
+            "arguments": '{"city":"Lyon"}',
+        },
+        {"type": "function_call_output", "call_id": "call_1", "output": "(no output)"},
+    ]
+
+
+def test_reasoning_without_this_familys_envelope_is_not_sent():
+    foreign = ReplayEnvelope(
+        response={"wire": "other"}, blocks=({"type": "reasoning", "id": "rs_1"}, None)
+    )
+    message = create_assistant_message(
+        [ReasoningBlock(text="thinking"), TextBlock(text="Hi")],
+        provider="x",
+        model="m",
+        replay_state=foreign,
+    )
+    body = build_responses_request(_options(messages=(message,)), profile=OPENAI)
+    assert [item["type"] for item in body["input"]] == ["message"]
+
+
+@pytest.mark.parametrize(
+    ("name", "server", "encrypted"),
+    [
+        ("openai_full_turn", "openai", "gAAAAABpQ-enc"),
+        ("openrouter_out_of_order_done", "openrouter", "gAAAAB-openrouter-late"),
+    ],
+)
+def test_a_turn_with_reasoning_and_a_call_round_trips(name, server, encrypted):
+    chunks, _ = replay(name)
+    assembler, _ = assemble_stream(iter(chunks))
+    message = create_assistant_message(
+        assembler.blocks(),
+        provider="r",
+        model="gpt-5.2",
+        replay_state=assembler.replay_state,
+    )
+    result = create_tool_result_message(
+        next(b.id for b in message.content if isinstance(b, ToolCallBlock)), "sunny"
+    )
+    body = build_responses_request(
+        _options(messages=(create_user_message("weather in Lyon?"), message, result)),
+        profile=PROFILES[server],
+    )
+    kinds = [item["type"] for item in body["input"]]
+    assert kinds == [
+        "message",
+        "reasoning",
+        "message",
+        "function_call",
+        "function_call_output",
+    ]
+    reasoning, text, call = body["input"][1:4]
+    assert reasoning["encrypted_content"] == encrypted
+    assert reasoning["id"].startswith("rs_")
+    assert text["content"] == [
+        {
+            "type": "output_text",
+            "text": "Checking." if server == "openrouter" else "Let me check.",
+        }
+    ]
+    assert call["arguments"] == '{"city":"Lyon"}'
+    assert call["id"].startswith("fc_")
+    assert call["call_id"] == result.content[0].tool_call_id
+
+
+def test_ollama_plain_thinking_goes_back_unchanged():
+    chunks, _ = replay("ollama_thinking_zeros")
+    assembler, _ = assemble_stream(iter(chunks))
+    message = create_assistant_message(
+        assembler.blocks(),
+        provider="r",
+        model="qwen3:8b",
+        replay_state=assembler.replay_state,
+    )
+    body = build_responses_request(_options(messages=(message,)), profile=OLLAMA)
+    assert body["input"][0]["encrypted_content"] == "User asks for Lyon."
+
+
+@pytest.mark.parametrize(
+    ("url", "server"),
+    [
+        ("https://api.openai.com/v1", "openai"),
+        ("https://openrouter.ai/api/v1", "openrouter"),
+        ("http://127.0.0.1:11434/v1", "ollama"),
+        ("http://localhost:1234/v1", "lmstudio"),
+        ("http://gpu-box:8000/v1", "vllm"),
+        ("https://gateway.example.com/v1", "openai"),
+        ("not a url", "openai"),
+        ("http://[::1", "openai"),
+    ],
+)
+def test_guess_server_from_the_base_url(url, server):
+    assert guess_server(url) == server
+
+
+def test_an_unknown_profile_name_is_a_value_error_listing_the_known_ones():
+    with pytest.raises(ValueError, match="openai, vllm, ollama, lmstudio, openrouter"):
+        profile_for("llamacpp")
+    assert profile_for("vllm") is VLLM
