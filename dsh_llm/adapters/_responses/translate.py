@@ -20,8 +20,10 @@ Contracts callers may rely on:
   entry per block. ``response.failed`` and ``error`` end with one ``error``
   finish (``errors.stream_failure``); the second of the two is ignored.
 - A payload that is not JSON, not an object, or has fields of the wrong type
-  raises ``LlmError`` ``MALFORMED_RESPONSE``; so does a ``[DONE]`` before the
-  terminal event (rather: ``STREAM_CLOSED``, the answer was cut).
+  (content of one kind for an item of another included) raises ``LlmError``
+  ``MALFORMED_RESPONSE``; a ``[DONE]`` before the terminal event raises
+  ``STREAM_CLOSED`` (the answer was cut short). The event's JSON ``type``
+  decides, not the SSE ``event:`` line.
 - ``sequence_number`` gaps and repeats are logged on this module's logger
   (the first at WARNING, later ones at DEBUG), never fatal.
 """
@@ -135,7 +137,9 @@ def terminal_finish(
     item_incomplete: bool,
 ) -> FinishReason:
     """The finish for a ``response.completed`` (``status`` ``completed``) or
-    ``response.incomplete`` event.
+    ``response.incomplete`` event; a terminal response whose own ``status`` is
+    ``cancelled`` or ``failed`` is an ``error`` finish with that code
+    (``CANCELLED``, ``FAILED``), whatever the event type said.
 
     ``completed``: ``max-tokens`` when an item ended ``incomplete`` (trust the
     item), else ``tool-calls`` iff a tool-call block was emitted, else ``stop``.
@@ -148,6 +152,10 @@ def terminal_finish(
         if item_incomplete:
             return FinishReason.MAX_TOKENS
         return FinishReason.TOOL_CALLS if tool_calls else FinishReason.STOP
+    if status in ("cancelled", "failed"):
+        return FinishReason.error(
+            LlmFailure(message=f"model stopped: {status}", code=status.upper())
+        )
     if incomplete_reason == "max_output_tokens":
         return FinishReason.MAX_TOKENS
     if not isinstance(incomplete_reason, str) or not incomplete_reason:
@@ -796,8 +804,14 @@ class ResponsesTranslator:
         )
         out.append(UsageChunk(usage=self._usage))
         details = response.get("incomplete_details")
+        status = response.get("status")
+        if status not in ("incomplete", "cancelled", "failed"):
+            # The event type decides unless the response says it was cut.
+            status = (
+                "completed" if payload["type"] == "response.completed" else "incomplete"
+            )
         reason = terminal_finish(
-            "completed" if payload["type"] == "response.completed" else "incomplete",
+            status,
             details.get("reason") if isinstance(details, dict) else None,
             tool_calls=self._tool_blocks > 0,
             item_incomplete=incomplete,

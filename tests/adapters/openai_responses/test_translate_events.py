@@ -320,3 +320,52 @@ def test_http_failure_classifies_the_error_body():
     error = http_failure(429, {"retry-after": "2"}, body, provider="OpenAI")
     assert (error.code, error.failure.provider_retry_after_ms) == ("RATE_LIMIT", 2000.0)
     assert http_failure(500, {}, b"", provider="OpenAI").code == "SERVER"
+
+
+def _message_then(terminal: dict[str, Any]) -> list[Any]:
+    return feed_all(
+        {
+            "type": "response.output_text.delta",
+            "item_id": "m",
+            "content_index": 0,
+            "delta": "hi",
+        },
+        terminal,
+    )
+
+
+def test_a_completed_event_whose_response_says_incomplete_is_not_a_stop():
+    chunks = _message_then(
+        {
+            "type": "response.completed",
+            "response": {
+                "status": "incomplete",
+                "incomplete_details": {"reason": "max_output_tokens"},
+            },
+        }
+    )
+    assert chunks[-1].reason.kind == "max-tokens"
+
+
+def test_a_cancelled_response_is_an_error_finish():
+    chunks = _message_then(
+        {"type": "response.completed", "response": {"status": "cancelled"}}
+    )
+    assert chunks[-1].reason.failure.code == "CANCELLED"
+    assert list(validate_stream(chunks, strict=True)) == chunks
+
+
+def test_an_incomplete_without_a_reason_is_an_error_never_a_stop():
+    chunks = _message_then(
+        {"type": "response.incomplete", "response": {"incomplete_details": None}}
+    )
+    assert chunks[-1].reason.failure.code == "INCOMPLETE"
+
+
+def test_the_flag_takes_an_empty_completed_response_as_a_stop():
+    translator = ResponsesTranslator(empty_response_as_stop=True)
+    chunks = feed_all(
+        {"type": "response.completed", "response": {"output": []}},
+        translator=translator,
+    )
+    assert chunks[-1].reason.kind == "stop"
