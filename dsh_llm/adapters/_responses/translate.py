@@ -34,7 +34,7 @@ import json
 import logging
 import re
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from dsh_llm.adapters._responses.errors import stream_failure
@@ -617,11 +617,9 @@ class ResponsesTranslator:
             self._complete(segment, out)
         elif item.kind is _REASONING:
             segment = self._segment(item, 0, out)
-            if segment.first and not segment.parts:
-                text = "\n\n".join(_texts(raw.get("summary"), "summary_text"))
-                text = text or "".join(_texts(raw.get("content"), "reasoning_text"))
-                if text:
-                    self._append(segment, text, out)
+            text = "\n\n".join(_texts(raw.get("summary"), "summary_text"))
+            text = text or "".join(_texts(raw.get("content"), "reasoning_text"))
+            self._supply(segment, text, out)
             self._complete(segment, out)
         elif item.kind is _TEXT:
             content = raw.get("content")
@@ -644,10 +642,25 @@ class ResponsesTranslator:
                     if field == "refusal" and not segment.refusal:
                         segment.refusal = True
                         self._refused = True
-                    if segment.first and not segment.parts and text:
-                        self._append(segment, text, out)
+                    self._supply(segment, text, out)
             for segment in list(item.segments.values()):
                 self._complete(segment, out)
+
+    def _supply(self, segment: _Segment, text: str, out: list[StreamChunk]) -> None:
+        """Add what a finished item's text holds beyond what streamed (a server
+        that sent only the final item, or lost the last deltas). Only a part's
+        first block is compared; text that contradicts the deltas is left alone,
+        the deltas are what the caller already has."""
+        if not segment.first or not text:
+            return
+        streamed = "".join(segment.parts)
+        if segment.state == _CLOSED:
+            if not streamed:
+                # Ended early with nothing in it: the text is a new block.
+                self._append(segment, text, out)
+            return
+        if len(text) > len(streamed) and text.startswith(streamed):
+            self._append(segment, text[len(streamed) :], out)
 
     # -- blocks --
 
@@ -933,7 +946,7 @@ def _reasoning_entry(item: _Item) -> dict[str, Any] | None:
     return entry
 
 
-_Handler = Any
+_Handler = Callable[[ResponsesTranslator, dict[str, Any], list[StreamChunk]], None]
 _HANDLERS: Final[dict[str, _Handler]] = {
     "response.created": ResponsesTranslator._on_lifecycle,
     "response.in_progress": ResponsesTranslator._on_lifecycle,

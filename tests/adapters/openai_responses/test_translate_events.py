@@ -369,3 +369,38 @@ def test_the_flag_takes_an_empty_completed_response_as_a_stop():
         translator=translator,
     )
     assert chunks[-1].reason.kind == "stop"
+
+
+def test_text_only_in_the_final_item_is_supplied_and_a_lost_tail_completed():
+    msg = {
+        "type": "response.output_item.added",
+        "output_index": 0,
+        "item": {"id": "m", "type": "message"},
+    }
+    part = {
+        "type": "response.content_part.added",
+        "item_id": "m",
+        "content_index": 0,
+        "part": {"type": "output_text"},
+    }
+    delta = {
+        "type": "response.output_text.delta",
+        "item_id": "m",
+        "content_index": 0,
+        "delta": "Hel",
+    }
+    done = {
+        "type": "response.output_item.done",
+        "output_index": 0,
+        "item": {
+            "id": "m",
+            "type": "message",
+            "content": [{"type": "output_text", "text": "Hello"}],
+        },
+    }
+    end = {"type": "response.completed", "response": {"output": []}}
+    chunks = feed_all(msg, part, delta, done, end)
+    assert list(validate_stream(chunks, strict=True)) == chunks
+    assert [c.block.text for c in chunks if c.type == "block-end"] == ["Hello"]
+    chunks = feed_all(msg, done, end)
+    assert [c.block.text for c in chunks if c.type == "block-end"] == ["Hello"]
