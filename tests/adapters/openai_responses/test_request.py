@@ -4,6 +4,8 @@ the function call it preceded)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from dsh_llm.adapters._responses.profiles import (
@@ -20,13 +22,16 @@ from dsh_llm.adapters._responses.request import build_responses_request
 from dsh_llm.assembler import assemble_stream
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import (
+    CallId,
     GenerateOptions,
     ImageBlock,
     ImageRef,
+    Message,
     ReasoningBlock,
     ReplayEnvelope,
     TextBlock,
     ToolCallBlock,
+    ToolResultBlock,
     ToolSchema,
     create_assistant_message,
     create_tool_result_message,
@@ -42,7 +47,7 @@ WEATHER = ToolSchema(
 )
 
 
-def _options(**fields):
+def _options(**fields: Any) -> GenerateOptions:
     fields.setdefault("messages", (create_user_message("hi"),))
     return GenerateOptions(provider="r", model="gpt-5.2", **fields)
 
@@ -128,7 +133,7 @@ def test_effort_none_sends_no_summary_and_the_default_cap_applies():
     assert body["max_output_tokens"] == 5
 
 
-def _image_message():
+def _image_message() -> Message:
     ref = ImageRef(
         attachment_id="sha256:" + "a" * 64,
         media_type="image/png",
@@ -184,7 +189,9 @@ def test_ollama_takes_auto_and_its_efforts():
 
 
 def test_tool_results_come_before_the_text_and_empty_output_has_a_placeholder():
-    call = ToolCallBlock(id="call_1", name="get_weather", arguments='{"city":"Lyon"}')
+    call = ToolCallBlock(
+        id=CallId("call_1"), name="get_weather", arguments='{"city":"Lyon"}'
+    )
     assistant = create_assistant_message(
         [TextBlock(text="Checking."), call], provider="x", model="m"
     )
@@ -265,7 +272,9 @@ def test_a_turn_with_reasoning_and_a_call_round_trips(name, server, encrypted):
     ]
     assert call["arguments"] == '{"city":"Lyon"}'
     assert call["id"].startswith("fc_")
-    assert call["call_id"] == result.content[0].tool_call_id
+    answered = result.content[0]
+    assert isinstance(answered, ToolResultBlock)
+    assert call["call_id"] == answered.tool_call_id
 
 
 def test_ollama_plain_thinking_goes_back_unchanged():

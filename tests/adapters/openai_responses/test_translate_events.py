@@ -16,7 +16,7 @@ from dsh_llm.adapters._responses.errors import (
 from dsh_llm.adapters._responses.profiles import OLLAMA, OPENAI
 from dsh_llm.adapters._responses.translate import ResponsesTranslator, map_usage
 from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.protocol import Finish, UsageChunk
+from dsh_llm.protocol import Finish, TokenUsage, UsageChunk
 from dsh_llm.transport.sse import SseEvent
 from dsh_llm.validator import validate_stream
 
@@ -151,10 +151,14 @@ def test_an_error_payload_without_a_type_is_an_error_finish():
     assert chunks[-1].reason.failure.code == "SERVER"
 
 
+def _usage_of(translator: ResponsesTranslator) -> TokenUsage | None:
+    return translator.usage_so_far
+
+
 def test_usage_so_far_is_none_until_the_terminal_event():
     translator = ResponsesTranslator()
     feed_all(CALL_ADDED, DELTA, translator=translator)
-    assert translator.usage_so_far is None
+    assert _usage_of(translator) is None
     feed_all(
         {
             "type": "response.completed",
@@ -165,8 +169,9 @@ def test_usage_so_far_is_none_until_the_terminal_event():
         },
         translator=translator,
     )
-    assert translator.usage_so_far is not None
-    assert translator.usage_so_far.input_tokens == 3
+    usage = _usage_of(translator)
+    assert usage is not None
+    assert usage.input_tokens == 3
 
 
 def test_a_call_still_open_at_the_terminal_event_is_closed_and_validates():

@@ -11,7 +11,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dsh_llm.adapters._responses.translate import ResponsesTranslator
-from dsh_llm.protocol import BlockEnd, Finish
+from dsh_llm.protocol import (
+    BlockEnd,
+    Finish,
+    ReasoningBlock,
+    TextBlock,
+    ToolCallBlock,
+)
 from dsh_llm.validator import validate_stream
 
 KINDS = ("message", "reasoning", "function_call")
@@ -95,9 +101,9 @@ def test_any_interleaving_gives_a_strict_lossless_stream(drawn):
     assert list(validate_stream(chunks, strict=True)) == chunks
     assert isinstance(chunks[-1], Finish)
     ends = [c.block for c in chunks if isinstance(c, BlockEnd)]
-    texts = "".join(b.text for b in ends if b.type == "text")
-    thoughts = "".join(b.text for b in ends if b.type == "reasoning")
-    calls = {b.id: b.arguments for b in ends if b.type == "tool-call"}
+    texts = "".join(b.text for b in ends if isinstance(b, TextBlock))
+    thoughts = "".join(b.text for b in ends if isinstance(b, ReasoningBlock))
+    calls = {str(b.id): b.arguments for b in ends if isinstance(b, ToolCallBlock)}
     for position, (kind, count) in enumerate(specs):
         pieces = [f"<{position}.{k}>" for k in range(count)]
         if kind == "function_call":
