@@ -336,3 +336,21 @@ def test_a_dense_stream_logs_nothing(caplog):
     caplog.set_level("DEBUG", logger="dsh_llm.adapters._responses.translate")
     replay("openai_full_turn")
     assert not caplog.records
+
+
+def test_a_bare_error_payload_from_a_proxy_is_an_error_finish_with_its_status():
+    chunks, _ = replay("openrouter_upstream_error_payload")
+    finish = chunks[-1]
+    assert isinstance(finish, Finish)
+    assert finish.reason.failure == LlmFailure(
+        message="Provider returned error", code="SERVER", status=502
+    )
+
+
+def test_an_engine_error_event_wins_over_the_failed_event_after_it():
+    chunks, _ = replay("vllm_engine_error")
+    assert sum(isinstance(c, Finish) for c in chunks) == 1
+    finish = chunks[-1]
+    assert isinstance(finish, Finish)
+    assert finish.reason.failure is not None
+    assert finish.reason.failure.code == "SERVER"
