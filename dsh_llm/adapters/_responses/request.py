@@ -24,9 +24,12 @@ Contracts callers may rely on:
   (``REPLAY_WIRE``, one entry per block), each reasoning block goes back as its
   ``reasoning`` item (``id``, ``summary``, ``encrypted_content`` or ``content``
   exactly as ``output_item.done`` gave them) in block order, so before the
-  function calls it preceded; messages keep their ``phase`` and calls their item
-  ``id``. Reasoning without such an entry (another adapter's, or stripped) is
-  not sent.
+  items it preceded; messages go back as the output messages they were
+  (``id``, ``status``, ``phase``, the parts of one message in one item) and calls
+  with their item ``id``, since a replayed reasoning item must be followed by
+  the items it produced. Reasoning without such an entry (another adapter's, or
+  stripped), or with nothing to replay (no ``encrypted_content`` or
+  ``content``), is not sent.
 """
 
 from __future__ import annotations
@@ -227,26 +230,12 @@ def _assistant_items(message: Message) -> list[dict[str, Any]]:
     items: list[dict[str, Any]] = []
     for position, block in enumerate(message.content):
         if isinstance(block, ReasoningBlock):
-            entry = _entry(entries, position, "reasoning")
-            if isinstance(entry.get("id"), str):
-                items.append(_reasoning_item(entry))
+            reasoning = _reasoning_item(_entry(entries, position, "reasoning"))
+            if reasoning is not None:
+                items.append(reasoning)
         elif isinstance(block, TextBlock):
-            if not block.text:
-                continue
-            entry = _entry(entries, position, "message")
-            part = (
-                {"type": "refusal", "refusal": block.text}
-                if entry.get("part") == "refusal"
-                else {"type": "output_text", "text": block.text}
-            )
-            item: dict[str, Any] = {
-                "type": "message",
-                "role": "assistant",
-                "content": [part],
-            }
-            if isinstance(entry.get("phase"), str):
-                item["phase"] = entry["phase"]
-            items.append(item)
+            if block.text:
+                _add_text(items, block, _entry(entries, position, "message"))
         elif isinstance(block, ToolCallBlock):
             entry = _entry(entries, position, "function_call")
             call: dict[str, Any] = {"type": "function_call"}
@@ -257,14 +246,63 @@ def _assistant_items(message: Message) -> list[dict[str, Any]]:
     return items
 
 
-def _reasoning_item(entry: dict[str, Any]) -> dict[str, Any]:
+def _add_text(
+    items: list[dict[str, Any]], block: TextBlock, entry: dict[str, Any]
+) -> None:
+    """One text block as a message item; with its replay entry it is the output
+    message as the server gave it (``id``, ``status``, ``phase``), and the parts
+    of one message stay one item (an id is never sent twice)."""
+    refusal = entry.get("part") == "refusal"
+    mid = entry.get("id")
+    if not isinstance(mid, str):
+        part: dict[str, Any] = (
+            {"type": "refusal", "refusal": block.text}
+            if refusal
+            else {"type": "output_text", "text": block.text}
+        )
+        items.append({"type": "message", "role": "assistant", "content": [part]})
+        return
+    part = (
+        {"type": "refusal", "refusal": block.text}
+        if refusal
+        else {"type": "output_text", "text": block.text, "annotations": []}
+    )
+    last = items[-1] if items else None
+    if last is not None and last.get("type") == "message" and last.get("id") == mid:
+        last["content"].append(part)
+        return
+    item: dict[str, Any] = {
+        "type": "message",
+        "id": mid,
+        "role": "assistant",
+        "status": "completed",
+        "content": [part],
+    }
+    if isinstance(entry.get("phase"), str):
+        item["phase"] = entry["phase"]
+    items.append(item)
+
+
+def _reasoning_item(entry: dict[str, Any]) -> dict[str, Any] | None:
+    """The reasoning item to send back, or ``None`` when there is nothing to
+    replay: without ``encrypted_content`` (or raw ``content``) a stateless
+    server cannot resolve the id, and an empty item can end the model's
+    reasoning early."""
+    rid = entry.get("id")
+    if not isinstance(rid, str):
+        return None
+    summary = entry.get("summary")
     item: dict[str, Any] = {
         "type": "reasoning",
-        "id": entry["id"],
-        "summary": entry.get("summary") or [],
+        "id": rid,
+        "summary": summary if isinstance(summary, list) else [],
     }
-    if "encrypted_content" in entry:
-        item["encrypted_content"] = entry["encrypted_content"]
-    elif "content" in entry:
-        item["content"] = entry["content"]
+    encrypted = entry.get("encrypted_content")
+    content = entry.get("content")
+    if isinstance(encrypted, str) and encrypted:
+        item["encrypted_content"] = encrypted
+    elif isinstance(content, list) and content:
+        item["content"] = content
+    else:
+        return None
     return item

@@ -31,7 +31,6 @@ from dsh_llm.protocol import (
     ReplayEnvelope,
     TextBlock,
     ToolCallBlock,
-    ToolResultBlock,
     ToolSchema,
     create_assistant_message,
     create_tool_result_message,
@@ -230,62 +229,128 @@ def test_reasoning_without_this_familys_envelope_is_not_sent():
     assert [item["type"] for item in body["input"]] == ["message"]
 
 
-@pytest.mark.parametrize(
-    ("name", "server", "encrypted"),
-    [
-        ("openai_full_turn", "openai", "gAAAAABpQ-enc"),
-        ("openrouter_out_of_order_done", "openrouter", "gAAAAB-openrouter-late"),
-    ],
-)
-def test_a_turn_with_reasoning_and_a_call_round_trips(name, server, encrypted):
+def _replayed(name: str, model: str = "gpt-5.2") -> Message:
+    """The assistant message a caller keeps from fixture ``name``."""
     chunks, _ = replay(name)
     assembler, _ = assemble_stream(iter(chunks))
-    message = create_assistant_message(
+    return create_assistant_message(
         assembler.blocks(),
         provider="r",
-        model="gpt-5.2",
+        model=model,
         replay_state=assembler.replay_state,
     )
-    result = create_tool_result_message(
-        next(b.id for b in message.content if isinstance(b, ToolCallBlock)), "sunny"
-    )
+
+
+def test_a_turn_with_reasoning_and_a_call_round_trips():
+    message = _replayed("openai_full_turn")
+    result = create_tool_result_message("call_k2", "sunny")
     body = build_responses_request(
         _options(messages=(create_user_message("weather in Lyon?"), message, result)),
-        profile=PROFILES[server],
+        profile=OPENAI,
     )
-    kinds = [item["type"] for item in body["input"]]
-    assert kinds == [
-        "message",
+    assert body["input"][1:] == [
+        {
+            "type": "reasoning",
+            "id": "rs_7",
+            "summary": [{"type": "summary_text", "text": "Lyon forecast needed."}],
+            "encrypted_content": "gAAAAABpQ-enc",
+        },
+        {
+            "type": "message",
+            "id": "msg_7",
+            "role": "assistant",
+            "status": "completed",
+            "content": [
+                {"type": "output_text", "text": "Let me check.", "annotations": []}
+            ],
+            "phase": "commentary",
+        },
+        {
+            "type": "function_call",
+            "id": "fc_7",
+            "call_id": "call_k2",
+            "name": "get_weather",
+            "arguments": '{"city":"Lyon"}',
+        },
+        {"type": "function_call_output", "call_id": "call_k2", "output": "sunny"},
+    ]
+
+
+def test_openrouters_late_encrypted_reasoning_is_what_goes_back():
+    body = build_responses_request(
+        _options(messages=(_replayed("openrouter_out_of_order_done"),)),
+        profile=OPENROUTER,
+    )
+    assert [item["type"] for item in body["input"]] == [
         "reasoning",
         "message",
         "function_call",
-        "function_call_output",
     ]
-    reasoning, text, call = body["input"][1:4]
-    assert reasoning["encrypted_content"] == encrypted
-    assert reasoning["id"].startswith("rs_")
-    assert text["content"] == [
+    assert body["input"][0]["encrypted_content"] == "gAAAAB-openrouter-late"
+
+
+def test_vllm_raw_reasoning_goes_back_as_its_content():
+    body = build_responses_request(
+        _options(messages=(_replayed("vllm_raw_reasoning_repeated_fragment"),)),
+        profile=VLLM,
+    )
+    assert body["input"][0] == {
+        "type": "reasoning",
+        "id": "a1f0c2d4",
+        "summary": [],
+        "content": [{"type": "reasoning_text", "text": "The user wants Lyon weather."}],
+    }
+
+
+def test_reasoning_with_nothing_to_replay_is_not_sent():
+    envelope = ReplayEnvelope(
+        response={"wire": "openai-responses"},
+        blocks=({"type": "reasoning", "id": "rs_1", "summary": []}, None),
+    )
+    message = create_assistant_message(
+        [ReasoningBlock(text="x"), TextBlock(text="Hi")],
+        provider="r",
+        model="m",
+        replay_state=envelope,
+    )
+    body = build_responses_request(_options(messages=(message,)), profile=OPENAI)
+    assert body["input"] == [
         {
-            "type": "output_text",
-            "text": "Checking." if server == "openrouter" else "Let me check.",
+            "type": "message",
+            "role": "assistant",
+            "content": [{"type": "output_text", "text": "Hi"}],
         }
     ]
-    assert call["arguments"] == '{"city":"Lyon"}'
-    assert call["id"].startswith("fc_")
-    answered = result.content[0]
-    assert isinstance(answered, ToolResultBlock)
-    assert call["call_id"] == answered.tool_call_id
+
+
+def test_two_parts_of_one_message_go_back_as_one_item():
+    entry = {"type": "message", "id": "msg_1", "part": "output_text"}
+    refusal = {"type": "message", "id": "msg_1", "part": "refusal"}
+    message = create_assistant_message(
+        [TextBlock(text="a"), TextBlock(text="b")],
+        provider="r",
+        model="m",
+        replay_state=ReplayEnvelope(
+            response={"wire": "openai-responses"}, blocks=(entry, refusal)
+        ),
+    )
+    body = build_responses_request(_options(messages=(message,)), profile=OPENAI)
+    assert body["input"] == [
+        {
+            "type": "message",
+            "id": "msg_1",
+            "role": "assistant",
+            "status": "completed",
+            "content": [
+                {"type": "output_text", "text": "a", "annotations": []},
+                {"type": "refusal", "refusal": "b"},
+            ],
+        }
+    ]
 
 
 def test_ollama_plain_thinking_goes_back_unchanged():
-    chunks, _ = replay("ollama_thinking_zeros")
-    assembler, _ = assemble_stream(iter(chunks))
-    message = create_assistant_message(
-        assembler.blocks(),
-        provider="r",
-        model="qwen3:8b",
-        replay_state=assembler.replay_state,
-    )
+    message = _replayed("ollama_thinking_zeros", "qwen3:8b")
     body = build_responses_request(_options(messages=(message,)), profile=OLLAMA)
     assert body["input"][0]["encrypted_content"] == "User asks for Lyon."
 
