@@ -13,8 +13,9 @@ from dsh_llm.adapters._responses.errors import (
     http_failure,
     stream_failure,
 )
+from dsh_llm.adapters._responses.finish import map_usage
 from dsh_llm.adapters._responses.profiles import OLLAMA, OPENAI
-from dsh_llm.adapters._responses.translate import ResponsesTranslator, map_usage
+from dsh_llm.adapters._responses.translate import ResponsesTranslator
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import Finish, TokenUsage, UsageChunk
 from dsh_llm.transport.sse import SseEvent
