@@ -123,6 +123,7 @@ class _Segment:
     __slots__ = (
         "complete",
         "first",
+        "held",
         "index",
         "item",
         "kind",
@@ -142,6 +143,52 @@ class _Segment:
         """Whether this is the item's (or part's) first block: it carries the
         replay entry; a block resumed after an early close does not."""
         self.refusal = False
+        self.held = ""
+        """A trailing high surrogate held back until the next fragment (a
+        server that slices UTF-16 strings splits a pair across two deltas)."""
+
+
+_HIGH: Final = "\ud800"
+_LOW: Final = "\udc00"
+_LAST: Final = "\udfff"
+
+
+def _held_back(segment: _Segment, text: str) -> str:
+    """``text`` with a surrogate pair split across fragments joined: a held high
+    half goes in front (joined into its character when ``text`` starts with the
+    low half), and a new trailing high half is held back on ``segment``."""
+    held = segment.held
+    if held:
+        segment.held = ""
+        if text and _LOW <= text[0] <= _LAST:
+            pair = 0x10000 + ((ord(held) - 0xD800) << 10) + (ord(text[0]) - 0xDC00)
+            text = chr(pair) + text[1:]
+        else:
+            text = held + text
+    if text and _HIGH <= text[-1] < _LOW:
+        segment.held = text[-1]
+        text = text[:-1]
+    return text
+
+
+def _code_units(text: str) -> bytes:
+    return text.encode("utf-16-le", "surrogatepass")
+
+
+def _streamed(segment: _Segment) -> str:
+    return "".join(segment.parts) + segment.held
+
+
+def _rest(streamed: str, final: str) -> str | None:
+    """What ``final`` holds after ``streamed`` (``""`` when equal), or ``None``
+    when ``streamed`` is not its prefix; compared in UTF-16 code units, so a
+    pair split across the deltas still matches the final text."""
+    if final.startswith(streamed):
+        return final[len(streamed) :]
+    head, whole = _code_units(streamed), _code_units(final)
+    if not whole.startswith(head):
+        return None
+    return whole[len(head) :].decode("utf-16-le", "surrogatepass")
 
 
 def _text_delta(kind: str, index: int, text: str) -> StreamChunk:
@@ -178,6 +225,10 @@ class ResponsesTranslator:
       raw ``reasoning_text.delta`` (vLLM, LM Studio) is reasoning too.
     - A refusal part is a text block; the finish is then the ``REFUSAL`` error
       (text kept) unless it is ``max-tokens``.
+    - A UTF-16 surrogate pair split across two fragments of one block (a
+      server that slices JavaScript strings) is joined into its character; a
+      high half with no low half after it goes out as it came, so nothing is
+      lost. Final texts are compared with the deltas in UTF-16 code units.
     - Hosted-tool, MCP, audio and unknown events or items give no chunk.
 
     Args:
@@ -507,11 +558,9 @@ class ResponsesTranslator:
         """Check a call's final arguments against its deltas."""
         if segment.state == _CLOSED or segment.complete:
             return
-        streamed = "".join(segment.parts)
-        if arguments == streamed:
-            return
-        if arguments.startswith(streamed):
-            self._append(segment, arguments[len(streamed) :], out)
+        rest = _rest(_streamed(segment), arguments)
+        if rest is not None:
+            self._append(segment, rest, out)
             return
         raise self._malformed(
             "function call arguments that contradict the streamed deltas"
@@ -568,14 +617,15 @@ class ResponsesTranslator:
         the deltas are what the caller already has."""
         if not segment.first or not text:
             return
-        streamed = "".join(segment.parts)
+        streamed = _streamed(segment)
         if segment.state == _CLOSED:
             if not streamed:
                 # Ended early with nothing in it: the text is a new block.
                 self._append(segment, text, out)
             return
-        if len(text) > len(streamed) and text.startswith(streamed):
-            self._append(segment, text[len(streamed) :], out)
+        rest = _rest(streamed, text)
+        if rest:
+            self._append(segment, rest, out)
 
     # -- blocks --
 
@@ -609,10 +659,14 @@ class ResponsesTranslator:
             part = next(k for k, v in segment.item.segments.items() if v is segment)
             resumed = _Segment(segment.item, segment.kind, first=False)
             resumed.refusal = segment.refusal
-            resumed.parts.append(text)
             segment.item.segments[part] = resumed
             self._start(resumed, out)
-            return
+            segment = resumed
+        text = _held_back(segment, text)
+        if text:
+            self._emit(segment, text, out)
+
+    def _emit(self, segment: _Segment, text: str, out: list[StreamChunk]) -> None:
         segment.parts.append(text)
         if segment.state == _OPEN:
             if segment.kind is _TOOL:
@@ -652,6 +706,10 @@ class ResponsesTranslator:
             out.append(_text_delta(segment.kind, segment.index, text))
 
     def _close(self, segment: _Segment, out: list[StreamChunk]) -> None:
+        if segment.held:
+            # No low half followed: the high surrogate goes out as it came.
+            held, segment.held = segment.held, ""
+            self._emit(segment, held, out)
         segment.state = _CLOSED
         if self._active is segment:
             self._active = None
@@ -779,9 +837,14 @@ class ResponsesTranslator:
     def _fail(self, failure: LlmFailure, out: list[StreamChunk]) -> None:
         """One ``error`` finish; the live block is ended first so a reported
         usage can precede the finish (the content is to be discarded)."""
+        active = self._active
+        if active is not None and active.held:
+            # The block ends here in error: its held half goes out as it came.
+            held, active.held = active.held, ""
+            self._emit(active, held, out)
         if self._usage is not None:
-            if self._active is not None:
-                self._close(self._active, out)
+            if active is not None:
+                self._close(active, out)
             out.append(UsageChunk(usage=self._usage))
         out.append(Finish(reason=FinishReason.error(failure)))
         self.finished = True

@@ -410,3 +410,52 @@ def test_text_only_in_the_final_item_is_supplied_and_a_lost_tail_completed():
     assert [c.block.text for c in chunks if c.type == "block-end"] == ["Hello"]
     chunks = feed_all(msg, done, end)
     assert [c.block.text for c in chunks if c.type == "block-end"] == ["Hello"]
+
+
+MSG = {
+    "type": "response.output_item.added",
+    "output_index": 0,
+    "item": {"id": "m", "type": "message"},
+}
+END = {"type": "response.completed", "response": {"output": []}}
+
+
+def _text(delta: str) -> dict[str, Any]:
+    return {
+        "type": "response.output_text.delta",
+        "item_id": "m",
+        "content_index": 0,
+        "delta": delta,
+    }
+
+
+def _texts_of(chunks: list[Any]) -> list[str]:
+    return [c.text for c in chunks if c.type == "text-delta"]
+
+
+def test_a_surrogate_pair_split_across_text_deltas_is_joined():
+    chunks = feed_all(MSG, _text("a\ud83d"), _text("\ude00b"), END)
+    assert _texts_of(chunks) == ["a", "\U0001f600b"]
+    assert list(validate_stream(chunks, strict=True)) == chunks
+
+
+def test_a_lone_high_surrogate_is_kept_as_it_came_at_the_end_or_on_error():
+    chunks = feed_all(MSG, _text("a\ud83d"), END)
+    assert "".join(_texts_of(chunks)) == "a\ud83d"
+    chunks = feed_all(MSG, _text("a\ud83d"), {"type": "error", "message": "x"})
+    assert "".join(_texts_of(chunks)) == "a\ud83d"
+
+
+def test_split_pair_in_arguments_matches_the_final_arguments():
+    def arg(delta: str) -> dict[str, Any]:
+        return {**DELTA, "delta": delta}
+
+    done = {
+        "type": "response.function_call_arguments.done",
+        "item_id": "fc_1",
+        "arguments": '{"e":"\U0001f600!"}',
+    }
+    chunks = feed_all(CALL_ADDED, arg('{"e":"\ud83d'), arg("\ude00"), done, END)
+    assert list(validate_stream(chunks, strict=True)) == chunks
+    ends = [c.block for c in chunks if c.type == "block-end"]
+    assert ends[0].arguments == '{"e":"\U0001f600!"}'
