@@ -51,8 +51,9 @@ def _options(**fields: Any) -> GenerateOptions:
     return GenerateOptions(provider="r", model="gpt-5.2", **fields)
 
 
-def test_a_plain_request_is_stateless_streaming_with_encrypted_reasoning():
-    body = build_responses_request(_options(), profile=OPENAI)
+@pytest.mark.parametrize("profile", list(PROFILES.values()), ids=list(PROFILES))
+def test_a_plain_request_is_stateless_streaming_with_encrypted_reasoning(profile):
+    body = build_responses_request(_options(), profile=profile)
     assert body == {
         "model": "gpt-5.2",
         "input": [
