@@ -10,7 +10,8 @@ everything else an adapter does is here, once:
   every adapter config class shares (errors keyed by config key, as data).
 - ``api_root_url``: the one rule for a ``baseURL`` (``http://``/``https://`` with
   a host and a valid port, no ``#fragment``, optionally not already ending in the
-  endpoint appended to it); messages never repeat the URL.
+  endpoint appended to it); messages never repeat the URL. ``endpoint_url``
+  appends the endpoint, before any query string.
 - ``explicit_api_key`` and ``api_key_from_environ``: the credential rules, with
   messages that name where a key came from and never the key.
 - ``resolved_model_info`` and ``catalog_entry``: ``resolve_model`` for a catalog.
@@ -52,6 +53,7 @@ __all__ = [
     "api_root_url",
     "catalog_entry",
     "config_from_options",
+    "endpoint_url",
     "explicit_api_key",
     "resolved_model_info",
     "retry_policy_field",
@@ -161,6 +163,15 @@ def api_root_url(
             f"{endpoint} is appended to it"
         )
     return urllib.parse.urlunsplit(parts._replace(path=path, fragment=""))
+
+
+def endpoint_url(base_url: str, endpoint: str) -> str:
+    """The endpoint under API root ``base_url`` (as ``api_root_url`` returns it):
+    ``endpoint`` (``/responses``) appended to its path with exactly one slash,
+    before any query string (an Azure-style ``?api-version=...`` is kept)."""
+    parts = urllib.parse.urlsplit(base_url)
+    path = parts.path.rstrip("/") + "/" + endpoint.lstrip("/")
+    return urllib.parse.urlunsplit(parts._replace(path=path))
 
 
 def explicit_api_key(api_key: str | Secret | None, *, package: str) -> Secret | None:

@@ -15,42 +15,35 @@ Contracts callers may rely on:
 - ``stream_failure(report, provider=...)`` turns a ``response.failed``
   ``response.error`` object or an ``error`` event into an ``LlmFailure``; the
   message is the server's, else ``"<provider> stream reported an error"``.
-- ``http_failure(status, headers, body, provider=...)`` returns the ``LlmError``
-  for a non-2xx answer (``{"error": {"message", "type", "code"}}``): the shared
-  ``dsh_llm.transport.http_errors.http_error`` classification, except that a
-  400 whose ``code`` is ``context_length_exceeded`` is always
-  ``CONTEXT_WINDOW_EXCEEDED`` whatever its message says.
-- Server text passes through ``redact`` before it reaches a message or cause.
+- A non-2xx answer (``{"error": {"message", "type", "code"}}``) needs nothing
+  of its own: the transport's ``dsh_llm.transport.http_errors.http_error``
+  already reads ``code`` (``context_length_exceeded`` on a 400 is
+  ``CONTEXT_WINDOW_EXCEEDED``, ``rate_limit_exceeded`` on a 429 ``RATE_LIMIT``).
+- Nothing here redacts: the read loop redacts the failure a translator reports
+  (message and code, ``StreamingCall.redacted_finish``).
 """
 
 from __future__ import annotations
 
-import json
 import re
-import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, Final
 
 from dsh_llm.errors import (
     ErrorCode,
-    LlmError,
     is_context_window_exceeded_error,
     is_quota_exceeded_error,
 )
 from dsh_llm.protocol import LlmFailure
-from dsh_llm.transport.http_errors import Redact, error_code, http_error
+from dsh_llm.transport.http_errors import error_code
 
-__all__ = ["failure_code", "http_failure", "stream_failure"]
+__all__ = ["failure_code", "stream_failure"]
 
 _IDENTIFIER: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}")
 _REQUEST_TOO_LARGE: Final = re.compile(r"\brequest too large\b", re.IGNORECASE)
 _INVALID_REQUEST_CODES: Final = frozenset(
     {"invalid_prompt", "invalid_request_error", "invalid_value", "invalid_base64"}
 )
-
-
-def _unchanged(text: str) -> str:
-    return text
 
 
 def failure_code(code: str | None, message: str, *, kind: str = "") -> str:
@@ -81,9 +74,7 @@ def failure_code(code: str | None, message: str, *, kind: str = "") -> str:
     return ErrorCode.SERVER.value
 
 
-def stream_failure(
-    report: Mapping[str, Any], *, provider: str, redact: Redact = _unchanged
-) -> LlmFailure:
+def stream_failure(report: Mapping[str, Any], *, provider: str) -> LlmFailure:
     """The failure for a ``response.error`` object or an ``error`` event.
 
     ``report`` holds ``code`` (string, integer or null), ``message`` and
@@ -102,45 +93,9 @@ def stream_failure(
     if status is not None:
         resolved = error_code(status, f"{kind} {message}".strip(), kind.lower())
     else:
-        if code and redact(code) != code:
-            code = None  # a code that holds a secret is no code to route on
-        resolved = failure_code(code, redact(message), kind=kind)
+        resolved = failure_code(code, message, kind=kind)
     return LlmFailure(
-        message=redact(message) or f"{provider} stream reported an error",
+        message=message or f"{provider} stream reported an error",
         code=resolved,
         status=status,
     )
-
-
-def http_failure(
-    status: int,
-    headers: Mapping[str, str],
-    body: bytes,
-    *,
-    provider: str,
-    now: Callable[[], float] = time.time,
-    redact: Redact = _unchanged,
-) -> LlmError:
-    """The ``LlmError`` for a non-2xx Responses answer (returned, not raised)."""
-    error = http_error(status, headers, body, provider=provider, now=now, redact=redact)
-    if status == 400 and _body_code(body) == "context_length_exceeded":
-        failure = error.failure
-        return LlmError(
-            failure.message,
-            ErrorCode.CONTEXT_WINDOW_EXCEEDED,
-            status=failure.status,
-            provider_retry_after_ms=failure.provider_retry_after_ms,
-            request_id=failure.request_id,
-            cause=error.__cause__,
-        )
-    return error
-
-
-def _body_code(body: bytes) -> str | None:
-    try:
-        parsed = json.loads(body.decode("utf-8", "replace"))
-    except (ValueError, RecursionError):
-        return None
-    inner = parsed.get("error") if isinstance(parsed, dict) else None
-    code = inner.get("code") if isinstance(inner, dict) else None
-    return code if isinstance(code, str) else None

@@ -268,6 +268,11 @@ class ResponsesTranslator:
 
     # -- input --
 
+    def is_keepalive(self, event: SseEvent) -> bool:
+        """An event with empty data carries nothing: like a comment, it only
+        keeps the connection alive (the read loop's keep-alive bound)."""
+        return not event.data.strip()
+
     def feed(self, event: SseEvent) -> list[StreamChunk]:
         """Translate one SSE event (see the class docstring).
 

@@ -10,7 +10,6 @@ import pytest
 
 from dsh_llm.adapters._responses.errors import (
     failure_code,
-    http_failure,
     stream_failure,
 )
 from dsh_llm.adapters._responses.finish import map_usage
@@ -296,36 +295,6 @@ def test_an_integer_code_is_an_http_status():
 
 def test_stream_failure_without_a_message_names_the_provider():
     assert stream_failure({}, provider="P").message == "P stream reported an error"
-
-
-def test_http_failure_classifies_the_error_body():
-    body = json.dumps(
-        {
-            "error": {
-                "message": "Input is 9000 tokens.",
-                "type": "invalid_request_error",
-                "code": "context_length_exceeded",
-            }
-        }
-    ).encode()
-    error = http_failure(400, {"x-request-id": "req_1"}, body, provider="OpenAI")
-    assert (error.code, error.failure.status, error.failure.request_id) == (
-        "CONTEXT_WINDOW_EXCEEDED",
-        400,
-        "req_1",
-    )
-    body = json.dumps(
-        {
-            "error": {
-                "message": "Slow down",
-                "type": "requests",
-                "code": "rate_limit_exceeded",
-            }
-        }
-    ).encode()
-    error = http_failure(429, {"retry-after": "2"}, body, provider="OpenAI")
-    assert (error.code, error.failure.provider_retry_after_ms) == ("RATE_LIMIT", 2000.0)
-    assert http_failure(500, {}, b"", provider="OpenAI").code == "SERVER"
 
 
 def _message_then(terminal: dict[str, Any]) -> list[Any]:
