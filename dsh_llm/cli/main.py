@@ -256,6 +256,13 @@ def _add_chat_command(commands: _Commands) -> None:
         help="an OpenAI-compatible API root, e.g. http://127.0.0.1:8080/v1",
     )
     command.add_argument(
+        "--wire",
+        choices=("chat", "responses"),
+        help="what the --base-url server is spoken to with: chat (POST "
+        "/chat/completions, the default) or responses (POST /responses: OpenAI, "
+        "vLLM, Ollama, LM Studio, OpenRouter)",
+    )
+    command.add_argument(
         "--api-key-env",
         metavar="VAR",
         type=_non_empty,
@@ -299,6 +306,7 @@ def _run_chat(args: argparse.Namespace) -> int:
         base_url=args.base_url,
         api_key_env=args.api_key_env,
         reasoning_effort=args.reasoning_effort,
+        wire=args.wire,
     ) as target:
         prompt = read_prompt(args.prompt, sys.stdin, sys.stderr)
         options = chat_options(
