@@ -191,10 +191,22 @@ def _rest(streamed: str, final: str) -> str | None:
     return whole[len(head) :].decode("utf-16-le", "surrogatepass")
 
 
+_new = object.__new__
+_set = object.__setattr__
+
+
 def _text_delta(kind: str, index: int, text: str) -> StreamChunk:
-    if kind is _REASONING:
-        return ReasoningDelta(index=index, text=text)
-    return TextDelta(index=index, text=text)
+    """The delta chunk without re-running the field validators (the per-token
+    hot path): ``index`` is the translator's own counter and ``text`` a ``str``
+    it type-checked, which is all the validators check; frozen attrs classes
+    are filled the same way by their generated ``__init__``."""
+    cls: type[TextDelta] | type[ReasoningDelta] = (
+        ReasoningDelta if kind is _REASONING else TextDelta
+    )
+    chunk: TextDelta | ReasoningDelta = _new(cls)
+    _set(chunk, "index", index)
+    _set(chunk, "text", text)
+    return chunk
 
 
 class ResponsesTranslator:
@@ -496,6 +508,24 @@ class ResponsesTranslator:
 
     def _on_text_delta(self, payload: dict[str, Any], out: list[StreamChunk]) -> None:
         text = self._text_of(payload, "delta")
+        # Hot path: the next piece of the live text block, with nothing held
+        # back and no surrogate half at its end (what nearly every delta is).
+        active = self._active
+        if (
+            active is not None
+            and text
+            and active.kind is _TEXT
+            and not active.held
+            and not active.refusal
+            and active.item.key == payload.get("item_id")
+            and payload["type"] == "response.output_text.delta"
+            and type(part := payload.get("content_index", 0)) is int
+            and active.item.segments.get(part) is active
+            and not _HIGH <= text[-1] < _LOW
+        ):
+            active.parts.append(text)
+            out.append(_text_delta(_TEXT, active.index, text))
+            return
         item = self._item_of(payload, _TEXT)
         if item.kind is not _TEXT:
             return

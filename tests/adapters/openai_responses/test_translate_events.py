@@ -16,7 +16,7 @@ from dsh_llm.adapters._responses.finish import map_usage
 from dsh_llm.adapters._responses.profiles import OLLAMA, OPENAI
 from dsh_llm.adapters._responses.translate import ResponsesTranslator
 from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.protocol import Finish, TokenUsage, UsageChunk
+from dsh_llm.protocol import Finish, TextDelta, TokenUsage, UsageChunk
 from dsh_llm.transport.sse import SseEvent
 from dsh_llm.validator import validate_stream
 
@@ -428,3 +428,56 @@ def test_split_pair_in_arguments_matches_the_final_arguments():
     assert list(validate_stream(chunks, strict=True)) == chunks
     ends = [c.block for c in chunks if c.type == "block-end"]
     assert ends[0].arguments == '{"e":"\U0001f600!"}'
+
+
+# --- the per-token hot path keeps every check ---------------------------------------
+
+
+def _live_text(**delta: Any) -> list[Any]:
+    translator = ResponsesTranslator()
+    first = {
+        "type": "response.output_text.delta",
+        "item_id": "m",
+        "output_index": 0,
+        "content_index": 0,
+        "delta": "a",
+    }
+    feed_all(first, translator=translator)
+    return feed_all({**first, **delta}, translator=translator)
+
+
+def test_a_live_text_delta_with_a_bool_content_index_is_malformed():
+    with pytest.raises(LlmError) as caught:
+        _live_text(content_index=True)
+    assert caught.value.code == ErrorCode.MALFORMED_RESPONSE
+
+
+def test_a_live_text_delta_with_a_non_string_delta_is_malformed():
+    with pytest.raises(LlmError) as caught:
+        _live_text(delta=7)
+    assert caught.value.code == ErrorCode.MALFORMED_RESPONSE
+
+
+def test_a_live_text_delta_ending_in_a_high_surrogate_holds_it_back():
+    assert _live_text(delta="b\ud83d") == [TextDelta(index=0, text="b")]
+
+
+def test_a_refusal_delta_on_the_live_part_marks_the_refusal():
+    translator = ResponsesTranslator()
+    text = {
+        "type": "response.output_text.delta",
+        "item_id": "m",
+        "output_index": 0,
+        "content_index": 0,
+        "delta": "I ",
+    }
+    refusal = {**text, "type": "response.refusal.delta", "delta": "can't."}
+    completed = {
+        "type": "response.completed",
+        "response": {"id": "r", "status": "completed", "output": []},
+    }
+    chunks = feed_all(text, refusal, completed, translator=translator)
+    end = chunks[-1]
+    assert isinstance(end, Finish)
+    assert end.reason.failure is not None
+    assert end.reason.failure.code == "REFUSAL"
