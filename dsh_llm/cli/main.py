@@ -231,7 +231,8 @@ def _add_chat_command(commands: _Commands) -> None:
             "stdout as it arrives, reasoning to stderr, tool calls as JSON lines on "
             "stdout, and "
             "a summary line (finish, usage) on stderr. The model is --base-url with "
-            "--model (any OpenAI-compatible server), else a route of the "
+            "--model (any OpenAI-compatible server; --wire responses speaks its "
+            "Responses API), else a route of the "
             "composition file (--config, default ./dsh.yml when present; choose "
             "one with --provider), else DeepSeek with DEEPSEEK_API_KEY. Exit 1 with "
             "error[CODE]: message when the call fails, 2 when no model can be "
@@ -361,7 +362,8 @@ def _run_providers(args: argparse.Namespace) -> int:
         if routes.origin == "built-in":
             print(
                 f"no {DEFAULT_CONFIG} here: the built-in routes. Any OpenAI-compatible "
-                "server works with: dsh-llm chat --base-url URL --model NAME",
+                "server works with: dsh-llm chat --base-url URL --model NAME "
+                "(add --wire responses for its POST /responses API)",
                 file=sys.stderr,
             )
         runtime = routes.runtime

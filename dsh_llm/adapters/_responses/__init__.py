@@ -8,8 +8,8 @@ adapter class glues these pure parts to the shared transport:
   before I/O, and the replay of reasoning items from ``ReplayEnvelope``.
 - ``translate``: ``ResponsesTranslator``, events in, strict chunks out, keyed
   by ``item_id``; ``finish``: the terminal usage and finish mapping.
-- ``errors``: Responses failures (HTTP bodies, ``response.failed``,
-  ``error`` events) to stable codes.
+- ``errors``: in-stream Responses failures (``response.failed``, ``error``
+  events) to stable codes; HTTP bodies are the transport's.
 
 Nothing here does I/O. The read loop decodes the body with
 ``SseDecoder(terminal_data=None)`` (the wire has no required end marker), feeds
