@@ -71,6 +71,9 @@ WIRES: Final = ("chat", "responses")
 DEEPSEEK_ROUTE: Final = "deepseek-official"
 """The built-in route (same value as ``dsh_llm.adapters.deepseek.PROVIDER_ROUTE``)."""
 _DEEPSEEK_KEY_ENV: Final = "DEEPSEEK_API_KEY"
+_WIRE_WITHOUT_BASE_URL: Final = (
+    "--wire applies to --base-url (the wire the server at that URL speaks)"
+)
 
 NOTHING_TO_TALK_TO: Final = (
     "no model to talk to. Set DEEPSEEK_API_KEY to use DeepSeek, or pass "
@@ -230,9 +233,7 @@ def open_routes(
             yield routes
         return
     if wire is not None:
-        raise UsageError(
-            "--wire applies to --base-url (the wire the server at that URL speaks)"
-        )
+        raise UsageError(_WIRE_WITHOUT_BASE_URL)
     path = find_config(config)
     if path is None:
         with _builtin(api_key_env) as routes:
@@ -313,6 +314,8 @@ def open_target(
         LlmError: when a route's catalog cannot be listed.
     """
     environ = os.environ if environ is None else environ
+    if wire is not None and base_url is None:
+        raise UsageError(_WIRE_WITHOUT_BASE_URL)
     if base_url is not None:
         if provider is not None:
             route = RESPONSES_ROUTE if wire == "responses" else BASE_URL_ROUTE

@@ -134,7 +134,7 @@ def test_wire_without_base_url_is_a_usage_error(tmp_path):
         "--wire",
         "responses",
         "hi",
-        env=clean_env(DEEPSEEK_API_KEY="k"),
+        env=clean_env(),
         cwd=tmp_path,
     )
     assert result.returncode == 2
