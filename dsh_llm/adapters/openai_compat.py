@@ -29,16 +29,18 @@ from dsh_llm.adapter import (
     LlmResolvedModelInfo,
 )
 from dsh_llm.adapters._chat.base import (
-    AdapterConfigError,
     ChatCompletionsAdapter,
     api_root_url,
+    stream_completion,
+)
+from dsh_llm.adapters._chat.request import WireProfile, build_body, refuse_images
+from dsh_llm.adapters.common import (
+    AdapterConfigError,
     catalog_entry,
     config_from_options,
     resolved_model_info,
     retry_policy_field,
-    stream_completion,
 )
-from dsh_llm.adapters._chat.request import WireProfile, build_body, refuse_images
 from dsh_llm.config import (
     RAW_METADATA,
     ConfigError,

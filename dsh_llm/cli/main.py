@@ -238,7 +238,8 @@ def _add_chat_command(commands: _Commands) -> None:
             "stdout as it arrives, reasoning to stderr, tool calls as JSON lines on "
             "stdout, and "
             "a summary line (finish, usage) on stderr. The model is --base-url with "
-            "--model (any OpenAI-compatible server), else a route of the "
+            "--model (any OpenAI-compatible server; --wire responses speaks its "
+            "Responses API), else a route of the "
             "composition file (--config, default ./dsh.yml when present; choose "
             "one with --provider), else DeepSeek with DEEPSEEK_API_KEY. Exit 1 with "
             "error[CODE]: message when the call fails, 2 when no model can be "
@@ -261,6 +262,13 @@ def _add_chat_command(commands: _Commands) -> None:
         "--base-url",
         metavar="URL",
         help="an OpenAI-compatible API root, e.g. http://127.0.0.1:8080/v1",
+    )
+    command.add_argument(
+        "--wire",
+        choices=("chat", "responses"),
+        help="what the --base-url server is spoken to with: chat (POST "
+        "/chat/completions, the default) or responses (POST /responses: OpenAI, "
+        "vLLM, Ollama, LM Studio, OpenRouter)",
     )
     command.add_argument(
         "--api-key-env",
@@ -306,6 +314,7 @@ def _run_chat(args: argparse.Namespace) -> int:
         base_url=args.base_url,
         api_key_env=args.api_key_env,
         reasoning_effort=args.reasoning_effort,
+        wire=args.wire,
     ) as target:
         prompt = read_prompt(args.prompt, sys.stdin, sys.stderr)
         options = chat_options(
@@ -360,7 +369,8 @@ def _run_providers(args: argparse.Namespace) -> int:
         if routes.origin == "built-in":
             print(
                 f"no {DEFAULT_CONFIG} here: the built-in routes. Any OpenAI-compatible "
-                "server works with: dsh-llm chat --base-url URL --model NAME",
+                "server works with: dsh-llm chat --base-url URL --model NAME "
+                "(add --wire responses for its POST /responses API)",
                 file=sys.stderr,
             )
         runtime = routes.runtime

@@ -3,9 +3,12 @@
 This module owns how ``dsh-llm chat`` and ``dsh-llm providers`` pick their
 routes. Contracts callers may rely on:
 
-- Routes come from one source: ``--base-url`` (an ``OpenAICompatAdapter`` on the
-  route ``openai-compatible``, no key unless ``--api-key-env`` names one, and the
-  ``--reasoning-effort`` given, if any, declared as one the server takes), else
+- Routes come from one source: ``--base-url`` (with ``--wire chat``, the
+  default, an ``OpenAICompatAdapter`` on the route ``openai-compatible``, the
+  ``--reasoning-effort`` given, if any, declared as one the server takes; with
+  ``--wire responses`` an ``OpenAIResponsesAdapter`` on the route
+  ``openai-responses``, its server profile guessed from the URL; no key unless
+  ``--api-key-env`` names one), else
   the composition file (``--config``, else
   ``./dsh.yml`` when that file exists), else the built-in route
   ``deepseek-official`` (``DeepSeekAdapter``; key from ``DEEPSEEK_API_KEY`` or the
@@ -16,6 +19,7 @@ routes. Contracts callers may rely on:
 - Whatever the user must fix before a request can be sent raises ``UsageError``
   with a message saying what to set (exit status 2): no key, route or base URL
   at all; ``--base-url`` without ``--model`` or with ``--provider``/``--config``;
+  ``--wire`` without ``--base-url``;
   ``--api-key-env`` with a composition; an unknown route; a route without a
   catalog and no ``--model``; an invalid built-in setting. A composition that
   cannot be loaded raises its ``PluginLoadError`` (code ``PLUGIN_LOAD``).
@@ -30,17 +34,22 @@ import contextlib
 import os
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import attrs
 
 from dsh_llm.runtime import LlmRuntime
+
+if TYPE_CHECKING:
+    from dsh_llm.adapters.common import HttpAdapter
 
 __all__ = [
     "BASE_URL_ROUTE",
     "DEEPSEEK_ROUTE",
     "DEFAULT_CONFIG",
     "NOTHING_TO_TALK_TO",
+    "RESPONSES_ROUTE",
+    "WIRES",
     "Routes",
     "Target",
     "UsageError",
@@ -54,9 +63,17 @@ DEFAULT_CONFIG: Final = "dsh.yml"
 """The composition file used when present in the working directory."""
 BASE_URL_ROUTE: Final = "openai-compatible"
 """The route ``--base-url`` registers its ``OpenAICompatAdapter`` under."""
+RESPONSES_ROUTE: Final = "openai-responses"
+"""The route ``--base-url`` with ``--wire responses`` registers its
+``OpenAIResponsesAdapter`` under."""
+WIRES: Final = ("chat", "responses")
+"""The ``--wire`` values: ``POST /chat/completions`` or ``POST /responses``."""
 DEEPSEEK_ROUTE: Final = "deepseek-official"
 """The built-in route (same value as ``dsh_llm.adapters.deepseek.PROVIDER_ROUTE``)."""
 _DEEPSEEK_KEY_ENV: Final = "DEEPSEEK_API_KEY"
+_WIRE_WITHOUT_BASE_URL: Final = (
+    "--wire applies to --base-url (the wire the server at that URL speaks)"
+)
 
 NOTHING_TO_TALK_TO: Final = (
     "no model to talk to. Set DEEPSEEK_API_KEY to use DeepSeek, or pass "
@@ -135,24 +152,36 @@ def _builtin(api_key_env: str | None) -> Iterator[Routes]:
             registration.dispose()
 
 
-@contextlib.contextmanager
-def _base_url(
-    base_url: str, api_key_env: str | None, reasoning_effort: str | None
-) -> Iterator[Routes]:
+def _base_url_adapter(
+    base_url: str, api_key_env: str | None, reasoning_effort: str | None, wire: str
+) -> HttpAdapter:
+    if wire == "responses":
+        from dsh_llm.adapters.openai_responses import OpenAIResponsesAdapter
+
+        # The server profile lists the efforts the server takes.
+        return OpenAIResponsesAdapter(base_url, api_key_env=api_key_env)
     from dsh_llm.adapters.openai_compat import OpenAICompatAdapter
 
     # A generic server advertises no efforts; the one asked for on the command
     # line is the user's statement that this server takes it.
     efforts = None if reasoning_effort is None else (reasoning_effort,)
+    return OpenAICompatAdapter(
+        base_url, api_key_env=api_key_env, reasoning_efforts=efforts
+    )
+
+
+@contextlib.contextmanager
+def _base_url(
+    base_url: str, api_key_env: str | None, reasoning_effort: str | None, wire: str
+) -> Iterator[Routes]:
     try:
-        adapter = OpenAICompatAdapter(
-            base_url, api_key_env=api_key_env, reasoning_efforts=efforts
-        )
+        adapter = _base_url_adapter(base_url, api_key_env, reasoning_effort, wire)
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
+    route = RESPONSES_ROUTE if wire == "responses" else BASE_URL_ROUTE
     try:
         runtime = LlmRuntime()
-        registration = runtime.register_adapter([BASE_URL_ROUTE], adapter)
+        registration = runtime.register_adapter([route], adapter)
         try:
             yield Routes(runtime=runtime, origin=f"--base-url {base_url}")
         finally:
@@ -176,6 +205,7 @@ def open_routes(
     base_url: str | None = None,
     api_key_env: str | None = None,
     reasoning_effort: str | None = None,
+    wire: str | None = None,
 ) -> Iterator[Routes]:
     """Open the route source the options choose (see the module docstring).
 
@@ -185,17 +215,25 @@ def open_routes(
         api_key_env: ``--api-key-env``.
         reasoning_effort: ``--reasoning-effort``; with ``base_url`` the adapter
             is told the server takes it (a generic server lists no efforts).
+        wire: ``--wire`` (``chat`` or ``responses``; ``None``: ``chat``), only
+            with ``base_url``.
 
     Raises:
         UsageError: for options that do not go together.
         PluginLoadError: when the composition cannot be loaded.
     """
+    if wire is not None and wire not in WIRES:
+        raise UsageError(f"--wire must be one of {', '.join(WIRES)}")
     if base_url is not None:
         if config is not None:
             raise UsageError("--base-url and --config cannot be combined")
-        with _base_url(base_url, api_key_env, reasoning_effort) as routes:
+        with _base_url(
+            base_url, api_key_env, reasoning_effort, wire or "chat"
+        ) as routes:
             yield routes
         return
+    if wire is not None:
+        raise UsageError(_WIRE_WITHOUT_BASE_URL)
     path = find_config(config)
     if path is None:
         with _builtin(api_key_env) as routes:
@@ -254,6 +292,7 @@ def open_target(
     base_url: str | None = None,
     api_key_env: str | None = None,
     reasoning_effort: str | None = None,
+    wire: str | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> Iterator[Target]:
     """Open the routes and choose the route and model for one ``chat`` call.
@@ -265,6 +304,7 @@ def open_target(
         base_url: ``--base-url``.
         api_key_env: ``--api-key-env``.
         reasoning_effort: ``--reasoning-effort`` (see ``open_routes``).
+        wire: ``--wire`` (see ``open_routes``).
         environ: Where the DeepSeek key's presence is checked (default
             ``os.environ``).
 
@@ -274,11 +314,12 @@ def open_target(
         LlmError: when a route's catalog cannot be listed.
     """
     environ = os.environ if environ is None else environ
+    if wire is not None and base_url is None:
+        raise UsageError(_WIRE_WITHOUT_BASE_URL)
     if base_url is not None:
         if provider is not None:
-            raise UsageError(
-                f"--base-url serves the route {BASE_URL_ROUTE}; drop --provider"
-            )
+            route = RESPONSES_ROUTE if wire == "responses" else BASE_URL_ROUTE
+            raise UsageError(f"--base-url serves the route {route}; drop --provider")
         if model is None:
             raise UsageError(
                 "--base-url needs --model NAME (the id the server knows the model by)"
@@ -297,6 +338,7 @@ def open_target(
         base_url=base_url,
         api_key_env=api_key_env,
         reasoning_effort=reasoning_effort,
+        wire=wire,
     ) as routes:
         route = _choose_route(routes, provider)
         yield Target(

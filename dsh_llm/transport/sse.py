@@ -34,10 +34,12 @@ HTML standard's event-stream rules:
   ``terminal_data=None`` (providers without an end marker) a body may end after
   any complete event.
 
-Fast path: a block that is one ``data:`` line (what every provider sends for
-almost every event) is parsed by the shim directly, yielding exactly what
-sseclient-py would (``tests/transport/test_sse.py`` proves the two agree on
-arbitrary blocks); every other block goes through sseclient-py. This keeps the
+Fast paths: a block that is one ``data:`` line (what every OpenAI-style
+provider sends for almost every event), or an ``event:`` line followed by one
+``data:`` line (the Responses API, Anthropic), is parsed by the shim directly,
+yielding exactly what sseclient-py would (``tests/transport/test_sse.py``
+proves they agree on arbitrary blocks); every other block goes through
+sseclient-py. This keeps the
 per-event cost near a bare ``split`` plus ``json.loads`` (docs/performance.md).
 """
 
@@ -238,6 +240,29 @@ class SseDecoder:
                     (
                         value.decode("utf-8", "replace"),
                         "message",
+                        self._last_id,
+                        None,
+                        None,
+                    ),
+                )
+            elif (
+                block[:6] == b"event:"
+                and block.count(b"\n") == 1
+                and b"\ndata:" in block
+            ):
+                # ``event: <type>`` then one ``data:`` line (the Responses API,
+                # Anthropic): the second fast path.
+                name, _, value = block.partition(b"\ndata:")
+                name = name[6:]
+                if name[:1] == b" ":
+                    name = name[1:]
+                if value[:1] == b" ":
+                    value = value[1:]
+                event = _new_event(
+                    SseEvent,
+                    (
+                        value.decode("utf-8", "replace"),
+                        name.decode("utf-8", "replace") or "message",
                         self._last_id,
                         None,
                         None,

@@ -14,9 +14,11 @@ from typing import Any
 import pytest
 
 from dsh_llm.adapters._chat.base import (
-    AdapterConfigError,
     api_root_url,
     chat_completions_url,
+)
+from dsh_llm.adapters.common import (
+    AdapterConfigError,
 )
 from dsh_llm.adapters.deepseek import (
     DeepSeekAdapter,

@@ -1,81 +1,45 @@
-"""What the chat-completions adapters share around the wire.
+"""The chat-completions family's adapter base and its one request.
 
-``DeepSeekAdapter`` and ``OpenAICompatAdapter`` differ in their configuration
-and in a ``WireProfile``; everything else an adapter does is here, once:
+``DeepSeekAdapter`` and ``OpenAICompatAdapter`` differ in their configuration and
+in a ``WireProfile``; what they share beyond ``dsh_llm.adapters.common`` is here:
 
-- ``ChatCompletionsAdapter``: the base class (one pooled session, ``close`` and
-  ``with``, ``provider_info``, ``provider_retry_policy`` and ``list_models``
-  from the options in force, the key of each request and how a ``repr`` names
-  it).
-- ``resolved_model_info``: what ``resolve_model`` answers for a catalog entry or
-  an unlisted id; ``catalog_entry`` finds a model's entry.
-- ``AdapterConfigError``: a bad option reported against its config key
-  (``<package>: <key> <detail>``, key and detail as data); each adapter
-  subclasses it with its package name. ``config_from_options`` and
-  ``retry_policy_field`` are what every adapter config class shares.
-- ``api_root_url``: the one rule for a ``baseURL``, whatever its source (a
-  constructor argument, a config key, an environment variable): ``http://`` or
-  ``https://`` with a host and a valid port, no ``#fragment``, not already ending
-  in ``/chat/completions``; the trailing slash of its path is dropped and a query
-  string is kept. Messages never repeat the URL, so a password written into it
-  never reaches one.
-- ``explicit_api_key`` (checked at construction) and ``api_key_from_environ``
-  (read per request): the credential rules, with messages that name where a key
-  came from and never the key.
+- ``ChatCompletionsAdapter``: ``HttpAdapter`` named by its profile.
+- ``api_root_url``: the common rule, refusing a root that already ends in
+  ``/chat/completions``.
 - ``chat_completions_url`` and ``stream_completion``: one
-  ``POST <base_url>/chat/completions`` through the shared transport and the
+  ``POST <base_url>/chat/completions`` through the transport's read loop and the
   translator of ``dsh_llm.adapters._chat.translate``.
-- Reading the body (watchdog, abort checks, secrets kept out of errors) is the
-  transport's read loop (``dsh_llm.transport.read_loop``), not this module's.
 """
 
 from __future__ import annotations
 
-import abc
-import os
 import urllib.parse
-from collections.abc import Iterator, Mapping, Sequence
-from typing import Any, ClassVar, Final, Protocol, Self, TypeVar
+from collections.abc import Iterator, Mapping
+from typing import Any, Final
 
-import attrs
 import requests
 
-from dsh_llm.adapter import (
-    LlmAdapter,
-    LlmModelContext,
-    LlmModelInfo,
-    LlmModelReasoningInfo,
-    LlmProviderInfo,
-    LlmResolvedModelInfo,
-)
+from dsh_llm.adapters import common
 from dsh_llm.adapters._chat.request import WireProfile, encode_body
 from dsh_llm.adapters._chat.translate import ChatCompletionsTranslator
-from dsh_llm.config import RAW_METADATA, ConfigError, PluginConfigError
-from dsh_llm.credentials import Secret, assert_usable_api_key
-from dsh_llm.errors import ErrorCode, LlmError
+from dsh_llm.adapters.common import (
+    AdapterConfigError,
+    HttpAdapter,
+    StreamSettings,
+)
+from dsh_llm.credentials import Secret
 from dsh_llm.protocol import StreamChunk
-from dsh_llm.retry import RetryPolicy, resolve_retry_policy
 from dsh_llm.signal import AbortSignal
 from dsh_llm.transport.call import StreamingCall
 from dsh_llm.transport.read_loop import read_stream
-from dsh_llm.transport.session import BearerAuth, NoAuth, create_session
+from dsh_llm.transport.session import BearerAuth, NoAuth
 from dsh_llm.transport.sse import DONE, SseDecoder
 
 __all__ = [
     "CHAT_COMPLETIONS_PATH",
-    "AdapterConfigError",
-    "AdapterSettings",
-    "CatalogEntry",
     "ChatCompletionsAdapter",
-    "StreamSettings",
-    "api_key_from_environ",
     "api_root_url",
-    "catalog_entry",
     "chat_completions_url",
-    "config_from_options",
-    "explicit_api_key",
-    "resolved_model_info",
-    "retry_policy_field",
     "stream_completion",
 ]
 
@@ -83,105 +47,24 @@ CHAT_COMPLETIONS_PATH: Final = "/chat/completions"
 """Appended to an API root to reach the endpoint."""
 
 
-class AdapterConfigError(PluginConfigError):
-    """A bad adapter option, reported against its config key (``key``, camelCase,
-    and ``detail``, as data). The message is ``<package>: <key> <detail>``;
-    subclasses set ``package`` to the name of their plugin (``llm-deepseek``,
-    ``llm-openai-compatible``)."""
-
-    package: ClassVar[str | None] = "dsh_llm"
-    """The package named at the start of the message."""
-
-
-_Config = TypeVar("_Config")
-
-
-def config_from_options(
-    config_cls: type[_Config], options: Mapping[str, Any]
-) -> _Config:
-    """An adapter's config class built from its constructor's keyword arguments.
-
-    Raises:
-        TypeError: for a keyword that is not a field of ``config_cls`` (the
-            message lists the fields).
-        AdapterConfigError: from the class's own checks.
-    """
-    fields = [field.alias or field.name for field in attrs.fields(config_cls)]  # type: ignore[arg-type]
-    unknown = sorted(set(options) - set(fields))
-    if unknown:
-        raise TypeError(
-            f"unexpected keyword argument {unknown[0]!r} (the options are the "
-            f"{config_cls.__name__} fields: {', '.join(fields)})"
-        )
-    return config_cls(**options)
-
-
-def retry_policy_field(error: type[AdapterConfigError]) -> Any:
-    """The ``retry_policy`` field of an adapter config: a resolved policy, its
-    config mapping (structured by ``dsh_llm.retry.resolve_retry_policy``) or
-    ``None`` for the normal defaults; a bad mapping raises ``error`` keyed by its
-    key path (``retryPolicy.backoff.maxDelayMs``)."""
-
-    def convert(value: Mapping[str, Any] | RetryPolicy | None) -> RetryPolicy:
-        try:
-            return resolve_retry_policy(value, "retryPolicy")
-        except ConfigError as exc:
-            raise error(exc.key or "retryPolicy", exc.detail) from None
-
-    return attrs.field(
-        default=None, converter=convert, metadata={RAW_METADATA: True}, hash=False
-    )
-
-
 def api_root_url(
     value: object, *, error: type[AdapterConfigError], source: str | None = None
 ) -> str:
-    """Check an API root (config key ``baseURL``) and normalise it.
+    """``dsh_llm.adapters.common.api_root_url`` for a chat-completions root (one
+    that does not already end in ``/chat/completions``)."""
+    return common.api_root_url(
+        value, error=error, source=source, endpoint=CHAT_COMPLETIONS_PATH
+    )
 
-    The root must be an ``http://`` or ``https://`` URL with a host (and, when
-    given, a valid port), without a ``#fragment``, and must not already end in
-    ``/chat/completions``, which is appended to it. The trailing slash of its path
-    is dropped; a query string (Azure-style ``?api-version=...``) is kept and
-    stays after the appended path (``chat_completions_url``).
 
-    Args:
-        value: The URL as given.
-        error: The adapter's ``AdapterConfigError`` subclass.
-        source: Where the value came from when not from ``baseURL`` itself
-            (an environment variable's name), named in the message.
+class ChatCompletionsAdapter(HttpAdapter):
+    """``HttpAdapter`` whose display name is its ``WireProfile``'s provider."""
 
-    Raises:
-        AdapterConfigError: ``error`` keyed ``baseURL``; the message never
-            contains the URL (it may carry a password).
-    """
+    _profile: WireProfile
 
-    def refuse(detail: str) -> AdapterConfigError:
-        where = "" if source is None else f" (read from {source})"
-        return error("baseURL", detail + where)
-
-    if not isinstance(value, str):
-        raise refuse("must be a string")
-    try:
-        parts = urllib.parse.urlsplit(value)
-        # Reading the port checks it: a non-numeric or out-of-range port raises.
-        valid = (
-            parts.scheme in ("http", "https")
-            and bool(parts.hostname)
-            and (parts.port is None or parts.port > 0)
-        )
-    except ValueError:
-        valid = False
-    if not valid:
-        raise refuse("must be an http:// or https:// URL")
-    if parts.fragment:
-        raise refuse("must not have a #fragment")
-    path = parts.path.rstrip("/")
-    if path.endswith(CHAT_COMPLETIONS_PATH):
-        raise refuse(
-            "must end at the API root (e.g. http://127.0.0.1:8080/v1); "
-            f"{CHAT_COMPLETIONS_PATH} is appended to it"
-        )
-    return urllib.parse.urlunsplit(parts._replace(path=path, fragment=""))
+    @property
+    def _display_name(self) -> str:  # type: ignore[override]
+        return self._profile.provider
 
 
 def chat_completions_url(base_url: str) -> str:
@@ -191,68 +74,6 @@ def chat_completions_url(base_url: str) -> str:
     parts = urllib.parse.urlsplit(base_url)
     path = parts.path.rstrip("/") + CHAT_COMPLETIONS_PATH
     return urllib.parse.urlunsplit(parts._replace(path=path))
-
-
-def explicit_api_key(api_key: str | Secret | None, *, package: str) -> Secret | None:
-    """The checked key an adapter was constructed with (``None`` stays ``None``).
-
-    Raises:
-        TypeError: for a key that is neither ``str`` nor ``Secret``.
-        LlmError: ``INVALID_CREDENTIAL`` for a key no header can carry (the
-            message names ``package`` and ``api_key``, never the key).
-    """
-    if api_key is None:
-        return None
-    raw = api_key.reveal() if isinstance(api_key, Secret) else api_key
-    if not isinstance(raw, str):
-        raise TypeError(
-            f"api_key must be a str or Secret, got {type(api_key).__name__}"
-        )
-    return Secret(assert_usable_api_key(raw, package, "api_key"))
-
-
-def api_key_from_environ(
-    environ: Mapping[str, str], name: str, *, package: str, route: str
-) -> Secret:
-    """The key in environment variable ``name``, read now (per request).
-
-    Raises:
-        LlmError: ``MISSING_CREDENTIAL`` naming ``name`` and ``route`` when the
-            variable is unset or empty; ``INVALID_CREDENTIAL`` for a value no
-            header can carry.
-    """
-    raw = environ.get(name)
-    if not raw:
-        raise LlmError(
-            f'{package}: no API key for provider route "{route}"; pass api_key or '
-            f"export {name} in the launching environment",
-            ErrorCode.MISSING_CREDENTIAL,
-        )
-    return Secret(assert_usable_api_key(raw, package, name))
-
-
-class StreamSettings(Protocol):
-    """The per-call limits an adapter's resolved options carry."""
-
-    @property
-    def stream_idle_timeout_ms(self) -> float:
-        """Idle timeout: the longest silence while waiting for the next chunk."""
-        ...
-
-    @property
-    def stream_keepalive_timeout_ms(self) -> float | None:
-        """Longest wait with keep-alive comments but no data."""
-        ...
-
-    @property
-    def total_timeout_ms(self) -> float | None:
-        """Longest whole call."""
-        ...
-
-    @property
-    def empty_response_as_stop(self) -> bool:
-        """Report a blockless ``stop`` as ``stop``."""
-        ...
 
 
 def stream_completion(
@@ -294,169 +115,3 @@ def stream_completion(
     )
     decoder = SseDecoder(terminal_data=DONE, provider=profile.provider)
     yield from read_stream(call, decoder, translator)
-
-
-class CatalogEntry(Protocol):
-    """One advertised model, as ``list_models`` needs it."""
-
-    @property
-    def id(self) -> str:
-        """The wire model id."""
-        ...
-
-    @property
-    def name(self) -> str | None:
-        """Display name (``None``: the id)."""
-        ...
-
-    @property
-    def description(self) -> str | None:
-        """What sets it apart."""
-        ...
-
-    @property
-    def input_modalities(self) -> tuple[str, ...]:
-        """Accepted inputs."""
-        ...
-
-
-_Entry = TypeVar("_Entry", bound=CatalogEntry)
-
-
-def catalog_entry(models: Sequence[_Entry], model_id: str) -> _Entry | None:
-    """The entry of ``models`` whose id is ``model_id``, if listed."""
-    return next((entry for entry in models if entry.id == model_id), None)
-
-
-class AdapterSettings(StreamSettings, Protocol):
-    """An adapter's resolved options, as the shared metadata methods read them."""
-
-    @property
-    def models(self) -> Sequence[CatalogEntry]:
-        """The advertised catalog."""
-        ...
-
-    @property
-    def retry_policy(self) -> RetryPolicy:
-        """The resolved retry policy."""
-        ...
-
-
-def resolved_model_info(
-    provider: str,
-    model: str,
-    entry: CatalogEntry | None,
-    *,
-    context_window: int | None,
-    default_max_tokens: int | None,
-    reasoning: LlmModelReasoningInfo | None,
-) -> LlmResolvedModelInfo:
-    """What ``resolve_model`` answers for ``model`` (``entry``: its catalog entry,
-    ``None`` when unlisted): the entry's name (else the id), description and input
-    modalities, and the given context window, output cap and efforts."""
-    return LlmResolvedModelInfo(
-        provider=provider,
-        id=model,
-        name=(entry.name or entry.id) if entry else model,
-        description=entry.description if entry else None,
-        # An unlisted id is treated as text-only: claiming image input without
-        # knowing would let a host store input the endpoint rejects.
-        input_modalities=entry.input_modalities if entry else ("text",),
-        context=None
-        if context_window is None
-        else LlmModelContext(context_window=context_window),
-        default_max_tokens=default_max_tokens,
-        reasoning=reasoning,
-    )
-
-
-class ChatCompletionsAdapter(LlmAdapter):
-    """Base of the chat-completions adapters: one pooled session per adapter,
-    and the metadata every one of them answers alike.
-
-    Subclasses set ``_package`` (named in credential messages) and ``_profile``,
-    call ``_connect`` from their constructor, and implement ``_snapshot`` (the
-    options in force now, read once per call so a configuration change never
-    mixes two generations) and ``stream``. ``close()`` (or leaving a ``with``
-    block) closes the pool; streams already running keep their connection until
-    they end.
-    """
-
-    _package: ClassVar[str]
-    _session: requests.Session
-    _profile: WireProfile
-    _api_key: Secret | None
-    _environ: Mapping[str, str]
-
-    def _connect(
-        self,
-        *,
-        api_key: str | Secret | None,
-        environ: Mapping[str, str] | None,
-        pool_maxsize: int,
-    ) -> None:
-        """Check the explicit key and open the connection pool.
-
-        Raises:
-            TypeError, LlmError: as ``explicit_api_key``.
-        """
-        self._environ = os.environ if environ is None else environ
-        self._api_key = explicit_api_key(api_key, package=self._package)
-        self._session = create_session(pool_maxsize=pool_maxsize)
-
-    def _request_key(self, api_key_env: str | None, *, route: str) -> Secret | None:
-        """The key of one request: the explicit one, else the variable
-        ``api_key_env`` read now (``api_key_from_environ``), else none."""
-        if self._api_key is not None:
-            return self._api_key
-        if api_key_env is None:
-            return None
-        return api_key_from_environ(
-            self._environ, api_key_env, package=self._package, route=route
-        )
-
-    def _key_repr(self, api_key_env: str | None) -> str:
-        """How a ``repr`` names the key: never the key itself."""
-        if self._api_key is not None:
-            return "api_key=***"
-        if api_key_env is not None:
-            return f"api_key_env={api_key_env!r}"
-        return "no key"
-
-    @abc.abstractmethod
-    def _snapshot(self) -> AdapterSettings:
-        """The adapter's options in force now."""
-        ...
-
-    def provider_info(self, provider: str) -> LlmProviderInfo:
-        """``{id: provider, name: <the profile's display name>}``."""
-        return LlmProviderInfo(id=provider, name=self._profile.provider)
-
-    def provider_retry_policy(self, provider: str) -> RetryPolicy:
-        """The configured retry policy."""
-        return self._snapshot().retry_policy
-
-    def list_models(self, provider: str) -> tuple[LlmModelInfo, ...]:
-        """The advertised catalog."""
-        return tuple(
-            LlmModelInfo(
-                provider=provider,
-                id=entry.id,
-                name=entry.name or entry.id,
-                description=entry.description,
-                input_modalities=entry.input_modalities,
-            )
-            for entry in self._snapshot().models
-        )
-
-    def close(self) -> None:
-        """Close the connection pool. Streams already running keep their
-        connection until they end. The adapter stays usable: a later stream
-        opens a new connection, released by the next ``close()``."""
-        self._session.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()

@@ -1,0 +1,133 @@
+"""What each server that speaks ``POST /v1/responses`` gets wrong, as values.
+
+Contracts callers may rely on:
+
+- ``ResponsesProfile`` is frozen; ``PROFILES`` holds one per known server
+  (``openai``, ``vllm``, ``ollama``, ``lmstudio``, ``openrouter``), keyed by
+  ``ResponsesProfile.server``.
+- Only what changes the request or the meaning of a reported value is a switch
+  (accepted reasoning efforts, ``tool_choice`` support, zeros that mean
+  "unknown"). Every stream quirk (items out of order, repeated first argument
+  fragments, missing ``output_item.done``...) is absorbed for every server by
+  the translator, since reading one server's quirk is harmless on another.
+- ``guess_server(base_url)`` is pure and total: OpenRouter's and OpenAI's hosts,
+  then the default local ports (Ollama 11434, LM Studio 1234, vLLM 8000), else
+  ``openai``. ``profile_for(server)`` raises ``ValueError`` for an unknown name.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+from urllib.parse import urlsplit
+
+import attrs
+
+__all__ = [
+    "DEFAULT_SERVER",
+    "LMSTUDIO",
+    "OLLAMA",
+    "OPENAI",
+    "OPENROUTER",
+    "PROFILES",
+    "VLLM",
+    "ResponsesProfile",
+    "guess_server",
+    "profile_for",
+]
+
+OPENAI_EFFORTS: Final = ("none", "minimal", "low", "medium", "high", "xhigh", "max")
+"""Every ``reasoning.effort`` the OpenAI 2026 types list."""
+
+
+@attrs.frozen(kw_only=True)
+class ResponsesProfile:
+    """What differs between servers that speak the Responses API."""
+
+    server: str
+    """The profile's name (``openai``, ``vllm``...), the adapter's ``server=``."""
+    provider: str
+    """Display name used in messages, e.g. ``"Ollama (Responses API)"``."""
+    reasoning_efforts: tuple[str, ...]
+    """The ``reasoning.effort`` values the server accepts; any other effort is
+    refused before I/O with ``UNSUPPORTED_REASONING_EFFORT``."""
+    tool_choice: bool = True
+    """Whether the server honours ``tool_choice``; when not, a choice other
+    than ``auto`` is refused with ``UNSUPPORTED_OPTION``."""
+    zero_means_unknown: bool = False
+    """The server writes 0 for counts it does not track (Ollama: input on a
+    KV-cache hit, cached and reasoning tokens always): a 0 there is ``None``."""
+
+
+OPENAI: Final = ResponsesProfile(
+    server="openai", provider="OpenAI (Responses API)", reasoning_efforts=OPENAI_EFFORTS
+)
+VLLM: Final = ResponsesProfile(
+    server="vllm",
+    provider="vLLM (Responses API)",
+    # vLLM passes the effort to the chat template (gpt-oss reads low/medium/high).
+    reasoning_efforts=("low", "medium", "high"),
+)
+OLLAMA: Final = ResponsesProfile(
+    server="ollama",
+    provider="Ollama (Responses API)",
+    # Ollama maps minimal to low, xhigh to max and none to thinking off; any
+    # other value is a 400 (ollama openai/openai.go).
+    reasoning_efforts=OPENAI_EFFORTS,
+    # Ollama ignores tool_choice (a TODO in openai/responses.go).
+    tool_choice=False,
+    zero_means_unknown=True,
+)
+LMSTUDIO: Final = ResponsesProfile(
+    server="lmstudio",
+    provider="LM Studio (Responses API)",
+    reasoning_efforts=("low", "medium", "high"),
+)
+OPENROUTER: Final = ResponsesProfile(
+    server="openrouter",
+    provider="OpenRouter (Responses API)",
+    reasoning_efforts=("none", "minimal", "low", "medium", "high", "xhigh"),
+)
+
+PROFILES: Final[dict[str, ResponsesProfile]] = {
+    profile.server: profile for profile in (OPENAI, VLLM, OLLAMA, LMSTUDIO, OPENROUTER)
+}
+"""Every known profile by name."""
+
+DEFAULT_SERVER: Final = "openai"
+"""The profile used when nothing in the base URL points at another server."""
+
+_PORTS: Final = {11434: "ollama", 1234: "lmstudio", 8000: "vllm"}
+"""The servers' default ports (``ollama serve``, ``lms server start``,
+``vllm serve``)."""
+
+
+def guess_server(base_url: str) -> str:
+    """The profile name for ``base_url`` (see the module docstring); never raises."""
+    try:
+        parts = urlsplit(base_url.strip())
+        host = (parts.hostname or "").lower()
+        port = parts.port
+    except ValueError:
+        return DEFAULT_SERVER
+    if host == "openrouter.ai" or host.endswith(".openrouter.ai"):
+        return "openrouter"
+    if host == "api.openai.com":
+        return "openai"
+    if port is not None and port in _PORTS:
+        return _PORTS[port]
+    return DEFAULT_SERVER
+
+
+def profile_for(server: str) -> ResponsesProfile:
+    """The profile named ``server``.
+
+    Raises:
+        ValueError: for a name not in ``PROFILES`` (the message lists them).
+    """
+    try:
+        return PROFILES[server]
+    except KeyError:
+        names = ", ".join(PROFILES)
+        raise ValueError(
+            f"unknown Responses API server {server!r}; expected one of {names}"
+        ) from None

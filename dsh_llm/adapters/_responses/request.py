@@ -1,0 +1,308 @@
+"""The Responses API request: ``GenerateOptions`` to a ``POST /v1/responses`` body.
+
+Contracts callers may rely on:
+
+- ``build_responses_request`` is pure and checks before it builds, in this
+  order: an image anywhere raises ``UNSUPPORTED_CONTENT``; ``stop`` (the API has
+  no stop sequences) raises ``UNSUPPORTED_OPTION``; a ``tool_choice`` other than
+  ``auto`` on a server that ignores it (Ollama) raises ``UNSUPPORTED_OPTION``;
+  a ``reasoning_effort`` the profile does not list raises
+  ``UNSUPPORTED_REASONING_EFFORT``. ``session_id`` and ``purpose`` are routing
+  hints and are not sent.
+- Key order: ``model``, ``instructions`` (the system prompt), ``input``,
+  ``tools``, ``tool_choice``, ``reasoning``, ``max_output_tokens``,
+  ``temperature``, ``store`` (always ``false``: stateless, no
+  ``previous_response_id``), ``include`` (``["reasoning.encrypted_content"]``),
+  ``stream`` (``true``). An optional field is omitted, never ``null``.
+- ``input`` follows the conversation: user text as ``input_text`` parts; tool
+  results as ``function_call_output`` items (``"(no output)"`` when empty),
+  before the text of their message; assistant text as ``output_text`` parts
+  (a refusal as a ``refusal`` part), tool calls as ``function_call`` items.
+  Function tools are flat and sent with ``strict: false`` (the API's default is
+  strict validation, which would reject ordinary schemas).
+- Replay: when an assistant message carries this family's ``ReplayEnvelope``
+  (``REPLAY_WIRE``, one entry per block), each reasoning block goes back as its
+  ``reasoning`` item (``id``, ``summary``, ``encrypted_content`` or ``content``
+  exactly as ``output_item.done`` gave them) in block order, so before the
+  items it preceded; messages go back as the output messages they were
+  (``id``, ``status``, ``phase``, the parts of one message in one item) and calls
+  with their item ``id``, since a replayed reasoning item must be followed by
+  the items it produced. Reasoning without such an entry (another adapter's, or
+  stripped), or with nothing to replay (no ``encrypted_content`` or
+  ``content``), is not sent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any, Final
+
+from dsh_llm.adapters._responses.profiles import ResponsesProfile
+from dsh_llm.errors import ErrorCode, LlmError
+from dsh_llm.protocol import (
+    TOOL_CHOICE_KEYWORDS,
+    ContentBlock,
+    GenerateOptions,
+    Message,
+    ModelSource,
+    ReasoningBlock,
+    TextBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+    content_has_image,
+)
+
+__all__ = [
+    "INCLUDE",
+    "NO_OUTPUT",
+    "REPLAY_WIRE",
+    "build_input",
+    "build_responses_request",
+    "replay_entries",
+]
+
+NO_OUTPUT: Final = "(no output)"
+"""The output sent for a tool result without text (the wire needs some)."""
+INCLUDE: Final = ("reasoning.encrypted_content",)
+"""What every request asks to be included, so reasoning can be passed back."""
+REPLAY_WIRE: Final = "openai-responses"
+"""The ``wire`` of this family's ``ReplayEnvelope.response``; an envelope with
+any other value is not read."""
+
+
+def build_responses_request(
+    options: GenerateOptions,
+    *,
+    profile: ResponsesProfile,
+    max_output_tokens: int | None = None,
+) -> dict[str, Any]:
+    """The request body for ``options`` (see the module docstring).
+
+    Args:
+        options: The request.
+        profile: The server's profile.
+        max_output_tokens: The cap to send when ``options.max_tokens`` is
+            ``None`` (a catalog default), or ``None`` for the server's default.
+
+    Raises:
+        LlmError: ``UNSUPPORTED_CONTENT``, ``UNSUPPORTED_OPTION`` or
+            ``UNSUPPORTED_REASONING_EFFORT`` (see the module docstring).
+    """
+    _refuse(options, profile)
+    body: dict[str, Any] = {"model": options.model}
+    if options.system is not None:
+        body["instructions"] = options.system
+    body["input"] = build_input(options.messages)
+    if options.tools:
+        body["tools"] = [
+            {
+                "type": "function",
+                "name": tool.name,
+                "description": tool.description,
+                "parameters": tool.parameters,
+                "strict": False,
+            }
+            for tool in options.tools
+        ]
+        choice = options.tool_choice
+        if choice is not None:
+            body["tool_choice"] = (
+                choice
+                if choice in TOOL_CHOICE_KEYWORDS
+                else {"type": "function", "name": choice}
+            )
+    effort = options.reasoning_effort
+    if effort is not None:
+        body["reasoning"] = (
+            {"effort": effort}
+            if effort == "none"
+            else {"effort": effort, "summary": "auto"}
+        )
+    cap = options.max_tokens if options.max_tokens is not None else max_output_tokens
+    if cap is not None:
+        body["max_output_tokens"] = cap
+    if options.temperature is not None:
+        body["temperature"] = options.temperature
+    body["store"] = False
+    body["include"] = list(INCLUDE)
+    body["stream"] = True
+    return body
+
+
+def _refuse(options: GenerateOptions, profile: ResponsesProfile) -> None:
+    provider = profile.provider
+    if any(content_has_image(message.content) for message in options.messages):
+        raise LlmError(
+            f"The {provider} adapter does not support image content.",
+            ErrorCode.UNSUPPORTED_CONTENT,
+        )
+    if options.stop is not None:
+        raise LlmError(
+            f"The {provider} adapter cannot honour stop sequences: the Responses "
+            "API has no stop parameter",
+            ErrorCode.UNSUPPORTED_OPTION,
+        )
+    choice = options.tool_choice
+    if (
+        not profile.tool_choice
+        and options.tools
+        and choice is not None
+        and choice != "auto"
+    ):
+        raise LlmError(
+            f'{provider} ignores tool_choice, so tool_choice "{choice}" cannot be '
+            "honoured; leave it unset or auto",
+            ErrorCode.UNSUPPORTED_OPTION,
+        )
+    effort = options.reasoning_effort
+    if effort is not None and effort not in profile.reasoning_efforts:
+        listed = ", ".join(profile.reasoning_efforts)
+        raise LlmError(
+            f'{provider} does not accept reasoning effort "{effort}" '
+            f"(it accepts {listed})",
+            ErrorCode.UNSUPPORTED_REASONING_EFFORT,
+        )
+
+
+def build_input(messages: Iterable[Message]) -> list[dict[str, Any]]:
+    """The ``input`` items for ``messages`` (see the module docstring)."""
+    items: list[dict[str, Any]] = []
+    for message in messages:
+        if message.role == "assistant":
+            items.extend(_assistant_items(message))
+        else:
+            items.extend(_user_items(message))
+    return items
+
+
+def _text_of(blocks: Iterable[ContentBlock]) -> str:
+    return "".join(block.text for block in blocks if isinstance(block, TextBlock))
+
+
+def _user_items(message: Message) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = [
+        {
+            "type": "function_call_output",
+            "call_id": block.tool_call_id,
+            "output": _text_of(block.content) or NO_OUTPUT,
+        }
+        for block in message.content
+        if isinstance(block, ToolResultBlock)
+    ]
+    parts = [
+        {"type": "input_text", "text": block.text}
+        for block in message.content
+        if isinstance(block, TextBlock) and block.text
+    ]
+    if parts or not items:
+        parts = parts or [{"type": "input_text", "text": ""}]
+        items.append({"type": "message", "role": message.role, "content": parts})
+    return items
+
+
+def replay_entries(message: Message) -> Sequence[Any] | None:
+    """The per-block replay entries of an assistant message, when it carries
+    this family's envelope with one entry per block; else ``None``."""
+    source = message.source
+    if not isinstance(source, ModelSource) or source.replay_state is None:
+        return None
+    envelope = source.replay_state
+    response = envelope.response
+    if not isinstance(response, dict) or response.get("wire") != REPLAY_WIRE:
+        return None
+    entries = envelope.blocks
+    if entries is None or len(entries) != len(message.content):
+        return None
+    return entries
+
+
+def _entry(entries: Sequence[Any] | None, position: int, kind: str) -> dict[str, Any]:
+    if entries is None:
+        return {}
+    entry = entries[position]
+    if isinstance(entry, dict) and entry.get("type") == kind:
+        return entry
+    return {}
+
+
+def _assistant_items(message: Message) -> list[dict[str, Any]]:
+    entries = replay_entries(message)
+    items: list[dict[str, Any]] = []
+    for position, block in enumerate(message.content):
+        if isinstance(block, ReasoningBlock):
+            reasoning = _reasoning_item(_entry(entries, position, "reasoning"))
+            if reasoning is not None:
+                items.append(reasoning)
+        elif isinstance(block, TextBlock):
+            if block.text:
+                _add_text(items, block, _entry(entries, position, "message"))
+        elif isinstance(block, ToolCallBlock):
+            entry = _entry(entries, position, "function_call")
+            call: dict[str, Any] = {"type": "function_call"}
+            if isinstance(entry.get("id"), str) and entry.get("call_id") == block.id:
+                call["id"] = entry["id"]
+            call.update(call_id=block.id, name=block.name, arguments=block.arguments)
+            items.append(call)
+    return items
+
+
+def _add_text(
+    items: list[dict[str, Any]], block: TextBlock, entry: dict[str, Any]
+) -> None:
+    """One text block as a message item; with its replay entry it is the output
+    message as the server gave it (``id``, ``status``, ``phase``), and the parts
+    of one message stay one item (an id is never sent twice)."""
+    refusal = entry.get("part") == "refusal"
+    mid = entry.get("id")
+    if not isinstance(mid, str):
+        part: dict[str, Any] = (
+            {"type": "refusal", "refusal": block.text}
+            if refusal
+            else {"type": "output_text", "text": block.text}
+        )
+        items.append({"type": "message", "role": "assistant", "content": [part]})
+        return
+    part = (
+        {"type": "refusal", "refusal": block.text}
+        if refusal
+        else {"type": "output_text", "text": block.text, "annotations": []}
+    )
+    last = items[-1] if items else None
+    if last is not None and last.get("type") == "message" and last.get("id") == mid:
+        last["content"].append(part)
+        return
+    item: dict[str, Any] = {
+        "type": "message",
+        "id": mid,
+        "role": "assistant",
+        "status": "completed",
+        "content": [part],
+    }
+    if isinstance(entry.get("phase"), str):
+        item["phase"] = entry["phase"]
+    items.append(item)
+
+
+def _reasoning_item(entry: dict[str, Any]) -> dict[str, Any] | None:
+    """The reasoning item to send back, or ``None`` when there is nothing to
+    replay: without ``encrypted_content`` (or raw ``content``) a stateless
+    server cannot resolve the id, and an empty item can end the model's
+    reasoning early."""
+    rid = entry.get("id")
+    if not isinstance(rid, str):
+        return None
+    summary = entry.get("summary")
+    item: dict[str, Any] = {
+        "type": "reasoning",
+        "id": rid,
+        "summary": summary if isinstance(summary, list) else [],
+    }
+    encrypted = entry.get("encrypted_content")
+    content = entry.get("content")
+    if isinstance(encrypted, str) and encrypted:
+        item["encrypted_content"] = encrypted
+    elif isinstance(content, list) and content:
+        item["content"] = content
+    else:
+        return None
+    return item

@@ -1,0 +1,983 @@
+"""``ResponsesTranslator``: Responses API stream events in, protocol chunks out.
+
+A pure state machine (no I/O, no redaction: the read loop redacts failure
+messages), driven by the transport's read loop with one ``SseEvent`` at a time.
+
+Contracts callers may rely on:
+
+- ``feed(event)`` returns the chunks one event produces, in the strict order of
+  ``docs/protocol.md``; ``finished`` turns true with the terminal ``Finish``,
+  and later events (a ``[DONE]``, anything a server sends after its terminal
+  event) produce nothing. ``close()`` at EOF raises ``STREAM_CLOSED`` unless
+  ``finished``: the wire always ends with a terminal event.
+- Items are tracked by ``item_id`` (``output_index`` only as a fallback for an
+  event without one), so items that overlap, finish out of order, reuse or skip
+  indexes, or never send ``output_item.done`` still give blocks 0, 1, 2 in
+  opening order, never interleaved, each ``block-end`` equal to its deltas.
+- ``response.completed`` / ``response.incomplete`` close what is open, then
+  one ``usage`` and the ``finish`` (``dsh_llm.adapters._responses.finish``); a
+  successful finish carries a ``ReplayEnvelope`` (``REPLAY_WIRE``) with one
+  entry per block. ``response.failed`` and ``error`` end with one ``error``
+  finish (``errors.stream_failure``); the second of the two is ignored.
+- A payload that is not JSON, not an object, or has fields of the wrong type
+  (content of one kind for an item of another included) raises ``LlmError``
+  ``MALFORMED_RESPONSE``; a ``[DONE]`` before the terminal event raises
+  ``STREAM_CLOSED`` (the answer was cut short). The event's JSON ``type``
+  decides, not the SSE ``event:`` line.
+- ``sequence_number`` gaps and repeats are logged on this module's logger
+  (the first at WARNING, later ones at DEBUG), never fatal.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections import deque
+from collections.abc import Callable, Mapping
+from typing import Any, Final
+
+from dsh_llm.adapters._responses.errors import stream_failure
+from dsh_llm.adapters._responses.finish import map_usage, terminal_finish
+from dsh_llm.adapters._responses.profiles import OPENAI, ResponsesProfile
+from dsh_llm.adapters._responses.request import REPLAY_WIRE
+from dsh_llm.errors import EMPTY_RESPONSE_CODE, ErrorCode, LlmError
+from dsh_llm.protocol import (
+    BlockEnd,
+    BlockStart,
+    CallId,
+    ContentBlock,
+    Finish,
+    FinishReason,
+    LlmFailure,
+    ReasoningBlock,
+    ReasoningDelta,
+    ReplayEnvelope,
+    StreamChunk,
+    TextBlock,
+    TextDelta,
+    TokenUsage,
+    ToolCallBlock,
+    ToolCallDelta,
+    UsageChunk,
+)
+from dsh_llm.transport.sse import DONE, SseEvent
+
+__all__ = [
+    "EMPTY_RESPONSE_MESSAGE",
+    "REFUSAL_CODE",
+    "ResponsesTranslator",
+]
+
+logger = logging.getLogger(__name__)
+
+EMPTY_RESPONSE_MESSAGE: Final = "model returned a completed response with no content"
+"""The message of the ``EMPTY_RESPONSE`` finish (the TypeScript harness's)."""
+REFUSAL_CODE: Final = "REFUSAL"
+"""The code of the ``error`` finish after a ``refusal`` part (its text is kept)."""
+
+_TEXT: Final = "text"
+_REASONING: Final = "reasoning"
+_TOOL: Final = "tool-call"
+_PENDING: Final = 0
+_OPEN: Final = 1
+_CLOSED: Final = 2
+_ITEM_KINDS: Final = {"message": _TEXT, "reasoning": _REASONING, "function_call": _TOOL}
+_json_decode = json.JSONDecoder().decode
+
+
+# --- state ---------------------------------------------------------------------------
+
+
+class _Item:
+    """One output item, as far as it has been seen."""
+
+    __slots__ = (
+        "added",
+        "call_id",
+        "final",
+        "key",
+        "kind",
+        "name",
+        "segments",
+        "summaries",
+    )
+
+    def __init__(self, key: str, kind: str | None) -> None:
+        self.key = key
+        self.kind = kind
+        """``_TEXT``, ``_REASONING``, ``_TOOL``, or ``None`` for a kind without
+        a block (hosted tools, MCP, unknown)."""
+        self.added: dict[str, Any] = {}
+        self.final: dict[str, Any] | None = None
+        """The item as ``output_item.done`` (else the terminal output) gave it."""
+        self.call_id: str | None = None
+        self.name: str | None = None
+        self.segments: dict[int, _Segment] = {}
+        """The current segment per content part (reasoning and calls use 0)."""
+        self.summaries: set[int] = set()
+
+
+class _Segment:
+    """One block to be: a text part, a reasoning item, or a call."""
+
+    __slots__ = (
+        "complete",
+        "first",
+        "held",
+        "index",
+        "item",
+        "kind",
+        "parts",
+        "refusal",
+        "state",
+    )
+
+    def __init__(self, item: _Item, kind: str, *, first: bool) -> None:
+        self.item = item
+        self.kind = kind
+        self.parts: list[str] = []
+        self.index = -1
+        self.state = _PENDING
+        self.complete = False
+        self.first = first
+        """Whether this is the item's (or part's) first block: it carries the
+        replay entry; a block resumed after an early close does not."""
+        self.refusal = False
+        self.held = ""
+        """A trailing high surrogate held back until the next fragment (a
+        server that slices UTF-16 strings splits a pair across two deltas)."""
+
+
+_HIGH: Final = "\ud800"
+_LOW: Final = "\udc00"
+_LAST: Final = "\udfff"
+
+
+def _held_back(segment: _Segment, text: str) -> str:
+    """``text`` with a surrogate pair split across fragments joined: a held high
+    half goes in front (joined into its character when ``text`` starts with the
+    low half), and a new trailing high half is held back on ``segment``."""
+    held = segment.held
+    if held:
+        segment.held = ""
+        if text and _LOW <= text[0] <= _LAST:
+            pair = 0x10000 + ((ord(held) - 0xD800) << 10) + (ord(text[0]) - 0xDC00)
+            text = chr(pair) + text[1:]
+        else:
+            text = held + text
+    if text and _HIGH <= text[-1] < _LOW:
+        segment.held = text[-1]
+        text = text[:-1]
+    return text
+
+
+def _code_units(text: str) -> bytes:
+    return text.encode("utf-16-le", "surrogatepass")
+
+
+def _streamed(segment: _Segment) -> str:
+    return "".join(segment.parts) + segment.held
+
+
+def _rest(streamed: str, final: str) -> str | None:
+    """What ``final`` holds after ``streamed`` (``""`` when equal), or ``None``
+    when ``streamed`` is not its prefix; compared in UTF-16 code units, so a
+    pair split across the deltas still matches the final text."""
+    if final.startswith(streamed):
+        return final[len(streamed) :]
+    head, whole = _code_units(streamed), _code_units(final)
+    if not whole.startswith(head):
+        return None
+    return whole[len(head) :].decode("utf-16-le", "surrogatepass")
+
+
+_new = object.__new__
+_set = object.__setattr__
+
+
+def _text_delta(kind: str, index: int, text: str) -> StreamChunk:
+    """The delta chunk without re-running the field validators (the per-token
+    hot path): ``index`` is the translator's own counter and ``text`` a ``str``
+    it type-checked, which is all the validators check; frozen attrs classes
+    are filled the same way by their generated ``__init__``."""
+    cls: type[TextDelta] | type[ReasoningDelta] = (
+        ReasoningDelta if kind is _REASONING else TextDelta
+    )
+    chunk: TextDelta | ReasoningDelta = _new(cls)
+    _set(chunk, "index", index)
+    _set(chunk, "text", text)
+    return chunk
+
+
+class ResponsesTranslator:
+    """Responses API events in, protocol chunks out, in strict order.
+
+    Order ("free inside, strict at the exit"):
+
+    - A reasoning item opens its block at ``output_item.added`` (it carries the
+      replay entry even with no summary); a ``message`` opens one text block
+      per content part (``content_part.added`` or its first delta); a
+      ``function_call`` opens its block at ``output_item.added``, with the call
+      id and name of the item (never its ``arguments``: vLLM repeats them as
+      the first delta).
+    - One block streams live at a time. While a call is still receiving
+      arguments, everything else that starts is buffered behind it and flushed
+      in order when the call is done. A text or reasoning block that goes quiet
+      while another item starts is ended at once, so the other streams live;
+      content that later resumes for it opens a new block (no replay entry).
+    - A block ends at its provider end (``content_part.done``,
+      ``function_call_arguments.done``, ``output_item.done``) or, when that
+      never comes, at the terminal event, after the terminal ``output`` filled
+      in what was never streamed (items missing from the stream included).
+    - ``function_call_arguments.done`` (and the call's final item) is checked
+      against the deltas: equal, nothing; longer with the deltas as prefix, the
+      rest is one more delta; anything else ``MALFORMED_RESPONSE``. A call with
+      no arguments ends with ``"{}"``.
+    - Several summary parts join with ``"\\n\\n"`` in one reasoning block;
+      raw ``reasoning_text.delta`` (vLLM, LM Studio) is reasoning too.
+    - A refusal part is a text block; the finish is then the ``REFUSAL`` error
+      (text kept) unless it is ``max-tokens``.
+    - A UTF-16 surrogate pair split across two fragments of one block (a
+      server that slices JavaScript strings) is joined into its character; a
+      high half with no low half after it goes out as it came, so nothing is
+      lost. Final texts are compared with the deltas in UTF-16 code units.
+    - Hosted-tool, MCP, audio and unknown events or items give no chunk.
+
+    Args:
+        profile: The server's profile (``zero_means_unknown``, messages).
+        empty_response_as_stop: Report a blockless ``stop`` as ``stop``
+            instead of the ``EMPTY_RESPONSE`` error finish.
+    """
+
+    def __init__(
+        self,
+        profile: ResponsesProfile = OPENAI,
+        *,
+        empty_response_as_stop: bool = False,
+    ) -> None:
+        self._profile = profile
+        self._empty_as_stop = empty_response_as_stop
+        self.finished = False
+        """True once the terminal ``Finish`` has been returned."""
+        self._items: dict[str, _Item] = {}
+        self._by_index: dict[int, _Item] = {}
+        self._synthetic = 0
+        self._active: _Segment | None = None
+        self._pending: deque[_Segment] = deque()
+        self._opened: list[_Segment] = []
+        self._tool_blocks = 0
+        self._refused = False
+        self._usage: TokenUsage | None = None
+        self._response_id: str | None = None
+        self._model: str | None = None
+        self._sequence: int | None = None
+        self._sequence_warned = False
+
+    @property
+    def usage_so_far(self) -> TokenUsage | None:
+        """The usage reported so far: only the terminal event carries it."""
+        return self._usage
+
+    # -- input --
+
+    def is_keepalive(self, event: SseEvent) -> bool:
+        """An event with empty data carries nothing: like a comment, it only
+        keeps the connection alive (the read loop's keep-alive bound)."""
+        return not event.data.strip()
+
+    def feed(self, event: SseEvent) -> list[StreamChunk]:
+        """Translate one SSE event (see the class docstring).
+
+        Raises:
+            LlmError: ``MALFORMED_RESPONSE`` for a bad payload, ``STREAM_CLOSED``
+                for a ``[DONE]`` before the terminal event.
+        """
+        if self.finished:
+            return []
+        data = event.data
+        # Only short data can be the end marker or blank (the hot path skips
+        # stripping every payload).
+        stripped = data.strip() if len(data) < 16 else data
+        if not stripped:
+            return []
+        if stripped == DONE:
+            raise LlmError(
+                f"{self._profile.provider} stream sent [DONE] before its terminal "
+                "event (the answer was cut short)",
+                ErrorCode.STREAM_CLOSED,
+            )
+        try:
+            payload = _json_decode(data)
+        except (ValueError, RecursionError):
+            raise self._malformed(f"a payload that is not JSON: {data[:120]}") from None
+        return self.feed_payload(payload)
+
+    def feed_payload(self, payload: Any) -> list[StreamChunk]:
+        """Translate one decoded event payload (``feed`` without the framing)."""
+        out: list[StreamChunk] = []
+        if self.finished:
+            return out
+        if type(payload) is not dict:
+            raise self._malformed("an event that is not a JSON object")
+        kind = payload.get("type")
+        if type(kind) is not str:
+            if "error" in payload:
+                self._fail(
+                    stream_failure(payload, provider=self._profile.provider), out
+                )
+                return out
+            raise self._malformed("an event without a string type")
+        self._check_sequence(payload.get("sequence_number"), kind)
+        handler = _HANDLERS.get(kind)
+        if handler is not None:
+            handler(self, payload, out)
+        return out
+
+    def close(self) -> list[StreamChunk]:
+        """The body ended. Nothing when ``finished``.
+
+        Raises:
+            LlmError: ``STREAM_CLOSED`` when no terminal event came.
+        """
+        if self.finished:
+            return []
+        raise LlmError(
+            f"{self._profile.provider} stream ended before its terminal event "
+            "(response.completed, response.incomplete or response.failed)",
+            ErrorCode.STREAM_CLOSED,
+        )
+
+    def _check_sequence(self, number: object, kind: str) -> None:
+        if type(number) is not int:
+            return
+        last = self._sequence
+        self._sequence = number
+        if last is None or number == last + 1:
+            return
+        level = logging.DEBUG if self._sequence_warned else logging.WARNING
+        self._sequence_warned = True
+        logger.log(
+            level,
+            "%s: sequence_number %d after %d on %s (gap, repeat or unset); ignored",
+            self._profile.provider,
+            number,
+            last,
+            kind,
+        )
+
+    # -- lifecycle --
+
+    def _on_lifecycle(self, payload: dict[str, Any], out: list[StreamChunk]) -> None:
+        response = payload.get("response")
+        if isinstance(response, dict):
+            self._remember(response)
+
+    def _remember(self, response: dict[str, Any]) -> None:
+        rid = response.get("id")
+        if isinstance(rid, str) and rid:
+            self._response_id = rid
+        model = response.get("model")
+        if isinstance(model, str) and model:
+            self._model = model
+
+    # -- items --
+
+    def _on_item_added(self, payload: dict[str, Any], out: list[StreamChunk]) -> None:
+        raw = self._item_payload(payload)
+        item = self._item_for_added(raw, payload.get("output_index"))
+        item.added = raw
+        self._identify(item, raw)
+        if item.kind is _REASONING or item.kind is _TOOL:
+            self._segment(item, 0, out)
+
+    def _on_item_done(self, payload: dict[str, Any], out: list[StreamChunk]) -> None:
+        raw = self._item_payload(payload)
+        rid = raw.get("id")
+        item: _Item | None
+        if isinstance(rid, str) and rid:
+            item = self._items.get(rid)
+        else:
+            item = self._indexed(payload.get("output_index"))
+        if item is None:
+            item = self._item_for_added(raw, payload.get("output_index"))
+            item.added = raw
+        item.final = raw
+        self._identify(item, raw)
+        self._fill(item, raw, out)
+
+    def _item_payload(self, payload: dict[str, Any]) -> dict[str, Any]:
+        raw = payload.get("item")
+        if type(raw) is not dict:
+            raise self._malformed("an output item that is not an object")
+        return raw
+
+    def _item_for_added(self, raw: dict[str, Any], output_index: object) -> _Item:
+        rid = raw.get("id")
+        kind_name = raw.get("type")
+        kind = _ITEM_KINDS.get(kind_name) if isinstance(kind_name, str) else None
+        if isinstance(rid, str) and rid:
+            item = self._items.get(rid)
+            if item is None:
+                item = self._items[rid] = _Item(rid, kind)
+        else:
+            self._synthetic += 1
+            key = f"#item-{self._synthetic}"
+            item = self._items[key] = _Item(key, kind)
+        if type(output_index) is int:
+            self._by_index[output_index] = item
+        return item
+
+    def _indexed(self, output_index: object) -> _Item | None:
+        return self._by_index.get(output_index) if type(output_index) is int else None
+
+    def _item_of(self, payload: dict[str, Any], kind: str) -> _Item:
+        """The item an event names (``item_id``, else ``output_index``); one
+        the stream never announced is created (a server that skips ``added``)."""
+        rid = payload.get("item_id")
+        if isinstance(rid, str) and rid:
+            item = self._items.get(rid)
+            if item is None:
+                item = self._items[rid] = _Item(rid, kind)
+                index = payload.get("output_index")
+                if type(index) is int:
+                    self._by_index[index] = item
+        elif rid is not None:
+            raise self._malformed("an item_id that is not a string")
+        else:
+            found = self._indexed(payload.get("output_index"))
+            if found is None:
+                raise self._malformed(
+                    "an event naming no item (no item_id, no output_index)"
+                )
+            item = found
+        if item.kind is not None and item.kind is not kind:
+            # Content of one kind for an item of another would be lost.
+            raise self._malformed(f"{payload['type']} for a {item.kind} item")
+        return item
+
+    def _identify(self, item: _Item, raw: Mapping[str, Any]) -> None:
+        if item.kind is not _TOOL:
+            return
+        call_id = raw.get("call_id")
+        if item.call_id is None and isinstance(call_id, str) and call_id:
+            item.call_id = call_id
+        name = raw.get("name")
+        if item.name is None and isinstance(name, str) and name:
+            item.name = name
+
+    # -- content --
+
+    def _part_index(self, payload: dict[str, Any], field: str) -> int:
+        value = payload.get(field, 0)
+        if type(value) is not int or value < 0:
+            raise self._malformed(f"a {field} that is not a non-negative integer")
+        return value
+
+    def _text_of(self, payload: dict[str, Any], field: str) -> str:
+        value = payload.get(field)
+        if type(value) is not str:
+            raise self._malformed(f"a {field} that is not a string")
+        return value
+
+    def _on_part_added(self, payload: dict[str, Any], out: list[StreamChunk]) -> None:
+        part = payload.get("part")
+        if type(part) is not dict:
+            raise self._malformed("a content part that is not an object")
+        part_type = part.get("type")
+        if part_type in ("output_text", "refusal"):
+            item = self._item_of(payload, _TEXT)
+            if item.kind is not _TEXT:
+                return
+            segment = self._segment(
+                item, self._part_index(payload, "content_index"), out
+            )
+            if part_type == "refusal":
+                segment.refusal = True
+                self._refused = True
+
+    def _on_part_done(self, payload: dict[str, Any], out: list[StreamChunk]) -> None:
+        part = payload.get("part")
+        if type(part) is not dict or part.get("type") not in ("output_text", "refusal"):
+            return
+        item = self._item_of(payload, _TEXT)
+        if item.kind is not _TEXT:
+            return
+        segment = item.segments.get(self._part_index(payload, "content_index"))
+        if segment is not None:
+            self._complete(segment, out)
+
+    def _on_text_delta(self, payload: dict[str, Any], out: list[StreamChunk]) -> None:
+        text = self._text_of(payload, "delta")
+        # Hot path: the next piece of the live text block, with nothing held
+        # back and no surrogate half at its end (what nearly every delta is).
+        active = self._active
+        if (
+            active is not None
+            and text
+            and active.kind is _TEXT
+            and not active.held
+            and not active.refusal
+            and active.item.key == payload.get("item_id")
+            and payload["type"] == "response.output_text.delta"
+            and type(part := payload.get("content_index", 0)) is int
+            and active.item.segments.get(part) is active
+            and not _HIGH <= text[-1] < _LOW
+        ):
+            active.parts.append(text)
+            out.append(_text_delta(_TEXT, active.index, text))
+            return
+        item = self._item_of(payload, _TEXT)
+        if item.kind is not _TEXT:
+            return
+        segment = self._segment(item, self._part_index(payload, "content_index"), out)
+        if payload["type"] == "response.refusal.delta" and not segment.refusal:
+            segment.refusal = True
+            self._refused = True
+        self._append(segment, text, out)
+
+    def _on_summary_part(self, payload: dict[str, Any], out: list[StreamChunk]) -> None:
+        item = self._item_of(payload, _REASONING)
+        if item.kind is _REASONING:
+            self._summary(item, self._part_index(payload, "summary_index"), out)
+
+    def _summary(self, item: _Item, index: int, out: list[StreamChunk]) -> _Segment:
+        segment = self._segment(item, 0, out)
+        if index not in item.summaries:
+            if item.summaries:
+                self._append(segment, "\n\n", out)
+            item.summaries.add(index)
+        return segment
+
+    def _on_summary_delta(
+        self, payload: dict[str, Any], out: list[StreamChunk]
+    ) -> None:
+        text = self._text_of(payload, "delta")
+        item = self._item_of(payload, _REASONING)
+        if item.kind is _REASONING:
+            segment = self._summary(
+                item, self._part_index(payload, "summary_index"), out
+            )
+            self._append(segment, text, out)
+
+    def _on_reasoning_delta(
+        self, payload: dict[str, Any], out: list[StreamChunk]
+    ) -> None:
+        text = self._text_of(payload, "delta")
+        item = self._item_of(payload, _REASONING)
+        if item.kind is _REASONING:
+            self._append(self._segment(item, 0, out), text, out)
+
+    def _on_arguments_delta(
+        self, payload: dict[str, Any], out: list[StreamChunk]
+    ) -> None:
+        text = self._text_of(payload, "delta")
+        item = self._item_of(payload, _TOOL)
+        if item.kind is _TOOL:
+            self._append(self._segment(item, 0, out), text, out)
+
+    def _on_arguments_done(
+        self, payload: dict[str, Any], out: list[StreamChunk]
+    ) -> None:
+        item = self._item_of(payload, _TOOL)
+        if item.kind is not _TOOL:
+            return
+        self._identify(item, payload)
+        segment = self._segment(item, 0, out)
+        if "arguments" in payload:
+            self._reconcile(segment, self._text_of(payload, "arguments"), out)
+        self._complete(segment, out)
+
+    def _reconcile(
+        self, segment: _Segment, arguments: str, out: list[StreamChunk]
+    ) -> None:
+        """Check a call's final arguments against its deltas."""
+        if segment.state == _CLOSED or segment.complete:
+            return
+        rest = _rest(_streamed(segment), arguments)
+        if rest is not None:
+            self._append(segment, rest, out)
+            return
+        raise self._malformed(
+            "function call arguments that contradict the streamed deltas"
+        )
+
+    def _fill(self, item: _Item, raw: dict[str, Any], out: list[StreamChunk]) -> None:
+        """Take a finished item (``output_item.done`` or the terminal output):
+        supply what never streamed, then end the item's blocks."""
+        if item.kind is _TOOL:
+            segment = self._segment(item, 0, out)
+            arguments = raw.get("arguments")
+            if arguments is not None:
+                if type(arguments) is not str:
+                    raise self._malformed(
+                        "function call arguments that are not a string"
+                    )
+                self._reconcile(segment, arguments, out)
+            self._complete(segment, out)
+        elif item.kind is _REASONING:
+            segment = self._segment(item, 0, out)
+            text = "\n\n".join(_texts(raw.get("summary"), "summary_text"))
+            text = text or "".join(_texts(raw.get("content"), "reasoning_text"))
+            self._supply(segment, text, out)
+            self._complete(segment, out)
+        elif item.kind is _TEXT:
+            content = raw.get("content")
+            if isinstance(content, list):
+                for position, part in enumerate(content):
+                    if not isinstance(part, dict):
+                        continue
+                    part_type = part.get("type")
+                    field = {"output_text": "text", "refusal": "refusal"}.get(
+                        part_type if isinstance(part_type, str) else ""
+                    )
+                    if field is None:
+                        continue
+                    value = part.get(field)
+                    text = value if isinstance(value, str) else ""
+                    existing = item.segments.get(position)
+                    if existing is None and not text:
+                        continue
+                    segment = self._segment(item, position, out)
+                    if field == "refusal" and not segment.refusal:
+                        segment.refusal = True
+                        self._refused = True
+                    self._supply(segment, text, out)
+            for segment in list(item.segments.values()):
+                self._complete(segment, out)
+
+    def _supply(self, segment: _Segment, text: str, out: list[StreamChunk]) -> None:
+        """Add what a finished item's text holds beyond what streamed (a server
+        that sent only the final item, or lost the last deltas). Only a part's
+        first block is compared; text that contradicts the deltas is left alone,
+        the deltas are what the caller already has."""
+        if not segment.first or not text:
+            return
+        streamed = _streamed(segment)
+        if segment.state == _CLOSED:
+            if not streamed:
+                # Ended early with nothing in it: the text is a new block.
+                self._append(segment, text, out)
+            return
+        rest = _rest(streamed, text)
+        if rest:
+            self._append(segment, rest, out)
+
+    # -- blocks --
+
+    def _segment(self, item: _Item, part: int, out: list[StreamChunk]) -> _Segment:
+        """The live segment of ``item``'s part ``part``, started when there is
+        none yet."""
+        segment = item.segments.get(part)
+        if segment is not None:
+            return segment
+        assert item.kind is not None
+        segment = _Segment(item, item.kind, first=True)
+        item.segments[part] = segment
+        self._start(segment, out)
+        return segment
+
+    def _start(self, segment: _Segment, out: list[StreamChunk]) -> None:
+        active = self._active
+        if active is None and not self._pending:
+            self._open(segment, out)
+        elif active is None or active.kind is _TOOL or self._pending:
+            self._pending.append(segment)
+        else:
+            self._close(active, out)
+            self._open(segment, out)
+
+    def _append(self, segment: _Segment, text: str, out: list[StreamChunk]) -> None:
+        if not text:
+            return
+        if segment.state == _CLOSED:
+            # Content resumed for a block already ended: a new block (rule 3).
+            part = next(k for k, v in segment.item.segments.items() if v is segment)
+            resumed = _Segment(segment.item, segment.kind, first=False)
+            resumed.refusal = segment.refusal
+            segment.item.segments[part] = resumed
+            self._start(resumed, out)
+            segment = resumed
+        text = _held_back(segment, text)
+        if text:
+            self._emit(segment, text, out)
+
+    def _emit(self, segment: _Segment, text: str, out: list[StreamChunk]) -> None:
+        segment.parts.append(text)
+        if segment.state == _OPEN:
+            if segment.kind is _TOOL:
+                out.append(self._tool_delta(segment, text))
+            else:
+                out.append(_text_delta(segment.kind, segment.index, text))
+
+    def _complete(self, segment: _Segment, out: list[StreamChunk]) -> None:
+        segment.complete = True
+        if segment is self._active:
+            self._close(segment, out)
+            self._advance(out)
+
+    def _advance(self, out: list[StreamChunk]) -> None:
+        """Nothing is live: open the buffered segments in order, keeping the
+        first one that can still grow open when it may stream live."""
+        while self._pending:
+            segment = self._pending.popleft()
+            self._open(segment, out)
+            if not segment.complete and (segment.kind is _TOOL or not self._pending):
+                return
+            self._close(segment, out)
+
+    def _open(self, segment: _Segment, out: list[StreamChunk]) -> None:
+        segment.index = len(self._opened)
+        segment.state = _OPEN
+        self._opened.append(segment)
+        self._active = segment
+        out.append(BlockStart(index=segment.index, block_type=segment.kind))
+        text = "".join(segment.parts)
+        segment.parts = [text] if text else []
+        if segment.kind is _TOOL:
+            self._tool_blocks += 1
+            if text:
+                out.append(self._tool_delta(segment, text))
+        elif text:
+            out.append(_text_delta(segment.kind, segment.index, text))
+
+    def _close(self, segment: _Segment, out: list[StreamChunk]) -> None:
+        if segment.held:
+            # No low half followed: the high surrogate goes out as it came.
+            held, segment.held = segment.held, ""
+            self._emit(segment, held, out)
+        segment.state = _CLOSED
+        if self._active is segment:
+            self._active = None
+        text = "".join(segment.parts)
+        block: ContentBlock
+        if segment.kind is _TOOL:
+            if not text:
+                text = "{}"
+                segment.parts = [text]
+                out.append(self._tool_delta(segment, text))
+            block = ToolCallBlock(
+                id=CallId(self._call_id(segment.item)),
+                name=segment.item.name or "",
+                arguments=text,
+            )
+        elif segment.kind is _REASONING:
+            block = ReasoningBlock(text=text)
+        else:
+            block = TextBlock(text=text)
+        out.append(BlockEnd(index=segment.index, block=block))
+
+    def _call_id(self, item: _Item) -> str:
+        return item.call_id or ("" if item.key.startswith("#") else item.key)
+
+    def _tool_delta(self, segment: _Segment, text: str) -> ToolCallDelta:
+        item = segment.item
+        return ToolCallDelta(
+            index=segment.index,
+            id=CallId(self._call_id(item)),
+            name=item.name,
+            arguments_delta=text,
+        )
+
+    def _close_all(self, out: list[StreamChunk]) -> None:
+        if self._active is not None:
+            self._close(self._active, out)
+        while self._pending:
+            segment = self._pending.popleft()
+            self._open(segment, out)
+            self._close(segment, out)
+
+    # -- terminal --
+
+    def _on_terminal(self, payload: dict[str, Any], out: list[StreamChunk]) -> None:
+        response = payload.get("response")
+        if type(response) is not dict:
+            raise self._malformed("a terminal event without a response object")
+        self._remember(response)
+        output = response.get("output")
+        if output is not None and type(output) is not list:
+            raise self._malformed("a response output that is not a list")
+        incomplete = False
+        for raw in output or ():
+            if type(raw) is not dict:
+                raise self._malformed("an output item that is not an object")
+            incomplete = incomplete or raw.get("status") == "incomplete"
+            rid = raw.get("id")
+            if not isinstance(rid, str) or not rid:
+                continue
+            item = self._items.get(rid)
+            if item is None:
+                item = self._item_for_added(raw, None)
+                item.added = raw
+            if item.final is None:
+                item.final = raw
+            self._identify(item, raw)
+            self._fill(item, raw, out)
+        incomplete = incomplete or any(
+            item.final is not None and item.final.get("status") == "incomplete"
+            for item in self._items.values()
+        )
+        self._close_all(out)
+        usage = response.get("usage")
+        self._usage = (
+            map_usage(usage, profile=self._profile)
+            if isinstance(usage, dict)
+            else TokenUsage.unknown()
+        )
+        out.append(UsageChunk(usage=self._usage))
+        details = response.get("incomplete_details")
+        status = response.get("status")
+        if status not in ("incomplete", "cancelled", "failed"):
+            # The event type decides unless the response says it was cut.
+            status = (
+                "completed" if payload["type"] == "response.completed" else "incomplete"
+            )
+        reason = terminal_finish(
+            status,
+            details.get("reason") if isinstance(details, dict) else None,
+            tool_calls=self._tool_blocks > 0,
+            item_incomplete=incomplete,
+        )
+        if self._refused and reason.kind in ("stop", "tool-calls"):
+            reason = FinishReason.error(
+                LlmFailure(message="model stopped: refusal", code=REFUSAL_CODE)
+            )
+        if reason.kind == "stop" and not self._opened and not self._empty_as_stop:
+            reason = FinishReason.error(
+                LlmFailure(message=EMPTY_RESPONSE_MESSAGE, code=EMPTY_RESPONSE_CODE)
+            )
+        replay = None if reason.is_failure else self._replay()
+        out.append(Finish(reason=reason, replay_state=replay))
+        self.finished = True
+
+    def _on_failed(self, payload: dict[str, Any], out: list[StreamChunk]) -> None:
+        response = payload.get("response")
+        if type(response) is not dict:
+            raise self._malformed("a response.failed event without a response object")
+        self._remember(response)
+        usage = response.get("usage")
+        if isinstance(usage, dict):
+            self._usage = map_usage(usage, profile=self._profile)
+        error = response.get("error")
+        self._fail(
+            stream_failure(
+                error if isinstance(error, dict) else {},
+                provider=self._profile.provider,
+            ),
+            out,
+        )
+
+    def _on_error(self, payload: dict[str, Any], out: list[StreamChunk]) -> None:
+        self._fail(stream_failure(payload, provider=self._profile.provider), out)
+
+    def _fail(self, failure: LlmFailure, out: list[StreamChunk]) -> None:
+        """One ``error`` finish; the live block is ended first so a reported
+        usage can precede the finish (the content is to be discarded)."""
+        active = self._active
+        if active is not None and active.held:
+            # The block ends here in error: its held half goes out as it came.
+            held, active.held = active.held, ""
+            self._emit(active, held, out)
+        if self._usage is not None:
+            if active is not None:
+                self._close(active, out)
+            out.append(UsageChunk(usage=self._usage))
+        out.append(Finish(reason=FinishReason.error(failure)))
+        self.finished = True
+
+    def _replay(self) -> ReplayEnvelope:
+        entries: list[Any] = []
+        for segment in self._opened:
+            item = segment.item
+            if not segment.first:
+                entries.append(None)
+            elif segment.kind is _REASONING:
+                entries.append(_reasoning_entry(item))
+            elif segment.kind is _TOOL:
+                entries.append(
+                    {
+                        "type": "function_call",
+                        "id": None if item.key.startswith("#") else item.key,
+                        "call_id": self._call_id(item),
+                        "name": item.name or "",
+                    }
+                )
+            else:
+                entry: dict[str, Any] = {
+                    "type": "message",
+                    "id": None if item.key.startswith("#") else item.key,
+                    "part": "refusal" if segment.refusal else "output_text",
+                }
+                phase = (item.final or item.added).get("phase")
+                if isinstance(phase, str):
+                    entry["phase"] = phase
+                entries.append(entry)
+        return ReplayEnvelope(
+            response={
+                "wire": REPLAY_WIRE,
+                "id": self._response_id,
+                "model": self._model,
+            },
+            blocks=tuple(entries),
+        )
+
+    def _malformed(self, what: str) -> LlmError:
+        return LlmError(
+            f"{self._profile.provider} sent {what} in its stream",
+            ErrorCode.MALFORMED_RESPONSE,
+        )
+
+
+def _texts(parts: object, part_type: str) -> list[str]:
+    if not isinstance(parts, list):
+        return []
+    return [
+        part["text"]
+        for part in parts
+        if isinstance(part, dict)
+        and part.get("type") == part_type
+        and isinstance(part.get("text"), str)
+    ]
+
+
+def _reasoning_entry(item: _Item) -> dict[str, Any] | None:
+    """The reasoning item to send back: from ``output_item.done`` (or the
+    terminal output), never ``encrypted_content`` from ``added`` (it may be
+    partial there)."""
+    if item.key.startswith("#"):
+        return None
+    source = item.final or {}
+    entry: dict[str, Any] = {"type": "reasoning", "id": item.key}
+    summary = source.get("summary")
+    entry["summary"] = summary if isinstance(summary, list) else []
+    encrypted = source.get("encrypted_content")
+    if isinstance(encrypted, str):
+        entry["encrypted_content"] = encrypted
+    else:
+        content = source.get("content")
+        if isinstance(content, list) and content:
+            entry["content"] = content
+    return entry
+
+
+_Handler = Callable[[ResponsesTranslator, dict[str, Any], list[StreamChunk]], None]
+_HANDLERS: Final[dict[str, _Handler]] = {
+    "response.created": ResponsesTranslator._on_lifecycle,
+    "response.in_progress": ResponsesTranslator._on_lifecycle,
+    "response.queued": ResponsesTranslator._on_lifecycle,
+    "response.output_item.added": ResponsesTranslator._on_item_added,
+    "response.output_item.done": ResponsesTranslator._on_item_done,
+    "response.content_part.added": ResponsesTranslator._on_part_added,
+    "response.content_part.done": ResponsesTranslator._on_part_done,
+    "response.output_text.delta": ResponsesTranslator._on_text_delta,
+    "response.refusal.delta": ResponsesTranslator._on_text_delta,
+    "response.reasoning_summary_part.added": ResponsesTranslator._on_summary_part,
+    "response.reasoning_summary_text.delta": ResponsesTranslator._on_summary_delta,
+    "response.reasoning_text.delta": ResponsesTranslator._on_reasoning_delta,
+    "response.function_call_arguments.delta": ResponsesTranslator._on_arguments_delta,
+    "response.function_call_arguments.done": ResponsesTranslator._on_arguments_done,
+    "response.completed": ResponsesTranslator._on_terminal,
+    "response.incomplete": ResponsesTranslator._on_terminal,
+    "response.failed": ResponsesTranslator._on_failed,
+    "error": ResponsesTranslator._on_error,
+}
+"""Event types that matter, by handler; every other type produces nothing."""

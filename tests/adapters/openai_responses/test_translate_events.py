@@ -1,0 +1,483 @@
+"""ResponsesTranslator fed scripted events: hostile payloads, contradicting
+arguments, [DONE] before the end, and the error classifiers."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from dsh_llm.adapters._responses.errors import (
+    failure_code,
+    stream_failure,
+)
+from dsh_llm.adapters._responses.finish import map_usage
+from dsh_llm.adapters._responses.profiles import OLLAMA, OPENAI
+from dsh_llm.adapters._responses.translate import ResponsesTranslator
+from dsh_llm.errors import ErrorCode, LlmError
+from dsh_llm.protocol import Finish, TextDelta, TokenUsage, UsageChunk
+from dsh_llm.transport.sse import SseEvent
+from dsh_llm.validator import validate_stream
+
+
+def ev(payload: Any) -> SseEvent:
+    text = payload if isinstance(payload, str) else json.dumps(payload)
+    return SseEvent(
+        text, payload.get("type", "message") if isinstance(payload, dict) else "message"
+    )
+
+
+CALL_ADDED = {
+    "type": "response.output_item.added",
+    "output_index": 0,
+    "item": {
+        "id": "fc_1",
+        "type": "function_call",
+        "call_id": "call_1",
+        "name": "f",
+        "arguments": "",
+    },
+}
+DELTA = {
+    "type": "response.function_call_arguments.delta",
+    "item_id": "fc_1",
+    "output_index": 0,
+    "delta": '{"a":1',
+}
+
+
+def feed_all(
+    *payloads: Any, translator: ResponsesTranslator | None = None
+) -> list[Any]:
+    translator = translator or ResponsesTranslator()
+    out: list[Any] = []
+    for payload in payloads:
+        out.extend(translator.feed(ev(payload)))
+    return out
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        "{not json",
+        "[1, 2]",
+        '"text"',
+        {"sequence_number": 1},
+        {"type": 7},
+        {"type": "response.output_item.added", "output_index": 0, "item": "x"},
+        {
+            "type": "response.output_text.delta",
+            "item_id": "m",
+            "content_index": 0,
+            "delta": 5,
+        },
+        {"type": "response.output_text.delta", "item_id": 3, "delta": "x"},
+        {"type": "response.output_text.delta", "delta": "x"},
+        {
+            "type": "response.output_text.delta",
+            "item_id": "m",
+            "content_index": -1,
+            "delta": "x",
+        },
+        {"type": "response.content_part.added", "item_id": "m", "part": None},
+        {"type": "response.completed", "response": None},
+        {"type": "response.completed", "response": {"output": {}}},
+        {"type": "response.completed", "response": {"output": [3]}},
+        {"type": "response.failed", "response": "boom"},
+    ],
+)
+def test_hostile_payloads_are_malformed_response(payload):
+    with pytest.raises(LlmError) as caught:
+        feed_all(payload)
+    assert caught.value.code == ErrorCode.MALFORMED_RESPONSE
+
+
+def test_text_for_an_item_of_another_kind_is_malformed_not_dropped():
+    with pytest.raises(LlmError) as caught:
+        feed_all(
+            CALL_ADDED,
+            {
+                "type": "response.output_text.delta",
+                "item_id": "fc_1",
+                "content_index": 0,
+                "delta": "x",
+            },
+        )
+    assert caught.value.code == ErrorCode.MALFORMED_RESPONSE
+
+
+def test_arguments_done_contradicting_the_deltas_is_malformed():
+    done = {
+        "type": "response.function_call_arguments.done",
+        "item_id": "fc_1",
+        "output_index": 0,
+        "arguments": '{"b":2}',
+    }
+    with pytest.raises(LlmError) as caught:
+        feed_all(CALL_ADDED, DELTA, done)
+    assert caught.value.code == ErrorCode.MALFORMED_RESPONSE
+
+
+def test_done_before_the_terminal_event_is_stream_closed():
+    with pytest.raises(LlmError) as caught:
+        feed_all(CALL_ADDED, " [DONE] ")
+    assert caught.value.code == ErrorCode.STREAM_CLOSED
+
+
+def test_close_without_a_terminal_event_raises_and_after_one_returns_nothing():
+    translator = ResponsesTranslator()
+    with pytest.raises(LlmError) as caught:
+        translator.close()
+    assert caught.value.code == ErrorCode.STREAM_CLOSED
+    feed_all(
+        {"type": "response.completed", "response": {"output": [], "usage": None}},
+        translator=translator,
+    )
+    assert translator.finished
+    assert translator.close() == []
+
+
+def test_an_error_payload_without_a_type_is_an_error_finish():
+    chunks = feed_all(
+        {
+            "error": {
+                "message": "Upstream overloaded",
+                "type": "server_error",
+                "code": None,
+            }
+        }
+    )
+    assert chunks[-1].reason.failure.code == "SERVER"
+
+
+def _usage_of(translator: ResponsesTranslator) -> TokenUsage | None:
+    return translator.usage_so_far
+
+
+def test_usage_so_far_is_none_until_the_terminal_event():
+    translator = ResponsesTranslator()
+    feed_all(CALL_ADDED, DELTA, translator=translator)
+    assert _usage_of(translator) is None
+    feed_all(
+        {
+            "type": "response.completed",
+            "response": {
+                "output": [],
+                "usage": {"input_tokens": 3, "output_tokens": 1},
+            },
+        },
+        translator=translator,
+    )
+    usage = _usage_of(translator)
+    assert usage is not None
+    assert usage.input_tokens == 3
+
+
+def test_a_call_still_open_at_the_terminal_event_is_closed_and_validates():
+    chunks = feed_all(
+        CALL_ADDED,
+        DELTA,
+        {"type": "response.completed", "response": {"output": [], "usage": None}},
+    )
+    assert list(validate_stream(chunks, strict=True)) == chunks
+    assert isinstance(chunks[-2], UsageChunk)
+    assert isinstance(chunks[-1], Finish)
+
+
+def test_content_for_an_item_the_stream_never_announced_still_streams():
+    chunks = feed_all(
+        {
+            "type": "response.output_text.delta",
+            "item_id": "m",
+            "content_index": 0,
+            "delta": "hi",
+        },
+        {"type": "response.completed", "response": {"output": [], "usage": None}},
+    )
+    assert list(validate_stream(chunks, strict=True)) == chunks
+    assert chunks[-1].reason.kind == "stop"
+
+
+def test_text_resuming_after_an_early_close_is_a_new_block():
+    msg = {
+        "type": "response.output_item.added",
+        "output_index": 0,
+        "item": {"id": "m", "type": "message"},
+    }
+    text = {
+        "type": "response.output_text.delta",
+        "item_id": "m",
+        "content_index": 0,
+        "delta": "a",
+    }
+    rs = {
+        "type": "response.output_item.added",
+        "output_index": 1,
+        "item": {"id": "rs", "type": "reasoning"},
+    }
+    chunks = feed_all(
+        msg, text, rs, text, {"type": "response.completed", "response": {"output": []}}
+    )
+    assert list(validate_stream(chunks, strict=True)) == chunks
+    starts = [c.block_type for c in chunks if c.type == "block-start"]
+    assert starts == ["text", "reasoning", "text"]
+    assert chunks[-1].replay_state.blocks[2] is None
+
+
+def test_usage_counts_above_two_to_the_53_are_not_reported():
+    usage = map_usage({"input_tokens": 2**53, "output_tokens": 5}, profile=OPENAI)
+    assert usage.input_tokens is None
+    assert usage.output_tokens == 5
+
+
+def test_cache_writes_come_off_the_uncached_input():
+    usage = map_usage(
+        {
+            "input_tokens": 100,
+            "input_tokens_details": {"cached_tokens": 30, "cache_write_tokens": 50},
+            "output_tokens": 1,
+        },
+        profile=OPENAI,
+    )
+    assert (usage.input_tokens, usage.cache_read_tokens, usage.cache_write_tokens) == (
+        20,
+        30,
+        50,
+    )
+
+
+def test_ollama_zero_counts_are_unknown_but_openai_zeros_are_zero():
+    raw = {
+        "input_tokens": 0,
+        "output_tokens": 4,
+        "input_tokens_details": {"cached_tokens": 0},
+        "output_tokens_details": {"reasoning_tokens": 0},
+    }
+    assert map_usage(raw, profile=OLLAMA).input_tokens is None
+    assert map_usage(raw, profile=OLLAMA).reasoning_tokens is None
+    assert map_usage(raw, profile=OPENAI).reasoning_tokens == 0
+
+
+@pytest.mark.parametrize(
+    ("code", "message", "expected"),
+    [
+        ("rate_limit_exceeded", "Rate limit reached", "RATE_LIMIT"),
+        (
+            "rate_limit_exceeded",
+            "Request too large for gpt-5 on tokens per min",
+            "INVALID_REQUEST",
+        ),
+        ("insufficient_quota", "You exceeded your current quota", "QUOTA"),
+        ("context_length_exceeded", "too long", "CONTEXT_WINDOW_EXCEEDED"),
+        (
+            None,
+            "Your input exceeds the context window of this model",
+            "CONTEXT_WINDOW_EXCEEDED",
+        ),
+        ("server_error", "oops", "SERVER"),
+        ("invalid_prompt", "flagged", "INVALID_REQUEST"),
+        ("invalid_image_format", "bad", "INVALID_REQUEST"),
+        ("image_too_large", "bad", "INVALID_REQUEST"),
+        ("bio_policy", "no", "BIO_POLICY"),
+        ("not an identifier!", "x", "SERVER"),
+        (None, "", "SERVER"),
+    ],
+)
+def test_failure_codes(code, message, expected):
+    assert failure_code(code, message) == expected
+
+
+def test_an_integer_code_is_an_http_status():
+    failure = stream_failure({"code": 503, "message": "overloaded"}, provider="P")
+    assert (failure.code, failure.status) == ("SERVER", 503)
+
+
+def test_stream_failure_without_a_message_names_the_provider():
+    assert stream_failure({}, provider="P").message == "P stream reported an error"
+
+
+def _message_then(terminal: dict[str, Any]) -> list[Any]:
+    return feed_all(
+        {
+            "type": "response.output_text.delta",
+            "item_id": "m",
+            "content_index": 0,
+            "delta": "hi",
+        },
+        terminal,
+    )
+
+
+def test_a_completed_event_whose_response_says_incomplete_is_not_a_stop():
+    chunks = _message_then(
+        {
+            "type": "response.completed",
+            "response": {
+                "status": "incomplete",
+                "incomplete_details": {"reason": "max_output_tokens"},
+            },
+        }
+    )
+    assert chunks[-1].reason.kind == "max-tokens"
+
+
+def test_a_cancelled_response_is_an_error_finish():
+    chunks = _message_then(
+        {"type": "response.completed", "response": {"status": "cancelled"}}
+    )
+    assert chunks[-1].reason.failure.code == "CANCELLED"
+    assert list(validate_stream(chunks, strict=True)) == chunks
+
+
+def test_an_incomplete_without_a_reason_is_an_error_never_a_stop():
+    chunks = _message_then(
+        {"type": "response.incomplete", "response": {"incomplete_details": None}}
+    )
+    assert chunks[-1].reason.failure.code == "INCOMPLETE"
+
+
+def test_the_flag_takes_an_empty_completed_response_as_a_stop():
+    translator = ResponsesTranslator(empty_response_as_stop=True)
+    chunks = feed_all(
+        {"type": "response.completed", "response": {"output": []}},
+        translator=translator,
+    )
+    assert chunks[-1].reason.kind == "stop"
+
+
+def test_text_only_in_the_final_item_is_supplied_and_a_lost_tail_completed():
+    msg = {
+        "type": "response.output_item.added",
+        "output_index": 0,
+        "item": {"id": "m", "type": "message"},
+    }
+    part = {
+        "type": "response.content_part.added",
+        "item_id": "m",
+        "content_index": 0,
+        "part": {"type": "output_text"},
+    }
+    delta = {
+        "type": "response.output_text.delta",
+        "item_id": "m",
+        "content_index": 0,
+        "delta": "Hel",
+    }
+    done = {
+        "type": "response.output_item.done",
+        "output_index": 0,
+        "item": {
+            "id": "m",
+            "type": "message",
+            "content": [{"type": "output_text", "text": "Hello"}],
+        },
+    }
+    end = {"type": "response.completed", "response": {"output": []}}
+    chunks = feed_all(msg, part, delta, done, end)
+    assert list(validate_stream(chunks, strict=True)) == chunks
+    assert [c.block.text for c in chunks if c.type == "block-end"] == ["Hello"]
+    chunks = feed_all(msg, done, end)
+    assert [c.block.text for c in chunks if c.type == "block-end"] == ["Hello"]
+
+
+MSG = {
+    "type": "response.output_item.added",
+    "output_index": 0,
+    "item": {"id": "m", "type": "message"},
+}
+END = {"type": "response.completed", "response": {"output": []}}
+
+
+def _text(delta: str) -> dict[str, Any]:
+    return {
+        "type": "response.output_text.delta",
+        "item_id": "m",
+        "content_index": 0,
+        "delta": delta,
+    }
+
+
+def _texts_of(chunks: list[Any]) -> list[str]:
+    return [c.text for c in chunks if c.type == "text-delta"]
+
+
+def test_a_surrogate_pair_split_across_text_deltas_is_joined():
+    chunks = feed_all(MSG, _text("a\ud83d"), _text("\ude00b"), END)
+    assert _texts_of(chunks) == ["a", "\U0001f600b"]
+    assert list(validate_stream(chunks, strict=True)) == chunks
+
+
+def test_a_lone_high_surrogate_is_kept_as_it_came_at_the_end_or_on_error():
+    chunks = feed_all(MSG, _text("a\ud83d"), END)
+    assert "".join(_texts_of(chunks)) == "a\ud83d"
+    chunks = feed_all(MSG, _text("a\ud83d"), {"type": "error", "message": "x"})
+    assert "".join(_texts_of(chunks)) == "a\ud83d"
+
+
+def test_split_pair_in_arguments_matches_the_final_arguments():
+    def arg(delta: str) -> dict[str, Any]:
+        return {**DELTA, "delta": delta}
+
+    done = {
+        "type": "response.function_call_arguments.done",
+        "item_id": "fc_1",
+        "arguments": '{"e":"\U0001f600!"}',
+    }
+    chunks = feed_all(CALL_ADDED, arg('{"e":"\ud83d'), arg("\ude00"), done, END)
+    assert list(validate_stream(chunks, strict=True)) == chunks
+    ends = [c.block for c in chunks if c.type == "block-end"]
+    assert ends[0].arguments == '{"e":"\U0001f600!"}'
+
+
+# --- the per-token hot path keeps every check ---------------------------------------
+
+
+def _live_text(**delta: Any) -> list[Any]:
+    translator = ResponsesTranslator()
+    first = {
+        "type": "response.output_text.delta",
+        "item_id": "m",
+        "output_index": 0,
+        "content_index": 0,
+        "delta": "a",
+    }
+    feed_all(first, translator=translator)
+    return feed_all({**first, **delta}, translator=translator)
+
+
+def test_a_live_text_delta_with_a_bool_content_index_is_malformed():
+    with pytest.raises(LlmError) as caught:
+        _live_text(content_index=True)
+    assert caught.value.code == ErrorCode.MALFORMED_RESPONSE
+
+
+def test_a_live_text_delta_with_a_non_string_delta_is_malformed():
+    with pytest.raises(LlmError) as caught:
+        _live_text(delta=7)
+    assert caught.value.code == ErrorCode.MALFORMED_RESPONSE
+
+
+def test_a_live_text_delta_ending_in_a_high_surrogate_holds_it_back():
+    assert _live_text(delta="b\ud83d") == [TextDelta(index=0, text="b")]
+
+
+def test_a_refusal_delta_on_the_live_part_marks_the_refusal():
+    translator = ResponsesTranslator()
+    text = {
+        "type": "response.output_text.delta",
+        "item_id": "m",
+        "output_index": 0,
+        "content_index": 0,
+        "delta": "I ",
+    }
+    refusal = {**text, "type": "response.refusal.delta", "delta": "can't."}
+    completed = {
+        "type": "response.completed",
+        "response": {"id": "r", "status": "completed", "output": []},
+    }
+    chunks = feed_all(text, refusal, completed, translator=translator)
+    end = chunks[-1]
+    assert isinstance(end, Finish)
+    assert end.reason.failure is not None
+    assert end.reason.failure.code == "REFUSAL"
