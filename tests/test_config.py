@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 import attrs
 import pytest
 
-from dsh_llm.adapters._chat.base import (
+from dsh_llm.adapters.common import (
     AdapterConfigError,
     config_from_options,
     retry_policy_field,

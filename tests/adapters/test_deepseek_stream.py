@@ -10,7 +10,6 @@ import json
 import threading
 import time
 import traceback
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,14 +31,6 @@ from .chat_chunks import FIRST, finish, reasoning, text, tool, usage
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "deepseek"
 NAMES = sorted(p.stem for p in FIXTURES.glob("*.sse"))
-
-
-@pytest.fixture
-def server() -> Iterator[LoopbackServer]:
-    with LoopbackServer() as srv:
-        yield srv
-        # Nothing leaks: every connection the adapter opened is closed again.
-        assert srv.wait_until_idle(), "a connection was left open"
 
 
 def _adapter(server: LoopbackServer, **options: Any) -> DeepSeekAdapter:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import traceback
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -24,13 +23,6 @@ from dsh_llm.validator import validate_stream
 from .chat_chunks import finish, text
 
 ROUTE = "local"
-
-
-@pytest.fixture
-def server() -> Iterator[LoopbackServer]:
-    with LoopbackServer() as srv:
-        yield srv
-        assert srv.wait_until_idle(), "a connection was left open"
 
 
 def _options(**fields: Any) -> GenerateOptions:

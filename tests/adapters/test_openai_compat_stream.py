@@ -7,7 +7,6 @@ OpenAI, vLLM, llama.cpp, Ollama and OpenRouter (the table of
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -38,14 +37,6 @@ from .chat_chunks import chunk, finish, only_usage, reasoning, text, tool, usage
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "openai_compat"
 NAMES = sorted(p.stem for p in FIXTURES.glob("*.sse"))
 ROUTE = "local"
-
-
-@pytest.fixture
-def server() -> Iterator[LoopbackServer]:
-    with LoopbackServer() as srv:
-        yield srv
-        # Nothing leaks: every connection the adapter opened is closed again.
-        assert srv.wait_until_idle(), "a connection was left open"
 
 
 def _adapter(server: LoopbackServer, **options: Any) -> OpenAICompatAdapter:

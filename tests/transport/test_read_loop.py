@@ -58,13 +58,6 @@ def _run(adapter: OpenAICompatAdapter, **fields: Any) -> tuple[list[StreamChunk]
 
 
 @pytest.fixture
-def server() -> Iterator[LoopbackServer]:
-    with LoopbackServer() as srv:
-        yield srv
-        assert srv.wait_until_idle(), "a connection was left open"
-
-
-@pytest.fixture
 def adapter(server: LoopbackServer) -> Iterator[OpenAICompatAdapter]:
     with OpenAICompatAdapter(
         f"{server.url}/v1", stream_idle_timeout_ms=300
