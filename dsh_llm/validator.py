@@ -43,12 +43,17 @@ Strict mode (``strict=True``, the default) enforces rules 1 to 8:
   across its deltas and its ``block-end`` (``block-end differs from deltas``,
   ``tool-call id changed``, ``tool-call name changed``). On a delta, an ``id`` or
   ``name`` that is ``None`` or ``""`` means "not known yet" and is not compared.
+  The one accepted difference: a call whose deltas carried no argument text may
+  end with ``"{}"`` (rule 6's normalisation). A ``block-end`` of a tool call with
+  an empty ``name`` is ``tool call without a name`` (rule 5).
 - End: after the last block, exactly one ``usage`` then exactly one ``finish``,
   last (``usage repeated``, ``usage while a block is open``, ``block after
   usage``, ``usage missing``, ``finish repeated``, ``<type> after finish``,
   ``finish missing``, ``block left open``). Only an ``error`` or ``aborted``
-  finish may come without usage and with a block left open; a usage chunk before
-  it is allowed (but not while a block is open).
+  finish may come without usage and with a block left open. A usage chunk while a
+  block is open is allowed only right before such a finish (the usage billed
+  before a failure or an abort); anything else after it, or the end of the
+  stream, is reported as ``usage while a block is open``, naming the usage chunk.
 - Rule 8: a ``tool-calls`` finish needs a tool-call block; a stream that emitted a
   tool-call block finishes with ``tool-calls``, ``max-tokens``, ``error`` or
   ``aborted``, never ``stop`` nor another kind. A finish kind outside the known
@@ -269,6 +274,7 @@ class _StrictRules(_Rules):
         "next_index",
         "open",
         "tool_call_emitted",
+        "usage_open",
         "usage_position",
     )
 
@@ -280,6 +286,9 @@ class _StrictRules(_Rules):
         self.tool_call_emitted = False
         self.empty_call: tuple[int, int] | None = None
         """(index, position) of the first tool call that ended with ``""``."""
+        self.usage_open: tuple[int, int] | None = None
+        """(block index, position) of a usage that came while that block was
+        open: only a failure finish may follow it."""
 
     def violation(self, chunk: StreamChunk, name: str, rule: str) -> NoReturn:
         self.fail(f"{self.where(chunk)}: {name}: {rule}")
@@ -297,6 +306,10 @@ class _StrictRules(_Rules):
                 f"finish is not last: the finish at chunk #{self.finish_position} "
                 "must end the stream (rule 7)",
             )
+        if self.usage_open is not None and not (
+            isinstance(chunk, Finish) and chunk.reason.kind in FAILURE_KINDS
+        ):
+            self.usage_while_open(f", before {self.where(chunk)}")
         match chunk:
             case BlockStart():
                 self.block_start(chunk)
@@ -441,9 +454,17 @@ class _StrictRules(_Rules):
             self.compare(chunk, "text", ended.text, block.content.getvalue())
         elif isinstance(ended, ToolCallBlock):
             arguments = block.content.getvalue()
-            self.compare(chunk, "arguments", ended.arguments, arguments)
+            if not (arguments == "" and ended.arguments == "{}"):
+                self.compare(chunk, "arguments", ended.arguments, arguments)
             self.compare_known(chunk, "id", ended.id, block.call_id)
             self.compare_known(chunk, "name", ended.name, block.call_name)
+            if not ended.name:
+                self.violation(
+                    chunk,
+                    "tool call without a name",
+                    f"tool-call block {index} ends with an empty name; a tool call "
+                    "names the tool it calls (rule 5)",
+                )
             if ended.arguments == "" and self.empty_call is None:
                 self.empty_call = (index, self.position)
         self.open = None
@@ -482,13 +503,19 @@ class _StrictRules(_Rules):
                 "exactly one usage (rule 7)",
             )
         if self.open is not None:
-            self.violation(
-                chunk,
-                "usage while a block is open",
-                f"block {self.open.index} has no block-end yet; usage comes after "
-                "the last block ends (rules 1 and 7)",
-            )
+            # Allowed right before an error or aborted finish only: decided at
+            # the next chunk (or the end), which names this one.
+            self.usage_open = (self.open.index, self.position)
         self.usage_position = self.position
+
+    def usage_while_open(self, context: str) -> NoReturn:
+        assert self.usage_open is not None
+        index, position = self.usage_open
+        self.fail(
+            f"chunk #{position} (usage): usage while a block is open: block "
+            f"{index} has no block-end yet{context}; usage comes after the last "
+            "block ends, or right before an error or aborted finish (rules 1 and 7)"
+        )
 
     def finish(self, chunk: Finish) -> None:
         kind = chunk.reason.kind
@@ -541,6 +568,8 @@ class _StrictRules(_Rules):
     def end(self) -> None:
         if self.finish_position:
             return
+        if self.usage_open is not None:
+            self.usage_while_open(", at the end of the stream")
         open_note = (
             "" if self.open is None else f" (block {self.open.index} is still open)"
         )

@@ -45,8 +45,9 @@ Contracts callers may rely on:
 - ``failure(exc)`` classifies anything raised while streaming, in this order:
   a passed deadline gives ``TIMEOUT``, an aborted signal ``ABORTED``
   (``"<provider> request aborted by caller"``), an ``LlmError`` passes unchanged,
-  anything else ``"<provider> API stream from <endpoint> failed"``
-  (``TRANSPORT``, with a reason as for a send). The original exception is kept
+  a chunked body closed before its zero-size chunk ``STREAM_CLOSED`` (the code
+  of any other body that ends early), anything else ``"<provider> API stream
+  from <endpoint> failed"`` (``TRANSPORT``, with a reason as for a send). The original exception is kept
   as the cause (cleaned as above).
 - ``finish()`` after the terminal event reads what is left of a framed body for
   a short grace (``DRAIN_GRACE_S``, 50 ms) so the connection can return to the
@@ -62,6 +63,7 @@ Contracts callers may rely on:
 from __future__ import annotations
 
 import contextlib
+import http.client
 import time
 import urllib.parse
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -430,6 +432,14 @@ class StreamingCall:
         if code == ErrorCode.MALFORMED_RESPONSE:
             message = (
                 f"{self.provider} API stream from {self.endpoint} could not be decoded"
+            )
+        elif isinstance(exc, http.client.IncompleteRead):
+            # A clean close before the zero-size chunk: the same cut as a
+            # close-delimited body ending early, so the same code.
+            code = ErrorCode.STREAM_CLOSED
+            message = (
+                f"{self.provider} API stream from {self.endpoint} ended before the "
+                "end of its chunked body"
             )
         else:
             code = ErrorCode.TRANSPORT

@@ -70,6 +70,10 @@ __all__ = [
 
 EMPTY_RESPONSE_MESSAGE: Final = "model returned a completed response with no content"
 """The message of the ``EMPTY_RESPONSE`` finish (the TypeScript harness's)."""
+STREAM_CLOSED_CODE: Final = ErrorCode.STREAM_CLOSED.value
+"""The code of the ``error`` finish of an answer the server cut short: the same
+code as a body that ends without ``[DONE]``, since the caller can do nothing
+different about either."""
 REFUSAL_CODE: Final = "REFUSAL"
 """The code of the ``error`` finish after a ``delta.refusal`` (the upper-cased
 finish-reason rule: Anthropic's ``refusal`` stop reason gives the same code)."""
@@ -344,7 +348,9 @@ class ChatCompletionsTranslator:
     def is_keepalive(self, event: SseEvent) -> bool:
         """An event with empty data (a ``data:`` line alone) carries nothing: like
         a comment, it only keeps the connection alive."""
-        return event.error is None and not event.data.strip()
+        return (
+            event.error is None and event.event != "error" and not event.data.strip()
+        )
 
     def feed(self, event: SseEvent) -> list[StreamChunk]:
         """Feed one SSE event (``[DONE]``, an ``error`` field, a JSON payload). An
@@ -354,6 +360,10 @@ class ChatCompletionsTranslator:
         if event.error is not None:
             return self.feed_error_field(event.error)
         data = event.data
+        if event.event == "error":
+            # An ``event: error`` frame (a gateway, an Anthropic-style proxy):
+            # the provider's failure, whatever its data says.
+            return self.feed_error_field(data or "error")
         if len(data) < 64 and data.strip() in _NOT_A_PAYLOAD:
             return self.done() if data.strip() == DONE else []
         out: list[StreamChunk] = []
@@ -385,7 +395,7 @@ class ChatCompletionsTranslator:
             self._fail_with(payload, out)
             return
         choices = payload.get("choices")
-        if choices:
+        if choices is not None:
             if type(choices) is not list:
                 raise self._malformed("a choices field that is not a list")
             for choice in choices:
@@ -398,17 +408,18 @@ class ChatCompletionsTranslator:
                     if index != 0:
                         continue
                 delta = choice.get("delta")
-                if delta:
+                if delta is not None:
                     if type(delta) is not dict:
                         raise self._malformed("a delta that is not an object")
-                    self._delta(delta, payload, out)
+                    if delta:
+                        self._delta(delta, payload, out)
                 reason = choice.get("finish_reason")
                 if reason is not None:
                     if type(reason) is not str:
                         raise self._malformed("a finish_reason that is not a string")
                     if reason:
                         self._finish_reason = reason
-        elif payload.get("object") == "error":
+        if not choices and payload.get("object") == "error":
             self._fail_with(payload, out)
             return
         usage = payload.get("usage")
@@ -428,6 +439,14 @@ class ChatCompletionsTranslator:
         if self.finished:
             return []
         out: list[StreamChunk] = []
+        if self._finish_reason is None and (self._next_index or self._held):
+            # Content, then the end marker without any finish reason: the server
+            # cut the answer (llama-cpp-python interrupting a running request).
+            # Nothing is closed: a cut tool call is never complete.
+            self._fail(
+                LlmFailure(message=self._cut_message(), code=STREAM_CLOSED_CODE), out
+            )
+            return out
         self._release_held(out)
         self._close_active(out)
         while self._pending:
@@ -541,25 +560,32 @@ class ChatCompletionsTranslator:
             return None, ""
         if type(function) is not dict:
             raise self._malformed("a tool call function that is not an object")
+        name = function.get("name")
+        if name is not None and type(name) is not str:
+            raise self._malformed("a tool call name that is not a string")
         arguments = function.get("arguments")
         if arguments is None:
-            return function.get("name"), ""
+            return name, ""
         if type(arguments) is str:
-            return function.get("name"), arguments
+            return name, arguments
         # A server that sends arguments as an object: re-stringify, since
         # arguments stay raw JSON text.
         try:
-            return function.get("name"), compact_json(arguments)
+            return name, compact_json(arguments)
         except ValueError:
             raise self._malformed("tool call arguments with NaN or Infinity") from None
 
     def _tool_fragment(self, call: dict[str, Any], out: list[StreamChunk]) -> None:
         self._release_held(out)
         key = call.get("index")
+        if key is not None and type(key) is not int:
+            raise self._malformed("a tool call index that is not an integer")
         new_id = call.get("id")
-        new_id = new_id if type(new_id) is str and new_id else None
+        if new_id is not None and type(new_id) is not str:
+            raise self._malformed("a tool call id that is not a string")
+        new_id = new_id or None
         name, fragment = self._function_parts(call.get("function"))
-        if type(key) is not int:
+        if key is None:
             key = self._key_without_index(new_id)
         self._call_fragment(key, new_id, name, fragment, out)
 
@@ -665,6 +691,9 @@ class ChatCompletionsTranslator:
         text = "".join(segment.parts)
         block: ContentBlock
         if segment.kind is _TOOL:
+            if not segment.name:
+                # A call that names no tool cannot be run or sent back.
+                raise self._malformed("a tool call without a name")
             if text == "":
                 text = "{}"
                 out.append(_tool_delta(segment, text))
@@ -705,10 +734,18 @@ class ChatCompletionsTranslator:
             out.append(_tool_delta(active, active.held))
             active.parts.append(active.held)
             active.held = ""
-        if self._usage is not None and self._active is None:
+        if self._usage is not None:
+            # Billed before the failure: it comes right before the error finish,
+            # even with a block left open (the strict validator allows exactly this).
             out.append(UsageChunk(usage=map_usage(self._usage)))
         out.append(Finish(reason=FinishReason.error(failure)))
         self.finished = True
+
+    def _cut_message(self) -> str:
+        return (
+            f"{self._profile.provider} ended its stream with [DONE] but no "
+            "finish_reason: the answer was cut short"
+        )
 
     def _malformed(self, what: str) -> LlmError:
         return LlmError(
