@@ -47,8 +47,8 @@ Contracts callers may rely on:
   (``"<provider> request aborted by caller"``), an ``LlmError`` passes unchanged,
   a chunked body closed before its zero-size chunk ``STREAM_CLOSED`` (the code
   of any other body that ends early), anything else ``"<provider> API stream
-  from <endpoint> failed"`` (``TRANSPORT``, with a reason as for a send). The original exception is kept
-  as the cause (cleaned as above).
+  from <endpoint> failed"`` (``TRANSPORT``, with a reason as for a send). The
+  original exception is kept as the cause (cleaned as above).
 - ``finish()`` after the terminal event reads what is left of a framed body for
   a short grace (``DRAIN_GRACE_S``, 50 ms) so the connection can return to the
   pool; ``close()`` always releases or closes the response (idempotent). Use it

@@ -348,9 +348,7 @@ class ChatCompletionsTranslator:
     def is_keepalive(self, event: SseEvent) -> bool:
         """An event with empty data (a ``data:`` line alone) carries nothing: like
         a comment, it only keeps the connection alive."""
-        return (
-            event.error is None and event.event != "error" and not event.data.strip()
-        )
+        return event.error is None and event.event != "error" and not event.data.strip()
 
     def feed(self, event: SseEvent) -> list[StreamChunk]:
         """Feed one SSE event (``[DONE]``, an ``error`` field, a JSON payload). An
