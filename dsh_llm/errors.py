@@ -290,8 +290,12 @@ class HarnessError(Exception):
 
     @property
     def message(self) -> str:
-        """The human-readable message (also ``str(error)``)."""
+        """The human-readable message (``str(error)`` puts the code in front)."""
         return str(self.args[0])
+
+    def __str__(self) -> str:
+        """``[CODE] message``: the code reads first in a log line or a notebook."""
+        return f"[{self.code}] {self.message}"
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (_rebuild, (type(self), self.__getstate__()))
@@ -458,7 +462,11 @@ def _carried_failure(exc: BaseException) -> LlmFailure | None:
 
 def _safe_message(exc: BaseException) -> str:
     try:
-        text = str(exc)
+        if isinstance(exc, HarnessError) and type(exc).__str__ is HarnessError.__str__:
+            # The message alone: the code is reported beside it.
+            text = exc.message
+        else:
+            text = str(exc)
     except Exception:
         return _FALLBACK_MESSAGE
     return text if isinstance(text, str) and text != "" else _FALLBACK_MESSAGE
@@ -522,7 +530,13 @@ def error_chain(exc: BaseException) -> str:
         try:
             # A group's str() appends "(N sub-exceptions)"; the members are
             # rendered below, so only its own message is wanted here.
-            text = node.message if isinstance(node, BaseExceptionGroup) else str(node)
+            # A library error shows its message alone, as its code is routed on
+            # (and printed) apart.
+            text = (
+                node.message
+                if isinstance(node, BaseExceptionGroup | HarnessError)
+                else str(node)
+            )
             message = text if text != "" else type(node).__name__
             members = ""
             if isinstance(node, BaseExceptionGroup) and node.exceptions:

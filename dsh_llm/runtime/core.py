@@ -349,6 +349,11 @@ class LlmRuntime:
             table[route.info.id] = route
         registration._providers = tuple(route.info.id for route in candidates)
         self._routes = table
+        _log.info(
+            "registered %s for %s",
+            type(registration.adapter).__name__,
+            _route_list({route.info.id: route for route in candidates}),
+        )
 
     def _dispose(self, registration: AdapterRegistration) -> None:
         with self._lock:
@@ -516,10 +521,12 @@ class LlmRuntime:
     def _route(self, provider: str, routes: Mapping[str, Route] | None = None) -> Route:
         """The route serving ``provider`` in ``routes`` (default: the current
         table)."""
-        route = (self._routes if routes is None else routes).get(provider)
+        table = self._routes if routes is None else routes
+        route = table.get(provider)
         if route is None:
             raise LlmError(
-                f'no adapter registered for provider "{provider}"',
+                f'no adapter registered for provider "{provider}" '
+                f"(registered: {_route_list(table)})",
                 ErrorCode.NO_ADAPTER,
             )
         return route
@@ -700,6 +707,11 @@ def _code_of(exc: BaseException) -> object:
         return getattr(exc, "code", None)
     except Exception:
         return None
+
+
+def _route_list(routes: Mapping[str, Route]) -> str:
+    """``"a", "b"`` (sorted), or ``none`` for an empty table."""
+    return ", ".join(f'"{name}"' for name in sorted(routes)) or "none"
 
 
 def _no_finish(provider: str) -> LlmError:
