@@ -28,13 +28,20 @@ Contracts callers may rely on:
   every connection of a session made here attaches its socket to ``slot`` right
   before waiting for the response headers, so another thread can shut the socket
   down (``SocketSlot.interrupt``) to end a blocked read within milliseconds.
+- urllib3's DEBUG line for a request sent under ``capture_socket`` (every
+  adapter request) shows its query values as ``***``: a key in the base URL's
+  query string never reaches a log. Other urllib3 traffic is logged unchanged.
+- Informational responses (``103 Early Hints``, ``102 Processing``) before the
+  final response are skipped, never taken as the answer.
 """
 
 from __future__ import annotations
 
 import contextlib
 import contextvars
+import http.client
 import ipaddress
+import logging
 import re
 import socket
 import threading
@@ -131,19 +138,61 @@ def capture_socket(slot: SocketSlot) -> Iterator[SocketSlot]:
         _SLOT.reset(token)
 
 
+_QUERY_VALUE: Final = re.compile(r"=[^&#]*")
+
+
+class _QueryValuesHidden(logging.Filter):
+    """Hides the query values of urllib3's request line while a request of ours
+    (one sent under ``capture_socket``) is in flight in this thread."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args
+        if (
+            _SLOT.get() is not None
+            and isinstance(args, tuple)
+            and len(args) > 4
+            and isinstance(args[4], str)
+            and "?" in args[4]
+        ):
+            path, _, query = args[4].partition("?")
+            hidden = f"{path}?{_QUERY_VALUE.sub('=***', query)}"
+            record.args = (*args[:4], hidden, *args[5:])
+        return True
+
+
+logging.getLogger("urllib3.connectionpool").addFilter(_QueryValuesHidden())
+
+
 def _attach_current(sock: socket.socket | None) -> None:
     slot = _SLOT.get()
     if slot is not None and sock is not None:
         slot.attach(sock)
 
 
+class _FinalResponse(http.client.HTTPResponse):
+    """Skips informational responses (``103 Early Hints``...) before the final
+    one; ``http.client`` itself skips only ``100 Continue``. ``101`` stays final:
+    it switches protocols."""
+
+    def _read_status(self) -> tuple[str, int, str]:
+        while True:
+            version, status, reason = super()._read_status()  # type: ignore[misc]
+            if not 102 <= status < 200:
+                return version, status, reason
+            http.client.parse_headers(self.fp)  # its header section, discarded
+
+
 class _HTTPConnection(urllib3.connection.HTTPConnection):
+    response_class = _FinalResponse
+
     def getresponse(self) -> urllib3.response.HTTPResponse:  # type: ignore[override]
         _attach_current(self.sock)
         return super().getresponse()
 
 
 class _HTTPSConnection(urllib3.connection.HTTPSConnection):
+    response_class = _FinalResponse
+
     def getresponse(self) -> urllib3.response.HTTPResponse:  # type: ignore[override]
         _attach_current(self.sock)
         return super().getresponse()
