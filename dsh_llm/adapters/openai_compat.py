@@ -48,9 +48,11 @@ Contracts callers may rely on:
   no cap (the server's default), in ``max_tokens`` or the configured
   ``max_tokens_field`` (``max_completion_tokens`` for OpenAI's reasoning models).
   ``stream_options: {"include_usage": true}`` is sent unless ``include_usage`` is
-  false (for servers that reject it). ``session_id`` and ``purpose`` are routing
-  hints with no meaning on a generic server and are not sent (a session id is
-  not leaked to third parties). Reasoning from earlier turns is sent back only
+  false (for servers that reject it). ``session_id`` is sent as the header
+  ``x-session-id`` (what gateways and proxies group a session's calls by; a
+  value no header can carry unchanged is ``INVALID_REQUEST``) and ``purpose``
+  as ``x-dsh-llm-purpose``; neither goes in the body, which a strict server
+  would refuse for an unknown field. Reasoning from earlier turns is sent back only
   when ``reasoning_passback_field`` names the field the server reads.
 - **Stream**: the shared translator's strict order and every quirk it absorbs (see
   ``dsh_llm.adapters._chat.translate.ChatCompletionsTranslator``): tool-call
@@ -108,6 +110,8 @@ from dsh_llm.transport.session import (
 __all__ = [
     "DEFAULT_DISPLAY_NAME",
     "DEFAULT_KEEPALIVE_TIMEOUT_MS",
+    "PURPOSE_HEADER",
+    "SESSION_ID_HEADER",
     "DEFAULT_STREAM_IDLE_TIMEOUT_MS",
     "MAX_TOKENS_FIELDS",
     "PACKAGE",
@@ -132,6 +136,10 @@ MAX_TOKENS_FIELDS: Final = ("max_tokens", "max_completion_tokens")
 """The output-cap field spellings a server may read."""
 REASONING_PASSBACK_FIELDS: Final = ("reasoning_content", "reasoning")
 """The assistant-message fields reasoning may be sent back in."""
+SESSION_ID_HEADER: Final = "x-session-id"
+"""The header ``GenerateOptions.session_id`` travels in."""
+PURPOSE_HEADER: Final = "x-dsh-llm-purpose"
+"""The header ``GenerateOptions.purpose`` travels in."""
 RESERVED_HEADERS: Final = frozenset(
     {
         "user-agent",
@@ -484,6 +492,7 @@ class OpenAICompatAdapter(ChatCompletionsAdapter):
             LlmError: see the module docstring and ``docs/errors.md``.
         """
         body = self._body(options)
+        headers = self._call_headers(options)
         key = self._request_key(self._settings.api_key_env, route=options.provider)
         yield from stream_completion(
             self._session,
@@ -491,10 +500,27 @@ class OpenAICompatAdapter(ChatCompletionsAdapter):
             profile=self._profile,
             base_url=self._settings.base_url,
             body=body,
-            headers=self._request_headers,
+            headers=headers,
             key=key,
             signal=options.signal,
         )
+
+    def _call_headers(self, options: GenerateOptions) -> Mapping[str, str]:
+        """The request headers, with this call's routing hints."""
+        if options.session_id is None and options.purpose is None:
+            return self._request_headers
+        headers = dict(self._request_headers)
+        if options.session_id is not None:
+            if not is_header_value(options.session_id):
+                raise LlmError(
+                    f"{self._profile.provider} session_id must be printable ASCII "
+                    "without leading or trailing whitespace: it travels as a header",
+                    ErrorCode.INVALID_REQUEST,
+                )
+            headers[SESSION_ID_HEADER] = options.session_id
+        if options.purpose is not None:
+            headers[PURPOSE_HEADER] = options.purpose
+        return headers
 
     def _body(self, options: GenerateOptions) -> dict[str, Any]:
         refuse_images(options, profile=self._profile)  # before the effort check
