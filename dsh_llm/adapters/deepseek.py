@@ -31,10 +31,12 @@ Contracts callers may rely on:
   body, which may raise ``UNSUPPORTED_REASONING_EFFORT``, ``UNSUPPORTED_OPTION``
   or ``INVALID_REQUEST``. Then one ``POST {base_url}/chat/completions``.
 - **Thinking**: ``purpose="session-title"`` sends thinking disabled;
-  else the effort (request, else configured) ``off`` sends thinking disabled,
+  else the effort (request, else ``default_effort``: configured, else
+  ``high``; ``off`` with thinking disabled) ``off`` sends thinking disabled,
   ``low``/``high``/``max`` thinking enabled plus ``reasoning_effort``, another
   effort raises; a deployment with thinking disabled refuses any effort but
-  ``off``; no effort sends only a configured ``thinking``.
+  ``off``. The default is applied here and advertised by ``resolve_model``, so
+  ``stream`` and ``LlmRuntime.stream`` send the same body for the same options.
 - **Fields it cannot honour raise**, never silently dropped, before any I/O, with
   ``UNSUPPORTED_OPTION``: DeepSeek rejects a ``required`` or named
   ``tool_choice`` in thinking mode, and silently ignores ``temperature`` there,
@@ -43,9 +45,7 @@ Contracts callers may rely on:
   configured ``thinking="enabled"`` without an effort); use
   ``reasoning_effort="off"`` to force a tool or to sample with a temperature.
   With thinking disabled (effort ``off``, a ``disabled`` deployment,
-  ``purpose="session-title"``) ``temperature`` is sent; with thinking left to
-  the provider's default (no ``thinking`` key sent, no effort) it is sent as
-  given and the provider decides whether it applies. ``session_id`` and
+  ``purpose="session-title"``) ``temperature`` is sent. ``session_id`` and
   ``purpose="compaction"`` are honoured as the
   ``x-deepseek-harness-session-id`` / ``x-deepseek-harness-compact: 1`` routing
   headers (never in the body); a ``session_id`` no header can carry unchanged
@@ -116,6 +116,7 @@ __all__ = [
     "DeepSeekConfigError",
     "DeepSeekConnectionOptions",
     "DeepSeekModel",
+    "default_effort",
     "resolve_adapter_options",
     "thinking_fields",
 ]
@@ -472,18 +473,26 @@ _EFFORT_INFOS: Final = tuple(
 )
 
 
+def default_effort(snapshot: DeepSeekConnectionOptions) -> str:
+    """The effort of a request that names none: ``off`` on a deployment with
+    thinking disabled, else the configured effort, else ``high``.
+
+    The one place the default is decided: ``resolve_model`` advertises it (so
+    ``LlmRuntime`` fills it in) and ``stream`` applies it, so the same
+    ``GenerateOptions`` send the same body through either path."""
+    if snapshot.thinking == "disabled":
+        return "off"
+    return snapshot.reasoning_effort or "high"
+
+
 def _model_info(
     snapshot: DeepSeekConnectionOptions, provider: str, model: str
 ) -> LlmResolvedModelInfo:
     entry = snapshot.model(model)
-    if snapshot.thinking == "disabled":
-        reasoning = LlmModelReasoningInfo(
-            efforts=_EFFORT_INFOS[:1], default_effort="off"
-        )
-    else:
-        reasoning = LlmModelReasoningInfo(
-            efforts=_EFFORT_INFOS, default_effort=snapshot.reasoning_effort or "high"
-        )
+    efforts = _EFFORT_INFOS[:1] if snapshot.thinking == "disabled" else _EFFORT_INFOS
+    reasoning = LlmModelReasoningInfo(
+        efforts=efforts, default_effort=default_effort(snapshot)
+    )
     return resolved_model_info(
         provider,
         model,
@@ -645,7 +654,7 @@ class DeepSeekAdapter(ChatCompletionsAdapter):
         extra = thinking_fields(
             options,
             thinking=snapshot.thinking,
-            default_effort=snapshot.reasoning_effort,
+            default_effort=default_effort(snapshot),
         )
         thinking_enabled = extra.get("thinking") == {"type": "enabled"}
         choice = options.tool_choice
