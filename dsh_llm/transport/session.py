@@ -44,6 +44,7 @@ import ipaddress
 import logging
 import re
 import socket
+import sys
 import threading
 import urllib.parse
 from collections.abc import Iterator, Mapping
@@ -55,10 +56,16 @@ import requests.auth
 import urllib3.connection
 import urllib3.connectionpool
 import urllib3.response
+from urllib3.exceptions import (
+    ConnectTimeoutError,
+    NameResolutionError,
+    NewConnectionError,
+)
 from urllib3.util.retry import Retry
 
 from dsh_llm.attribution import APP_IDENTITY, AppIdentity, attribution_headers
 from dsh_llm.credentials import Secret
+from dsh_llm.transport.connect import open_connection
 
 __all__ = [
     "DEFAULT_POOL_MAXSIZE",
@@ -91,9 +98,13 @@ class SocketSlot:
     ``interrupt()`` shuts the socket down (both directions), which wakes a read
     blocked in any thread at once and tells the server the connection is gone; a
     socket attached after ``interrupt()`` is shut down as soon as it attaches.
+    Before the response, a new connection's socket is *held* (``hold``) from its
+    creation: an interrupt then also ends the TLS handshake and the sending of
+    the body, and ``dsh_llm.transport.connect`` ends a resolve or connect in
+    progress once ``interrupted`` is set.
     """
 
-    __slots__ = ("_lock", "interrupted", "sock")
+    __slots__ = ("_held", "_lock", "interrupted", "sock")
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -101,23 +112,54 @@ class SocketSlot:
         """The attached socket, once the request was sent."""
         self.interrupted = False
         """Whether ``interrupt()`` was called."""
+        self._held: socket.socket | None = None
+
+    def hold(self, sock: socket.socket) -> None:
+        """Keep a duplicate of a new connection's ``sock``: the TLS layer takes
+        the original object over, and the duplicate still reaches the
+        connection. Shut down at once if already interrupted."""
+        duplicate = sock.dup()
+        with self._lock:
+            previous, self._held = self._held, duplicate
+            interrupted = self.interrupted
+        if previous is not None:
+            previous.close()
+        if interrupted:
+            _shutdown(duplicate)
 
     def attach(self, sock: socket.socket) -> None:
-        """Record ``sock`` (shutting it down at once if already interrupted)."""
+        """Record ``sock`` (shutting it down at once if already interrupted); a
+        held duplicate is closed, ``sock`` now reaches the connection."""
         with self._lock:
             self.sock = sock
             interrupted = self.interrupted
+            held, self._held = self._held, None
+        if held is not None:
+            with contextlib.suppress(OSError):
+                held.close()
         if interrupted:
             _shutdown(sock)
 
     def interrupt(self) -> None:
-        """Shut the attached socket down (now or when it attaches). Thread-safe,
-        idempotent, never raises."""
+        """Shut the attached (or held) socket down, now or when it attaches.
+        Thread-safe, idempotent, never raises."""
         with self._lock:
             self.interrupted = True
             sock = self.sock
+            held = self._held
         if sock is not None:
             _shutdown(sock)
+        if held is not None:
+            _shutdown(held)
+
+    def release(self) -> None:
+        """Close the held duplicate, if any (the connection itself stays as it
+        is). Idempotent, never raises."""
+        with self._lock:
+            held, self._held = self._held, None
+        if held is not None:
+            with contextlib.suppress(OSError):
+                held.close()
 
 
 def _shutdown(sock: socket.socket) -> None:
@@ -182,7 +224,54 @@ class _FinalResponse(http.client.HTTPResponse):
             http.client.parse_headers(self.fp)  # its header section, discarded
 
 
-class _HTTPConnection(urllib3.connection.HTTPConnection):
+class _AbortableConnect:
+    """``_new_conn`` of urllib3's connections, abortable while a request of ours
+    is in flight (``dsh_llm.transport.connect``); the same exceptions."""
+
+    host: str
+    port: int
+    timeout: Any
+    source_address: Any
+    socket_options: Any
+    _dns_host: str
+
+    def _new_conn(self) -> socket.socket:
+        slot = _SLOT.get()
+        if slot is None:
+            return super()._new_conn()  # type: ignore[misc,no-any-return]
+        conn: Any = self
+        try:
+            sock = open_connection(
+                (self._dns_host, self.port),
+                self.timeout,
+                slot,
+                source_address=self.source_address,
+                socket_options=self.socket_options,
+            )
+        except socket.gaierror as exc:
+            raise NameResolutionError(self.host, conn, exc) from exc
+        except TimeoutError as exc:
+            raise ConnectTimeoutError(
+                conn,
+                f"Connection to {self.host} timed out. (connect timeout="
+                f"{self.timeout})",
+            ) from exc
+        except OSError as exc:
+            raise NewConnectionError(
+                conn, f"Failed to establish a new connection: {exc}"
+            ) from exc
+        sys.audit("http.client.connect", self, self.host, self.port)
+        return sock
+
+    def request(self, *args: Any, **kwargs: Any) -> None:
+        # A reused connection: its socket can be shut down while the body is sent.
+        sock = getattr(self, "sock", None)
+        if sock is not None:
+            _attach_current(sock)
+        super().request(*args, **kwargs)  # type: ignore[misc]
+
+
+class _HTTPConnection(_AbortableConnect, urllib3.connection.HTTPConnection):
     response_class = _FinalResponse
 
     def getresponse(self) -> urllib3.response.HTTPResponse:  # type: ignore[override]
@@ -190,7 +279,7 @@ class _HTTPConnection(urllib3.connection.HTTPConnection):
         return super().getresponse()
 
 
-class _HTTPSConnection(urllib3.connection.HTTPSConnection):
+class _HTTPSConnection(_AbortableConnect, urllib3.connection.HTTPSConnection):
     response_class = _FinalResponse
 
     def getresponse(self) -> urllib3.response.HTTPResponse:  # type: ignore[override]
