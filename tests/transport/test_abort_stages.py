@@ -24,6 +24,7 @@ from dsh_llm.transport.call import StreamingCall
 from dsh_llm.transport.session import NoAuth, create_session
 
 IDLE_MS = 1500
+STUCK_MS = 10_000
 ABORT_AFTER_S = 0.3
 
 
@@ -203,3 +204,43 @@ def test_the_connect_has_its_own_bound_apart_from_the_idle_one(full_backlog):
         "within 200ms"
     )
     assert elapsed < 30, "the connect waited for the idle bound"
+
+
+def test_cancelled_astreams_in_a_tls_handshake_free_the_shared_executor(silent):
+    # Issue 13's knock-on: cancelled astreams stuck in a handshake held the
+    # shared executor's threads, so a healthy stream waited for its first chunk.
+    import asyncio
+
+    from dsh_llm.aio import astream
+
+    chunk = {"choices": [{"index": 0, "delta": {"content": "a"}}]}
+
+    async def main(adapter: OpenAICompatAdapter, healthy: OpenAICompatAdapter) -> float:
+        async def consume() -> None:
+            async for _ in astream(adapter, _options()):
+                pass
+
+        tasks = [asyncio.create_task(consume()) for _ in range(64)]
+        deadline = time.monotonic() + 10
+        while len(silent.accepted) < len(tasks) and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+        for task in tasks:
+            task.cancel()
+        started = time.monotonic()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        async for item in astream(healthy, _options()):
+            del item
+            break
+        return time.monotonic() - started
+
+    with LoopbackServer() as server:
+        server.enqueue(Reply(body=(sse_event(chunk), b"data: [DONE]\n\n")))
+        with (
+            OpenAICompatAdapter(
+                f"https://127.0.0.1:{silent.port}/v1", stream_idle_timeout_ms=STUCK_MS
+            ) as adapter,
+            OpenAICompatAdapter(f"{server.url}/v1") as healthy,
+        ):
+            elapsed = asyncio.run(main(adapter, healthy))
+    # Without the abort reaching the handshakes, it waits for the 10 s bound.
+    assert elapsed < STUCK_MS / 2000, f"the healthy stream waited {elapsed:.2f}s"
