@@ -64,6 +64,7 @@ from dsh_llm.transport.sse import DONE, SseEvent
 __all__ = [
     "EMPTY_RESPONSE_MESSAGE",
     "REFUSAL_CODE",
+    "STREAM_CLOSED_CODE",
     "ChatCompletionsTranslator",
     "decode_payload",
 ]
@@ -246,14 +247,20 @@ class ChatCompletionsTranslator:
       ``empty_response_as_stop``; an end marker with no block and no finish
       reason at all is ``EMPTY_RESPONSE`` even then (vLLM swallows an early error
       into a bare ``[DONE]``).
+    - An end marker after content without any finish reason is a cut answer
+      (llama-cpp-python interrupting a running request): the ``usage`` (when one
+      was reported), then an ``error`` finish ``STREAM_CLOSED``
+      (``STREAM_CLOSED_CODE``), with nothing closed, so a cut tool call is never
+      reported complete.
     - An error the provider reports inside the stream (a payload whose
       ``error`` is a non-empty object or string, not ``null``/``false``/``{}``;
-      a flat ``{"object": "error", ...}`` (vLLM before 0.10.1), or
-      an ``error:`` field (llama.cpp before September 2025); string or integer
+      a flat ``{"object": "error", ...}`` (vLLM before 0.10.1),
+      an ``error:`` field (llama.cpp before September 2025), or an ``event:
+      error`` frame (its data: a report, or plain text); string or integer
       ``code``) is data: it ends the response with one ``error`` finish classified
       like an HTTP error (``dsh_llm.transport.http_errors.in_band_failure``),
-      after the usage chunk when a usage was reported,
-      leaving the partial blocks open (their content must be discarded). Nothing
+      right after the usage chunk when a usage was reported (also with a block
+      open), leaving the partial blocks open (their content must be discarded). Nothing
       is raised, so the runtime shows this one finish.
 
     Quirks absorbed, whichever server sends them (OpenAI, vLLM, llama.cpp,
@@ -300,7 +307,9 @@ class ChatCompletionsTranslator:
       protocol and nothing a replay needs, so they are not kept.
 
     Raises (from ``feed``): ``LlmError`` ``MALFORMED_RESPONSE`` for a payload that
-    is not a JSON object or has fields of the wrong type.
+    is not a JSON object or has fields of the wrong type (falsy ones included:
+    ``choices: 0``, ``delta: []``, a tool call ``index`` of ``"0"``, an integer
+    ``id`` or ``name``), and for a tool call that never names its tool.
 
     Args:
         profile: The server's profile.
