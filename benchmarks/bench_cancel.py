@@ -22,9 +22,20 @@ Ways of cancelling:
 - ``astream aclose``: ``break`` then ``aclose()``;
 - ``astream signal``: the caller's ``AbortSignal`` aborted from the event loop.
 
-The target (issues 5 and 7) is 100 ms at worst for each, ended and closed. The
-unit tests check that cancellation ends the stream and closes the connection;
-this script measures how fast.
+A second table aborts a call at each stage of the request (issue 13), from
+another thread once the call has been in that stage for 50 ms, and gives the
+time from ``abort()`` until the call raised ``ABORTED``:
+
+- ``resolve``: ``getaddrinfo`` is slow (replaced here by one that blocks);
+- ``connect``: the server's accept queue is full, so the TCP connect hangs;
+- ``tls``: an ``https://`` server that accepts and never answers the hello;
+- ``body``: a 32 MiB body to a server that never reads;
+- ``headers``: a server that never sends the response headers;
+- ``read``: a stream that stalls after its first event.
+
+The target (issues 5, 7 and 13) is 100 ms at worst for each, ended and closed.
+The unit tests check that cancellation ends the stream and closes the
+connection; this script measures how fast.
 
 Usage::
 
@@ -36,6 +47,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import socket
 import statistics
 import threading
 import time
@@ -44,6 +56,7 @@ from typing import Any
 
 from dsh_llm import AbortController, GenerateOptions, LlmError, LlmRuntime, TextDelta
 from dsh_llm.adapters.deepseek import PROVIDER_ROUTE, DeepSeekAdapter
+from dsh_llm.adapters.openai_compat import OpenAICompatAdapter
 from dsh_llm.aio import astream, shutdown_shared_executor
 from dsh_llm.protocol import Finish, create_user_message
 from dsh_llm.signal import AbortSignal
@@ -166,6 +179,117 @@ class _Bench:
         return ended, self.closed_after(started)
 
 
+def _abort_in_stage(
+    base_url: str, reached: Callable[[], bool], fields: dict[str, Any]
+) -> float:
+    """Seconds from ``abort()`` until a call to ``base_url`` raised ``ABORTED``;
+    the abort comes 50 ms after ``reached()`` first holds."""
+    controller = AbortController()
+    started = 0.0
+
+    def abort() -> None:
+        nonlocal started
+        while not reached():
+            time.sleep(0.001)
+        time.sleep(0.05)  # let the call block in its stage
+        started = time.perf_counter()
+        controller.abort()
+
+    thread = threading.Thread(target=abort)
+    options = GenerateOptions(
+        provider="local",
+        model="m",
+        messages=(create_user_message("hi"),),
+        signal=controller.signal,
+        **fields,
+    )
+    with OpenAICompatAdapter(base_url, stream_idle_timeout_ms=10_000) as adapter:
+        thread.start()
+        try:
+            list(adapter.stream(options))
+        except LlmError as exc:
+            if exc.code != "ABORTED":
+                raise
+        else:
+            raise RuntimeError("the call was not aborted")
+        ended = time.perf_counter() - started
+    thread.join()
+    return ended
+
+
+@contextlib.contextmanager
+def _stage_servers() -> Iterator[
+    dict[str, tuple[str, Callable[[], Callable[[], bool]], dict[str, Any]]]
+]:
+    """For each stage: the base URL that holds a call there, a function called
+    before each run that returns "the call has reached the stage", and the
+    request fields."""
+    full = socket.socket()
+    full.bind(("127.0.0.1", 0))
+    full.listen(0)
+    filler = socket.create_connection(full.getsockname())
+    silent = socket.create_server(("127.0.0.1", 0))
+    silent.settimeout(0.02)
+    accepted: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        while not stop.is_set():
+            with contextlib.suppress(TimeoutError):
+                conn, _ = silent.accept()
+                conn.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+                accepted.append(conn)
+
+    acceptor = threading.Thread(target=accept)
+    acceptor.start()
+    real = socket.getaddrinfo
+
+    def slow(host: Any, *args: Any, **kwargs: Any) -> Any:
+        if host == "slow-dns.invalid":
+            time.sleep(2)
+        return real("127.0.0.1", *args, **kwargs)
+
+    socket.getaddrinfo = slow  # type: ignore[assignment]
+    silent_port = silent.getsockname()[1]
+    host, port = full.getsockname()
+    try:
+        with LoopbackServer() as server:
+            server.handler = lambda request: (
+                Reply(header_delay=None)
+                if request.path.endswith("/headers/v1/chat/completions")
+                else _stalled(request)
+            )
+
+            def connected() -> Callable[[], bool]:
+                seen = len(accepted)
+                return lambda: len(accepted) > seen
+
+            def always() -> Callable[[], bool]:
+                return lambda: True
+
+            huge = {"system": "x" * (32 * 1024 * 1024)}
+            yield {
+                "resolve": ("http://slow-dns.invalid:9/v1", always, {}),
+                "connect": (f"http://{host}:{port}/v1", always, {}),
+                "tls": (f"https://127.0.0.1:{silent_port}/v1", connected, {}),
+                "body": (f"http://127.0.0.1:{silent_port}/v1", connected, huge),
+                "headers": (f"{server.url}/headers/v1", always, {}),
+                "read": (f"{server.url}/v1", always, {}),
+            }
+    finally:
+        socket.getaddrinfo = real  # type: ignore[assignment]
+        stop.set()
+        acceptor.join()
+        for conn in (filler, full, silent, *accepted):
+            conn.close()
+
+
+def _stage_row(name: str, runs: list[float]) -> str:
+    ended = [e * 1000 for e in runs]
+    verdict = "met" if max(ended) <= TARGET_MS else "MISSED"
+    return f"{name:<16} {statistics.median(ended):>9.2f} {max(ended):>9.2f}   {verdict}"
+
+
 def _row(name: str, runs: list[tuple[float, float]]) -> str:
     ended = [e * 1000 for e, _ in runs]
     closed = [c * 1000 for _, c in runs]
@@ -200,6 +324,15 @@ def main() -> None:
         print("way              ended med ended max closed med closed max   target")
         for name, run in ways:
             print(_row(name, [run() for _ in range(args.repeat)]))
+    stage_repeat = max(1, args.repeat // 3)
+    print()
+    print(f"abort at each stage: {stage_repeat} runs each; ms from abort()")
+    print()
+    print("stage            ended med ended max   target")
+    with _stage_servers() as stages:
+        for name, (url, arm, fields) in stages.items():
+            runs = [_abort_in_stage(url, arm(), fields) for _ in range(stage_repeat)]
+            print(_stage_row(name, runs))
     shutdown_shared_executor()
 
 

@@ -29,7 +29,7 @@ closes the stream; ``collect(chunks)`` builds on it and raises the failure of an
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Final, NoReturn
 
 import attrs
@@ -62,6 +62,7 @@ from dsh_llm.protocol import (
     text_of,
     tool_calls_of,
 )
+from dsh_llm.protocol.checks import MAX_SAFE_INTEGER
 from dsh_llm.sources import close_source
 
 __all__ = [
@@ -70,6 +71,7 @@ __all__ = [
     "BlockAssembler",
     "assemble_stream",
     "collect",
+    "total_usage",
     "unreachable_variant",
 ]
 
@@ -322,6 +324,10 @@ class BlockAssembler:
         )
 
 
+def _usages(value: Iterable[TokenUsage | None]) -> tuple[TokenUsage | None, ...]:
+    return tuple(value)
+
+
 @attrs.frozen(kw_only=True)
 class AssembledResponse:
     """The outcome of a whole stream: the one outcome type of the library.
@@ -342,6 +348,17 @@ class AssembledResponse:
     """Why the response ended."""
     attempts: int = attrs.field(default=1, validator=checks.positive_int)
     """How many attempts were made (1 for a single stream)."""
+    attempt_usages: tuple[TokenUsage | None, ...] = attrs.field(
+        default=(), converter=_usages
+    )
+    """Each attempt's usage, in order (``None`` for one that reported none);
+    empty for a single stream, whose one usage is ``usage``."""
+
+    @property
+    def total_usage(self) -> TokenUsage | None:
+        """The usage of every attempt together (``total_usage``): each count
+        summed, unknown when any attempt did not report it."""
+        return total_usage(self.attempt_usages or (self.usage,))
 
     @property
     def ok(self) -> bool:
@@ -432,3 +449,33 @@ def collect(
     return AssembledResponse(
         message=assembler.message(source), usage=assembler.usage, finish=reason
     )
+
+
+_FIELDS = (
+    "input_tokens",
+    "output_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "reasoning_tokens",
+)
+
+
+def total_usage(usages: Sequence[TokenUsage | None]) -> TokenUsage | None:
+    """The usage of all ``usages`` together: each count is the sum over every
+    attempt; a count unknown in any attempt (``None``, or an attempt that reported
+    no usage at all) is unknown in the total (whether it was billed is not known);
+    a sum above ``2**53 - 1`` is not reported (``None``); no attempt gives
+    ``None``."""
+    if not usages:
+        return None
+    counts: dict[str, int | None] = {}
+    for field in _FIELDS:
+        total: int | None = 0
+        for usage in usages:
+            count = None if usage is None else getattr(usage, field)
+            if count is None or total is None:
+                total = None
+                break
+            total += count
+        counts[field] = total if total is None or total <= MAX_SAFE_INTEGER else None
+    return TokenUsage(**counts)

@@ -20,13 +20,21 @@ Contracts callers may rely on:
   the retries. ``on_retry`` is told before each wait; the wait is cancelled by
   ``signal``, which then ends the call with an ``aborted`` result without a new
   attempt.
+- An attempt that failed after content reached the consumer (a block started)
+  with ``TRANSPORT``, ``TIMEOUT`` or ``STREAM_CLOSED`` (the provider dropped
+  mid-generation) is not re-run by a normal policy, whatever its
+  ``retryable_codes``: the work may have been billed and the consumer may have
+  shown it. An always policy re-runs it.
+- The result reports the last attempt's usage (``usage``), each attempt's
+  (``attempt_usages``) and their total (``total_usage``; a count unknown in any
+  attempt is unknown in the total, ``dsh_llm.assembler.total_usage``).
 """
 
 from __future__ import annotations
 
 import random as _random
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Final
 
 import attrs
@@ -34,16 +42,19 @@ import attrs
 from dsh_llm.assembler import AssembledResponse, assemble_stream
 from dsh_llm.errors import ErrorCode
 from dsh_llm.protocol import (
+    BlockStart,
     FinishReason,
     GenerateOptions,
     LlmCallConfig,
     LlmFailure,
     StreamChunk,
+    TokenUsage,
     create_assistant_message,
 )
 from dsh_llm.retry import NormalRetryPolicy, retry_delay_ms, retry_policy_key
 from dsh_llm.runtime import LlmRuntime
 from dsh_llm.signal import AbortSignal
+from dsh_llm.sources import close_source
 
 __all__ = ["RetryEvent", "call_with_retry"]
 
@@ -60,6 +71,16 @@ NEVER_RETRIED: Final = frozenset(
     }
 )
 """Codes no policy retries: the call was never served, or it was cancelled."""
+
+CUT_CODES: Final = frozenset(
+    {
+        ErrorCode.TRANSPORT.value,
+        ErrorCode.TIMEOUT.value,
+        ErrorCode.STREAM_CLOSED.value,
+    }
+)
+"""Codes a normal policy does not retry once content reached the consumer: the
+provider dropped mid-generation."""
 
 
 @attrs.frozen(kw_only=True)
@@ -120,6 +141,7 @@ def call_with_retry(
     config, build_options, signal = _call_parts(request, build_options, signal)
     retries: dict[tuple[str, str], int] = {}
     attempts = 0
+    usages: list[TokenUsage | None] = []
     while True:
         prepared = runtime.prepare_call(config, signal)
         options = build_options(prepared.config)
@@ -127,7 +149,9 @@ def call_with_retry(
             # The request's own signal keeps working; the call's one is added.
             options = options.evolve(signal=_either(options.signal, signal))
         attempts += 1
-        result = _attempt(prepared.stream(options), prepared.config, attempts)
+        result, started = _attempt(prepared.stream(options), prepared.config, attempts)
+        usages.append(result.usage)
+        result = attrs.evolve(result, attempt_usages=tuple(usages))
         failure = result.finish.failure
         if result.finish.kind != "error" or failure is None:
             return result
@@ -136,6 +160,7 @@ def call_with_retry(
         policy = prepared.retry_policy
         if isinstance(policy, NormalRetryPolicy) and (
             failure.code not in policy.retryable_codes
+            or (started and failure.code in CUT_CODES)
         ):
             return result
         key = (prepared.config.provider, retry_policy_key(policy))
@@ -210,8 +235,21 @@ def _either(
 
 def _attempt(
     stream: Iterable[StreamChunk], config: LlmCallConfig, attempts: int
-) -> AssembledResponse:
-    assembler, reason = assemble_stream(stream)
+) -> tuple[AssembledResponse, bool]:
+    """The attempt's result, and whether content reached the consumer."""
+    started: list[bool] = []
+
+    def watched() -> Iterator[StreamChunk]:
+        iterator = iter(stream)
+        try:
+            for chunk in iterator:
+                if not started and type(chunk) is BlockStart:
+                    started.append(True)
+                yield chunk
+        finally:
+            close_source(iterator)
+
+    assembler, reason = assemble_stream(watched())
     blocks = () if reason.is_failure else assembler.blocks()
     message = create_assistant_message(
         blocks,
@@ -219,9 +257,10 @@ def _attempt(
         model=config.model,
         replay_state=None if reason.is_failure else assembler.replay_state,
     )
-    return AssembledResponse(
+    result = AssembledResponse(
         message=message, usage=assembler.usage, finish=reason, attempts=attempts
     )
+    return result, bool(started)
 
 
 def _wait(delay_ms: float, signal: AbortSignal | None) -> bool:

@@ -153,13 +153,16 @@ ERROR_CODES: Final[dict[ErrorCode, ErrorCodeInfo]] = {
     ),
     ErrorCode.ABORTED: _info("The caller aborted the request through its signal."),
     ErrorCode.TIMEOUT: _info(
-        "No data arrived within stream_idle_timeout_ms, or the stream outlived "
-        "total_timeout_ms.",
+        "No connection within the connect bound (10 s), no data within "
+        "stream_idle_timeout_ms, or the stream outlived total_timeout_ms. "
+        "call_with_retry's normal policy does not re-run it once content reached "
+        "the consumer.",
         True,
     ),
     ErrorCode.TRANSPORT: _info(
         "Sending the request or reading the body failed (DNS, refused connection, "
-        "TLS, reset, abrupt close).",
+        "TLS, a reset). call_with_retry's normal policy does not re-run it once "
+        "content reached the consumer: the provider dropped mid-generation.",
         True,
     ),
     ErrorCode.AUTH: _info("The provider rejected the credentials (HTTP 401/403)."),
@@ -178,19 +181,26 @@ ERROR_CODES: Final[dict[ErrorCode, ErrorCodeInfo]] = {
     ErrorCode.INVALID_REQUEST: _info(
         "The provider rejected the request as invalid (HTTP 400/413/422 and similar)."
     ),
-    ErrorCode.SERVER: _info("The provider failed (HTTP 5xx).", True),
+    ErrorCode.SERVER: _info(
+        "The provider failed (HTTP 5xx, or an error reported inside the stream: "
+        "an error payload, an error: field or an event: error frame such as "
+        "Overloaded).",
+        True,
+    ),
     ErrorCode.EMPTY_RESPONSE: _info(
         "The provider completed without any content (no body, or a stop with no "
         "block).",
         True,
     ),
     ErrorCode.STREAM_CLOSED: _info(
-        "The stream ended before its terminal marker ([DONE] or equivalent), "
-        "including an unterminated final event, or an adapter's stream ended "
-        "without a finish (the runtime's error finish). Partial output must be "
-        "discarded; "
-        "the default retry policy does not retry it, since the provider may have "
-        "done the work already."
+        "The answer was cut short: the body ended before its terminal marker "
+        "([DONE] or equivalent), whatever its framing (a close-delimited body, or "
+        "a chunked one closed before its last chunk), including an unterminated "
+        "final event; or the marker came after content without any finish reason "
+        "(a server interrupting a running request, see local-servers.md); or an "
+        "adapter's stream ended without a finish (the runtime's error finish). "
+        "Partial output must be discarded; the default retry policy does not "
+        "retry it, since the provider may have done the work already."
     ),
     ErrorCode.MALFORMED_RESPONSE: _info(
         "The provider sent a payload that is not the documented format (e.g. an "
@@ -302,8 +312,12 @@ class HarnessError(Exception):
 
     @property
     def message(self) -> str:
-        """The human-readable message (also ``str(error)``)."""
+        """The human-readable message (``str(error)`` puts the code in front)."""
         return str(self.args[0])
+
+    def __str__(self) -> str:
+        """``[CODE] message``: the code reads first in a log line or a notebook."""
+        return f"[{self.code}] {self.message}"
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (_rebuild, (type(self), self.__getstate__()))
@@ -470,7 +484,11 @@ def _carried_failure(exc: BaseException) -> LlmFailure | None:
 
 def _safe_message(exc: BaseException) -> str:
     try:
-        text = str(exc)
+        if isinstance(exc, HarnessError) and type(exc).__str__ is HarnessError.__str__:
+            # The message alone: the code is reported beside it.
+            text = exc.message
+        else:
+            text = str(exc)
     except Exception:
         return _FALLBACK_MESSAGE
     return text if isinstance(text, str) and text != "" else _FALLBACK_MESSAGE
@@ -534,7 +552,13 @@ def error_chain(exc: BaseException) -> str:
         try:
             # A group's str() appends "(N sub-exceptions)"; the members are
             # rendered below, so only its own message is wanted here.
-            text = node.message if isinstance(node, BaseExceptionGroup) else str(node)
+            # A library error shows its message alone, as its code is routed on
+            # (and printed) apart.
+            text = (
+                node.message
+                if isinstance(node, BaseExceptionGroup | HarnessError)
+                else str(node)
+            )
             message = text if text != "" else type(node).__name__
             members = ""
             if isinstance(node, BaseExceptionGroup) and node.exceptions:

@@ -220,6 +220,7 @@ class _StrictRules(_Rules):
         "next_index",
         "open",
         "tool_call_emitted",
+        "usage_open",
         "usage_position",
     )
 
@@ -231,6 +232,9 @@ class _StrictRules(_Rules):
         self.tool_call_emitted = False
         self.empty_call: tuple[int, int] | None = None
         """(index, position) of the first tool call that ended with ``""``."""
+        self.usage_open: tuple[int, int] | None = None
+        """(block index, position) of a usage that came while that block was
+        open: only a failure finish may follow it."""
 
     def violation(self, chunk: StreamChunk, name: str, rule: str) -> NoReturn:
         self.fail(f"{self.where(chunk)}: {name}: {rule}")
@@ -248,6 +252,10 @@ class _StrictRules(_Rules):
                 f"finish is not last: the finish at chunk #{self.finish_position} "
                 "must end the stream (rule 7)",
             )
+        if self.usage_open is not None and not (
+            isinstance(chunk, Finish) and chunk.reason.kind in FAILURE_KINDS
+        ):
+            self.usage_while_open(f", before {self.where(chunk)}")
         match chunk:
             case BlockStart():
                 self.block_start(chunk)
@@ -392,9 +400,17 @@ class _StrictRules(_Rules):
             self.compare(chunk, "text", ended.text, block.content.getvalue())
         elif isinstance(ended, ToolCallBlock):
             arguments = block.content.getvalue()
-            self.compare(chunk, "arguments", ended.arguments, arguments)
+            if not (arguments == "" and ended.arguments == "{}"):
+                self.compare(chunk, "arguments", ended.arguments, arguments)
             self.compare_known(chunk, "id", ended.id, block.call_id)
             self.compare_known(chunk, "name", ended.name, block.call_name)
+            if not ended.name:
+                self.violation(
+                    chunk,
+                    "tool call without a name",
+                    f"tool-call block {index} ends with an empty name; a tool call "
+                    "names the tool it calls (rule 5)",
+                )
             if ended.arguments == "" and self.empty_call is None:
                 self.empty_call = (index, self.position)
         self.open = None
@@ -433,13 +449,19 @@ class _StrictRules(_Rules):
                 "exactly one usage (rule 7)",
             )
         if self.open is not None:
-            self.violation(
-                chunk,
-                "usage while a block is open",
-                f"block {self.open.index} has no block-end yet; usage comes after "
-                "the last block ends (rules 1 and 7)",
-            )
+            # Allowed right before an error or aborted finish only: decided at
+            # the next chunk (or the end), which names this one.
+            self.usage_open = (self.open.index, self.position)
         self.usage_position = self.position
+
+    def usage_while_open(self, context: str) -> NoReturn:
+        assert self.usage_open is not None
+        index, position = self.usage_open
+        self.fail(
+            f"chunk #{position} (usage): usage while a block is open: block "
+            f"{index} has no block-end yet{context}; usage comes after the last "
+            "block ends, or right before an error or aborted finish (rules 1 and 7)"
+        )
 
     def finish(self, chunk: Finish) -> None:
         kind = chunk.reason.kind
@@ -492,6 +514,8 @@ class _StrictRules(_Rules):
     def end(self) -> None:
         if self.finish_position:
             return
+        if self.usage_open is not None:
+            self.usage_while_open(", at the end of the stream")
         open_note = (
             "" if self.open is None else f" (block {self.open.index} is still open)"
         )

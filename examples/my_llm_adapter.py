@@ -54,16 +54,12 @@ class MyAdapter(LlmAdapter):
         """Yield one text block echoing the last user text, then usage and finish.
 
         Raises:
-            LlmError: ``UNSUPPORTED_OPTION`` when a tool call is demanded (this
-                model never calls tools); ``ABORTED`` when ``options.signal``
-                aborts.
+            LlmError: ``UNSUPPORTED_OPTION`` for a request an echo cannot honour
+                (a system prompt, a temperature, tools, a reasoning effort): an
+                adapter refuses what it would otherwise drop without a word;
+                ``ABORTED`` when ``options.signal`` aborts.
         """
-        if options.tool_choice not in (None, "auto", "none"):
-            raise LlmError(
-                "my-llm-adapter: this model cannot be made to call a tool "
-                f"(tool_choice={options.tool_choice!r})",
-                ErrorCode.UNSUPPORTED_OPTION,
-            )
+        _refuse_what_an_echo_cannot_honour(options)
         text = _cut_at_stop(_last_user_text(options), options.stop or ())
         words = re.findall(r"\s*\S+", text)
         limited = words[: options.max_tokens] if options.max_tokens else words
@@ -80,6 +76,23 @@ class MyAdapter(LlmAdapter):
         yield UsageChunk(usage=TokenUsage.unknown())
         cut = len(limited) < len(words)
         yield Finish(reason=FinishReason.MAX_TOKENS if cut else FinishReason.STOP)
+
+
+def _refuse_what_an_echo_cannot_honour(options: GenerateOptions) -> None:
+    # Your provider honours most of these: send them, and refuse only the rest.
+    refused = {
+        "system": options.system is not None,
+        "temperature": options.temperature is not None,
+        "tools": bool(options.tools),
+        "tool_choice": options.tool_choice not in (None, "auto", "none"),
+        "reasoning_effort": options.reasoning_effort is not None,
+    }
+    for option, given in refused.items():
+        if given:
+            raise LlmError(
+                f"my-llm-adapter: this model cannot honour {option}",
+                ErrorCode.UNSUPPORTED_OPTION,
+            )
 
 
 def _last_user_text(options: GenerateOptions) -> str:
@@ -106,7 +119,7 @@ inject = ("llm",)
 class Config:
     """The plugin's config; YAML writes the keys in camelCase (``apiKey``)."""
 
-    api_key: str = attrs.field(repr=False)
+    api_key: str = attrs.field(repr=False, validator=attrs.validators.min_len(1))
     """The provider key (write ``${MY_API_KEY}`` in YAML, not the key itself);
     ``repr=False`` keeps it out of the config's repr."""
     providers: list[str] = attrs.field(validator=attrs.validators.min_len(1))

@@ -21,7 +21,9 @@ strict mode" be exact rather than probabilistic:
   the ``block-start`` of an open block without deltas (the stream is then simply
   one block shorter); not the ``block-end`` right before a failure finish (the
   block is then legitimately left open); not the usage before a failure finish
-  (failures may omit it). Every other drop breaks rule 1, 2, 5 or 7.
+  (failures may omit it); not the one delta carrying a call's ``"{}"`` (a call
+  with no argument text may end ``"{}"``). Every other drop breaks rule 1, 2, 5
+  or 7.
 - duplicate a chunk, the copy going anywhere after the original: not a delta with
   an empty payload nor one of a block left open, for the reasons above. A copied
   ``block-start``/``block-end`` reuses an index, a copied delta of a closed block
@@ -35,7 +37,7 @@ strict mode" be exact rather than probabilistic:
   opening order, so any other index is closed, never started, or out of order.
 - change a delta's payload to a different string, in a block that is closed: the
   concatenation then differs from the ``block-end`` (same prefix and suffix, a
-  different middle).
+  different middle); never to ``""`` for the one delta carrying a call's ``"{}"``.
 """
 
 from __future__ import annotations
@@ -368,8 +370,22 @@ def broken_streams(draw: st.DrawFn) -> Mutation:
     chunks = [item.chunk for item in items]
     last = len(items) - 1
     failed = plan.finish.is_failure
+    # Deltas that alone carry a closed call's "{}": without their payload the
+    # call ends "{}" after no argument text, which rule 6 allows.
+    normalised = {
+        p
+        for p, item in enumerate(items)
+        if item.role == "delta"
+        and item.closed
+        and item.payload == "{}"
+        and item.block is not None
+        and plan.blocks[item.block].kind == "tool-call"
+        and plan.blocks[item.block].content == "{}"
+    }
 
     def droppable(p: int) -> bool:
+        if p in normalised:
+            return False
         item = items[p]
         if item.role == "start":
             has_more = p < last and items[p + 1].block == item.block
@@ -436,7 +452,11 @@ def broken_streams(draw: st.DrawFn) -> Mutation:
         )
     p = draw(st.sampled_from(options["change"]))
     old_payload = items[p].payload
-    new_payload = draw(st.text(max_size=6).filter(lambda t: t != old_payload))
+    new_payload = draw(
+        st.text(max_size=6).filter(
+            lambda t: t != old_payload and not (t == "" and p in normalised)
+        )
+    )
     chunks[p] = _with_payload(chunks[p], new_payload)
     return Mutation(
         plan=plan,

@@ -289,7 +289,7 @@ def test_always_policies_retry_without_bound_with_growing_delays() -> None:
 
 
 def test_retried_requests_are_identical_and_free_of_failure_text() -> None:
-    adapter = Scripted([failure("SERVER"), failure("TIMEOUT"), "ok"])
+    adapter = Scripted([failure("SERVER"), failure("RATE_LIMIT"), "ok"])
     run(adapter)
     first, second, third = adapter.seen
     assert first == second == third

@@ -42,7 +42,7 @@ def test_llm_error_carries_its_facts_and_a_matching_failure() -> None:
     )
 
     assert error.message == "DeepSeek is rate limiting"
-    assert str(error) == "DeepSeek is rate limiting"
+    assert str(error) == "[RATE_LIMIT] DeepSeek is rate limiting"
     assert error.code == "RATE_LIMIT"
     assert error.status == 429
     assert error.provider_retry_after_ms == 1500

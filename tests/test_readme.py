@@ -250,7 +250,9 @@ def test_flask_view_streams_text_and_reports_a_failure(env, tmp_path):
     result = run_python(block("flask").code + _FLASK_CHECK, env, tmp_path)
 
     assert result.returncode == 0, result.stderr
-    assert result.stdout == "You said: What is SSE?\n\n[error SERVER]\n"
+    assert result.stdout == (
+        "[thinking] Echo it.\n\nYou said: What is SSE?\n\n[error SERVER]\n"
+    )
 
 
 @covers("batch")

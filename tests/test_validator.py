@@ -169,6 +169,32 @@ VALID_STRICT: dict[str, list[StreamChunk]] = {
         ABORTED,
     ],
     "error finish after usage": [*text_block(0, "a"), USAGE, ERROR],
+    "usage billed before a failure, with a block left open": [
+        *text_block(0, "a"),
+        start(1),
+        text(1, "half"),
+        USAGE,
+        ERROR,
+    ],
+    "usage billed before an abort, with a tool call left open": [
+        start(0, "tool-call"),
+        call(0, '{"ci'),
+        USAGE,
+        ABORTED,
+    ],
+    "a call without argument deltas normalised to {}": [
+        start(0, "tool-call"),
+        end_call(0, "{}"),
+        USAGE,
+        TOOL_CALLS,
+    ],
+    "a call with empty argument deltas normalised to {}": [
+        start(0, "tool-call"),
+        call(0, ""),
+        end_call(0, "{}"),
+        USAGE,
+        TOOL_CALLS,
+    ],
     "error finish alone": [ERROR],
     "error finish after a tool call": [*call_block(0), ERROR],
     "image block without deltas": [
@@ -358,9 +384,36 @@ STRICT_VIOLATIONS: dict[str, tuple[list[StreamChunk], tuple[str, ...]]] = {
             "block 0 has no block-end yet",
         ),
     ),
-    "usage while a block is open before an error finish": (
-        [start(0), USAGE, ERROR],
+    "usage while a block is open before a stop finish": (
+        [start(0), USAGE, STOP],
+        (
+            "chunk #2 (usage): usage while a block is open",
+            "before chunk #3 (finish)",
+            "right before an error or aborted finish",
+        ),
+    ),
+    "usage while a block is open before a delta": (
+        [start(0), text(0, "a"), USAGE, text(0, "b"), ERROR],
+        ("chunk #3 (usage): usage while a block is open", "before chunk #4"),
+    ),
+    "usage while a block is open before its block-end": (
+        [start(0), text(0, "a"), USAGE, end_text(0, "a"), ERROR],
+        ("chunk #3 (usage): usage while a block is open",),
+    ),
+    "usage while a block is open before another usage": (
+        [start(0), USAGE, USAGE, ERROR],
         ("chunk #2 (usage): usage while a block is open",),
+    ),
+    "arguments other than {} after no argument deltas": (
+        [start(0, "tool-call"), end_call(0, "[]"), USAGE, TOOL_CALLS],
+        ("chunk #2 (block-end, index 0): block-end differs from deltas",),
+    ),
+    "tool call without a name": (
+        [start(0, "tool-call"), call(0, "{}", name=None), end_call(0, "{}", name="")],
+        (
+            "chunk #3 (block-end, index 0): tool call without a name",
+            "rule 5",
+        ),
     ),
     "block after usage": (
         [USAGE, *text_block(0, "a"), STOP],

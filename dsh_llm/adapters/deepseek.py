@@ -82,6 +82,7 @@ __all__ = [
     "DeepSeekConfig",
     "DeepSeekConfigError",
     "DeepSeekModel",
+    "default_effort",
     "resolve_base_url",
     "thinking_fields",
 ]
@@ -365,18 +366,26 @@ _EFFORT_INFOS: Final = tuple(
 )
 
 
+def default_effort(snapshot: DeepSeekConfig) -> str:
+    """The effort of a request that names none: ``off`` on a deployment with
+    thinking disabled, else the configured effort, else ``high``.
+
+    The one place the default is decided: ``resolve_model`` advertises it (so
+    ``LlmRuntime`` fills it in) and ``stream`` applies it, so the same
+    ``GenerateOptions`` send the same body through either path."""
+    if snapshot.thinking == "disabled":
+        return "off"
+    return snapshot.reasoning_effort or "high"
+
+
 def _model_info(
     snapshot: DeepSeekConfig, provider: str, model: str
 ) -> LlmResolvedModelInfo:
     entry = snapshot.model(model)
-    if snapshot.thinking == "disabled":
-        reasoning = LlmModelReasoningInfo(
-            efforts=_EFFORT_INFOS[:1], default_effort="off"
-        )
-    else:
-        reasoning = LlmModelReasoningInfo(
-            efforts=_EFFORT_INFOS, default_effort=snapshot.reasoning_effort or "high"
-        )
+    efforts = _EFFORT_INFOS[:1] if snapshot.thinking == "disabled" else _EFFORT_INFOS
+    reasoning = LlmModelReasoningInfo(
+        efforts=efforts, default_effort=default_effort(snapshot)
+    )
     return resolved_model_info(
         provider,
         model,
@@ -514,7 +523,7 @@ class DeepSeekAdapter(ChatCompletionsAdapter):
         extra = thinking_fields(
             options,
             thinking=snapshot.thinking,
-            default_effort=snapshot.reasoning_effort,
+            default_effort=default_effort(snapshot),
         )
         thinking_enabled = extra.get("thinking") == {"type": "enabled"}
         choice = options.tool_choice

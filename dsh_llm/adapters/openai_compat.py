@@ -11,7 +11,8 @@ read loop.
   as ``authorization: Bearer`` and never appear in a message or a ``repr``.
 - Extra ``headers`` are sent as given; names the adapter sets are refused.
 - Per call, before any I/O: images, an unlisted reasoning effort, then the key;
-  then one ``POST <base_url>/chat/completions``.
+  then one ``POST <base_url>/chat/completions``. ``session_id`` and ``purpose``
+  travel as the headers ``x-session-id`` and ``x-dsh-llm-purpose``.
 - Every wire quirk the translator absorbs, the options and the error
   classification are in ``docs/local-servers.md``.
 """
@@ -74,8 +75,10 @@ __all__ = [
     "DEFAULT_STREAM_IDLE_TIMEOUT_MS",
     "MAX_TOKENS_FIELDS",
     "PACKAGE",
+    "PURPOSE_HEADER",
     "REASONING_PASSBACK_FIELDS",
     "RESERVED_HEADERS",
+    "SESSION_ID_HEADER",
     "ModelSpec",
     "OpenAICompatAdapter",
     "OpenAICompatConfig",
@@ -96,6 +99,10 @@ MAX_TOKENS_FIELDS: Final = ("max_tokens", "max_completion_tokens")
 """The output-cap field spellings a server may read."""
 REASONING_PASSBACK_FIELDS: Final = ("reasoning_content", "reasoning")
 """The assistant-message fields reasoning may be sent back in."""
+SESSION_ID_HEADER: Final = "x-session-id"
+"""The header ``GenerateOptions.session_id`` travels in."""
+PURPOSE_HEADER: Final = "x-dsh-llm-purpose"
+"""The header ``GenerateOptions.purpose`` travels in."""
 RESERVED_HEADERS: Final = frozenset(
     {
         "user-agent",
@@ -502,6 +509,7 @@ class OpenAICompatAdapter(ChatCompletionsAdapter):
             LlmError: see the module docstring and ``docs/errors.md``.
         """
         body = self._body(options)
+        headers = self._call_headers(options)
         key = self._request_key(self._settings.api_key_env, route=options.provider)
         yield from stream_completion(
             self._session,
@@ -509,10 +517,27 @@ class OpenAICompatAdapter(ChatCompletionsAdapter):
             profile=self._profile,
             base_url=self._settings.base_url,
             body=body,
-            headers=self._request_headers,
+            headers=headers,
             key=key,
             signal=options.signal,
         )
+
+    def _call_headers(self, options: GenerateOptions) -> Mapping[str, str]:
+        """The request headers, with this call's routing hints."""
+        if options.session_id is None and options.purpose is None:
+            return self._request_headers
+        headers = dict(self._request_headers)
+        if options.session_id is not None:
+            if not is_header_value(options.session_id):
+                raise LlmError(
+                    f"{self._profile.provider} session_id must be printable ASCII "
+                    "without leading or trailing whitespace: it travels as a header",
+                    ErrorCode.INVALID_REQUEST,
+                )
+            headers[SESSION_ID_HEADER] = options.session_id
+        if options.purpose is not None:
+            headers[PURPOSE_HEADER] = options.purpose
+        return headers
 
     def _body(self, options: GenerateOptions) -> dict[str, Any]:
         refuse_images(options, profile=self._profile)  # before the effort check

@@ -23,7 +23,8 @@ The chunk grammar (explained with examples in ``docs/protocol.md``;
    ``arguments == "{}"``.
 7. After the last block: exactly one ``usage``, then exactly one ``finish``, last,
    also for an empty generation. Unknown token counts are ``None``.
-   Only an ``error``/``aborted`` finish may come without usage, with blocks open.
+   Only an ``error``/``aborted`` finish may come without usage, with blocks open;
+   usage billed before it comes right before it, even with a block open.
 8. ``finish.reason.kind`` is ``tool-calls`` iff a tool-call block was emitted
    (``max-tokens``, ``error`` and ``aborted`` excepted).
 """

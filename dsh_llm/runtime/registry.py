@@ -248,6 +248,11 @@ class Registry:
             table[route.info.id] = route
         registration._providers = tuple(route.info.id for route in candidates)
         self._routes = table
+        _log.info(
+            "registered %s for %s",
+            type(registration.adapter).__name__,
+            _route_list({route.info.id: route for route in candidates}),
+        )
 
     def _dispose(self, registration: AdapterRegistration) -> None:
         with self._lock:
@@ -297,10 +302,16 @@ def find_route(routes: Mapping[str, Route], provider: str) -> Route:
     route = routes.get(provider)
     if route is None:
         raise LlmError(
-            f'no adapter registered for provider "{provider}"',
+            f'no adapter registered for provider "{provider}" '
+            f"(registered: {_route_list(routes)})",
             ErrorCode.NO_ADAPTER,
         )
     return route
+
+
+def _route_list(routes: Mapping[str, Route]) -> str:
+    """``"a", "b"`` (sorted), or ``none`` for an empty table."""
+    return ", ".join(f'"{name}"' for name in sorted(routes)) or "none"
 
 
 def _check_live(registration: AdapterRegistration) -> None:

@@ -38,16 +38,21 @@ Contracts callers may rely on:
   re-arm the idle deadline; ``note_data()`` (a data event) also re-arms the
   keep-alive bound; ``pause()``/``resume()`` exclude the consumer's think time.
 - Cancellation: a listener on ``signal`` shuts the socket down from the aborting
-  thread (also while waiting for the response headers), which wakes a blocked
-  read at once and closes the connection toward the server; the next read
-  raises. An abort during the TCP connect itself takes effect when the connect
-  returns (bounded by the idle timeout).
+  thread, which wakes a blocked call at once and closes the connection toward
+  the server, at every stage: resolving the host and the TCP connect
+  (``dsh_llm.transport.connect``, within 10 ms), the TLS handshake, sending the
+  body, waiting for the response headers, reading. The call then raises
+  ``ABORTED``.
+- Opening the connection has its own bound (``connect_timeout_ms``, 10 s by
+  default, never above the idle bound): past it, ``TIMEOUT`` ``"<provider> API
+  request to <endpoint> failed: no connection within <ms>ms"``.
 - ``failure(exc)`` classifies anything raised while streaming, in this order:
   a passed deadline gives ``TIMEOUT``, an aborted signal ``ABORTED``
   (``"<provider> request aborted by caller"``), an ``LlmError`` passes unchanged,
-  anything else ``"<provider> API stream from <endpoint> failed"``
-  (``TRANSPORT``, with a reason as for a send). The original exception is kept
-  as the cause (cleaned as above).
+  a chunked body closed before its zero-size chunk ``STREAM_CLOSED`` (the code
+  of any other body that ends early), anything else ``"<provider> API stream
+  from <endpoint> failed"`` (``TRANSPORT``, with a reason as for a send). The
+  original exception is kept as the cause (cleaned as above).
 - ``finish()`` after the terminal event reads what is left of a framed body for
   a short grace (``DRAIN_GRACE_S``, 50 ms) so the connection can return to the
   pool; ``close()`` always releases or closes the response (idempotent). Use it
@@ -62,6 +67,7 @@ Contracts callers may rely on:
 from __future__ import annotations
 
 import contextlib
+import http.client
 import time
 import urllib.parse
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -82,6 +88,7 @@ from dsh_llm.transport.session import BearerAuth, SocketSlot, capture_socket
 from dsh_llm.transport.watchdog import Expiry, StreamWatchdog
 
 __all__ = [
+    "CONNECT_TIMEOUT_MS",
     "DRAIN_GRACE_S",
     "NOT_A_STREAM_TYPES",
     "READ_SIZE",
@@ -92,6 +99,10 @@ __all__ = [
 
 READ_SIZE: Final = 65536
 """Largest single read (``read1`` returns less whenever less is available)."""
+CONNECT_TIMEOUT_MS: Final = 10_000
+"""The default bound on opening a connection (resolve, TCP connect), apart from
+the idle bound: a server that cannot be reached fails in seconds, not after the
+300 s a silent model may take."""
 DRAIN_GRACE_S: Final = 0.05
 """How long ``finish()`` waits for the end of a body before closing the
 connection instead of reusing it."""
@@ -167,6 +178,8 @@ class StreamingCall:
         keepalive_timeout_ms: The keep-alive bound, or ``None``.
         total_timeout_ms: The total bound, or ``None``.
         method: The HTTP method.
+        connect_timeout_ms: The bound on opening the connection (also never
+            above the time the watchdog leaves).
         secrets: Secrets to redact besides those found in ``auth``, ``headers``
             and ``url`` (see ``dsh_llm.transport.redaction``).
         expected: What the body should be, for messages (``"an event stream"``).
@@ -187,10 +200,12 @@ class StreamingCall:
         keepalive_timeout_ms: float | None,
         total_timeout_ms: float | None,
         method: str = "POST",
+        connect_timeout_ms: float = CONNECT_TIMEOUT_MS,
         secrets: Iterable[str | Secret] = (),
         expected: str = "an event stream",
     ) -> None:
         self._session = session
+        self._connect_timeout_ms = connect_timeout_ms
         self._url = url
         self._body = body
         self._headers = dict(headers)
@@ -267,7 +282,10 @@ class StreamingCall:
                     headers=self._headers,
                     auth=self._auth,
                     stream=True,
-                    timeout=(remaining, remaining),
+                    timeout=(
+                        min(remaining, self._connect_timeout_ms / 1000),
+                        remaining,
+                    ),
                     allow_redirects=False,
                 )
         except Exception as exc:
@@ -316,6 +334,14 @@ class StreamingCall:
     def _send_failure(self, exc: BaseException) -> LlmError:
         if self._aborted or (self._signal is not None and self._signal.aborted):
             return self._abort_error(exc)
+        if isinstance(exc, requests.exceptions.ConnectTimeout):
+            bound = min(self._connect_timeout_ms, self.watchdog.idle_ms)
+            return LlmError(
+                f"{self.provider} API request to {self.endpoint} failed: no "
+                f"connection within {_ms(bound)}ms",
+                ErrorCode.TIMEOUT,
+                cause=self._clean(exc),
+            )
         code = code_for_exception(exc)
         if code == ErrorCode.TIMEOUT:
             return self._timeout_error(self._expiry_now(), exc)
@@ -430,6 +456,14 @@ class StreamingCall:
         if code == ErrorCode.MALFORMED_RESPONSE:
             message = (
                 f"{self.provider} API stream from {self.endpoint} could not be decoded"
+            )
+        elif isinstance(exc, http.client.IncompleteRead):
+            # A clean close before the zero-size chunk: the same cut as a
+            # close-delimited body ending early, so the same code.
+            code = ErrorCode.STREAM_CLOSED
+            message = (
+                f"{self.provider} API stream from {self.endpoint} ended before the "
+                "end of its chunked body"
             )
         else:
             code = ErrorCode.TRANSPORT
@@ -576,6 +610,7 @@ class StreamingCall:
         self._remove_listener = None
         if remove is not None:
             remove()
+        self._slot.release()
         response = self._response
         if response is None:
             return

@@ -142,6 +142,13 @@ def request_id(headers: Mapping[str, str]) -> str | None:
     return None
 
 
+def _redacted_id(headers: Mapping[str, str], redact: Redact) -> str | None:
+    """The request id with the request's secrets hidden (a server may echo the
+    key in ``x-request-id``)."""
+    value = request_id(headers)
+    return None if value is None else redact(value)
+
+
 @attrs.frozen(kw_only=True)
 class ProviderErrorReport:
     """What a provider said about a failure, normalised from its JSON shape."""
@@ -265,7 +272,8 @@ def http_error(
         body: The whole response body (possibly empty).
         provider: The provider's display name, e.g. ``"DeepSeek"``.
         now: Current Unix time in seconds, for HTTP-date ``Retry-After``.
-        redact: Applied to the message and the body kept as the cause.
+        redact: Applied to the message, the request id and the body kept as
+            the cause.
     """
     text = body.decode("utf-8", "replace")
     report = _json_report(text)
@@ -281,7 +289,7 @@ def http_error(
         code,
         status=status if 100 <= status <= 599 else None,
         provider_retry_after_ms=retry_after_ms(headers, now=now),
-        request_id=request_id(headers),
+        request_id=_redacted_id(headers, redact),
         cause=cause,
     )
 
@@ -343,7 +351,8 @@ def not_a_stream_error(
         content_type: The media type received, e.g. ``"application/json"``.
         expected: What was expected, for the message.
         now: Current Unix time in seconds, for HTTP-date ``Retry-After``.
-        redact: Applied to the message and the body kept as the cause.
+        redact: Applied to the message, the request id and the body kept as
+            the cause.
     """
     text = body.decode("utf-8", "replace")
     report = _json_report(text) if content_type == "application/json" else None
@@ -353,7 +362,7 @@ def not_a_stream_error(
             f"{provider} API answered {content_type} instead of {expected} "
             "(does the server support streaming?)",
             ErrorCode.MALFORMED_RESPONSE,
-            request_id=request_id(headers),
+            request_id=_redacted_id(headers, redact),
             cause=cause,
         )
     return LlmError(
@@ -361,6 +370,6 @@ def not_a_stream_error(
         error_code(report.status, report.detail, report.kind),
         status=report.status,
         provider_retry_after_ms=retry_after_ms(headers, now=now),
-        request_id=request_id(headers),
+        request_id=_redacted_id(headers, redact),
         cause=cause,
     )

@@ -28,15 +28,23 @@ Contracts callers may rely on:
   every connection of a session made here attaches its socket to ``slot`` right
   before waiting for the response headers, so another thread can shut the socket
   down (``SocketSlot.interrupt``) to end a blocked read within milliseconds.
+- urllib3's DEBUG line for a request sent under ``capture_socket`` (every
+  adapter request) shows its query values as ``***``: a key in the base URL's
+  query string never reaches a log. Other urllib3 traffic is logged unchanged.
+- Informational responses (``103 Early Hints``, ``102 Processing``) before the
+  final response are skipped, never taken as the answer.
 """
 
 from __future__ import annotations
 
 import contextlib
 import contextvars
+import http.client
 import ipaddress
+import logging
 import re
 import socket
+import sys
 import threading
 import urllib.parse
 from collections.abc import Iterator, Mapping
@@ -48,10 +56,16 @@ import requests.auth
 import urllib3.connection
 import urllib3.connectionpool
 import urllib3.response
+from urllib3.exceptions import (
+    ConnectTimeoutError,
+    NameResolutionError,
+    NewConnectionError,
+)
 from urllib3.util.retry import Retry
 
 from dsh_llm.attribution import APP_IDENTITY, AppIdentity, attribution_headers
 from dsh_llm.credentials import Secret
+from dsh_llm.transport.connect import open_connection
 
 __all__ = [
     "DEFAULT_POOL_MAXSIZE",
@@ -84,9 +98,13 @@ class SocketSlot:
     ``interrupt()`` shuts the socket down (both directions), which wakes a read
     blocked in any thread at once and tells the server the connection is gone; a
     socket attached after ``interrupt()`` is shut down as soon as it attaches.
+    Before the response, a new connection's socket is *held* (``hold``) from its
+    creation: an interrupt then also ends the TLS handshake and the sending of
+    the body, and ``dsh_llm.transport.connect`` ends a resolve or connect in
+    progress once ``interrupted`` is set.
     """
 
-    __slots__ = ("_lock", "interrupted", "sock")
+    __slots__ = ("_held", "_lock", "interrupted", "sock")
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -94,23 +112,54 @@ class SocketSlot:
         """The attached socket, once the request was sent."""
         self.interrupted = False
         """Whether ``interrupt()`` was called."""
+        self._held: socket.socket | None = None
+
+    def hold(self, sock: socket.socket) -> None:
+        """Keep a duplicate of a new connection's ``sock``: the TLS layer takes
+        the original object over, and the duplicate still reaches the
+        connection. Shut down at once if already interrupted."""
+        duplicate = sock.dup()
+        with self._lock:
+            previous, self._held = self._held, duplicate
+            interrupted = self.interrupted
+        if previous is not None:
+            previous.close()
+        if interrupted:
+            _shutdown(duplicate)
 
     def attach(self, sock: socket.socket) -> None:
-        """Record ``sock`` (shutting it down at once if already interrupted)."""
+        """Record ``sock`` (shutting it down at once if already interrupted); a
+        held duplicate is closed, ``sock`` now reaches the connection."""
         with self._lock:
             self.sock = sock
             interrupted = self.interrupted
+            held, self._held = self._held, None
+        if held is not None:
+            with contextlib.suppress(OSError):
+                held.close()
         if interrupted:
             _shutdown(sock)
 
     def interrupt(self) -> None:
-        """Shut the attached socket down (now or when it attaches). Thread-safe,
-        idempotent, never raises."""
+        """Shut the attached (or held) socket down, now or when it attaches.
+        Thread-safe, idempotent, never raises."""
         with self._lock:
             self.interrupted = True
             sock = self.sock
+            held = self._held
         if sock is not None:
             _shutdown(sock)
+        if held is not None:
+            _shutdown(held)
+
+    def release(self) -> None:
+        """Close the held duplicate, if any (the connection itself stays as it
+        is). Idempotent, never raises."""
+        with self._lock:
+            held, self._held = self._held, None
+        if held is not None:
+            with contextlib.suppress(OSError):
+                held.close()
 
 
 def _shutdown(sock: socket.socket) -> None:
@@ -131,19 +180,108 @@ def capture_socket(slot: SocketSlot) -> Iterator[SocketSlot]:
         _SLOT.reset(token)
 
 
+_QUERY_VALUE: Final = re.compile(r"=[^&#]*")
+
+
+class _QueryValuesHidden(logging.Filter):
+    """Hides the query values of urllib3's request line while a request of ours
+    (one sent under ``capture_socket``) is in flight in this thread."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args
+        if (
+            _SLOT.get() is not None
+            and isinstance(args, tuple)
+            and len(args) > 4
+            and isinstance(args[4], str)
+            and "?" in args[4]
+        ):
+            path, _, query = args[4].partition("?")
+            hidden = f"{path}?{_QUERY_VALUE.sub('=***', query)}"
+            record.args = (*args[:4], hidden, *args[5:])
+        return True
+
+
+logging.getLogger("urllib3.connectionpool").addFilter(_QueryValuesHidden())
+
+
 def _attach_current(sock: socket.socket | None) -> None:
     slot = _SLOT.get()
     if slot is not None and sock is not None:
         slot.attach(sock)
 
 
-class _HTTPConnection(urllib3.connection.HTTPConnection):
+class _FinalResponse(http.client.HTTPResponse):
+    """Skips informational responses (``103 Early Hints``...) before the final
+    one; ``http.client`` itself skips only ``100 Continue``. ``101`` stays final:
+    it switches protocols."""
+
+    def _read_status(self) -> tuple[str, int, str]:
+        while True:
+            version, status, reason = super()._read_status()  # type: ignore[misc]
+            if not 102 <= status < 200:
+                return version, status, reason
+            http.client.parse_headers(self.fp)  # its header section, discarded
+
+
+class _AbortableConnect:
+    """``_new_conn`` of urllib3's connections, abortable while a request of ours
+    is in flight (``dsh_llm.transport.connect``); the same exceptions."""
+
+    host: str
+    port: int
+    timeout: Any
+    source_address: Any
+    socket_options: Any
+    _dns_host: str
+
+    def _new_conn(self) -> socket.socket:
+        slot = _SLOT.get()
+        if slot is None:
+            return super()._new_conn()  # type: ignore[misc,no-any-return]
+        conn: Any = self
+        try:
+            sock = open_connection(
+                (self._dns_host, self.port),
+                self.timeout,
+                slot,
+                source_address=self.source_address,
+                socket_options=self.socket_options,
+            )
+        except socket.gaierror as exc:
+            raise NameResolutionError(self.host, conn, exc) from exc
+        except TimeoutError as exc:
+            raise ConnectTimeoutError(
+                conn,
+                f"Connection to {self.host} timed out. (connect timeout="
+                f"{self.timeout})",
+            ) from exc
+        except OSError as exc:
+            raise NewConnectionError(
+                conn, f"Failed to establish a new connection: {exc}"
+            ) from exc
+        sys.audit("http.client.connect", self, self.host, self.port)
+        return sock
+
+    def request(self, *args: Any, **kwargs: Any) -> None:
+        # A reused connection: its socket can be shut down while the body is sent.
+        sock = getattr(self, "sock", None)
+        if sock is not None:
+            _attach_current(sock)
+        super().request(*args, **kwargs)  # type: ignore[misc]
+
+
+class _HTTPConnection(_AbortableConnect, urllib3.connection.HTTPConnection):
+    response_class = _FinalResponse
+
     def getresponse(self) -> urllib3.response.HTTPResponse:  # type: ignore[override]
         _attach_current(self.sock)
         return super().getresponse()
 
 
-class _HTTPSConnection(urllib3.connection.HTTPSConnection):
+class _HTTPSConnection(_AbortableConnect, urllib3.connection.HTTPSConnection):
+    response_class = _FinalResponse
+
     def getresponse(self) -> urllib3.response.HTTPResponse:  # type: ignore[override]
         _attach_current(self.sock)
         return super().getresponse()

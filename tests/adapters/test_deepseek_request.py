@@ -113,6 +113,7 @@ def test_session_id_and_compaction_travel_as_routing_headers_only(mocked):
 def test_the_body_has_stream_flags_system_first_and_sampling_fields(mocked):
     _send(
         _adapter(),
+        reasoning_effort="off",
         system="be brief",
         temperature=0.3,
         max_tokens=50,
@@ -125,6 +126,7 @@ def test_the_body_has_stream_flags_system_first_and_sampling_fields(mocked):
         "messages",
         "stream",
         "stream_options",
+        "thinking",
         "tools",
         "temperature",
         "max_tokens",
@@ -187,12 +189,12 @@ def test_temperature_is_sent_with_thinking_disabled(mocked, config, fields):
     assert (body["temperature"], body["thinking"]) == (0.2, {"type": "disabled"})
 
 
-def test_temperature_is_sent_when_the_provider_decides_the_thinking_mode(mocked):
-    _send(_adapter(), temperature=0.2)
-    body = _body(mocked)
-    assert body["temperature"] == 0.2
-    assert "thinking" not in body
-    assert "reasoning_effort" not in body
+def test_temperature_without_an_effort_is_refused_in_the_default_thinking_mode(
+    mocked,
+):
+    error = _refused(_adapter(), temperature=0.2)
+    assert error.code == ErrorCode.UNSUPPORTED_OPTION
+    assert len(mocked.calls) == 0
 
 
 def test_thinking_enabled_without_temperature_is_sent(mocked):
@@ -261,8 +263,14 @@ def test_max_tokens_defaults_to_the_model_cap_then_the_profile(mocked):
             {"thinking": {"type": "disabled"}},
         ),
         ({"thinking": "disabled"}, {}, {"thinking": {"type": "disabled"}}),
-        ({"thinking": "enabled"}, {}, {"thinking": {"type": "enabled"}}),
-        ({}, {}, {}),
+        # The default effort (configured, else high) is applied by the adapter
+        # itself, as LlmRuntime would fill it in.
+        (
+            {"thinking": "enabled"},
+            {},
+            {"thinking": {"type": "enabled"}, "reasoning_effort": "high"},
+        ),
+        ({}, {}, {"thinking": {"type": "enabled"}, "reasoning_effort": "high"}),
         (
             {"reasoning_effort": "max"},
             {"purpose": "session-title", "reasoning_effort": "high"},

@@ -364,14 +364,32 @@ def test_a_response_without_body_is_empty_response(server):
     )
 
 
-def test_an_abrupt_close_is_transport(server):
+def test_a_clean_close_mid_chunked_body_is_stream_closed_like_any_cut(server):
     server.enqueue(
         Reply(body=(*sse_events([text("par")], done=False), Pause(seconds=0.02), Cut()))
     )
     with _adapter(server) as adapter:
         error = _failure(adapter)
+    assert error.code == ErrorCode.STREAM_CLOSED
+    assert error.message == (
+        f"DeepSeek API stream from {server.url} ended before the end of its chunked "
+        "body"
+    )
+
+
+def test_a_reset_mid_body_is_transport(server):
+    server.enqueue(
+        Reply(
+            body=(
+                *sse_events([text("par")], done=False),
+                Pause(seconds=0.02),
+                Cut(reset=True),
+            )
+        )
+    )
+    with _adapter(server) as adapter:
+        error = _failure(adapter)
     assert error.code == ErrorCode.TRANSPORT
-    assert error.message == f"DeepSeek API stream from {server.url} failed"
 
 
 @pytest.mark.parametrize("framing", ["chunked", "close"])

@@ -311,11 +311,25 @@ def test_the_system_prompt_comes_first(mocked):
     assert messages[0] == {"role": "system", "content": "Be brief."}
 
 
-def test_session_id_and_purpose_are_not_sent(mocked):
+def test_session_id_and_purpose_travel_as_documented_headers(mocked):
     request = _send(mocked, session_id="s-123", purpose="compaction")
     assert b"s-123" not in request.body
-    assert not any("s-123" in value for value in request.headers.values())
+    assert b"compaction" not in request.body
+    assert request.headers["x-session-id"] == "s-123"
+    assert request.headers["x-dsh-llm-purpose"] == "compaction"
     assert not any(k.lower().startswith("x-deepseek") for k in request.headers)
+
+
+def test_no_routing_header_without_session_id_or_purpose(mocked):
+    request = _send(mocked)
+    assert "x-session-id" not in request.headers
+    assert "x-dsh-llm-purpose" not in request.headers
+
+
+def test_a_session_id_no_header_can_carry_is_invalid_request(mocked):
+    with pytest.raises(LlmError) as caught:
+        _send(mocked, session_id="s 1\n")
+    assert caught.value.code == ErrorCode.INVALID_REQUEST
 
 
 def test_an_image_is_unsupported_content_before_any_io(mocked):

@@ -61,3 +61,21 @@ def test_usage_falls_back_to_hit_tokens_and_omits_unreported_fields():
         map_usage({"prompt_tokens": "7", "completion_tokens": -1})
         == TokenUsage.unknown()
     )
+
+
+def test_counts_above_the_largest_safe_integer_are_not_reported():
+    top = 2**53 - 1
+    mapped = map_usage(
+        {
+            "prompt_tokens": top + 1,
+            "completion_tokens": top,
+            "prompt_tokens_details": {"cached_tokens": 2**64},
+            "completion_tokens_details": {"reasoning_tokens": 10**30},
+        }
+    )
+    assert mapped == TokenUsage(
+        input_tokens=None,
+        output_tokens=top,
+        cache_read_tokens=None,
+        reasoning_tokens=None,
+    )

@@ -300,22 +300,38 @@ def test_a_buffered_call_without_arguments_is_flushed_with_braces():
     )
 
 
-def test_deltas_without_id_or_name_give_empty_ids_and_names():
-    chunks = run(FIRST, tool(0, args="{}"), finish("tool_calls"))
+def test_deltas_without_id_give_an_empty_id():
+    chunks = run(FIRST, tool(0, name="f", args="{}"), finish("tool_calls"))
     assert dicts(chunks)[:3] == [
         {"type": "block-start", "index": 0, "blockType": "tool-call"},
-        {"type": "tool-call-delta", "index": 0, "id": "", "argumentsDelta": "{}"},
+        {
+            "type": "tool-call-delta",
+            "index": 0,
+            "id": "",
+            "name": "f",
+            "argumentsDelta": "{}",
+        },
         {
             "type": "block-end",
             "index": 0,
-            "block": {"type": "tool-call", "id": "", "name": "", "arguments": "{}"},
+            "block": {"type": "tool-call", "id": "", "name": "f", "arguments": "{}"},
         },
     ]
 
 
+def test_a_call_that_never_names_its_tool_is_malformed():
+    with pytest.raises(LlmError) as caught:
+        run(FIRST, tool(0, id="c", args="{}"), finish("tool_calls"))
+    assert caught.value.code == ErrorCode.MALFORMED_RESPONSE
+    assert "a tool call without a name" in caught.value.message
+
+
 def test_a_call_without_function_object_still_opens():
     chunks = run(
-        FIRST, tool(0, id="c", function=False), tool(0, args="{}"), finish("tool_calls")
+        FIRST,
+        tool(0, id="c", function=False),
+        tool(0, name="f", args="{}"),
+        finish("tool_calls"),
     )
     assert dicts(chunks)[1] == {
         "type": "tool-call-delta",
@@ -525,8 +541,58 @@ def test_usage_reports_merge_field_by_field_latest_non_null_wins():
     assert chunks[-2] == UsageChunk(usage=TokenUsage(input_tokens=10, output_tokens=7))
 
 
-def test_no_finish_reason_means_stop():
-    assert run(FIRST, text("x"))[-1] == Finish(reason=FinishReason.STOP)
+CUT = FinishReason.error(
+    LlmFailure(
+        message="Test ended its stream with [DONE] but no finish_reason: the answer "
+        "was cut short",
+        code="STREAM_CLOSED",
+    )
+)
+
+
+def test_done_without_any_finish_reason_after_text_is_a_cut_answer():
+    # llama-cpp-python interrupting a running request: [DONE], no finish_reason.
+    assert run(FIRST, text("Once upon a"), finish(None)) == [
+        BlockStart(index=0, block_type="text"),
+        TextDelta(index=0, text="Once upon a"),
+        Finish(reason=CUT),
+    ]
+
+
+def test_a_tool_call_cut_before_done_is_never_complete():
+    chunks = run(tool(0, id="c1", name="get_weather", args='{"ci'), finish(None))
+    assert chunks[-1] == Finish(reason=CUT)
+    assert not any(isinstance(c, BlockEnd) for c in chunks)
+
+
+def test_usage_reported_before_a_cut_comes_right_before_its_error_finish():
+    chunks = run(FIRST, text("x"), only_usage(usage(9, 1)))
+    assert chunks[-2:] == [
+        UsageChunk(usage=TokenUsage(input_tokens=9, output_tokens=1)),
+        Finish(reason=CUT),
+    ]
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        {"choices": 0},
+        {"choices": False},
+        {"choices": ""},
+        {"choices": [{"index": 0, "delta": 0}]},
+        {"choices": [{"index": 0, "delta": []}]},
+        {"choices": [{"index": 0, "delta": False}]},
+        tool("0", id="c", name="f"),  # type: ignore[arg-type]
+        tool(False, id="c", name="f"),  # type: ignore[arg-type]
+        tool(0, id=7, name="f"),  # type: ignore[arg-type]
+        tool(0, id="c", name=7),  # type: ignore[arg-type]
+        tool(0, id="c", name=0),  # type: ignore[arg-type]
+    ],
+)
+def test_wrongly_typed_falsy_fields_are_malformed(payload):
+    with pytest.raises(LlmError) as caught:
+        run(payload, finish("stop"))
+    assert caught.value.code == ErrorCode.MALFORMED_RESPONSE
 
 
 def test_usage_never_reported_is_unknown_but_still_precedes_finish():
@@ -735,6 +801,7 @@ def test_other_choices_are_ignored():
 def test_done_with_whitespace_ends_the_stream():
     translator = ChatCompletionsTranslator(PROFILE)
     out = translator.feed(SseEvent(json.dumps(text("x"))))
+    out += translator.feed(SseEvent(json.dumps(finish("stop"))))
     out += translator.feed(SseEvent(" [DONE] "))
     assert translator.finished
     assert valid(out)[-1] == Finish(reason=FinishReason.STOP)
@@ -762,7 +829,7 @@ def _wire(draw: Any) -> list[tuple[str, Any, str]]:
     return events
 
 
-@given(events=_wire(), reason=st.sampled_from([None, "stop", "tool_calls", "length"]))
+@given(events=_wire(), reason=st.sampled_from(["stop", "tool_calls", "length"]))
 def test_any_wire_order_translates_to_a_strict_lossless_stream(events, reason):
     translator = ChatCompletionsTranslator(PROFILE, empty_response_as_stop=True)
     out: list[Any] = []
@@ -863,3 +930,32 @@ def test_an_error_in_a_call_keeps_its_held_half_and_a_lone_half_sends_no_delta()
     assert deltas == ['{"e":"x', "\ud83d"]
     assert isinstance(out[-1], Finish)
     assert out[-1].reason.kind == "error"
+
+
+@given(events=_wire())
+def test_any_wire_order_cut_before_a_finish_reason_is_never_a_success(events):
+    translator = ChatCompletionsTranslator(PROFILE, empty_response_as_stop=True)
+    out: list[Any] = []
+    seen: set[int] = set()
+    for kind, index, piece in events:
+        if kind == "tool":
+            first = index not in seen
+            seen.add(index)
+            name = f"fn{index}" if first else None
+            payload = tool(index, id=f"id{index}" if first else None, name=name)
+            payload["choices"][0]["delta"]["tool_calls"][0]["function"]["arguments"] = (
+                piece
+            )
+        else:
+            payload = text(piece) if kind == "text" else reasoning(piece)
+        out += translator.feed_payload(payload)
+    out += translator.done()
+    chunks = valid(out)
+    end = chunks[-1]
+    assert isinstance(end, Finish)
+    if any(piece for _, _, piece in events) or seen:
+        assert end.reason == CUT
+    else:
+        assert end.reason.kind == "error"
+        assert end.reason.failure is not None
+        assert end.reason.failure.code == "EMPTY_RESPONSE"

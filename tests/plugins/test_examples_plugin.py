@@ -27,7 +27,7 @@ from dsh_llm import (
     create_user_message,
     validate_stream,
 )
-from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.plugins import PluginContext, load_composition
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -177,3 +177,40 @@ def test_the_example_script_without_the_key_explains_what_is_missing() -> None:
     assert 'config key "apiKey" refers to ${MY_API_KEY}, which is not set' in (
         result.stderr
     )
+
+
+@pytest.mark.parametrize(
+    ("changes", "option"),
+    [
+        ({"system": "Be brief."}, "system"),
+        ({"temperature": 0.7}, "temperature"),
+        (
+            {
+                "tools": (
+                    ToolSchema(
+                        name="lookup", description="d", parameters={"type": "object"}
+                    ),
+                )
+            },
+            "tools",
+        ),
+        ({"reasoning_effort": "high"}, "reasoning_effort"),
+    ],
+    ids=["system", "temperature", "tools", "reasoning_effort"],
+)
+def test_what_an_echo_cannot_honour_is_refused_not_dropped(
+    example, changes, option
+) -> None:
+    # The adapter itself, since the runtime refuses an unadvertised effort first.
+    with pytest.raises(LlmError) as caught:
+        list(example.MyAdapter("k").stream(request(**changes)))
+    assert caught.value.code == ErrorCode.UNSUPPORTED_OPTION
+    assert caught.value.message == f"my-llm-adapter: this model cannot honour {option}"
+
+
+def test_an_empty_api_key_is_refused_at_load() -> None:
+    from dsh_llm.plugins import PluginLoadError
+
+    with pytest.raises(PluginLoadError) as caught:
+        load_composition(COMPOSITION, environ={"MY_API_KEY": ""})
+    assert 'config key "apiKey"' in caught.value.message

@@ -2,12 +2,10 @@
 ``DeepSeekAdapter`` and ``OpenAICompatAdapter`` on the cassettes converted from
 their ``.sse`` fixtures and on the ones recorded from a real llama.cpp server.
 
-Two groups fail today, on adapter bugs of issue 13, and are marked
-``xfail(strict=True)`` so each fix shows up here: ``truncation`` (a chunked body
-cut mid-stream ends as ``TRANSPORT``, the same cut of a close-delimited body as
-``STREAM_CLOSED``) and ``end-marker`` (``data: [DONE]`` arriving before any
-``finish_reason`` ends with a clean ``stop``/``tool-calls`` finish). Any other
-non-conformance in those groups fails outright."""
+Every group runs, ``truncation`` (the same cut gets the same code whatever the
+framing) and ``end-marker`` (``data: [DONE]`` before any ``finish_reason`` is
+never a clean finish) included: the two adapter bugs of issue 13 they caught are
+fixed."""
 
 from __future__ import annotations
 
@@ -23,46 +21,6 @@ from .sse_cassettes import CASSETTES, CONVERTED, FIXTURES, cassette_for, cassett
 CASES = [(family, name) for family, names in CONVERTED.items() for name in names]
 IDS = [f"{family}/{name}" for family, name in CASES]
 LLAMACPP = sorted(p.stem for p in (CASSETTES / "llamacpp").glob("*.jsonl"))
-WITHOUT_TRUNCATION = tuple(g for g in GROUPS if g not in ("truncation", "end-marker"))
-
-ISSUE_13 = pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="issue 13: a chunked body cut mid-stream gives TRANSPORT, the same cut "
-    "of a close-delimited body STREAM_CLOSED",
-)
-
-
-ISSUE_13_DONE = pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="issue 13: [DONE] without a finish_reason ends with a clean finish",
-)
-FRAMING_DIVERGENCE = (
-    "the code depends on the framing: TRANSPORT when chunked, "
-    "STREAM_CLOSED when close-delimited"
-)
-EARLY_MARKER = (
-    "a stream whose end marker came before its finish reason ended with a clean finish"
-)
-# Fixtures with no early-marker variant that could fail: the stream has no
-# [DONE], or too few events before it.
-NO_EARLY_MARKER = {"in_stream_error", "crlf_done_without_blank_line", "vllm_bare_done"}
-
-
-def _group_conforms(factory, cassette, group: str, expected: str) -> None:
-    """Run one group; only the known issue-13 failure counts as expected (any
-    other non-conformance fails outright, not as an xfail)."""
-    try:
-        assert_adapter_conforms(factory, cassette, groups=(group,))
-    except AssertionError as exc:
-        if expected not in str(exc):
-            pytest.fail(str(exc))
-        raise
-
-
-def _truncation_conforms(factory, cassette) -> None:
-    _group_conforms(factory, cassette, "truncation", FRAMING_DIVERGENCE)
 
 
 @pytest.mark.parametrize(("family", "name"), CASES, ids=IDS)
@@ -85,40 +43,11 @@ def test_cassette_replays_to_the_fixture_chunks(family, name):
 @pytest.mark.parametrize(("family", "name"), CASES, ids=IDS)
 def test_shipped_adapter_conforms(family, name):
     report = assert_adapter_conforms(
-        FACTORIES[family], cassette_path(family, name), groups=WITHOUT_TRUNCATION
+        FACTORIES[family], cassette_path(family, name), groups=GROUPS
     )
     assert "stall after half the events" in report.variants
     assert "abort while waiting" in report.variants
     assert "http 429 with Retry-After" in report.variants
-
-
-@ISSUE_13
-@pytest.mark.parametrize(("family", "name"), CASES, ids=IDS)
-def test_shipped_adapter_survives_truncation(family, name):
-    _truncation_conforms(FACTORIES[family], cassette_path(family, name))
-
-
-def _marked(family: str, name: str):
-    marks = () if name in NO_EARLY_MARKER else (ISSUE_13_DONE,)
-    return pytest.param(family, name, id=f"{family}/{name}", marks=marks)
-
-
-@pytest.mark.parametrize(("family", "name"), [_marked(f, n) for f, n in CASES])
-def test_shipped_adapter_refuses_an_early_end_marker(family, name):
-    _group_conforms(
-        FACTORIES[family], cassette_path(family, name), "end-marker", EARLY_MARKER
-    )
-
-
-@ISSUE_13_DONE
-@pytest.mark.parametrize("name", LLAMACPP)
-def test_llamacpp_recording_refuses_an_early_end_marker(name):
-    _group_conforms(
-        openai_compat,
-        CASSETTES / "llamacpp" / f"{name}.jsonl",
-        "end-marker",
-        EARLY_MARKER,
-    )
 
 
 @pytest.mark.parametrize("name", LLAMACPP)
@@ -126,12 +55,6 @@ def test_llamacpp_recording_conforms(name):
     report = assert_adapter_conforms(
         openai_compat,
         CASSETTES / "llamacpp" / f"{name}.jsonl",
-        groups=WITHOUT_TRUNCATION,
+        groups=GROUPS,
     )
     assert report.variants[0] == "recorded"
-
-
-@ISSUE_13
-@pytest.mark.parametrize("name", LLAMACPP)
-def test_llamacpp_recording_survives_truncation(name):
-    _truncation_conforms(openai_compat, CASSETTES / "llamacpp" / f"{name}.jsonl")

@@ -399,16 +399,31 @@ def test_consumer_think_time_is_not_idle_time(server, session):
     assert seen == ["1", "2", "[DONE]"]
 
 
-@pytest.mark.parametrize("reset", [False, True], ids=["fin", "rst"])
-def test_an_abrupt_close_mid_chunked_body_is_transport(server, session, reset):
-    server.enqueue(Reply(body=(b"data: 1\n\n", Pause(seconds=0.02), Cut(reset=reset))))
+def test_a_reset_mid_chunked_body_is_transport(server, session):
+    server.enqueue(Reply(body=(b"data: 1\n\n", Pause(seconds=0.02), Cut(reset=True))))
     with _call(session, server.url) as call:
         call.open()
         with pytest.raises(LlmError) as caught:
             _read_all(call)
     assert caught.value.code == ErrorCode.TRANSPORT
-    reason = ": connection reset" if reset else ""
-    assert caught.value.message == f"Test API stream from {server.url} failed{reason}"
+    assert caught.value.message == (
+        f"Test API stream from {server.url} failed: connection reset"
+    )
+    assert caught.value.__cause__ is not None
+
+
+def test_a_clean_close_mid_chunked_body_is_stream_closed(server, session):
+    # A FIN before the zero-size chunk is the same cut as a close-delimited body
+    # ending early: the same code, never retried by default.
+    server.enqueue(Reply(body=(b"data: 1\n\n", Pause(seconds=0.02), Cut())))
+    with _call(session, server.url) as call:
+        call.open()
+        with pytest.raises(LlmError) as caught:
+            _read_all(call)
+    assert caught.value.code == ErrorCode.STREAM_CLOSED
+    assert caught.value.message == (
+        f"Test API stream from {server.url} ended before the end of its chunked body"
+    )
     assert caught.value.__cause__ is not None
 
 

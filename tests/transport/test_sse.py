@@ -232,7 +232,9 @@ def test_error_field_next_to_data_keeps_both():
 
 
 def test_messages_name_the_provider():
-    with pytest.raises(LlmError, match=r"^Acme SSE stream ended without \[DONE\]$"):
+    with pytest.raises(
+        LlmError, match=r"^\[STREAM_CLOSED\] Acme SSE stream ended without \[DONE\]$"
+    ):
         list(iter_sse([b"data: {}\n\n"], provider="Acme"))
     with pytest.raises(LlmError, match="Acme SSE stream ended without"):
         list(iter_sse([b"data: {"], provider="Acme"))

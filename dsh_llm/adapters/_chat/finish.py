@@ -7,7 +7,8 @@ marker (or before an in-stream error).
 Contracts callers may rely on:
 
 - ``map_usage``: wire usage to disjoint ``TokenUsage`` (``docs/protocol.md``). A count
-  that was not reported, or is not a non-negative int, is ``None``, never a guess.
+  that was not reported, is not a non-negative int, or is above ``2**53 - 1``, is
+  ``None``, never a guess.
 - ``map_finish_reason``: a wire ``finish_reason`` to a ``FinishReason``, using
   whether a tool-call block was emitted; a value outside the vocabulary is an
   ``error`` finish whose code is the upper-cased value (``UNKNOWN_FINISH_REASON``
@@ -22,6 +23,7 @@ from typing import Any, Final
 
 from dsh_llm.errors import ErrorCode
 from dsh_llm.protocol import FinishReason, LlmFailure, TokenUsage
+from dsh_llm.protocol.checks import MAX_SAFE_INTEGER
 
 __all__ = ["UNKNOWN_FINISH_REASON_CODE", "map_finish_reason", "map_usage"]
 
@@ -32,7 +34,8 @@ _IDENTIFIER: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}")
 
 
 def _count(value: object) -> int | None:
-    return value if type(value) is int and value >= 0 else None
+    # Above 2**53 - 1 a count is not exact in JSON readers elsewhere: not reported.
+    return value if type(value) is int and 0 <= value <= MAX_SAFE_INTEGER else None
 
 
 def map_usage(usage: Mapping[str, Any]) -> TokenUsage:

@@ -64,12 +64,17 @@ from dsh_llm.transport.sse import DONE, SseEvent
 __all__ = [
     "EMPTY_RESPONSE_MESSAGE",
     "REFUSAL_CODE",
+    "STREAM_CLOSED_CODE",
     "ChatCompletionsTranslator",
     "decode_payload",
 ]
 
 EMPTY_RESPONSE_MESSAGE: Final = "model returned a completed response with no content"
 """The message of the ``EMPTY_RESPONSE`` finish (the TypeScript harness's)."""
+STREAM_CLOSED_CODE: Final = ErrorCode.STREAM_CLOSED.value
+"""The code of the ``error`` finish of an answer the server cut short: the same
+code as a body that ends without ``[DONE]``, since the caller can do nothing
+different about either."""
 REFUSAL_CODE: Final = "REFUSAL"
 """The code of the ``error`` finish after a ``delta.refusal`` (the upper-cased
 finish-reason rule: Anthropic's ``refusal`` stop reason gives the same code)."""
@@ -242,14 +247,20 @@ class ChatCompletionsTranslator:
       ``empty_response_as_stop``; an end marker with no block and no finish
       reason at all is ``EMPTY_RESPONSE`` even then (vLLM swallows an early error
       into a bare ``[DONE]``).
+    - An end marker after content without any finish reason is a cut answer
+      (llama-cpp-python interrupting a running request): the ``usage`` (when one
+      was reported), then an ``error`` finish ``STREAM_CLOSED``
+      (``STREAM_CLOSED_CODE``), with nothing closed, so a cut tool call is never
+      reported complete.
     - An error the provider reports inside the stream (a payload whose
       ``error`` is a non-empty object or string, not ``null``/``false``/``{}``;
-      a flat ``{"object": "error", ...}`` (vLLM before 0.10.1), or
-      an ``error:`` field (llama.cpp before September 2025); string or integer
+      a flat ``{"object": "error", ...}`` (vLLM before 0.10.1),
+      an ``error:`` field (llama.cpp before September 2025), or an ``event:
+      error`` frame (its data: a report, or plain text); string or integer
       ``code``) is data: it ends the response with one ``error`` finish classified
       like an HTTP error (``dsh_llm.transport.http_errors.in_band_failure``),
-      after the usage chunk when a usage was reported,
-      leaving the partial blocks open (their content must be discarded). Nothing
+      right after the usage chunk when a usage was reported (also with a block
+      open), leaving the partial blocks open (their content must be discarded). Nothing
       is raised, so the runtime shows this one finish.
 
     Quirks absorbed, whichever server sends them (OpenAI, vLLM, llama.cpp,
@@ -296,7 +307,9 @@ class ChatCompletionsTranslator:
       protocol and nothing a replay needs, so they are not kept.
 
     Raises (from ``feed``): ``LlmError`` ``MALFORMED_RESPONSE`` for a payload that
-    is not a JSON object or has fields of the wrong type.
+    is not a JSON object or has fields of the wrong type (falsy ones included:
+    ``choices: 0``, ``delta: []``, a tool call ``index`` of ``"0"``, an integer
+    ``id`` or ``name``), and for a tool call that never names its tool.
 
     Args:
         profile: The server's profile.
@@ -344,7 +357,7 @@ class ChatCompletionsTranslator:
     def is_keepalive(self, event: SseEvent) -> bool:
         """An event with empty data (a ``data:`` line alone) carries nothing: like
         a comment, it only keeps the connection alive."""
-        return event.error is None and not event.data.strip()
+        return event.error is None and event.event != "error" and not event.data.strip()
 
     def feed(self, event: SseEvent) -> list[StreamChunk]:
         """Feed one SSE event (``[DONE]``, an ``error`` field, a JSON payload). An
@@ -354,6 +367,10 @@ class ChatCompletionsTranslator:
         if event.error is not None:
             return self.feed_error_field(event.error)
         data = event.data
+        if event.event == "error":
+            # An ``event: error`` frame (a gateway, an Anthropic-style proxy):
+            # the provider's failure, whatever its data says.
+            return self.feed_error_field(data or "error")
         if len(data) < 64 and data.strip() in _NOT_A_PAYLOAD:
             return self.done() if data.strip() == DONE else []
         out: list[StreamChunk] = []
@@ -385,7 +402,7 @@ class ChatCompletionsTranslator:
             self._fail_with(payload, out)
             return
         choices = payload.get("choices")
-        if choices:
+        if choices is not None:
             if type(choices) is not list:
                 raise self._malformed("a choices field that is not a list")
             for choice in choices:
@@ -398,17 +415,18 @@ class ChatCompletionsTranslator:
                     if index != 0:
                         continue
                 delta = choice.get("delta")
-                if delta:
+                if delta is not None:
                     if type(delta) is not dict:
                         raise self._malformed("a delta that is not an object")
-                    self._delta(delta, payload, out)
+                    if delta:
+                        self._delta(delta, payload, out)
                 reason = choice.get("finish_reason")
                 if reason is not None:
                     if type(reason) is not str:
                         raise self._malformed("a finish_reason that is not a string")
                     if reason:
                         self._finish_reason = reason
-        elif payload.get("object") == "error":
+        if not choices and payload.get("object") == "error":
             self._fail_with(payload, out)
             return
         usage = payload.get("usage")
@@ -428,6 +446,14 @@ class ChatCompletionsTranslator:
         if self.finished:
             return []
         out: list[StreamChunk] = []
+        if self._finish_reason is None and (self._next_index or self._held):
+            # Content, then the end marker without any finish reason: the server
+            # cut the answer (llama-cpp-python interrupting a running request).
+            # Nothing is closed: a cut tool call is never complete.
+            self._fail(
+                LlmFailure(message=self._cut_message(), code=STREAM_CLOSED_CODE), out
+            )
+            return out
         self._release_held(out)
         self._close_active(out)
         while self._pending:
@@ -541,25 +567,32 @@ class ChatCompletionsTranslator:
             return None, ""
         if type(function) is not dict:
             raise self._malformed("a tool call function that is not an object")
+        name = function.get("name")
+        if name is not None and type(name) is not str:
+            raise self._malformed("a tool call name that is not a string")
         arguments = function.get("arguments")
         if arguments is None:
-            return function.get("name"), ""
+            return name, ""
         if type(arguments) is str:
-            return function.get("name"), arguments
+            return name, arguments
         # A server that sends arguments as an object: re-stringify, since
         # arguments stay raw JSON text.
         try:
-            return function.get("name"), compact_json(arguments)
+            return name, compact_json(arguments)
         except ValueError:
             raise self._malformed("tool call arguments with NaN or Infinity") from None
 
     def _tool_fragment(self, call: dict[str, Any], out: list[StreamChunk]) -> None:
         self._release_held(out)
         key = call.get("index")
+        if key is not None and type(key) is not int:
+            raise self._malformed("a tool call index that is not an integer")
         new_id = call.get("id")
-        new_id = new_id if type(new_id) is str and new_id else None
+        if new_id is not None and type(new_id) is not str:
+            raise self._malformed("a tool call id that is not a string")
+        new_id = new_id or None
         name, fragment = self._function_parts(call.get("function"))
-        if type(key) is not int:
+        if key is None:
             key = self._key_without_index(new_id)
         self._call_fragment(key, new_id, name, fragment, out)
 
@@ -665,6 +698,9 @@ class ChatCompletionsTranslator:
         text = "".join(segment.parts)
         block: ContentBlock
         if segment.kind is _TOOL:
+            if not segment.name:
+                # A call that names no tool cannot be run or sent back.
+                raise self._malformed("a tool call without a name")
             if text == "":
                 text = "{}"
                 out.append(_tool_delta(segment, text))
@@ -705,10 +741,18 @@ class ChatCompletionsTranslator:
             out.append(_tool_delta(active, active.held))
             active.parts.append(active.held)
             active.held = ""
-        if self._usage is not None and self._active is None:
+        if self._usage is not None:
+            # Billed before the failure: it comes right before the error finish,
+            # even with a block left open (the strict validator allows exactly this).
             out.append(UsageChunk(usage=map_usage(self._usage)))
         out.append(Finish(reason=FinishReason.error(failure)))
         self.finished = True
+
+    def _cut_message(self) -> str:
+        return (
+            f"{self._profile.provider} ended its stream with [DONE] but no "
+            "finish_reason: the answer was cut short"
+        )
 
     def _malformed(self, what: str) -> LlmError:
         return LlmError(
