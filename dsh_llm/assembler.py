@@ -63,6 +63,7 @@ from dsh_llm.protocol import (
     tool_calls_of,
 )
 from dsh_llm.sources import close_source
+from dsh_llm.text_buffer import TextBuffer
 
 __all__ = [
     "ASSEMBLER_SOURCE",
@@ -102,7 +103,7 @@ class _Partial:
 
     def __init__(self, block_type: str) -> None:
         self.block_type = block_type
-        self.parts: list[str] = []
+        self.parts = TextBuffer()
         """Text, or a tool call's argument fragments, in order."""
         self.tool_call_id: CallId | None = None
         self.tool_call_name: str | None = None
@@ -110,10 +111,8 @@ class _Partial:
         """The authoritative block from the first ``block-end``."""
 
     def joined(self) -> str:
-        # Compacting keeps repeated blocks() calls linear in the content.
-        if len(self.parts) > 1:
-            self.parts[:] = ["".join(self.parts)]
-        return self.parts[0] if self.parts else ""
+        # The buffer keeps what it joined: repeated blocks() calls stay linear.
+        return self.parts.value()
 
 
 class BlockAssembler:

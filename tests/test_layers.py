@@ -8,10 +8,10 @@ import each other (any cycle). The layers, lowest first:
 - protocol: ``dsh_llm/protocol/*``;
 - contract: the contract modules and the primitives (``errors``, ``serde``,
   ``validator``, ``assembler``, ``trace``, ``sources``, ``signal``,
-  ``credentials``, ``attribution``, ``_version``) and ``retry``: the retry
-  policies are values with pure delay math, which ``adapter.py`` declares and
-  the runtime captures, so they sit below both (``call_with_retry``, the loop
-  that uses them, is a surface);
+  ``credentials``, ``attribution``, ``_version``, ``text_buffer``) and
+  ``retry``: the retry policies are values with pure delay math, which
+  ``adapter.py`` declares and the runtime captures, so they sit below both
+  (``call_with_retry``, the loop that uses them, is a surface);
 - transport: ``dsh_llm/transport/*``;
 - adapters: ``adapter.py``, ``dsh_llm/adapters/**``;
 - runtime: ``dsh_llm/runtime/*``;
@@ -42,7 +42,9 @@ LAYERS: Final = (
 )
 """Lowest first: a module may import its own layer and the ones before it."""
 
-PRIMITIVES: Final = frozenset({"dsh_llm._version", "dsh_llm.signal", "dsh_llm.sources"})
+PRIMITIVES: Final = frozenset(
+    {"dsh_llm._version", "dsh_llm.signal", "dsh_llm.sources", "dsh_llm.text_buffer"}
+)
 
 CONTRACT: Final = frozenset(
     {
