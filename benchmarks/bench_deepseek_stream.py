@@ -13,6 +13,9 @@ Run ``python benchmarks/bench_deepseek_stream.py`` (options: ``--events N``,
    - ``raw floor``: a plain socket, ``recv``, chunk framing stripped, split on
      blank lines, ``json.loads`` of each payload; nothing else.
    - ``DeepSeekAdapter``: ``adapter.stream(options)`` to the last chunk.
+   - ``LlmRuntime.stream``: the same adapter registered in an ``LlmRuntime``,
+     streamed through ``runtime.stream(options)``; ``x adapter`` is the
+     runtime's own overhead over the bare adapter.
    - ``openai SDK``: ``OpenAI(base_url=...).chat.completions.create(stream=True)``,
      when the ``openai`` package is installed (it is not a dependency).
 
@@ -24,7 +27,8 @@ Run ``python benchmarks/bench_deepseek_stream.py`` (options: ``--events N``,
    ones are reported separately (median and worst over ``--repeat`` streams).
 
 Targets (issue 5): at most 2x the raw floor per event, faster per event than the
-openai SDK, under 5 ms to the first delta on both body kinds.
+openai SDK, under 5 ms to the first delta on both body kinds; (issue 14) at most
+1.1x the bare adapter through ``LlmRuntime.stream``.
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ from collections.abc import Callable
 from multiprocessing.connection import Connection
 from typing import Any
 
+from dsh_llm import LlmRuntime
 from dsh_llm.adapters.deepseek import PROVIDER_ROUTE, DeepSeekAdapter
 from dsh_llm.protocol import GenerateOptions, TextDelta, create_user_message
 from dsh_llm.testing import LoopbackServer, Mark, Pause, Reply, sse_event
@@ -169,6 +174,23 @@ def _adapter_client(base: str) -> Callable[[], int]:
     return run
 
 
+def _runtime_client(base: str) -> Callable[[], int]:
+    runtime = LlmRuntime()
+    runtime.register_adapter(
+        [PROVIDER_ROUTE], DeepSeekAdapter("sk-bench", base_url=base)
+    )
+    options = GenerateOptions(
+        provider=PROVIDER_ROUTE, model=MODEL, messages=(create_user_message("hi"),)
+    )
+
+    def run() -> int:
+        return sum(
+            1 for chunk in runtime.stream(options) if isinstance(chunk, TextDelta)
+        )
+
+    return run
+
+
 def _openai_client(base: str) -> Callable[[], int] | None:
     try:
         from openai import OpenAI
@@ -213,6 +235,7 @@ def throughput(count: int, repeat: int) -> list[tuple[str, str, float]]:
                     lambda kind=kind: _raw_floor(port, f"/{kind}/chat/completions"),
                 ),
                 ("DeepSeekAdapter", _adapter_client(base)),
+                ("LlmRuntime.stream", _runtime_client(base)),
                 ("openai SDK", _openai_client(base)),
             ]
             present = [(name, client) for name, client in clients if client is not None]
@@ -274,12 +297,20 @@ def main(argv: list[str] | None = None) -> int:
     print()
     rows = throughput(args.events, args.repeat)
     floors = {kind: seconds for kind, name, seconds in rows if name == "raw floor"}
-    print(f"{'body':<9} {'client':<16} {'events/s':>10} {'µs/event':>9} {'x floor':>8}")
+    bare = {kind: seconds for kind, name, seconds in rows if name == "DeepSeekAdapter"}
+    print(
+        f"{'body':<9} {'client':<18} {'events/s':>10} {'µs/event':>9} {'x floor':>8}"
+        f" {'x adapter':>9}"
+    )
     for kind, name, seconds in rows:
         per_event = seconds / args.events * 1e6
         ratio = seconds / floors[kind]
         rate = args.events / seconds
-        print(f"{kind:<9} {name:<16} {rate:>10,.0f} {per_event:>9.2f} {ratio:>8.2f}")
+        over = "" if name == "raw floor" else f"{seconds / bare[kind]:>9.2f}"
+        print(
+            f"{kind:<9} {name:<18} {rate:>10,.0f} {per_event:>9.2f} {ratio:>8.2f}"
+            f" {over:>9}"
+        )
     print()
     print(f"{'body':<9} {'delta':<7} {'median ms':>10} {'worst ms':>9}")
     for framing, first, later in latency(max(args.repeat * 4, 10)):
