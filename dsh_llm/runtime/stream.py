@@ -238,8 +238,9 @@ def police(
                 yield failure_finish(exc, signal)
                 return
             if type(chunk) in _PLAIN_CHUNKS:
-                # The per-delta path: one set lookup, not two isinstance checks.
-                yield chunk
+                # The per-delta path: one set lookup, not two isinstance checks
+                # (which the type checker would need to see it is a chunk).
+                yield chunk  # type: ignore[misc]
                 continue
             if not isinstance(chunk, _CHUNK_CLASSES):
                 completed = True
