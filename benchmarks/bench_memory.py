@@ -19,7 +19,7 @@ over the stream (``VmHWM`` minus the RSS at the reset):
   ``json.loads`` of each payload; nothing else.
 - ``adapter``: ``OpenAICompatAdapter.stream(options)``.
 - ``runtime``: the same adapter through ``LlmRuntime.stream``.
-- ``validator``: the adapter through ``validate_stream``.
+- ``validator``: the runtime's stream through ``validate_stream``.
 - ``assembler``: the adapter into a ``BlockAssembler``, then ``message()``; it
   keeps the answer it assembles, so the text block is still held while the tool
   call streams.
