@@ -63,6 +63,7 @@ from dsh_llm.protocol import (
     tool_calls_of,
 )
 from dsh_llm.protocol.checks import MAX_SAFE_INTEGER
+from dsh_llm.protocol.text_buffer import TextBuffer
 from dsh_llm.sources import close_source
 
 __all__ = [
@@ -104,7 +105,7 @@ class _Partial:
 
     def __init__(self, block_type: str) -> None:
         self.block_type = block_type
-        self.parts: list[str] = []
+        self.parts = TextBuffer()
         """Text, or a tool call's argument fragments, in order."""
         self.tool_call_id: CallId | None = None
         self.tool_call_name: str | None = None
@@ -112,10 +113,8 @@ class _Partial:
         """The authoritative block from the first ``block-end``."""
 
     def joined(self) -> str:
-        # Compacting keeps repeated blocks() calls linear in the content.
-        if len(self.parts) > 1:
-            self.parts[:] = ["".join(self.parts)]
-        return self.parts[0] if self.parts else ""
+        # The buffer keeps what it joined: repeated blocks() calls stay linear.
+        return self.parts.value()
 
 
 class BlockAssembler:

@@ -20,7 +20,8 @@ rely on:
   generator, after an exception from the source. A validator closed before its
   first ``next()`` leaves the source alone.
 - A ``chunks`` that is not iterable raises ``TypeError`` naming the argument.
-- Memory is bounded by the open blocks' content: chunks are never kept.
+- Memory is bounded by the open block's content (``TextBuffer``: the text plus
+  a constant, however many deltas): chunks are never kept.
 - Both modes reject an object that is not one of the seven chunk classes and an
   index that is not an int in 0..2**53-1.
 """
@@ -28,7 +29,6 @@ rely on:
 from __future__ import annotations
 
 import abc
-import io
 from collections.abc import Generator, Iterable, Iterator
 from typing import Final, NoReturn
 
@@ -47,6 +47,7 @@ from dsh_llm.protocol import (
 )
 from dsh_llm.protocol.checks import MAX_SAFE_INTEGER
 from dsh_llm.protocol.content import ImageBlock, ReasoningBlock, TextBlock
+from dsh_llm.protocol.text_buffer import TextBuffer
 from dsh_llm.sources import chunk_source, close_source
 
 __all__ = ["assert_chunk_sequence", "validate_stream"]
@@ -207,7 +208,7 @@ class _OpenBlock:
     def __init__(self, index: int, block_type: str) -> None:
         self.index = index
         self.block_type = block_type
-        self.content = io.StringIO()
+        self.content = TextBuffer()
         self.call_id: str | None = None
         self.call_name: str | None = None
 
@@ -264,7 +265,7 @@ class _StrictRules(_Rules):
                 if isinstance(chunk, ToolCallDelta):
                     self.tool_call_delta(chunk, block)
                 else:
-                    block.content.write(chunk.text)
+                    block.content.append(chunk.text)
             case BlockEnd():
                 self.block_end(chunk)
             case UsageChunk():
@@ -370,7 +371,7 @@ class _StrictRules(_Rules):
                     "keeps one name (rule 5)",
                 )
             block.call_name = chunk.name
-        block.content.write(chunk.arguments_delta)
+        block.content.append(chunk.arguments_delta)
 
     def block_end(self, chunk: BlockEnd) -> None:
         index = chunk.index
@@ -397,11 +398,10 @@ class _StrictRules(_Rules):
                 f"carries a {ended.type} block (rules 4 and 5)",
             )
         if isinstance(ended, TextBlock | ReasoningBlock):
-            self.compare(chunk, "text", ended.text, block.content.getvalue())
+            self.compare(chunk, "text", ended.text, block.content)
         elif isinstance(ended, ToolCallBlock):
-            arguments = block.content.getvalue()
-            if not (arguments == "" and ended.arguments == "{}"):
-                self.compare(chunk, "arguments", ended.arguments, arguments)
+            if not (len(block.content) == 0 and ended.arguments == "{}"):
+                self.compare(chunk, "arguments", ended.arguments, block.content)
             self.compare_known(chunk, "id", ended.id, block.call_id)
             self.compare_known(chunk, "name", ended.name, block.call_name)
             if not ended.name:
@@ -415,9 +415,12 @@ class _StrictRules(_Rules):
                 self.empty_call = (index, self.position)
         self.open = None
 
-    def compare(self, chunk: BlockEnd, field: str, ended: str, streamed: str) -> None:
-        if ended == streamed:
+    def compare(
+        self, chunk: BlockEnd, field: str, ended: str, content: TextBuffer
+    ) -> None:
+        if content.matches(ended):
             return
+        streamed = content.value()
         at = _first_difference(ended, streamed)
         self.violation(
             chunk,

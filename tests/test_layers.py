@@ -44,7 +44,14 @@ LAYERS: Final = (
 )
 """Lowest first: a module may import its own layer and the ones before it."""
 
-PRIMITIVES: Final = frozenset({"dsh_llm._version", "dsh_llm.signal", "dsh_llm.sources"})
+PRIMITIVES: Final = frozenset(
+    {
+        "dsh_llm._version",
+        "dsh_llm.signal",
+        "dsh_llm.sources",
+        "dsh_llm.protocol.text_buffer",
+    }
+)
 
 CONTRACT: Final = frozenset(
     {

@@ -72,6 +72,8 @@ __all__ = [
 
 _log = logging.getLogger("dsh_llm")
 _CHUNK_CLASSES: Final = tuple(CHUNK_TYPES.values())
+_PLAIN_CHUNKS: Final = frozenset(_CHUNK_CLASSES) - {Finish}
+"""The chunk classes that end nothing: a chunk of exactly one of them passes."""
 
 
 class StreamNext(Protocol):
@@ -235,6 +237,11 @@ def police(
                 completed = True
                 yield failure_finish(exc, signal)
                 return
+            if type(chunk) in _PLAIN_CHUNKS:
+                # The per-delta path: one set lookup, not two isinstance checks
+                # (which the type checker would need to see it is a chunk).
+                yield chunk  # type: ignore[misc]
+                continue
             if not isinstance(chunk, _CHUNK_CLASSES):
                 completed = True
                 _close_after_end(iterator, provider)

@@ -57,6 +57,7 @@ from dsh_llm.protocol import (
     ToolCallDelta,
     UsageChunk,
 )
+from dsh_llm.protocol.text_buffer import TextBuffer
 from dsh_llm.serde import compact_json
 from dsh_llm.transport.http_errors import in_band_failure
 from dsh_llm.transport.sse import DONE, SseEvent
@@ -204,7 +205,9 @@ class _Segment:
 
     def __init__(self, kind: str, key: object = None) -> None:
         self.kind = kind
-        self.parts: list[str] = []
+        # The block's text or arguments so far: a compact buffer, not one
+        # object per fragment (a block may be a million fragments).
+        self.parts = TextBuffer()
         # A tool call's argument fragment that ended in a high surrogate: held
         # back until the next fragment of the same call (see _argument_piece).
         self.held = ""
@@ -672,8 +675,7 @@ class ChatCompletionsTranslator:
         self._next_index += 1
         self._active = segment
         kind = segment.kind
-        text = "".join(segment.parts)
-        segment.parts = [text]
+        text = segment.parts.value()
         if kind is _TOOL:
             self._tool_blocks += 1
             out.append(BlockStart(index=segment.index, block_type=_TOOL))
@@ -695,7 +697,9 @@ class ChatCompletionsTranslator:
             segment.parts.append(segment.held)
             out.append(_tool_delta(segment, segment.held))
             segment.held = ""
-        text = "".join(segment.parts)
+        text = segment.parts.value()
+        # A closed call stays in _calls: its block-end owns the text now.
+        segment.parts.clear()
         block: ContentBlock
         if segment.kind is _TOOL:
             if not segment.name:
