@@ -161,6 +161,7 @@ _LEAVES: Final[dict[Any, tuple[str, str]]] = {
 def describe(t: Any) -> str:
     """What a value of type ``t`` looks like: ``a string``, ``a list of
     mappings``, ``one of "off", "low"``, ``an integer or null``..."""
+    t = _unwrap(t)
     leaf_label = _LEAVES.get(t)
     if leaf_label is not None:
         return leaf_label[0]
@@ -186,8 +187,16 @@ def describe(t: Any) -> str:
     return _a(getattr(t, "__name__", str(t)))
 
 
+def _unwrap(t: Any) -> Any:
+    """The type a ``NewType`` stands for (``t`` itself otherwise)."""
+    while hasattr(t, "__supertype__"):
+        t = t.__supertype__
+    return t
+
+
 def _plural(t: Any) -> str:
     """``t`` in ``a list of ...``: ``strings``, ``mappings``, ``strings or null``."""
+    t = _unwrap(t)
     leaf_label = _LEAVES.get(t)
     if leaf_label is not None:
         return leaf_label[1]
