@@ -1,6 +1,9 @@
 """JSON for the protocol values, identical to what the TypeScript harness writes.
 
-One cattrs converter (``converter``) owns the mapping. Contracts callers may rely on:
+One cattrs converter (``converter``) owns the mapping, built on ``dsh_llm.structure``
+(the strict leaves, the wording and the key-path flattener shared with
+``dsh_llm.config``); this module adds the camelCase keys, the omitted optionals and
+the tagged unions. Contracts callers may rely on:
 
 - Keys are the TypeScript camelCase names (``blockType``, ``argumentsDelta``,
   ``inputTokens``, ``providerRetryAfterMs``); chunks and blocks carry a ``type``
@@ -11,8 +14,9 @@ One cattrs converter (``converter``) owns the mapping. Contracts callers may rel
 - ``*_to_dict`` returns fresh plain dicts and lists (JSON-ready); ``*_from_dict``
   is strict: an unknown tag, a wrong type, a missing field or an unknown key raises
   ``LlmError`` with code ``INVALID_CHUNK`` (``INVALID_MESSAGE`` for messages) whose
-  message names the offending key path, e.g. ``$.block.text``. Nothing else leaks
-  out (no ``KeyError``, no cattrs exception).
+  message names the offending key path and what is wrong in the wording of
+  ``dsh_llm.structure``, e.g. ``$.block.text: must be a string, got an integer``.
+  Nothing else leaks out (no ``KeyError``, no cattrs exception).
 - JSON text is compact and keeps non-ASCII characters, like ``JSON.stringify``.
 - JSON given as bytes is UTF-8, decoded strictly: bytes that are not UTF-8
   (UTF-16 and UTF-32 included, which ``json.loads`` would guess) raise
@@ -24,19 +28,11 @@ from __future__ import annotations
 
 import json
 import re
-import types
 from collections.abc import Callable, Iterable, Iterator
-from typing import IO, Any, Final, TypeVar, Union, get_args, get_origin
+from typing import IO, Any, Final, TypeVar
 
 import attrs
-import cattrs
-from cattrs.cols import homogenous_tuple_structure_factory
-from cattrs.errors import (
-    AttributeValidationNote,
-    ClassValidationError,
-    IterableValidationError,
-    IterableValidationNote,
-)
+from cattrs.errors import ClassValidationError, IterableValidationError
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
 from dsh_llm.errors import ErrorCode, LlmError
@@ -55,7 +51,14 @@ from dsh_llm.protocol import (
     StreamChunk,
     TokenUsage,
 )
-from dsh_llm.protocol.checks import FieldError
+from dsh_llm.structure import (
+    KeyProblem,
+    LeafError,
+    problems,
+    show,
+    strict_converter,
+    value_kind,
+)
 
 __all__ = [
     "chunk_from_dict",
@@ -74,8 +77,9 @@ __all__ = [
 
 T = TypeVar("T")
 
-converter: Final = cattrs.Converter(detailed_validation=True, forbid_extra_keys=True)
-"""The one converter between protocol values and TypeScript-shaped JSON dicts."""
+converter: Final = strict_converter()
+"""The one converter between protocol values and TypeScript-shaped JSON dicts
+(``dsh_llm.structure``'s strict leaves and containers, plus the value classes)."""
 
 _CAMEL = re.compile(r"_([a-z])")
 
@@ -84,94 +88,13 @@ def _camel(name: str) -> str:
     return _CAMEL.sub(lambda m: m.group(1).upper(), name)
 
 
-# --- strict leaves: JSON gives exactly these types, nothing is coerced ---------
+def _key_of(_: Any, attribute: str) -> str:
+    return _camel(attribute)
 
 
-class _LeafError(TypeError):
-    """A JSON value of the wrong type, found while structuring."""
-
-
-def _strict(expected: type | tuple[type, ...], label: str) -> Callable[[Any, Any], Any]:
-    def structure(value: Any, _: Any) -> Any:
-        if isinstance(value, bool) and bool not in _as_tuple(expected):
-            raise _LeafError(f"must be {label}, got bool")
-        if not isinstance(value, expected):
-            raise _LeafError(f"must be {label}, got {_json_kind(value)}")
-        return value
-
-    return structure
-
-
-def _as_tuple(expected: type | tuple[type, ...]) -> tuple[type, ...]:
-    return expected if isinstance(expected, tuple) else (expected,)
-
-
-def _json_kind(value: object) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, list | tuple):
-        return "array"
-    if isinstance(value, dict):
-        return "object"
-    return type(value).__name__
-
-
-converter.register_structure_hook(str, _strict(str, "a string"))
-converter.register_structure_hook(int, _strict(int, "an integer"))
-converter.register_structure_hook(bool, _strict(bool, "a boolean"))
-converter.register_structure_hook(float, _strict((int, float), "a number"))
-converter.register_structure_hook(Any, lambda value, _: value)
-
-
-def _is_homogeneous_tuple(t: Any) -> bool:
-    args = get_args(t)
-    return get_origin(t) is tuple and len(args) == 2 and args[1] is Ellipsis
-
-
-def _tuple_factory(t: Any, conv: Any) -> Callable[[Any, Any], Any]:
-    inner = homogenous_tuple_structure_factory(t, conv)
-
-    def structure(value: Any, type_: Any) -> Any:
-        if not isinstance(value, list | tuple):
-            raise _LeafError(f"must be an array, got {_json_kind(value)}")
-        return inner(value, type_)
-
-    return structure
-
-
-converter.register_structure_hook_factory(_is_homogeneous_tuple, _tuple_factory)
 converter.register_unstructure_hook_func(
     lambda t: isinstance(t, type) and issubclass(t, tuple),
     lambda value: [converter.unstructure(item) for item in value],
-)
-
-
-def _optional_of(t: Any) -> Any:
-    """``X`` for ``X | None`` (``None`` otherwise)."""
-    if get_origin(t) in (Union, types.UnionType):
-        args = [a for a in get_args(t) if a is not type(None)]
-        if len(args) == 1 and len(get_args(t)) == 2:
-            return args[0]
-    return None
-
-
-def _optional_factory(t: Any, conv: Any) -> Callable[[Any, Any], Any]:
-    inner_type = _optional_of(t)
-
-    def structure(value: Any, _: Any) -> Any:
-        return None if value is None else conv.structure(value, inner_type)
-
-    return structure
-
-
-converter.register_structure_hook_factory(
-    lambda t: _optional_of(t) is not None, _optional_factory
 )
 
 
@@ -181,32 +104,24 @@ converter.register_structure_hook_factory(
 # generating them compiles code, which every ``import dsh_llm`` would pay.
 
 
-class _TagError(TypeError):
-    """A tagged object without a known tag; ``key`` is the tag's key."""
-
-    def __init__(self, key: str, detail: str) -> None:
-        super().__init__(detail)
-        self.key = key
-
-
-def _register_union(
-    union: Any, tag_key: str, classes: dict[str, type], what: str
-) -> None:
-    known = ", ".join(repr(t) for t in classes)
+def _register_union(union: Any, tag_key: str, classes: dict[str, type]) -> None:
+    known = "one of " + ", ".join(show(tag) for tag in classes)
+    hooks: dict[str, Callable[[Any, Any], Any]] = {}
 
     def structure(value: Any, _: Any) -> Any:
         if not isinstance(value, dict):
-            raise _LeafError(f"must be a {what} object, got {_json_kind(value)}")
+            raise LeafError("a mapping", value_kind(value))
         if tag_key not in value:
-            raise _TagError(tag_key, f"is missing (expected one of {known})")
+            raise KeyProblem(tag_key, f"is required (expected {known})")
         tag = value[tag_key]
         cls = classes.get(tag) if isinstance(tag, str) else None
         if cls is None:
-            raise _TagError(
-                tag_key, f"{tag!r} is not a known {what} type (one of {known})"
-            )
-        body = {k: v for k, v in value.items() if k != tag_key}
-        return converter.structure(body, cls)
+            shown = show(tag) if isinstance(tag, str | int | float) else value_kind(tag)
+            raise KeyProblem(tag_key, f"must be {known}, got {shown}")
+        hook = hooks.get(tag)
+        if hook is None:
+            hook = hooks[tag] = converter.get_structure_hook(cls)
+        return hook({k: v for k, v in value.items() if k != tag_key}, cls)
 
     converter.register_structure_hook_func(lambda t: t == union, structure)
     converter.register_unstructure_hook_func(
@@ -227,12 +142,12 @@ _TAGS: Final[dict[type, tuple[str, str] | None]] = dict.fromkeys(
 )
 """Every value class, with its ``(tag key, tag)`` when its JSON object is tagged."""
 
-for _union, _tag_key, _classes, _what in (
-    (ContentBlock, "type", BLOCK_TYPES, "content block"),
-    (MessageSource, "kind", SOURCE_TYPES, "message source"),
-    (StreamChunk, "type", CHUNK_TYPES, "chunk"),
+for _union, _tag_key, _classes in (
+    (ContentBlock, "type", BLOCK_TYPES),
+    (MessageSource, "kind", SOURCE_TYPES),
+    (StreamChunk, "type", CHUNK_TYPES),
 ):
-    _register_union(_union, _tag_key, dict(_classes), _what)
+    _register_union(_union, _tag_key, dict(_classes))
     for _tag, _cls in _classes.items():
         _TAGS[_cls] = (_tag_key, _tag)
 
@@ -283,7 +198,7 @@ def _structure_factory(cls: type, _: Any) -> Callable[[Any, Any], Any]:
         # The generated function assumes a mapping; anything else would surface
         # as an AttributeError about ``keys`` instead of naming the JSON type.
         if not isinstance(value, dict):
-            raise _LeafError(f"must be an object, got {_json_kind(value)}")
+            raise LeafError("a mapping", value_kind(value))
         return structure(value, type_)
 
     return structure_object
@@ -296,57 +211,25 @@ converter.register_structure_hook_factory(_is_value_class, _structure_factory)
 # --- error reporting --------------------------------------------------------------
 
 
-def _problems(exc: BaseException, path: str) -> list[str]:
-    """Flatten a cattrs validation tree into ``"<path>: <what>"`` lines."""
-    if isinstance(exc, ClassValidationError | IterableValidationError):
-        found: list[str] = []
-        for sub in exc.exceptions:
-            notes = getattr(sub, "__notes__", [])
-            note = next(
-                (
-                    n
-                    for n in notes
-                    if isinstance(n, AttributeValidationNote | IterableValidationNote)
-                ),
-                None,
-            )
-            if isinstance(note, AttributeValidationNote):
-                found.extend(_problems(sub, f"{path}.{_camel(note.name)}"))
-            elif isinstance(note, IterableValidationNote):
-                found.extend(_problems(sub, f"{path}[{note.index}]"))
-            else:
-                found.extend(_problems(sub, path))
-        return found
-    if isinstance(exc, KeyError):
-        return [f"{path}: required key is missing"]
-    if isinstance(exc, _TagError):
-        return [f"{path}.{exc.key}: {exc}"]
-    if isinstance(exc, FieldError):
-        return [f"{path}.{_camel(exc.field)}: {exc.detail}"]
-    if isinstance(exc, cattrs.ForbiddenExtraKeysError):
-        keys = ", ".join(sorted(exc.extra_fields))
-        return [f"{path}: unknown key(s) {keys}"]
-    if isinstance(exc, _LeafError | TypeError | ValueError):
-        return [f"{path}: {exc}"]
-    return [f"{path}: {type(exc).__name__}: {exc}"]
-
-
 def _structure(value: Any, cls: Any, code: ErrorCode, what: str) -> Any:
     if not isinstance(value, dict):
         raise LlmError(
-            f"invalid {what}: $ must be an object, got {_json_kind(value)}", code
+            f"invalid {what}: $ must be a mapping, got {value_kind(value)}", code
         )
     try:
         return converter.structure(value, cls)
     except (
         ClassValidationError,
         IterableValidationError,
+        KeyProblem,
         TypeError,
         ValueError,
     ) as exc:
-        problems = _problems(exc, "$") or ["$: invalid value"]
-        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
-        raise LlmError(f"invalid {what}: {problems[0]}{more}", code, cause=exc) from exc
+        found = [
+            f"{path}: {detail}" for path, detail in problems(exc, "$", key_of=_key_of)
+        ] or ["$: is invalid"]
+        more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+        raise LlmError(f"invalid {what}: {found[0]}{more}", code, cause=exc) from exc
 
 
 # --- public API ---------------------------------------------------------------------

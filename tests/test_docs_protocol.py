@@ -1,6 +1,7 @@
 """docs/protocol.md stays true: its JSON shapes are what ``dsh_llm.serde`` writes
 and reads, its example stream passes both validator modes, its validator message
-is the validator's, and its rule numbers are the ones the validator cites."""
+is the validator's, its messages for bad JSON are serde's, and its rule numbers
+are the ones the validator cites."""
 
 from __future__ import annotations
 
@@ -68,6 +69,17 @@ def test_the_validator_message_shown_is_the_validators():
         list(validate_stream(stream))
     assert caught.value.code == ErrorCode.INVARIANT
     assert caught.value.message == message
+
+
+def test_the_messages_shown_for_bad_json_are_what_serde_raises():
+    section = TEXT.split("## Reading chunks from JSON", 1)[1].split("\n## ", 1)[0]
+    examples = re.findall(r"^- `(\{.*\})` gives `(.*)`$", section, re.MULTILINE)
+    assert len(examples) >= 5
+    for data, message in examples:
+        with pytest.raises(LlmError) as caught:
+            chunk_from_dict(json.loads(data))
+        assert caught.value.code == ErrorCode.INVALID_CHUNK
+        assert caught.value.message == message
 
 
 def test_the_rules_are_numbered_one_to_eleven():

@@ -9,7 +9,8 @@ import each other (any cycle). The layers, lowest first:
   ``AbortSignal``, so these sit below the protocol values);
 - protocol: ``dsh_llm/protocol/*``;
 - contract: the contract modules (``errors``, ``serde``, ``validator``,
-  ``assembler``, ``trace``, ``credentials``, ``attribution``), ``config`` (the one
+  ``assembler``, ``trace``, ``credentials``, ``attribution``), ``structure`` (the
+  strict cattrs base of ``serde`` and ``config``), ``config`` (the one
   config mechanism, which adapters and retry policies use) and ``retry``: the retry
   policies are values with pure delay math, which ``adapter.py`` declares and
   the runtime captures, so they sit below both (``call_with_retry``, the loop
@@ -62,6 +63,7 @@ CONTRACT: Final = frozenset(
         "dsh_llm.errors",
         "dsh_llm.retry",
         "dsh_llm.serde",
+        "dsh_llm.structure",
         "dsh_llm.trace",
         "dsh_llm.validator",
     }

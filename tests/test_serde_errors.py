@@ -246,18 +246,44 @@ def test_malformed_chunk_json_text_raises_invalid_chunk(data: Any, path: str) ->
 
 
 def test_messages_name_the_tag_vocabulary_and_the_json_type() -> None:
-    with pytest.raises(LlmError, match=r"\$\.type: 'video' is not a known chunk type"):
+    with pytest.raises(
+        LlmError, match=r'\$\.type: must be one of "block-start", .*, got "video"$'
+    ):
         chunk_from_dict({"type": "video"})
-    with pytest.raises(LlmError, match=r"\$\.index: must be an integer, got bool"):
+    with pytest.raises(LlmError, match=r"\$\.type: is required \(expected one of "):
+        chunk_from_dict({"index": 0})
+    with pytest.raises(
+        LlmError, match=r"\$\.index: must be an integer, got a boolean$"
+    ):
         chunk_from_dict({"type": "text-delta", "index": False, "text": ""})
-    with pytest.raises(LlmError, match=r"\$\.text: must be a string, got number"):
+    with pytest.raises(LlmError, match=r"\$\.text: must be a string, got a number$"):
         chunk_from_dict({"type": "text-delta", "index": 0, "text": 1.5})
-    with pytest.raises(LlmError, match=r"\$: unknown key\(s\) a, b"):
-        chunk_from_dict({"type": "text-delta", "index": 0, "text": "", "b": 1, "a": 2})
-    with pytest.raises(LlmError, match=r"\$ must be an object, got bool$"):
+    with pytest.raises(LlmError, match=r"\$\.text: must be a string, got an integer$"):
+        chunk_from_dict({"type": "text-delta", "index": 0, "text": 1})
+    with pytest.raises(
+        LlmError, match=r"\$\.name: must be a string or null, got a list$"
+    ):
+        chunk_from_dict(
+            {"type": "tool-call-delta", "index": 0, "argumentsDelta": "", "name": []}
+        )
+    with pytest.raises(LlmError, match=r"\$\.text: is required \(expected a string\)$"):
+        chunk_from_dict({"type": "text-delta", "index": 0})
+    with pytest.raises(LlmError, match=r"\$ must be a mapping, got a boolean$"):
         chunk_from_dict(True)
-    with pytest.raises(LlmError, match=r"\$ must be an object, got bytes$"):
+    with pytest.raises(LlmError, match=r"\$ must be a mapping, got bytes$"):
         chunk_from_dict(b"{}")
+
+
+def test_each_unknown_key_is_named_with_the_known_ones_and_a_hint() -> None:
+    with pytest.raises(LlmError) as info:
+        chunk_from_dict({"type": "text-delta", "index": 0, "text": "", "b": 1, "a": 2})
+    assert info.value.message == (
+        'invalid chunk: $.a: is not a known key (expected one of "index", "text") '
+        "(and 1 more)"
+    )
+    with pytest.raises(LlmError) as info:
+        chunk_from_dict({"type": "text-delta", "index": 0, "text": "", "Text": ""})
+    assert info.value.message.endswith('; did you mean "text"?)')
 
 
 def test_several_problems_are_counted_in_one_error() -> None:

@@ -36,6 +36,7 @@ from dsh_llm.protocol import (
     create_user_message,
 )
 from dsh_llm.serde import compact_json, message_from_dict
+from dsh_llm.structure import value_kind
 
 __all__ = [
     "REQUEST_KEYS",
@@ -157,7 +158,7 @@ def parse_request_object(data: object, line: int) -> BatchRequest | RequestLineE
         return RequestLineError(
             id=None,
             line=line,
-            failure=_failure(line, f"$ must be an object, got {_kind(data)}"),
+            failure=_failure(line, f"$ must be a mapping, got {value_kind(data)}"),
         )
     request_id = _request_id(data)
     try:
@@ -171,26 +172,12 @@ def parse_request_object(data: object, line: int) -> BatchRequest | RequestLineE
     return BatchRequest(id=request_id, line=line, options=options)
 
 
-def _kind(value: object) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "an array"
-    return "an object"
-
-
 def _string(data: Mapping[str, Any], key: str) -> str | None:
     value = data.get(key)
     if value is None:
         return None
     if not isinstance(value, str):
-        raise _Bad(f"$.{key}", f"must be a string, got {_kind(value)}")
+        raise _Bad(f"$.{key}", f"must be a string, got {value_kind(value)}")
     return value
 
 
@@ -199,7 +186,7 @@ def _required(data: Mapping[str, Any], key: str) -> str:
     if not isinstance(value, str) or value == "":
         if key not in data:
             raise _Bad(f"$.{key}", "is required")
-        raise _Bad(f"$.{key}", f"must be a non-empty string, got {_kind(value)}")
+        raise _Bad(f"$.{key}", f"must be a non-empty string, got {value_kind(value)}")
     return value
 
 
@@ -214,9 +201,13 @@ def _messages(data: Mapping[str, Any]) -> tuple[Message, ...]:
         return (create_user_message(prompt),)
     raw = data["messages"]
     if not isinstance(raw, list) or not raw:
-        raise _Bad("$.messages", f"must be a non-empty array, got {_kind(raw)}")
+        raise _Bad("$.messages", f"must be a non-empty list, got {value_kind(raw)}")
     messages = []
     for position, item in enumerate(raw):
+        if not isinstance(item, dict):
+            raise _Bad(
+                f"$.messages[{position}]", f"must be a mapping, got {value_kind(item)}"
+            )
         try:
             messages.append(message_from_dict(item))
         except LlmError as exc:
@@ -234,12 +225,12 @@ def _tools(data: Mapping[str, Any]) -> tuple[ToolSchema, ...] | None:
     if raw is None:
         return None
     if not isinstance(raw, list):
-        raise _Bad("$.tools", f"must be an array, got {_kind(raw)}")
+        raise _Bad("$.tools", f"must be a list, got {value_kind(raw)}")
     tools = []
     for position, item in enumerate(raw):
         where = f"$.tools[{position}]"
         if not isinstance(item, dict):
-            raise _Bad(where, f"must be an object, got {_kind(item)}")
+            raise _Bad(where, f"must be a mapping, got {value_kind(item)}")
         for key in item:
             if key not in _TOOL_KEYS:
                 raise _Bad(f"{where}.{key}", "is not a tool key")
@@ -263,7 +254,7 @@ def _number(data: Mapping[str, Any], key: str) -> float | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise _Bad(f"$.{key}", f"must be a number, got {_kind(value)}")
+        raise _Bad(f"$.{key}", f"must be a number, got {value_kind(value)}")
     return value
 
 
@@ -285,7 +276,7 @@ def _stop(data: Mapping[str, Any]) -> tuple[str, ...] | None:
     if not isinstance(value, list) or not all(
         isinstance(item, str) and item for item in value
     ):
-        raise _Bad("$.stop", "must be a non-empty string or an array of them")
+        raise _Bad("$.stop", "must be a non-empty string or a list of them")
     return tuple(value)
 
 

@@ -114,6 +114,34 @@ def test_a_malformed_line_names_its_line_and_key(row: Any, key: str) -> None:
     assert item.failure.message.startswith(f"line 12: {key} ")
 
 
+@pytest.mark.parametrize(
+    ("messages", "message"),
+    [
+        (
+            [
+                {
+                    "role": "user",
+                    "content": [{"type": "text", "text": 1}],
+                    "source": {"kind": "user"},
+                }
+            ],
+            "line 7: $.messages[0].content[0].text must be a string, got an integer",
+        ),
+        (["hi"], "line 7: $.messages[0] must be a mapping, got a string"),
+        (
+            {"role": "user"},
+            "line 7: $.messages must be a non-empty list, got a mapping",
+        ),
+    ],
+)
+def test_a_bad_message_is_named_by_its_path_in_the_shared_wording(
+    messages: Any, message: str
+) -> None:
+    item = _parse({**BASE, "messages": messages}, line=7)
+    assert isinstance(item, RequestLineError)
+    assert item.failure.message == message
+
+
 def test_a_line_with_a_usable_id_keeps_it_in_its_failure() -> None:
     item = _parse({**BASE, "prompt": "x", "colour": "red"})
     assert isinstance(item, RequestLineError)

@@ -101,7 +101,7 @@ def test_validate_exits_2_naming_the_bad_line(capsys):
             b'{"type":"usage","usage":{"inputTokens":1,"outputTokens":1}}\n\xff\n',
             "line 2",
         ),
-        (b"[1, 2]\n", "line 1: invalid chunk: $ must be an object"),
+        (b"[1, 2]\n", "line 1: invalid chunk: $ must be a mapping, got a list"),
     ],
     ids=["text", "not-utf8", "array"],
 )

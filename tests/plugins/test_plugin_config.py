@@ -396,7 +396,8 @@ def test_a_default_applies_exactly_when_the_variable_is_unset_or_empty(
 
 
 def test_value_kind_speaks_yaml() -> None:
-    assert [value_kind(v) for v in (None, True, "s", 1, 1.5, {}, [], object())] == [
+    values = (None, True, "s", 1, 1.5, {}, [], b"", object(), Thinking.ENABLED)
+    assert [value_kind(v) for v in values] == [
         "null",
         "a boolean",
         "a string",
@@ -404,7 +405,9 @@ def test_value_kind_speaks_yaml() -> None:
         "a number",
         "a mapping",
         "a list",
-        "a object",
+        "bytes",
+        "an object",
+        "a Thinking",
     ]
 
 
