@@ -283,7 +283,9 @@ class OllamaTranslator:
     def _finish_reason(self, reason: str | None) -> FinishReason:
         if reason is None:
             return FinishReason.error(
-                LlmFailure(message=NO_DONE_REASON_MESSAGE, code=ErrorCode.STREAM_CLOSED)
+                LlmFailure(
+                    message=NO_DONE_REASON_MESSAGE, code=ErrorCode.STREAM_CLOSED.value
+                )
             )
         if reason == "stop":
             if self._calls:
