@@ -199,8 +199,9 @@ class GeminiTranslator:
       block when none came yet. A block that already has one keeps it, and
       the signature-only part is kept verbatim after it. Server-side parts
       (``toolCall``, ``toolResponse``, ``executableCode``,
-      ``codeExecutionResult``, ``inlineData``...) open no block and are kept
-      verbatim for replay after the block they follow.
+      ``codeExecutionResult``, ``inlineData``...) open no block: they end the
+      open one and are kept verbatim for replay after the block they follow
+      (text that resumes after them is a new block).
     - ``usageMetadata`` is a running total: each report is merged over the
       last, field by field (a chunk without it, or without a field, keeps
       the saved values).
@@ -396,7 +397,9 @@ class GeminiTranslator:
             return
         text = part.get("text")
         if text is None:
-            # A server-side part (toolCall, executableCode...): replay state.
+            # A server-side part (toolCall, executableCode...): replay state,
+            # kept after the block before it, so that block ends here.
+            self._close_open(out)
             self._keep(part)
             return
         if type(text) is not str:
@@ -501,10 +504,7 @@ class GeminiTranslator:
 
     def _keep(self, part: dict[str, Any]) -> None:
         if self._kinds:
-            target = (
-                self._open.index if self._open is not None else len(self._kinds) - 1
-            )
-            self._entry(target).setdefault("after", []).append(part)
+            self._entry(len(self._kinds) - 1).setdefault("after", []).append(part)
         else:
             self._before.append(part)
 
