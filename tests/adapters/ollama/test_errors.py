@@ -1,0 +1,98 @@
+"""Ollama error classification (dsh_llm.adapters._ollama.errors): ``{"error":
+"..."}`` bodies and lines, to stable codes."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from dsh_llm.adapters._ollama.errors import (
+    error_text,
+    ollama_http_error,
+    ollama_stream_failure,
+)
+from dsh_llm.errors import ErrorCode
+
+THINK = (
+    'invalid think value: "extreme" (must be "high", "medium", "low", true, or false)'
+)
+MEMORY = "model requires more system memory (12.3 GiB) than is available (8.0 GiB)"
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "code", "message"),
+    [
+        (
+            404,
+            b'{"error":"model \\"llama9\\" not found, try pulling it first"}',
+            ErrorCode.INVALID_REQUEST,
+            'model "llama9" not found, try pulling it first',
+        ),
+        (
+            400,
+            json.dumps({"error": THINK}).encode(),
+            ErrorCode.INVALID_REQUEST,
+            THINK,
+        ),
+        (
+            400,
+            b'{"error":"the input length exceeds the context length"}',
+            ErrorCode.CONTEXT_WINDOW_EXCEEDED,
+            "the input length exceeds the context length",
+        ),
+        (
+            500,
+            json.dumps({"error": MEMORY}).encode(),
+            ErrorCode.SERVER,
+            MEMORY,
+        ),
+        (
+            502,
+            b'{"error":"cloud model unreachable"}',
+            ErrorCode.SERVER,
+            "cloud model unreachable",
+        ),
+        (
+            429,
+            b'{"error":"too many requests"}',
+            ErrorCode.RATE_LIMIT,
+            "too many requests",
+        ),
+        (401, b'{"error":"unauthorized"}', ErrorCode.AUTH, "unauthorized"),
+        (500, b"", ErrorCode.SERVER, "Ollama API error (HTTP 500)"),
+        (
+            502,
+            b"<html>Bad Gateway</html>",
+            ErrorCode.SERVER,
+            "Ollama API error (HTTP 502)",
+        ),
+        (400, b'{"error":{"message":"bad"}}', ErrorCode.INVALID_REQUEST, "bad"),
+    ],
+)
+def test_http_errors_get_stable_codes(status, body, code, message):
+    error = ollama_http_error(status, {}, body)
+    assert (error.code, error.message, error.status) == (code, message, status)
+
+
+def test_retry_after_and_redaction():
+    error = ollama_http_error(
+        429,
+        {"Retry-After": "2"},
+        b'{"error":"key sk-live over limit"}',
+        redact=lambda text: text.replace("sk-live", "***"),
+    )
+    assert error.provider_retry_after_ms == 2000
+    assert "sk-live" not in error.message
+    assert "sk-live" not in str(error.__cause__)
+
+
+def test_stream_failures():
+    assert ollama_stream_failure("unexpected EOF").code == ErrorCode.SERVER
+    assert ollama_stream_failure(5).message == "Ollama stream reported an error"
+
+
+def test_error_text():
+    assert error_text(" x ") == "x"
+    assert error_text({"message": "m"}) == "m"
+    assert error_text([1]) == ""
