@@ -163,6 +163,22 @@ def finish_failure(
     return LlmFailure(message=text, code=code)
 
 
+_new = object.__new__
+_set = object.__setattr__
+
+
+def _delta(
+    cls: type[TextDelta] | type[ReasoningDelta], index: int, text: str
+) -> TextDelta | ReasoningDelta:
+    """``cls(index=index, text=text)`` without re-running the field validators:
+    the per-token hot path, where the translator already guarantees what they
+    check (its own non-negative index, a ``str`` it type-checked)."""
+    chunk = _new(cls)
+    _set(chunk, "index", index)
+    _set(chunk, "text", text)
+    return chunk
+
+
 def _new_call_id(response_id: str | None, ordinal: int) -> str:
     if response_id:
         return f"call_{response_id}_{ordinal}"
@@ -270,7 +286,7 @@ class GeminiTranslator:
             self._fail(gemini_stream_failure(report, redact=self._redact), out)
             return out
         data = event.data
-        if not data.strip():
+        if not data or data.isspace():
             return out
         try:
             payload = _json_decode(data)
@@ -320,8 +336,15 @@ class GeminiTranslator:
         if usage is not None:
             if type(usage) is not dict:
                 raise self._malformed("a usageMetadata that is not an object")
-            reported = {k: v for k, v in usage.items() if v is not None}
-            self._usage = {**(self._usage or {}), **reported}
+            if None in usage.values():
+                usage = {k: v for k, v in usage.items() if v is not None}
+            saved = self._usage
+            # Running totals usually repeat every earlier field: keep the new
+            # report as is, and merge only when it lacks one.
+            if saved is None or saved.keys() <= usage.keys():
+                self._usage = usage
+            else:
+                self._usage = {**saved, **usage}
         candidates = payload.get("candidates")
         if candidates is not None and type(candidates) is not list:
             raise self._malformed("a candidates field that is not a list")
@@ -417,8 +440,11 @@ class GeminiTranslator:
             self._close_open(out)
             segment = self._start(kind, out)
         segment.parts.append(text)
-        cls = ReasoningDelta if kind is _REASONING else TextDelta
-        out.append(cls(index=segment.index, text=text))
+        out.append(
+            _delta(
+                ReasoningDelta if kind is _REASONING else TextDelta, segment.index, text
+            )
+        )
         if signature:
             self._sign(segment.index, part, signature)
 

@@ -91,6 +91,21 @@ def map_usage(line: dict[str, Any]) -> TokenUsage:
     )
 
 
+_new = object.__new__
+_set = object.__setattr__
+
+
+def _delta(
+    cls: type[TextDelta] | type[ReasoningDelta], index: int, text: str
+) -> TextDelta | ReasoningDelta:
+    """``cls(index=index, text=text)`` without re-running the field validators
+    (the per-token hot path; the translator guarantees what they check)."""
+    chunk = _new(cls)
+    _set(chunk, "index", index)
+    _set(chunk, "text", text)
+    return chunk
+
+
 def _new_call_id(ordinal: int) -> str:
     return f"call_{uuid.uuid4().hex[:24]}"
 
@@ -228,8 +243,11 @@ class OllamaTranslator:
             self._next_index += 1
             out.append(BlockStart(index=segment.index, block_type=kind))
         segment.parts.append(text)
-        cls = ReasoningDelta if kind is _REASONING else TextDelta
-        out.append(cls(index=segment.index, text=text))
+        out.append(
+            _delta(
+                ReasoningDelta if kind is _REASONING else TextDelta, segment.index, text
+            )
+        )
 
     def _call(self, call: dict[str, Any], out: list[StreamChunk]) -> None:
         function = call.get("function")
