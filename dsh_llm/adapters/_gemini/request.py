@@ -30,9 +30,12 @@ Contracts callers may rely on:
   ``tool_choice`` is ``toolConfig.functionCallingConfig``: ``auto`` ``AUTO``,
   ``none`` ``NONE``, ``required`` ``ANY``, a name ``ANY`` with
   ``allowedFunctionNames``.
-- Refused before any I/O: any image (``UNSUPPORTED_CONTENT``), an effort the
+- Refused before any I/O: any image (``UNSUPPORTED_CONTENT``), more than
+  ``MAX_STOP_SEQUENCES`` stop sequences (``UNSUPPORTED_OPTION``), an effort the
   model does not offer (``UNSUPPORTED_REASONING_EFFORT``), a result for an
   unknown call or arguments that are not a JSON object (``INVALID_REQUEST``).
+  Blocks a message cannot carry (reasoning or calls in a user message, results
+  in an assistant message) are skipped.
   ``session_id`` and ``purpose`` have no Gemini meaning and are not sent.
 """
 
@@ -71,6 +74,7 @@ from dsh_llm.protocol import (
 
 __all__ = [
     "API_KEY_HEADER",
+    "MAX_STOP_SEQUENCES",
     "PROVIDER",
     "GeminiKeyAuth",
     "build_contents",
@@ -83,6 +87,8 @@ PROVIDER: Final = "Gemini"
 """The display name used in messages."""
 API_KEY_HEADER: Final = "x-goog-api-key"
 """The header that carries the key (what Google's SDK sends)."""
+MAX_STOP_SEQUENCES: Final = 5
+"""The most ``stopSequences`` Gemini takes."""
 
 
 def stream_url(base_url: str, model: str) -> str:
@@ -113,11 +119,17 @@ class GeminiKeyAuth(requests.auth.AuthBase):
         return "GeminiKeyAuth(key=***)"
 
 
-def _refuse_images(options: GenerateOptions) -> None:
+def _refuse(options: GenerateOptions) -> None:
     if any(content_has_image(message.content) for message in options.messages):
         raise LlmError(
             "The Gemini adapter does not support image content yet; send text only.",
             ErrorCode.UNSUPPORTED_CONTENT,
+        )
+    if options.stop is not None and len(options.stop) > MAX_STOP_SEQUENCES:
+        raise LlmError(
+            f"Gemini takes at most {MAX_STOP_SEQUENCES} stop sequences, got "
+            f"{len(options.stop)}",
+            ErrorCode.UNSUPPORTED_OPTION,
         )
 
 
@@ -260,10 +272,11 @@ def build_generate_request(
             ``None`` (e.g. the model's); ``None`` omits it.
 
     Raises:
-        LlmError: ``UNSUPPORTED_CONTENT``, ``UNSUPPORTED_REASONING_EFFORT`` or
-            ``INVALID_REQUEST`` (see the module docstring).
+        LlmError: ``UNSUPPORTED_CONTENT``, ``UNSUPPORTED_OPTION``,
+            ``UNSUPPORTED_REASONING_EFFORT`` or ``INVALID_REQUEST`` (see the
+            module docstring).
     """
-    _refuse_images(options)
+    _refuse(options)
     model = model_for(options.model, models)
     thinking = thinking_config(model, options.reasoning_effort)
     body: dict[str, Any] = {"contents": build_contents(options)}

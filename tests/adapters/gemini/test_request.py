@@ -234,6 +234,11 @@ def test_tool_choice_maps_to_function_calling_config(choice, config):
     assert body.get("toolConfig") == expected
 
 
+def test_five_stop_sequences_are_sent():
+    body = build_generate_request(options(stop=("a", "b", "c", "d", "e")))
+    assert body["generationConfig"]["stopSequences"] == ["a", "b", "c", "d", "e"]
+
+
 def test_max_output_tokens_falls_back_to_the_given_default():
     body = build_generate_request(options(), max_output_tokens=65536)
     assert body["generationConfig"]["maxOutputTokens"] == 65536
@@ -309,6 +314,7 @@ IMAGE = ImageBlock(
             ErrorCode.UNSUPPORTED_REASONING_EFFORT,
         ),
         ({"reasoning_effort": "max"}, ErrorCode.UNSUPPORTED_REASONING_EFFORT),
+        ({"stop": ("a", "b", "c", "d", "e", "f")}, ErrorCode.UNSUPPORTED_OPTION),
         (
             {"messages": (create_tool_result_message("nowhere", "x"),)},
             ErrorCode.INVALID_REQUEST,
