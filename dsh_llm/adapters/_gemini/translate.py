@@ -365,6 +365,8 @@ class GeminiTranslator:
             if reason is not None:
                 if type(reason) is not str:
                     raise self._malformed("a blockReason that is not a string")
+                if not reason:
+                    return
                 shown = self._redact(reason)
                 failure = LlmFailure(
                     message=f"{_PROVIDER} blocked the prompt: {shown[:120]}",
@@ -390,6 +392,8 @@ class GeminiTranslator:
             return
         if type(reason) is not str:
             raise self._malformed("a finishReason that is not a string")
+        if not reason:
+            return
         message = candidate.get("finishMessage")
         if message is not None and type(message) is not str:
             raise self._malformed("a finishMessage that is not a string")

@@ -286,3 +286,13 @@ def test_usage_comes_once_before_the_finish_with_the_latest_values():
     usages = [c for c in chunks if isinstance(c, UsageChunk)]
     assert usages == [UsageChunk(usage=TokenUsage(input_tokens=3, output_tokens=1))]
     assert chunks.index(usages[0]) == len(chunks) - 2
+
+
+def test_an_empty_finish_or_block_reason_is_no_reason():
+    translator = GeminiTranslator()
+    assert [c.type for c in translator.feed(text_event("a", finishReason=""))] == [
+        "block-start",
+        "text-delta",
+    ]
+    assert translator.feed(event({"promptFeedback": {"blockReason": ""}})) == []
+    assert not translator.finished
