@@ -4,9 +4,10 @@ Both wires answer a tool call by the tool's *name* and take arguments as a JSON
 *object*, where the protocol carries a call id and raw JSON text. Pure
 functions; contracts callers may rely on:
 
-- ``call_index(messages)`` maps each call id of the assistant messages to its
-  ``ToolCallBlock`` (a later call with the same id wins, so a result answers
-  the nearest earlier call).
+- ``record_calls(calls, message)`` adds the calls of an assistant message to
+  ``calls`` (id to ``ToolCallBlock``); a builder records each message as it
+  walks the conversation, so a result answers the nearest earlier call with
+  its id. ``call_index(messages)`` records them all.
 - ``answered_call(calls, result, provider=...)`` is the call a
   ``ToolResultBlock`` answers; a result for an id no assistant message holds
   raises ``INVALID_REQUEST`` (the wire needs the tool's name).
@@ -30,7 +31,13 @@ from dsh_llm.protocol import (
     ToolResultBlock,
 )
 
-__all__ = ["answered_call", "arguments_object", "call_index", "text_of"]
+__all__ = [
+    "answered_call",
+    "arguments_object",
+    "call_index",
+    "record_calls",
+    "text_of",
+]
 
 
 def text_of(blocks: Iterable[ContentBlock]) -> str:
@@ -38,14 +45,19 @@ def text_of(blocks: Iterable[ContentBlock]) -> str:
     return "".join(block.text for block in blocks if isinstance(block, TextBlock))
 
 
+def record_calls(calls: dict[str, ToolCallBlock], message: Message) -> None:
+    """Add the calls of ``message`` (when it is an assistant's) to ``calls``."""
+    if message.role == "assistant":
+        for block in message.content:
+            if isinstance(block, ToolCallBlock):
+                calls[block.id] = block
+
+
 def call_index(messages: Iterable[Message]) -> dict[str, ToolCallBlock]:
     """Each call id of the assistant messages, to its call (the last wins)."""
     calls: dict[str, ToolCallBlock] = {}
     for message in messages:
-        if message.role == "assistant":
-            for block in message.content:
-                if isinstance(block, ToolCallBlock):
-                    calls[block.id] = block
+        record_calls(calls, message)
     return calls
 
 

@@ -57,7 +57,7 @@ from dsh_llm.adapters._gemini.replay import replay_entries
 from dsh_llm.adapters._tool_history import (
     answered_call,
     arguments_object,
-    call_index,
+    record_calls,
     text_of,
 )
 from dsh_llm.credentials import Secret
@@ -221,10 +221,11 @@ def build_contents(options: GenerateOptions) -> list[dict[str, Any]]:
         LlmError: ``INVALID_REQUEST`` for a result of an unknown call or call
             arguments that are not a JSON object.
     """
-    calls = call_index(options.messages)
+    calls: dict[str, ToolCallBlock] = {}
     wire_ids = _wire_ids(options.messages)
     contents: list[dict[str, Any]] = []
     for message in options.messages:
+        record_calls(calls, message)
         if message.role == "system":
             continue
         if message.role == "assistant":

@@ -35,7 +35,7 @@ from typing import Any, Final
 from dsh_llm.adapters._tool_history import (
     answered_call,
     arguments_object,
-    call_index,
+    record_calls,
     text_of,
 )
 from dsh_llm.errors import ErrorCode, LlmError
@@ -164,11 +164,12 @@ def build_chat_request(
             docstring).
     """
     _refuse(options)
-    calls = call_index(options.messages)
+    calls: dict[str, ToolCallBlock] = {}
     messages: list[dict[str, Any]] = []
     if options.system is not None:
         messages.append({"role": "system", "content": options.system})
     for message in options.messages:
+        record_calls(calls, message)
         if message.role == "assistant":
             messages.append(_assistant(message))
         elif message.role == "system":

@@ -539,3 +539,36 @@ def test_empty_text_and_unsigned_reasoning_are_not_sent():
     assert body["contents"] == [
         {"role": "user", "parts": [{"text": "a"}, {"text": "b"}]}
     ]
+
+
+def test_a_result_answers_the_nearest_earlier_call_with_its_id():
+    first = ToolCallBlock(id=CallId("c"), name="first_tool", arguments="{}")
+    second = ToolCallBlock(id=CallId("c"), name="second_tool", arguments="{}")
+    body = build_generate_request(
+        options(
+            create_user_message("a"),
+            create_assistant_message([first], provider="gemini", model=MODEL),
+            create_tool_result_message("c", "1"),
+            create_assistant_message([second], provider="gemini", model=MODEL),
+            create_tool_result_message("c", "2"),
+        )
+    )
+    names = [
+        part["functionResponse"]["name"]
+        for content in body["contents"]
+        for part in content["parts"]
+        if "functionResponse" in part
+    ]
+    assert names == ["first_tool", "second_tool"]
+
+
+def test_a_result_before_its_call_is_refused():
+    call = ToolCallBlock(id=CallId("c"), name="f", arguments="{}")
+    with pytest.raises(LlmError) as caught:
+        build_generate_request(
+            options(
+                create_tool_result_message("c", "early"),
+                create_assistant_message([call], provider="gemini", model=MODEL),
+            )
+        )
+    assert caught.value.code == ErrorCode.INVALID_REQUEST

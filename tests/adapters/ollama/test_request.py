@@ -308,3 +308,31 @@ def test_a_recorded_answer_goes_back_as_it_came():
             "tool_call_id": "call_x2",
         },
     ]
+
+
+def test_a_result_answers_the_nearest_earlier_call_with_its_id():
+    first = ToolCallBlock(id=CallId("c"), name="first_tool", arguments="{}")
+    second = ToolCallBlock(id=CallId("c"), name="second_tool", arguments="{}")
+    body = build_chat_request(
+        options(
+            create_user_message("a"),
+            create_assistant_message([first], provider="ollama", model="qwen3"),
+            create_tool_result_message("c", "1"),
+            create_assistant_message([second], provider="ollama", model="qwen3"),
+            create_tool_result_message("c", "2"),
+        )
+    )
+    names = [m["tool_name"] for m in body["messages"] if m["role"] == "tool"]
+    assert names == ["first_tool", "second_tool"]
+
+
+def test_a_result_before_its_call_is_refused():
+    call = ToolCallBlock(id=CallId("c"), name="f", arguments="{}")
+    with pytest.raises(LlmError) as caught:
+        build_chat_request(
+            options(
+                create_tool_result_message("c", "early"),
+                create_assistant_message([call], provider="ollama", model="qwen3"),
+            )
+        )
+    assert caught.value.code == ErrorCode.INVALID_REQUEST
