@@ -4,6 +4,7 @@ error bodies as the API sends them, to stable codes and retry delays."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -297,3 +298,36 @@ def test_a_stream_failure_uses_the_report_s_own_code_as_status():
 def test_an_unknown_rpc_status_falls_back_to_the_http_rules():
     assert gemini_error_code(409, {"status": "ALREADY_EXISTS"}) == "HTTP_409"
     assert gemini_error_code(None, {"status": "CANCELLED"}) == ErrorCode.SERVER
+
+
+FIXTURES = Path(__file__).parent.parent.parent / "fixtures" / "gemini"
+RECORDED = {
+    "http_400_api_key_invalid": (ErrorCode.AUTH, None),
+    "http_400_input_too_long": (ErrorCode.CONTEXT_WINDOW_EXCEEDED, None),
+    "http_400_missing_thought_signature": (ErrorCode.INVALID_REQUEST, None),
+    "http_401_unauthenticated": (ErrorCode.AUTH, None),
+    "http_403_permission_denied": (ErrorCode.AUTH, None),
+    "http_404_not_found": (ErrorCode.INVALID_REQUEST, None),
+    "http_429_daily_quota": (ErrorCode.QUOTA, 14000),
+    "http_429_resource_exhausted": (ErrorCode.RATE_LIMIT, 37000),
+    "http_500_internal": (ErrorCode.SERVER, None),
+    "http_503_unavailable": (ErrorCode.SERVER, None),
+}
+
+
+def test_every_recorded_error_body_is_listed():
+    assert {p.stem for p in FIXTURES.glob("http_*.json")} == set(RECORDED)
+
+
+@pytest.mark.parametrize("name", sorted(RECORDED))
+def test_recorded_error_bodies(name):
+    status = int(name.split("_")[1])
+    payload = (FIXTURES / f"{name}.json").read_bytes()
+    error = gemini_http_error(status, {"content-type": "application/json"}, payload)
+    code, retry = RECORDED[name]
+    assert (error.code, error.provider_retry_after_ms, error.status) == (
+        code,
+        retry,
+        status,
+    )
+    assert error.message == json.loads(payload)["error"]["message"]

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -96,3 +97,25 @@ def test_error_text():
     assert error_text(" x ") == "x"
     assert error_text({"message": "m"}) == "m"
     assert error_text([1]) == ""
+
+
+FIXTURES = Path(__file__).parent.parent.parent / "fixtures" / "ollama"
+RECORDED = {
+    "http_400_invalid_think": ErrorCode.INVALID_REQUEST,
+    "http_404_model_not_found": ErrorCode.INVALID_REQUEST,
+    "http_500_out_of_memory": ErrorCode.SERVER,
+    "http_502_cloud_unreachable": ErrorCode.SERVER,
+}
+
+
+def test_every_recorded_error_body_is_listed():
+    assert {p.stem for p in FIXTURES.glob("http_*.json")} == set(RECORDED)
+
+
+@pytest.mark.parametrize("name", sorted(RECORDED))
+def test_recorded_error_bodies(name):
+    status = int(name.split("_")[1])
+    payload = (FIXTURES / f"{name}.json").read_bytes()
+    error = ollama_http_error(status, {"content-type": "application/json"}, payload)
+    assert (error.code, error.status) == (RECORDED[name], status)
+    assert error.message == json.loads(payload)["error"]
