@@ -10,7 +10,7 @@ Contracts callers may rely on:
   ``close`` parses a last line that has no newline. Buffering is linear in the
   bytes received, however many reads bring a line.
 - A complete line that is not JSON raises ``LlmError`` ``MALFORMED_RESPONSE``
-  (its start quoted after ``redact``). A last line without newline that is not
+  (its start quoted; the cause is a plain ``ValueError``, never the line). A last line without newline that is not
   JSON is a truncated body: ``STREAM_CLOSED``.
 - **Size.** A line longer than ``max_line_bytes`` (``MAX_LINE_BYTES``, 64 MiB,
   the SSE decoder's event cap) raises ``MALFORMED_RESPONSE`` instead of
@@ -21,7 +21,7 @@ Contracts callers may rely on:
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any, Final
 
 from dsh_llm.errors import ErrorCode, LlmError
@@ -35,17 +35,12 @@ _BOM: Final = b"\xef\xbb\xbf"
 _json_decode = json.JSONDecoder().decode
 
 
-def _unchanged(text: str) -> str:
-    return text
-
-
 class NdjsonDecoder:
     """Incremental NDJSON decoder.
 
     Args:
         provider: Display name used in error messages.
         max_line_bytes: The longest line accepted (``MAX_LINE_BYTES``).
-        redact: Applied to server text quoted in an error (default: none).
     """
 
     __slots__ = (
@@ -55,7 +50,6 @@ class NdjsonDecoder:
         "_pending",
         "_pending_size",
         "_provider",
-        "_redact",
     )
 
     def __init__(
@@ -63,11 +57,9 @@ class NdjsonDecoder:
         *,
         provider: str = "NDJSON",
         max_line_bytes: int = MAX_LINE_BYTES,
-        redact: Callable[[str], str] = _unchanged,
     ) -> None:
         self._provider = provider
         self._max_line_bytes = max_line_bytes
-        self._redact = redact
         # The reads since the last newline, joined once a newline arrives.
         self._pending: list[bytes] = []
         self._pending_size = 0
@@ -140,11 +132,13 @@ class NdjsonDecoder:
         try:
             return [_json_decode(tail.decode("utf-8", "replace"))]
         except (ValueError, RecursionError) as exc:
-            raise LlmError(
+            # Only the decoder's message: its error keeps the line as ``doc``.
+            error = LlmError(
                 f"{self._provider} NDJSON stream ended inside an unterminated line",
                 ErrorCode.STREAM_CLOSED,
-                cause=exc,
-            ) from exc
+                cause=ValueError(str(exc)),
+            )
+        raise error
 
     def _too_long(self) -> LlmError:
         return LlmError(
@@ -158,12 +152,12 @@ class NdjsonDecoder:
         try:
             return _json_decode(text)
         except (ValueError, RecursionError) as exc:
-            shown = self._redact(text)
             error = LlmError(
-                f"malformed NDJSON line from {self._provider}: {shown[:120]!r}",
+                f"malformed NDJSON line from {self._provider}: {text[:120]!r}",
                 ErrorCode.MALFORMED_RESPONSE,
-                # The decoder's error keeps the whole line as ``doc``.
-                cause=exc if shown is text else ValueError(str(exc)),
+                # The decoder's own error keeps the whole line (which may hold
+                # an echoed secret) as ``doc``: only its message is kept.
+                cause=ValueError(str(exc)),
             )
         raise error
 

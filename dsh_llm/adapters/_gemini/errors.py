@@ -24,8 +24,8 @@ contracts callers may rely on:
   raises) the ``LlmError`` for a non-2xx answer: the message is Gemini's
   (through ``redact``), else ``"Gemini API error (HTTP <status>)"``; the
   redacted body is the cause.
-- ``gemini_stream_failure(report, redact=...)`` is the ``LlmFailure`` for an
-  error object inside a 200 stream, classified the same way.
+- ``gemini_stream_failure(report)`` is the ``LlmFailure`` for an error object
+  inside a 200 stream, classified the same way (the read loop redacts it).
 """
 
 from __future__ import annotations
@@ -213,15 +213,13 @@ def gemini_http_error(
     )
 
 
-def gemini_stream_failure(
-    report: Mapping[str, Any], *, redact: Redact = _unchanged
-) -> LlmFailure:
+def gemini_stream_failure(report: Mapping[str, Any]) -> LlmFailure:
     """The failure for an error object (``parse_gemini_error``) that arrived
     inside a 200 stream."""
     code = report.get("code")
     status = code if type(code) is int and 100 <= code <= 599 else None
     return LlmFailure(
-        message=redact(_message(report)) or f"{_PROVIDER} stream reported an error",
+        message=_message(report) or f"{_PROVIDER} stream reported an error",
         code=gemini_error_code(None, report),
         status=status,
         provider_retry_after_ms=retry_delay_ms(report),

@@ -54,7 +54,7 @@ from dsh_llm.adapters._gemini.catalog import (
     thinking_config,
 )
 from dsh_llm.adapters._gemini.replay import replay_entries
-from dsh_llm.adapters._tool_history import (
+from dsh_llm.adapters.tool_history import (
     answered_call,
     arguments_object,
     record_calls,

@@ -1,8 +1,8 @@
 """``GeminiTranslator``: ``streamGenerateContent?alt=sse`` events in, protocol
 chunks out.
 
-A pure state machine (no I/O, no redactor of its own beyond the one it is
-given); the transport's read loop feeds it one ``SseEvent`` at a time.
+A pure state machine (no I/O, no redactor: the transport's read loop redacts
+what it reports); the read loop feeds it one ``SseEvent`` at a time.
 Contracts callers may rely on:
 
 - ``feed(event)`` returns the chunks the event produced, in the strict order
@@ -48,7 +48,6 @@ from dsh_llm.protocol import (
     UsageChunk,
 )
 from dsh_llm.serde import compact_json
-from dsh_llm.transport.http_errors import Redact
 from dsh_llm.transport.sse import SseEvent
 
 __all__ = [
@@ -87,10 +86,6 @@ _IDENTIFIER: Final = re.compile(r"[A-Z0-9][A-Z0-9_]{0,63}")
 _TEXT: Final = "text"
 _REASONING: Final = "reasoning"
 _json_decode = json.JSONDecoder().decode
-
-
-def _unchanged(text: str) -> str:
-    return text
 
 
 def _count(value: object) -> int | None:
@@ -138,28 +133,25 @@ def map_usage(usage: Mapping[str, Any]) -> TokenUsage:
     )
 
 
-def finish_failure(
-    reason: str, message: str | None, *, redact: Redact = _unchanged
-) -> LlmFailure:
+def finish_failure(reason: str, message: str | None) -> LlmFailure:
     """The failure of a ``finishReason`` that is not ``STOP``/``MAX_TOKENS``.
 
     Content filters (``CONTENT_FILTER_REASONS``) get ``CONTENT_FILTER``; another
     reason that is a short upper-case identifier is its own code
     (``MALFORMED_FUNCTION_CALL``, ``OTHER``); anything else
     ``UNKNOWN_FINISH_REASON``. The message is ``"Gemini stopped: <reason>"``,
-    with the candidate's ``finishMessage`` after a colon when given (both
-    through ``redact``, cut to 120 characters each).
+    with the candidate's ``finishMessage`` after a colon when given (each cut
+    to 120 characters).
     """
-    shown = redact(reason)
     if reason in CONTENT_FILTER_REASONS:
         code = CONTENT_FILTER_CODE
-    elif shown == reason and _IDENTIFIER.fullmatch(reason):
+    elif _IDENTIFIER.fullmatch(reason):
         code = reason
     else:
         code = ErrorCode.UNKNOWN_FINISH_REASON.value
-    text = f"{_PROVIDER} stopped: {shown[:120]}"
+    text = f"{_PROVIDER} stopped: {reason[:120]}"
     if message:
-        text += f": {redact(message)[:120]}"
+        text += f": {message[:120]}"
     return LlmFailure(message=text, code=code)
 
 
@@ -238,7 +230,6 @@ class GeminiTranslator:
 
     Args:
         empty_response_as_stop: Report a blockless ``STOP`` as a plain ``stop``.
-        redact: Applied to server text put in a failure (default: none).
         new_call_id: Makes the id of a call Gemini gave none, from the
             response id (or ``None``) and the call's 0-based ordinal.
     """
@@ -247,11 +238,9 @@ class GeminiTranslator:
         self,
         *,
         empty_response_as_stop: bool = False,
-        redact: Redact = _unchanged,
         new_call_id: Callable[[str | None, int], str] = _new_call_id,
     ) -> None:
         self._empty_as_stop = empty_response_as_stop
-        self._redact = redact
         self._new_call_id = new_call_id
         self._next_index = 0
         self._open: _Open | None = None
@@ -283,7 +272,7 @@ class GeminiTranslator:
             return out
         if event.error is not None:
             report = parse_gemini_error({"error": event.error}) or {}
-            self._fail(gemini_stream_failure(report, redact=self._redact), out)
+            self._fail(gemini_stream_failure(report), out)
             return out
         data = event.data
         if not data or data.isspace():
@@ -291,12 +280,18 @@ class GeminiTranslator:
         try:
             payload = _json_decode(data)
         except (ValueError, RecursionError) as exc:
-            shown = self._redact(data)
-            raise LlmError(
-                f"malformed SSE payload from {_PROVIDER}: {shown[:120]}",
+            # The decoder's own error keeps the whole payload (which may hold
+            # an echoed secret) as ``doc``: only its message is kept, and the
+            # error is raised outside this block so the original is no context.
+            error = LlmError(
+                f"malformed SSE payload from {_PROVIDER}: {data[:120]}",
                 ErrorCode.MALFORMED_RESPONSE,
-                cause=exc if shown is data else ValueError(str(exc)),
-            ) from None
+                cause=ValueError(str(exc)),
+            )
+        else:
+            error = None
+        if error is not None:
+            raise error
         if type(payload) is list:
             # Vertex and Code Assist wrap responses (and errors) in an array.
             for item in payload:
@@ -327,7 +322,7 @@ class GeminiTranslator:
         if "error" in payload:
             report = parse_gemini_error(payload)
             if report is not None:
-                self._fail(gemini_stream_failure(report, redact=self._redact), out)
+                self._fail(gemini_stream_failure(report), out)
                 return
         response_id = payload.get("responseId")
         if type(response_id) is str and response_id and self._response_id is None:
@@ -367,9 +362,8 @@ class GeminiTranslator:
                     raise self._malformed("a blockReason that is not a string")
                 if not reason:
                     return
-                shown = self._redact(reason)
                 failure = LlmFailure(
-                    message=f"{_PROVIDER} blocked the prompt: {shown[:120]}",
+                    message=f"{_PROVIDER} blocked the prompt: {reason[:120]}",
                     code=CONTENT_FILTER_CODE,
                 )
                 self._end(FinishReason.error(failure), out)
@@ -410,7 +404,7 @@ class GeminiTranslator:
             return FinishReason.STOP
         if reason == "MAX_TOKENS":
             return FinishReason.MAX_TOKENS
-        return FinishReason.error(finish_failure(reason, message, redact=self._redact))
+        return FinishReason.error(finish_failure(reason, message))
 
     # -- parts -------------------------------------------------------------------------
 

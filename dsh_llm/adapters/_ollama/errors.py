@@ -14,8 +14,9 @@ status when nothing was streamed yet, else as one more NDJSON line under the
   raises) the ``LlmError`` for a non-2xx answer: Ollama's text (through
   ``redact``), else ``"Ollama API error (HTTP <status>)"``; the redacted body is
   the cause.
-- ``ollama_stream_failure(value, redact=...)`` is the ``LlmFailure`` for an
-  ``error`` line's value (a string, or an object with a ``message``).
+- ``ollama_stream_failure(value)`` is the ``LlmFailure`` for an ``error``
+  line's value (a string, or an object with a ``message``; the read loop
+  redacts it).
 """
 
 from __future__ import annotations
@@ -94,10 +95,10 @@ def ollama_http_error(
     )
 
 
-def ollama_stream_failure(value: Any, *, redact: Redact = _unchanged) -> LlmFailure:
+def ollama_stream_failure(value: Any) -> LlmFailure:
     """The failure for an ``{"error": value}`` line inside a 200 stream."""
     text = error_text(value)
     return LlmFailure(
-        message=redact(text) or f"{_PROVIDER} stream reported an error",
+        message=text or f"{_PROVIDER} stream reported an error",
         code=ollama_error_code(None, text),
     )

@@ -32,7 +32,7 @@ from __future__ import annotations
 import math
 from typing import Any, Final
 
-from dsh_llm.adapters._tool_history import (
+from dsh_llm.adapters.tool_history import (
     answered_call,
     arguments_object,
     record_calls,

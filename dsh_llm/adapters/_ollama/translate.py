@@ -44,7 +44,6 @@ from dsh_llm.protocol import (
     UsageChunk,
 )
 from dsh_llm.serde import compact_json
-from dsh_llm.transport.http_errors import Redact
 
 __all__ = [
     "EMPTY_RESPONSE_MESSAGE",
@@ -70,10 +69,6 @@ _PROVIDER: Final = "Ollama"
 _IDENTIFIER: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}")
 _TEXT: Final = "text"
 _REASONING: Final = "reasoning"
-
-
-def _unchanged(text: str) -> str:
-    return text
 
 
 def _count(value: object) -> int | None:
@@ -147,7 +142,6 @@ class OllamaTranslator:
 
     Args:
         empty_response_as_stop: Report a blockless ``stop`` as a plain ``stop``.
-        redact: Applied to server text put in a failure (default: none).
         new_call_id: Makes the id of a call Ollama gave none, from the call's
             0-based ordinal.
     """
@@ -156,11 +150,9 @@ class OllamaTranslator:
         self,
         *,
         empty_response_as_stop: bool = False,
-        redact: Redact = _unchanged,
         new_call_id: Callable[[int], str] = _new_call_id,
     ) -> None:
         self._empty_as_stop = empty_response_as_stop
-        self._redact = redact
         self._new_call_id = new_call_id
         self._next_index = 0
         self._open: _Open | None = None
@@ -187,7 +179,7 @@ class OllamaTranslator:
             raise self._malformed("a line that is not a JSON object")
         error = value.get("error")
         if error is not None and error != "":
-            self._fail(ollama_stream_failure(error, redact=self._redact), out)
+            self._fail(ollama_stream_failure(error), out)
             return out
         message = value.get("message")
         if message is not None:
@@ -322,14 +314,13 @@ class OllamaTranslator:
                     code=EMPTY_RESPONSE_CODE,
                 )
             )
-        shown = self._redact(reason)
         code = (
             reason.upper()
-            if shown == reason and _IDENTIFIER.fullmatch(reason)
+            if _IDENTIFIER.fullmatch(reason)
             else ErrorCode.UNKNOWN_FINISH_REASON.value
         )
         return FinishReason.error(
-            LlmFailure(message=f"{_PROVIDER} stopped: {shown[:120]}", code=code)
+            LlmFailure(message=f"{_PROVIDER} stopped: {reason[:120]}", code=code)
         )
 
     # -- blocks ------------------------------------------------------------------------
