@@ -10,8 +10,9 @@ Contracts callers may rely on:
   ``close`` parses a last line that has no newline. Buffering is linear in the
   bytes received, however many reads bring a line.
 - A complete line that is not JSON raises ``LlmError`` ``MALFORMED_RESPONSE``
-  (its start quoted; the cause is a plain ``ValueError``, never the line). A last line without newline that is not
-  JSON is a truncated body: ``STREAM_CLOSED``.
+  (its start quoted; the cause is a plain ``ValueError``, never the line).
+  A last line without newline that is not JSON is a truncated body:
+  ``STREAM_CLOSED``.
 - **Size.** A line longer than ``max_line_bytes`` (``MAX_LINE_BYTES``, 64 MiB,
   the SSE decoder's event cap) raises ``MALFORMED_RESPONSE`` instead of
   growing without bound; the values of the lines before it are returned first
