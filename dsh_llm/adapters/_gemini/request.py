@@ -108,7 +108,12 @@ class GeminiKeyAuth(requests.auth.AuthBase):
 
     @property
     def key(self) -> Secret:
-        """The key, still hidden (the transport redacts it from server text)."""
+        """The key, still hidden."""
+        return self._key
+
+    @property
+    def secret(self) -> Secret:
+        """What ``StreamingCall`` redacts from server text: the key."""
         return self._key
 
     def __call__(self, request: requests.PreparedRequest) -> requests.PreparedRequest:

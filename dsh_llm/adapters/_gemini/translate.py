@@ -277,6 +277,7 @@ class GeminiTranslator:
         data = event.data
         if not data or data.isspace():
             return out
+        error: LlmError | None = None
         try:
             payload = _json_decode(data)
         except (ValueError, RecursionError) as exc:
@@ -288,8 +289,6 @@ class GeminiTranslator:
                 ErrorCode.MALFORMED_RESPONSE,
                 cause=ValueError(str(exc)),
             )
-        else:
-            error = None
         if error is not None:
             raise error
         if type(payload) is list:
