@@ -261,6 +261,11 @@ class GeminiTranslator:
 
     # -- input -------------------------------------------------------------------------
 
+    def is_keepalive(self, event: SseEvent) -> bool:
+        """An event with empty data carries nothing: it only keeps the
+        connection alive."""
+        return event.error is None and not event.data.strip()
+
     def feed(self, event: SseEvent) -> list[StreamChunk]:
         """Translate one SSE event (see the class docstring).
 

@@ -166,6 +166,10 @@ class OllamaTranslator:
         """The usage reported so far, or ``None`` before the ``done`` line."""
         return self._usage
 
+    def is_keepalive(self, value: Any) -> bool:
+        """Never: Ollama sends no keep-alive lines, every line is progress."""
+        return False
+
     def feed(self, value: Any) -> list[StreamChunk]:
         """Translate one decoded NDJSON line (see the class docstring).
 
