@@ -353,7 +353,8 @@ def _run_providers(args: argparse.Namespace) -> int:
         if routes.origin == "built-in":
             print(
                 f"no {DEFAULT_CONFIG} here: the built-in routes. Any OpenAI-compatible "
-                "server works with: dsh-llm chat --base-url URL --model NAME",
+                "server works with: dsh-llm chat --base-url URL --model NAME; "
+                "Gemini and Ollama with: dsh-llm chat --provider gemini|ollama",
                 file=sys.stderr,
             )
         runtime = routes.runtime
