@@ -201,6 +201,7 @@ def test_a_key_echoed_in_an_in_stream_error_or_a_bad_payload_is_redacted(server)
     with _adapter(server) as adapter:
         chunks = consumed(adapter.stream(_options()))
         failure = chunks[-1].reason.failure  # type: ignore[union-attr]
+        assert failure is not None
         assert (failure.code, failure.message) == ("SERVER", "bad ***")
         error = _failure(adapter)
     assert error.code == ErrorCode.MALFORMED_RESPONSE

@@ -158,7 +158,7 @@ def test_new_call_id_is_injectable():
 
 def test_usage_so_far_follows_the_running_totals():
     translator = GeminiTranslator()
-    assert translator.usage_so_far is None
+    assert [translator.usage_so_far] == [None]
     translator.feed(
         event('{"usageMetadata": {"promptTokenCount": 10, "totalTokenCount": 10}}')
     )

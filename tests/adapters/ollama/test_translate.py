@@ -12,7 +12,7 @@ import pytest
 
 from dsh_llm.adapters._ollama.translate import OllamaTranslator, map_usage
 from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.protocol import BlockEnd, Finish, TokenUsage, ToolCallBlock
+from dsh_llm.protocol import BlockEnd, CallId, Finish, TokenUsage, ToolCallBlock
 from dsh_llm.serde import chunk_to_dict, read_jsonl
 from dsh_llm.transport.ndjson import NdjsonDecoder
 
@@ -165,8 +165,8 @@ def test_string_arguments_are_passed_through_as_json_text():
         }
     )
     assert chunks[-1] == BlockEnd(
-        index=0, block=ToolCallBlock(id="c", name="f", arguments='{"a": 1}')
-    )  # type: ignore[arg-type]
+        index=0, block=ToolCallBlock(id=CallId("c"), name="f", arguments='{"a": 1}')
+    )
 
 
 def test_nan_arguments_are_malformed():
