@@ -16,7 +16,7 @@ increment per line, a final ``done: true``) are built in memory and cut into
 
 The two run in alternating rounds and the best of ``--repeat`` is kept.
 Target (issue 16): at most 2x the raw floor per event. The HTTP end-to-end
-numbers come once the adapters exist.
+numbers are ``benchmarks/bench_gemini_ollama.py``'s.
 """
 
 from __future__ import annotations
