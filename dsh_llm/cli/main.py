@@ -370,7 +370,8 @@ def _run_providers(args: argparse.Namespace) -> int:
             print(
                 f"no {DEFAULT_CONFIG} here: the built-in routes. Any OpenAI-compatible "
                 "server works with: dsh-llm chat --base-url URL --model NAME "
-                "(add --wire responses for its POST /responses API)",
+                "(add --wire responses for its POST /responses API); Gemini and "
+                "Ollama with: dsh-llm chat --provider gemini|ollama",
                 file=sys.stderr,
             )
         runtime = routes.runtime

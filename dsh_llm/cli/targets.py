@@ -12,7 +12,10 @@ routes. Contracts callers may rely on:
   the composition file (``--config``, else
   ``./dsh.yml`` when that file exists), else the built-in route
   ``deepseek-official`` (``DeepSeekAdapter``; key from ``DEEPSEEK_API_KEY`` or the
-  variable ``--api-key-env`` names; ``DEEPSEEK_BASE_URL`` honoured).
+  variable ``--api-key-env`` names; ``DEEPSEEK_BASE_URL`` honoured), or, when
+  ``--provider`` names one, the built-in route ``gemini`` (``GeminiAdapter``, key
+  from ``GEMINI_API_KEY`` or ``--api-key-env``) or ``ollama`` (``OllamaAdapter``
+  on ``http://127.0.0.1:11434``, no key unless ``--api-key-env`` names one).
 - The route is ``--provider``, else the only route the source registers, else
   ``deepseek-official`` when registered. The model is ``--model``, else the first
   model the route's catalog lists (``deepseek-v4-flash`` for DeepSeek).
@@ -47,7 +50,9 @@ __all__ = [
     "BASE_URL_ROUTE",
     "DEEPSEEK_ROUTE",
     "DEFAULT_CONFIG",
+    "GEMINI_ROUTE",
     "NOTHING_TO_TALK_TO",
+    "OLLAMA_ROUTE",
     "RESPONSES_ROUTE",
     "WIRES",
     "Routes",
@@ -70,6 +75,10 @@ WIRES: Final = ("chat", "responses")
 """The ``--wire`` values: ``POST /chat/completions`` or ``POST /responses``."""
 DEEPSEEK_ROUTE: Final = "deepseek-official"
 """The built-in route (same value as ``dsh_llm.adapters.deepseek.PROVIDER_ROUTE``)."""
+GEMINI_ROUTE: Final = "gemini"
+"""The built-in Gemini route (``dsh_llm.adapters.gemini.PROVIDER_ROUTE``)."""
+OLLAMA_ROUTE: Final = "ollama"
+"""The built-in Ollama route (``dsh_llm.adapters.ollama.PROVIDER_ROUTE``)."""
 _DEEPSEEK_KEY_ENV: Final = "DEEPSEEK_API_KEY"
 _WIRE_WITHOUT_BASE_URL: Final = (
     "--wire applies to --base-url (the wire the server at that URL speaks)"
@@ -135,17 +144,30 @@ def find_config(explicit: str | None, cwd: Path | None = None) -> str | None:
     return str(candidate) if candidate.is_file() else None
 
 
-@contextlib.contextmanager
-def _builtin(api_key_env: str | None) -> Iterator[Routes]:
-    from dsh_llm.adapters.deepseek import PROVIDER_ROUTE, DeepSeekAdapter
+def _builtin_adapter(route: str, api_key_env: str | None) -> HttpAdapter:
+    if route == GEMINI_ROUTE:
+        from dsh_llm.adapters.gemini import DEFAULT_API_KEY_ENV, GeminiAdapter
 
+        return GeminiAdapter(api_key_env=api_key_env or DEFAULT_API_KEY_ENV)
+    if route == OLLAMA_ROUTE:
+        from dsh_llm.adapters.ollama import OllamaAdapter
+
+        return OllamaAdapter(api_key_env=api_key_env)
+    from dsh_llm.adapters.deepseek import DeepSeekAdapter
+
+    return DeepSeekAdapter(api_key_env=api_key_env or _DEEPSEEK_KEY_ENV)
+
+
+@contextlib.contextmanager
+def _builtin(api_key_env: str | None, provider: str | None) -> Iterator[Routes]:
+    route = provider if provider in (GEMINI_ROUTE, OLLAMA_ROUTE) else DEEPSEEK_ROUTE
     try:
-        adapter = DeepSeekAdapter(api_key_env=api_key_env or _DEEPSEEK_KEY_ENV)
+        adapter = _builtin_adapter(route, api_key_env)
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
     with adapter:
         runtime = LlmRuntime()
-        registration = runtime.register_adapter([PROVIDER_ROUTE], adapter)
+        registration = runtime.register_adapter([route], adapter)
         try:
             yield Routes(runtime=runtime, origin="built-in")
         finally:
@@ -206,6 +228,7 @@ def open_routes(
     api_key_env: str | None = None,
     reasoning_effort: str | None = None,
     wire: str | None = None,
+    provider: str | None = None,
 ) -> Iterator[Routes]:
     """Open the route source the options choose (see the module docstring).
 
@@ -217,6 +240,8 @@ def open_routes(
             is told the server takes it (a generic server lists no efforts).
         wire: ``--wire`` (``chat`` or ``responses``; ``None``: ``chat``), only
             with ``base_url``.
+        provider: ``--provider``; without a composition it may choose the
+            built-in ``gemini`` or ``ollama`` route instead of DeepSeek.
 
     Raises:
         UsageError: for options that do not go together.
@@ -236,7 +261,7 @@ def open_routes(
         raise UsageError(_WIRE_WITHOUT_BASE_URL)
     path = find_config(config)
     if path is None:
-        with _builtin(api_key_env) as routes:
+        with _builtin(api_key_env, provider) as routes:
             yield routes
         return
     if api_key_env is not None:
@@ -339,6 +364,7 @@ def open_target(
         api_key_env=api_key_env,
         reasoning_effort=reasoning_effort,
         wire=wire,
+        provider=provider,
     ) as routes:
         route = _choose_route(routes, provider)
         yield Target(

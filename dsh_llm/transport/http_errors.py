@@ -35,6 +35,9 @@ Contracts callers may rely on:
   any ``str -> str``): every text the server supplied (the message and the raw
   body kept as the cause) passes through it, so a key the server echoes back is
   never part of the error.
+- ``HttpErrorClassifier`` is the shape of a family's own ``http_error`` (its
+  error bodies shaped otherwise), which ``StreamingCall`` takes as
+  ``classify_error``.
 - ``retry_after_ms(headers)`` reads ``retry-after-ms`` (milliseconds), then
   ``retry-after`` as whole seconds or an HTTP date; zero, negative, non-finite,
   unparseable and past values give ``None``. ``request_id(headers)`` reads
@@ -49,7 +52,7 @@ import math
 import re
 import time
 from collections.abc import Callable, Mapping
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 import attrs
 
@@ -63,6 +66,7 @@ from dsh_llm.protocol import LlmFailure
 
 __all__ = [
     "REQUEST_ID_HEADERS",
+    "HttpErrorClassifier",
     "ProviderErrorReport",
     "Redact",
     "error_code",
@@ -80,6 +84,23 @@ Redact = Callable[[str], str]
 
 def _unchanged(text: str) -> str:
     return text
+
+
+class HttpErrorClassifier(Protocol):
+    """Builds the ``LlmError`` for a non-2xx answer (returned, not raised), as
+    ``http_error`` does for OpenAI-style bodies; every server text it puts in the
+    error passes through ``redact``."""
+
+    def __call__(
+        self,
+        status: int,
+        headers: Mapping[str, str],
+        body: bytes,
+        *,
+        redact: Redact,
+    ) -> LlmError:
+        """The error for ``status`` with ``headers`` and the whole ``body``."""
+        ...
 
 
 REQUEST_ID_HEADERS: Final = ("x-request-id", "x-deepseek-request-id", "request-id")

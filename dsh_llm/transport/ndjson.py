@@ -2,24 +2,38 @@
 
 Contracts callers may rely on:
 
-- Lines are split on ``\\n`` in **bytes** (a trailing ``\\r`` is dropped), then
-  decoded as UTF-8, so a multi-byte character or a line split across reads is
-  never cut. Blank lines are skipped.
+- Lines are split on ``\\n`` in **bytes** (a trailing ``\\r`` is whitespace to
+  JSON), then decoded as UTF-8 with invalid bytes replaced by U+FFFD, so a
+  multi-byte character or a line split across reads, anywhere, is never cut.
+  Blank lines are skipped; one UTF-8 BOM at the start of the body is removed.
 - ``NdjsonDecoder.feed`` returns the values of the lines a read completed;
-  ``close`` parses a last line that has no newline.
-- A complete line that is not JSON raises ``LlmError`` ``MALFORMED_RESPONSE``. A
-  last line without newline that is not JSON is a truncated body: ``STREAM_CLOSED``.
+  ``close`` parses a last line that has no newline. Buffering is linear in the
+  bytes received, however many reads bring a line.
+- A complete line that is not JSON raises ``LlmError`` ``MALFORMED_RESPONSE``
+  (its start quoted; the cause is a plain ``ValueError``, never the line).
+  A last line without newline that is not JSON is a truncated body:
+  ``STREAM_CLOSED``.
+- **Size.** A line longer than ``max_line_bytes`` (``MAX_LINE_BYTES``, 64 MiB,
+  the SSE decoder's event cap) raises ``MALFORMED_RESPONSE`` instead of
+  growing without bound; the values of the lines before it are returned first
+  and the next call raises.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import Any, Final
 
 from dsh_llm.errors import ErrorCode, LlmError
 
-__all__ = ["NdjsonDecoder", "iter_ndjson"]
+__all__ = ["MAX_LINE_BYTES", "NdjsonDecoder", "iter_ndjson"]
+
+MAX_LINE_BYTES: Final = 64 * 1024 * 1024
+"""The longest line a decoder accepts by default."""
+
+_BOM: Final = b"\xef\xbb\xbf"
+_json_decode = json.JSONDecoder().decode
 
 
 class NdjsonDecoder:
@@ -27,64 +41,140 @@ class NdjsonDecoder:
 
     Args:
         provider: Display name used in error messages.
+        max_line_bytes: The longest line accepted (``MAX_LINE_BYTES``).
     """
 
-    __slots__ = ("_buf", "_provider")
+    __slots__ = (
+        "_bom_pending",
+        "_max_line_bytes",
+        "_oversize",
+        "_pending",
+        "_pending_size",
+        "_provider",
+    )
 
-    def __init__(self, *, provider: str = "NDJSON") -> None:
-        self._buf = b""
+    def __init__(
+        self,
+        *,
+        provider: str = "NDJSON",
+        max_line_bytes: int = MAX_LINE_BYTES,
+    ) -> None:
         self._provider = provider
+        self._max_line_bytes = max_line_bytes
+        # The reads since the last newline, joined once a newline arrives.
+        self._pending: list[bytes] = []
+        self._pending_size = 0
+        self._bom_pending: bytes | None = b""
+        self._oversize: LlmError | None = None
 
     def feed(self, data: bytes) -> list[Any]:
         """Feed the next bytes; return the decoded values of completed lines.
 
         Raises:
-            LlmError: ``MALFORMED_RESPONSE`` for a complete line that is not JSON.
+            LlmError: ``MALFORMED_RESPONSE`` for a complete line that is not
+                JSON, or a line over ``max_line_bytes``.
         """
+        if self._oversize is not None:
+            raise self._oversize
+        if self._bom_pending is not None:
+            head = self._bom_pending + data
+            if len(head) < 3 and _BOM.startswith(head):
+                self._bom_pending = head
+                return []
+            self._bom_pending = None
+            data = head[3:] if head.startswith(_BOM) else head
         if b"\n" not in data:
-            self._buf += data
+            if data:
+                self._pending.append(data)
+                self._pending_size += len(data)
+                if self._pending_size > self._max_line_bytes:
+                    raise self._too_long()
             return []
-        lines = (self._buf + data).split(b"\n")
-        self._buf = lines.pop()
-        return [self._decode(line) for line in lines if line.strip()]
+        if self._pending:
+            data = b"".join((*self._pending, data))
+            self._pending.clear()
+            self._pending_size = 0
+        lines = data.split(b"\n")
+        tail = lines.pop()
+        values: list[Any] = []
+        for line in lines:
+            if len(line) > self._max_line_bytes:
+                self._oversize = self._too_long()
+                break
+            if line.strip():
+                values.append(self._decode(line))
+        else:
+            if tail:
+                self._pending.append(tail)
+                self._pending_size = len(tail)
+                if self._pending_size > self._max_line_bytes:
+                    self._oversize = self._too_long()
+        if self._oversize is not None and not values:
+            raise self._oversize
+        return values
 
     def close(self) -> list[Any]:
         """End of body: decode a last line that has no newline.
 
         Raises:
-            LlmError: ``STREAM_CLOSED`` when that line is not complete JSON.
+            LlmError: ``STREAM_CLOSED`` when that line is not complete JSON;
+                ``MALFORMED_RESPONSE`` after an oversize line.
         """
-        tail, self._buf = self._buf, b""
+        if self._oversize is not None:
+            raise self._oversize
+        tail = b"".join(self._pending)
+        self._pending.clear()
+        self._pending_size = 0
+        if self._bom_pending:
+            tail = self._bom_pending + tail
+            self._bom_pending = None
         if not tail.strip():
             return []
         try:
-            return [json.loads(tail.decode("utf-8", "replace"))]
+            return [_json_decode(tail.decode("utf-8", "replace"))]
         except (ValueError, RecursionError) as exc:
-            raise LlmError(
+            # Only the decoder's message: its error keeps the line as ``doc``.
+            error = LlmError(
                 f"{self._provider} NDJSON stream ended inside an unterminated line",
                 ErrorCode.STREAM_CLOSED,
-                cause=exc,
-            ) from exc
+                cause=ValueError(str(exc)),
+            )
+        raise error
+
+    def _too_long(self) -> LlmError:
+        return LlmError(
+            f"{self._provider} NDJSON stream has a line longer than "
+            f"{self._max_line_bytes} bytes",
+            ErrorCode.MALFORMED_RESPONSE,
+        )
 
     def _decode(self, line: bytes) -> Any:
         text = line.decode("utf-8", "replace")
         try:
-            return json.loads(text)
+            return _json_decode(text)
         except (ValueError, RecursionError) as exc:
-            raise LlmError(
+            error = LlmError(
                 f"malformed NDJSON line from {self._provider}: {text[:120]!r}",
                 ErrorCode.MALFORMED_RESPONSE,
-                cause=exc,
-            ) from exc
+                # The decoder's own error keeps the whole line (which may hold
+                # an echoed secret) as ``doc``: only its message is kept.
+                cause=ValueError(str(exc)),
+            )
+        raise error
 
 
-def iter_ndjson(chunks: Iterable[bytes], *, provider: str = "NDJSON") -> Iterator[Any]:
+def iter_ndjson(
+    chunks: Iterable[bytes],
+    *,
+    provider: str = "NDJSON",
+    max_line_bytes: int = MAX_LINE_BYTES,
+) -> Iterator[Any]:
     """Yield each JSON value of an NDJSON body given as byte chunks.
 
     Raises:
         LlmError: ``MALFORMED_RESPONSE`` or ``STREAM_CLOSED`` (see the module).
     """
-    decoder = NdjsonDecoder(provider=provider)
+    decoder = NdjsonDecoder(provider=provider, max_line_bytes=max_line_bytes)
     for data in chunks:
         yield from decoder.feed(data)
     yield from decoder.close()

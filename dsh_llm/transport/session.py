@@ -12,8 +12,10 @@ Contracts callers may rely on:
   ``attribution_headers()`` (the ``user-agent``), ``accept``,
   ``accept-encoding: identity`` (a compressing proxy must not hold events back),
   ``content-type: application/json`` and any extra headers. Credentials never go
-  in headers built here: they travel in ``BearerAuth``, whose ``repr`` hides the
-  key, and passing an auth object also stops ``requests`` from reading ``.netrc``.
+  in headers built here: they travel in ``BearerAuth`` (or another auth object,
+  e.g. one sending ``x-goog-api-key``), whose ``repr`` hides the key; an auth
+  object's ``secret`` attribute is what ``StreamingCall`` redacts from server
+  text. Passing an auth object also stops ``requests`` from reading ``.netrc``.
 - ``is_header_name`` / ``is_header_value`` say whether a name or value can be
   sent exactly as given; adapters check configured headers with them before any
   request, so no value is stripped, refused or mis-encoded at send time.
@@ -459,6 +461,11 @@ class BearerAuth(requests.auth.AuthBase):
     @property
     def key(self) -> Secret:
         """The key, still hidden (the transport redacts it from server text)."""
+        return self._key
+
+    @property
+    def secret(self) -> Secret:
+        """What ``StreamingCall`` redacts from server text: the key."""
         return self._key
 
     def __call__(self, request: requests.PreparedRequest) -> requests.PreparedRequest:

@@ -1,0 +1,318 @@
+"""The Gemini ``streamGenerateContent`` request: URL, credentials and body.
+
+Pure: ``GenerateOptions`` in, a JSON-ready body out; nothing here does I/O.
+Contracts callers may rely on:
+
+- ``stream_url(base_url, model)`` is
+  ``{base}/v1beta/models/{model}:streamGenerateContent?alt=sse`` (one slash
+  after the base; the model id percent-quoted, so ``/``, ``?`` or ``#`` in it
+  cannot change the path). The key never goes in the URL: ``GeminiKeyAuth``
+  sends it as ``x-goog-api-key``, and its ``repr`` hides it.
+- ``build_generate_request`` key order: ``contents``, ``systemInstruction``,
+  ``tools``, ``toolConfig``, ``generationConfig`` (``temperature``,
+  ``maxOutputTokens``, ``stopSequences``, ``thinkingConfig``); an optional field
+  is omitted, never ``null``.
+- ``systemInstruction`` holds ``options.system`` and then every ``system``
+  message, in order, one text part each (Gemini has no system role in
+  ``contents``, so a system message's position is not kept).
+- ``contents``: user messages are role ``user``, assistant messages role
+  ``model``; consecutive messages of one role share one content (Gemini wants
+  every answer to a step's calls in one turn). A tool result is a
+  ``functionResponse`` part ``{name, response: {"output": text}}``
+  (``{"error": text}`` when ``is_error``), with ``id`` only when Gemini gave the
+  call one; results come before the turn's text. A tool call is a
+  ``functionCall`` part ``{name, args}`` (``id`` again only when Gemini gave
+  it). Text is a text part; reasoning goes back as a ``thought`` part only when
+  it carries a signature; empty text is never sent. Replay state from a Gemini
+  answer (``dsh_llm.adapters._gemini.replay``) puts each ``thoughtSignature``
+  back on the part it came on, and the kept server parts after theirs.
+- Tools are ``[{"functionDeclarations": [{name, description, parameters}]}]``;
+  ``tool_choice`` is ``toolConfig.functionCallingConfig``: ``auto`` ``AUTO``,
+  ``none`` ``NONE``, ``required`` ``ANY``, a name ``ANY`` with
+  ``allowedFunctionNames``.
+- Refused before any I/O: any image (``UNSUPPORTED_CONTENT``), more than
+  ``MAX_STOP_SEQUENCES`` stop sequences (``UNSUPPORTED_OPTION``), an effort the
+  model does not offer (``UNSUPPORTED_REASONING_EFFORT``), a result for an
+  unknown call or arguments that are not a JSON object (``INVALID_REQUEST``).
+  Blocks a message cannot carry (reasoning or calls in a user message, results
+  in an assistant message) are skipped.
+  ``session_id`` and ``purpose`` have no Gemini meaning and are not sent.
+"""
+
+from __future__ import annotations
+
+import urllib.parse
+from typing import Any, Final
+
+import requests
+import requests.auth
+
+from dsh_llm.adapters._gemini.catalog import (
+    DEFAULT_MODELS,
+    GeminiModel,
+    model_for,
+    thinking_config,
+)
+from dsh_llm.adapters._gemini.replay import replay_entries
+from dsh_llm.adapters.tool_history import (
+    answered_call,
+    arguments_object,
+    record_calls,
+    text_of,
+)
+from dsh_llm.credentials import Secret
+from dsh_llm.errors import ErrorCode, LlmError
+from dsh_llm.protocol import (
+    GenerateOptions,
+    Message,
+    ReasoningBlock,
+    TextBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+    content_has_image,
+)
+
+__all__ = [
+    "API_KEY_HEADER",
+    "MAX_STOP_SEQUENCES",
+    "PROVIDER",
+    "GeminiKeyAuth",
+    "build_contents",
+    "build_generate_request",
+    "stream_url",
+    "tool_config",
+]
+
+PROVIDER: Final = "Gemini"
+"""The display name used in messages."""
+API_KEY_HEADER: Final = "x-goog-api-key"
+"""The header that carries the key (what Google's SDK sends)."""
+MAX_STOP_SEQUENCES: Final = 5
+"""The most ``stopSequences`` Gemini takes."""
+
+
+def stream_url(base_url: str, model: str) -> str:
+    """The streaming endpoint for ``model`` under ``base_url`` (see the module
+    docstring)."""
+    quoted = urllib.parse.quote(model, safe="")
+    return (
+        f"{base_url.rstrip('/')}/v1beta/models/{quoted}:streamGenerateContent?alt=sse"
+    )
+
+
+class GeminiKeyAuth(requests.auth.AuthBase):
+    """Sends the key as ``x-goog-api-key``; it never shows in a ``repr``."""
+
+    def __init__(self, key: Secret) -> None:
+        self._key = key
+
+    @property
+    def key(self) -> Secret:
+        """The key, still hidden."""
+        return self._key
+
+    @property
+    def secret(self) -> Secret:
+        """What ``StreamingCall`` redacts from server text: the key."""
+        return self._key
+
+    def __call__(self, request: requests.PreparedRequest) -> requests.PreparedRequest:
+        request.headers[API_KEY_HEADER] = self._key.reveal()
+        return request
+
+    def __repr__(self) -> str:
+        return "GeminiKeyAuth(key=***)"
+
+
+def _refuse(options: GenerateOptions) -> None:
+    if any(content_has_image(message.content) for message in options.messages):
+        raise LlmError(
+            "The Gemini adapter does not support image content yet; send text only.",
+            ErrorCode.UNSUPPORTED_CONTENT,
+        )
+    if options.stop is not None and len(options.stop) > MAX_STOP_SEQUENCES:
+        raise LlmError(
+            f"Gemini takes at most {MAX_STOP_SEQUENCES} stop sequences, got "
+            f"{len(options.stop)}",
+            ErrorCode.UNSUPPORTED_OPTION,
+        )
+
+
+def _system_parts(options: GenerateOptions) -> list[dict[str, Any]]:
+    texts = [] if options.system is None else [options.system]
+    texts.extend(
+        text_of(message.content)
+        for message in options.messages
+        if message.role == "system"
+    )
+    return [{"text": text} for text in texts if text]
+
+
+def _model_parts(message: Message) -> list[dict[str, Any]]:
+    entries, before = replay_entries(message)
+    parts: list[dict[str, Any]] = list(before)
+    for block, entry in zip(message.content, entries, strict=True):
+        signature = entry.get("thoughtSignature") if entry else None
+        part: dict[str, Any] | None = None
+        if isinstance(block, TextBlock):
+            if block.text:
+                part = {"text": block.text}
+        elif isinstance(block, ReasoningBlock):
+            if isinstance(signature, str) and block.text:
+                part = {"text": block.text, "thought": True}
+        elif isinstance(block, ToolCallBlock):
+            call: dict[str, Any] = {
+                "name": block.name,
+                "args": arguments_object(block, provider=PROVIDER),
+            }
+            wire_id = entry.get("id") if entry else None
+            if isinstance(wire_id, str) and wire_id:
+                call["id"] = wire_id
+            part = {"functionCall": call}
+        if part is not None:
+            if isinstance(signature, str) and signature:
+                part["thoughtSignature"] = signature
+            parts.append(part)
+        after = entry.get("after") if entry else None
+        if isinstance(after, list):
+            parts.extend(p for p in after if isinstance(p, dict))
+    return parts
+
+
+def _wire_ids(messages: tuple[Message, ...]) -> dict[str, str]:
+    """Call id to the id Gemini gave that call, from replay state."""
+    ids: dict[str, str] = {}
+    for message in messages:
+        if message.role != "assistant":
+            continue
+        entries, _ = replay_entries(message)
+        for block, entry in zip(message.content, entries, strict=True):
+            if isinstance(block, ToolCallBlock) and entry:
+                wire_id = entry.get("id")
+                if isinstance(wire_id, str) and wire_id:
+                    ids[block.id] = wire_id
+    return ids
+
+
+def _user_parts(
+    message: Message,
+    calls: dict[str, ToolCallBlock],
+    wire_ids: dict[str, str],
+) -> list[dict[str, Any]]:
+    responses: list[dict[str, Any]] = []
+    texts: list[dict[str, Any]] = []
+    for block in message.content:
+        if isinstance(block, TextBlock):
+            if block.text:
+                texts.append({"text": block.text})
+        elif isinstance(block, ToolResultBlock):
+            call = answered_call(calls, block, provider=PROVIDER)
+            key = "error" if block.is_error else "output"
+            response: dict[str, Any] = {
+                "name": call.name,
+                "response": {key: text_of(block.content)},
+            }
+            wire_id = wire_ids.get(block.tool_call_id)
+            if wire_id is not None:
+                response["id"] = wire_id
+            responses.append({"functionResponse": response})
+    return responses + texts
+
+
+def build_contents(options: GenerateOptions) -> list[dict[str, Any]]:
+    """The ``contents`` array for ``options`` (see the module docstring).
+
+    Raises:
+        LlmError: ``INVALID_REQUEST`` for a result of an unknown call or call
+            arguments that are not a JSON object.
+    """
+    calls: dict[str, ToolCallBlock] = {}
+    wire_ids = _wire_ids(options.messages)
+    contents: list[dict[str, Any]] = []
+    for message in options.messages:
+        record_calls(calls, message)
+        if message.role == "system":
+            continue
+        if message.role == "assistant":
+            role, parts = "model", _model_parts(message)
+        else:
+            role, parts = "user", _user_parts(message, calls, wire_ids)
+        if not parts:
+            continue
+        if contents and contents[-1]["role"] == role:
+            contents[-1]["parts"].extend(parts)
+        else:
+            contents.append({"role": role, "parts": parts})
+    return contents
+
+
+def tool_config(options: GenerateOptions) -> dict[str, Any] | None:
+    """The ``toolConfig`` for ``options.tool_choice`` (``None``: omitted)."""
+    choice = options.tool_choice
+    if not options.tools or choice is None:
+        return None
+    if choice == "auto":
+        config: dict[str, Any] = {"mode": "AUTO"}
+    elif choice == "none":
+        config = {"mode": "NONE"}
+    elif choice == "required":
+        config = {"mode": "ANY"}
+    else:
+        config = {"mode": "ANY", "allowedFunctionNames": [choice]}
+    return {"functionCallingConfig": config}
+
+
+def build_generate_request(
+    options: GenerateOptions,
+    *,
+    models: tuple[GeminiModel, ...] = DEFAULT_MODELS,
+    max_output_tokens: int | None = None,
+) -> dict[str, Any]:
+    """The request body for ``options`` (see the module docstring).
+
+    Args:
+        options: The request.
+        models: The catalog whose entry gives the model's thinking style and
+            efforts (``catalog.model_for``).
+        max_output_tokens: The cap to send when ``options.max_tokens`` is
+            ``None`` (e.g. the model's); ``None`` omits it.
+
+    Raises:
+        LlmError: ``UNSUPPORTED_CONTENT``, ``UNSUPPORTED_OPTION``,
+            ``UNSUPPORTED_REASONING_EFFORT`` or ``INVALID_REQUEST`` (see the
+            module docstring).
+    """
+    _refuse(options)
+    model = model_for(options.model, models)
+    thinking = thinking_config(model, options.reasoning_effort)
+    body: dict[str, Any] = {"contents": build_contents(options)}
+    system = _system_parts(options)
+    if system:
+        body["systemInstruction"] = {"parts": system}
+    if options.tools:
+        body["tools"] = [
+            {
+                "functionDeclarations": [
+                    {
+                        "name": tool.name,
+                        "description": tool.description,
+                        "parameters": tool.parameters,
+                    }
+                    for tool in options.tools
+                ]
+            }
+        ]
+        config = tool_config(options)
+        if config is not None:
+            body["toolConfig"] = config
+    generation: dict[str, Any] = {}
+    if options.temperature is not None:
+        generation["temperature"] = options.temperature
+    cap = options.max_tokens if options.max_tokens is not None else max_output_tokens
+    if cap is not None:
+        generation["maxOutputTokens"] = cap
+    if options.stop is not None:
+        generation["stopSequences"] = list(options.stop)
+    generation["thinkingConfig"] = thinking
+    body["generationConfig"] = generation
+    return body

@@ -1,0 +1,210 @@
+"""The Ollama native ``POST /api/chat`` request body.
+
+Pure: ``GenerateOptions`` in, a JSON-ready body out. Contracts callers may rely
+on:
+
+- Key order: ``model``, ``messages``, ``stream`` (always ``true``), ``tools``,
+  ``think``, ``options`` (``temperature``, ``num_predict``, ``stop``),
+  ``keep_alive``; an optional field is omitted, never ``null``.
+- ``messages``: the system prompt first (role ``system``), then each message in
+  order. A ``system`` message keeps its place. An assistant turn is one
+  message with ``content`` (the joined text, ``""`` when none), ``thinking``
+  (the joined reasoning, only when the turn had some) and ``tool_calls``
+  (``{id, function: {index, name, arguments}}`` with the arguments as a JSON
+  object, key order kept). A tool result is a ``tool`` message with
+  ``tool_name`` (the answered call's name) and ``tool_call_id``; results come
+  before the user text of their message. Blocks a message cannot carry
+  (reasoning or calls in a user message) are skipped.
+- ``think`` from the effort (``EFFORT_THINK``): ``off`` ``false``, ``on``
+  ``true``, ``low``/``medium``/``high``/``max`` that level (GPT-OSS takes only
+  the levels); no effort sends no ``think`` (the model's default).
+- Refused before any I/O: any image (``UNSUPPORTED_CONTENT``), another effort
+  (``UNSUPPORTED_REASONING_EFFORT``), ``tool_choice`` ``required`` or a tool
+  name (``UNSUPPORTED_OPTION``: Ollama cannot force a call), a result for an
+  unknown call or call arguments that are not a JSON object
+  (``INVALID_REQUEST``), a ``keep_alive`` that is neither a duration string nor
+  a number (``INVALID_REQUEST``). ``tool_choice`` ``none`` is honoured by not
+  sending the tools. ``session_id`` and ``purpose`` are not sent.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Final
+
+from dsh_llm.adapters.tool_history import (
+    answered_call,
+    arguments_object,
+    record_calls,
+    text_of,
+)
+from dsh_llm.errors import ErrorCode, LlmError
+from dsh_llm.protocol import (
+    GenerateOptions,
+    Message,
+    ReasoningBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+    content_has_image,
+)
+
+__all__ = ["EFFORT_THINK", "PROVIDER", "REASONING_EFFORTS", "build_chat_request"]
+
+PROVIDER: Final = "Ollama"
+"""The display name used in messages."""
+EFFORT_THINK: Final[dict[str, bool | str]] = {
+    "off": False,
+    "on": True,
+    "low": "low",
+    "medium": "medium",
+    "high": "high",
+    "max": "max",
+}
+"""Effort id to the ``think`` value sent."""
+REASONING_EFFORTS: Final = tuple(EFFORT_THINK)
+"""The efforts the adapter offers, in display order."""
+
+KeepAlive = str | int | float
+"""A ``keep_alive``: a duration string (``"5m"``, ``"1h"``) or seconds (a
+negative number keeps the model loaded, ``0`` unloads it at once)."""
+
+
+def _refuse(options: GenerateOptions) -> None:
+    if any(content_has_image(message.content) for message in options.messages):
+        raise LlmError(
+            "The Ollama adapter does not support image content yet; send text only.",
+            ErrorCode.UNSUPPORTED_CONTENT,
+        )
+    effort = options.reasoning_effort
+    if effort is not None and effort not in EFFORT_THINK:
+        raise LlmError(
+            f'Ollama does not support reasoning effort "{effort}" (offered: '
+            f"{', '.join(REASONING_EFFORTS)})",
+            ErrorCode.UNSUPPORTED_REASONING_EFFORT,
+        )
+    choice = options.tool_choice
+    if options.tools and choice not in (None, "auto", "none"):
+        raise LlmError(
+            f'Ollama cannot force a tool call (tool_choice "{choice}"); use "auto" '
+            'or "none"',
+            ErrorCode.UNSUPPORTED_OPTION,
+        )
+
+
+def _keep_alive(value: object) -> KeepAlive:
+    if isinstance(value, str) and value.strip():
+        return value
+    if type(value) is int or (type(value) is float and math.isfinite(value)):
+        return value
+    raise LlmError(
+        'Ollama keep_alive must be a duration string (such as "5m") or a number '
+        "of seconds",
+        ErrorCode.INVALID_REQUEST,
+    )
+
+
+def _assistant(message: Message) -> dict[str, Any]:
+    reasoning = [b.text for b in message.content if isinstance(b, ReasoningBlock)]
+    calls = [b for b in message.content if isinstance(b, ToolCallBlock)]
+    wire: dict[str, Any] = {"role": "assistant", "content": text_of(message.content)}
+    if reasoning:
+        wire["thinking"] = "".join(reasoning)
+    if calls:
+        wire["tool_calls"] = [
+            {
+                "id": call.id,
+                "function": {
+                    "index": position,
+                    "name": call.name,
+                    "arguments": arguments_object(call, provider=PROVIDER),
+                },
+            }
+            for position, call in enumerate(calls)
+        ]
+    return wire
+
+
+def _user(message: Message, calls: dict[str, ToolCallBlock]) -> list[dict[str, Any]]:
+    replies = []
+    for block in message.content:
+        if isinstance(block, ToolResultBlock):
+            call = answered_call(calls, block, provider=PROVIDER)
+            replies.append(
+                {
+                    "role": "tool",
+                    "content": text_of(block.content),
+                    "tool_name": call.name,
+                    "tool_call_id": block.tool_call_id,
+                }
+            )
+    text = text_of(message.content)
+    if text or not replies:
+        replies.append({"role": message.role, "content": text})
+    return replies
+
+
+def build_chat_request(
+    options: GenerateOptions,
+    *,
+    keep_alive: KeepAlive | None = None,
+    max_tokens: int | None = None,
+) -> dict[str, Any]:
+    """The ``/api/chat`` body for ``options`` (see the module docstring).
+
+    Args:
+        options: The request.
+        keep_alive: How long the server keeps the model loaded after the call
+            (an adapter option); ``None`` omits it (the server's default).
+        max_tokens: The ``num_predict`` to send when ``options.max_tokens`` is
+            ``None``; ``None`` omits it.
+
+    Raises:
+        LlmError: ``UNSUPPORTED_CONTENT``, ``UNSUPPORTED_REASONING_EFFORT``,
+            ``UNSUPPORTED_OPTION`` or ``INVALID_REQUEST`` (see the module
+            docstring).
+    """
+    _refuse(options)
+    calls: dict[str, ToolCallBlock] = {}
+    messages: list[dict[str, Any]] = []
+    if options.system is not None:
+        messages.append({"role": "system", "content": options.system})
+    for message in options.messages:
+        record_calls(calls, message)
+        if message.role == "assistant":
+            messages.append(_assistant(message))
+        elif message.role == "system":
+            messages.append({"role": "system", "content": text_of(message.content)})
+        else:
+            messages.extend(_user(message, calls))
+    body: dict[str, Any] = {
+        "model": options.model,
+        "messages": messages,
+        "stream": True,
+    }
+    if options.tools and options.tool_choice != "none":
+        body["tools"] = [
+            {
+                "type": "function",
+                "function": {
+                    "name": tool.name,
+                    "description": tool.description,
+                    "parameters": tool.parameters,
+                },
+            }
+            for tool in options.tools
+        ]
+    if options.reasoning_effort is not None:
+        body["think"] = EFFORT_THINK[options.reasoning_effort]
+    sampling: dict[str, Any] = {}
+    if options.temperature is not None:
+        sampling["temperature"] = options.temperature
+    cap = options.max_tokens if options.max_tokens is not None else max_tokens
+    if cap is not None:
+        sampling["num_predict"] = cap
+    if options.stop is not None:
+        sampling["stop"] = list(options.stop)
+    if sampling:
+        body["options"] = sampling
+    if keep_alive is not None:
+        body["keep_alive"] = _keep_alive(keep_alive)
+    return body

@@ -1,0 +1,498 @@
+"""``OllamaAdapter``: Ollama's native ``POST /api/chat`` (NDJSON) through the
+shared transport. User guide (options, efforts, refusals, codes): ``docs/ollama.md``.
+
+Contracts callers may rely on:
+
+- **Route** ``ollama``, displayed ``Ollama``; one config class, ``OllamaConfig``,
+  built from the constructor's keywords or taken by ``from_config`` (the
+  ``llm-ollama`` plugin structures its YAML entry into it). A bad option raises
+  ``OllamaConfigError`` (``llm-ollama: <key> <detail>``).
+- **No key by default** (a local server). ``api_key`` or ``api_key_env`` (read at
+  each request) sends ``authorization: Bearer`` for a hosted Ollama; the call's
+  redactor knows the key. No ``repr`` shows it.
+- **No I/O on construction.** ``resolve_model`` needs none. ``list_models`` is
+  the configured catalog when ``models`` is set, else it reads
+  ``GET {base}/api/tags`` when asked (bounded by the idle timeout; a failure is
+  an ``LlmError``: ``TRANSPORT``, ``TIMEOUT`` or the HTTP status's code).
+- ``stream`` is a generator: at the first ``next()`` the body is built and
+  checked (refusals before any I/O: images, an unknown effort, a forced tool
+  call, a result for an unknown call, a bad ``keep_alive``), then one
+  ``POST {base}/api/chat`` with ``stream: true`` and the configured
+  ``keep_alive``.
+- **Stream**: ``NdjsonDecoder`` lines into ``OllamaTranslator`` (strict order,
+  whole calls, counts only on the ``done`` line, absent counts ``None``). A body
+  cut before ``done: true`` is ``STREAM_CLOSED``; HTTP errors are classified by
+  ``ollama_http_error`` (404: ``INVALID_REQUEST``, an unknown model).
+- ``close()`` (or ``with``) closes the connection pool (``HttpAdapter``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterator, Mapping
+from typing import Any, ClassVar, Final
+
+import attrs
+import requests
+
+from dsh_llm.adapter import (
+    LlmModelInfo,
+    LlmModelReasoningInfo,
+    LlmReasoningEffortInfo,
+    LlmResolvedModelInfo,
+    PreparedAdapterCall,
+)
+from dsh_llm.adapters._chat.request import encode_body
+from dsh_llm.adapters._ollama.errors import ollama_http_error
+from dsh_llm.adapters._ollama.request import (
+    PROVIDER,
+    REASONING_EFFORTS,
+    KeepAlive,
+    build_chat_request,
+)
+from dsh_llm.adapters._ollama.translate import OllamaTranslator
+from dsh_llm.adapters.common import (
+    AdapterConfigError,
+    HttpAdapter,
+    api_root_url,
+    catalog_entry,
+    config_from_options,
+    resolved_model_info,
+    retry_policy_field,
+)
+from dsh_llm.config import (
+    check_bool,
+    check_optional_timeout,
+    check_positive_int,
+    check_timeout,
+    field_error,
+)
+from dsh_llm.credentials import Secret
+from dsh_llm.errors import ErrorCode, LlmError
+from dsh_llm.protocol import GenerateOptions, StreamChunk
+from dsh_llm.retry import RetryPolicy
+from dsh_llm.signal import AbortSignal
+from dsh_llm.transport.call import StreamingCall, redact_url, url_repr
+from dsh_llm.transport.errors_map import code_for_exception, reason_for_exception
+from dsh_llm.transport.ndjson import NdjsonDecoder
+from dsh_llm.transport.read_loop import read_stream
+from dsh_llm.transport.redaction import Redactor, may_quote_request
+from dsh_llm.transport.session import (
+    DEFAULT_POOL_MAXSIZE,
+    BearerAuth,
+    NoAuth,
+    stream_headers,
+)
+
+__all__ = [
+    "DEFAULT_BASE_URL",
+    "DEFAULT_STREAM_IDLE_TIMEOUT_MS",
+    "DISPLAY_NAME",
+    "NDJSON_TYPE",
+    "PROVIDER_ROUTE",
+    "OllamaAdapter",
+    "OllamaConfig",
+    "OllamaConfigError",
+    "OllamaModel",
+]
+
+PROVIDER_ROUTE: Final = "ollama"
+"""The one route this adapter serves."""
+DISPLAY_NAME: Final = PROVIDER
+"""The route's display name (``Ollama``)."""
+DEFAULT_BASE_URL: Final = "http://127.0.0.1:11434"
+"""Where a local Ollama listens."""
+DEFAULT_STREAM_IDLE_TIMEOUT_MS: Final = 300_000
+"""Default idle timeout (loading a large model may take minutes)."""
+NDJSON_TYPE: Final = "application/x-ndjson"
+"""The media type ``/api/chat`` streams with (sent as ``accept``)."""
+_PACKAGE: Final = "llm-ollama"
+_CHAT_PATH: Final = "/api/chat"
+_TAGS_PATH: Final = "/api/tags"
+
+
+class OllamaConfigError(AdapterConfigError):
+    """A bad ``llm-ollama`` option (a ``ValueError``): ``llm-ollama: <key>
+    <detail>``; ``key`` is the camelCase config key (``keepAlive``)."""
+
+    package = _PACKAGE
+
+
+def _optional_str(inst: object, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if value is not None and (not isinstance(value, str) or not value):
+        raise field_error(inst, attribute.name, "must be a non-empty string")
+
+
+def _optional_positive_int(
+    inst: object, attribute: attrs.Attribute[Any], value: Any
+) -> None:
+    if value is not None and (type(value) is not int or value <= 0):
+        raise field_error(inst, attribute.name, "must be a positive integer")
+
+
+@attrs.frozen(kw_only=True)
+class OllamaModel:
+    """One advertised model (config key ``models[]``)."""
+
+    config_error: ClassVar[type[AdapterConfigError]] = OllamaConfigError
+
+    id: str = attrs.field(validator=_optional_str)
+    """The model name Ollama knows (``llama3.2``, ``qwen3:8b``)."""
+    name: str | None = attrs.field(default=None, validator=_optional_str)
+    """Display name (default: the id)."""
+    description: str | None = attrs.field(default=None, validator=_optional_str)
+    """What sets it apart."""
+    context_window: int | None = attrs.field(
+        default=None, validator=_optional_positive_int
+    )
+    """The context window, when known."""
+    max_tokens: int | None = attrs.field(default=None, validator=_optional_positive_int)
+    """Sent as ``num_predict`` when a request has no cap (``None``: the model's)."""
+    input_modalities: tuple[str, ...] = ("text",)
+    """Accepted inputs; the adapter sends text only for now."""
+
+
+def _models(value: Any) -> Any:
+    return tuple(value) if isinstance(value, list) else value
+
+
+def _check_models(inst: object, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if value is None:
+        return
+    if not isinstance(value, tuple):
+        raise field_error(inst, "models", "must be a list of models")
+    seen: set[str] = set()
+    for index, entry in enumerate(value):
+        where = f"models[{index}]"
+        if not isinstance(entry, OllamaModel):
+            raise OllamaConfigError(
+                where, f"must be an OllamaModel, got {type(entry).__name__}"
+            )
+        if entry.id in seen:
+            raise OllamaConfigError(
+                f"{where}.id",
+                f'repeats an earlier entry (duplicate catalog model "{entry.id}")',
+            )
+        seen.add(entry.id)
+
+
+def _check_base_url(inst: object, attribute: attrs.Attribute[Any], value: Any) -> None:
+    api_root_url(value, error=OllamaConfigError, endpoint="/api")
+
+
+def _check_keep_alive(
+    inst: object, attribute: attrs.Attribute[Any], value: Any
+) -> None:
+    if value is None or (isinstance(value, str) and value.strip()):
+        return
+    if type(value) is int or (type(value) is float and math.isfinite(value)):
+        return
+    raise field_error(
+        inst,
+        attribute.name,
+        'must be a duration string (such as "5m") or a number of seconds',
+    )
+
+
+def _check_effort(inst: object, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if value is not None and value not in REASONING_EFFORTS:
+        raise field_error(
+            inst, attribute.name, f"must be one of {', '.join(REASONING_EFFORTS)}"
+        )
+
+
+@attrs.frozen(kw_only=True)
+class OllamaConfig:
+    """The one ``OllamaAdapter`` configuration (camelCase keys in YAML:
+    ``baseURL``, ``apiKeyEnv``, ``keepAlive``...). Every field is checked on
+    construction (``OllamaConfigError`` keyed by its config key). A config never
+    holds a key: ``api_key_env`` names the variable."""
+
+    config_error: ClassVar[type[AdapterConfigError]] = OllamaConfigError
+
+    base_url: str = attrs.field(
+        default=DEFAULT_BASE_URL, repr=url_repr, validator=_check_base_url
+    )
+    """The server's root (``/api/chat`` is appended); must not end in ``/api``."""
+    api_key_env: str | None = attrs.field(default=None, validator=_optional_str)
+    """Variable holding a bearer key for a hosted Ollama (``None``: no key)."""
+    keep_alive: KeepAlive | None = attrs.field(
+        default=None, validator=_check_keep_alive
+    )
+    """How long the server keeps the model loaded after a call (``"5m"``, seconds;
+    ``None``: the server's default)."""
+    reasoning_effort: str | None = attrs.field(default=None, validator=_check_effort)
+    """Default effort when a request names none (``None``: the model's)."""
+    models: tuple[OllamaModel, ...] | None = attrs.field(
+        default=None, converter=_models, validator=_check_models
+    )
+    """The advertised catalog; ``None``: ``list_models`` asks the server."""
+    stream_idle_timeout_ms: float = attrs.field(
+        default=DEFAULT_STREAM_IDLE_TIMEOUT_MS, validator=check_timeout
+    )
+    """Idle timeout: the longest silence while waiting for the next line."""
+    stream_keepalive_timeout_ms: float | None = attrs.field(
+        default=None, validator=check_optional_timeout
+    )
+    """Kept for symmetry (Ollama sends no keep-alives); ``None``: unbounded."""
+    total_timeout_ms: float | None = attrs.field(
+        default=None, validator=check_optional_timeout
+    )
+    """Longest whole call, think time excluded (``None``: unbounded)."""
+    retry_policy: RetryPolicy = retry_policy_field(OllamaConfigError)  # noqa: RUF009
+    """The retry policy (a policy or its config mapping; ``None``: defaults)."""
+    pool_maxsize: int = attrs.field(
+        default=DEFAULT_POOL_MAXSIZE, validator=check_positive_int
+    )
+    """Idle connections kept per host."""
+    empty_response_as_stop: bool = attrs.field(default=False, validator=check_bool)
+    """Report a blockless ``stop`` as ``stop`` instead of ``EMPTY_RESPONSE``."""
+
+    def model(self, model_id: str) -> OllamaModel | None:
+        """The catalog entry for ``model_id``, if listed."""
+        return None if self.models is None else catalog_entry(self.models, model_id)
+
+
+_EFFORT_INFOS: Final = tuple(
+    LlmReasoningEffortInfo(id=effort, name=effort.capitalize())
+    for effort in REASONING_EFFORTS
+)
+
+
+def _model_info(
+    config: OllamaConfig, provider: str, model_id: str
+) -> LlmResolvedModelInfo:
+    entry = config.model(model_id)
+    return resolved_model_info(
+        provider,
+        model_id,
+        entry,
+        context_window=entry.context_window if entry else None,
+        default_max_tokens=entry.max_tokens if entry else None,
+        reasoning=LlmModelReasoningInfo(
+            efforts=_EFFORT_INFOS, default_effort=config.reasoning_effort
+        ),
+    )
+
+
+class OllamaAdapter(HttpAdapter):
+    """Streams Ollama ``/api/chat`` (see the module docstring).
+
+    Args:
+        base_url: The server's root (default ``http://127.0.0.1:11434``).
+        api_key: A bearer key for a hosted Ollama (``str`` or ``Secret``).
+        environ: Where ``api_key_env`` is read (default ``os.environ``, live).
+        **options: Further ``OllamaConfig`` fields (``keep_alive``,
+            ``api_key_env``, ``models``...).
+
+    Raises:
+        OllamaConfigError: for an invalid option.
+        TypeError: for a keyword that is not an ``OllamaConfig`` field.
+        LlmError: ``INVALID_CREDENTIAL`` for an explicit key no header can carry.
+    """
+
+    _package = _PACKAGE
+    _display_name = DISPLAY_NAME
+
+    def __init__(
+        self,
+        base_url: str = DEFAULT_BASE_URL,
+        *,
+        api_key: str | Secret | None = None,
+        environ: Mapping[str, str] | None = None,
+        **options: Any,
+    ) -> None:
+        options["base_url"] = base_url
+        self._setup(
+            config_from_options(OllamaConfig, options),
+            api_key=api_key,
+            environ=environ,
+        )
+
+    @classmethod
+    def from_config(
+        cls,
+        config: OllamaConfig,
+        *,
+        api_key: str | Secret | None = None,
+        environ: Mapping[str, str] | None = None,
+    ) -> OllamaAdapter:
+        """An adapter over ``config``.
+
+        Raises:
+            TypeError: for a ``config`` that is not an ``OllamaConfig``.
+        """
+        if not isinstance(config, OllamaConfig):
+            raise TypeError(
+                f"config must be an OllamaConfig, got {type(config).__name__}"
+            )
+        adapter = cls.__new__(cls)
+        adapter._setup(config, api_key=api_key, environ=environ)
+        return adapter
+
+    def _setup(
+        self,
+        config: OllamaConfig,
+        *,
+        api_key: str | Secret | None,
+        environ: Mapping[str, str] | None,
+    ) -> None:
+        self._config = config
+        self._base_url = api_root_url(
+            config.base_url, error=OllamaConfigError, endpoint="/api"
+        )
+        self._connect(
+            api_key=api_key, environ=environ, pool_maxsize=config.pool_maxsize
+        )
+
+    @property
+    def config(self) -> OllamaConfig:
+        """The configuration in force."""
+        return self._config
+
+    @property
+    def base_url(self) -> str:
+        """The server's root in force, without a trailing slash."""
+        return self._base_url
+
+    def _snapshot(self) -> Any:
+        # list_models is overridden, so the shared catalog need not be a tuple.
+        return self._config
+
+    def _auth(self, snapshot: OllamaConfig) -> requests.auth.AuthBase:
+        key = self._request_key(snapshot.api_key_env, route=PROVIDER_ROUTE)
+        return NoAuth() if key is None else BearerAuth(key)
+
+    # -- metadata --------------------------------------------------------------------
+
+    def resolve_model(
+        self, provider: str, model: str, signal: AbortSignal | None = None
+    ) -> LlmResolvedModelInfo:
+        """Model facts without I/O (see the module docstring)."""
+        return _model_info(self._config, provider, model)
+
+    def prepare_call(
+        self, provider: str, model: str, signal: AbortSignal | None = None
+    ) -> PreparedAdapterCall:
+        """Model facts and dispatch from one options snapshot."""
+        snapshot = self._config
+        return PreparedAdapterCall(
+            model=_model_info(snapshot, provider, model),
+            stream=lambda options: self._stream(options, snapshot),
+        )
+
+    def list_models(self, provider: str) -> tuple[LlmModelInfo, ...]:
+        """The configured catalog, else the server's models from
+        ``GET {base}/api/tags`` (I/O, only when called; see the module docstring).
+
+        Raises:
+            LlmError: ``TRANSPORT``/``TIMEOUT`` when the server cannot be
+                reached, the status's code for an HTTP error, or
+                ``MALFORMED_RESPONSE`` for an answer that lists no models.
+        """
+        snapshot = self._config
+        if snapshot.models is not None:
+            return tuple(
+                LlmModelInfo(
+                    provider=provider,
+                    id=entry.id,
+                    name=entry.name or entry.id,
+                    description=entry.description,
+                    input_modalities=entry.input_modalities,
+                )
+                for entry in snapshot.models
+            )
+        names = self._server_models(snapshot)
+        return tuple(
+            LlmModelInfo(provider=provider, id=name, name=name, input_modalities=None)
+            for name in names
+        )
+
+    def _server_models(self, snapshot: OllamaConfig) -> list[str]:
+        auth = self._auth(snapshot)
+        url = self._base_url + _TAGS_PATH
+        redact = Redactor.for_request(
+            url=url, headers={}, secrets=[getattr(auth, "secret", "")]
+        )
+        endpoint = redact_url(self._base_url)
+        failure: LlmError | None = None
+        try:
+            response = self._session.get(
+                url,
+                headers={"accept": "application/json"},
+                auth=auth,
+                timeout=snapshot.stream_idle_timeout_ms / 1000,
+                allow_redirects=False,
+            )
+            status, body = response.status_code, response.content
+        except Exception as exc:
+            code = code_for_exception(exc)
+            reason = reason_for_exception(exc)
+            failure = LlmError(
+                f"{PROVIDER} API request to {endpoint} failed"
+                + ("" if reason is None else f": {reason}"),
+                code if code == ErrorCode.TIMEOUT else ErrorCode.TRANSPORT,
+                cause=redact.cause(exc, withhold=may_quote_request(exc)),
+            )
+        if failure is not None:
+            raise failure
+        if not 200 <= status < 300:
+            raise ollama_http_error(status, response.headers, body, redact=redact)
+        try:
+            listed = json.loads(body)["models"]
+            names = [item.get("model") or item["name"] for item in listed]
+        except (ValueError, RecursionError, KeyError, TypeError, AttributeError):
+            names = None
+        if names is None or not all(isinstance(n, str) and n for n in names):
+            raise LlmError(
+                f"{PROVIDER} API at {endpoint} answered /api/tags without a list "
+                "of models",
+                ErrorCode.MALFORMED_RESPONSE,
+            )
+        return names
+
+    # -- streaming -------------------------------------------------------------------
+
+    def stream(self, options: GenerateOptions) -> Iterator[StreamChunk]:
+        """Stream one answer (a generator; checks run at the first ``next()``).
+
+        Raises:
+            LlmError: see the module docstring and ``docs/ollama.md``.
+        """
+        return self._stream(options, self._config)
+
+    def _stream(
+        self, options: GenerateOptions, snapshot: OllamaConfig
+    ) -> Iterator[StreamChunk]:
+        if options.reasoning_effort is None and snapshot.reasoning_effort is not None:
+            options = attrs.evolve(options, reasoning_effort=snapshot.reasoning_effort)
+        entry = snapshot.model(options.model)
+        body = build_chat_request(
+            options,
+            keep_alive=snapshot.keep_alive,
+            max_tokens=entry.max_tokens if entry else None,
+        )
+        call = StreamingCall(
+            self._session,
+            url=self._base_url + _CHAT_PATH,
+            body=encode_body(body, provider=PROVIDER),
+            headers=stream_headers(accept=NDJSON_TYPE),
+            auth=self._auth(snapshot),
+            provider=PROVIDER,
+            endpoint=self._base_url,
+            signal=options.signal,
+            idle_timeout_ms=snapshot.stream_idle_timeout_ms,
+            keepalive_timeout_ms=snapshot.stream_keepalive_timeout_ms,
+            total_timeout_ms=snapshot.total_timeout_ms,
+            expected="an NDJSON stream",
+            classify_error=ollama_http_error,
+        )
+        translator = OllamaTranslator(
+            empty_response_as_stop=snapshot.empty_response_as_stop
+        )
+        yield from read_stream(call, NdjsonDecoder(provider=PROVIDER), translator)
+
+    def __repr__(self) -> str:
+        key = self._key_repr(self._config.api_key_env)
+        return f"OllamaAdapter(base_url={redact_url(self._base_url)!r}, {key})"

@@ -1,0 +1,98 @@
+"""What the whole-call wires (Gemini, Ollama native) read from a conversation.
+
+Both wires answer a tool call by the tool's *name* and take arguments as a JSON
+*object*, where the protocol carries a call id and raw JSON text. Pure
+functions; contracts callers may rely on:
+
+- ``record_calls(calls, message)`` adds the calls of an assistant message to
+  ``calls`` (id to ``ToolCallBlock``); a builder records each message as it
+  walks the conversation, so a result answers the nearest earlier call with
+  its id. ``call_index(messages)`` records them all.
+- ``answered_call(calls, result, provider=...)`` is the call a
+  ``ToolResultBlock`` answers; a result for an id no assistant message holds
+  raises ``INVALID_REQUEST`` (the wire needs the tool's name).
+- ``arguments_object(block, provider=...)`` parses a call's arguments, keeping
+  key order; text that is not a JSON object raises ``INVALID_REQUEST``.
+- ``text_of(blocks)`` joins the text blocks (nested results are not descended).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from dsh_llm.errors import ErrorCode, LlmError
+from dsh_llm.protocol import (
+    ContentBlock,
+    Message,
+    TextBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+)
+
+__all__ = [
+    "answered_call",
+    "arguments_object",
+    "call_index",
+    "record_calls",
+    "text_of",
+]
+
+
+def text_of(blocks: Iterable[ContentBlock]) -> str:
+    """The text blocks of ``blocks``, joined."""
+    return "".join(block.text for block in blocks if isinstance(block, TextBlock))
+
+
+def record_calls(calls: dict[str, ToolCallBlock], message: Message) -> None:
+    """Add the calls of ``message`` (when it is an assistant's) to ``calls``."""
+    if message.role == "assistant":
+        for block in message.content:
+            if isinstance(block, ToolCallBlock):
+                calls[block.id] = block
+
+
+def call_index(messages: Iterable[Message]) -> dict[str, ToolCallBlock]:
+    """Each call id of the assistant messages, to its call (the last wins)."""
+    calls: dict[str, ToolCallBlock] = {}
+    for message in messages:
+        record_calls(calls, message)
+    return calls
+
+
+def answered_call(
+    calls: dict[str, ToolCallBlock], result: ToolResultBlock, *, provider: str
+) -> ToolCallBlock:
+    """The call ``result`` answers.
+
+    Raises:
+        LlmError: ``INVALID_REQUEST`` when no assistant message holds the id.
+    """
+    call = calls.get(result.tool_call_id)
+    if call is None:
+        raise LlmError(
+            f"{provider} needs the tool name of every result, but no assistant "
+            f'message holds the call "{result.tool_call_id}" it answers',
+            ErrorCode.INVALID_REQUEST,
+        )
+    return call
+
+
+def arguments_object(block: ToolCallBlock, *, provider: str) -> dict[str, Any]:
+    """``block``'s arguments as an object, key order kept.
+
+    Raises:
+        LlmError: ``INVALID_REQUEST`` when they are not a JSON object.
+    """
+    try:
+        value = json.loads(block.arguments) if block.arguments.strip() else {}
+    except (ValueError, RecursionError):
+        value = None
+    if not isinstance(value, dict):
+        raise LlmError(
+            f'{provider} takes tool-call arguments as a JSON object; call "{block.id}" '
+            f"({block.name}) has arguments that are not one",
+            ErrorCode.INVALID_REQUEST,
+        )
+    return value

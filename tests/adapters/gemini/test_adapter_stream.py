@@ -1,0 +1,245 @@
+"""GeminiAdapter end to end against the loopback server: every recorded body under
+every framing and split, the request it sends (URL, key header, body), HTTP
+errors to stable codes, an echoed key redacted, abort and idle timeout. Every
+stream is checked with ``validate_stream(strict=True)``."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dsh_llm.adapters._gemini.request import build_generate_request
+from dsh_llm.adapters.gemini import PROVIDER_ROUTE, GeminiAdapter
+from dsh_llm.attribution import user_agent
+from dsh_llm.errors import ErrorCode, LlmError
+from dsh_llm.protocol import Finish, GenerateOptions, TextDelta, create_user_message
+from dsh_llm.runtime import LlmRuntime
+from dsh_llm.serde import chunk_to_dict, read_jsonl
+from dsh_llm.signal import AbortController
+from dsh_llm.testing import LoopbackServer, Reply, Stall, sse_event
+from dsh_llm.validator import validate_stream
+
+from ..adapter_replay import FRAMINGS, SPLIT_IDS, SPLITS, as_dicts, consumed
+from .test_errors import RECORDED
+
+FIXTURES = Path(__file__).parents[2] / "fixtures" / "gemini"
+NAMES = sorted(p.stem for p in FIXTURES.glob("*.sse"))
+KEY = "AIzaSyTEST-0123456789abcdefghijklmnopqr"
+MODEL = "gemini-3-flash-preview"
+
+
+def _adapter(server: LoopbackServer, **options: Any) -> GeminiAdapter:
+    options.setdefault("environ", {"GEMINI_API_KEY": KEY})
+    return GeminiAdapter(base_url=server.url, **options)
+
+
+def _options(**fields: Any) -> GenerateOptions:
+    fields.setdefault("messages", (create_user_message("hi"),))
+    fields.setdefault("model", MODEL)
+    return GenerateOptions(provider=PROVIDER_ROUTE, **fields)
+
+
+def _failure(adapter: GeminiAdapter, **fields: Any) -> LlmError:
+    with pytest.raises(LlmError) as caught:
+        list(adapter.stream(_options(**fields)))
+    return caught.value
+
+
+def _text(text: str, **extra: Any) -> dict[str, Any]:
+    return {
+        "candidates": [{"content": {"parts": [{"text": text}], "role": "model"}}],
+        **extra,
+    }
+
+
+STOP = {
+    "candidates": [
+        {"content": {"parts": [{"text": ""}], "role": "model"}, "finishReason": "STOP"}
+    ],
+    "usageMetadata": {"promptTokenCount": 3, "candidatesTokenCount": 2},
+}
+
+
+# --- recorded streams -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("framing", FRAMINGS)
+@pytest.mark.parametrize("split", SPLITS, ids=SPLIT_IDS)
+@pytest.mark.parametrize("name", NAMES)
+def test_recorded_stream_through_the_adapter(server, name, split, framing):
+    body = (FIXTURES / f"{name}.sse").read_bytes()
+    expected = [
+        chunk_to_dict(c) for c in read_jsonl(str(FIXTURES / f"{name}.chunks.jsonl"))
+    ]
+    server.enqueue(Reply(body=body, framing=framing, split=split))
+    with _adapter(server) as adapter:
+        assert as_dicts(consumed(adapter.stream(_options()))) == expected
+
+
+# --- the request ----------------------------------------------------------------------
+
+
+def test_the_request_carries_the_key_in_its_header_and_the_body_built(server):
+    server.enqueue(Reply(body=(sse_event(_text("hi")), sse_event(STOP))))
+    options = _options(max_tokens=50, temperature=0.5, stop=("END",))
+    with _adapter(server) as adapter:
+        chunks = list(validate_stream(adapter.stream(options), strict=True))
+    assert [c.type for c in chunks][-2:] == ["usage", "finish"]
+    (request,) = server.requests
+    assert request.method == "POST"
+    assert request.path == f"/v1beta/models/{MODEL}:streamGenerateContent?alt=sse"
+    assert KEY not in request.path
+    assert request.header("x-goog-api-key") == KEY
+    assert request.header("authorization") is None
+    assert request.header("user-agent") == user_agent()
+    assert request.header("accept") == "text/event-stream"
+    assert request.header("content-type") == "application/json"
+    # The configured default effort: the catalog's "high" for this model.
+    expected = build_generate_request(
+        _options(max_tokens=50, temperature=0.5, stop=("END",), reasoning_effort="high")
+    )
+    assert request.json() == expected
+    assert request.json()["generationConfig"]["thinkingConfig"] == {
+        "thinkingLevel": "HIGH",
+        "includeThoughts": True,
+    }
+
+
+def test_a_configured_effort_is_sent_when_the_request_names_none(server):
+    server.enqueue(Reply(body=(sse_event(_text("hi")), sse_event(STOP))))
+    with _adapter(server, reasoning_effort="low") as adapter:
+        list(adapter.stream(_options()))
+    (request,) = server.requests
+    thinking = request.json()["generationConfig"]["thinkingConfig"]
+    assert thinking == {"thinkingLevel": "LOW", "includeThoughts": True}
+
+
+def test_the_runtime_streams_the_route(server):
+    server.enqueue(Reply(body=(sse_event(_text("hello")), sse_event(STOP))))
+    runtime = LlmRuntime()
+    with _adapter(server) as adapter:
+        runtime.register_adapter([PROVIDER_ROUTE], adapter)
+        chunks = list(validate_stream(runtime.stream(_options()), strict=True))
+    assert [c.type for c in chunks] == [
+        "block-start",
+        "text-delta",
+        "block-end",
+        "usage",
+        "finish",
+    ]
+    assert chunks[-1].reason.kind == "stop"  # type: ignore[union-attr]
+
+
+def test_refusals_and_a_missing_key_come_before_any_request(server):
+    with _adapter(server, environ={}) as adapter:
+        error = _failure(adapter, stop=tuple("abcdef"))
+        assert error.code == ErrorCode.UNSUPPORTED_OPTION
+        error = _failure(adapter, reasoning_effort="max")
+        assert error.code == ErrorCode.UNSUPPORTED_REASONING_EFFORT
+        error = _failure(adapter)
+        assert error.code == ErrorCode.MISSING_CREDENTIAL
+        assert "GEMINI_API_KEY" in error.message
+    assert server.requests == ()
+
+
+def test_the_repr_never_shows_the_key(server):
+    with GeminiAdapter(KEY, base_url=server.url) as adapter:
+        assert KEY not in repr(adapter)
+        assert "api_key=***" in repr(adapter)
+
+
+# --- HTTP errors ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", sorted(RECORDED))
+def test_recorded_http_errors_get_stable_codes_and_keep_the_request_id(server, name):
+    status = int(name.split("_")[1])
+    code, retry_after = RECORDED[name]
+    body = (FIXTURES / f"{name}.json").read_bytes()
+    server.enqueue(
+        Reply(
+            status=status,
+            headers={"content-type": "application/json", "x-request-id": "req-7"},
+            body=body,
+        )
+    )
+    with _adapter(server) as adapter:
+        error = _failure(adapter)
+    assert error.code == code
+    assert error.status == status
+    assert error.request_id == "req-7"
+    assert error.provider_retry_after_ms == retry_after
+    assert error.message == json.loads(body)["error"]["message"]
+
+
+def test_a_key_echoed_in_an_http_error_is_redacted(server):
+    echoed = {
+        "error": {
+            "code": 400,
+            "message": f"API key not valid: {KEY}",
+            "status": "INVALID_ARGUMENT",
+        }
+    }
+    server.enqueue(Reply(status=400, body=json.dumps(echoed).encode()))
+    with _adapter(server) as adapter:
+        error = _failure(adapter)
+    assert error.code == ErrorCode.INVALID_REQUEST
+    assert KEY not in error.message
+    assert "***" in error.message
+    assert KEY not in str(error.__cause__)
+
+
+def test_a_key_echoed_in_an_in_stream_error_or_a_bad_payload_is_redacted(server):
+    in_stream = {"error": {"code": 500, "message": f"bad {KEY}", "status": "INTERNAL"}}
+    server.enqueue(Reply(body=(sse_event(_text("a")), sse_event(in_stream))))
+    server.enqueue(Reply(body=(sse_event(f"{{not json {KEY}"),)))
+    with _adapter(server) as adapter:
+        chunks = consumed(adapter.stream(_options()))
+        failure = chunks[-1].reason.failure  # type: ignore[union-attr]
+        assert failure is not None
+        assert (failure.code, failure.message) == ("SERVER", "bad ***")
+        error = _failure(adapter)
+    assert error.code == ErrorCode.MALFORMED_RESPONSE
+    assert KEY not in error.message
+    assert KEY not in str(error.__cause__)
+
+
+# --- cancellation and the watchdog ----------------------------------------------------
+
+
+def test_abort_mid_stream_ends_with_aborted(server):
+    server.enqueue(Reply(body=(sse_event(_text("partial")), Stall())))
+    controller = AbortController()
+    with _adapter(server) as adapter:
+        stream = adapter.stream(_options(signal=controller.signal))
+        seen = [next(stream), next(stream)]
+        assert isinstance(seen[1], TextDelta)
+        threading.Timer(0.05, controller.abort).start()
+        started = time.monotonic()
+        with pytest.raises(LlmError) as caught:
+            list(stream)
+    assert caught.value.code == ErrorCode.ABORTED
+    assert time.monotonic() - started < 5
+
+
+def test_a_silent_body_times_out(server):
+    server.enqueue(Reply(body=(sse_event(_text("thinking")), Stall())))
+    with _adapter(server, stream_idle_timeout_ms=150) as adapter:
+        error = _failure(adapter)
+    assert error.code == ErrorCode.TIMEOUT
+    assert error.message == "Gemini stream idle timeout after 150ms"
+
+
+def test_eof_without_a_finish_reason_is_never_a_success(server):
+    server.enqueue(Reply(body=(sse_event(_text("half an answer")),)))
+    with _adapter(server) as adapter:
+        chunks = consumed(adapter.stream(_options()))
+    finish = chunks[-1]
+    assert isinstance(finish, Finish)
+    assert finish.reason.failure is not None
+    assert finish.reason.failure.code == ErrorCode.STREAM_CLOSED

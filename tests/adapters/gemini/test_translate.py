@@ -1,0 +1,301 @@
+"""GeminiTranslator (dsh_llm.adapters._gemini.translate): recorded SSE bodies in,
+the strict chunk sequence out, under every split; usage, finish and replay
+mapping; hostile payloads."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dsh_llm.adapters._gemini.translate import (
+    GeminiTranslator,
+    finish_failure,
+    map_usage,
+)
+from dsh_llm.errors import ErrorCode, LlmError
+from dsh_llm.protocol import (
+    BlockEnd,
+    Finish,
+    TokenUsage,
+    ToolCallBlock,
+    UsageChunk,
+)
+from dsh_llm.serde import chunk_to_dict, read_jsonl
+from dsh_llm.transport.sse import SseDecoder, SseEvent
+
+from ..wire_replay import SPLITS, feed_all, replay
+
+FIXTURES = Path(__file__).parent.parent.parent / "fixtures" / "gemini"
+NAMES = sorted(p.stem for p in FIXTURES.glob("*.sse"))
+
+
+def _decoder() -> SseDecoder:
+    return SseDecoder(terminal_data=None, provider="Gemini")
+
+
+def _expected(name: str) -> list[dict[str, Any]]:
+    return [
+        chunk_to_dict(c) for c in read_jsonl(str(FIXTURES / f"{name}.chunks.jsonl"))
+    ]
+
+
+def test_there_is_a_fixture_for_every_case():
+    assert len(NAMES) >= 40
+    for name in NAMES:
+        assert (FIXTURES / f"{name}.chunks.jsonl").exists(), name
+
+
+@pytest.mark.parametrize("split", SPLITS)
+@pytest.mark.parametrize("name", NAMES)
+def test_recorded_stream_translates_to_its_expected_chunks(name, split):
+    body = (FIXTURES / f"{name}.sse").read_bytes()
+    chunks = replay(body, split, _decoder(), GeminiTranslator())
+    assert [chunk_to_dict(c) for c in chunks] == _expected(name)
+
+
+def test_fixtures_use_crlf_framing_like_the_api():
+    body = (FIXTURES / "text_stop.sse").read_bytes()
+    assert body.count(b"\r\n\r\n") == 3
+    assert b"\n\n" not in body.replace(b"\r\n", b"")
+
+
+def event(payload: str | dict[str, Any]) -> SseEvent:
+    return SseEvent(payload if isinstance(payload, str) else json.dumps(payload))
+
+
+def calls_event(*calls: dict[str, Any], **extra: Any) -> SseEvent:
+    parts = [{"functionCall": call} for call in calls]
+    return event(
+        {"candidates": [{"content": {"parts": parts}, "finishReason": "STOP"}], **extra}
+    )
+
+
+def text_event(text: str, **extra: Any) -> SseEvent:
+    candidate: dict[str, Any] = {
+        "content": {"parts": [{"text": text}], "role": "model"}
+    }
+    candidate.update(extra)
+    return SseEvent(json.dumps({"candidates": [candidate]}))
+
+
+# --- ending -----------------------------------------------------------------------
+
+
+def test_close_without_a_finish_reason_raises_stream_closed_never_stop():
+    translator = GeminiTranslator()
+    translator.feed(text_event("Hello"))
+    with pytest.raises(LlmError) as caught:
+        translator.close()
+    assert caught.value.code == ErrorCode.STREAM_CLOSED
+    assert not translator.finished
+
+
+def test_an_empty_body_is_stream_closed():
+    with pytest.raises(LlmError) as caught:
+        GeminiTranslator().close()
+    assert caught.value.code == ErrorCode.STREAM_CLOSED
+
+
+def test_nothing_is_produced_after_the_finish_and_close_is_then_empty():
+    translator = GeminiTranslator()
+    chunks = translator.feed(text_event("Hi", finishReason="STOP"))
+    assert isinstance(chunks[-1], Finish)
+    assert translator.finished
+    assert translator.feed(text_event("more")) == []
+    assert translator.close() == []
+
+
+def test_empty_response_as_stop_turns_a_blockless_stop_into_stop():
+    translator = GeminiTranslator(empty_response_as_stop=True)
+    chunks = translator.feed(text_event("", finishReason="STOP"))
+    assert [c.type for c in chunks] == ["usage", "finish"]
+    assert chunks[-1].reason.kind == "stop"  # type: ignore[union-attr]
+
+
+def test_empty_data_and_keepalive_events_produce_nothing():
+    translator = GeminiTranslator()
+    assert translator.feed(SseEvent("")) == []
+    assert translator.feed(SseEvent("  \n")) == []
+    assert not translator.finished
+
+
+def test_an_sse_error_field_ends_in_an_error_finish():
+    translator = GeminiTranslator()
+    (finish,) = translator.feed(
+        SseEvent("", "error", None, None, "backend unavailable")
+    )
+    assert isinstance(finish, Finish)
+    assert finish.reason.failure.message == "backend unavailable"  # type: ignore[union-attr]
+    assert finish.reason.failure.code == ErrorCode.SERVER  # type: ignore[union-attr]
+
+
+# --- ids, usage, failures -----------------------------------------------------------
+
+
+def test_a_call_without_id_or_response_id_gets_a_random_call_id():
+    translator = GeminiTranslator()
+    chunks = translator.feed(calls_event({"name": "f"}, {"name": "g"}))
+    ids = [
+        c.block.id
+        for c in chunks
+        if isinstance(c, BlockEnd) and isinstance(c.block, ToolCallBlock)
+    ]
+    assert len(ids) == 2
+    assert ids[0] != ids[1]
+    assert all(re.fullmatch(r"call_[0-9a-f]{24}", i) for i in ids)
+
+
+def test_new_call_id_is_injectable():
+    translator = GeminiTranslator(new_call_id=lambda rid, n: f"{rid}-{n}")
+    chunks = translator.feed(calls_event({"name": "f"}, responseId="r9"))
+    (call,) = [c.block for c in chunks if isinstance(c, BlockEnd)]
+    assert call == ToolCallBlock(id="r9-0", name="f", arguments="{}")  # type: ignore[arg-type]
+
+
+def test_usage_so_far_follows_the_running_totals():
+    translator = GeminiTranslator()
+    assert [translator.usage_so_far] == [None]
+    translator.feed(
+        event('{"usageMetadata": {"promptTokenCount": 10, "totalTokenCount": 10}}')
+    )
+    assert translator.usage_so_far == TokenUsage(input_tokens=10, output_tokens=0)
+    translator.feed(event('{"usageMetadata": {"candidatesTokenCount": 4}}'))
+    assert translator.usage_so_far == TokenUsage(input_tokens=10, output_tokens=4)
+    translator.feed(event('{"usageMetadata": {"promptTokenCount": null}}'))
+    assert translator.usage_so_far == TokenUsage(input_tokens=10, output_tokens=4)
+
+
+@pytest.mark.parametrize(
+    ("usage", "expected"),
+    [
+        ({}, TokenUsage(input_tokens=None, output_tokens=None)),
+        ({"promptTokenCount": 5}, TokenUsage(input_tokens=5, output_tokens=None)),
+        (
+            {"promptTokenCount": 5, "candidatesTokenCount": 2, "totalTokenCount": 99},
+            TokenUsage(input_tokens=5, output_tokens=2),
+        ),
+        (
+            {"promptTokenCount": 5, "thoughtsTokenCount": 3, "totalTokenCount": 8},
+            TokenUsage(input_tokens=5, output_tokens=3, reasoning_tokens=3),
+        ),
+        (
+            {"promptTokenCount": 5, "cachedContentTokenCount": 9},
+            TokenUsage(input_tokens=None, output_tokens=None, cache_read_tokens=9),
+        ),
+        (
+            {"promptTokenCount": 2**53, "candidatesTokenCount": -1},
+            TokenUsage(input_tokens=None, output_tokens=None),
+        ),
+        (
+            {
+                "promptTokenCount": "5",
+                "candidatesTokenCount": 1.0,
+                "thoughtsTokenCount": True,
+            },
+            TokenUsage(input_tokens=None, output_tokens=None),
+        ),
+    ],
+)
+def test_map_usage_never_invents_a_count(usage, expected):
+    assert map_usage(usage) == expected
+
+
+def test_finish_failure_codes():
+    assert finish_failure("SAFETY", None).code == "CONTENT_FILTER"
+    assert finish_failure("IMAGE_SAFETY", None).code == "CONTENT_FILTER"
+    assert finish_failure("LANGUAGE", None).code == "LANGUAGE"
+    assert finish_failure("TOO_MANY_TOOL_CALLS", None).code == "TOO_MANY_TOOL_CALLS"
+    assert finish_failure("lower", None).code == ErrorCode.UNKNOWN_FINISH_REASON
+    assert finish_failure("a b", None).code == ErrorCode.UNKNOWN_FINISH_REASON
+    with_message = finish_failure("OTHER", "the model stopped")
+    assert with_message.message == "Gemini stopped: OTHER: the model stopped"
+    long = finish_failure("OTHER", "x" * 500)
+    assert len(long.message) < 160
+
+
+def test_an_in_stream_error_keeps_gemini_message_and_is_classified():
+    # Redacting an echoed key is the read loop's work (tests/adapters/gemini/
+    # test_adapter_stream.py); the translator reports the provider's words.
+    translator = GeminiTranslator()
+    (finish,) = translator.feed(
+        event(
+            {
+                "error": {
+                    "code": 400,
+                    "message": "API key AIzaSECRET not valid",
+                    "status": "INVALID_ARGUMENT",
+                    "details": [
+                        {
+                            "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+                            "reason": "API_KEY_INVALID",
+                        }
+                    ],
+                }
+            }
+        )
+    )
+    assert isinstance(finish, Finish)
+    failure = finish.reason.failure
+    assert failure is not None
+    assert failure.message == "API key AIzaSECRET not valid"
+    assert (failure.code, failure.status) == ("AUTH", 400)
+
+
+def test_a_malformed_payload_is_quoted_and_its_cause_holds_no_payload():
+    translator = GeminiTranslator()
+    with pytest.raises(LlmError) as caught:
+        translator.feed(event("{AIzaSECRET"))
+    assert caught.value.code == ErrorCode.MALFORMED_RESPONSE
+    assert "{AIzaSECRET" in caught.value.message
+    cause = caught.value.__cause__
+    assert type(cause) is ValueError
+    assert "AIzaSECRET" not in str(cause)
+    assert not hasattr(cause, "doc")
+
+
+def test_nan_arguments_are_malformed():
+    translator = GeminiTranslator()
+    with pytest.raises(LlmError) as caught:
+        translator.feed(
+            event(
+                '{"candidates": [{"content": {"parts": [{"functionCall": '
+                '{"name": "f", "args": {"x": NaN}}}]}}]}'
+            )
+        )
+    assert caught.value.code == ErrorCode.MALFORMED_RESPONSE
+
+
+def test_usage_comes_once_before_the_finish_with_the_latest_values():
+    chunks = feed_all(
+        GeminiTranslator(),
+        [
+            text_event("a"),
+            event(
+                {
+                    "usageMetadata": {
+                        "promptTokenCount": 3,
+                        "candidatesTokenCount": 1,
+                        "totalTokenCount": 4,
+                    }
+                }
+            ),
+            text_event("b", finishReason="STOP"),
+        ],
+    )
+    usages = [c for c in chunks if isinstance(c, UsageChunk)]
+    assert usages == [UsageChunk(usage=TokenUsage(input_tokens=3, output_tokens=1))]
+    assert chunks.index(usages[0]) == len(chunks) - 2
+
+
+def test_an_empty_finish_or_block_reason_is_no_reason():
+    translator = GeminiTranslator()
+    assert [c.type for c in translator.feed(text_event("a", finishReason=""))] == [
+        "block-start",
+        "text-delta",
+    ]
+    assert translator.feed(event({"promptFeedback": {"blockReason": ""}})) == []
+    assert not translator.finished

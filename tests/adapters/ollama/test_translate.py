@@ -1,0 +1,212 @@
+"""OllamaTranslator (dsh_llm.adapters._ollama.translate): recorded NDJSON bodies
+in, the strict chunk sequence out, under every split (inside lines and inside
+UTF-8 characters); usage and finish mapping; hostile lines."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dsh_llm.adapters._ollama.translate import OllamaTranslator, map_usage
+from dsh_llm.errors import ErrorCode, LlmError
+from dsh_llm.protocol import BlockEnd, CallId, Finish, TokenUsage, ToolCallBlock
+from dsh_llm.serde import chunk_to_dict, read_jsonl
+from dsh_llm.transport.ndjson import NdjsonDecoder
+
+from ..wire_replay import SPLITS, feed_all, pieces, replay
+
+FIXTURES = Path(__file__).parent.parent.parent / "fixtures" / "ollama"
+NAMES = sorted(p.stem for p in FIXTURES.glob("*.ndjson"))
+
+
+def translator(**options: Any) -> OllamaTranslator:
+    return OllamaTranslator(new_call_id=lambda n: f"call_synth_{n}", **options)
+
+
+def _expected(name: str) -> list[dict[str, Any]]:
+    return [
+        chunk_to_dict(c) for c in read_jsonl(str(FIXTURES / f"{name}.chunks.jsonl"))
+    ]
+
+
+def test_there_is_a_fixture_for_every_case():
+    assert len(NAMES) >= 35
+    for name in NAMES:
+        assert (FIXTURES / f"{name}.chunks.jsonl").exists(), name
+
+
+@pytest.mark.parametrize("split", SPLITS)
+@pytest.mark.parametrize("name", NAMES)
+def test_recorded_stream_translates_to_its_expected_chunks(name, split):
+    body = (FIXTURES / f"{name}.ndjson").read_bytes()
+    chunks = replay(body, split, NdjsonDecoder(provider="Ollama"), translator())
+    assert [chunk_to_dict(c) for c in chunks] == _expected(name)
+
+
+def test_splits_fall_inside_lines_and_inside_utf8_characters():
+    body = (FIXTURES / "multibyte_text.ndjson").read_bytes()
+    cuts = []
+    position = 0
+    for piece in pieces(body, "1"):
+        position += len(piece)
+        cuts.append(position)
+    inside_a_character = [
+        cut for cut in cuts if cut < len(body) and (body[cut] & 0xC0) == 0x80
+    ]
+    assert inside_a_character
+    seven = list(pieces(body, "7"))
+    assert any(b"\n" not in p and p for p in seven)
+
+
+# --- ending -----------------------------------------------------------------------
+
+
+def test_close_before_done_raises_stream_closed_never_stop():
+    t = translator()
+    t.feed({"message": {"role": "assistant", "content": "Hi"}, "done": False})
+    with pytest.raises(LlmError) as caught:
+        t.close()
+    assert caught.value.code == ErrorCode.STREAM_CLOSED
+    with pytest.raises(LlmError):
+        translator().close()
+
+
+def test_nothing_after_done_and_close_is_then_empty():
+    t = translator()
+    chunks = t.feed({"message": {"content": "Hi"}, "done": True, "done_reason": "stop"})
+    assert isinstance(chunks[-1], Finish)
+    assert t.feed({"message": {"content": "more"}, "done": False}) == []
+    assert t.close() == []
+
+
+def test_empty_response_as_stop():
+    chunks = translator(empty_response_as_stop=True).feed(
+        {"done": True, "done_reason": "stop", "eval_count": 1}
+    )
+    assert [c.type for c in chunks] == ["usage", "finish"]
+    assert chunks[-1].reason.kind == "stop"  # type: ignore[union-attr]
+
+
+def test_usage_so_far_is_none_until_the_done_line():
+    t = translator()
+    t.feed({"message": {"content": "a"}, "done": False, "eval_count": 5})
+    assert t.usage_so_far is None
+    t.feed(
+        {"done": True, "done_reason": "stop", "prompt_eval_count": 4, "eval_count": 5}
+    )
+    assert t.usage_so_far == TokenUsage(input_tokens=4, output_tokens=5)
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ({}, TokenUsage(input_tokens=None, output_tokens=None)),
+        (
+            {"prompt_eval_count": 0, "eval_count": 3},
+            TokenUsage(input_tokens=0, output_tokens=3),
+        ),
+        (
+            {"prompt_eval_count": 2**53, "eval_count": -1},
+            TokenUsage(input_tokens=None, output_tokens=None),
+        ),
+        (
+            {"prompt_eval_count": 4.0, "eval_count": "3"},
+            TokenUsage(input_tokens=None, output_tokens=None),
+        ),
+        (
+            {"prompt_eval_count": True},
+            TokenUsage(input_tokens=None, output_tokens=None),
+        ),
+    ],
+)
+def test_map_usage_never_invents_a_count(line, expected):
+    assert map_usage(line) == expected
+
+
+# --- ids, errors, redaction -----------------------------------------------------
+
+
+def test_default_synthesized_ids_are_unique_random_hex():
+    t = OllamaTranslator()
+    chunks = feed_all(
+        t,
+        [
+            {
+                "message": {
+                    "tool_calls": [
+                        {"function": {"name": "f"}},
+                        {"function": {"name": "g"}},
+                    ]
+                }
+            },
+            {"done": True, "done_reason": "stop"},
+        ],
+    )
+    ids = [
+        c.block.id
+        for c in chunks
+        if isinstance(c, BlockEnd) and isinstance(c.block, ToolCallBlock)
+    ]
+    assert len(set(ids)) == 2
+    assert all(re.fullmatch(r"call_[0-9a-f]{24}", i) for i in ids)
+
+
+def test_string_arguments_are_passed_through_as_json_text():
+    chunks = translator().feed(
+        {
+            "message": {
+                "tool_calls": [
+                    {"id": "c", "function": {"name": "f", "arguments": '{"a": 1}'}}
+                ]
+            }
+        }
+    )
+    assert chunks[-1] == BlockEnd(
+        index=0, block=ToolCallBlock(id=CallId("c"), name="f", arguments='{"a": 1}')
+    )
+
+
+def test_nan_arguments_are_malformed():
+    with pytest.raises(LlmError) as caught:
+        translator().feed(
+            {
+                "message": {
+                    "tool_calls": [
+                        {"function": {"name": "f", "arguments": {"x": float("nan")}}}
+                    ]
+                }
+            }
+        )
+    assert caught.value.code == ErrorCode.MALFORMED_RESPONSE
+
+
+def test_an_error_line_keeps_ollama_message():
+    # Redacting an echoed key is the read loop's work (test_adapter_stream.py).
+    (finish,) = translator().feed({"error": "upstream rejected the request"})
+    assert isinstance(finish, Finish)
+    assert finish.reason.failure is not None
+    assert finish.reason.failure.message == "upstream rejected the request"
+    assert finish.reason.failure.code == ErrorCode.SERVER
+
+
+def test_an_error_object_line_uses_its_message():
+    (finish,) = translator().feed(
+        {"error": {"message": "model requires more system memory"}}
+    )
+    assert finish.reason.failure.message == "model requires more system memory"  # type: ignore[union-attr]
+
+
+def test_an_empty_error_field_is_not_an_error():
+    t = translator()
+    assert t.feed({"error": "", "message": {"content": "a"}, "done": False})
+    assert not t.finished
+
+
+def test_an_unknown_reason_that_is_not_an_identifier_is_unknown_finish_reason():
+    chunks = translator().feed(
+        {"message": {"content": "x"}, "done": True, "done_reason": "no way!"}
+    )
+    assert chunks[-1].reason.failure.code == ErrorCode.UNKNOWN_FINISH_REASON  # type: ignore[union-attr]
