@@ -351,7 +351,7 @@ class MessagesTranslator:
             # The signature is whole, not a fragment: replace, never append.
             block.signature = self._string(delta, "signature")
             return
-        expected = _DELTA_KINDS.get(delta_type)
+        expected = _DELTA_KINDS.get(delta_type) if type(delta_type) is str else None
         if expected is None:
             return  # citations_delta and unknown deltas: metadata, not content
         kind, field = expected
