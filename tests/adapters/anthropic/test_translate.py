@@ -197,7 +197,8 @@ def test_close_after_the_finish_adds_nothing_and_later_events_are_ignored() -> N
 
 def test_usage_so_far_is_none_before_any_report_then_the_latest_counts() -> None:
     translator = MessagesTranslator()
-    assert translator.usage_so_far is None
+    before = translator.usage_so_far
+    assert before is None
     translator.feed(start({"input_tokens": 40, "cache_read_input_tokens": 7}))
     assert translator.usage_so_far == TokenUsage(
         input_tokens=40, output_tokens=None, cache_read_tokens=7
