@@ -25,7 +25,9 @@ from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import (
     BlockStart,
     Finish,
+    ReasoningBlock,
     StreamChunk,
+    TextBlock,
     TokenUsage,
     ToolCallBlock,
     ToolCallDelta,
@@ -412,3 +414,91 @@ def test_deltas_carry_the_call_id_and_name() -> None:
     assert {(c.id, c.name) for c in calls} == {
         ("toolu_01A09q90qw90lq917835lq9", "get_weather")
     }
+
+
+# --- interleaved events, any order ----------------------------------------------------
+
+_KINDS = ("text", "thinking", "tool_use")
+
+
+def _block_events(index: int, kind: str, fragments: list[str]) -> list[SseEvent]:
+    opening: dict[str, Any]
+    if kind == "text":
+        opening = {"type": "text", "text": ""}
+        deltas = [{"type": "text_delta", "text": piece} for piece in fragments]
+    elif kind == "thinking":
+        opening = {"type": "thinking", "thinking": "", "signature": ""}
+        deltas = [{"type": "thinking_delta", "thinking": piece} for piece in fragments]
+        deltas.append({"type": "signature_delta", "signature": f"sig{index}"})
+    else:
+        opening = {"type": "tool_use", "id": f"toolu_{index}", "name": "f", "input": {}}
+        deltas = [{"type": "input_json_delta", "partial_json": p} for p in fragments]
+    return [
+        block_start(index, opening),
+        *(block_delta(index, delta) for delta in deltas),
+        block_stop(index),
+    ]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    blocks=st.lists(
+        st.tuples(
+            st.sampled_from(_KINDS),
+            st.lists(st.sampled_from(["", "a", "é", '{"k"', "🙂", " "]), max_size=4),
+        ),
+        min_size=1,
+        max_size=4,
+    ),
+    data=st.data(),
+)
+def test_interleaved_provider_events_come_out_in_strict_opening_order(
+    blocks: list[tuple[str, list[str]]], data: st.DataObject
+) -> None:
+    queues = [_block_events(i, kind, parts) for i, (kind, parts) in enumerate(blocks)]
+    events: list[SseEvent] = [start()]
+    opened = 0
+    while any(queues):
+        # A block opens only after the blocks before it opened (wire indexes
+        # follow the content order); after that its events mix freely.
+        ready = [i for i, q in enumerate(queues) if q and i <= opened]
+        pick = data.draw(st.sampled_from(ready))
+        if pick == opened:
+            opened += 1
+        events.append(queues[pick].pop(0))
+    reason = "tool_use" if any(kind == "tool_use" for kind, _ in blocks) else "end_turn"
+    chunks = run(*events, message_delta(reason), STOP)
+    assert_chunk_sequence(chunks, strict=True)
+    assembler = BlockAssembler()
+    for chunk in chunks:
+        assembler.push(chunk)
+    wanted: list[tuple[str, str]] = []
+    for kind, parts in blocks:
+        text = "".join(parts)
+        if kind == "text" and text:
+            wanted.append(("text", text))
+        elif kind == "thinking":
+            wanted.append(("reasoning", text))
+        elif kind == "tool_use":
+            wanted.append(("tool-call", text or "{}"))
+    got = [
+        (
+            block.type,
+            block.arguments if isinstance(block, ToolCallBlock) else block.text,
+        )
+        for block in assembler.blocks()
+        if isinstance(block, ToolCallBlock | TextBlock | ReasoningBlock)
+    ]
+    assert got == wanted
+    finish = chunks[-1]
+    assert isinstance(finish, Finish)
+    if not wanted:
+        assert finish.reason.kind == "error"
+        return
+    assert finish.reason.kind == ("tool-calls" if reason == "tool_use" else "stop")
+    assert finish.replay_state is not None
+    assert finish.replay_state.blocks == tuple(
+        {"type": "thinking", "signature": f"sig{i}"} if kind == "thinking" else None
+        for i, (kind, parts) in enumerate(blocks)
+        if kind != "text" or "".join(parts)
+    )
