@@ -20,9 +20,11 @@ Contracts callers may rely on:
   (``""`` is ``{}``; not JSON or not an object: ``INVALID_REQUEST``).
 - Replay: an assistant message from this family (``ModelSource.replay_state``
   whose ``response["wire"]`` is ``translate.WIRE_FAMILY`` and one entry per block)
-  sends its reasoning back as ``thinking`` blocks with their signatures and
-  ``redacted_thinking`` blocks; a reasoning block without such an entry is not
-  sent (the API rejects unsigned thinking). Empty text blocks are not sent.
+  for the requested model (the message's ``ModelSource.model`` or the envelope's
+  ``model``) sends its reasoning back as ``thinking`` blocks with their
+  signatures and ``redacted_thinking`` blocks; a reasoning block without such an
+  entry is not sent (the API rejects unsigned thinking, and thinking of another
+  model). Empty text blocks are not sent.
 - Thinking (``thinking_fields``): see the function. With thinking on,
   ``temperature`` and a forced ``tool_choice`` (``required`` or a name) raise
   ``UNSUPPORTED_OPTION``; a ``temperature`` above 1 always does.
@@ -229,7 +231,7 @@ def build_messages_request(
     system = _system(options)
     if system is not None:
         body["system"] = system
-    body["messages"] = _turns(options.messages, provider)
+    body["messages"] = _turns(options.messages, options.model, provider)
     body["stream"] = True
     body.update(fields)
     if options.tools:
@@ -298,13 +300,15 @@ def _system(options: GenerateOptions) -> str | list[dict[str, Any]] | None:
     return [{"type": "text", "text": text} for text in texts]
 
 
-def _turns(messages: Sequence[Message], provider: str) -> list[dict[str, Any]]:
+def _turns(
+    messages: Sequence[Message], model: str, provider: str
+) -> list[dict[str, Any]]:
     turns: list[dict[str, Any]] = []
     for message in messages:
         if message.role == "system":
             continue
         if message.role == "assistant":
-            content = _assistant_content(message, provider)
+            content = _assistant_content(message, model, provider)
         else:
             content = _user_content(message)
         if not content:
@@ -347,9 +351,9 @@ def _user_content(message: Message) -> list[dict[str, Any]]:
     return content
 
 
-def _replay_entries(message: Message) -> tuple[Any, ...] | None:
-    """The per-block replay entries of a message this family produced, else
-    ``None``."""
+def _replay_entries(message: Message, model: str) -> tuple[Any, ...] | None:
+    """The per-block replay entries of a message this family produced for
+    ``model``, else ``None``."""
     source = message.source
     if not isinstance(source, ModelSource) or source.replay_state is None:
         return None
@@ -357,13 +361,20 @@ def _replay_entries(message: Message) -> tuple[Any, ...] | None:
     response = state.response
     if not isinstance(response, dict) or response.get("wire") != _WIRE:
         return None
+    # Thinking is bound to the model that produced it (Claude 5.5 rejects it
+    # elsewhere); the source names the model asked for, the envelope the one
+    # that answered (a dated id for an alias).
+    if model not in (source.model, response.get("model")):
+        return None
     if state.blocks is None or len(state.blocks) != len(message.content):
         return None
     return state.blocks
 
 
-def _assistant_content(message: Message, provider: str) -> list[dict[str, Any]]:
-    entries = _replay_entries(message) or (None,) * len(message.content)
+def _assistant_content(
+    message: Message, model: str, provider: str
+) -> list[dict[str, Any]]:
+    entries = _replay_entries(message, model) or (None,) * len(message.content)
     content: list[dict[str, Any]] = []
     for block, entry in zip(message.content, entries, strict=True):
         if isinstance(block, TextBlock):

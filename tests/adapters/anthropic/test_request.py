@@ -474,3 +474,11 @@ def test_the_catalog_is_text_only_with_unique_ids_and_sane_bounds() -> None:
     assert model_entry("claude-haiku-4-5") is not None
     assert model_entry("claude-unknown") is None
     assert thinking_profile("claude-unknown") is BUDGET_THINKING
+
+
+def test_thinking_of_another_model_is_not_replayed() -> None:
+    turn = _turn_from("thinking_signature_text")
+    same = build(options(create_user_message("Q"), turn))["messages"][1]["content"]
+    assert [block["type"] for block in same] == ["thinking", "text"]
+    other = build(options(create_user_message("Q"), turn, model="claude-sonnet-5"))
+    assert [block["type"] for block in other["messages"][1]["content"]] == ["text"]
