@@ -191,8 +191,9 @@ class MessagesTranslator:
 
     Args:
         provider: Display name used in messages.
-        empty_response_as_stop: Report a blockless ``end_turn`` as a plain
-            ``stop`` instead of ``EMPTY_RESPONSE``.
+        empty_response_as_stop: Report a blockless ``end_turn`` (or
+            ``stop_sequence``, ``tool_use``) as a plain ``stop`` instead of
+            ``EMPTY_RESPONSE``.
     """
 
     def __init__(
@@ -222,8 +223,8 @@ class MessagesTranslator:
 
     @staticmethod
     def is_keepalive(event: SseEvent) -> bool:
-        """Whether ``event`` only keeps the connection alive (``ping``); it feeds
-        the idle watchdog's keep-alive bound, not its data deadline."""
+        """Whether ``event`` only keeps the connection alive (``ping``): the read
+        loop counts it toward the idle watchdog's keep-alive bound, not as data."""
         return event.event in KEEPALIVE_EVENTS
 
     # -- input -------------------------------------------------------------------------
@@ -233,14 +234,7 @@ class MessagesTranslator:
         out: list[StreamChunk] = []
         if self.finished or not event.data:
             return out
-        try:
-            payload = _json_decode(event.data)
-        except (ValueError, RecursionError) as exc:
-            raise LlmError(
-                f"malformed SSE payload from {self._provider}: {event.data[:120]}",
-                ErrorCode.MALFORMED_RESPONSE,
-                cause=exc,
-            ) from exc
+        payload = self._decoded(event.data)
         if type(payload) is not dict:
             raise self._malformed(f"a {event.event} payload that is not an object")
         kind = payload.get("type", event.event)
@@ -271,6 +265,20 @@ class MessagesTranslator:
         raise LlmError(
             f"{self._provider} stream ended before message_stop",
             ErrorCode.STREAM_CLOSED,
+        )
+
+    def _decoded(self, data: str) -> Any:
+        try:
+            return _json_decode(data)
+        except (ValueError, RecursionError) as exc:
+            # RecursionError: nesting deeper than the decoder can follow. The
+            # decoder's error holds the whole payload: only its text is kept,
+            # and the raise is outside this block so it is not the context.
+            reason = str(exc)
+        raise LlmError(
+            f"malformed SSE payload from {self._provider}: {data[:120]}",
+            ErrorCode.MALFORMED_RESPONSE,
+            cause=ValueError(reason),
         )
 
     # -- events ------------------------------------------------------------------------

@@ -21,7 +21,7 @@ from dsh_llm.adapters._anthropic.translate import (
     map_usage,
 )
 from dsh_llm.assembler import BlockAssembler
-from dsh_llm.errors import ErrorCode, LlmError
+from dsh_llm.errors import ErrorCode, LlmError, error_chain
 from dsh_llm.protocol import (
     BlockStart,
     Finish,
@@ -502,3 +502,12 @@ def test_interleaved_provider_events_come_out_in_strict_opening_order(
         for i, (kind, parts) in enumerate(blocks)
         if kind != "text" or "".join(parts)
     )
+
+
+def test_a_malformed_payload_error_keeps_only_its_start() -> None:
+    data = '{"type": "message_start", ' + "x" * 200 + " sk-ant-hidden-tail"
+    with pytest.raises(LlmError) as caught:
+        MessagesTranslator().feed(SseEvent(data, "message_start"))
+    assert caught.value.code == ErrorCode.MALFORMED_RESPONSE
+    assert "sk-ant-hidden-tail" not in error_chain(caught.value)
+    assert caught.value.__context__ is None
