@@ -16,7 +16,8 @@ Contracts callers may rely on:
   400). ``efforts`` lists ``off`` only where thinking can be turned off.
 - ``model_entry(id)`` is the entry or ``None``; ``thinking_profile(id)`` is the
   entry's profile, else ``BUDGET_THINKING`` (the shape older Claude models and
-  Anthropic-compatible servers accept).
+  Anthropic-compatible servers accept). ``reasoning_info(profile)`` is the
+  profile as the ``LlmModelReasoningInfo`` a ``resolve_model`` reports.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from __future__ import annotations
 from typing import Final, Literal
 
 import attrs
+
+from dsh_llm.adapter import LlmModelReasoningInfo, LlmReasoningEffortInfo
 
 __all__ = [
     "ADAPTIVE_EFFORTS",
@@ -33,6 +36,7 @@ __all__ = [
     "ClaudeModel",
     "ThinkingProfile",
     "model_entry",
+    "reasoning_info",
     "thinking_profile",
 ]
 
@@ -169,3 +173,26 @@ def thinking_profile(model: str) -> ThinkingProfile:
     """``model``'s thinking profile; ``BUDGET_THINKING`` for an unknown id."""
     entry = _BY_ID.get(model)
     return BUDGET_THINKING if entry is None else entry.thinking
+
+
+_EFFORT_NAMES: Final = {"off": "Off", "xhigh": "Extra high", "max": "Max"}
+
+
+def reasoning_info(
+    profile: ThinkingProfile, default_effort: str | None = None
+) -> LlmModelReasoningInfo:
+    """``profile``'s efforts as ``LlmModelReasoningInfo``, in the profile's order;
+    the default is ``default_effort`` (a configured one) when the profile offers
+    it, else the profile's own."""
+    default = (
+        default_effort if default_effort in profile.efforts else profile.default_effort
+    )
+    return LlmModelReasoningInfo(
+        efforts=tuple(
+            LlmReasoningEffortInfo(
+                id=effort, name=_EFFORT_NAMES.get(effort, effort.capitalize())
+            )
+            for effort in profile.efforts
+        ),
+        default_effort=default if default in profile.efforts else None,
+    )

@@ -12,6 +12,7 @@ from dsh_llm.adapters._anthropic.catalog import (
     BUDGET_THINKING,
     CATALOG,
     model_entry,
+    reasoning_info,
     thinking_profile,
 )
 from dsh_llm.adapters._anthropic.request import (
@@ -482,3 +483,12 @@ def test_thinking_of_another_model_is_not_replayed() -> None:
     assert [block["type"] for block in same] == ["thinking", "text"]
     other = build(options(create_user_message("Q"), turn, model="claude-sonnet-5"))
     assert [block["type"] for block in other["messages"][1]["content"]] == ["text"]
+
+
+def test_reasoning_info_lists_the_profile_efforts_and_its_default() -> None:
+    info = reasoning_info(OPUS)
+    assert [effort.id for effort in info.efforts] == list(OPUS.efforts)
+    assert info.default_effort == "high"
+    assert reasoning_info(OPUS, "low").default_effort == "low"
+    assert reasoning_info(ALWAYS_ON, "off").default_effort == "medium"
+    assert reasoning_info(BUDGET_THINKING).default_effort == "off"
