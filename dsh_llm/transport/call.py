@@ -6,9 +6,10 @@ Contracts callers may rely on:
 
 - ``open()`` checks ``signal`` (an aborted signal raises ``ABORTED`` without any
   I/O), sends the request (redirects not followed, no retries), and raises
-  ``LlmError`` for a non-2xx status (``dsh_llm.transport.http_errors``, body read
-  whole up to 1 MiB), for a response without a body (204 or
-  ``Content-Length: 0``: ``EMPTY_RESPONSE``), and for a 2xx answer whose
+  ``LlmError`` for a non-2xx status (``classify_error``, by default
+  ``dsh_llm.transport.http_errors.http_error``; body read whole up to 1 MiB),
+  for a response without a body (204 or ``Content-Length: 0``:
+  ``EMPTY_RESPONSE``), and for a 2xx answer whose
   ``Content-Type`` is one of ``NOT_A_STREAM_TYPES`` (a server ignoring
   ``stream: true``, a proxy's HTML page): its body is read (up to 1 MiB) and a
   JSON error report in it is classified like an HTTP error, anything else is
@@ -19,7 +20,8 @@ Contracts callers may rely on:
   (``connection refused``...), or the code
   ``dsh_llm.transport.errors_map`` gives (``TIMEOUT``, ``INVALID_REQUEST``).
 - Secrets stay out of errors: ``redact`` (``dsh_llm.transport.redaction``) knows
-  the request's API key (``BearerAuth``), secret-named header values, URL
+  the request's API key (the ``secret`` of the auth object: ``BearerAuth``,
+  ``ApiKeyAuth``, any auth exposing one), secret-named header values, URL
   credentials and any extra ``secrets``. Every server-supplied text that goes
   into an ``LlmError`` built here (HTTP error messages and bodies) is redacted,
   and an exception is kept as a cause only when its rendering shows no secret,
@@ -76,9 +78,13 @@ from dsh_llm.protocol import Finish
 from dsh_llm.signal import AbortSignal
 from dsh_llm.transport.chunked import ChunkedBodyReader
 from dsh_llm.transport.errors_map import code_for_exception, reason_for_exception
-from dsh_llm.transport.http_errors import http_error, not_a_stream_error
+from dsh_llm.transport.http_errors import (
+    HttpErrorClassifier,
+    http_error,
+    not_a_stream_error,
+)
 from dsh_llm.transport.redaction import Redactor, is_secret_name, may_quote_request
-from dsh_llm.transport.session import BearerAuth, SocketSlot, capture_socket
+from dsh_llm.transport.session import SocketSlot, capture_socket
 from dsh_llm.transport.watchdog import Expiry, StreamWatchdog
 
 __all__ = [
@@ -159,7 +165,8 @@ class StreamingCall:
         url: The full request URL.
         body: The encoded request body.
         headers: Request headers (see ``stream_headers``).
-        auth: ``BearerAuth`` or ``NoAuth``.
+        auth: ``BearerAuth``, ``ApiKeyAuth``, ``NoAuth`` or any auth object;
+            its ``secret`` attribute, when it has one, is redacted.
         provider: Display name for messages, e.g. ``"DeepSeek"``.
         endpoint: The base URL named in messages (user info is redacted).
         signal: Cancellation, or ``None``.
@@ -170,6 +177,8 @@ class StreamingCall:
         secrets: Secrets to redact besides those found in ``auth``, ``headers``
             and ``url`` (see ``dsh_llm.transport.redaction``).
         expected: What the body should be, for messages (``"an event stream"``).
+        classify_error: Builds the ``LlmError`` of a non-2xx response (a wire
+            family's own error bodies); default ``http_errors.http_error``.
     """
 
     def __init__(
@@ -189,6 +198,7 @@ class StreamingCall:
         method: str = "POST",
         secrets: Iterable[str | Secret] = (),
         expected: str = "an event stream",
+        classify_error: HttpErrorClassifier = http_error,
     ) -> None:
         self._session = session
         self._url = url
@@ -201,9 +211,11 @@ class StreamingCall:
         self.endpoint = redact_url(endpoint)
         """The base URL named in messages (user info replaced by ``***``)."""
         self._expected = expected
+        self._classify_error = classify_error
         keys: list[str | Secret] = list(secrets)
-        if isinstance(auth, BearerAuth):
-            keys.append(auth.key)
+        secret = getattr(auth, "secret", None)
+        if isinstance(secret, str | Secret):
+            keys.append(secret)
         self.redact = Redactor.for_request(url=url, headers=headers, secrets=keys)
         """Redacts this request's secrets from server-supplied text."""
         self._signal = signal
@@ -284,7 +296,7 @@ class StreamingCall:
             body = self._read_error_body()
             if self._aborted:
                 raise self._abort_error(None)
-            raise http_error(
+            raise self._classify_error(
                 status,
                 response.headers,
                 body,

@@ -49,7 +49,7 @@ import math
 import re
 import time
 from collections.abc import Callable, Mapping
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 import attrs
 
@@ -63,6 +63,7 @@ from dsh_llm.protocol import LlmFailure
 
 __all__ = [
     "REQUEST_ID_HEADERS",
+    "HttpErrorClassifier",
     "ProviderErrorReport",
     "Redact",
     "error_code",
@@ -80,6 +81,24 @@ Redact = Callable[[str], str]
 
 def _unchanged(text: str) -> str:
     return text
+
+
+class HttpErrorClassifier(Protocol):
+    """What ``StreamingCall`` calls to build the ``LlmError`` of a non-2xx
+    response: ``http_error`` by default, a wire family's own classifier where
+    its error bodies say more (it must redact server text with ``redact``)."""
+
+    def __call__(
+        self,
+        status: int,
+        headers: Mapping[str, str],
+        body: bytes,
+        *,
+        provider: str,
+        redact: Redact,
+    ) -> LlmError:
+        """The error for ``status`` with these headers and this body."""
+        ...
 
 
 REQUEST_ID_HEADERS: Final = ("x-request-id", "x-deepseek-request-id", "request-id")

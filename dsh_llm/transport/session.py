@@ -12,8 +12,10 @@ Contracts callers may rely on:
   ``attribution_headers()`` (the ``user-agent``), ``accept``,
   ``accept-encoding: identity`` (a compressing proxy must not hold events back),
   ``content-type: application/json`` and any extra headers. Credentials never go
-  in headers built here: they travel in ``BearerAuth``, whose ``repr`` hides the
-  key, and passing an auth object also stops ``requests`` from reading ``.netrc``.
+  in headers built here: they travel in an auth object (``BearerAuth``, or
+  ``ApiKeyAuth`` for a key in its own header such as ``x-api-key``), whose
+  ``repr`` hides the key and whose ``secret`` the transport redacts from server
+  text; passing an auth object also stops ``requests`` from reading ``.netrc``.
 - ``is_header_name`` / ``is_header_value`` say whether a name or value can be
   sent exactly as given; adapters check configured headers with them before any
   request, so no value is stripped, refused or mis-encoded at send time.
@@ -55,6 +57,7 @@ from dsh_llm.credentials import Secret
 
 __all__ = [
     "DEFAULT_POOL_MAXSIZE",
+    "ApiKeyAuth",
     "BearerAuth",
     "NoAuth",
     "SocketSlot",
@@ -323,12 +326,44 @@ class BearerAuth(requests.auth.AuthBase):
         """The key, still hidden (the transport redacts it from server text)."""
         return self._key
 
+    @property
+    def secret(self) -> Secret:
+        """The key, as every auth object names what the transport must redact."""
+        return self._key
+
     def __call__(self, request: requests.PreparedRequest) -> requests.PreparedRequest:
         request.headers["authorization"] = f"Bearer {self._key.reveal()}"
         return request
 
     def __repr__(self) -> str:
         return "BearerAuth(key=***)"
+
+
+class ApiKeyAuth(requests.auth.AuthBase):
+    """Sends the key as the whole value of one header (``x-api-key: <key>``,
+    ``x-goog-api-key: <key>``); the key never shows in a ``repr``.
+
+    Args:
+        key: The key, revealed only into the header.
+        header: The header's name (lower-case by convention).
+    """
+
+    def __init__(self, key: Secret, *, header: str = "x-api-key") -> None:
+        self._key = key
+        self.header = header
+        """The header the key travels in."""
+
+    @property
+    def secret(self) -> Secret:
+        """The key, still hidden (the transport redacts it from server text)."""
+        return self._key
+
+    def __call__(self, request: requests.PreparedRequest) -> requests.PreparedRequest:
+        request.headers[self.header] = self._key.reveal()
+        return request
+
+    def __repr__(self) -> str:
+        return f"ApiKeyAuth(header={self.header!r}, key=***)"
 
 
 class NoAuth(requests.auth.AuthBase):
