@@ -33,9 +33,9 @@ Contracts callers may rely on:
   characters: ``INVALID_REQUEST``); ``purpose="session-title"`` asks for the
   least thinking the model allows; ``purpose="compaction"`` has no wire field
   and changes nothing.
-- ``request_headers``: the attribution ``user-agent``, ``x-api-key``,
-  ``anthropic-version``, ``content-type``, ``accept`` and
-  ``accept-encoding: identity`` (and ``anthropic-beta`` when given).
+- ``request_headers``: ``stream_headers`` (the attribution ``user-agent``,
+  ``accept``, ``accept-encoding: identity``, ``content-type``) plus
+  ``anthropic-version`` (and ``anthropic-beta`` when given); never the key.
 """
 
 from __future__ import annotations
@@ -46,8 +46,6 @@ from typing import Any, Final
 
 from dsh_llm.adapters._anthropic.catalog import BUDGET_THINKING, ThinkingProfile
 from dsh_llm.adapters._anthropic.translate import WIRE_FAMILY
-from dsh_llm.attribution import attribution_headers
-from dsh_llm.credentials import Secret
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import (
     ContentBlock,
@@ -60,6 +58,7 @@ from dsh_llm.protocol import (
     ToolResultBlock,
     content_has_image,
 )
+from dsh_llm.transport.session import stream_headers
 
 __all__ = [
     "ANTHROPIC_VERSION",
@@ -67,6 +66,7 @@ __all__ = [
     "METADATA_USER_ID_MAX_CHARS",
     "MIN_BUDGET_TOKENS",
     "build_messages_request",
+    "check_no_images",
     "request_headers",
     "thinking_fields",
     "tool_choice_wire",
@@ -91,27 +91,22 @@ _WIRE: Final = WIRE_FAMILY
 
 
 def request_headers(
-    api_key: Secret,
     *,
     anthropic_version: str = ANTHROPIC_VERSION,
     beta: Sequence[str] = (),
 ) -> dict[str, str]:
-    """The headers of one streaming Messages request (lower-case names).
+    """The headers of one streaming Messages request (lower-case names), without
+    the key: it travels in ``x-api-key`` through the call's auth object
+    (``dsh_llm.transport.session.ApiKeyAuth``), so the transport redacts it.
 
     Args:
-        api_key: The key, revealed only into ``x-api-key``.
         anthropic_version: The API version header.
         beta: ``anthropic-beta`` features, joined with commas (omitted if empty).
     """
-    headers = attribution_headers()
-    headers["accept"] = "text/event-stream"
-    headers["accept-encoding"] = "identity"
-    headers["content-type"] = "application/json"
-    headers["anthropic-version"] = anthropic_version
+    extra = {"anthropic-version": anthropic_version}
     if beta:
-        headers["anthropic-beta"] = ",".join(beta)
-    headers["x-api-key"] = api_key.reveal()
-    return headers
+        extra["anthropic-beta"] = ",".join(beta)
+    return stream_headers(extra=extra)
 
 
 def _refused(message: str, code: ErrorCode = ErrorCode.UNSUPPORTED_OPTION) -> LlmError:
@@ -179,6 +174,20 @@ def thinking_fields(
     return {"thinking": {"type": "enabled", "budget_tokens": budget}}, True
 
 
+def check_no_images(options: GenerateOptions, *, provider: str = "Anthropic") -> None:
+    """Refuse a request holding an image anywhere (also inside a tool result).
+
+    Raises:
+        LlmError: ``UNSUPPORTED_CONTENT``: image blocks hold references only and
+            the adapter cannot supply the bytes yet.
+    """
+    if any(content_has_image(message.content) for message in options.messages):
+        raise _refused(
+            f"The {provider} adapter cannot send image content yet; send text only.",
+            ErrorCode.UNSUPPORTED_CONTENT,
+        )
+
+
 def tool_choice_wire(choice: str | None) -> dict[str, Any] | None:
     """The wire ``tool_choice``: ``auto``, ``none``, ``required`` as ``any``, a
     tool name as ``{"type": "tool", "name": ...}``; ``None`` omitted."""
@@ -213,11 +222,7 @@ def build_messages_request(
             ``UNSUPPORTED_REASONING_EFFORT`` or ``INVALID_REQUEST`` for a field
             the API would refuse (the module docstring lists them).
     """
-    if any(content_has_image(message.content) for message in options.messages):
-        raise _refused(
-            f"The {provider} adapter cannot send image content yet; send text only.",
-            ErrorCode.UNSUPPORTED_CONTENT,
-        )
+    check_no_images(options, provider=provider)
     max_tokens = options.max_tokens or model_max_tokens
     fields, thinks = thinking_fields(
         options,
