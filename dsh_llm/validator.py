@@ -7,8 +7,10 @@ rely on:
 
 - Every chunk is yielded unchanged; the first chunk that breaks a rule raises
   ``LlmError`` with code ``INVARIANT`` before it is yielded, and nothing after
-  it is read. ``assert_chunk_sequence(chunks)`` runs the same checks over a
-  whole sequence.
+  it is read. One rule needs the next chunk: a usage while a block is open is
+  allowed right before an ``error``/``aborted`` finish (billed usage reported
+  before a failure, rule 7), so it is reported at the chunk after it.
+  ``assert_chunk_sequence(chunks)`` runs the same checks over a whole sequence.
 - A message names the 1-based position (as ``trace_stream`` numbers lines), the
   chunk's type, the block index and the broken rule in plain words;
   docs/protocol.md ("The validator's messages") lists every message.
@@ -219,6 +221,7 @@ class _StrictRules(_Rules):
         "empty_call",
         "next_index",
         "open",
+        "open_usage",
         "tool_call_emitted",
         "usage_position",
     )
@@ -231,6 +234,9 @@ class _StrictRules(_Rules):
         self.tool_call_emitted = False
         self.empty_call: tuple[int, int] | None = None
         """(index, position) of the first tool call that ended with ``""``."""
+        self.open_usage: tuple[int, int] | None = None
+        """(position, open block index) of a usage that came while a block was
+        open: allowed only right before an error or aborted finish."""
 
     def violation(self, chunk: StreamChunk, name: str, rule: str) -> NoReturn:
         self.fail(f"{self.where(chunk)}: {name}: {rule}")
@@ -247,6 +253,17 @@ class _StrictRules(_Rules):
                 name,
                 f"finish is not last: the finish at chunk #{self.finish_position} "
                 "must end the stream (rule 7)",
+            )
+        if self.open_usage is not None and not (
+            isinstance(chunk, Finish) and chunk.reason.kind in FAILURE_KINDS
+        ):
+            position, index = self.open_usage
+            self.violation(
+                chunk,
+                "usage while a block is open",
+                f"the usage at chunk #{position} came while block {index} had no "
+                "block-end; usage comes after the last block ends, or right before "
+                "an error or aborted finish (rules 1 and 7)",
             )
         match chunk:
             case BlockStart():
@@ -433,12 +450,9 @@ class _StrictRules(_Rules):
                 "exactly one usage (rule 7)",
             )
         if self.open is not None:
-            self.violation(
-                chunk,
-                "usage while a block is open",
-                f"block {self.open.index} has no block-end yet; usage comes after "
-                "the last block ends (rules 1 and 7)",
-            )
+            # Rule 7: billed usage may precede a failure's finish with a block
+            # still open; anything else after it is a violation (check_chunk).
+            self.open_usage = (self.position, self.open.index)
         self.usage_position = self.position
 
     def finish(self, chunk: Finish) -> None:

@@ -169,6 +169,18 @@ VALID_STRICT: dict[str, list[StreamChunk]] = {
         ABORTED,
     ],
     "error finish after usage": [*text_block(0, "a"), USAGE, ERROR],
+    "usage reported before a failure with a block open (rule 7)": [
+        start(0),
+        text(0, "half"),
+        USAGE,
+        ERROR,
+    ],
+    "usage before an aborted finish with a tool call open": [
+        start(0, "tool-call"),
+        call(0, '{"pa'),
+        USAGE,
+        ABORTED,
+    ],
     "error finish alone": [ERROR],
     "error finish after a tool call": [*call_block(0), ERROR],
     "image block without deltas": [
@@ -352,15 +364,15 @@ STRICT_VIOLATIONS: dict[str, tuple[list[StreamChunk], tuple[str, ...]]] = {
         ),
     ),
     "usage while a block is open": (
-        [start(0), text(0, "a"), USAGE],
+        [start(0), text(0, "a"), USAGE, STOP],
         (
-            "chunk #3 (usage): usage while a block is open",
-            "block 0 has no block-end yet",
+            "chunk #4 (finish): usage while a block is open",
+            "the usage at chunk #3 came while block 0 had no block-end",
         ),
     ),
-    "usage while a block is open before an error finish": (
-        [start(0), USAGE, ERROR],
-        ("chunk #2 (usage): usage while a block is open",),
+    "usage while a block is open before another delta": (
+        [start(0), USAGE, text(0, "a")],
+        ("chunk #3 (text-delta, index 0): usage while a block is open",),
     ),
     "block after usage": (
         [USAGE, *text_block(0, "a"), STOP],
