@@ -7,9 +7,11 @@ routes. Contracts callers may rely on:
   route ``openai-compatible``, no key unless ``--api-key-env`` names one, and the
   ``--reasoning-effort`` given, if any, declared as one the server takes), else
   the composition file (``--config``, else
-  ``./dsh.yml`` when that file exists), else the built-in route
-  ``deepseek-official`` (``DeepSeekAdapter``; key from ``DEEPSEEK_API_KEY`` or the
-  variable ``--api-key-env`` names; ``DEEPSEEK_BASE_URL`` honoured).
+  ``./dsh.yml`` when that file exists), else the built-in routes
+  ``deepseek-official`` (``DeepSeekAdapter``; key from ``DEEPSEEK_API_KEY``;
+  ``DEEPSEEK_BASE_URL`` honoured) and ``anthropic`` (``AnthropicAdapter``; key
+  from ``ANTHROPIC_API_KEY``; ``ANTHROPIC_BASE_URL`` honoured).
+  ``--api-key-env`` names the key variable of the built-in route chosen.
 - The route is ``--provider``, else the only route the source registers, else
   ``deepseek-official`` when registered. The model is ``--model``, else the first
   model the route's catalog lists (``deepseek-v4-flash`` for DeepSeek).
@@ -37,6 +39,7 @@ import attrs
 from dsh_llm.runtime import LlmRuntime
 
 __all__ = [
+    "ANTHROPIC_ROUTE",
     "BASE_URL_ROUTE",
     "DEEPSEEK_ROUTE",
     "DEFAULT_CONFIG",
@@ -57,9 +60,13 @@ BASE_URL_ROUTE: Final = "openai-compatible"
 DEEPSEEK_ROUTE: Final = "deepseek-official"
 """The built-in route (same value as ``dsh_llm.adapters.deepseek.PROVIDER_ROUTE``)."""
 _DEEPSEEK_KEY_ENV: Final = "DEEPSEEK_API_KEY"
+ANTHROPIC_ROUTE: Final = "anthropic"
+"""The built-in Anthropic route (``dsh_llm.adapters.anthropic.PROVIDER_ROUTE``)."""
+_ANTHROPIC_KEY_ENV: Final = "ANTHROPIC_API_KEY"
 
 NOTHING_TO_TALK_TO: Final = (
-    "no model to talk to. Set DEEPSEEK_API_KEY to use DeepSeek, or pass "
+    "no model to talk to. Set DEEPSEEK_API_KEY to use DeepSeek (or "
+    "ANTHROPIC_API_KEY and pass --provider anthropic for Claude), or pass "
     "--base-url URL --model NAME for an OpenAI-compatible server (llama.cpp, "
     "Ollama, vLLM...), or --provider ROUTE with routes defined in dsh.yml "
     "(--config FILE). `dsh-llm demo` runs without any of these."
@@ -119,20 +126,31 @@ def find_config(explicit: str | None, cwd: Path | None = None) -> str | None:
 
 
 @contextlib.contextmanager
-def _builtin(api_key_env: str | None) -> Iterator[Routes]:
+def _builtin(api_key_env: str | None, provider: str | None) -> Iterator[Routes]:
+    from dsh_llm.adapters.anthropic import AnthropicAdapter
     from dsh_llm.adapters.deepseek import PROVIDER_ROUTE, DeepSeekAdapter
 
-    try:
-        adapter = DeepSeekAdapter(api_key_env=api_key_env or _DEEPSEEK_KEY_ENV)
-    except ValueError as exc:
-        raise UsageError(str(exc)) from exc
-    with adapter:
-        runtime = LlmRuntime()
-        registration = runtime.register_adapter([PROVIDER_ROUTE], adapter)
+    # --api-key-env names the key of the route asked for (DeepSeek by default).
+    anthropic_key = _ANTHROPIC_KEY_ENV
+    deepseek_key = _DEEPSEEK_KEY_ENV
+    if api_key_env is not None:
+        if provider == ANTHROPIC_ROUTE:
+            anthropic_key = api_key_env
+        else:
+            deepseek_key = api_key_env
+    with contextlib.ExitStack() as stack:
         try:
-            yield Routes(runtime=runtime, origin="built-in")
-        finally:
-            registration.dispose()
+            deepseek = stack.enter_context(DeepSeekAdapter(api_key_env=deepseek_key))
+            anthropic = stack.enter_context(AnthropicAdapter(api_key_env=anthropic_key))
+        except ValueError as exc:
+            raise UsageError(str(exc)) from exc
+        runtime = LlmRuntime()
+        for route, adapter in (
+            (PROVIDER_ROUTE, deepseek),
+            (ANTHROPIC_ROUTE, anthropic),
+        ):
+            stack.callback(runtime.register_adapter([route], adapter).dispose)
+        yield Routes(runtime=runtime, origin="built-in")
 
 
 @contextlib.contextmanager
@@ -176,15 +194,18 @@ def open_routes(
     base_url: str | None = None,
     api_key_env: str | None = None,
     reasoning_effort: str | None = None,
+    provider: str | None = None,
 ) -> Iterator[Routes]:
     """Open the route source the options choose (see the module docstring).
 
     Args:
         config: ``--config`` (``None``: ``./dsh.yml`` when present).
         base_url: ``--base-url``.
-        api_key_env: ``--api-key-env``.
+        api_key_env: ``--api-key-env`` (for the built-in routes: the key of
+            ``provider``, DeepSeek's when ``provider`` is not ``anthropic``).
         reasoning_effort: ``--reasoning-effort``; with ``base_url`` the adapter
             is told the server takes it (a generic server lists no efforts).
+        provider: ``--provider``: which built-in route ``api_key_env`` is for.
 
     Raises:
         UsageError: for options that do not go together.
@@ -198,12 +219,12 @@ def open_routes(
         return
     path = find_config(config)
     if path is None:
-        with _builtin(api_key_env) as routes:
+        with _builtin(api_key_env, provider) as routes:
             yield routes
         return
     if api_key_env is not None:
         raise UsageError(
-            "--api-key-env applies to the built-in DeepSeek route and to --base-url; "
+            "--api-key-env applies to the built-in routes and to --base-url; "
             f"with a composition ({path}) name the variable in its config (apiKeyEnv)"
         )
     with _composition(path) as routes:
@@ -297,6 +318,7 @@ def open_target(
         base_url=base_url,
         api_key_env=api_key_env,
         reasoning_effort=reasoning_effort,
+        provider=provider,
     ) as routes:
         route = _choose_route(routes, provider)
         yield Target(

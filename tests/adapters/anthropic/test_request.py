@@ -36,11 +36,9 @@ from dsh_llm.protocol import (
     ToolCallBlock,
     ToolSchema,
     create_assistant_message,
-    create_message,
     create_tool_result_message,
     create_user_message,
 )
-from dsh_llm.protocol.message import PluginSource
 
 from .replay import FIXTURES, replay
 
