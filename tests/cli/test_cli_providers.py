@@ -145,7 +145,10 @@ def test_open_target_picks_deepseek_and_its_first_model_by_default(
             "deepseek-official",
             "deepseek-v4-flash",
         )
-        assert [p.id for p in target.runtime.list_providers()] == ["deepseek-official"]
+        assert [p.id for p in target.runtime.list_providers()] == [
+            "deepseek-official",
+            "anthropic",
+        ]
     # Leaving the block unregistered the route.
     assert target.runtime.list_providers() == ()
 
