@@ -35,7 +35,8 @@ HTML standard's event-stream rules:
   any complete event.
 
 Fast path: a block that is one ``data:`` line (what every provider sends for
-almost every event) is parsed by the shim directly, yielding exactly what
+almost every event), or one ``event:`` line followed by one ``data:`` line
+(Anthropic's shape), is parsed by the shim directly, yielding exactly what
 sseclient-py would (``tests/transport/test_sse.py`` proves the two agree on
 arbitrary blocks); every other block goes through sseclient-py. This keeps the
 per-event cost near a bare ``split`` plus ``json.loads`` (docs/performance.md).
@@ -105,6 +106,32 @@ def parse_block_with_sseclient(
     for event in SSEClient(iter((payload,))).events():
         return (event.data, event.event, event.id, event.retry)
     return None
+
+
+def _named_event(block: bytes, last_id: str | None) -> SseEvent | None:
+    """A block that is exactly ``event:<name>`` then ``data:<value>``, parsed as
+    sseclient-py parses it; ``None`` for any other block."""
+    if block[:6] != b"event:":
+        return None
+    name, _, value = block.partition(b"\n")
+    if value[:5] != b"data:" or b"\n" in value:
+        return None
+    name = name[6:]
+    if name[:1] == b" ":
+        name = name[1:]
+    value = value[5:]
+    if value[:1] == b" ":
+        value = value[1:]
+    return _new_event(
+        SseEvent,
+        (
+            value.decode("utf-8", "replace"),
+            name.decode("utf-8", "replace") or "message",
+            last_id,
+            None,
+            None,
+        ),
+    )
 
 
 class SseDecoder:
@@ -244,10 +271,12 @@ class SseDecoder:
                     ),
                 )
             else:
-                parsed = self._parse(block)
-                if parsed is None:
-                    continue
-                event = parsed
+                named = _named_event(block, self._last_id)
+                if named is None:
+                    named = self._parse(block)
+                    if named is None:
+                        continue
+                event = named
             events.append(event)
             if (
                 terminal is not None

@@ -284,6 +284,15 @@ def test_single_data_line_fast_path_equals_sseclient(value):
     assert (event.data, event.event) == (parsed[0], parsed[1])
 
 
+@given(name=_VALUE, value=_VALUE)
+def test_event_then_data_line_fast_path_equals_sseclient(name, value):
+    block = b"event:" + name + b"\ndata:" + value
+    (event,) = SseDecoder(terminal_data=None).feed(block + b"\n\n")
+    parsed = parse_block_with_sseclient(block)
+    assert parsed is not None
+    assert (event.data, event.event, event.id) == (parsed[0], parsed[1], parsed[2])
+
+
 _FIELD = st.sampled_from([b"data", b"event", b"id", b"retry", b"foo", b"Data", b""])
 _LINE = st.one_of(
     st.builds(lambda f, v: f + b":" + v, _FIELD, _VALUE),
