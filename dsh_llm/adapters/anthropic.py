@@ -247,7 +247,7 @@ def _check_beta(inst: object, attribute: attrs.Attribute[Any], value: Any) -> No
         raise field_error(
             inst,
             attribute.name,
-            "must be a list of feature names (letters, digits, - and _)",
+            "must be a list of feature names (no spaces, commas or quotes)",
         )
 
 

@@ -322,11 +322,12 @@ def resolved_model_info(
 
 
 class HttpAdapter(LlmAdapter):
-    """Base of the chat-completions adapters: one pooled session per adapter,
-    and the metadata every one of them answers alike.
+    """Base of every HTTP adapter: one pooled session per adapter, and the
+    metadata every one of them answers alike.
 
-    Subclasses set ``_package`` (named in credential messages) and ``_profile``,
-    call ``_connect`` from their constructor, and implement ``_snapshot`` (the
+    Subclasses set ``_package`` (named in credential messages) and
+    ``_display_name`` (the chat-completions ones through their profile), call
+    ``_connect`` from their constructor, and implement ``_snapshot`` (the
     options in force now, read once per call so a configuration change never
     mixes two generations) and ``stream``. ``close()`` (or leaving a ``with``
     block) closes the pool; streams already running keep their connection until
