@@ -94,6 +94,7 @@ class ErrorCode(StrEnum):
     UNKNOWN_FINISH_REASON = "UNKNOWN_FINISH_REASON"
     INVALID_BATCH_REQUEST = "INVALID_BATCH_REQUEST"
     INVALID_CASSETTE = "INVALID_CASSETTE"
+    PAUSE_TURN = "PAUSE_TURN"
 
 
 @attrs.frozen(kw_only=True)
@@ -263,6 +264,11 @@ ERROR_CODES: Final[dict[ErrorCode, ErrorCodeInfo]] = {
         "The provider ended with a finish reason outside the vocabulary that is "
         "not a short identifier (or holds a secret), so it cannot serve as the "
         "code itself; the message shows it, redacted and cut short."
+    ),
+    ErrorCode.PAUSE_TURN: _info(
+        "The provider paused the turn before it was complete (Anthropic's "
+        "pause_turn: a server tool loop reached its iteration limit); send the "
+        "partial assistant turn back unchanged to let the model continue."
     ),
     ErrorCode.PLUGIN_LOAD: _info(
         "A plugin or composition entry could not be loaded (bad config, missing "

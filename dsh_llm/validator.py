@@ -7,8 +7,10 @@ rely on:
 
 - Every chunk is yielded unchanged; the first chunk that breaks a rule raises
   ``LlmError`` with code ``INVARIANT`` before it is yielded, and nothing after
-  it is read. ``assert_chunk_sequence(chunks)`` runs the same checks over a
-  whole sequence.
+  it is read. One rule needs the next chunk: a usage while a block is open is
+  allowed right before an ``error``/``aborted`` finish (billed usage reported
+  before a failure, rule 7), so it is reported at the chunk after it.
+  ``assert_chunk_sequence(chunks)`` runs the same checks over a whole sequence.
 - A message names the 1-based position (as ``trace_stream`` numbers lines), the
   chunk's type, the block index and the broken rule in plain words;
   docs/protocol.md ("The validator's messages") lists every message.

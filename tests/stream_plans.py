@@ -393,7 +393,12 @@ def broken_streams(draw: st.DrawFn) -> Mutation:
         if item.role == "delta":
             return _payload_matters(item)
         if item.role == "end":
-            return not (items[p + 1].role == "finish" and failed)
+            # A failure's finish may follow an open block, also after the usage
+            # reported before the failure (rule 7).
+            after = items[p + 1].role
+            if after == "usage":
+                after = items[p + 2].role
+            return not (after == "finish" and failed)
         if item.role == "usage":
             return not failed
         return True

@@ -342,7 +342,9 @@ def test_cli_examples_run(model, tmp_path):
         "You said: Hello",
         "deepseek-official  (DeepSeek, built-in)",
     ]
-    assert len(lines) == 17
+    # Three DeepSeek models, then the built-in Anthropic route and its six.
+    assert lines[17] == "anthropic  (Anthropic, built-in)"
+    assert len(lines) == 24
     recorded = (tmp_path / "answer.jsonl").read_text(encoding="utf-8")
     answer = [chunk_from_json(line) for line in recorded.splitlines()]
     assert_chunk_sequence(answer, strict=True)

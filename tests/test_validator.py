@@ -377,13 +377,6 @@ STRICT_VIOLATIONS: dict[str, tuple[list[StreamChunk], tuple[str, ...]]] = {
             "finish is not last: the finish at chunk #1",
         ),
     ),
-    "usage while a block is open": (
-        [start(0), text(0, "a"), USAGE],
-        (
-            "chunk #3 (usage): usage while a block is open",
-            "block 0 has no block-end yet",
-        ),
-    ),
     "usage while a block is open before a stop finish": (
         [start(0), USAGE, STOP],
         (

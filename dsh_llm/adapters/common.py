@@ -15,6 +15,8 @@ everything else an adapter does is here, once:
 - ``explicit_api_key`` and ``api_key_from_environ``: the credential rules, with
   messages that name where a key came from and never the key.
 - ``resolved_model_info`` and ``catalog_entry``: ``resolve_model`` for a catalog.
+- ``encode_body``: a request body as compact UTF-8 JSON (``INVALID_REQUEST``
+  for a value JSON cannot hold).
 - Reading a body is the transport's read loop (``dsh_llm.transport.read_loop``).
 """
 
@@ -41,6 +43,7 @@ from dsh_llm.config import RAW_METADATA, ConfigError, PluginConfigError
 from dsh_llm.credentials import Secret, assert_usable_api_key
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.retry import RetryPolicy, resolve_retry_policy
+from dsh_llm.serde import compact_json
 from dsh_llm.transport.session import create_session
 
 __all__ = [
@@ -53,6 +56,7 @@ __all__ = [
     "api_root_url",
     "catalog_entry",
     "config_from_options",
+    "encode_body",
     "endpoint_url",
     "explicit_api_key",
     "resolved_model_info",
@@ -212,6 +216,24 @@ def api_key_from_environ(
     return Secret(assert_usable_api_key(raw, package, name))
 
 
+def encode_body(body: Mapping[str, Any], *, provider: str) -> bytes:
+    """UTF-8 JSON for ``body``.
+
+    Raises:
+        LlmError: ``INVALID_REQUEST`` when a value (a tool schema) is not JSON
+            (e.g. ``NaN`` or an object JSON cannot hold).
+    """
+    try:
+        text = compact_json(body)
+    except (TypeError, ValueError) as exc:
+        raise LlmError(
+            f"{provider} request body is not valid JSON: {exc}",
+            ErrorCode.INVALID_REQUEST,
+            cause=exc,
+        ) from exc
+    return text.encode("utf-8")
+
+
 class StreamSettings(Protocol):
     """The per-call limits an adapter's resolved options carry."""
 
@@ -311,11 +333,12 @@ def resolved_model_info(
 
 
 class HttpAdapter(LlmAdapter):
-    """Base of the chat-completions adapters: one pooled session per adapter,
-    and the metadata every one of them answers alike.
+    """Base of every HTTP adapter: one pooled session per adapter, and the
+    metadata every one of them answers alike.
 
-    Subclasses set ``_package`` (named in credential messages) and ``_profile``,
-    call ``_connect`` from their constructor, and implement ``_snapshot`` (the
+    Subclasses set ``_package`` (named in credential messages) and
+    ``_display_name`` (the chat-completions ones through their profile), call
+    ``_connect`` from their constructor, and implement ``_snapshot`` (the
     options in force now, read once per call so a configuration change never
     mixes two generations) and ``stream``. ``close()`` (or leaving a ``with``
     block) closes the pool; streams already running keep their connection until

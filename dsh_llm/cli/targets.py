@@ -10,12 +10,14 @@ routes. Contracts callers may rely on:
   ``openai-responses``, its server profile guessed from the URL; no key unless
   ``--api-key-env`` names one), else
   the composition file (``--config``, else
-  ``./dsh.yml`` when that file exists), else the built-in route
-  ``deepseek-official`` (``DeepSeekAdapter``; key from ``DEEPSEEK_API_KEY`` or the
-  variable ``--api-key-env`` names; ``DEEPSEEK_BASE_URL`` honoured), or, when
-  ``--provider`` names one, the built-in route ``gemini`` (``GeminiAdapter``, key
-  from ``GEMINI_API_KEY`` or ``--api-key-env``) or ``ollama`` (``OllamaAdapter``
-  on ``http://127.0.0.1:11434``, no key unless ``--api-key-env`` names one).
+  ``./dsh.yml`` when that file exists), else the built-in routes
+  ``deepseek-official`` (``DeepSeekAdapter``; key from ``DEEPSEEK_API_KEY``;
+  ``DEEPSEEK_BASE_URL`` honoured) and ``anthropic`` (``AnthropicAdapter``; key
+  from ``ANTHROPIC_API_KEY``; ``ANTHROPIC_BASE_URL`` honoured), plus, when
+  ``--provider`` names one, ``gemini`` (``GeminiAdapter``, key from
+  ``GEMINI_API_KEY``) or ``ollama`` (``OllamaAdapter`` on
+  ``http://127.0.0.1:11434``, no key). ``--api-key-env`` names the key variable
+  of the built-in route chosen.
 - The route is ``--provider``, else the only route the source registers, else
   ``deepseek-official`` when registered. The model is ``--model``, else the first
   model the route's catalog lists (``deepseek-v4-flash`` for DeepSeek).
@@ -47,6 +49,7 @@ if TYPE_CHECKING:
     from dsh_llm.adapters.common import HttpAdapter
 
 __all__ = [
+    "ANTHROPIC_ROUTE",
     "BASE_URL_ROUTE",
     "DEEPSEEK_ROUTE",
     "DEFAULT_CONFIG",
@@ -83,9 +86,14 @@ _DEEPSEEK_KEY_ENV: Final = "DEEPSEEK_API_KEY"
 _WIRE_WITHOUT_BASE_URL: Final = (
     "--wire applies to --base-url (the wire the server at that URL speaks)"
 )
+ANTHROPIC_ROUTE: Final = "anthropic"
+"""The built-in Anthropic route (``dsh_llm.adapters.anthropic.PROVIDER_ROUTE``)."""
+_ANTHROPIC_KEY_ENV: Final = "ANTHROPIC_API_KEY"
+_BUILTIN_ROUTES: Final = (DEEPSEEK_ROUTE, ANTHROPIC_ROUTE, GEMINI_ROUTE, OLLAMA_ROUTE)
 
 NOTHING_TO_TALK_TO: Final = (
-    "no model to talk to. Set DEEPSEEK_API_KEY to use DeepSeek, or pass "
+    "no model to talk to. Set DEEPSEEK_API_KEY to use DeepSeek (or "
+    "ANTHROPIC_API_KEY and pass --provider anthropic for Claude), or pass "
     "--base-url URL --model NAME for an OpenAI-compatible server (llama.cpp, "
     "Ollama, vLLM...), or --provider ROUTE with routes defined in dsh.yml "
     "(--config FILE). `dsh-llm demo` runs without any of these."
@@ -145,6 +153,8 @@ def find_config(explicit: str | None, cwd: Path | None = None) -> str | None:
 
 
 def _builtin_adapter(route: str, api_key_env: str | None) -> HttpAdapter:
+    """The built-in adapter of ``route``; ``api_key_env`` replaces its default key
+    variable when given."""
     if route == GEMINI_ROUTE:
         from dsh_llm.adapters.gemini import DEFAULT_API_KEY_ENV, GeminiAdapter
 
@@ -153,6 +163,10 @@ def _builtin_adapter(route: str, api_key_env: str | None) -> HttpAdapter:
         from dsh_llm.adapters.ollama import OllamaAdapter
 
         return OllamaAdapter(api_key_env=api_key_env)
+    if route == ANTHROPIC_ROUTE:
+        from dsh_llm.adapters.anthropic import AnthropicAdapter
+
+        return AnthropicAdapter(api_key_env=api_key_env or _ANTHROPIC_KEY_ENV)
     from dsh_llm.adapters.deepseek import DeepSeekAdapter
 
     return DeepSeekAdapter(api_key_env=api_key_env or _DEEPSEEK_KEY_ENV)
@@ -160,18 +174,23 @@ def _builtin_adapter(route: str, api_key_env: str | None) -> HttpAdapter:
 
 @contextlib.contextmanager
 def _builtin(api_key_env: str | None, provider: str | None) -> Iterator[Routes]:
-    route = provider if provider in (GEMINI_ROUTE, OLLAMA_ROUTE) else DEEPSEEK_ROUTE
-    try:
-        adapter = _builtin_adapter(route, api_key_env)
-    except ValueError as exc:
-        raise UsageError(str(exc)) from exc
-    with adapter:
+    # DeepSeek and Anthropic are always there (neither does I/O before a call);
+    # Gemini and Ollama only when asked for (Ollama's catalog is read from the
+    # server). --api-key-env names the key of the route asked for.
+    chosen = provider if provider in _BUILTIN_ROUTES else DEEPSEEK_ROUTE
+    routes = [DEEPSEEK_ROUTE, ANTHROPIC_ROUTE]
+    if chosen not in routes:
+        routes.append(chosen)
+    with contextlib.ExitStack() as stack:
         runtime = LlmRuntime()
-        registration = runtime.register_adapter([route], adapter)
-        try:
-            yield Routes(runtime=runtime, origin="built-in")
-        finally:
-            registration.dispose()
+        for route in routes:
+            key = api_key_env if route == chosen else None
+            try:
+                adapter = stack.enter_context(_builtin_adapter(route, key))
+            except ValueError as exc:
+                raise UsageError(str(exc)) from exc
+            stack.callback(runtime.register_adapter([route], adapter).dispose)
+        yield Routes(runtime=runtime, origin="built-in")
 
 
 def _base_url_adapter(
@@ -235,13 +254,14 @@ def open_routes(
     Args:
         config: ``--config`` (``None``: ``./dsh.yml`` when present).
         base_url: ``--base-url``.
-        api_key_env: ``--api-key-env``.
+        api_key_env: ``--api-key-env`` (for the built-in routes: the key of
+            ``provider``, DeepSeek's when ``provider`` is not ``anthropic``).
         reasoning_effort: ``--reasoning-effort``; with ``base_url`` the adapter
             is told the server takes it (a generic server lists no efforts).
         wire: ``--wire`` (``chat`` or ``responses``; ``None``: ``chat``), only
             with ``base_url``.
-        provider: ``--provider``; without a composition it may choose the
-            built-in ``gemini`` or ``ollama`` route instead of DeepSeek.
+        provider: ``--provider``; without a composition it chooses which built-in
+            route ``api_key_env`` is for, and adds ``gemini`` or ``ollama``.
 
     Raises:
         UsageError: for options that do not go together.
@@ -266,7 +286,7 @@ def open_routes(
         return
     if api_key_env is not None:
         raise UsageError(
-            "--api-key-env applies to the built-in DeepSeek route and to --base-url; "
+            "--api-key-env applies to the built-in routes and to --base-url; "
             f"with a composition ({path}) name the variable in its config (apiKeyEnv)"
         )
     with _composition(path) as routes:

@@ -3,8 +3,8 @@
 Modules, each owning one concept:
 
 - ``session``: the pooled ``requests.Session`` factory, request headers
-  (attribution, ``accept-encoding: identity``), ``BearerAuth``, and socket
-  capture for cancellation.
+  (attribution, ``accept-encoding: identity``), ``BearerAuth``/``ApiKeyAuth``,
+  and socket capture for cancellation.
 - ``call``: ``StreamingCall``, one streaming request from send to close (status
   check, reads as bytes arrive, watchdog, cancellation, failure classification).
 - ``chunked``: HTTP/1.1 chunked bodies decoded many chunks per read.

@@ -71,6 +71,7 @@ from dsh_llm.transport.connect import open_connection
 
 __all__ = [
     "DEFAULT_POOL_MAXSIZE",
+    "ApiKeyAuth",
     "BearerAuth",
     "NoAuth",
     "SocketSlot",
@@ -474,6 +475,33 @@ class BearerAuth(requests.auth.AuthBase):
 
     def __repr__(self) -> str:
         return "BearerAuth(key=***)"
+
+
+class ApiKeyAuth(requests.auth.AuthBase):
+    """Sends the key as the whole value of one header (``x-api-key: <key>``,
+    ``x-goog-api-key: <key>``); the key never shows in a ``repr``.
+
+    Args:
+        key: The key, revealed only into the header.
+        header: The header's name (lower-case by convention).
+    """
+
+    def __init__(self, key: Secret, *, header: str = "x-api-key") -> None:
+        self._key = key
+        self.header = header
+        """The header the key travels in."""
+
+    @property
+    def secret(self) -> Secret:
+        """The key, still hidden (the transport redacts it from server text)."""
+        return self._key
+
+    def __call__(self, request: requests.PreparedRequest) -> requests.PreparedRequest:
+        request.headers[self.header] = self._key.reveal()
+        return request
+
+    def __repr__(self) -> str:
+        return f"ApiKeyAuth(header={self.header!r}, key=***)"
 
 
 class NoAuth(requests.auth.AuthBase):

@@ -109,6 +109,32 @@ def parse_block_with_sseclient(
     return None
 
 
+def _named_event(block: bytes, last_id: str | None) -> SseEvent | None:
+    """A block that is exactly ``event:<name>`` then ``data:<value>``, parsed as
+    sseclient-py parses it; ``None`` for any other block."""
+    if block[:6] != b"event:":
+        return None
+    name, _, value = block.partition(b"\n")
+    if value[:5] != b"data:" or b"\n" in value:
+        return None
+    name = name[6:]
+    if name[:1] == b" ":
+        name = name[1:]
+    value = value[5:]
+    if value[:1] == b" ":
+        value = value[1:]
+    return _new_event(
+        SseEvent,
+        (
+            value.decode("utf-8", "replace"),
+            name.decode("utf-8", "replace") or "message",
+            last_id,
+            None,
+            None,
+        ),
+    )
+
+
 class SseDecoder:
     """Incremental SSE decoder: bytes in (``feed``), events out.
 
@@ -269,10 +295,12 @@ class SseDecoder:
                     ),
                 )
             else:
-                parsed = self._parse(block)
-                if parsed is None:
-                    continue
-                event = parsed
+                named = _named_event(block, self._last_id)
+                if named is None:
+                    named = self._parse(block)
+                    if named is None:
+                        continue
+                event = named
             events.append(event)
             if (
                 terminal is not None

@@ -31,6 +31,13 @@ def test_providers_lists_the_built_in_route_and_its_catalog(tmp_path):
         "  deepseek-v4-flash             DeepSeek-V4-Flash",
         "  deepseek-v4-pro               DeepSeek-V4-Pro",
         "  deepseek-v4-flash-vision-exp  DeepSeek-V4-Flash-Vision-Exp  [text, image]",
+        "anthropic  (Anthropic, built-in)",
+        "  claude-opus-5-5    Claude Opus 5.5",
+        "  claude-fable-5-1   Claude Fable 5.1",
+        "  claude-sonnet-5-5  Claude Sonnet 5.5",
+        "  claude-opus-5      Claude Opus 5",
+        "  claude-sonnet-5    Claude Sonnet 5",
+        "  claude-haiku-4-5   Claude Haiku 4.5",
     ]
     assert "dsh-llm chat --base-url URL --model NAME" in result.stderr
 
@@ -138,7 +145,10 @@ def test_open_target_picks_deepseek_and_its_first_model_by_default(
             "deepseek-official",
             "deepseek-v4-flash",
         )
-        assert [p.id for p in target.runtime.list_providers()] == ["deepseek-official"]
+        assert [p.id for p in target.runtime.list_providers()] == [
+            "deepseek-official",
+            "anthropic",
+        ]
     # Leaving the block unregistered the route.
     assert target.runtime.list_providers() == ()
 

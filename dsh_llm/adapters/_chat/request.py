@@ -21,6 +21,7 @@ from typing import Any, Final
 
 import attrs
 
+from dsh_llm.adapters.common import encode_body
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import (
     TOOL_CHOICE_KEYWORDS,
@@ -33,7 +34,6 @@ from dsh_llm.protocol import (
     ToolResultBlock,
     content_has_image,
 )
-from dsh_llm.serde import compact_json
 
 __all__ = [
     "NO_OUTPUT",
@@ -222,21 +222,3 @@ def build_body(
     if options.stop is not None:
         body["stop"] = list(options.stop)
     return body
-
-
-def encode_body(body: Mapping[str, Any], *, provider: str) -> bytes:
-    """UTF-8 JSON for ``body``.
-
-    Raises:
-        LlmError: ``INVALID_REQUEST`` when a value (a tool schema) is not JSON
-            (e.g. ``NaN`` or an object JSON cannot hold).
-    """
-    try:
-        text = compact_json(body)
-    except (TypeError, ValueError) as exc:
-        raise LlmError(
-            f"{provider} request body is not valid JSON: {exc}",
-            ErrorCode.INVALID_REQUEST,
-            cause=exc,
-        ) from exc
-    return text.encode("utf-8")

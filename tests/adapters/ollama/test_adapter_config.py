@@ -152,7 +152,12 @@ def test_the_request_shape_exact_url_headers_and_body():
 
 def test_the_built_in_route_opens_when_the_provider_names_it():
     with open_routes(provider="ollama", config=None) as routes:
-        assert [info.id for info in routes.runtime.list_providers()] == ["ollama"]
+        # Beside the two built-in routes that are always there.
+        assert [info.id for info in routes.runtime.list_providers()] == [
+            "deepseek-official",
+            "anthropic",
+            "ollama",
+        ]
 
 
 def test_the_cli_lists_the_plugin_route_and_its_configured_models(tmp_path):

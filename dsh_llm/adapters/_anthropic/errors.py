@@ -1,0 +1,158 @@
+"""Anthropic error reports, over HTTP or inside a stream, turned into stable codes.
+
+Anthropic names every failure with an ``error.type`` (``overloaded_error``,
+``not_found_error``...), in the body of an HTTP error and in an ``event: error``
+frame alike; this module classifies by that type first and falls back to the
+shared classifier (``dsh_llm.transport.http_errors.error_code``) for a type it
+does not know or a body that is not Anthropic's.
+
+Contracts callers may rely on:
+
+- ``error_code(status, error_type, message)``: ``invalid_request_error``,
+  ``not_found_error`` and ``request_too_large`` are ``INVALID_REQUEST`` (an
+  ``invalid_request_error`` saying the prompt is too long is
+  ``CONTEXT_WINDOW_EXCEEDED``); ``authentication_error`` and ``permission_error``
+  ``AUTH``; ``billing_error`` ``QUOTA``; ``rate_limit_error`` ``RATE_LIMIT``;
+  ``api_error``, ``timeout_error`` and ``overloaded_error`` ``SERVER`` (retryable,
+  the default retry policy retries it). Any other type: the shared classifier.
+- ``http_error(status, headers, body, ...)`` returns (never raises) the
+  ``LlmError`` for a non-2xx answer: the shared ``http_error``'s message, cause,
+  ``retry-after``/``retry-after-ms`` delay and ``request-id`` header, with the code
+  above; without the header, the body's ``request_id`` is kept.
+- ``stream_failure(payload, provider=...)`` is the ``LlmFailure`` of an
+  ``event: error`` payload (no status: the stream's 200 says nothing).
+- Server text passes through ``redact`` where one is taken; the stream side takes
+  none (the transport's read loop redacts failure messages).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Callable, Mapping
+from typing import Any, Final
+
+from dsh_llm.errors import ErrorCode, LlmError, is_context_window_exceeded_error
+from dsh_llm.protocol import LlmFailure
+from dsh_llm.transport import http_errors
+
+__all__ = ["ERROR_TYPE_CODES", "error_code", "http_error", "stream_failure"]
+
+ERROR_TYPE_CODES: Final[Mapping[str, str]] = {
+    "invalid_request_error": ErrorCode.INVALID_REQUEST.value,
+    "not_found_error": ErrorCode.INVALID_REQUEST.value,
+    "request_too_large": ErrorCode.INVALID_REQUEST.value,
+    "authentication_error": ErrorCode.AUTH.value,
+    "permission_error": ErrorCode.AUTH.value,
+    "billing_error": ErrorCode.QUOTA.value,
+    "rate_limit_error": ErrorCode.RATE_LIMIT.value,
+    "api_error": ErrorCode.SERVER.value,
+    "timeout_error": ErrorCode.SERVER.value,
+    # 529 over HTTP, or an error frame once streaming has begun: a transient
+    # capacity problem, so a retryable code.
+    "overloaded_error": ErrorCode.SERVER.value,
+}
+"""Anthropic's documented ``error.type`` values and their codes."""
+
+# Anthropic's wording: "prompt is too long: 201234 tokens > 200000 maximum".
+_PROMPT_TOO_LONG: Final = re.compile(r"\bprompt is too long\b", re.IGNORECASE)
+
+
+def _unchanged(text: str) -> str:
+    return text
+
+
+def error_code(status: int | None, error_type: str, message: str) -> str:
+    """The stable code for an Anthropic failure (see the module docstring).
+
+    Args:
+        status: The HTTP status, or ``None`` for an in-stream error.
+        error_type: The report's ``error.type`` (``""`` when there was none).
+        message: The report's ``error.message`` (``""`` when there was none).
+    """
+    code = ERROR_TYPE_CODES.get(error_type)
+    too_long = bool(_PROMPT_TOO_LONG.search(message)) or (
+        is_context_window_exceeded_error(message)
+    )
+    if error_type == "invalid_request_error" and too_long:
+        return ErrorCode.CONTEXT_WINDOW_EXCEEDED.value
+    if code is not None:
+        return code
+    detail = " ".join(part for part in (error_type, message) if part)
+    return http_errors.error_code(status, detail, error_type.lower())
+
+
+def _report(value: Any) -> tuple[str, str, str | None]:
+    """``(error.type, error.message, request_id)`` of an Anthropic error body."""
+    if not isinstance(value, dict):
+        return "", "", None
+    inner = value.get("error")
+    error = inner if isinstance(inner, dict) else {}
+    kind = error.get("type")
+    message = error.get("message")
+    request = value.get("request_id")
+    return (
+        kind if isinstance(kind, str) else "",
+        message if isinstance(message, str) else "",
+        request if isinstance(request, str) and request else None,
+    )
+
+
+def _decoded(body: bytes) -> Any:
+    try:
+        return json.loads(body.decode("utf-8", "replace"))
+    except (ValueError, RecursionError):
+        return None
+
+
+def http_error(
+    status: int,
+    headers: Mapping[str, str],
+    body: bytes,
+    *,
+    provider: str = "Anthropic",
+    now: Callable[[], float] = time.time,
+    redact: http_errors.Redact = _unchanged,
+) -> LlmError:
+    """The ``LlmError`` for a non-2xx Anthropic answer (returned, not raised).
+
+    Args:
+        status: The HTTP status.
+        headers: The response headers.
+        body: The whole response body (possibly empty).
+        provider: The display name used when the body has no message.
+        now: Current Unix time in seconds, for HTTP-date ``retry-after``.
+        redact: Applied to the message and the body kept as the cause.
+    """
+    shared = http_errors.http_error(
+        status, headers, body, provider=provider, now=now, redact=redact
+    )
+    kind, message, body_request_id = _report(_decoded(body))
+    return LlmError(
+        shared.message,
+        error_code(status, kind, message),
+        status=shared.status,
+        provider_retry_after_ms=shared.provider_retry_after_ms,
+        request_id=shared.request_id or body_request_id,
+        cause=shared.__cause__,
+    )
+
+
+def stream_failure(payload: Any, *, provider: str = "Anthropic") -> LlmFailure:
+    """The failure of an ``event: error`` payload
+    (``{"type": "error", "error": {"type": ..., "message": ...}}``).
+
+    The message is the provider's, else ``"<provider> stream reported an error"``
+    (``"... reported an <type>"`` when only the type is known).
+    """
+    kind, message, request = _report(payload)
+    if not message:
+        message = (
+            f"{provider} stream reported an {kind}"
+            if kind
+            else f"{provider} stream reported an error"
+        )
+    return LlmFailure(
+        message=message, code=error_code(None, kind, message), request_id=request
+    )

@@ -1,0 +1,438 @@
+"""The Anthropic Messages request: ``GenerateOptions`` to headers and a JSON body.
+
+Pure functions; every refusal is raised here, before any I/O.
+
+Contracts callers may rely on:
+
+- ``build_messages_request``: key order ``model``, ``max_tokens``, ``system``,
+  ``messages``, ``stream``, ``thinking``, ``output_config``, ``tools``,
+  ``tool_choice``, ``temperature``, ``stop_sequences``, ``metadata``; an optional
+  field is omitted, never ``null``. ``max_tokens`` is the request's, else
+  ``model_max_tokens``.
+- ``system`` is top-level: ``GenerateOptions.system`` alone is a string; with
+  system-role messages it is a list of text blocks (the prompt first, then each
+  message's text in order), since Messages has no system role.
+- Turns: consecutive user-role messages are one user turn (tool results merged),
+  consecutive assistant messages one assistant turn; a turn left without content
+  is dropped. In a user turn ``tool_result`` blocks come first (the API wants
+  them right after the ``tool_use``), then the text. An assistant turn keeps its
+  blocks' order; a tool call becomes ``tool_use`` with its arguments parsed
+  (``""`` is ``{}``; not JSON or not an object: ``INVALID_REQUEST``).
+- Replay: an assistant message from this family (``ModelSource.replay_state``
+  whose ``response["wire"]`` is ``translate.WIRE_FAMILY`` and one entry per block)
+  for the requested model (the message's ``ModelSource.model`` or the envelope's
+  ``model``) sends its reasoning back as ``thinking`` blocks with their
+  signatures and ``redacted_thinking`` blocks; a reasoning block without such an
+  entry is not sent (the API rejects unsigned thinking, and thinking of another
+  model). Empty text blocks are not sent.
+- Thinking (``thinking_fields``): see the function. With thinking on,
+  ``temperature`` and a forced ``tool_choice`` (``required`` or a name) raise
+  ``UNSUPPORTED_OPTION``; a ``temperature`` above 1 always does.
+- Images anywhere raise ``UNSUPPORTED_CONTENT``. ``session_id`` travels as
+  ``metadata.user_id`` (Anthropic's opaque end-user id; longer than 256
+  characters: ``INVALID_REQUEST``); ``purpose="session-title"`` asks for the
+  least thinking the model allows; ``purpose="compaction"`` has no wire field
+  and changes nothing.
+- ``request_headers``: ``stream_headers`` (the attribution ``user-agent``,
+  ``accept``, ``accept-encoding: identity``, ``content-type``) plus
+  ``anthropic-version`` (and ``anthropic-beta`` when given); never the key.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Final
+
+from dsh_llm.adapters._anthropic.catalog import BUDGET_THINKING, ThinkingProfile
+from dsh_llm.adapters._anthropic.translate import WIRE_FAMILY
+from dsh_llm.errors import ErrorCode, LlmError
+from dsh_llm.protocol import (
+    ContentBlock,
+    GenerateOptions,
+    Message,
+    ModelSource,
+    ReasoningBlock,
+    TextBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+    content_has_image,
+)
+from dsh_llm.transport.session import stream_headers
+
+__all__ = [
+    "ANTHROPIC_VERSION",
+    "BUDGET_TOKENS",
+    "METADATA_USER_ID_MAX_CHARS",
+    "MIN_BUDGET_TOKENS",
+    "build_messages_request",
+    "check_no_images",
+    "request_headers",
+    "thinking_fields",
+    "tool_choice_wire",
+]
+
+ANTHROPIC_VERSION: Final = "2023-06-01"
+"""The ``anthropic-version`` header sent by default."""
+BUDGET_TOKENS: Final[Mapping[str, int]] = {
+    "low": 2_048,
+    "medium": 8_192,
+    "high": 16_384,
+    "max": 32_768,
+}
+"""The thinking budget of each effort of a ``budget`` model (cut to
+``max_tokens - 1`` when ``max_tokens`` is smaller)."""
+MIN_BUDGET_TOKENS: Final = 1_024
+"""The smallest budget the API accepts."""
+METADATA_USER_ID_MAX_CHARS: Final = 256
+"""The longest ``metadata.user_id`` the API accepts."""
+
+_WIRE: Final = WIRE_FAMILY
+
+
+def request_headers(
+    *,
+    anthropic_version: str = ANTHROPIC_VERSION,
+    beta: Sequence[str] = (),
+) -> dict[str, str]:
+    """The headers of one streaming Messages request (lower-case names), without
+    the key: it travels in ``x-api-key`` through the call's auth object
+    (``dsh_llm.transport.session.ApiKeyAuth``), so the transport redacts it.
+
+    Args:
+        anthropic_version: The API version header.
+        beta: ``anthropic-beta`` features, joined with commas (omitted if empty).
+    """
+    extra = {"anthropic-version": anthropic_version}
+    if beta:
+        extra["anthropic-beta"] = ",".join(beta)
+    return stream_headers(extra=extra)
+
+
+def _refused(message: str, code: ErrorCode = ErrorCode.UNSUPPORTED_OPTION) -> LlmError:
+    return LlmError(message, code)
+
+
+def thinking_fields(
+    options: GenerateOptions,
+    *,
+    profile: ThinkingProfile,
+    max_tokens: int,
+    default_effort: str | None = None,
+    provider: str = "Anthropic",
+) -> tuple[dict[str, Any], bool]:
+    """The ``thinking``/``output_config`` body keys, and whether the model thinks.
+
+    The effort is the request's, else ``default_effort``; none sends no field and
+    the model does its default (``profile.thinks_by_default``).
+    ``purpose="session-title"`` takes ``off`` when offered, else the lowest
+    effort. ``off`` sends nothing on a ``budget`` model and ``{"type":
+    "disabled"}`` on an ``adaptive`` one. Another effort sends, on a ``budget``
+    model, ``{"type": "enabled", "budget_tokens": BUDGET_TOKENS[effort]}`` (cut to
+    ``max_tokens - 1``), on an ``adaptive`` one ``{"type": "adaptive"}`` plus
+    ``output_config: {"effort": effort}``.
+
+    Raises:
+        LlmError: ``UNSUPPORTED_REASONING_EFFORT`` for an effort not in
+            ``profile.efforts``; ``UNSUPPORTED_OPTION`` when ``max_tokens``
+            leaves no room for the smallest budget.
+    """
+    effort = options.reasoning_effort
+    if effort is not None and effort not in profile.efforts:
+        raise _refused(
+            f'{provider} model "{options.model}" does not support reasoning effort '
+            f'"{effort}" (supported: {", ".join(profile.efforts)})',
+            ErrorCode.UNSUPPORTED_REASONING_EFFORT,
+        )
+    if options.purpose == "session-title":
+        effort = "off" if "off" in profile.efforts else profile.efforts[0]
+    elif effort is None:
+        effort = default_effort
+    if effort is None:
+        return {}, profile.thinks_by_default
+    if effort not in profile.efforts:
+        raise _refused(
+            f'{provider} model "{options.model}" does not support the default '
+            f'reasoning effort "{effort}"',
+            ErrorCode.UNSUPPORTED_REASONING_EFFORT,
+        )
+    if effort == "off":
+        if profile.style == "budget":
+            return {}, False
+        return {"thinking": {"type": "disabled"}}, False
+    if profile.style == "adaptive":
+        return {
+            "thinking": {"type": "adaptive"},
+            "output_config": {"effort": effort},
+        }, True
+    budget = min(BUDGET_TOKENS.get(effort, BUDGET_TOKENS["max"]), max_tokens - 1)
+    if budget < MIN_BUDGET_TOKENS:
+        raise _refused(
+            f"{provider} thinking needs max_tokens above {MIN_BUDGET_TOKENS} (got "
+            f'{max_tokens}); raise max_tokens or use reasoning effort "off"'
+        )
+    return {"thinking": {"type": "enabled", "budget_tokens": budget}}, True
+
+
+def check_no_images(options: GenerateOptions, *, provider: str = "Anthropic") -> None:
+    """Refuse a request holding an image anywhere (also inside a tool result).
+
+    Raises:
+        LlmError: ``UNSUPPORTED_CONTENT``: image blocks hold references only and
+            the adapter cannot supply the bytes yet.
+    """
+    if any(content_has_image(message.content) for message in options.messages):
+        raise _refused(
+            f"The {provider} adapter cannot send image content yet; send text only.",
+            ErrorCode.UNSUPPORTED_CONTENT,
+        )
+
+
+def tool_choice_wire(choice: str | None) -> dict[str, Any] | None:
+    """The wire ``tool_choice``: ``auto``, ``none``, ``required`` as ``any``, a
+    tool name as ``{"type": "tool", "name": ...}``; ``None`` omitted."""
+    if choice is None:
+        return None
+    if choice in ("auto", "none"):
+        return {"type": choice}
+    if choice == "required":
+        return {"type": "any"}
+    return {"type": "tool", "name": choice}
+
+
+def build_messages_request(
+    options: GenerateOptions,
+    *,
+    model_max_tokens: int,
+    thinking: ThinkingProfile = BUDGET_THINKING,
+    default_effort: str | None = None,
+    provider: str = "Anthropic",
+) -> dict[str, Any]:
+    """The ``POST /v1/messages`` body for ``options`` (see the module docstring).
+
+    Args:
+        options: The request.
+        model_max_tokens: ``max_tokens`` when the request sets none.
+        thinking: The model's thinking profile (``catalog.thinking_profile``).
+        default_effort: The configured effort used when the request names none.
+        provider: Display name used in messages.
+
+    Raises:
+        LlmError: ``UNSUPPORTED_CONTENT`` for an image; ``UNSUPPORTED_OPTION``,
+            ``UNSUPPORTED_REASONING_EFFORT`` or ``INVALID_REQUEST`` for a field
+            the API would refuse (the module docstring lists them).
+    """
+    check_no_images(options, provider=provider)
+    max_tokens = options.max_tokens or model_max_tokens
+    fields, thinks = thinking_fields(
+        options,
+        profile=thinking,
+        max_tokens=max_tokens,
+        default_effort=default_effort,
+        provider=provider,
+    )
+    _check_sampling(options, thinks=thinks, provider=provider)
+    body: dict[str, Any] = {"model": options.model, "max_tokens": max_tokens}
+    system = _system(options)
+    if system is not None:
+        body["system"] = system
+    body["messages"] = _turns(options.messages, options.model, provider)
+    body["stream"] = True
+    body.update(fields)
+    if options.tools:
+        body["tools"] = [
+            {
+                "name": tool.name,
+                "description": tool.description,
+                "input_schema": tool.parameters,
+            }
+            for tool in options.tools
+        ]
+        choice = tool_choice_wire(options.tool_choice)
+        if choice is not None:
+            body["tool_choice"] = choice
+    if options.temperature is not None:
+        body["temperature"] = options.temperature
+    if options.stop is not None:
+        body["stop_sequences"] = list(options.stop)
+    if options.session_id is not None:
+        if len(options.session_id) > METADATA_USER_ID_MAX_CHARS:
+            raise _refused(
+                f"{provider} session_id travels as metadata.user_id, which holds "
+                f"at most {METADATA_USER_ID_MAX_CHARS} characters",
+                ErrorCode.INVALID_REQUEST,
+            )
+        body["metadata"] = {"user_id": options.session_id}
+    return body
+
+
+def _check_sampling(options: GenerateOptions, *, thinks: bool, provider: str) -> None:
+    choice = options.tool_choice
+    forced = bool(options.tools) and choice not in (None, "auto", "none")
+    if thinks and forced:
+        raise _refused(
+            f'{provider} rejects tool_choice "{choice}" while the model thinks; use '
+            'reasoning effort "off" (where the model offers it) or tool_choice "auto"'
+        )
+    if options.temperature is None:
+        return
+    if thinks:
+        raise _refused(
+            f"{provider} does not accept temperature while the model thinks; use "
+            'reasoning effort "off" (where the model offers it) or leave '
+            "temperature unset"
+        )
+    if options.temperature > 1:
+        raise _refused(
+            f"{provider} accepts temperature from 0 to 1, got {options.temperature}"
+        )
+
+
+def _text(blocks: Iterable[ContentBlock]) -> str:
+    return "".join(block.text for block in blocks if isinstance(block, TextBlock))
+
+
+def _system(options: GenerateOptions) -> str | list[dict[str, Any]] | None:
+    extra = [
+        _text(message.content)
+        for message in options.messages
+        if message.role == "system"
+    ]
+    extra = [text for text in extra if text]
+    if not extra:
+        return options.system or None
+    texts = [options.system, *extra] if options.system else extra
+    return [{"type": "text", "text": text} for text in texts]
+
+
+def _turns(
+    messages: Sequence[Message], model: str, provider: str
+) -> list[dict[str, Any]]:
+    turns: list[dict[str, Any]] = []
+    for message in messages:
+        if message.role == "system":
+            continue
+        if message.role == "assistant":
+            content = _assistant_content(message, model, provider)
+        else:
+            content = _user_content(message)
+        if not content:
+            continue
+        if turns and turns[-1]["role"] == message.role:
+            turns[-1]["content"].extend(content)
+        else:
+            turns.append({"role": message.role, "content": content})
+    for turn in turns:
+        if turn["role"] == "user":
+            content = turn["content"]
+            # Tool results go first: the API rejects a user turn answering
+            # tool_use blocks with anything before its tool_result blocks.
+            results = [b for b in content if b["type"] == "tool_result"]
+            if results and len(results) != len(content):
+                turn["content"] = [
+                    *results,
+                    *(b for b in content if b["type"] != "tool_result"),
+                ]
+    return turns
+
+
+def _user_content(message: Message) -> list[dict[str, Any]]:
+    content: list[dict[str, Any]] = []
+    for block in message.content:
+        if isinstance(block, TextBlock):
+            if block.text:
+                content.append({"type": "text", "text": block.text})
+        elif isinstance(block, ToolResultBlock):
+            result: dict[str, Any] = {
+                "type": "tool_result",
+                "tool_use_id": block.tool_call_id,
+            }
+            text = _text(block.content)
+            if text:
+                result["content"] = text
+            if block.is_error is not None:
+                result["is_error"] = block.is_error
+            content.append(result)
+    return content
+
+
+def _replay_entries(message: Message, model: str) -> tuple[Any, ...] | None:
+    """The per-block replay entries of a message this family produced for
+    ``model``, else ``None``."""
+    source = message.source
+    if not isinstance(source, ModelSource) or source.replay_state is None:
+        return None
+    state = source.replay_state
+    response = state.response
+    if not isinstance(response, dict) or response.get("wire") != _WIRE:
+        return None
+    # Thinking is bound to the model that produced it (Claude 5.5 rejects it
+    # elsewhere); the source names the model asked for, the envelope the one
+    # that answered (a dated id for an alias).
+    if model not in (source.model, response.get("model")):
+        return None
+    if state.blocks is None or len(state.blocks) != len(message.content):
+        return None
+    return state.blocks
+
+
+def _assistant_content(
+    message: Message, model: str, provider: str
+) -> list[dict[str, Any]]:
+    entries = _replay_entries(message, model) or (None,) * len(message.content)
+    content: list[dict[str, Any]] = []
+    for block, entry in zip(message.content, entries, strict=True):
+        if isinstance(block, TextBlock):
+            if block.text:
+                content.append({"type": "text", "text": block.text})
+        elif isinstance(block, ReasoningBlock):
+            replayed = _replayed_reasoning(block, entry)
+            if replayed is not None:
+                content.append(replayed)
+        elif isinstance(block, ToolCallBlock):
+            content.append(
+                {
+                    "type": "tool_use",
+                    "id": block.id,
+                    "name": block.name,
+                    "input": _tool_input(block, provider),
+                }
+            )
+    return content
+
+
+def _replayed_reasoning(block: ReasoningBlock, entry: Any) -> dict[str, Any] | None:
+    if not isinstance(entry, dict):
+        return None
+    kind = entry.get("type")
+    if kind == "thinking":
+        signature = entry.get("signature")
+        if isinstance(signature, str) and signature:
+            return {"type": "thinking", "thinking": block.text, "signature": signature}
+    elif kind == "redacted_thinking":
+        data = entry.get("data")
+        if isinstance(data, str) and data:
+            return {"type": "redacted_thinking", "data": data}
+    return None
+
+
+def _tool_input(block: ToolCallBlock, provider: str) -> dict[str, Any]:
+    raw = block.arguments
+    if not raw.strip():
+        return {}
+    try:
+        value = json.loads(raw)
+    except (ValueError, RecursionError) as exc:
+        raise LlmError(
+            f'{provider} needs tool call "{block.id}" ({block.name}) to have JSON '
+            "arguments; its arguments are not valid JSON",
+            ErrorCode.INVALID_REQUEST,
+            cause=exc,
+        ) from exc
+    if not isinstance(value, dict):
+        raise LlmError(
+            f'{provider} needs tool call "{block.id}" ({block.name}) to have a JSON '
+            f"object as arguments, got a {type(value).__name__}",
+            ErrorCode.INVALID_REQUEST,
+        )
+    return value

@@ -1,0 +1,75 @@
+"""Replays recorded Anthropic wire bytes through ``SseDecoder`` and
+``MessagesTranslator`` the way the transport's read loop drives them (test helper).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from pathlib import Path
+
+from dsh_llm.adapters._anthropic.translate import MessagesTranslator
+from dsh_llm.errors import LlmError
+from dsh_llm.protocol import (
+    BlockEnd,
+    BlockStart,
+    Finish,
+    FinishReason,
+    StreamChunk,
+    UsageChunk,
+)
+from dsh_llm.transport.sse import SseDecoder
+
+FIXTURES = Path(__file__).resolve().parent.parent.parent / "fixtures" / "anthropic"
+"""The recorded streams: ``<case>.sse`` with ``<case>.chunks.jsonl`` beside it."""
+
+
+def fixture_names() -> list[str]:
+    """Every recorded case, sorted."""
+    return sorted(path.stem for path in FIXTURES.glob("*.sse"))
+
+
+def pieces(body: bytes, split: int | str | None, seed: int = 0) -> Iterator[bytes]:
+    """``body`` whole (``None``), in ``split``-byte pieces, or in random pieces
+    (``"random"``, 1 to 64 bytes, seeded)."""
+    if split is None:
+        yield body
+        return
+    if split == "random":
+        rng = random.Random(seed)
+        at = 0
+        while at < len(body):
+            size = rng.randint(1, 64)
+            yield body[at : at + size]
+            at += size
+        return
+    assert isinstance(split, int)
+    for at in range(0, len(body), split):
+        yield body[at : at + split]
+
+
+def replay(chunks_of_body: Iterator[bytes] | list[bytes]) -> list[StreamChunk]:
+    """The chunks a read loop yields for this body: the translator's output and,
+    when the body ends before the terminal event (``close()`` raises), the usage
+    reported so far (when no block is open) and the error finish the runtime
+    makes of the raised ``LlmError``."""
+    decoder = SseDecoder(terminal_data=None, provider="Anthropic")
+    translator = MessagesTranslator()
+    out: list[StreamChunk] = []
+    try:
+        for piece in chunks_of_body:
+            for event in decoder.feed(piece):
+                if not translator.finished:
+                    out.extend(translator.feed(event))
+        for event in decoder.close():
+            out.extend(translator.feed(event))
+        out.extend(translator.close())
+    except LlmError as error:
+        usage = translator.usage_so_far
+        open_blocks = sum(isinstance(c, BlockStart) for c in out) - sum(
+            isinstance(c, BlockEnd) for c in out
+        )
+        if usage is not None and open_blocks == 0:
+            out.append(UsageChunk(usage=usage))
+        out.append(Finish(reason=FinishReason.error(error.failure)))
+    return out

@@ -1,0 +1,98 @@
+"""``dsh-llm`` and the built-in ``anthropic`` route: listed by ``providers``,
+usable with ``chat --provider anthropic`` (key from ``ANTHROPIC_API_KEY`` or the
+variable ``--api-key-env`` names, ``ANTHROPIC_BASE_URL`` honoured), and loaded
+from a composition file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from dsh_llm.cli import main
+from dsh_llm.testing import LoopbackServer, Reply
+
+from ...cli_run import clean_env, run_cli
+from .replay import FIXTURES
+
+TEXT = (FIXTURES / "text.sse").read_bytes()
+
+
+def test_chat_streams_claude_through_the_built_in_route(
+    server: LoopbackServer, tmp_path: Path
+) -> None:
+    server.enqueue(Reply(body=TEXT, split=7))
+    env = clean_env(ANTHROPIC_API_KEY="sk-ant-cli", ANTHROPIC_BASE_URL=server.url)
+
+    result = run_cli("chat", "--provider", "anthropic", "hello", env=env, cwd=tmp_path)
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "Hello there! ¿Qué tal? 你好 🙂\n"
+    assert result.stderr.startswith("finish stop; usage: input ")
+    (request,) = server.requests
+    assert request.path == "/v1/messages"
+    assert request.header("x-api-key") == "sk-ant-cli"
+    body = request.json()
+    # The first model of the catalog, with its default output cap.
+    assert (body["model"], body["max_tokens"]) == ("claude-opus-5-5", 64000)
+    assert body["messages"] == [
+        {"role": "user", "content": [{"type": "text", "text": "hello"}]}
+    ]
+
+
+def test_api_key_env_names_the_key_of_the_anthropic_route(
+    server: LoopbackServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    server.enqueue(Reply(body=TEXT))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.setenv("MY_CLAUDE_KEY", "sk-ant-mine")
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+    args = ["chat", "--provider", "anthropic", "--api-key-env", "MY_CLAUDE_KEY"]
+
+    assert main([*args, "--model", "claude-haiku-4-5", "hi"]) == 0
+
+    assert capsys.readouterr().out == "Hello there! ¿Qué tal? 你好 🙂\n"
+    (request,) = server.requests
+    assert request.header("x-api-key") == "sk-ant-mine"
+    assert request.json()["model"] == "claude-haiku-4-5"
+
+
+def test_chat_without_a_key_names_the_variable(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+
+    status = main(["chat", "--provider", "anthropic", "hi"])
+
+    assert status != 0
+    err = capsys.readouterr().err
+    assert err.startswith("error[MISSING_CREDENTIAL]: ")
+    assert "ANTHROPIC_API_KEY" in err
+
+
+def test_providers_lists_the_anthropic_route_from_a_composition(
+    tmp_path: Path,
+) -> None:
+    config = tmp_path / "dsh.yml"
+    config.write_text(
+        "- id: claude\n"
+        "  name: dsh_llm.plugins.anthropic\n"
+        "  config:\n"
+        "    models: [{id: claude-haiku-4-5, name: Haiku}]\n",
+        encoding="utf-8",
+    )
+
+    result = run_cli("providers", cwd=tmp_path)
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        f"anthropic  (Anthropic, {config})",
+        "  claude-haiku-4-5  Haiku",
+    ]

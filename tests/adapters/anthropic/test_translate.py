@@ -1,0 +1,513 @@
+"""The Anthropic Messages translator (dsh_llm.adapters._anthropic.translate): SSE
+events in, strict protocol chunks out, without I/O.
+
+Every recorded stream in ``tests/fixtures/anthropic`` is decoded with
+``SseDecoder`` under several byte splits and must give exactly its expected
+``.chunks.jsonl``, strict-validated."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dsh_llm.adapters._anthropic.translate import (
+    KEEPALIVE_EVENTS,
+    WIRE_FAMILY,
+    MessagesTranslator,
+    map_usage,
+)
+from dsh_llm.assembler import BlockAssembler
+from dsh_llm.errors import ErrorCode, LlmError, error_chain
+from dsh_llm.protocol import (
+    BlockStart,
+    Finish,
+    ReasoningBlock,
+    StreamChunk,
+    TextBlock,
+    TokenUsage,
+    ToolCallBlock,
+    ToolCallDelta,
+    UsageChunk,
+)
+from dsh_llm.serde import chunk_to_dict, read_jsonl
+from dsh_llm.transport.sse import SseEvent
+from dsh_llm.validator import assert_chunk_sequence
+
+from .replay import FIXTURES, fixture_names, pieces, replay
+
+NAMES = fixture_names()
+
+
+def expected(name: str) -> list[dict[str, Any]]:
+    return [
+        chunk_to_dict(c) for c in read_jsonl(str(FIXTURES / f"{name}.chunks.jsonl"))
+    ]
+
+
+def body(name: str) -> bytes:
+    return (FIXTURES / f"{name}.sse").read_bytes()
+
+
+def dicts(chunks: list[StreamChunk]) -> list[dict[str, Any]]:
+    assert_chunk_sequence(chunks, strict=True)
+    return [chunk_to_dict(c) for c in chunks]
+
+
+def event(payload: dict[str, Any], name: str | None = None) -> SseEvent:
+    return SseEvent(json.dumps(payload), name or str(payload.get("type")))
+
+
+def start(usage: dict[str, Any] | None = None) -> SseEvent:
+    return event(
+        {
+            "type": "message_start",
+            "message": {
+                "id": "msg_1",
+                "model": "claude-x",
+                "usage": usage if usage is not None else {"input_tokens": 3},
+            },
+        }
+    )
+
+
+def block_start(index: int, block: dict[str, Any]) -> SseEvent:
+    return event(
+        {"type": "content_block_start", "index": index, "content_block": block}
+    )
+
+
+def block_delta(index: int, delta: dict[str, Any]) -> SseEvent:
+    return event({"type": "content_block_delta", "index": index, "delta": delta})
+
+
+def block_stop(index: int) -> SseEvent:
+    return event({"type": "content_block_stop", "index": index})
+
+
+def message_delta(reason: str | None, **delta: Any) -> SseEvent:
+    return event(
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": reason, **delta},
+            "usage": {"output_tokens": 5},
+        }
+    )
+
+
+STOP = event({"type": "message_stop"})
+
+
+def run(*events: SseEvent, **options: Any) -> list[StreamChunk]:
+    translator = MessagesTranslator(**options)
+    out: list[StreamChunk] = []
+    for item in events:
+        out.extend(translator.feed(item))
+    assert translator.finished
+    return out
+
+
+def text_turn(reason: str, **delta: Any) -> list[SseEvent]:
+    return [
+        start(),
+        block_start(0, {"type": "text", "text": ""}),
+        block_delta(0, {"type": "text_delta", "text": "Hi"}),
+        block_stop(0),
+        message_delta(reason, **delta),
+        STOP,
+    ]
+
+
+# --- recorded streams -----------------------------------------------------------------
+
+
+def test_there_is_a_recorded_stream_for_every_wire_case() -> None:
+    assert len(NAMES) >= 20
+    for name in NAMES:
+        assert (FIXTURES / f"{name}.chunks.jsonl").exists(), name
+
+
+@pytest.mark.parametrize("split", [None, 1, 7, "random"], ids=str)
+@pytest.mark.parametrize("name", NAMES)
+def test_recorded_stream_gives_its_expected_chunks(name: str, split: Any) -> None:
+    assert dicts(replay(pieces(body(name), split))) == expected(name)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    name=st.sampled_from(NAMES),
+    cuts=st.lists(st.integers(min_value=0, max_value=4000), max_size=40),
+)
+def test_any_split_of_any_recorded_stream_gives_identical_chunks(
+    name: str, cuts: list[int]
+) -> None:
+    data = body(name)
+    points = sorted({cut % (len(data) + 1) for cut in cuts})
+    parts = [data[a:b] for a, b in zip([0, *points], [*points, len(data)], strict=True)]
+    assert dicts(replay(parts)) == expected(name)
+
+
+def test_a_server_tool_use_never_becomes_a_tool_call() -> None:
+    for name in ("unknown_event_and_block_types", "pause_turn"):
+        chunks = replay([body(name)])
+        assert not any(
+            isinstance(c, BlockStart) and c.block_type == "tool-call" for c in chunks
+        )
+
+
+def test_a_call_cut_by_max_tokens_is_dropped_by_the_assembler_with_its_replay_entry():
+    assembler = BlockAssembler()
+    for chunk in replay([body("max_tokens_cut_block")]):
+        assembler.push(chunk)
+    assert not any(isinstance(b, ToolCallBlock) for b in assembler.blocks())
+    state = assembler.replay_state
+    assert state is not None
+    assert state.blocks == (None,)
+
+
+# --- keep-alive and the end of the body -----------------------------------------------
+
+
+def test_ping_is_a_keepalive_that_produces_nothing() -> None:
+    translator = MessagesTranslator()
+    ping = SseEvent('{"type": "ping"}', "ping")
+    assert "ping" in KEEPALIVE_EVENTS
+    assert translator.is_keepalive(ping)
+    assert not translator.is_keepalive(start())
+    assert translator.feed(ping) == []
+
+
+def test_close_before_message_stop_raises_stream_closed() -> None:
+    translator = MessagesTranslator()
+    translator.feed(start())
+    with pytest.raises(LlmError) as caught:
+        translator.close()
+    assert caught.value.code == ErrorCode.STREAM_CLOSED
+
+
+def test_close_after_the_finish_adds_nothing_and_later_events_are_ignored() -> None:
+    translator = MessagesTranslator()
+    for item in text_turn("end_turn"):
+        translator.feed(item)
+    assert translator.finished
+    assert translator.close() == []
+    assert translator.feed(block_start(1, {"type": "text", "text": "x"})) == []
+
+
+def test_usage_so_far_is_none_before_any_report_then_the_latest_counts() -> None:
+    translator = MessagesTranslator()
+    before = translator.usage_so_far
+    assert before is None
+    translator.feed(start({"input_tokens": 40, "cache_read_input_tokens": 7}))
+    assert translator.usage_so_far == TokenUsage(
+        input_tokens=40, output_tokens=None, cache_read_tokens=7
+    )
+    translator.feed(message_delta(None))
+    usage = translator.usage_so_far
+    assert usage is not None
+    assert (usage.input_tokens, usage.output_tokens) == (40, 5)
+
+
+def test_unreported_or_impossible_counts_are_none_never_zero() -> None:
+    usage = map_usage(
+        {
+            "input_tokens": 2**53,
+            "output_tokens": True,
+            "cache_read_input_tokens": -1,
+            "output_tokens_details": {"thinking_tokens": 4},
+        }
+    )
+    assert usage == TokenUsage(
+        input_tokens=None,
+        output_tokens=None,
+        cache_read_tokens=None,
+        reasoning_tokens=4,
+    )
+
+
+def test_a_later_null_count_keeps_the_earlier_value() -> None:
+    chunks = run(
+        start({"input_tokens": 9, "output_tokens": 1}),
+        block_start(0, {"type": "text", "text": ""}),
+        block_delta(0, {"type": "text_delta", "text": "a"}),
+        block_stop(0),
+        event(
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": "end_turn"},
+                "usage": {"input_tokens": None, "output_tokens": 8},
+            }
+        ),
+        STOP,
+    )
+    usage = next(c for c in chunks if isinstance(c, UsageChunk)).usage
+    assert (usage.input_tokens, usage.output_tokens) == (9, 8)
+
+
+# --- blocks ---------------------------------------------------------------------------
+
+
+def test_a_whole_tool_input_in_content_block_start_is_its_arguments() -> None:
+    chunks = run(
+        start(),
+        block_start(
+            0, {"type": "tool_use", "id": "toolu_1", "name": "f", "input": {"a": 1}}
+        ),
+        block_stop(0),
+        message_delta("tool_use"),
+        STOP,
+    )
+    deltas = [c for c in dicts(chunks) if c["type"] == "tool-call-delta"]
+    assert "".join(d["argumentsDelta"] for d in deltas) == '{"a": 1}'
+
+
+def test_a_second_signature_replaces_the_first() -> None:
+    chunks = run(
+        start(),
+        block_start(0, {"type": "thinking", "thinking": "", "signature": ""}),
+        block_delta(0, {"type": "signature_delta", "signature": "old"}),
+        block_delta(0, {"type": "signature_delta", "signature": "new"}),
+        block_stop(0),
+        block_start(1, {"type": "text", "text": ""}),
+        block_delta(1, {"type": "text_delta", "text": "ok"}),
+        block_stop(1),
+        message_delta("end_turn"),
+        STOP,
+    )
+    finish = chunks[-1]
+    assert isinstance(finish, Finish)
+    assert finish.replay_state is not None
+    assert finish.replay_state.response["wire"] == WIRE_FAMILY
+    assert finish.replay_state.blocks == (
+        {"type": "thinking", "signature": "new"},
+        None,
+    )
+
+
+def test_a_buffered_text_block_is_flushed_after_the_live_call() -> None:
+    chunks = run(
+        start(),
+        block_start(0, {"type": "tool_use", "id": "t", "name": "f", "input": {}}),
+        block_start(1, {"type": "text", "text": ""}),
+        block_delta(1, {"type": "text_delta", "text": "later"}),
+        block_delta(0, {"type": "input_json_delta", "partial_json": "{}"}),
+        block_stop(1),
+        block_stop(0),
+        message_delta("tool_use"),
+        STOP,
+    )
+    assert [c["type"] for c in dicts(chunks)] == [
+        "block-start",
+        "tool-call-delta",
+        "tool-call-delta",
+        "block-end",
+        "block-start",
+        "text-delta",
+        "block-end",
+        "usage",
+        "finish",
+    ]
+
+
+def test_an_error_frame_with_a_block_open_gives_no_usage() -> None:
+    chunks = run(
+        start(),
+        block_start(0, {"type": "text", "text": ""}),
+        block_delta(0, {"type": "text_delta", "text": "x"}),
+        event(
+            {"type": "error", "error": {"type": "rate_limit_error", "message": "slow"}}
+        ),
+    )
+    assert not any(isinstance(c, UsageChunk) for c in chunks)
+    finish = chunks[-1]
+    assert isinstance(finish, Finish)
+    assert finish.reason.failure is not None
+    assert finish.reason.failure.code == ErrorCode.RATE_LIMIT
+    assert finish.replay_state is None
+
+
+# --- stop reasons ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("reason", "kind", "code"),
+    [
+        ("end_turn", "stop", None),
+        ("stop_sequence", "stop", None),
+        ("tool_use", "stop", None),
+        ("max_tokens", "max-tokens", None),
+        ("model_context_window_exceeded", "max-tokens", None),
+        ("refusal", "error", "REFUSAL"),
+        ("pause_turn", "error", "PAUSE_TURN"),
+        ("compaction", "error", "COMPACTION"),
+        ("not an identifier!", "error", "UNKNOWN_FINISH_REASON"),
+    ],
+)
+def test_stop_reasons_map_to_finishes(reason: str, kind: str, code: str | None) -> None:
+    chunks = run(*text_turn(reason))
+    assert_chunk_sequence(chunks, strict=True)
+    finish = chunks[-1]
+    assert isinstance(finish, Finish)
+    assert finish.reason.kind == kind
+    assert (finish.reason.failure.code if finish.reason.failure else None) == code
+    assert (finish.replay_state is None) == (kind == "error")
+
+
+def test_a_refusal_without_details_says_refusal() -> None:
+    finish = run(*text_turn("refusal"))[-1]
+    assert isinstance(finish, Finish)
+    assert finish.reason.failure is not None
+    assert finish.reason.failure.message == "model stopped: refusal"
+
+
+def test_a_blockless_end_turn_is_empty_response_unless_taken_as_stop() -> None:
+    events = [start(), message_delta("end_turn"), STOP]
+    empty = run(*events)[-1]
+    assert isinstance(empty, Finish)
+    assert empty.reason.failure is not None
+    assert empty.reason.failure.code == ErrorCode.EMPTY_RESPONSE
+    plain = run(*events, empty_response_as_stop=True)[-1]
+    assert isinstance(plain, Finish)
+    assert plain.reason.kind == "stop"
+
+
+# --- malformed payloads ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "item",
+    [
+        SseEvent("{not json", "message_start"),
+        SseEvent("[1, 2]", "message_start"),
+        SseEvent('{"type": "message_start", "message": "x"}', "message_start"),
+        SseEvent('{"type": "content_block_start", "index": -1}', "content_block_start"),
+        SseEvent(
+            '{"type": "content_block_delta", "index": 4, "delta": {}}',
+            "content_block_delta",
+        ),
+    ],
+)
+def test_malformed_payloads_raise_malformed_response(item: SseEvent) -> None:
+    translator = MessagesTranslator()
+    with pytest.raises(LlmError) as caught:
+        translator.feed(item)
+    assert caught.value.code == ErrorCode.MALFORMED_RESPONSE
+
+
+def test_a_delta_of_the_wrong_kind_is_malformed() -> None:
+    translator = MessagesTranslator()
+    translator.feed(start())
+    translator.feed(block_start(0, {"type": "text", "text": ""}))
+    with pytest.raises(LlmError) as caught:
+        translator.feed(
+            block_delta(0, {"type": "input_json_delta", "partial_json": "{"})
+        )
+    assert caught.value.code == ErrorCode.MALFORMED_RESPONSE
+
+
+def test_deltas_carry_the_call_id_and_name() -> None:
+    chunks = replay([body("tool_use_input_deltas")])
+    calls = [c for c in chunks if isinstance(c, ToolCallDelta)]
+    assert {(c.id, c.name) for c in calls} == {
+        ("toolu_01A09q90qw90lq917835lq9", "get_weather")
+    }
+
+
+# --- interleaved events, any order ----------------------------------------------------
+
+_KINDS = ("text", "thinking", "tool_use")
+
+
+def _block_events(index: int, kind: str, fragments: list[str]) -> list[SseEvent]:
+    opening: dict[str, Any]
+    if kind == "text":
+        opening = {"type": "text", "text": ""}
+        deltas = [{"type": "text_delta", "text": piece} for piece in fragments]
+    elif kind == "thinking":
+        opening = {"type": "thinking", "thinking": "", "signature": ""}
+        deltas = [{"type": "thinking_delta", "thinking": piece} for piece in fragments]
+        deltas.append({"type": "signature_delta", "signature": f"sig{index}"})
+    else:
+        opening = {"type": "tool_use", "id": f"toolu_{index}", "name": "f", "input": {}}
+        deltas = [{"type": "input_json_delta", "partial_json": p} for p in fragments]
+    return [
+        block_start(index, opening),
+        *(block_delta(index, delta) for delta in deltas),
+        block_stop(index),
+    ]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    blocks=st.lists(
+        st.tuples(
+            st.sampled_from(_KINDS),
+            st.lists(st.sampled_from(["", "a", "é", '{"k"', "🙂", " "]), max_size=4),
+        ),
+        min_size=1,
+        max_size=4,
+    ),
+    data=st.data(),
+)
+def test_interleaved_provider_events_come_out_in_strict_opening_order(
+    blocks: list[tuple[str, list[str]]], data: st.DataObject
+) -> None:
+    queues = [_block_events(i, kind, parts) for i, (kind, parts) in enumerate(blocks)]
+    events: list[SseEvent] = [start()]
+    opened = 0
+    while any(queues):
+        # A block opens only after the blocks before it opened (wire indexes
+        # follow the content order); after that its events mix freely.
+        ready = [i for i, q in enumerate(queues) if q and i <= opened]
+        pick = data.draw(st.sampled_from(ready))
+        if pick == opened:
+            opened += 1
+        events.append(queues[pick].pop(0))
+    reason = "tool_use" if any(kind == "tool_use" for kind, _ in blocks) else "end_turn"
+    chunks = run(*events, message_delta(reason), STOP)
+    assert_chunk_sequence(chunks, strict=True)
+    assembler = BlockAssembler()
+    for chunk in chunks:
+        assembler.push(chunk)
+    wanted: list[tuple[str, str]] = []
+    for kind, parts in blocks:
+        text = "".join(parts)
+        if kind == "text" and text:
+            wanted.append(("text", text))
+        elif kind == "thinking":
+            wanted.append(("reasoning", text))
+        elif kind == "tool_use":
+            wanted.append(("tool-call", text or "{}"))
+    got = [
+        (
+            block.type,
+            block.arguments if isinstance(block, ToolCallBlock) else block.text,
+        )
+        for block in assembler.blocks()
+        if isinstance(block, ToolCallBlock | TextBlock | ReasoningBlock)
+    ]
+    assert got == wanted
+    finish = chunks[-1]
+    assert isinstance(finish, Finish)
+    if not wanted:
+        assert finish.reason.kind == "error"
+        return
+    assert finish.reason.kind == ("tool-calls" if reason == "tool_use" else "stop")
+    assert finish.replay_state is not None
+    assert finish.replay_state.blocks == tuple(
+        {"type": "thinking", "signature": f"sig{i}"} if kind == "thinking" else None
+        for i, (kind, parts) in enumerate(blocks)
+        if kind != "text" or "".join(parts)
+    )
+
+
+def test_a_malformed_payload_error_keeps_only_its_start() -> None:
+    data = '{"type": "message_start", ' + "x" * 200 + " sk-ant-hidden-tail"
+    with pytest.raises(LlmError) as caught:
+        MessagesTranslator().feed(SseEvent(data, "message_start"))
+    assert caught.value.code == ErrorCode.MALFORMED_RESPONSE
+    assert "sk-ant-hidden-tail" not in error_chain(caught.value)
+    assert caught.value.__context__ is None
