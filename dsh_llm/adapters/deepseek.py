@@ -84,7 +84,7 @@ from dsh_llm.adapters._chat.base import (
     resolved_model_info,
     stream_completion,
 )
-from dsh_llm.adapters._chat.request import WireProfile, build_body
+from dsh_llm.adapters._chat.request import WireProfile, build_body, request_headers
 from dsh_llm.credentials import Secret
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import GenerateOptions, StreamChunk, content_has_image
@@ -148,6 +148,7 @@ DEEPSEEK_PROFILE: Final = WireProfile(
     reasoning_fields=("reasoning_content",),
     reasoning_passback_field="reasoning_content",
     include_usage=True,
+    enforces_schema=False,
 )
 """How DeepSeek differs from the generic chat-completions wire."""
 
@@ -686,7 +687,12 @@ class DeepSeekAdapter(ChatCompletionsAdapter):
             profile=DEEPSEEK_PROFILE,
             base_url=snapshot.base_url,
             body=body,
-            headers=stream_headers(extra=routing),
+            headers=request_headers(
+                stream_headers(extra=routing),
+                options,
+                profile=DEEPSEEK_PROFILE,
+                has_key=key is not None,
+            ),
             key=key,
             signal=options.signal,
         )

@@ -90,7 +90,12 @@ from dsh_llm.adapters._chat.base import (
     resolved_model_info,
     stream_completion,
 )
-from dsh_llm.adapters._chat.request import WireProfile, build_body, refuse_images
+from dsh_llm.adapters._chat.request import (
+    WireProfile,
+    build_body,
+    refuse_images,
+    request_headers,
+)
 from dsh_llm.credentials import Secret
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import GenerateOptions, StreamChunk
@@ -491,7 +496,12 @@ class OpenAICompatAdapter(ChatCompletionsAdapter):
             profile=self._profile,
             base_url=self._settings.base_url,
             body=body,
-            headers=self._request_headers,
+            headers=request_headers(
+                self._request_headers,
+                options,
+                profile=self._profile,
+                has_key=key is not None,
+            ),
             key=key,
             signal=options.signal,
         )

@@ -25,7 +25,18 @@ Contracts callers may rely on:
   ``stream_options``, the provider's extra keys (DeepSeek: ``thinking``,
   ``reasoning_effort``), ``tools``, ``tool_choice``, ``temperature``, the output
   cap (``max_tokens`` or the profile's spelling, e.g. ``max_completion_tokens``),
-  ``stop``; an optional field is omitted, never ``null``.
+  ``stop``, ``response_format``; an optional field is omitted, never ``null``.
+  ``GenerateOptions.extra_body`` is merged last, unchecked, its keys replacing
+  the adapter's.
+- ``response_format_wire``: ``{"type": "json_schema", "json_schema": {"name",
+  "schema", "strict"}}`` on a profile that enforces schemas; JSON mode
+  (``{"type": "json_object"}``, the schema not sent) on one that does not
+  (DeepSeek), where a strict format raises ``UNSUPPORTED_OPTION``.
+- ``request_headers``: the adapter's headers plus
+  ``GenerateOptions.extra_headers`` (lower-cased); a name the adapter sets
+  (``RESERVED_HEADER_NAMES``, any header it already sends, ``authorization``
+  beside a key) raises ``UNSUPPORTED_OPTION`` naming the header, never its
+  value.
 - ``build_messages``: the system prompt first; assistant
   ``content`` is the joined text or ``""`` (never ``null``); the joined reasoning
   goes back in the profile's passback field whenever the turn had reasoning or
@@ -68,16 +79,34 @@ from dsh_llm.serde import compact_json
 
 __all__ = [
     "NO_OUTPUT",
+    "RESERVED_HEADER_NAMES",
     "WireProfile",
     "build_body",
     "build_messages",
     "encode_body",
     "refuse_images",
+    "request_headers",
+    "response_format_wire",
     "tool_choice_wire",
 ]
 
 NO_OUTPUT: Final = "(no output)"
 """The content sent for a tool result without text (the wire needs some)."""
+
+RESERVED_HEADER_NAMES: Final = frozenset(
+    {
+        "user-agent",
+        "accept",
+        "accept-encoding",
+        "content-type",
+        "content-length",
+        "transfer-encoding",
+        "connection",
+        "host",
+    }
+)
+"""Header names ``GenerateOptions.extra_headers`` may never set (the transport
+owns them; the user-agent carries the attribution every request keeps)."""
 
 
 @attrs.frozen(kw_only=True)
@@ -98,6 +127,10 @@ class WireProfile:
     max_tokens_field: str = "max_tokens"
     """The output-cap field the server reads (OpenAI's reasoning models want
     ``max_completion_tokens``)."""
+    enforces_schema: bool = True
+    """Whether the server takes ``response_format: {type: json_schema}``;
+    ``False`` (DeepSeek) sends JSON mode (``json_object``) for a non-strict
+    format and refuses a strict one."""
 
 
 # --- request ----------------------------------------------------------------------
@@ -252,7 +285,75 @@ def build_body(
         body[profile.max_tokens_field] = max_tokens
     if options.stop is not None:
         body["stop"] = list(options.stop)
+    if options.response_format is not None:
+        body["response_format"] = response_format_wire(options, profile=profile)
+    if options.extra_body:
+        body.update(options.extra_body)
     return body
+
+
+def response_format_wire(
+    options: GenerateOptions, *, profile: WireProfile
+) -> dict[str, Any] | None:
+    """The wire ``response_format`` for ``options`` (``None`` when unset).
+
+    Raises:
+        LlmError: ``UNSUPPORTED_OPTION`` for a strict format on a profile that
+            does not enforce schemas.
+    """
+    wanted = options.response_format
+    if wanted is None:
+        return None
+    if not profile.enforces_schema:
+        if wanted.strict:
+            raise LlmError(
+                f"{profile.provider} JSON mode does not enforce a schema; use "
+                "ResponseFormat(strict=False) to ask for JSON output (the schema "
+                "is not sent: describe it in the prompt, and check the answer "
+                "with dsh_llm.structured.parse_json)",
+                ErrorCode.UNSUPPORTED_OPTION,
+            )
+        return {"type": "json_object"}
+    return {
+        "type": "json_schema",
+        "json_schema": {
+            "name": wanted.name,
+            "schema": wanted.schema,
+            "strict": wanted.strict,
+        },
+    }
+
+
+def request_headers(
+    base: Mapping[str, str],
+    options: GenerateOptions,
+    *,
+    profile: WireProfile,
+    has_key: bool,
+) -> dict[str, str]:
+    """``base`` (the adapter's headers) plus ``options.extra_headers``.
+
+    Raises:
+        LlmError: ``UNSUPPORTED_OPTION`` when an extra header names one the
+            adapter sets (``RESERVED_HEADER_NAMES``, a name in ``base``, or
+            ``authorization`` when the adapter sends a key).
+    """
+    headers = dict(base)
+    if not options.extra_headers:
+        return headers
+    taken = {name.lower() for name in base} | RESERVED_HEADER_NAMES
+    if has_key:
+        taken.add("authorization")
+    for name, value in options.extra_headers.items():
+        lower = name.lower()
+        if lower in taken:
+            raise LlmError(
+                f'{profile.provider} adapter sets the "{lower}" header itself; '
+                "extra_headers cannot replace it",
+                ErrorCode.UNSUPPORTED_OPTION,
+            )
+        headers[lower] = value
+    return headers
 
 
 def encode_body(body: Mapping[str, Any], *, provider: str) -> bytes:
