@@ -8,9 +8,11 @@ import pytest
 from dsh_llm.assembler import AssembledResponse
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import (
+    CallId,
     FinishReason,
     ResponseFormat,
     TextBlock,
+    ToolCallBlock,
     create_assistant_message,
 )
 from dsh_llm.structured import check_schema, parse_json
@@ -90,3 +92,33 @@ def test_integer_accepts_a_whole_float_and_any_of_picks_any_option():
 
 def test_unsupported_keywords_are_ignored_not_failed():
     assert check_schema("x", {"type": "string", "pattern": "^y$"}) == []
+
+
+def test_parsed_tool_calls_parse_each_calls_arguments():
+    message = create_assistant_message(
+        [
+            ToolCallBlock(id=CallId("c1"), name="f", arguments='{"a": 1}'),
+            ToolCallBlock(id=CallId("c2"), name="g", arguments="{}"),
+        ],
+        provider="p",
+        model="m",
+    )
+    response = AssembledResponse(
+        message=message, usage=None, finish=FinishReason.TOOL_CALLS
+    )
+    calls = response.parsed_tool_calls()
+    assert [(c.id, c.name, c.arguments) for c in calls] == [
+        ("c1", "f", {"a": 1}),
+        ("c2", "g", {}),
+    ]
+    broken = create_assistant_message(
+        [ToolCallBlock(id=CallId("c3"), name="h", arguments='{"a": ')],
+        provider="p",
+        model="m",
+    )
+    with pytest.raises(LlmError) as caught:
+        AssembledResponse(
+            message=broken, usage=None, finish=FinishReason.TOOL_CALLS
+        ).parsed_tool_calls()
+    assert caught.value.code == ErrorCode.INVALID_JSON_OUTPUT
+    assert "'h' (c3)" in caught.value.message
