@@ -493,6 +493,7 @@ def _model_info(
         or snapshot.default_context_window,
         default_max_tokens=(entry.max_tokens if entry else None) or snapshot.max_tokens,
         reasoning=reasoning,
+        image_input=False,
     )
 
 
@@ -531,6 +532,7 @@ class DeepSeekAdapter(ChatCompletionsAdapter):
     """
 
     _package = _PACKAGE
+    _image_input = False  # the Files API images need is not implemented
 
     def __init__(
         self,

@@ -33,14 +33,21 @@ Contracts callers may rely on:
   ``secret`` or ``auth``...) are redacted from server error text like the key.
 - **Catalog** (``models``): model ids, ``OpenAICompatModel`` values or mappings
   with the config keys ``id``, ``name``, ``description``, ``contextWindow``,
-  ``maxTokens``. Advisory: any model id is sent as is. ``resolve_model`` needs no
-  I/O: the entry's context window and output cap (unknown when not configured),
-  text input only, and the configured ``reasoning_efforts`` (none by default).
+  ``maxTokens``, ``inputModalities`` (``["text"]`` by default, or ``["text",
+  "image"]``). Advisory: any model id is sent as is. ``resolve_model`` needs no
+  I/O: the entry's context window, output cap (unknown when not configured) and
+  input modalities (text only for an unlisted id), and the configured
+  ``reasoning_efforts`` (none by default).
 - **Configuration** is checked once, in the constructor: a bad value raises
   ``OpenAICompatConfigError`` (a ``ValueError``), whose ``key`` is the config key
   (``baseURL``, ``models[0].contextWindow``) and whose message starts with
   ``llm-openai-compatible: ``; it never echoes a header value or a key.
-- **Per call**, before any I/O: an image raises ``UNSUPPORTED_CONTENT``; a
+- **Images** go as ``image_url`` data URLs, for a model whose entry lists
+  ``image``, read from ``adapter.attachments`` (an attachment store, e.g.
+  ``dsh_llm.attachments.MemoryAttachmentStore``); an image the store lacks (or
+  no store) raises ``MISSING_ATTACHMENT``, and one for a text-only or unlisted
+  model ``UNSUPPORTED_CONTENT``, both before any I/O.
+- **Per call**, before any I/O: an image is checked as above; a
   ``reasoning_effort`` not in ``reasoning_efforts`` raises
   ``UNSUPPORTED_REASONING_EFFORT`` (a listed one is sent as ``reasoning_effort``,
   which vLLM, Ollama and OpenAI read); then the key. Without
@@ -98,7 +105,7 @@ from dsh_llm.adapters._chat.request import (
 )
 from dsh_llm.credentials import Secret
 from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.protocol import GenerateOptions, StreamChunk
+from dsh_llm.protocol import GenerateOptions, StreamChunk, content_has_image
 from dsh_llm.protocol import checks as c
 from dsh_llm.retry import RetryPolicy
 from dsh_llm.signal import AbortSignal
@@ -163,6 +170,13 @@ class OpenAICompatConfigError(AdapterConfigError):
     package = PACKAGE
 
 
+def _modalities(inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    c.tuple_of(str)(inst, attribute, value)
+    assert isinstance(value, tuple)
+    if value not in (("text",), ("text", "image")):
+        raise c.bad_value(inst, attribute.name, 'must be ["text"] or ["text", "image"]')
+
+
 @attrs.frozen(kw_only=True)
 class OpenAICompatModel:
     """One advertised model (config key ``models[]``). Its fields are checked on
@@ -183,11 +197,13 @@ class OpenAICompatModel:
     )
     """Its output cap, sent when a request names none."""
 
-    @property
-    def input_modalities(self) -> tuple[str, ...]:
-        """``("text",)``: the adapter sends text only (an image raises
-        ``UNSUPPORTED_CONTENT``)."""
-        return ("text",)
+    input_modalities: tuple[str, ...] = attrs.field(
+        default=("text",), converter=c.to_tuple, validator=_modalities
+    )
+    """Accepted inputs (config key ``inputModalities``): ``("text",)`` or
+    ``("text", "image")``. With ``image``, images are sent as ``image_url`` data
+    URLs read from ``adapter.attachments``; a text-only model refuses them
+    (``UNSUPPORTED_CONTENT``)."""
 
 
 ModelSpec = str | Mapping[str, Any] | OpenAICompatModel
@@ -199,6 +215,7 @@ _MODEL_KEYS: Final = {
     "description": "description",
     "contextWindow": "context_window",
     "maxTokens": "max_tokens",
+    "inputModalities": "input_modalities",
 }
 _MODEL_FIELD_KEYS: Final = {field: key for key, field in _MODEL_KEYS.items()}
 
@@ -507,7 +524,7 @@ class OpenAICompatAdapter(ChatCompletionsAdapter):
         )
 
     def _body(self, options: GenerateOptions) -> dict[str, Any]:
-        refuse_images(options, profile=self._profile)  # before the effort check
+        self._check_images(options)  # before the effort check
         extra: dict[str, Any] = {}
         effort = options.reasoning_effort
         if effort is not None:
@@ -524,8 +541,28 @@ class OpenAICompatAdapter(ChatCompletionsAdapter):
             entry = catalog_entry(self._settings.models, options.model)
             max_tokens = entry.max_tokens if entry else None
         return build_body(
-            options, profile=self._profile, max_tokens=max_tokens, extra=extra
+            options,
+            profile=self._profile,
+            max_tokens=max_tokens,
+            extra=extra,
+            attachments=self.attachments,
         )
+
+    def _check_images(self, options: GenerateOptions) -> None:
+        """Refuse images for a model whose catalog entry is text only, and
+        without an attachment store."""
+        if not any(content_has_image(m.content) for m in options.messages):
+            return
+        entry = catalog_entry(self._settings.models, options.model)
+        if entry is None or "image" not in entry.input_modalities:
+            refuse_images(options, profile=self._profile)
+        if self.attachments is None:
+            raise LlmError(
+                f"{self._profile.provider} cannot send the request's images: no "
+                "attachment store is set (set adapter.attachments to the store "
+                "holding them)",
+                ErrorCode.MISSING_ATTACHMENT,
+            )
 
     def __repr__(self) -> str:
         settings = self._settings

@@ -26,6 +26,12 @@ and in a ``WireProfile``; everything else an adapter does is here, once:
 - ``chat_completions_url`` and ``stream_completion``: one
   ``POST <base_url>/chat/completions`` through the shared transport and the
   translator of ``dsh_llm.adapters._chat.translate``.
+- ``ChatCompletionsAdapter.attachments``: the attachment store images are read
+  from (``None`` by default: images are refused); set it on the adapter
+  (``adapter.attachments = MemoryAttachmentStore()``). An adapter whose
+  ``_image_input`` is false (DeepSeek: its Files API is not implemented) never
+  reports ``image`` in ``list_models``/``resolve_model``, whatever its catalog
+  says.
 - Reading the body (watchdog, abort checks, secrets kept out of errors) is the
   transport's read loop (``dsh_llm.transport.read_loop``), not this module's.
 """
@@ -48,6 +54,7 @@ from dsh_llm.adapter import (
     LlmProviderInfo,
     LlmResolvedModelInfo,
 )
+from dsh_llm.adapters._chat.images import AttachmentReader
 from dsh_llm.adapters._chat.request import WireProfile, encode_body
 from dsh_llm.adapters._chat.translate import ChatCompletionsTranslator
 from dsh_llm.credentials import Secret, assert_usable_api_key
@@ -75,6 +82,7 @@ __all__ = [
     "check_stream_timeouts",
     "checked_retry_policy",
     "explicit_api_key",
+    "offered_modalities",
     "resolved_model_info",
     "stream_completion",
 ]
@@ -361,6 +369,18 @@ class AdapterSettings(StreamSettings, Protocol):
         ...
 
 
+def offered_modalities(
+    entry: CatalogEntry | None, *, image_input: bool
+) -> tuple[str, ...]:
+    """The inputs an adapter can send for ``entry``: its catalog's, without
+    ``image`` when ``image_input`` is false; ``("text",)`` for an unlisted id."""
+    if entry is None:
+        return ("text",)
+    if image_input:
+        return entry.input_modalities
+    return tuple(m for m in entry.input_modalities if m != "image") or ("text",)
+
+
 def resolved_model_info(
     provider: str,
     model: str,
@@ -369,10 +389,12 @@ def resolved_model_info(
     context_window: int | None,
     default_max_tokens: int | None,
     reasoning: LlmModelReasoningInfo | None,
+    image_input: bool = True,
 ) -> LlmResolvedModelInfo:
     """What ``resolve_model`` answers for ``model`` (``entry``: its catalog entry,
     ``None`` when unlisted): the entry's name (else the id), description and input
-    modalities, and the given context window, output cap and efforts."""
+    modalities (without ``image`` when ``image_input`` is false: the adapter
+    cannot send one), and the given context window, output cap and efforts."""
     return LlmResolvedModelInfo(
         provider=provider,
         id=model,
@@ -380,7 +402,7 @@ def resolved_model_info(
         description=entry.description if entry else None,
         # An unlisted id is treated as text-only: claiming image input without
         # knowing would let a host store input the endpoint rejects.
-        input_modalities=entry.input_modalities if entry else ("text",),
+        input_modalities=offered_modalities(entry, image_input=image_input),
         context=None
         if context_window is None
         else LlmModelContext(context_window=context_window),
@@ -402,6 +424,12 @@ class ChatCompletionsAdapter(LlmAdapter):
     """
 
     _package: ClassVar[str]
+    _image_input: ClassVar[bool] = True
+    """Whether the adapter can send images at all (``list_models`` drops
+    ``image`` from the catalog's modalities when not)."""
+    attachments: AttachmentReader | None = None
+    """The attachment store images are read from; ``None`` refuses images
+    (``UNSUPPORTED_CONTENT``). Set per adapter instance."""
     _session: requests.Session
     _profile: WireProfile
     _api_key: Secret | None
@@ -463,7 +491,9 @@ class ChatCompletionsAdapter(LlmAdapter):
                 id=entry.id,
                 name=entry.name or entry.id,
                 description=entry.description,
-                input_modalities=entry.input_modalities,
+                input_modalities=offered_modalities(
+                    entry, image_input=self._image_input
+                ),
             )
             for entry in self._snapshot().models
         )

@@ -48,7 +48,12 @@ Contracts callers may rely on:
   refuse any other message between tool calls and their replies. A ``tool``
   message has no error flag: a result's ``is_error`` reaches the model only
   through its text, as in TS. Blocks a chat message
-  cannot carry are skipped as in TS; any image raises ``UNSUPPORTED_CONTENT``.
+  cannot carry are skipped as in TS. Without an attachment store any image
+  raises ``UNSUPPORTED_CONTENT``; with one (``attachments``), a user message
+  holding images is sent as content parts in block order (``text`` parts and
+  ``image_url`` data URLs, see ``dsh_llm.adapters._chat.images``), and an image
+  elsewhere (a tool result, an assistant turn) still raises
+  ``UNSUPPORTED_CONTENT``.
 - ``tool_choice_wire``: ``None`` omitted, ``"auto"``/``"none"``/``"required"``
   as strings, a tool name as ``{"type": "function", "function": {"name": ...}}``;
   with no tools it is omitted (no tool can be called either way).
@@ -63,11 +68,13 @@ from typing import Any, Final
 
 import attrs
 
+from dsh_llm.adapters._chat.images import AttachmentReader, image_part
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import (
     TOOL_CHOICE_KEYWORDS,
     ContentBlock,
     GenerateOptions,
+    ImageBlock,
     Message,
     ReasoningBlock,
     TextBlock,
@@ -141,25 +148,66 @@ def _text_of(blocks: Iterable[ContentBlock]) -> str:
 
 
 def build_messages(
-    options: GenerateOptions, *, profile: WireProfile
+    options: GenerateOptions,
+    *,
+    profile: WireProfile,
+    attachments: AttachmentReader | None = None,
 ) -> list[dict[str, Any]]:
     """The ``messages`` array for ``options`` (see the module docstring).
 
+    Args:
+        options: The request.
+        profile: The server's profile.
+        attachments: Where image bytes are read; ``None`` refuses images.
+
     Raises:
-        LlmError: ``UNSUPPORTED_CONTENT`` when a message holds an image.
+        LlmError: ``UNSUPPORTED_CONTENT`` for an image without ``attachments``
+            or outside a user message's top level; ``MISSING_ATTACHMENT`` for
+            an image the store does not hold.
     """
     wire: list[dict[str, Any]] = []
     if options.system is not None:
         wire.append({"role": "system", "content": options.system})
-    refuse_images(options, profile=profile)
+    if attachments is None:
+        refuse_images(options, profile=profile)
     for message in options.messages:
         if message.role == "system":
             wire.append({"role": "system", "content": _text_of(message.content)})
         elif message.role == "assistant":
             wire.append(_assistant_message(message, profile))
         else:
-            wire.extend(_user_messages(message, answers_calls=_answers_calls(wire)))
+            wire.extend(
+                _user_messages(
+                    message,
+                    answers_calls=_answers_calls(wire),
+                    images=_image_parts(message, attachments, profile),
+                )
+            )
     return wire
+
+
+def _image_parts(
+    message: Message, attachments: AttachmentReader | None, profile: WireProfile
+) -> list[dict[str, Any]] | None:
+    """The content parts of a user message holding images (``None`` without)."""
+    if attachments is None or not content_has_image(message.content):
+        return None
+    if message.role != "user" or any(
+        isinstance(block, ToolResultBlock) and content_has_image(block.content)
+        for block in message.content
+    ):
+        raise LlmError(
+            f"The {profile.provider} chat-completions adapter sends images in "
+            "user messages only (not in tool results or other roles).",
+            ErrorCode.UNSUPPORTED_CONTENT,
+        )
+    parts: list[dict[str, Any]] = []
+    for block in message.content:
+        if isinstance(block, TextBlock):
+            parts.append({"type": "text", "text": block.text})
+        elif isinstance(block, ImageBlock):
+            parts.append(image_part(block, attachments, provider=profile.provider))
+    return parts
 
 
 def _answers_calls(wire: list[dict[str, Any]]) -> bool:
@@ -210,7 +258,12 @@ def _assistant_message(message: Message, profile: WireProfile) -> dict[str, Any]
     return wire
 
 
-def _user_messages(message: Message, *, answers_calls: bool) -> list[dict[str, Any]]:
+def _user_messages(
+    message: Message,
+    *,
+    answers_calls: bool,
+    images: list[dict[str, Any]] | None = None,
+) -> list[dict[str, Any]]:
     results = [block for block in message.content if isinstance(block, ToolResultBlock)]
     text = _text_of(message.content)
     replies = [
@@ -221,9 +274,12 @@ def _user_messages(message: Message, *, answers_calls: bool) -> list[dict[str, A
         }
         for result in results
     ]
-    if not text and results:
+    if not text and results and images is None:
         return replies
-    user = {"role": "user", "content": text}
+    user: dict[str, Any] = {
+        "role": "user",
+        "content": text if images is None else images,
+    }
     # DeepSeek and OpenAI answer 400 when anything but tool replies follows an
     # assistant turn's tool calls: there, the replies go before the text.
     return [*replies, user] if answers_calls else [user, *replies]
@@ -242,6 +298,7 @@ def build_body(
     profile: WireProfile,
     max_tokens: int | None,
     extra: Mapping[str, Any] | None = None,
+    attachments: AttachmentReader | None = None,
 ) -> dict[str, Any]:
     """The request body for ``options`` (key order in the module docstring).
 
@@ -251,13 +308,16 @@ def build_body(
         max_tokens: The output cap to send (the request's, or the model default),
             or ``None`` to omit it.
         extra: Provider keys placed after ``stream_options`` (in their order).
+        attachments: Where image bytes are read (``build_messages``).
 
     Raises:
-        LlmError: ``UNSUPPORTED_CONTENT`` for an image.
+        LlmError: ``UNSUPPORTED_CONTENT``/``MISSING_ATTACHMENT`` for an image
+            (see ``build_messages``); ``UNSUPPORTED_OPTION`` as
+            ``response_format_wire``.
     """
     body: dict[str, Any] = {
         "model": options.model,
-        "messages": build_messages(options, profile=profile),
+        "messages": build_messages(options, profile=profile, attachments=attachments),
         "stream": True,
     }
     if profile.include_usage:
