@@ -34,8 +34,8 @@ ROOT = Path(__file__).parent.parent
 README = ROOT / "README.md"
 LOCAL_URL = "http://127.0.0.1:8080/v1"
 SETUP_COMMANDS = (
-    "pip install -e . && dsh-llm demo",
-    "pip install -e '.[dev]' && pytest",
+    "pip install -e . --config-settings editable_mode=compat && dsh-llm demo",
+    "pip install -e '.[dev]' --config-settings editable_mode=compat && pytest",
 )
 
 
