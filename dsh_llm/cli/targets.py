@@ -12,10 +12,17 @@ routes. Contracts callers may rely on:
   variable ``--api-key-env`` names; ``DEEPSEEK_BASE_URL`` honoured).
 - The route is ``--provider``, else the only route the source registers, else
   ``deepseek-official`` when registered. The model is ``--model``, else the first
-  model the route's catalog lists (``deepseek-v4-flash`` for DeepSeek).
+  model the route's catalog lists (``deepseek-v4-flash`` for DeepSeek); with
+  ``--base-url``, the one model the server lists (``dsh_llm.cli.discover``).
+- ``--timeout SECONDS`` bounds the whole call (the adapter's
+  ``total_timeout_ms``) for the built-in route and ``--base-url``; a composition
+  sets ``totalTimeoutMs`` in its file instead.
+- ``Target.key_hint`` says where the route's key comes from (the variable, the
+  flag or the composition file), for ``AUTH`` messages.
 - Whatever the user must fix before a request can be sent raises ``UsageError``
   with a message saying what to set (exit status 2): no key, route or base URL
-  at all; ``--base-url`` without ``--model`` or with ``--provider``/``--config``;
+  at all; ``--base-url`` with ``--provider``/``--config``, or without ``--model``
+  when the server does not list exactly one model;
   ``--api-key-env`` with a composition; an unknown route; a route without a
   catalog and no ``--model``; an invalid built-in setting. A composition that
   cannot be loaded raises its ``PluginLoadError`` (code ``PLUGIN_LOAD``).
@@ -95,6 +102,8 @@ class Routes:
     """The runtime the routes are registered in."""
     origin: str
     """Where they come from: ``built-in``, ``--base-url <url>`` or a file path."""
+    key_hint: str | None = None
+    """Where the routes' key comes from, in words (``None``: no key involved)."""
 
 
 @attrs.frozen(kw_only=True)
@@ -107,6 +116,8 @@ class Target:
     """The route (``GenerateOptions.provider``)."""
     model: str
     """The model id."""
+    key_hint: str | None = None
+    """Where the route's key comes from, in words."""
 
 
 def find_config(explicit: str | None, cwd: Path | None = None) -> str | None:
@@ -118,26 +129,37 @@ def find_config(explicit: str | None, cwd: Path | None = None) -> str | None:
     return str(candidate) if candidate.is_file() else None
 
 
+def _timeout_ms(timeout_s: float | None) -> float | None:
+    return None if timeout_s is None else timeout_s * 1000
+
+
 @contextlib.contextmanager
-def _builtin(api_key_env: str | None) -> Iterator[Routes]:
+def _builtin(api_key_env: str | None, timeout_s: float | None) -> Iterator[Routes]:
     from dsh_llm.adapters.deepseek import PROVIDER_ROUTE, DeepSeekAdapter
 
+    variable = api_key_env or _DEEPSEEK_KEY_ENV
     try:
-        adapter = DeepSeekAdapter(api_key_env=api_key_env or _DEEPSEEK_KEY_ENV)
+        adapter = DeepSeekAdapter(
+            api_key_env=variable, total_timeout_ms=_timeout_ms(timeout_s)
+        )
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
+    hint = f"the key is read from {variable}; --api-key-env VAR names another variable"
     with adapter:
         runtime = LlmRuntime()
         registration = runtime.register_adapter([PROVIDER_ROUTE], adapter)
         try:
-            yield Routes(runtime=runtime, origin="built-in")
+            yield Routes(runtime=runtime, origin="built-in", key_hint=hint)
         finally:
             registration.dispose()
 
 
 @contextlib.contextmanager
 def _base_url(
-    base_url: str, api_key_env: str | None, reasoning_effort: str | None
+    base_url: str,
+    api_key_env: str | None,
+    reasoning_effort: str | None,
+    timeout_s: float | None,
 ) -> Iterator[Routes]:
     from dsh_llm.adapters.openai_compat import OpenAICompatAdapter
 
@@ -146,15 +168,26 @@ def _base_url(
     efforts = None if reasoning_effort is None else (reasoning_effort,)
     try:
         adapter = OpenAICompatAdapter(
-            base_url, api_key_env=api_key_env, reasoning_efforts=efforts
+            base_url,
+            api_key_env=api_key_env,
+            reasoning_efforts=efforts,
+            total_timeout_ms=_timeout_ms(timeout_s),
         )
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
+    hint = (
+        f"the key is read from {api_key_env}"
+        if api_key_env
+        else "no key is sent: pass --api-key-env VAR naming the variable that "
+        "holds the server's key"
+    )
     try:
         runtime = LlmRuntime()
         registration = runtime.register_adapter([BASE_URL_ROUTE], adapter)
         try:
-            yield Routes(runtime=runtime, origin=f"--base-url {base_url}")
+            yield Routes(
+                runtime=runtime, origin=f"--base-url {base_url}", key_hint=hint
+            )
         finally:
             registration.dispose()
     finally:
@@ -166,7 +199,11 @@ def _composition(path: str) -> Iterator[Routes]:
     from dsh_llm.plugins import load_composition
 
     with load_composition(path) as composition:
-        yield Routes(runtime=composition.runtime, origin=path)
+        yield Routes(
+            runtime=composition.runtime,
+            origin=path,
+            key_hint=f"the route's key is configured in {path} (apiKey or apiKeyEnv)",
+        )
 
 
 @contextlib.contextmanager
@@ -176,6 +213,7 @@ def open_routes(
     base_url: str | None = None,
     api_key_env: str | None = None,
     reasoning_effort: str | None = None,
+    timeout_s: float | None = None,
 ) -> Iterator[Routes]:
     """Open the route source the options choose (see the module docstring).
 
@@ -185,6 +223,7 @@ def open_routes(
         api_key_env: ``--api-key-env``.
         reasoning_effort: ``--reasoning-effort``; with ``base_url`` the adapter
             is told the server takes it (a generic server lists no efforts).
+        timeout_s: ``--timeout`` (not with a composition).
 
     Raises:
         UsageError: for options that do not go together.
@@ -193,14 +232,19 @@ def open_routes(
     if base_url is not None:
         if config is not None:
             raise UsageError("--base-url and --config cannot be combined")
-        with _base_url(base_url, api_key_env, reasoning_effort) as routes:
+        with _base_url(base_url, api_key_env, reasoning_effort, timeout_s) as routes:
             yield routes
         return
     path = find_config(config)
     if path is None:
-        with _builtin(api_key_env) as routes:
+        with _builtin(api_key_env, timeout_s) as routes:
             yield routes
         return
+    if timeout_s is not None:
+        raise UsageError(
+            f"--timeout applies to the built-in DeepSeek route and to --base-url; "
+            f"with a composition ({path}) set totalTimeoutMs in its config"
+        )
     if api_key_env is not None:
         raise UsageError(
             "--api-key-env applies to the built-in DeepSeek route and to --base-url; "
@@ -254,6 +298,7 @@ def open_target(
     base_url: str | None = None,
     api_key_env: str | None = None,
     reasoning_effort: str | None = None,
+    timeout_s: float | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> Iterator[Target]:
     """Open the routes and choose the route and model for one ``chat`` call.
@@ -265,6 +310,7 @@ def open_target(
         base_url: ``--base-url``.
         api_key_env: ``--api-key-env``.
         reasoning_effort: ``--reasoning-effort`` (see ``open_routes``).
+        timeout_s: ``--timeout`` (see ``open_routes``).
         environ: Where the DeepSeek key's presence is checked (default
             ``os.environ``).
 
@@ -278,10 +324,6 @@ def open_target(
         if provider is not None:
             raise UsageError(
                 f"--base-url serves the route {BASE_URL_ROUTE}; drop --provider"
-            )
-        if model is None:
-            raise UsageError(
-                "--base-url needs --model NAME (the id the server knows the model by)"
             )
     elif (
         provider is None
@@ -297,10 +339,17 @@ def open_target(
         base_url=base_url,
         api_key_env=api_key_env,
         reasoning_effort=reasoning_effort,
+        timeout_s=timeout_s,
     ) as routes:
         route = _choose_route(routes, provider)
+        if base_url is not None and model is None:
+            # After the adapter accepted the URL, so a bad one is named as such.
+            from dsh_llm.cli.discover import server_model
+
+            model = server_model(base_url, api_key_env=api_key_env, environ=environ)
         yield Target(
             runtime=routes.runtime,
             route=route,
             model=_choose_model(routes.runtime, route, model),
+            key_hint=routes.key_hint,
         )
