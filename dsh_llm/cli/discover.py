@@ -6,9 +6,10 @@ is given without ``--model``. Contracts callers may rely on:
 - One request, ``GET <base_url>/models`` (the OpenAI list shape ``{"data":
   [{"id": ...}, ...]}``), with the attribution ``user-agent`` and the key
   ``api_key_env`` names, if any, as ``authorization: Bearer``; 10 s at most.
-- Exactly one model: its id. Several: ``UsageError`` listing them (so the user
-  picks one with ``--model``). None, an error status, a body of another shape,
-  or no answer: ``UsageError`` saying to pass ``--model``.
+- Exactly one model: its id. Several: ``DiscoveryError`` listing them (so the
+  user picks one with ``--model``). None, an error status, a body of another
+  shape, or no answer: ``DiscoveryError`` saying to pass ``--model``
+  (``dsh_llm.cli.targets`` reports it as a usage error, exit 2).
 - Messages never show the key, and show the URL without its credentials.
 """
 
@@ -17,12 +18,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from dsh_llm.cli.targets import UsageError
-
-__all__ = ["MODELS_TIMEOUT_S", "server_model"]
+__all__ = ["MODELS_TIMEOUT_S", "DiscoveryError", "server_model"]
 
 MODELS_TIMEOUT_S: Final = 10.0
 """How long the model list may take."""
+
+
+class DiscoveryError(Exception):
+    """The server's model cannot be chosen; the message says what to pass."""
 
 
 def _model_ids(payload: Any) -> list[str] | None:
@@ -39,7 +42,7 @@ def server_model(
     """The id of the one model the server at ``base_url`` lists.
 
     Raises:
-        UsageError: see the module docstring.
+        DiscoveryError: see the module docstring.
     """
     import requests
 
@@ -56,22 +59,22 @@ def server_model(
         response = requests.get(url, headers=headers, timeout=MODELS_TIMEOUT_S)
         payload = response.json() if response.ok else None
     except (requests.RequestException, ValueError) as exc:
-        raise UsageError(
+        raise DiscoveryError(
             f"cannot list the server's models ({shown}: {type(exc).__name__}); "
             "pass --model NAME"
         ) from None
     if not response.ok:
-        raise UsageError(
+        raise DiscoveryError(
             f"{shown} answered HTTP {response.status_code}; pass --model NAME"
         )
     ids = _model_ids(payload)
     if ids is None:
-        raise UsageError(f"{shown} did not answer a model list; pass --model NAME")
+        raise DiscoveryError(f"{shown} did not answer a model list; pass --model NAME")
     if not ids:
-        raise UsageError(f"{shown} lists no models; pass --model NAME")
+        raise DiscoveryError(f"{shown} lists no models; pass --model NAME")
     if len(ids) > 1:
         listed = "\n".join(f"  {model}" for model in ids)
-        raise UsageError(
+        raise DiscoveryError(
             f"the server serves several models; choose one with --model NAME:\n{listed}"
         )
     return ids[0]

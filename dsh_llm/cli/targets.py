@@ -344,9 +344,12 @@ def open_target(
         route = _choose_route(routes, provider)
         if base_url is not None and model is None:
             # After the adapter accepted the URL, so a bad one is named as such.
-            from dsh_llm.cli.discover import server_model
+            from dsh_llm.cli.discover import DiscoveryError, server_model
 
-            model = server_model(base_url, api_key_env=api_key_env, environ=environ)
+            try:
+                model = server_model(base_url, api_key_env=api_key_env, environ=environ)
+            except DiscoveryError as exc:
+                raise UsageError(str(exc)) from None
         yield Target(
             runtime=routes.runtime,
             route=route,
