@@ -240,7 +240,10 @@ def _add_chat_command(commands: _Commands) -> None:
             "a summary line (finish, usage) on stderr. The model is --base-url with "
             "--model (any OpenAI-compatible server), else a route of the "
             "composition file (--config, default ./dsh.yml when present; choose "
-            "one with --provider), else DeepSeek with DEEPSEEK_API_KEY. Exit 1 with "
+            "one with --provider), else DeepSeek with DEEPSEEK_API_KEY; --base-url "
+            "without --model uses the server's only model. -i starts a session "
+            "keeping the conversation (/exit or Ctrl-D ends it, Ctrl-C aborts the "
+            "current answer). Exit 1 with "
             "error[CODE]: message when the call fails, 2 when no model can be "
             "chosen, 130 on Ctrl-C."
         ),
