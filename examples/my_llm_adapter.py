@@ -55,9 +55,16 @@ class MyAdapter(LlmAdapter):
 
         Raises:
             LlmError: ``UNSUPPORTED_OPTION`` when a tool call is demanded (this
-                model never calls tools); ``ABORTED`` when ``options.signal``
-                aborts.
+                model never calls tools) or structured output or provider
+                fields are asked for (refused, never dropped); ``ABORTED`` when
+                ``options.signal`` aborts.
         """
+        if options.response_format or options.extra_body or options.extra_headers:
+            raise LlmError(
+                "my-llm-adapter: response_format, extra_body and extra_headers "
+                "are not supported",
+                ErrorCode.UNSUPPORTED_OPTION,
+            )
         if options.tool_choice not in (None, "auto", "none"):
             raise LlmError(
                 "my-llm-adapter: this model cannot be made to call a tool "

@@ -177,3 +177,20 @@ def test_the_example_script_without_the_key_explains_what_is_missing() -> None:
     assert 'config key "apiKey" refers to ${MY_API_KEY}, which is not set' in (
         result.stderr
     )
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"response_format": {"type": "object"}},
+        {"extra_body": {"top_k": 1}},
+        {"extra_headers": {"x-a": "1"}},
+    ],
+)
+def test_structured_output_and_provider_fields_are_refused(fields) -> None:
+    with load_composition(COMPOSITION, environ=ENV) as composition:
+        chunks = list(composition.runtime.stream(request(**fields)))
+    (finish,) = chunks
+    assert isinstance(finish, Finish)
+    assert finish.reason.failure is not None
+    assert finish.reason.failure.code == ErrorCode.UNSUPPORTED_OPTION
