@@ -1,7 +1,8 @@
 """dsh_llm: stream any language model into one strict chunk protocol.
 
 The root re-exports the vocabulary (protocol values, errors, cancellation,
-serialisation). Adapters live in ``dsh_llm.adapters.<provider>``.
+serialisation) and the notebook helpers (``Conversation``, ``run_tools``,
+``parse_json``, ``PartialJson``). Adapters live in ``dsh_llm.adapters.<provider>``.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from dsh_llm._version import __version__
 from dsh_llm.adapter import LlmAdapter
 from dsh_llm.assembler import AssembledResponse, BlockAssembler, collect
 from dsh_llm.attribution import AppIdentity, attribution_headers
+from dsh_llm.conversation import Conversation
 from dsh_llm.errors import ErrorCode, HarnessError, LlmError, normalize_llm_failure
 from dsh_llm.protocol import (
     BlockEnd,
@@ -27,6 +29,7 @@ from dsh_llm.protocol import (
     ReasoningBlock,
     ReasoningDelta,
     ReplayEnvelope,
+    ResponseFormat,
     StreamChunk,
     TextBlock,
     TextDelta,
@@ -48,6 +51,8 @@ from dsh_llm.serde import (
     message_to_dict,
 )
 from dsh_llm.signal import AbortController, AbortSignal
+from dsh_llm.structured import PartialJson, parse_json
+from dsh_llm.tools import run_tools
 from dsh_llm.trace import trace_stream
 from dsh_llm.validator import assert_chunk_sequence, validate_stream
 
@@ -61,6 +66,7 @@ __all__ = [
     "BlockStart",
     "CallId",
     "ContentBlock",
+    "Conversation",
     "ErrorCode",
     "Finish",
     "FinishReason",
@@ -72,9 +78,11 @@ __all__ = [
     "LlmFailure",
     "LlmRuntime",
     "Message",
+    "PartialJson",
     "ReasoningBlock",
     "ReasoningDelta",
     "ReplayEnvelope",
+    "ResponseFormat",
     "StreamChunk",
     "TextBlock",
     "TextDelta",
@@ -96,6 +104,8 @@ __all__ = [
     "message_from_dict",
     "message_to_dict",
     "normalize_llm_failure",
+    "parse_json",
+    "run_tools",
     "trace_stream",
     "validate_stream",
 ]

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from typing import Final, NoReturn
+from typing import Any, Final, NoReturn
 
 import attrs
 
@@ -70,6 +70,7 @@ __all__ = [
     "ASSEMBLER_SOURCE",
     "AssembledResponse",
     "BlockAssembler",
+    "ParsedToolCall",
     "assemble_stream",
     "collect",
     "total_usage",
@@ -328,6 +329,19 @@ def _usages(value: Iterable[TokenUsage | None]) -> tuple[TokenUsage | None, ...]
 
 
 @attrs.frozen(kw_only=True)
+class ParsedToolCall:
+    """A tool call with its arguments parsed (see
+    ``AssembledResponse.parsed_tool_calls``)."""
+
+    id: CallId
+    """The call id, for the tool result."""
+    name: str
+    """The tool's name."""
+    arguments: Any = attrs.field(hash=False)
+    """The arguments, parsed from the call's JSON text (normally a dict)."""
+
+
+@attrs.frozen(kw_only=True)
 class AssembledResponse:
     """The outcome of a whole stream: the one outcome type of the library.
 
@@ -378,6 +392,28 @@ class AssembledResponse:
     def tool_calls(self) -> tuple[ToolCallBlock, ...]:
         """The message's tool calls, in order."""
         return self.message.tool_calls
+
+    def parsed_tool_calls(self) -> tuple[ParsedToolCall, ...]:
+        """The message's tool calls with their arguments parsed, in order.
+
+        Raises:
+            LlmError: ``INVALID_JSON_OUTPUT`` naming the call when its arguments
+                are not JSON.
+        """
+        parsed: list[ParsedToolCall] = []
+        for call in self.tool_calls:
+            try:
+                arguments = json.loads(call.arguments)
+            except ValueError as exc:
+                raise LlmError(
+                    f"the arguments of tool call {call.name!r} ({call.id}) are not "
+                    f"JSON: {exc}",
+                    ErrorCode.INVALID_JSON_OUTPUT,
+                ) from None
+            parsed.append(
+                ParsedToolCall(id=call.id, name=call.name, arguments=arguments)
+            )
+        return tuple(parsed)
 
 
 def assemble_stream(

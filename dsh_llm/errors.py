@@ -95,6 +95,10 @@ class ErrorCode(StrEnum):
     INVALID_BATCH_REQUEST = "INVALID_BATCH_REQUEST"
     INVALID_CASSETTE = "INVALID_CASSETTE"
     PAUSE_TURN = "PAUSE_TURN"
+    INVALID_OPTIONS = "INVALID_OPTIONS"
+    INVALID_JSON_OUTPUT = "INVALID_JSON_OUTPUT"
+    MISSING_ATTACHMENT = "MISSING_ATTACHMENT"
+    INVALID_ATTACHMENT = "INVALID_ATTACHMENT"
 
 
 @attrs.frozen(kw_only=True)
@@ -284,6 +288,23 @@ ERROR_CODES: Final[dict[ErrorCode, ErrorCodeInfo]] = {
         "Lines, an unknown format version, or a missing or mistyped field; the "
         "message names the line and key path."
     ),
+    ErrorCode.INVALID_OPTIONS: _info(
+        "JSON given to dsh_llm.serde.options_from_dict is not a valid request "
+        "(GenerateOptions); the message names the key path."
+    ),
+    ErrorCode.INVALID_JSON_OUTPUT: _info(
+        "A structured answer read by dsh_llm.structured.parse_json is not JSON, "
+        "or does not match its schema (the supported subset); the message says "
+        "where."
+    ),
+    ErrorCode.MISSING_ATTACHMENT: _info(
+        "An image block names an attachment the attachment store does not hold; "
+        "raised before any request is sent."
+    ),
+    ErrorCode.INVALID_ATTACHMENT: _info(
+        "Bytes given to dsh_llm.attachments are not a PNG, JPEG, GIF or WebP image "
+        "whose size can be read from its header, or are empty."
+    ),
 }
 """When each known code is raised and whether a retry may help."""
 
@@ -424,6 +445,14 @@ class LlmError(HarnessError):
     def request_id(self) -> str | None:
         """The provider's request id, when given."""
         return self.failure.request_id
+
+    @property
+    def retryable(self) -> bool:
+        """Whether an identical retry may succeed: the code's ``retry_may_help``
+        in ``ERROR_CODES`` (``False`` for a code outside the table). Advice for
+        callers; the retry policies decide on their own code lists."""
+        info = ERROR_CODES.get(self.code)  # type: ignore[call-overload]
+        return info is not None and info.retry_may_help
 
     def _extra_state(self) -> dict[str, Any]:
         return {"failure": self.failure}

@@ -42,14 +42,17 @@ from dsh_llm.protocol import (
     SOURCE_TYPES,
     ContentBlock,
     FinishReason,
+    GenerateOptions,
     ImageDimensions,
     ImageRef,
     LlmFailure,
     Message,
     MessageSource,
     ReplayEnvelope,
+    ResponseFormat,
     StreamChunk,
     TokenUsage,
+    ToolSchema,
 )
 from dsh_llm.structure import (
     KeyProblem,
@@ -71,6 +74,8 @@ __all__ = [
     "converter",
     "message_from_dict",
     "message_to_dict",
+    "options_from_dict",
+    "options_to_dict",
     "read_jsonl",
     "write_jsonl",
 ]
@@ -138,6 +143,9 @@ _TAGS: Final[dict[type, tuple[str, str] | None]] = dict.fromkeys(
         TokenUsage,
         ReplayEnvelope,
         Message,
+        ToolSchema,
+        ResponseFormat,
+        GenerateOptions,
     )
 )
 """Every value class, with its ``(tag key, tag)`` when its JSON object is tagged."""
@@ -160,6 +168,10 @@ def _overrides(cls: type) -> dict[str, Any]:
     overrides: dict[str, Any] = {}
     for field in attrs.fields(cls):
         camel = _camel(field.name)
+        if not field.eq:
+            # Not compared, not serialised (GenerateOptions.signal).
+            overrides[field.name] = override(omit=True)
+            continue
         omit = field.default is None
         if camel != field.name or omit:
             overrides[field.name] = override(
@@ -284,6 +296,33 @@ def message_from_dict(data: Any) -> Message:
     """
     message: Message = _structure(data, Message, ErrorCode.INVALID_MESSAGE, "message")
     return message
+
+
+def options_to_dict(options: GenerateOptions) -> dict[str, Any]:
+    """The camelCase dict for a request (``toolChoice``, ``responseFormat``,
+    ``extraBody``...); ``signal`` is left out and unset optionals omitted.
+
+    Raises:
+        TypeError: when ``options`` is not a ``GenerateOptions``.
+    """
+    if not isinstance(options, GenerateOptions):
+        raise TypeError(
+            f"options_to_dict expects GenerateOptions, got {type(options).__name__}"
+        )
+    result: dict[str, Any] = converter.unstructure(options, GenerateOptions)
+    return result
+
+
+def options_from_dict(data: Any) -> GenerateOptions:
+    """Read a request written by ``options_to_dict`` (without a signal).
+
+    Raises:
+        LlmError: code ``INVALID_OPTIONS`` naming the offending key path.
+    """
+    options: GenerateOptions = _structure(
+        data, GenerateOptions, ErrorCode.INVALID_OPTIONS, "options"
+    )
+    return options
 
 
 _LONE_SURROGATE: Final = re.compile("[\ud800-\udfff]")

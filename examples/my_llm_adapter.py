@@ -55,11 +55,18 @@ class MyAdapter(LlmAdapter):
 
         Raises:
             LlmError: ``UNSUPPORTED_OPTION`` for a request an echo cannot honour
-                (a system prompt, a temperature, tools, a reasoning effort): an
+                (a system prompt, a temperature, tools, a reasoning effort, structured
+                output or provider fields): an
                 adapter refuses what it would otherwise drop without a word;
                 ``ABORTED`` when ``options.signal`` aborts.
         """
         _refuse_what_an_echo_cannot_honour(options)
+        if options.response_format or options.extra_body or options.extra_headers:
+            raise LlmError(
+                "my-llm-adapter: response_format, extra_body and extra_headers "
+                "are not supported",
+                ErrorCode.UNSUPPORTED_OPTION,
+            )
         text = _cut_at_stop(_last_user_text(options), options.stop or ())
         words = re.findall(r"\s*\S+", text)
         limited = words[: options.max_tokens] if options.max_tokens else words

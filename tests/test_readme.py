@@ -25,17 +25,17 @@ import pytest
 from dsh_llm import GenerateOptions, collect, create_user_message
 from dsh_llm.plugins import load_composition
 from dsh_llm.serde import chunk_from_json
-from dsh_llm.testing import LoopbackServer, RecordedRequest, Reply
+from dsh_llm.testing import LoopbackServer, RecordedRequest, Reply, sse_events
 from dsh_llm.validator import assert_chunk_sequence
 
-from .cli_run import clean_env, deepseek_text_reply, offline_env
+from .cli_run import clean_env, deepseek_event, deepseek_text_reply, offline_env
 
 ROOT = Path(__file__).parent.parent
 README = ROOT / "README.md"
 LOCAL_URL = "http://127.0.0.1:8080/v1"
 SETUP_COMMANDS = (
-    "pip install -e . && dsh-llm demo",
-    "pip install -e '.[dev]' && pytest",
+    "pip install -e . --config-settings editable_mode=compat && dsh-llm demo",
+    "pip install -e '.[dev]' --config-settings editable_mode=compat && pytest",
 )
 
 
@@ -113,8 +113,46 @@ def _last_user_text(request: RecordedRequest) -> str:
     return "".join(part.get("text", "") for part in content)
 
 
+def _tool_call_reply(name: str, arguments: str) -> Reply:
+    events = [deepseek_event({"role": "assistant", "content": None})]
+    call = {"index": 0, "id": "call_1", "type": "function"}
+    events.append(
+        deepseek_event(
+            {"tool_calls": [{**call, "function": {"name": name, "arguments": ""}}]}
+        )
+    )
+    for piece in (arguments[:5], arguments[5:]):
+        events.append(
+            deepseek_event(
+                {"tool_calls": [{"index": 0, "function": {"arguments": piece}}]}
+            )
+        )
+    events.append(
+        deepseek_event(
+            {"content": ""},
+            finish_reason="tool_calls",
+            usage={"prompt_tokens": 20, "completion_tokens": 9},
+        )
+    )
+    return Reply(body=sse_events(events))
+
+
 def _answer(request: RecordedRequest) -> Reply:
-    """Echo the prompt; a prompt containing "fail" gets an HTTP 500."""
+    """Echo the prompt; a prompt containing "fail" gets an HTTP 500. A request
+    for JSON gets a JSON object (in small pieces); one with tools calls the first
+    tool once, then answers with the tool's result."""
+    body = request.json()
+    last = body["messages"][-1]
+    if last["role"] == "tool":
+        return deepseek_text_reply(["The tool says: ", last["content"]])
+    if body.get("tools"):
+        name = body["tools"][0]["function"]["name"]
+        return _tool_call_reply(name, '{"city": "Paris"}')
+    if body.get("response_format") == {"type": "json_object"}:
+        answer = '{"city": "Paris", "country": "France"}'
+        return deepseek_text_reply(
+            [answer[i : i + 7] for i in range(0, len(answer), 7)]
+        )
     prompt = _last_user_text(request)
     if "fail" in prompt:
         return Reply(status=500, reason="Server Error", body=b"", framing="length")
@@ -243,6 +281,74 @@ print(answer.get_data(as_text=True))
 failed = client.post("/ask", data={"question": "please fail"})
 print(failed.get_data(as_text=True))
 """
+
+
+@covers("one-call")
+def test_one_call_prints_the_text(env, tmp_path):
+    code = block("one-call").code
+    assert len([line for line in code.splitlines() if line.strip()]) == 4
+    result = run_python(code, env, tmp_path)
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "You said: Name a river.\n"
+
+
+@covers("conversation")
+def test_conversation_keeps_the_messages(model, env, tmp_path):
+    result = run_python(block("conversation").code, env, tmp_path)
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        "You said: Name a colour.",
+        "You said: And another one?",
+        "4 messages",
+    ]
+    sent = model.requests[-1].json()["messages"]
+    assert [m["role"] for m in sent] == ["system", "user", "assistant", "user"]
+    assert sent[2]["content"] == "You said: Name a colour."
+
+
+@covers("structured")
+def test_structured_output_parses_and_streams_partial_json(model, env, tmp_path):
+    result = run_python(block("structured").code, env, tmp_path)
+
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == "{'city': 'Paris', 'country': 'France'}"
+    assert lines[-1] == lines[0]
+    assert "{'city': 'Pari'}" in lines  # a cut string shows as its prefix
+    assert model.requests[-1].json()["response_format"] == {"type": "json_object"}
+
+
+@covers("tools")
+def test_tool_loop_runs_the_tool_and_answers(model, env, tmp_path):
+    code = block("tools").code
+    assert (
+        len([line for line in code.splitlines() if line.strip()]) == 7
+    )  # the tool (3), the loop (2), imports (2)
+    result = run_python(code, env, tmp_path)
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "The tool says: 22 C and sunny in Paris\n"
+    first, second = (r.json() for r in model.requests[-2:])
+    assert first["tools"][0]["function"]["parameters"]["required"] == ["city"]
+    assert second["messages"][-1] == {
+        "role": "tool",
+        "tool_call_id": "call_1",
+        "content": "22 C and sunny in Paris",
+    }
+
+
+@covers("tools-stream")
+def test_tool_loop_streams_each_step(env, tmp_path):
+    result = run_python(block("tools-stream").code, env, tmp_path)
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        '[get_weather({"city": "Paris"})]',
+        "The tool says: 22 C and sunny in Paris",
+        "finished 4 messages",
+    ]
 
 
 @covers("flask")

@@ -59,6 +59,7 @@ __all__ = [
     "encode_body",
     "endpoint_url",
     "explicit_api_key",
+    "offered_modalities",
     "resolved_model_info",
     "retry_policy_field",
 ]
@@ -304,6 +305,18 @@ class AdapterSettings(StreamSettings, Protocol):
         ...
 
 
+def offered_modalities(
+    entry: CatalogEntry | None, *, image_input: bool
+) -> tuple[str, ...]:
+    """The inputs an adapter can send for ``entry``: its catalog's, without
+    ``image`` when ``image_input`` is false; ``("text",)`` for an unlisted id."""
+    if entry is None:
+        return ("text",)
+    if image_input:
+        return entry.input_modalities
+    return tuple(m for m in entry.input_modalities if m != "image") or ("text",)
+
+
 def resolved_model_info(
     provider: str,
     model: str,
@@ -312,6 +325,7 @@ def resolved_model_info(
     context_window: int | None,
     default_max_tokens: int | None,
     reasoning: LlmModelReasoningInfo | None,
+    image_input: bool = True,
 ) -> LlmResolvedModelInfo:
     """What ``resolve_model`` answers for ``model`` (``entry``: its catalog entry,
     ``None`` when unlisted): the entry's name (else the id), description and input
@@ -323,7 +337,7 @@ def resolved_model_info(
         description=entry.description if entry else None,
         # An unlisted id is treated as text-only: claiming image input without
         # knowing would let a host store input the endpoint rejects.
-        input_modalities=entry.input_modalities if entry else ("text",),
+        input_modalities=offered_modalities(entry, image_input=image_input),
         context=None
         if context_window is None
         else LlmModelContext(context_window=context_window),
@@ -346,6 +360,9 @@ class HttpAdapter(LlmAdapter):
     """
 
     _package: ClassVar[str]
+    _image_input: ClassVar[bool] = True
+    """Whether the adapter can send images at all (``list_models`` drops
+    ``image`` from the catalog's modalities when not)."""
     _session: requests.Session
     _display_name: str
     _api_key: Secret | None
@@ -407,7 +424,9 @@ class HttpAdapter(LlmAdapter):
                 id=entry.id,
                 name=entry.name or entry.id,
                 description=entry.description,
-                input_modalities=entry.input_modalities,
+                input_modalities=offered_modalities(
+                    entry, image_input=self._image_input
+                ),
             )
             for entry in self._snapshot().models
         )

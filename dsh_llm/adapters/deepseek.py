@@ -35,7 +35,7 @@ from dsh_llm.adapters._chat.base import (
     api_root_url,
     stream_completion,
 )
-from dsh_llm.adapters._chat.request import WireProfile, build_body
+from dsh_llm.adapters._chat.request import WireProfile, build_body, request_headers
 from dsh_llm.adapters.common import (
     AdapterConfigError,
     catalog_entry,
@@ -115,6 +115,7 @@ DEEPSEEK_PROFILE: Final = WireProfile(
     reasoning_fields=("reasoning_content",),
     reasoning_passback_field="reasoning_content",
     include_usage=True,
+    enforces_schema=False,
 )
 """How DeepSeek differs from the generic chat-completions wire."""
 
@@ -394,6 +395,7 @@ def _model_info(
         or snapshot.default_context_window,
         default_max_tokens=(entry.max_tokens if entry else None) or snapshot.max_tokens,
         reasoning=reasoning,
+        image_input=False,
     )
 
 
@@ -422,6 +424,7 @@ class DeepSeekAdapter(ChatCompletionsAdapter):
     """
 
     _package = _PACKAGE
+    _image_input = False  # the Files API images need is not implemented
 
     def __init__(
         self,
@@ -564,7 +567,12 @@ class DeepSeekAdapter(ChatCompletionsAdapter):
             profile=DEEPSEEK_PROFILE,
             base_url=self._base_url,
             body=body,
-            headers=stream_headers(extra=routing),
+            headers=request_headers(
+                stream_headers(extra=routing),
+                options,
+                profile=DEEPSEEK_PROFILE,
+                has_key=key is not None,
+            ),
             key=key,
             signal=options.signal,
         )

@@ -10,6 +10,8 @@ read loop.
 - No credentials by default; ``api_key`` or ``api_key_env`` (never both) travel
   as ``authorization: Bearer`` and never appear in a message or a ``repr``.
 - Extra ``headers`` are sent as given; names the adapter sets are refused.
+- Catalog entries may list ``inputModalities: [text, image]``: images then go
+  as ``image_url`` data URLs read from ``adapter.attachments``.
 - Per call, before any I/O: images, an unlisted reasoning effort, then the key;
   then one ``POST <base_url>/chat/completions``. ``session_id`` and ``purpose``
   travel as the headers ``x-session-id`` and ``x-dsh-llm-purpose``.
@@ -34,7 +36,12 @@ from dsh_llm.adapters._chat.base import (
     api_root_url,
     stream_completion,
 )
-from dsh_llm.adapters._chat.request import WireProfile, build_body, refuse_images
+from dsh_llm.adapters._chat.request import (
+    WireProfile,
+    build_body,
+    refuse_images,
+    request_headers,
+)
 from dsh_llm.adapters.common import (
     AdapterConfigError,
     catalog_entry,
@@ -58,7 +65,7 @@ from dsh_llm.config import (
 )
 from dsh_llm.credentials import Secret
 from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.protocol import GenerateOptions, StreamChunk
+from dsh_llm.protocol import GenerateOptions, StreamChunk, content_has_image
 from dsh_llm.retry import RetryPolicy
 from dsh_llm.signal import AbortSignal
 from dsh_llm.transport.call import redact_url, url_repr
@@ -136,6 +143,17 @@ def _check_optional_str(
         raise field_error(inst, attribute.name, "must be a string")
 
 
+def _check_modalities(
+    inst: object, attribute: attrs.Attribute[Any], value: Any
+) -> None:
+    if value not in (("text",), ("text", "image")):
+        raise field_error(inst, attribute.name, 'must be ["text"] or ["text", "image"]')
+
+
+def _modality_tuple(value: Any) -> Any:
+    return tuple(value) if isinstance(value, list | tuple) else value
+
+
 @attrs.frozen(kw_only=True)
 class OpenAICompatModel:
     """One advertised model (config key ``models[]``), checked on construction
@@ -160,11 +178,13 @@ class OpenAICompatModel:
     )
     """Its output cap, sent when a request names none."""
 
-    @property
-    def input_modalities(self) -> tuple[str, ...]:
-        """``("text",)``: the adapter sends text only (an image raises
-        ``UNSUPPORTED_CONTENT``)."""
-        return ("text",)
+    input_modalities: tuple[str, ...] = attrs.field(
+        default=("text",), converter=_modality_tuple, validator=_check_modalities
+    )
+    """Accepted inputs (config key ``inputModalities``): ``("text",)`` or
+    ``("text", "image")``. With ``image``, images are sent as ``image_url`` data
+    URLs read from ``adapter.attachments``; a text-only model refuses them
+    (``UNSUPPORTED_CONTENT``)."""
 
 
 ModelSpec = str | Mapping[str, Any] | OpenAICompatModel
@@ -517,7 +537,12 @@ class OpenAICompatAdapter(ChatCompletionsAdapter):
             profile=self._profile,
             base_url=self._settings.base_url,
             body=body,
-            headers=headers,
+            headers=request_headers(
+                headers,
+                options,
+                profile=self._profile,
+                has_key=key is not None,
+            ),
             key=key,
             signal=options.signal,
         )
@@ -540,7 +565,7 @@ class OpenAICompatAdapter(ChatCompletionsAdapter):
         return headers
 
     def _body(self, options: GenerateOptions) -> dict[str, Any]:
-        refuse_images(options, profile=self._profile)  # before the effort check
+        self._check_images(options)  # before the effort check
         extra: dict[str, Any] = {}
         effort = options.reasoning_effort
         if effort is not None:
@@ -557,8 +582,28 @@ class OpenAICompatAdapter(ChatCompletionsAdapter):
             entry = catalog_entry(self._settings.models, options.model)
             max_tokens = entry.max_tokens if entry else None
         return build_body(
-            options, profile=self._profile, max_tokens=max_tokens, extra=extra
+            options,
+            profile=self._profile,
+            max_tokens=max_tokens,
+            extra=extra,
+            attachments=self.attachments,
         )
+
+    def _check_images(self, options: GenerateOptions) -> None:
+        """Refuse images for a model whose catalog entry is text only, and
+        without an attachment store."""
+        if not any(content_has_image(m.content) for m in options.messages):
+            return
+        entry = catalog_entry(self._settings.models, options.model)
+        if entry is None or "image" not in entry.input_modalities:
+            refuse_images(options, profile=self._profile)
+        if self.attachments is None:
+            raise LlmError(
+                f"{self._profile.provider} cannot send the request's images: no "
+                "attachment store is set (set adapter.attachments to the store "
+                "holding them)",
+                ErrorCode.MISSING_ATTACHMENT,
+            )
 
     def __repr__(self) -> str:
         settings = self._settings

@@ -8,7 +8,11 @@ Contracts callers may rely on:
   blank prompt, one that is not valid UTF-8, or a closed stdin raises
   ``UsageError``.
 - ``chat_options`` builds the request: one user message, the optional system
-  prompt, output cap and reasoning effort, and the signal Ctrl-C aborts.
+  prompt, output cap, reasoning effort, temperature, response format and
+  provider options (``extra_body``), and the signal Ctrl-C aborts.
+- ``provider_options`` reads ``-o key=value`` pairs (the value as JSON when it
+  parses, else as a string); ``read_schema`` reads ``--schema FILE`` (a JSON
+  object); both raise ``UsageError`` naming what is wrong.
 - ``stream_chat`` streams through ``LlmRuntime.stream`` (so every failure,
   ``MISSING_CREDENTIAL`` and ``NO_ADAPTER`` included, arrives as the terminal
   ``finish``), checks every chunk with ``validate_stream`` (strict; a violation
@@ -20,7 +24,9 @@ Contracts callers may rely on:
 from __future__ import annotations
 
 import contextlib
-from typing import TextIO
+import json
+from collections.abc import Sequence
+from typing import Any, TextIO
 
 from dsh_llm.assembler import AssembledResponse, BlockAssembler
 from dsh_llm.cli.console import ChunkSink
@@ -29,13 +35,20 @@ from dsh_llm.protocol import (
     Finish,
     FinishReason,
     GenerateOptions,
+    ResponseFormat,
     create_user_message,
 )
 from dsh_llm.runtime import LlmRuntime
 from dsh_llm.signal import AbortSignal
 from dsh_llm.validator import validate_stream
 
-__all__ = ["chat_options", "read_prompt", "stream_chat"]
+__all__ = [
+    "chat_options",
+    "provider_options",
+    "read_prompt",
+    "read_schema",
+    "stream_chat",
+]
 
 
 # The PROMPT that means "read the prompt from stdin", as ``-`` does for files.
@@ -67,6 +80,46 @@ def read_prompt(prompt: str | None, stdin: TextIO | None, stderr: TextIO) -> str
     return prompt
 
 
+def provider_options(pairs: Sequence[str] | None) -> dict[str, Any] | None:
+    """``-o key=value`` pairs as an ``extra_body`` mapping (``None`` without).
+
+    Raises:
+        UsageError: for a pair without ``=`` or with an empty key.
+    """
+    if not pairs:
+        return None
+    body: dict[str, Any] = {}
+    for pair in pairs:
+        key, equals, text = pair.partition("=")
+        if not equals or not key.strip():
+            raise UsageError(f"-o expects key=value, got {pair!r}")
+        try:
+            body[key.strip()] = json.loads(text)
+        except ValueError:
+            body[key.strip()] = text
+    return body
+
+
+def read_schema(path: str | None) -> ResponseFormat | None:
+    """The ``--schema FILE`` response format (``None`` without).
+
+    Raises:
+        UsageError: when the file cannot be read or is not a JSON object.
+    """
+    if path is None:
+        return None
+    try:
+        with open(path, encoding="utf-8") as handle:
+            schema = json.load(handle)
+    except OSError as exc:
+        raise UsageError(f"cannot read --schema {path}: {exc.strerror}") from None
+    except ValueError as exc:
+        raise UsageError(f"--schema {path} is not JSON: {exc}") from None
+    if not isinstance(schema, dict):
+        raise UsageError(f"--schema {path} must hold a JSON Schema object")
+    return ResponseFormat(schema=schema)
+
+
 def chat_options(
     target: Target,
     prompt: str,
@@ -74,6 +127,9 @@ def chat_options(
     system: str | None = None,
     max_tokens: int | None = None,
     reasoning_effort: str | None = None,
+    temperature: float | None = None,
+    response_format: ResponseFormat | None = None,
+    extra_body: dict[str, Any] | None = None,
     signal: AbortSignal | None = None,
 ) -> GenerateOptions:
     """The request for one ``chat`` call."""
@@ -84,6 +140,9 @@ def chat_options(
         system=system,
         max_tokens=max_tokens,
         reasoning_effort=reasoning_effort,
+        temperature=temperature,
+        response_format=response_format,
+        extra_body=extra_body,
         signal=signal,
     )
 

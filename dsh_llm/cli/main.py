@@ -241,7 +241,10 @@ def _add_chat_command(commands: _Commands) -> None:
             "--model (any OpenAI-compatible server; --wire responses speaks its "
             "Responses API), else a route of the "
             "composition file (--config, default ./dsh.yml when present; choose "
-            "one with --provider), else DeepSeek with DEEPSEEK_API_KEY. Exit 1 with "
+            "one with --provider), else DeepSeek with DEEPSEEK_API_KEY; --base-url "
+            "without --model uses the server's only model. -i starts a session "
+            "keeping the conversation (/exit or Ctrl-D ends it, Ctrl-C aborts the "
+            "current answer). Exit 1 with "
             "error[CODE]: message when the call fails, 2 when no model can be "
             "chosen, 130 on Ctrl-C."
         ),
@@ -293,6 +296,36 @@ def _add_chat_command(commands: _Commands) -> None:
         help="reasoning effort the route offers (DeepSeek: off, low, high, max)",
     )
     command.add_argument(
+        "--temperature", metavar="T", type=_temperature, help="sampling temperature"
+    )
+    command.add_argument(
+        "--timeout",
+        metavar="SECONDS",
+        type=_positive_seconds,
+        help="longest whole call (built-in route and --base-url)",
+    )
+    command.add_argument(
+        "-o",
+        "--option",
+        metavar="KEY=VALUE",
+        action="append",
+        dest="options",
+        help="a provider field sent as is in the request body (VALUE as JSON "
+        "when it parses, else a string); repeatable",
+    )
+    command.add_argument(
+        "--schema",
+        metavar="FILE",
+        help="a JSON Schema file: ask for JSON following it, and check the answer",
+    )
+    command.add_argument(
+        "-i",
+        "--interactive",
+        action="store_true",
+        help="a session keeping the conversation (/exit or Ctrl-D ends it, "
+        "Ctrl-C aborts the current answer)",
+    )
+    command.add_argument(
         "--json",
         action="store_true",
         help="write the chunks as JSON Lines to stdout instead",
@@ -300,12 +333,40 @@ def _add_chat_command(commands: _Commands) -> None:
     command.set_defaults(handler=_run_chat)
 
 
+def _temperature(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text}")
+    return value
+
+
+def _positive_seconds(text: str) -> float:
+    value = _temperature(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0 seconds, got {text}")
+    return value
+
+
 def _run_chat(args: argparse.Namespace) -> int:
-    from dsh_llm.cli.chat import chat_options, read_prompt, stream_chat
+    from dsh_llm.cli.chat import (
+        chat_options,
+        provider_options,
+        read_prompt,
+        read_schema,
+        stream_chat,
+    )
     from dsh_llm.cli.console import SilenceableSink, summary_line
+    from dsh_llm.cli.hints import failure_message
     from dsh_llm.cli.interrupt import run_abortable
     from dsh_llm.cli.targets import open_target
 
+    if args.interactive and (args.prompt is not None or args.json):
+        raise UsageError("--interactive reads prompts itself: drop PROMPT and --json")
+    extra_body = provider_options(args.options)
+    response_format = read_schema(args.schema)
     controller = AbortController()
     with open_target(
         provider=args.provider,
@@ -315,7 +376,20 @@ def _run_chat(args: argparse.Namespace) -> int:
         api_key_env=args.api_key_env,
         reasoning_effort=args.reasoning_effort,
         wire=args.wire,
+        timeout_s=args.timeout,
     ) as target:
+        if args.interactive:
+            from dsh_llm.cli.interactive import run_session
+
+            return run_session(
+                target,
+                system=args.system,
+                max_tokens=args.max_tokens,
+                reasoning_effort=args.reasoning_effort,
+                temperature=args.temperature,
+                response_format=response_format,
+                extra_body=extra_body,
+            )
         prompt = read_prompt(args.prompt, sys.stdin, sys.stderr)
         options = chat_options(
             target,
@@ -323,6 +397,9 @@ def _run_chat(args: argparse.Namespace) -> int:
             system=args.system,
             max_tokens=args.max_tokens,
             reasoning_effort=args.reasoning_effort,
+            temperature=args.temperature,
+            response_format=response_format,
+            extra_body=extra_body,
             signal=controller.signal,
         )
         sink = SilenceableSink(_sink(args.json))
@@ -334,7 +411,11 @@ def _run_chat(args: argparse.Namespace) -> int:
         )
     failure = outcome.finish.failure
     if failure is not None:
-        return _print_failure(failure.code, failure.message)
+        return _print_failure(failure.code, failure_message(failure, target.key_hint))
+    if response_format is not None:
+        from dsh_llm.structured import parse_json
+
+        parse_json(outcome, response_format)  # INVALID_JSON_OUTPUT: exit 1
     if not args.json:
         print(summary_line(outcome.finish, outcome.usage), file=sys.stderr)
     return EXIT_OK

@@ -20,11 +20,18 @@ routes. Contracts callers may rely on:
   of the built-in route chosen.
 - The route is ``--provider``, else the only route the source registers, else
   ``deepseek-official`` when registered. The model is ``--model``, else the first
-  model the route's catalog lists (``deepseek-v4-flash`` for DeepSeek).
+  model the route's catalog lists (``deepseek-v4-flash`` for DeepSeek); with
+  ``--base-url``, the one model the server lists (``dsh_llm.cli.discover``).
+- ``--timeout SECONDS`` bounds the whole call (the adapter's
+  ``total_timeout_ms``) for the built-in route and ``--base-url``; a composition
+  sets ``totalTimeoutMs`` in its file instead.
+- ``Target.key_hint`` says where the route's key comes from (the variable, the
+  flag or the composition file), for ``AUTH`` messages.
 - Whatever the user must fix before a request can be sent raises ``UsageError``
   with a message saying what to set (exit status 2): no key, route or base URL
-  at all; ``--base-url`` without ``--model`` or with ``--provider``/``--config``;
-  ``--wire`` without ``--base-url``;
+  at all; ``--base-url`` with ``--provider``/``--config``, or without ``--model``
+  when the server does not list exactly one model; ``--wire`` without
+  ``--base-url``;
   ``--api-key-env`` with a composition; an unknown route; a route without a
   catalog and no ``--model``; an invalid built-in setting. A composition that
   cannot be loaded raises its ``PluginLoadError`` (code ``PLUGIN_LOAD``).
@@ -89,6 +96,7 @@ _WIRE_WITHOUT_BASE_URL: Final = (
 ANTHROPIC_ROUTE: Final = "anthropic"
 """The built-in Anthropic route (``dsh_llm.adapters.anthropic.PROVIDER_ROUTE``)."""
 _ANTHROPIC_KEY_ENV: Final = "ANTHROPIC_API_KEY"
+_GEMINI_KEY_ENV: Final = "GEMINI_API_KEY"
 _BUILTIN_ROUTES: Final = (DEEPSEEK_ROUTE, ANTHROPIC_ROUTE, GEMINI_ROUTE, OLLAMA_ROUTE)
 
 NOTHING_TO_TALK_TO: Final = (
@@ -129,6 +137,8 @@ class Routes:
     """The runtime the routes are registered in."""
     origin: str
     """Where they come from: ``built-in``, ``--base-url <url>`` or a file path."""
+    key_hint: str | None = None
+    """Where the routes' key comes from, in words (``None``: no key involved)."""
 
 
 @attrs.frozen(kw_only=True)
@@ -141,6 +151,8 @@ class Target:
     """The route (``GenerateOptions.provider``)."""
     model: str
     """The model id."""
+    key_hint: str | None = None
+    """Where the route's key comes from, in words."""
 
 
 def find_config(explicit: str | None, cwd: Path | None = None) -> str | None:
@@ -152,28 +164,48 @@ def find_config(explicit: str | None, cwd: Path | None = None) -> str | None:
     return str(candidate) if candidate.is_file() else None
 
 
-def _builtin_adapter(route: str, api_key_env: str | None) -> HttpAdapter:
+def _timeout_ms(timeout_s: float | None) -> float | None:
+    return None if timeout_s is None else timeout_s * 1000
+
+
+def _builtin_key_env(route: str, api_key_env: str | None) -> str | None:
+    """The variable the built-in ``route`` reads its key from."""
+    if api_key_env is not None or route == OLLAMA_ROUTE:
+        return api_key_env
+    if route == GEMINI_ROUTE:
+        return _GEMINI_KEY_ENV
+    return _ANTHROPIC_KEY_ENV if route == ANTHROPIC_ROUTE else _DEEPSEEK_KEY_ENV
+
+
+def _builtin_adapter(
+    route: str, api_key_env: str | None, timeout_ms: float | None
+) -> HttpAdapter:
     """The built-in adapter of ``route``; ``api_key_env`` replaces its default key
     variable when given."""
+    variable = _builtin_key_env(route, api_key_env)
     if route == GEMINI_ROUTE:
-        from dsh_llm.adapters.gemini import DEFAULT_API_KEY_ENV, GeminiAdapter
+        from dsh_llm.adapters.gemini import GeminiAdapter
 
-        return GeminiAdapter(api_key_env=api_key_env or DEFAULT_API_KEY_ENV)
+        return GeminiAdapter(
+            api_key_env=variable or _GEMINI_KEY_ENV, total_timeout_ms=timeout_ms
+        )
     if route == OLLAMA_ROUTE:
         from dsh_llm.adapters.ollama import OllamaAdapter
 
-        return OllamaAdapter(api_key_env=api_key_env)
+        return OllamaAdapter(api_key_env=variable, total_timeout_ms=timeout_ms)
     if route == ANTHROPIC_ROUTE:
         from dsh_llm.adapters.anthropic import AnthropicAdapter
 
-        return AnthropicAdapter(api_key_env=api_key_env or _ANTHROPIC_KEY_ENV)
+        return AnthropicAdapter(api_key_env=variable, total_timeout_ms=timeout_ms)
     from dsh_llm.adapters.deepseek import DeepSeekAdapter
 
-    return DeepSeekAdapter(api_key_env=api_key_env or _DEEPSEEK_KEY_ENV)
+    return DeepSeekAdapter(api_key_env=variable, total_timeout_ms=timeout_ms)
 
 
 @contextlib.contextmanager
-def _builtin(api_key_env: str | None, provider: str | None) -> Iterator[Routes]:
+def _builtin(
+    api_key_env: str | None, provider: str | None, timeout_s: float | None
+) -> Iterator[Routes]:
     # DeepSeek and Anthropic are always there (neither does I/O before a call);
     # Gemini and Ollama only when asked for (Ollama's catalog is read from the
     # server). --api-key-env names the key of the route asked for.
@@ -186,45 +218,77 @@ def _builtin(api_key_env: str | None, provider: str | None) -> Iterator[Routes]:
         for route in routes:
             key = api_key_env if route == chosen else None
             try:
-                adapter = stack.enter_context(_builtin_adapter(route, key))
+                adapter = stack.enter_context(
+                    _builtin_adapter(route, key, _timeout_ms(timeout_s))
+                )
             except ValueError as exc:
                 raise UsageError(str(exc)) from exc
             stack.callback(runtime.register_adapter([route], adapter).dispose)
-        yield Routes(runtime=runtime, origin="built-in")
+        variable = _builtin_key_env(chosen, api_key_env)
+        hint = (
+            f"the key is read from {variable}; --api-key-env VAR names another variable"
+            if variable is not None
+            else "no key is sent: pass --api-key-env VAR naming the variable that "
+            "holds the key"
+        )
+        yield Routes(runtime=runtime, origin="built-in", key_hint=hint)
 
 
 def _base_url_adapter(
-    base_url: str, api_key_env: str | None, reasoning_effort: str | None, wire: str
+    base_url: str,
+    api_key_env: str | None,
+    reasoning_effort: str | None,
+    wire: str,
+    timeout_ms: float | None,
 ) -> HttpAdapter:
     if wire == "responses":
         from dsh_llm.adapters.openai_responses import OpenAIResponsesAdapter
 
         # The server profile lists the efforts the server takes.
-        return OpenAIResponsesAdapter(base_url, api_key_env=api_key_env)
+        return OpenAIResponsesAdapter(
+            base_url, api_key_env=api_key_env, total_timeout_ms=timeout_ms
+        )
     from dsh_llm.adapters.openai_compat import OpenAICompatAdapter
 
     # A generic server advertises no efforts; the one asked for on the command
     # line is the user's statement that this server takes it.
     efforts = None if reasoning_effort is None else (reasoning_effort,)
     return OpenAICompatAdapter(
-        base_url, api_key_env=api_key_env, reasoning_efforts=efforts
+        base_url,
+        api_key_env=api_key_env,
+        reasoning_efforts=efforts,
+        total_timeout_ms=timeout_ms,
     )
 
 
 @contextlib.contextmanager
 def _base_url(
-    base_url: str, api_key_env: str | None, reasoning_effort: str | None, wire: str
+    base_url: str,
+    api_key_env: str | None,
+    reasoning_effort: str | None,
+    wire: str,
+    timeout_s: float | None,
 ) -> Iterator[Routes]:
     try:
-        adapter = _base_url_adapter(base_url, api_key_env, reasoning_effort, wire)
+        adapter = _base_url_adapter(
+            base_url, api_key_env, reasoning_effort, wire, _timeout_ms(timeout_s)
+        )
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
     route = RESPONSES_ROUTE if wire == "responses" else BASE_URL_ROUTE
+    hint = (
+        f"the key is read from {api_key_env}"
+        if api_key_env
+        else "no key is sent: pass --api-key-env VAR naming the variable that "
+        "holds the server's key"
+    )
     try:
         runtime = LlmRuntime()
         registration = runtime.register_adapter([route], adapter)
         try:
-            yield Routes(runtime=runtime, origin=f"--base-url {base_url}")
+            yield Routes(
+                runtime=runtime, origin=f"--base-url {base_url}", key_hint=hint
+            )
         finally:
             registration.dispose()
     finally:
@@ -236,7 +300,11 @@ def _composition(path: str) -> Iterator[Routes]:
     from dsh_llm.plugins import load_composition
 
     with load_composition(path) as composition:
-        yield Routes(runtime=composition.runtime, origin=path)
+        yield Routes(
+            runtime=composition.runtime,
+            origin=path,
+            key_hint=f"the route's key is configured in {path} (apiKey or apiKeyEnv)",
+        )
 
 
 @contextlib.contextmanager
@@ -248,6 +316,7 @@ def open_routes(
     reasoning_effort: str | None = None,
     wire: str | None = None,
     provider: str | None = None,
+    timeout_s: float | None = None,
 ) -> Iterator[Routes]:
     """Open the route source the options choose (see the module docstring).
 
@@ -262,6 +331,7 @@ def open_routes(
             with ``base_url``.
         provider: ``--provider``; without a composition it chooses which built-in
             route ``api_key_env`` is for, and adds ``gemini`` or ``ollama``.
+        timeout_s: ``--timeout`` (not with a composition).
 
     Raises:
         UsageError: for options that do not go together.
@@ -273,7 +343,7 @@ def open_routes(
         if config is not None:
             raise UsageError("--base-url and --config cannot be combined")
         with _base_url(
-            base_url, api_key_env, reasoning_effort, wire or "chat"
+            base_url, api_key_env, reasoning_effort, wire or "chat", timeout_s
         ) as routes:
             yield routes
         return
@@ -281,9 +351,14 @@ def open_routes(
         raise UsageError(_WIRE_WITHOUT_BASE_URL)
     path = find_config(config)
     if path is None:
-        with _builtin(api_key_env, provider) as routes:
+        with _builtin(api_key_env, provider, timeout_s) as routes:
             yield routes
         return
+    if timeout_s is not None:
+        raise UsageError(
+            f"--timeout applies to the built-in DeepSeek route and to --base-url; "
+            f"with a composition ({path}) set totalTimeoutMs in its config"
+        )
     if api_key_env is not None:
         raise UsageError(
             "--api-key-env applies to the built-in routes and to --base-url; "
@@ -338,6 +413,7 @@ def open_target(
     api_key_env: str | None = None,
     reasoning_effort: str | None = None,
     wire: str | None = None,
+    timeout_s: float | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> Iterator[Target]:
     """Open the routes and choose the route and model for one ``chat`` call.
@@ -350,6 +426,7 @@ def open_target(
         api_key_env: ``--api-key-env``.
         reasoning_effort: ``--reasoning-effort`` (see ``open_routes``).
         wire: ``--wire`` (see ``open_routes``).
+        timeout_s: ``--timeout`` (see ``open_routes``).
         environ: Where the DeepSeek key's presence is checked (default
             ``os.environ``).
 
@@ -365,10 +442,6 @@ def open_target(
         if provider is not None:
             route = RESPONSES_ROUTE if wire == "responses" else BASE_URL_ROUTE
             raise UsageError(f"--base-url serves the route {route}; drop --provider")
-        if model is None:
-            raise UsageError(
-                "--base-url needs --model NAME (the id the server knows the model by)"
-            )
     elif (
         provider is None
         and find_config(config) is None
@@ -385,10 +458,20 @@ def open_target(
         reasoning_effort=reasoning_effort,
         wire=wire,
         provider=provider,
+        timeout_s=timeout_s,
     ) as routes:
         route = _choose_route(routes, provider)
+        if base_url is not None and model is None:
+            # After the adapter accepted the URL, so a bad one is named as such.
+            from dsh_llm.cli.discover import DiscoveryError, server_model
+
+            try:
+                model = server_model(base_url, api_key_env=api_key_env, environ=environ)
+            except DiscoveryError as exc:
+                raise UsageError(str(exc)) from None
         yield Target(
             runtime=routes.runtime,
             route=route,
             model=_choose_model(routes.runtime, route, model),
+            key_hint=routes.key_hint,
         )

@@ -9,7 +9,8 @@ Contracts callers may rely on:
   non-empty list of distinct routes) and ``baseURL`` are required; ``apiKey`` or
   ``apiKeyEnv`` (not both), ``headers``, ``displayName``, ``models`` (ids or
   mappings with ``id``, ``name``, ``description``, ``contextWindow``,
-  ``maxTokens``), ``includeUsage``, ``maxTokensField``, ``reasoningEfforts``,
+  ``maxTokens``, ``inputModalities``), ``includeUsage``, ``maxTokensField``,
+  ``reasoningEfforts``,
   ``reasoningPassbackField``, ``streamIdleTimeoutMs``,
   ``streamKeepaliveTimeoutMs``, ``totalTimeoutMs``, ``retryPolicy``,
   ``poolMaxsize`` and ``emptyResponseAsStop`` are optional and mean what the

@@ -65,6 +65,7 @@ from dsh_llm.protocol.content import (
     text_of,
     tool_calls_of,
 )
+from dsh_llm.protocol.extras import ResponseFormat
 from dsh_llm.protocol.message import (
     CONTEXT_FORMS,
     CONTEXT_SUMMARY_MAX_CHARS,
@@ -84,6 +85,7 @@ from dsh_llm.protocol.message import (
     create_user_message,
 )
 from dsh_llm.protocol.request import (
+    DIRECT_ROUTE,
     PURPOSES,
     TOOL_CHOICE_KEYWORDS,
     GenerateOptions,
@@ -97,6 +99,7 @@ __all__ = [
     "CHUNK_TYPES",
     "CONTEXT_FORMS",
     "CONTEXT_SUMMARY_MAX_CHARS",
+    "DIRECT_ROUTE",
     "FAILURE_KINDS",
     "IMAGE_MEDIA_TYPES",
     "PURPOSES",
@@ -123,6 +126,7 @@ __all__ = [
     "ReasoningBlock",
     "ReasoningDelta",
     "ReplayEnvelope",
+    "ResponseFormat",
     "StreamChunk",
     "TextBlock",
     "TextDelta",

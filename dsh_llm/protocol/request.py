@@ -13,11 +13,14 @@ from typing import Any, Final
 import attrs
 
 from dsh_llm.protocol import checks as c
+from dsh_llm.protocol import extras
 from dsh_llm.protocol.content import detached_json
-from dsh_llm.protocol.message import Message
+from dsh_llm.protocol.extras import ResponseFormat
+from dsh_llm.protocol.message import Message, create_user_message
 from dsh_llm.signal import AbortSignal
 
 __all__ = [
+    "DIRECT_ROUTE",
     "TOOL_CHOICE_KEYWORDS",
     "GenerateOptions",
     "LlmCallConfig",
@@ -27,6 +30,12 @@ __all__ = [
 
 TOOL_CHOICE_KEYWORDS: Final = ("auto", "none", "required")
 """``tool_choice`` values that are not tool names."""
+
+DIRECT_ROUTE: Final = "direct"
+"""``GenerateOptions.provider`` when none is given: enough to call an adapter
+directly (``adapter.stream(options)``), where the route only names the caller in
+messages. A runtime still needs a registered route: ``runtime.stream`` with it
+raises ``NO_ADAPTER`` unless something is registered as ``"direct"``."""
 
 PURPOSES: Final = ("compaction", "session-title")
 """Values of ``GenerateOptions.purpose`` for auxiliary calls."""
@@ -78,12 +87,15 @@ def _stop_items(inst: object, attribute: attrs.Attribute[Any], value: object) ->
 class GenerateOptions:
     """One fully assembled model request.
 
-    Only ``provider``, ``model`` and ``messages`` are required. ``signal`` is not
-    compared, hashed or serialised.
+    Only ``model`` and ``messages`` are required (``provider`` defaults to
+    ``DIRECT_ROUTE``). ``signal`` is not compared, hashed or serialised; the
+    mapping fields (``response_format.schema``, ``extra_body``,
+    ``extra_headers``) are compared but not hashed.
     """
 
-    provider: str = attrs.field(validator=c.non_empty_str)
-    """The registered route that selects the adapter instance."""
+    provider: str = attrs.field(default=DIRECT_ROUTE, validator=c.non_empty_str)
+    """The registered route that selects the adapter instance (``DIRECT_ROUTE``
+    by default, for a direct adapter call)."""
     model: str = attrs.field(validator=c.non_empty_str)
     """The adapter-owned model id, passed through as is."""
     messages: tuple[Message, ...] = attrs.field(
@@ -133,6 +145,58 @@ class GenerateOptions:
         default=None, validator=c.optional(c.one_of(*PURPOSES))
     )
     """``compaction`` or ``session-title`` for auxiliary calls, else ``None``."""
+    response_format: ResponseFormat | None = attrs.field(
+        default=None,
+        converter=extras.to_response_format,
+        validator=c.optional(c.instance_of(ResponseFormat)),
+    )
+    """Structured output: the JSON Schema the final text must follow (a bare
+    schema mapping is converted). An adapter that cannot honour it raises
+    ``UNSUPPORTED_OPTION``; ``dsh_llm.structured.parse_json`` reads the answer."""
+    extra_body: dict[str, Any] | None = attrs.field(
+        default=None,
+        converter=extras.to_extra_body,
+        validator=extras.check_extra_body,
+        hash=False,
+    )
+    """Provider fields merged last into the JSON request body, overriding what
+    the adapter wrote. Unchecked: the provider judges them. Adapters that cannot
+    send them raise ``UNSUPPORTED_OPTION``."""
+    extra_headers: dict[str, str] | None = attrs.field(
+        default=None,
+        converter=extras.to_extra_headers,
+        validator=extras.check_extra_headers,
+        hash=False,
+        repr=False,
+    )
+    """Request headers added to the call (values may be credentials: they are
+    never shown in a ``repr`` or a message). A name the adapter sets itself is
+    refused with ``UNSUPPORTED_OPTION``, never silently replaced."""
+
+    @classmethod
+    def from_prompt(
+        cls,
+        model: str,
+        text: str,
+        *,
+        system: str | None = None,
+        provider: str = DIRECT_ROUTE,
+        **options: Any,
+    ) -> GenerateOptions:
+        """A request of one user message ``text`` (the notebook shortcut).
+
+        ``options`` are any other fields (``temperature=0``, ``tools=[...]``).
+
+        Raises:
+            TypeError, ValueError: as the constructor, for a bad field.
+        """
+        return cls(
+            provider=provider,
+            model=model,
+            messages=(create_user_message(text),),
+            system=system,
+            **options,
+        )
 
     def __attrs_post_init__(self) -> None:
         choice = self.tool_choice

@@ -48,10 +48,12 @@ def test_the_default_catalog_and_resolved_info():
         assert [(m.id, m.name, m.input_modalities) for m in models] == [
             ("deepseek-v4-flash", "DeepSeek-V4-Flash", ("text",)),
             ("deepseek-v4-pro", "DeepSeek-V4-Pro", ("text",)),
+            # The catalog lists image input, but the adapter cannot send one
+            # (no Files API), so it does not claim it.
             (
                 "deepseek-v4-flash-vision-exp",
                 "DeepSeek-V4-Flash-Vision-Exp",
-                ("text", "image"),
+                ("text",),
             ),
         ]
         info = _info(adapter)
@@ -60,6 +62,8 @@ def test_the_default_catalog_and_resolved_info():
     assert [e.id for e in info.reasoning.efforts] == ["off", "low", "high", "max"]
     assert [e.name for e in info.reasoning.efforts] == ["Off", "Low", "High", "Max"]
     assert info.reasoning.default_effort == "high"
+    vision = adapter.resolve_model(PROVIDER_ROUTE, "deepseek-v4-flash-vision-exp")
+    assert vision.input_modalities == ("text",)
     assert adapter.provider_info(PROVIDER_ROUTE) == LlmProviderInfo(
         id=PROVIDER_ROUTE, name="DeepSeek"
     )

@@ -59,8 +59,11 @@ def test_chat_names_an_unset_api_key_env(tmp_path, capsys, monkeypatch):
     ("args", "message"),
     [
         (
-            ["--base-url", "http://127.0.0.1:8080/v1"],
-            "error: --base-url needs --model NAME",
+            # Without --model the server's model list is asked for; nothing
+            # listens on port 9.
+            ["--base-url", "http://127.0.0.1:9/v1"],
+            "error: cannot list the server's models (http://127.0.0.1:9/v1/models: "
+            "ConnectionError); pass --model NAME",
         ),
         (
             ["--base-url", "http://x/v1", "--model", "m", "--provider", "p"],
@@ -180,7 +183,10 @@ def test_a_rejected_key_exits_1_with_the_error_code(server, tmp_path):
 
     assert result.returncode == 1
     assert result.stdout == ""
-    assert result.stderr == "error[AUTH]: Authentication Fails\n"
+    assert result.stderr == (
+        "error[AUTH]: Authentication Fails (the key is read from DEEPSEEK_API_KEY; "
+        "--api-key-env VAR names another variable)\n"
+    )
     assert "sk-test" not in result.stderr
     _no_traceback(result)
 

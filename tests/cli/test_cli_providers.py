@@ -30,7 +30,8 @@ def test_providers_lists_the_built_in_route_and_its_catalog(tmp_path):
         "deepseek-official  (DeepSeek, built-in)",
         "  deepseek-v4-flash             DeepSeek-V4-Flash",
         "  deepseek-v4-pro               DeepSeek-V4-Pro",
-        "  deepseek-v4-flash-vision-exp  DeepSeek-V4-Flash-Vision-Exp  [text, image]",
+        # DeepSeek cannot send images (no Files API): not listed as image input.
+        "  deepseek-v4-flash-vision-exp  DeepSeek-V4-Flash-Vision-Exp",
         "anthropic  (Anthropic, built-in)",
         "  claude-opus-5-5    Claude Opus 5.5",
         "  claude-fable-5-1   Claude Fable 5.1",

@@ -214,3 +214,20 @@ def test_an_empty_api_key_is_refused_at_load() -> None:
     with pytest.raises(PluginLoadError) as caught:
         load_composition(COMPOSITION, environ={"MY_API_KEY": ""})
     assert 'config key "apiKey"' in caught.value.message
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"response_format": {"type": "object"}},
+        {"extra_body": {"top_k": 1}},
+        {"extra_headers": {"x-a": "1"}},
+    ],
+)
+def test_structured_output_and_provider_fields_are_refused(fields) -> None:
+    with load_composition(COMPOSITION, environ=ENV) as composition:
+        chunks = list(composition.runtime.stream(request(**fields)))
+    (finish,) = chunks
+    assert isinstance(finish, Finish)
+    assert finish.reason.failure is not None
+    assert finish.reason.failure.code == ErrorCode.UNSUPPORTED_OPTION

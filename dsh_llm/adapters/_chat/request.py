@@ -8,6 +8,9 @@ its own config, never a copy of the wire code.
   ``include_usage``, the output-cap spelling).
 - ``build_body`` and ``build_messages``: ``GenerateOptions`` to a JSON body in a
   fixed key order; optional fields are omitted, never ``null``.
+- ``response_format_wire`` (JSON schema, or JSON mode where the server does not
+  enforce one) and ``request_headers`` (``extra_headers`` beside the adapter's);
+  ``extra_body`` is merged last, unchecked.
 - ``tool_choice_wire`` and ``encode_body`` (a value JSON cannot hold raises
   ``INVALID_REQUEST``).
 - Key order, message ordering rules (tool replies right after the calls they
@@ -21,12 +24,14 @@ from typing import Any, Final
 
 import attrs
 
+from dsh_llm.adapters._chat.images import AttachmentReader, image_part
 from dsh_llm.adapters.common import encode_body
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import (
     TOOL_CHOICE_KEYWORDS,
     ContentBlock,
     GenerateOptions,
+    ImageBlock,
     Message,
     ReasoningBlock,
     TextBlock,
@@ -37,16 +42,34 @@ from dsh_llm.protocol import (
 
 __all__ = [
     "NO_OUTPUT",
+    "RESERVED_HEADER_NAMES",
     "WireProfile",
     "build_body",
     "build_messages",
     "encode_body",
     "refuse_images",
+    "request_headers",
+    "response_format_wire",
     "tool_choice_wire",
 ]
 
 NO_OUTPUT: Final = "(no output)"
 """The content sent for a tool result without text (the wire needs some)."""
+
+RESERVED_HEADER_NAMES: Final = frozenset(
+    {
+        "user-agent",
+        "accept",
+        "accept-encoding",
+        "content-type",
+        "content-length",
+        "transfer-encoding",
+        "connection",
+        "host",
+    }
+)
+"""Header names ``GenerateOptions.extra_headers`` may never set (the transport
+owns them; the user-agent carries the attribution every request keeps)."""
 
 
 @attrs.frozen(kw_only=True)
@@ -67,6 +90,10 @@ class WireProfile:
     max_tokens_field: str = "max_tokens"
     """The output-cap field the server reads (OpenAI's reasoning models want
     ``max_completion_tokens``)."""
+    enforces_schema: bool = True
+    """Whether the server takes ``response_format: {type: json_schema}``;
+    ``False`` (DeepSeek) sends JSON mode (``json_object``) for a non-strict
+    format and refuses a strict one."""
 
 
 # --- request ----------------------------------------------------------------------
@@ -77,25 +104,66 @@ def _text_of(blocks: Iterable[ContentBlock]) -> str:
 
 
 def build_messages(
-    options: GenerateOptions, *, profile: WireProfile
+    options: GenerateOptions,
+    *,
+    profile: WireProfile,
+    attachments: AttachmentReader | None = None,
 ) -> list[dict[str, Any]]:
     """The ``messages`` array for ``options`` (see the module docstring).
 
+    Args:
+        options: The request.
+        profile: The server's profile.
+        attachments: Where image bytes are read; ``None`` refuses images.
+
     Raises:
-        LlmError: ``UNSUPPORTED_CONTENT`` when a message holds an image.
+        LlmError: ``UNSUPPORTED_CONTENT`` for an image without ``attachments``
+            or outside a user message's top level; ``MISSING_ATTACHMENT`` for
+            an image the store does not hold.
     """
     wire: list[dict[str, Any]] = []
     if options.system is not None:
         wire.append({"role": "system", "content": options.system})
-    refuse_images(options, profile=profile)
+    if attachments is None:
+        refuse_images(options, profile=profile)
     for message in options.messages:
         if message.role == "system":
             wire.append({"role": "system", "content": _text_of(message.content)})
         elif message.role == "assistant":
             wire.append(_assistant_message(message, profile))
         else:
-            wire.extend(_user_messages(message, answers_calls=_answers_calls(wire)))
+            wire.extend(
+                _user_messages(
+                    message,
+                    answers_calls=_answers_calls(wire),
+                    images=_image_parts(message, attachments, profile),
+                )
+            )
     return wire
+
+
+def _image_parts(
+    message: Message, attachments: AttachmentReader | None, profile: WireProfile
+) -> list[dict[str, Any]] | None:
+    """The content parts of a user message holding images (``None`` without)."""
+    if attachments is None or not content_has_image(message.content):
+        return None
+    if message.role != "user" or any(
+        isinstance(block, ToolResultBlock) and content_has_image(block.content)
+        for block in message.content
+    ):
+        raise LlmError(
+            f"The {profile.provider} chat-completions adapter sends images in "
+            "user messages only (not in tool results or other roles).",
+            ErrorCode.UNSUPPORTED_CONTENT,
+        )
+    parts: list[dict[str, Any]] = []
+    for block in message.content:
+        if isinstance(block, TextBlock):
+            parts.append({"type": "text", "text": block.text})
+        elif isinstance(block, ImageBlock):
+            parts.append(image_part(block, attachments, provider=profile.provider))
+    return parts
 
 
 def _answers_calls(wire: list[dict[str, Any]]) -> bool:
@@ -146,7 +214,12 @@ def _assistant_message(message: Message, profile: WireProfile) -> dict[str, Any]
     return wire
 
 
-def _user_messages(message: Message, *, answers_calls: bool) -> list[dict[str, Any]]:
+def _user_messages(
+    message: Message,
+    *,
+    answers_calls: bool,
+    images: list[dict[str, Any]] | None = None,
+) -> list[dict[str, Any]]:
     results = [block for block in message.content if isinstance(block, ToolResultBlock)]
     text = _text_of(message.content)
     replies = [
@@ -157,9 +230,12 @@ def _user_messages(message: Message, *, answers_calls: bool) -> list[dict[str, A
         }
         for result in results
     ]
-    if not text and results:
+    if not text and results and images is None:
         return replies
-    user = {"role": "user", "content": text}
+    user: dict[str, Any] = {
+        "role": "user",
+        "content": text if images is None else images,
+    }
     # DeepSeek and OpenAI answer 400 when anything but tool replies follows an
     # assistant turn's tool calls: there, the replies go before the text.
     return [*replies, user] if answers_calls else [user, *replies]
@@ -178,6 +254,7 @@ def build_body(
     profile: WireProfile,
     max_tokens: int | None,
     extra: Mapping[str, Any] | None = None,
+    attachments: AttachmentReader | None = None,
 ) -> dict[str, Any]:
     """The request body for ``options`` (key order in the module docstring).
 
@@ -187,13 +264,16 @@ def build_body(
         max_tokens: The output cap to send (the request's, or the model default),
             or ``None`` to omit it.
         extra: Provider keys placed after ``stream_options`` (in their order).
+        attachments: Where image bytes are read (``build_messages``).
 
     Raises:
-        LlmError: ``UNSUPPORTED_CONTENT`` for an image.
+        LlmError: ``UNSUPPORTED_CONTENT``/``MISSING_ATTACHMENT`` for an image
+            (see ``build_messages``); ``UNSUPPORTED_OPTION`` as
+            ``response_format_wire``.
     """
     body: dict[str, Any] = {
         "model": options.model,
-        "messages": build_messages(options, profile=profile),
+        "messages": build_messages(options, profile=profile, attachments=attachments),
         "stream": True,
     }
     if profile.include_usage:
@@ -221,4 +301,72 @@ def build_body(
         body[profile.max_tokens_field] = max_tokens
     if options.stop is not None:
         body["stop"] = list(options.stop)
+    if options.response_format is not None:
+        body["response_format"] = response_format_wire(options, profile=profile)
+    if options.extra_body:
+        body.update(options.extra_body)
     return body
+
+
+def response_format_wire(
+    options: GenerateOptions, *, profile: WireProfile
+) -> dict[str, Any] | None:
+    """The wire ``response_format`` for ``options`` (``None`` when unset).
+
+    Raises:
+        LlmError: ``UNSUPPORTED_OPTION`` for a strict format on a profile that
+            does not enforce schemas.
+    """
+    wanted = options.response_format
+    if wanted is None:
+        return None
+    if not profile.enforces_schema:
+        if wanted.strict:
+            raise LlmError(
+                f"{profile.provider} JSON mode does not enforce a schema; use "
+                "ResponseFormat(strict=False) to ask for JSON output (the schema "
+                "is not sent: describe it in the prompt, and check the answer "
+                "with dsh_llm.structured.parse_json)",
+                ErrorCode.UNSUPPORTED_OPTION,
+            )
+        return {"type": "json_object"}
+    return {
+        "type": "json_schema",
+        "json_schema": {
+            "name": wanted.name,
+            "schema": wanted.schema,
+            "strict": wanted.strict,
+        },
+    }
+
+
+def request_headers(
+    base: Mapping[str, str],
+    options: GenerateOptions,
+    *,
+    profile: WireProfile,
+    has_key: bool,
+) -> dict[str, str]:
+    """``base`` (the adapter's headers) plus ``options.extra_headers``.
+
+    Raises:
+        LlmError: ``UNSUPPORTED_OPTION`` when an extra header names one the
+            adapter sets (``RESERVED_HEADER_NAMES``, a name in ``base``, or
+            ``authorization`` when the adapter sends a key).
+    """
+    headers = dict(base)
+    if not options.extra_headers:
+        return headers
+    taken = {name.lower() for name in base} | RESERVED_HEADER_NAMES
+    if has_key:
+        taken.add("authorization")
+    for name, value in options.extra_headers.items():
+        lower = name.lower()
+        if lower in taken:
+            raise LlmError(
+                f'{profile.provider} adapter sets the "{lower}" header itself; '
+                "extra_headers cannot replace it",
+                ErrorCode.UNSUPPORTED_OPTION,
+            )
+        headers[lower] = value
+    return headers

@@ -1,0 +1,80 @@
+"""Which model an OpenAI-compatible server serves: ``GET <base_url>/models``.
+
+This module owns ``server_model``, used when ``dsh-llm chat --base-url URL``
+is given without ``--model``. Contracts callers may rely on:
+
+- One request, ``GET <base_url>/models`` (the OpenAI list shape ``{"data":
+  [{"id": ...}, ...]}``), with the attribution ``user-agent`` and the key
+  ``api_key_env`` names, if any, as ``authorization: Bearer``; 10 s at most.
+- Exactly one model: its id. Several: ``DiscoveryError`` listing them (so the
+  user picks one with ``--model``). None, an error status, a body of another
+  shape, or no answer: ``DiscoveryError`` saying to pass ``--model``
+  (``dsh_llm.cli.targets`` reports it as a usage error, exit 2).
+- Messages never show the key, and show the URL without its credentials.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+__all__ = ["MODELS_TIMEOUT_S", "DiscoveryError", "server_model"]
+
+MODELS_TIMEOUT_S: Final = 10.0
+"""How long the model list may take."""
+
+
+class DiscoveryError(Exception):
+    """The server's model cannot be chosen; the message says what to pass."""
+
+
+def _model_ids(payload: Any) -> list[str] | None:
+    data = payload.get("data") if isinstance(payload, dict) else None
+    if not isinstance(data, list):
+        return None
+    ids = [item.get("id") for item in data if isinstance(item, dict)]
+    return [i for i in ids if isinstance(i, str) and i]
+
+
+def server_model(
+    base_url: str, *, api_key_env: str | None, environ: Mapping[str, str]
+) -> str:
+    """The id of the one model the server at ``base_url`` lists.
+
+    Raises:
+        DiscoveryError: see the module docstring.
+    """
+    import requests
+
+    from dsh_llm.attribution import attribution_headers
+    from dsh_llm.transport.call import redact_url
+
+    url = base_url.rstrip("/") + "/models"
+    shown = redact_url(url)
+    headers = attribution_headers()
+    key = environ.get(api_key_env) if api_key_env else None
+    if key:
+        headers["authorization"] = f"Bearer {key}"
+    try:
+        response = requests.get(url, headers=headers, timeout=MODELS_TIMEOUT_S)
+        payload = response.json() if response.ok else None
+    except (requests.RequestException, ValueError) as exc:
+        raise DiscoveryError(
+            f"cannot list the server's models ({shown}: {type(exc).__name__}); "
+            "pass --model NAME"
+        ) from None
+    if not response.ok:
+        raise DiscoveryError(
+            f"{shown} answered HTTP {response.status_code}; pass --model NAME"
+        )
+    ids = _model_ids(payload)
+    if ids is None:
+        raise DiscoveryError(f"{shown} did not answer a model list; pass --model NAME")
+    if not ids:
+        raise DiscoveryError(f"{shown} lists no models; pass --model NAME")
+    if len(ids) > 1:
+        listed = "\n".join(f"  {model}" for model in ids)
+        raise DiscoveryError(
+            f"the server serves several models; choose one with --model NAME:\n{listed}"
+        )
+    return ids[0]

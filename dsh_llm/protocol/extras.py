@@ -1,0 +1,167 @@
+"""Structured output and the provider escape hatches of one request.
+
+Three ``GenerateOptions`` fields are defined here, each checked at construction:
+
+- ``ResponseFormat``: the JSON Schema the final text must follow, with a name
+  (``^[A-Za-z0-9_-]{1,64}$``, as OpenAI requires) and ``strict`` (whether the
+  provider must enforce the schema; a provider that cannot refuses a strict one
+  with ``UNSUPPORTED_OPTION``). A bare JSON Schema mapping converts to
+  ``ResponseFormat(schema=mapping)``.
+- ``extra_body``: string-keyed JSON merged last into the request body by the
+  adapters that honour it; its content is NOT checked (it is the way to send a
+  field this library does not know yet).
+- ``extra_headers``: header names and values checked like the transport's
+  (an RFC 9110 token; visible ASCII with inner spaces or tabs only), no name
+  twice case-insensitively.
+
+Mappings are private deep copies (a later change by the caller does not leak
+in); they take part in equality but not in the hash.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any, Final
+
+import attrs
+
+from dsh_llm.protocol import checks as c
+from dsh_llm.protocol.content import detached_json
+
+__all__ = [
+    "DEFAULT_FORMAT_NAME",
+    "ResponseFormat",
+    "check_extra_body",
+    "check_extra_headers",
+    "is_header_name",
+    "is_header_value",
+    "to_extra_body",
+    "to_extra_headers",
+    "to_response_format",
+]
+
+DEFAULT_FORMAT_NAME: Final = "response"
+"""The schema name sent when a ``ResponseFormat`` names none."""
+
+_FORMAT_NAME: Final = re.compile(r"[A-Za-z0-9_-]{1,64}")
+_HEADER_NAME: Final = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+_HEADER_VALUE: Final = re.compile(r"(?:[\x21-\x7E](?:[\x21-\x7E \t]*[\x21-\x7E])?)?")
+
+
+def is_header_name(name: object) -> bool:
+    """Whether ``name`` is a non-empty HTTP header name (an RFC 9110 token)."""
+    return isinstance(name, str) and _HEADER_NAME.fullmatch(name) is not None
+
+
+def is_header_value(value: object) -> bool:
+    """Whether ``value`` is sent exactly as given: visible ASCII with spaces and
+    tabs only between visible characters, or empty."""
+    return isinstance(value, str) and _HEADER_VALUE.fullmatch(value) is not None
+
+
+def _schema(inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if not isinstance(value, dict):
+        raise c.bad_type(
+            inst,
+            attribute.name,
+            f"must be a dict (a JSON Schema object), got {type(value).__name__}",
+        )
+
+
+def _name(inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    c.is_str(inst, attribute, value)
+    assert isinstance(value, str)
+    if _FORMAT_NAME.fullmatch(value) is None:
+        raise c.bad_value(
+            inst,
+            attribute.name,
+            f"must be 1 to 64 letters, digits, '_' or '-', got {value!r}",
+        )
+
+
+@attrs.frozen(kw_only=True)
+class ResponseFormat:
+    """The JSON Schema a response's final text must follow."""
+
+    schema: dict[str, Any] = attrs.field(
+        converter=detached_json, validator=_schema, hash=False
+    )
+    """The JSON Schema of the whole answer, sent verbatim (a private deep copy)."""
+    name: str = attrs.field(default=DEFAULT_FORMAT_NAME, validator=_name)
+    """The schema's name, for providers that want one."""
+    strict: bool = attrs.field(default=False, validator=c.is_bool)
+    """Whether the provider must enforce the schema exactly (OpenAI's strict
+    mode: every property required, no additional properties). A provider that
+    cannot enforce schemas refuses ``strict=True`` with ``UNSUPPORTED_OPTION``."""
+
+
+def to_response_format(value: object) -> object:
+    """Convert a JSON Schema mapping to a ``ResponseFormat``; leave the rest (a
+    ``ResponseFormat``, ``None``, or a wrong type the validator reports)."""
+    if isinstance(value, Mapping):
+        return ResponseFormat(schema=dict(value))
+    return value
+
+
+def to_extra_body(value: object) -> object:
+    """A private deep copy of a mapping as a ``dict``; leave the rest."""
+    if isinstance(value, Mapping):
+        return detached_json(dict(value))
+    return value
+
+
+def to_extra_headers(value: object) -> object:
+    """A ``dict`` copy of a mapping; leave the rest."""
+    if isinstance(value, Mapping):
+        return dict(value)
+    return value
+
+
+def check_extra_body(
+    inst: object, attribute: attrs.Attribute[Any], value: object
+) -> None:
+    """Require ``None`` or a ``dict`` with ``str`` keys (values are not checked)."""
+    if value is None:
+        return
+    if not isinstance(value, dict):
+        raise c.bad_type(
+            inst, attribute.name, f"must be a mapping, got {type(value).__name__}"
+        )
+    for key in value:
+        if not isinstance(key, str) or key == "":
+            raise c.bad_type(inst, attribute.name, "keys must be non-empty strings")
+
+
+def check_extra_headers(
+    inst: object, attribute: attrs.Attribute[Any], value: object
+) -> None:
+    """Require ``None`` or a ``dict`` of valid header names to valid values, no
+    name twice (case-insensitively). Values are never shown in a message."""
+    if value is None:
+        return
+    if not isinstance(value, dict):
+        raise c.bad_type(
+            inst, attribute.name, f"must be a mapping, got {type(value).__name__}"
+        )
+    seen: set[str] = set()
+    for name, text in value.items():
+        if not is_header_name(name):
+            raise c.bad_value(
+                inst, attribute.name, f"has an invalid header name {name!r}"
+            )
+        assert isinstance(name, str)
+        if not is_header_value(text):
+            raise c.bad_value(
+                inst,
+                attribute.name,
+                f"[{name!r}] must be a string of printable ASCII without leading "
+                "or trailing whitespace, line breaks or control characters",
+            )
+        if name.lower() in seen:
+            raise c.bad_value(
+                inst,
+                attribute.name,
+                f"names {name!r} twice (header names are case-insensitive)",
+            )
+        seen.add(name.lower())

@@ -1,0 +1,34 @@
+"""Tools: run the functions a model calls, step after step.
+
+- ``run_tools(target, options, tools={...})``: the tool loop (``ToolLoop``,
+  ``ToolLoopResult``); ``ToolRunner`` is the same loop as a ``stream(options)``
+  source, for ``dsh_llm.aio.astream``.
+- ``tool_schema(function)``: a ``ToolSchema`` from a function's signature and
+  docstring.
+"""
+
+from __future__ import annotations
+
+from dsh_llm.tools.loop import (
+    DEFAULT_MAX_STEPS,
+    StopReason,
+    StreamTarget,
+    ToolFunction,
+    ToolLoop,
+    ToolLoopResult,
+    ToolRunner,
+    run_tools,
+)
+from dsh_llm.tools.schema import tool_schema
+
+__all__ = [
+    "DEFAULT_MAX_STEPS",
+    "StopReason",
+    "StreamTarget",
+    "ToolFunction",
+    "ToolLoop",
+    "ToolLoopResult",
+    "ToolRunner",
+    "run_tools",
+    "tool_schema",
+]

@@ -1,0 +1,380 @@
+"""The tool loop: stream a step, run the tools it asked for, send the results.
+
+``run_tools(target, options, tools={...})`` returns a ``ToolLoop``: an iterator
+over the chunks of every step, whose outcome is a ``ToolLoopResult``. Contracts
+callers may rely on:
+
+- ``target`` is anything with ``stream(options)``: an ``LlmRuntime`` (a failed
+  step ends with an ``error`` finish) or an adapter (a failed step raises its
+  ``LlmError``, which propagates unchanged after the chunks before it).
+- Each step is one strict protocol stream (blocks, usage, finish); the steps
+  follow each other, so the whole iteration is NOT one stream (validate per
+  step, at the ``Finish`` chunks).
+- A tool call's arguments are parsed once, at its ``block-end``. After a step
+  that finished ``tool-calls``, each call runs in order: the arguments object is
+  passed as keyword arguments; the return value is the result text (a ``str``
+  as is, ``None`` as empty, anything else as JSON). An exception, an unknown
+  tool or arguments that are not a JSON object become an ``is_error`` result
+  naming the problem; the loop goes on (the model sees the error). Only
+  ``Exception`` is caught (``KeyboardInterrupt`` propagates).
+- The assistant turn is appended with its replay state
+  (``ModelSource.replay_state``), then one tool-result message per call.
+- The loop stops at a finish other than ``tool-calls`` (``stop_reason``
+  ``"finished"``; ``"failed"`` for an ``error``, ``"aborted"`` for an
+  ``aborted`` finish), after ``max_steps`` steps (``"max-steps"``: the last
+  step's tools ran and their results are in ``messages``, but are not sent),
+  or when ``options.signal`` is aborted between steps or tools
+  (``"aborted"``).
+- The outcome: ``StopIteration.value`` (so ``result = yield from loop`` works),
+  ``loop.result`` once the loop is exhausted, or ``loop.run()``, which consumes
+  it. ``ToolRunner`` is the same loop as a ``stream(options)`` source for
+  ``dsh_llm.aio.astream``; its ``result`` is the last loop's.
+- Without ``options.tools``, the tools' schemas are read from the functions
+  (``dsh_llm.tools.schema.tool_schema``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
+from typing import Any, Final, Literal, Protocol
+
+import attrs
+
+from dsh_llm.assembler import AssembledResponse, BlockAssembler
+from dsh_llm.errors import ErrorCode, LlmError
+from dsh_llm.protocol import (
+    BlockEnd,
+    Finish,
+    FinishReason,
+    GenerateOptions,
+    LlmFailure,
+    Message,
+    StreamChunk,
+    ToolCallBlock,
+    create_assistant_message,
+    create_tool_result_message,
+)
+from dsh_llm.sources import close_source
+from dsh_llm.tools.schema import tool_schema
+
+__all__ = [
+    "DEFAULT_MAX_STEPS",
+    "StopReason",
+    "StreamTarget",
+    "ToolFunction",
+    "ToolLoop",
+    "ToolLoopResult",
+    "ToolRunner",
+    "run_tools",
+]
+
+DEFAULT_MAX_STEPS: Final = 8
+"""Model calls a loop makes at most unless told otherwise."""
+
+ToolFunction = Callable[..., Any]
+"""A tool: called with the call's arguments as keyword arguments."""
+
+StopReason = Literal["finished", "failed", "aborted", "max-steps"]
+"""Why a tool loop ended."""
+
+
+class StreamTarget(Protocol):
+    """What the loop streams from: an ``LlmRuntime`` or an ``LlmAdapter``."""
+
+    def stream(self, options: GenerateOptions) -> Iterable[StreamChunk]:
+        """The chunks of one call."""
+        ...
+
+
+@attrs.frozen(kw_only=True)
+class ToolLoopResult:
+    """The outcome of a tool loop."""
+
+    response: AssembledResponse
+    """The last step's response (its message carries the replay state; check
+    ``ok`` after a ``failed`` or ``aborted`` stop)."""
+    messages: tuple[Message, ...]
+    """The request's messages, then every assistant turn and tool result."""
+    steps: int
+    """How many model calls were made."""
+    stop_reason: StopReason
+    """Why the loop ended (see the module docstring)."""
+
+    @property
+    def text(self) -> str:
+        """The last response's text."""
+        return self.response.text
+
+
+def _result_text(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def _parsed(block: ToolCallBlock) -> tuple[dict[str, Any] | None, str | None]:
+    """The call's arguments object, or the problem that stops it running."""
+    try:
+        value = json.loads(block.arguments)
+    except ValueError as exc:
+        return None, f"the arguments of {block.name} are not valid JSON: {exc}"
+    if not isinstance(value, dict):
+        return None, f"the arguments of {block.name} must be a JSON object"
+    return value, None
+
+
+def _run_one(
+    block: ToolCallBlock,
+    arguments: tuple[dict[str, Any] | None, str | None],
+    tools: Mapping[str, ToolFunction],
+) -> Message:
+    function = tools.get(block.name)
+    values, problem = arguments
+    if function is None:
+        known = ", ".join(sorted(tools)) or "none"
+        problem = f"there is no tool named {block.name!r} (tools: {known})"
+    if function is None or problem is not None or values is None:
+        return create_tool_result_message(block.id, problem or "", is_error=True)
+    try:
+        output = function(**values)
+    except Exception as exc:
+        return create_tool_result_message(
+            block.id, f"{type(exc).__name__}: {exc}", is_error=True
+        )
+    return create_tool_result_message(block.id, _result_text(output))
+
+
+def _aborted(options: GenerateOptions) -> bool:
+    return options.signal is not None and options.signal.aborted
+
+
+def _tool_map(
+    tools: Mapping[str, ToolFunction] | Iterable[ToolFunction],
+) -> dict[str, ToolFunction]:
+    if isinstance(tools, Mapping):
+        named = dict(tools)
+    else:
+        named = {getattr(fn, "__name__", ""): fn for fn in tools}
+    for name, function in named.items():
+        if not isinstance(name, str) or not name or not callable(function):
+            raise TypeError(
+                "tools must map tool names to functions (or be a list of named "
+                f"functions), got {name!r}: {type(function).__name__}"
+            )
+    return named
+
+
+def _steps(
+    target: StreamTarget,
+    options: GenerateOptions,
+    tools: Mapping[str, ToolFunction],
+    max_steps: int,
+) -> Generator[StreamChunk, None, ToolLoopResult]:
+    messages = list(options.messages)
+    steps = 0
+    while True:
+        steps += 1
+        step = options.evolve(messages=tuple(messages))
+        assembler = BlockAssembler()
+        arguments: dict[int, tuple[dict[str, Any] | None, str | None]] = {}
+        finished = False
+        iterator = iter(target.stream(step))
+        try:
+            for chunk in iterator:
+                assembler.push(chunk)
+                if isinstance(chunk, BlockEnd) and isinstance(
+                    chunk.block, ToolCallBlock
+                ):
+                    arguments[len(arguments)] = _parsed(chunk.block)
+                finished = finished or isinstance(chunk, Finish)
+                yield chunk
+        finally:
+            close_source(iterator)
+        reason = assembler.finish if finished else _cut_short()
+        turn = create_assistant_message(
+            assembler.blocks()
+            if not reason.is_failure
+            else assembler.interrupted_blocks(),
+            provider=options.provider,
+            model=options.model,
+            replay_state=None if reason.is_failure else assembler.replay_state,
+        )
+        response = AssembledResponse(message=turn, usage=assembler.usage, finish=reason)
+        if reason.is_failure:
+            stop: StopReason = "aborted" if reason.kind == "aborted" else "failed"
+            return ToolLoopResult(
+                response=response,
+                messages=tuple(messages),
+                steps=steps,
+                stop_reason=stop,
+            )
+        messages.append(turn)
+        calls = turn.tool_calls
+        if reason.kind != FinishReason.TOOL_CALLS.kind or not calls:
+            return _done(response, messages, steps, "finished")
+        for position, block in enumerate(calls):
+            if _aborted(options):
+                return _done(response, messages, steps, "aborted")
+            parsed = arguments[position] if position in arguments else _parsed(block)
+            messages.append(_run_one(block, parsed, tools))
+        if _aborted(options):
+            return _done(response, messages, steps, "aborted")
+        if steps >= max_steps:
+            return _done(response, messages, steps, "max-steps")
+
+
+def _done(
+    response: AssembledResponse, messages: list[Message], steps: int, stop: StopReason
+) -> ToolLoopResult:
+    return ToolLoopResult(
+        response=response, messages=tuple(messages), steps=steps, stop_reason=stop
+    )
+
+
+def _cut_short() -> FinishReason:
+    return FinishReason.error(
+        LlmFailure(
+            message="a tool-loop step ended without a finish chunk",
+            code=ErrorCode.STREAM_CLOSED.value,
+        )
+    )
+
+
+class ToolLoop(Iterator[StreamChunk]):
+    """The chunks of every step of one tool loop; see the module docstring.
+
+    Iterate it (or ``yield from`` it), then read ``result``; or call ``run()``.
+    ``close()`` stops it early (closing the step being streamed).
+    """
+
+    __slots__ = ("_generator", "_result")
+
+    def __init__(
+        self,
+        target: StreamTarget,
+        options: GenerateOptions,
+        tools: Mapping[str, ToolFunction],
+        max_steps: int,
+    ) -> None:
+        self._generator = _steps(target, options, tools, max_steps)
+        self._result: ToolLoopResult | None = None
+
+    def __iter__(self) -> ToolLoop:
+        return self
+
+    def __next__(self) -> StreamChunk:
+        try:
+            return next(self._generator)
+        except StopIteration as stop:
+            self._result = stop.value
+            raise StopIteration(stop.value) from None
+
+    def close(self) -> None:
+        """Stop the loop early; ``result`` stays unset."""
+        self._generator.close()
+
+    @property
+    def result(self) -> ToolLoopResult:
+        """The outcome, once the loop is exhausted.
+
+        Raises:
+            LlmError: ``INVALID_PREPARED_CALL`` before then.
+        """
+        if self._result is None:
+            raise LlmError(
+                "the tool loop has not finished: iterate it to its end (or call "
+                "run()) before reading result",
+                ErrorCode.INVALID_PREPARED_CALL,
+            )
+        return self._result
+
+    def run(self) -> ToolLoopResult:
+        """Consume the remaining chunks and return the outcome."""
+        for _ in self:
+            pass
+        return self.result
+
+
+class ToolRunner:
+    """A tool loop as a ``stream(options)`` source (for ``dsh_llm.aio.astream``).
+
+    ``result`` is the outcome of the last loop that ran to its end.
+    """
+
+    def __init__(
+        self,
+        target: StreamTarget,
+        tools: Mapping[str, ToolFunction] | Iterable[ToolFunction],
+        *,
+        max_steps: int = DEFAULT_MAX_STEPS,
+    ) -> None:
+        if type(max_steps) is not int or max_steps <= 0:
+            raise ValueError(f"max_steps must be a positive int, got {max_steps!r}")
+        if not callable(getattr(target, "stream", None)):
+            raise TypeError(
+                "the tool loop needs an LlmRuntime, an adapter or another object "
+                f"with stream(options), got {type(target).__name__}"
+            )
+        self._target = target
+        self._tools = _tool_map(tools)
+        self._max_steps = max_steps
+        self._last: ToolLoop | None = None
+
+    def stream(self, options: GenerateOptions) -> ToolLoop:
+        """A new loop over ``options`` (the tools' schemas added when it has
+        none)."""
+        if not isinstance(options, GenerateOptions):
+            raise TypeError(
+                f"options must be GenerateOptions, got {type(options).__name__}"
+            )
+        if options.tools is None and self._tools:
+            options = options.evolve(
+                tools=tuple(
+                    tool_schema(fn, name=name) for name, fn in self._tools.items()
+                )
+            )
+        loop = ToolLoop(self._target, options, self._tools, self._max_steps)
+        self._last = loop
+        return loop
+
+    @property
+    def result(self) -> ToolLoopResult:
+        """The last loop's outcome.
+
+        Raises:
+            LlmError: ``INVALID_PREPARED_CALL`` when no loop has finished.
+        """
+        if self._last is None:
+            raise LlmError("no tool loop has run yet", ErrorCode.INVALID_PREPARED_CALL)
+        return self._last.result
+
+
+def run_tools(
+    target: StreamTarget,
+    options: GenerateOptions,
+    tools: Mapping[str, ToolFunction] | Iterable[ToolFunction],
+    *,
+    max_steps: int = DEFAULT_MAX_STEPS,
+) -> ToolLoop:
+    """Run the tool loop (see the module docstring); nothing is sent before the
+    first ``next()``.
+
+    Example::
+
+        loop = run_tools(runtime, options, tools={"get_weather": get_weather})
+        for chunk in loop:
+            ...
+        print(loop.result.text)
+
+    Raises:
+        TypeError: for a target without ``stream`` or tools that are not
+            functions.
+        ValueError: for a ``max_steps`` that is not a positive int.
+    """
+    return ToolRunner(target, tools, max_steps=max_steps).stream(options)
