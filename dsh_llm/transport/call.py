@@ -2,68 +2,20 @@
 
 It owns the I/O of one model call; adapters own what the bytes mean.
 
-Contracts callers may rely on:
-
-- ``open()`` checks ``signal`` (an aborted signal raises ``ABORTED`` without any
-  I/O), sends the request (redirects not followed, no retries), and raises
-  ``LlmError`` for a non-2xx status (``dsh_llm.transport.http_errors``, or the
-  family's own ``classify_error`` for its error body shape; body read whole up
-  to 1 MiB), for a response without a body (204 or
-  ``Content-Length: 0``: ``EMPTY_RESPONSE``), and for a 2xx answer whose
-  ``Content-Type`` is one of ``NOT_A_STREAM_TYPES`` (a server ignoring
-  ``stream: true``, a proxy's HTML page): its body is read (up to 1 MiB) and a
-  JSON error report in it is classified like an HTTP error, anything else is
-  ``MALFORMED_RESPONSE`` (``http_errors.not_a_stream_error``). A missing or any
-  other content type is streamed (some servers send none). A failed send raises
-  ``"<provider> API request to <endpoint> failed"`` (``TRANSPORT``), followed by
-  ``": <reason>"`` when ``errors_map.reason_for_exception`` knows why
-  (``connection refused``...), or the code
-  ``dsh_llm.transport.errors_map`` gives (``TIMEOUT``, ``INVALID_REQUEST``).
-- Secrets stay out of errors: ``redact`` (``dsh_llm.transport.redaction``) knows
-  the request's API key (the auth object's ``secret``: ``BearerAuth``, or any
-  auth carrying its key in another header), secret-named header values, URL
-  credentials and any extra ``secrets``. Every server-supplied text that goes
-  into an ``LlmError`` built here (HTTP error messages and bodies) is redacted,
-  and an exception is kept as a cause only when its rendering shows no secret,
-  else replaced by a ``RedactedCause`` naming its type. A send failure that may
-  quote a header value (``redaction.may_quote_request``) never keeps its message.
-  Errors raised here are raised outside the ``except`` block that caught the
-  original, so it is not reachable as ``__context__`` either.
-- ``chunks()`` yields body bytes as they arrive, never waiting to fill a fixed
-  size: each read returns whatever one socket read produced. A chunked body is
-  decoded by ``dsh_llm.transport.chunked`` (all the chunks one read brought);
-  any other body (close-delimited, content-length, compressed) is read with
-  ``response.raw.read1``.
-- The watchdog (``dsh_llm.transport.watchdog``) bounds every wait: before each
-  blocking read the socket timeout is set to the time left before the nearest
-  deadline, so a stall ends on time without a timer thread. Received bytes
-  re-arm the idle deadline; ``note_data()`` (a data event) also re-arms the
-  keep-alive bound; ``pause()``/``resume()`` exclude the consumer's think time.
-- Cancellation: a listener on ``signal`` shuts the socket down from the aborting
-  thread, which wakes a blocked call at once and closes the connection toward
-  the server, at every stage: resolving the host and the TCP connect
-  (``dsh_llm.transport.connect``, within 10 ms), the TLS handshake, sending the
-  body, waiting for the response headers, reading. The call then raises
-  ``ABORTED``.
-- Opening the connection has its own bound (``connect_timeout_ms``, 10 s by
-  default, never above the idle bound): past it, ``TIMEOUT`` ``"<provider> API
-  request to <endpoint> failed: no connection within <ms>ms"``.
-- ``failure(exc)`` classifies anything raised while streaming, in this order:
-  a passed deadline gives ``TIMEOUT``, an aborted signal ``ABORTED``
-  (``"<provider> request aborted by caller"``), an ``LlmError`` passes unchanged,
-  a chunked body closed before its zero-size chunk ``STREAM_CLOSED`` (the code
-  of any other body that ends early), anything else ``"<provider> API stream
-  from <endpoint> failed"`` (``TRANSPORT``, with a reason as for a send). The
-  original exception is kept as the cause (cleaned as above).
-- ``finish()`` after the terminal event reads what is left of a framed body for
-  a short grace (``DRAIN_GRACE_S``, 50 ms) so the connection can return to the
-  pool; ``close()`` always releases or closes the response (idempotent). Use it
-  in a ``finally``. The trade-off: a prompt server's terminating chunk (or the
-  rest of a ``Content-Length`` body) arrives within microseconds of the last
-  event, so its connection is reused; a server that keeps a chunked body open
-  after ``[DONE]``, or sends more after it, costs at most the grace and then its
-  connection is closed instead of reused (one new connection next time, rather
-  than every consumer waiting for ``StopIteration``).
+- ``open()`` checks the signal, sends the request (no redirects, no retries) and
+  raises ``LlmError`` for a non-2xx status (``classify_error``, by default
+  ``http_errors.http_error``), a response without a body, or a 2xx answer that is
+  not a stream; informational responses are skipped.
+- ``chunks()`` yields body bytes as they arrive (chunked framing decoded here,
+  ``raw.read1`` otherwise), the watchdog bounding every wait.
+- Cancellation ends every stage (resolve, connect, TLS, sending, waiting for
+  headers, reading) within milliseconds (``dsh_llm.transport.connect``).
+- ``failure(exc)``, ``redacted`` and ``redacted_finish`` classify and clean what
+  goes up: secrets (the auth object's ``secret``, secret-named headers, URL
+  credentials) never reach a message, a cause or a finish.
+- ``finish()`` drains a framed body briefly so its connection is reused;
+  ``close()`` always releases or closes the response.
+- The full contract, point by point: ``docs/transport.md``.
 """
 
 from __future__ import annotations

@@ -1,47 +1,16 @@
 """Provider error reports, over HTTP or inside a stream, turned into ``LlmError``.
 
-One classification for every OpenAI-style provider (``docs/errors.md`` lists the
-codes); the provider's display name is a parameter so messages name it
-(``"DeepSeek API error (HTTP 500)"``).
-
-Contracts callers may rely on:
-
-- ``http_error(status, headers, body, provider=...)`` returns (never raises) the
-  ``LlmError`` for a non-2xx response: the message is the body's non-empty
-  ``error.message``, else ``"<provider> API error (HTTP <status>)"`` (also for
-  bodies that are not JSON); the cause is an ``Exception`` holding the raw body, or
-  ``"<provider> HTTP <status>"`` when the body is empty; ``status``,
-  ``provider_retry_after_ms`` and ``request_id`` carry the facts found.
-- ``error_code(status, detail)`` is the one classifier, first match wins:
-  401/403 ``AUTH``; 413 ``INVALID_REQUEST``; quota detail or 402 ``QUOTA``; 429
-  ``RATE_LIMIT``, unless the detail says "Request too large" (OpenAI's answer to
-  one request bigger than the tokens-per-minute limit, "Request too large for
-  ... on tokens per min (TPM): Limit N, Requested M", which no retry can fix):
-  ``INVALID_REQUEST``; context detail on a 400 (or on an in-stream error without
-  a status) ``CONTEXT_WINDOW_EXCEEDED``; 400/422 ``INVALID_REQUEST``; >= 500
-  ``SERVER``; another status ``HTTP_<status>``. Without a status (an in-stream
-  error) the error's type decides between ``AUTH``, ``RATE_LIMIT`` (with the same
-  "Request too large" exception) and ``INVALID_REQUEST``, and anything else is
-  ``SERVER``. Every adapter gets these rules: none refines a code afterwards.
-- ``in_band_failure(value, provider=...)`` classifies an in-stream error payload
-  (``{"error": {...}}``, a flat ``{"object": "error", ...}``, an ``error:`` SSE
-  field's text, integer or string codes) with the same classifier.
-- ``not_a_stream_error(headers, body, provider=..., content_type=...)`` is the
-  ``LlmError`` for a 2xx answer that is not a stream (``application/json``,
-  ``text/html``): a JSON error report in it is classified as an in-stream error
-  is (its own status, if any, else its type), anything else is
-  ``MALFORMED_RESPONSE`` naming the content type.
-- Each of these takes ``redact`` (``dsh_llm.transport.redaction.Redactor``, or
-  any ``str -> str``): every text the server supplied (the message and the raw
-  body kept as the cause) passes through it, so a key the server echoes back is
-  never part of the error.
-- ``HttpErrorClassifier`` is the shape of a family's own ``http_error`` (its
-  error bodies shaped otherwise), which ``StreamingCall`` takes as
-  ``classify_error``.
-- ``retry_after_ms(headers)`` reads ``retry-after-ms`` (milliseconds), then
-  ``retry-after`` as whole seconds or an HTTP date; zero, negative, non-finite,
-  unparseable and past values give ``None``. ``request_id(headers)`` reads
-  ``x-request-id``, then ``x-deepseek-request-id``, then ``request-id``.
+- ``http_error(status, headers, body, provider=...)`` returns the ``LlmError`` of
+  a non-2xx response (message, status, retry-after and request id found in it).
+- ``error_code(status, detail)`` is the one classifier every OpenAI-style family
+  shares (``AUTH``, ``QUOTA``, ``RATE_LIMIT``, ``CONTEXT_WINDOW_EXCEEDED``,
+  ``INVALID_REQUEST``, ``SERVER``, ``HTTP_<status>``).
+- ``in_band_failure`` classifies an in-stream error payload the same way;
+  ``not_a_stream_error`` a 2xx answer that is not a stream.
+- Every server text passes through ``redact``; ``HttpErrorClassifier`` is the
+  shape of a family's own classifier (``StreamingCall(classify_error=...)``).
+- ``retry_after_ms`` and ``request_id`` read the headers.
+- Rules and precedence in full: ``docs/transport.md``; codes: ``docs/errors.md``.
 """
 
 from __future__ import annotations

@@ -1,38 +1,17 @@
 """Keeping a request's secrets out of the errors built from a server's answer.
 
-A server may echo what it was sent: ``"Incorrect API key provided: sk-..."`` in a
-401 body, a token in an in-stream error, a URL password in a proxy's error page.
-The HTTP stack may quote a request too: ``requests`` puts a rejected header value
-in ``InvalidHeader``'s message, ``http.client`` in ``UnicodeEncodeError``'s
-arguments. This module owns what counts as a secret of a request and how text and
-exceptions are cleaned before they become part of an ``LlmError``.
+A server may echo what it was sent, and the HTTP stack may quote a request; this
+module owns what counts as a secret of a request and how text and exceptions are
+cleaned before they become part of an ``LlmError``.
 
-Contracts callers may rely on:
-
-- ``Redactor.for_request(url=..., headers=..., secrets=...)`` knows the secrets of
-  one request: each explicit secret (the API key), the value of every header
-  whose name ``is_secret_name`` (``authorization``, ``x-api-key``, ``api-key``,
-  and any name containing ``key``, ``token``, ``secret``, ``auth``,
-  ``password``, ``cookie`` or ``credential``), each whitespace-separated word of
-  such a value (the token of ``Bearer <token>``), the user name and password of
-  the URL, and the values of its query parameters with a secret name. Each is
-  also known in its percent-decoded and JSON-escaped spellings.
-- Secrets shorter than ``MIN_SECRET_LENGTH`` characters are ignored: they are
-  too short to be credentials and searching for them would mangle ordinary
-  words (a header ``x-auth-mode: on``).
-- ``redactor(text)`` replaces every occurrence of a secret, and every run of at
-  least ``FRAGMENT_LENGTH`` consecutive characters of one (a server echoing a
-  truncated key), with ``REDACTED`` (``***``); overlapping or touching matches
-  become one ``***``. Text without a secret comes back unchanged (the same
-  object). The search pattern is built on first use, so a request that never
-  fails pays only for collecting its secrets.
+- ``Redactor.for_request(url=..., headers=..., secrets=...)`` knows one request's
+  secrets (the key, secret-named header values, URL credentials, secret query
+  parameters), in their encoded spellings too.
+- ``redactor(text)`` replaces every secret and every long fragment of one with
+  ``***``; text without one comes back as the same object.
 - ``redactor.cause(exc, withhold=...)`` is what an ``LlmError`` may keep as its
-  cause: ``exc`` itself when nothing in its rendering (messages, ``repr`` and
-  traceback of it and of every exception chained to it) shows a secret, else a
-  ``RedactedCause`` naming ``exc``'s type with its message redacted. With
-  ``withhold=True`` (see ``may_quote_request``) the message is dropped whatever
-  it holds, because it may quote a header value no rule can tell is secret.
-- A ``Redactor``'s ``repr`` shows how many secrets it knows, never one of them.
+  cause (``RedactedCause`` when the original shows a secret).
+- A ``Redactor``'s ``repr`` never shows a secret. Details: ``docs/transport.md``.
 """
 
 from __future__ import annotations

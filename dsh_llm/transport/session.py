@@ -1,40 +1,16 @@
 """The ``requests.Session`` every remote adapter uses, and its auth and headers.
 
-Contracts callers may rely on:
-
-- ``create_session(pool_maxsize=...)`` returns a new pooled session for one
-  adapter. It is safe for concurrent streams from many threads (urllib3 pools
-  connections per host; at most ``pool_maxsize`` idle connections are kept per
-  host, extra concurrent ones are opened and discarded). urllib3 never retries
-  (one call, one attempt: retries belong to ``dsh_llm.call``) and redirects are
-  not followed by callers.
-- ``stream_headers(...)`` builds the headers of a streaming request:
-  ``attribution_headers()`` (the ``user-agent``), ``accept``,
-  ``accept-encoding: identity`` (a compressing proxy must not hold events back),
-  ``content-type: application/json`` and any extra headers. Credentials never go
-  in headers built here: they travel in ``BearerAuth`` (or another auth object,
-  e.g. one sending ``x-goog-api-key``), whose ``repr`` hides the key; an auth
-  object's ``secret`` attribute is what ``StreamingCall`` redacts from server
-  text. Passing an auth object also stops ``requests`` from reading ``.netrc``.
-- ``is_header_name`` / ``is_header_value`` say whether a name or value can be
-  sent exactly as given; adapters check configured headers with them before any
-  request, so no value is stripped, refused or mis-encoded at send time.
-- Loopback hosts are reached directly: a request to ``localhost``, an address in
-  ``127.0.0.0/8`` or ``::1`` (``[::1]`` in a URL) never goes through a proxy, so
-  a local server (llama.cpp, Ollama, vLLM, ``dsh-llm demo``) works with
-  ``HTTP_PROXY``/``HTTPS_PROXY``/``ALL_PROXY`` set. Every other host honours the
-  environment exactly as ``requests`` does (proxies, ``no_proxy``,
-  ``REQUESTS_CA_BUNDLE``...). No global state is touched: the rule lives in the
-  session's transport adapter (see ``is_loopback_host``).
-- Sockets are observable: while ``capture_socket(slot)`` is active in a thread,
-  every connection of a session made here attaches its socket to ``slot`` right
-  before waiting for the response headers, so another thread can shut the socket
-  down (``SocketSlot.interrupt``) to end a blocked read within milliseconds.
-- urllib3's DEBUG line for a request sent under ``capture_socket`` (every
-  adapter request) shows its query values as ``***``: a key in the base URL's
-  query string never reaches a log. Other urllib3 traffic is logged unchanged.
-- Informational responses (``103 Early Hints``, ``102 Processing``) before the
-  final response are skipped, never taken as the answer.
+- ``create_session(pool_maxsize=...)``: a pooled session, safe for concurrent
+  streams; urllib3 never retries.
+- ``stream_headers(...)``: the attribution user-agent, ``accept``,
+  ``accept-encoding: identity``, ``content-type`` and extra headers; credentials
+  travel only in auth objects (``BearerAuth``, ``ApiKeyAuth``) whose ``secret``
+  the transport redacts and whose ``repr`` hides it.
+- ``is_header_name`` / ``is_header_value``: whether a header can be sent as given.
+- Loopback hosts never go through a proxy; other hosts honour the environment.
+- ``capture_socket(slot)`` makes a connection's socket reachable for an abort;
+  urllib3's DEBUG request line hides query values; informational responses are
+  skipped. Details: ``docs/transport.md``.
 """
 
 from __future__ import annotations

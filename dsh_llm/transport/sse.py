@@ -1,46 +1,16 @@
 """Server-sent events: sseclient-py 1.9 behind a conformance shim.
 
-sseclient-py parses an event block's fields (``data``, ``event``, ``id``,
-``retry``; multi-line ``data`` joined with ``\\n``; one leading space removed; no
-dispatch without data). It has gaps that this shim closes, following the WHATWG
-HTML standard's event-stream rules:
+The shim closes sseclient-py's gaps, following the WHATWG event-stream rules:
 
-- **Framing is the shim's.** Bytes are fed as they arrive (``SseDecoder.feed``);
-  line endings CRLF, LF and CR are normalised, a CRLF split across two reads
-  included (a CR ending one read makes a following LF part of the same line
-  ending). One leading UTF-8 BOM is removed, even when it arrives split. An event
-  is dispatched as soon as its blank line has been read, never earlier.
-- **Decoding.** Each complete block is decoded as UTF-8 with invalid bytes replaced
-  by U+FFFD, whatever the Content-Type says; a character split across reads is
-  never cut because blocks end on ASCII newlines.
-- **Comments** (lines starting with ``:``) are never yielded; each is passed,
-  without its colon and one leading space, to ``on_comment`` when its block
-  completes. (Liveness for the idle watchdog is counted per received byte by the
-  streaming call, so a comment keeps a read alive as soon as it arrives.)
-- **Old llama.cpp ``error:`` field.** sseclient-py drops unknown fields; the shim
-  keeps an ``error`` field's value in ``SseEvent.error`` and dispatches the block
-  even without data.
-- **Size.** Buffering is linear in the bytes received, and an event larger
-  than ``max_event_bytes`` (64 MiB by default) raises ``LlmError``
-  ``MALFORMED_RESPONSE`` rather than growing without bound.
-- **End of body** (``SseDecoder.close``): an unterminated final event is never
-  parsed; it raises ``LlmError`` ``STREAM_CLOSED``, except a complete
-  ``data: [DONE]`` line (the terminal payload, configurable) whose blank line is
-  missing, which is accepted (llama.cpp sends it). A tail of complete comment
-  lines loses nothing and is ignored.
-- **Terminal payload.** ``iter_sse`` yields the event whose data (stripped)
-  equals ``terminal_data`` and stops; a body that ends without it raises
-  ``STREAM_CLOSED`` (``"<provider> SSE stream ended without [DONE]"``). With
-  ``terminal_data=None`` (providers without an end marker) a body may end after
-  any complete event.
-
-Fast paths: a block that is one ``data:`` line (what every OpenAI-style
-provider sends for almost every event), or an ``event:`` line followed by one
-``data:`` line (the Responses API, Anthropic), is parsed by the shim directly,
-yielding exactly what sseclient-py would (``tests/transport/test_sse.py``
-proves they agree on arbitrary blocks); every other block goes through
-sseclient-py. This keeps the
-per-event cost near a bare ``split`` plus ``json.loads`` (docs/performance.md).
+- Framing is the shim's: bytes are fed as they arrive, every line ending and a
+  split CRLF normalised, one BOM removed, an event dispatched at its blank line.
+- Blocks are decoded as UTF-8 (invalid bytes replaced); comments are never
+  yielded (``on_comment``); an old llama.cpp ``error:`` field is kept.
+- Buffering is linear, and an event above 64 MiB is ``MALFORMED_RESPONSE``.
+- An unterminated final event raises ``STREAM_CLOSED`` (a complete ``data:
+  [DONE]`` line without its blank line is accepted).
+- Fast paths parse the common one-``data`` and ``event`` + ``data`` blocks
+  directly, provably as sseclient-py would. Details: ``docs/transport.md``.
 """
 
 from __future__ import annotations
