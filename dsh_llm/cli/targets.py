@@ -1,43 +1,24 @@
 """What the command line talks to: the ``LlmRuntime``, the route and the model.
 
 This module owns how ``dsh-llm chat`` and ``dsh-llm providers`` pick their
-routes. Contracts callers may rely on:
+routes (the README's "Command line" section lists every source and flag):
 
-- Routes come from one source: ``--base-url`` (with ``--wire chat``, the
-  default, an ``OpenAICompatAdapter`` on the route ``openai-compatible``, the
-  ``--reasoning-effort`` given, if any, declared as one the server takes; with
-  ``--wire responses`` an ``OpenAIResponsesAdapter`` on the route
-  ``openai-responses``, its server profile guessed from the URL; no key unless
-  ``--api-key-env`` names one), else
-  the composition file (``--config``, else
-  ``./dsh.yml`` when that file exists), else the built-in routes
-  ``deepseek-official`` (``DeepSeekAdapter``; key from ``DEEPSEEK_API_KEY``;
-  ``DEEPSEEK_BASE_URL`` honoured) and ``anthropic`` (``AnthropicAdapter``; key
-  from ``ANTHROPIC_API_KEY``; ``ANTHROPIC_BASE_URL`` honoured), plus, when
-  ``--provider`` names one, ``gemini`` (``GeminiAdapter``, key from
-  ``GEMINI_API_KEY``) or ``ollama`` (``OllamaAdapter`` on
-  ``http://127.0.0.1:11434``, no key). ``--api-key-env`` names the key variable
-  of the built-in route chosen.
-- The route is ``--provider``, else the only route the source registers, else
-  ``deepseek-official`` when registered. The model is ``--model``, else the first
-  model the route's catalog lists (``deepseek-v4-flash`` for DeepSeek); with
-  ``--base-url``, the one model the server lists (``dsh_llm.cli.discover``).
-- ``--timeout SECONDS`` bounds the whole call (the adapter's
-  ``total_timeout_ms``) for the built-in route and ``--base-url``; a composition
-  sets ``totalTimeoutMs`` in its file instead.
-- ``Target.key_hint`` says where the route's key comes from (the variable, the
-  flag or the composition file), for ``AUTH`` messages.
-- Whatever the user must fix before a request can be sent raises ``UsageError``
-  with a message saying what to set (exit status 2): no key, route or base URL
-  at all; ``--base-url`` with ``--provider``/``--config``, or without ``--model``
-  when the server does not list exactly one model; ``--wire`` without
-  ``--base-url``;
-  ``--api-key-env`` with a composition; an unknown route; a route without a
-  catalog and no ``--model``; an invalid built-in setting. A composition that
-  cannot be loaded raises its ``PluginLoadError`` (code ``PLUGIN_LOAD``).
-- ``open_routes`` and ``open_target`` are context managers: leaving them disposes
-  the composition or closes the adapter (its connection pool).
-- Adapter modules (and so ``requests``) are imported only when a source is opened.
+- Routes come from one source: ``--base-url`` (``--wire chat``: an
+  ``OpenAICompatAdapter`` on ``openai-compatible``; ``--wire responses``: an
+  ``OpenAIResponsesAdapter`` on ``openai-responses``), else the composition file
+  (``--config``, else ``./dsh.yml``), else the built-in routes
+  ``deepseek-official`` and ``anthropic``, plus ``gemini`` or ``ollama`` when
+  ``--provider`` names one; ``--api-key-env`` names the chosen route's key.
+- The route is ``--provider``, else the only route, else ``deepseek-official``.
+  The model is ``--model``, else the route's first catalog model, else (with
+  ``--base-url``) the one model the server lists (``dsh_llm.cli.discover``).
+- ``--timeout SECONDS`` bounds the whole call for the built-in routes and
+  ``--base-url``; ``Target.key_hint`` says where the key comes from (``AUTH``).
+- What the user must fix before a request can be sent raises ``UsageError``
+  (exit status 2) saying what to set; a composition that cannot be loaded raises
+  its ``PluginLoadError``.
+- ``open_routes`` and ``open_target`` are context managers that dispose what they
+  opened; adapter modules are imported only when a source is opened.
 """
 
 from __future__ import annotations
