@@ -1,7 +1,7 @@
 """What the command line talks to: the ``LlmRuntime``, the route and the model.
 
 This module owns how ``dsh-llm chat`` and ``dsh-llm providers`` pick their
-routes (the README's "Command line" section lists every source and flag):
+routes (the README's "The command line" section lists every source and flag):
 
 - Routes come from one source: ``--base-url`` (``--wire chat``: an
   ``OpenAICompatAdapter`` on ``openai-compatible``; ``--wire responses``: an
