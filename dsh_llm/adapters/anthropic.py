@@ -39,7 +39,7 @@ from typing import Any, ClassVar, Final
 
 import attrs
 
-from dsh_llm.adapter import LlmResolvedModelInfo, PreparedAdapterCall
+from dsh_llm.adapter import LlmResolvedModelInfo
 from dsh_llm.adapters._anthropic import catalog
 from dsh_llm.adapters._anthropic.errors import http_error
 from dsh_llm.adapters._anthropic.request import (
@@ -51,7 +51,7 @@ from dsh_llm.adapters._anthropic.request import (
 from dsh_llm.adapters._anthropic.translate import MessagesTranslator
 from dsh_llm.adapters.common import (
     AdapterConfigError,
-    HttpAdapter,
+    ConfiguredAdapter,
     api_root_url,
     catalog_entry,
     config_from_options,
@@ -72,7 +72,6 @@ from dsh_llm.config import (
 from dsh_llm.credentials import Secret
 from dsh_llm.protocol import GenerateOptions, StreamChunk
 from dsh_llm.retry import RetryPolicy
-from dsh_llm.signal import AbortSignal
 from dsh_llm.transport.call import StreamingCall, redact_url, url_repr
 from dsh_llm.transport.read_loop import read_stream
 from dsh_llm.transport.session import (
@@ -350,7 +349,7 @@ def messages_url(base_url: str) -> str:
     )
 
 
-def _model_info(
+def _resolved_model(
     snapshot: AnthropicConfig, provider: str, model: str
 ) -> LlmResolvedModelInfo:
     entry = snapshot.model(model)
@@ -367,7 +366,7 @@ def _model_info(
     )
 
 
-class AnthropicAdapter(HttpAdapter):
+class AnthropicAdapter(ConfiguredAdapter[AnthropicConfig]):
     """Streams Claude over the Anthropic Messages API (see the module docstring).
 
     The keyword arguments are ``AnthropicConfig``'s fields (``base_url``,
@@ -392,6 +391,7 @@ class AnthropicAdapter(HttpAdapter):
     """
 
     _package = _PACKAGE
+    config_class = AnthropicConfig
 
     def __init__(
         self,
@@ -406,85 +406,24 @@ class AnthropicAdapter(HttpAdapter):
             environ=environ,
         )
 
-    @classmethod
-    def from_config(
-        cls,
-        config: AnthropicConfig,
-        *,
-        api_key: str | Secret | None = None,
-        environ: Mapping[str, str] | None = None,
-    ) -> AnthropicAdapter:
-        """An adapter over ``config`` (the base URL is resolved here, from
-        ``ANTHROPIC_BASE_URL`` in ``environ`` when the config names none).
+    def _model_info(
+        self, snapshot: AnthropicConfig, provider: str, model: str
+    ) -> LlmResolvedModelInfo:
+        return _resolved_model(snapshot, provider, model)
 
-        Raises:
-            TypeError: for a ``config`` that is not an ``AnthropicConfig``.
-            AnthropicConfigError: keyed ``baseURL`` for a bad
-                ``ANTHROPIC_BASE_URL``.
-        """
-        if not isinstance(config, AnthropicConfig):
-            raise TypeError(
-                f"config must be an AnthropicConfig, got {type(config).__name__}"
-            )
-        adapter = cls.__new__(cls)
-        adapter._setup(config, api_key=api_key, environ=environ)
-        return adapter
-
-    def _setup(
+    def _configure(
         self,
         config: AnthropicConfig,
         *,
         api_key: str | Secret | None,
         environ: Mapping[str, str] | None,
     ) -> None:
-        self._config = config
         self._base_url = resolve_base_url(config, environ)
         self._display_name = DISPLAY_NAME
-        self._connect(
-            api_key=api_key, environ=environ, pool_maxsize=config.pool_maxsize
-        )
-
-    @property
-    def config(self) -> AnthropicConfig:
-        """The configuration in force."""
-        return self._config
-
-    @property
-    def base_url(self) -> str:
-        """The API root in force, without a trailing slash."""
-        return self._base_url
 
     # -- metadata --------------------------------------------------------------------
 
-    def _snapshot(self) -> AnthropicConfig:
-        return self._config
-
-    def resolve_model(
-        self, provider: str, model: str, signal: AbortSignal | None = None
-    ) -> LlmResolvedModelInfo:
-        """Model facts without I/O (see the module docstring)."""
-        return _model_info(self._config, provider, model)
-
-    def prepare_call(
-        self, provider: str, model: str, signal: AbortSignal | None = None
-    ) -> PreparedAdapterCall:
-        """Model facts and dispatch from one options snapshot."""
-        snapshot = self._config
-        return PreparedAdapterCall(
-            model=_model_info(snapshot, provider, model),
-            stream=lambda options: self._stream(options, snapshot),
-        )
-
     # -- streaming -------------------------------------------------------------------
-
-    def stream(self, options: GenerateOptions) -> Iterator[StreamChunk]:
-        """Stream one Messages answer (a generator; checks run at the first
-        ``next()``, before any I/O).
-
-        Raises:
-            LlmError: see the module docstring and ``docs/errors.md``.
-        """
-        return self._stream(options, self._config)
 
     def _stream(
         self, options: GenerateOptions, snapshot: AnthropicConfig

@@ -25,8 +25,8 @@ from __future__ import annotations
 import abc
 import os
 import urllib.parse
-from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar, Protocol, Self, TypeVar
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, ClassVar, Generic, Protocol, Self, TypeVar
 
 import attrs
 import requests
@@ -38,18 +38,22 @@ from dsh_llm.adapter import (
     LlmModelReasoningInfo,
     LlmProviderInfo,
     LlmResolvedModelInfo,
+    PreparedAdapterCall,
 )
 from dsh_llm.config import RAW_METADATA, ConfigError, PluginConfigError
 from dsh_llm.credentials import Secret, assert_usable_api_key
 from dsh_llm.errors import ErrorCode, LlmError
+from dsh_llm.protocol import GenerateOptions, StreamChunk
 from dsh_llm.retry import RetryPolicy, resolve_retry_policy
 from dsh_llm.serde import compact_json
+from dsh_llm.signal import AbortSignal
 from dsh_llm.transport.session import create_session
 
 __all__ = [
     "AdapterConfigError",
     "AdapterSettings",
     "CatalogEntry",
+    "ConfiguredAdapter",
     "HttpAdapter",
     "StreamSettings",
     "api_key_from_environ",
@@ -442,3 +446,136 @@ class HttpAdapter(LlmAdapter):
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+
+class PooledSettings(Protocol):
+    """What ``ConfiguredAdapter`` reads from any adapter config class."""
+
+    @property
+    def pool_maxsize(self) -> int:
+        """Idle connections kept per host."""
+        ...
+
+
+_C = TypeVar("_C", bound=PooledSettings)
+
+
+class ConfiguredAdapter(HttpAdapter, Generic[_C]):
+    """An ``HttpAdapter`` over one validated config value: the part of every
+    adapter that is the same whatever its wire.
+
+    - ``from_config(config, *, api_key=None, environ=None)`` builds one from a
+      config of ``config_class`` (a ``TypeError`` for anything else); a
+      constructor builds its config (``config_from_options``) and calls
+      ``_setup``.
+    - ``config`` and ``base_url`` are what is in force; ``resolve_model``,
+      ``prepare_call`` and ``stream`` read one snapshot of the config per call.
+
+    Subclasses set ``config_class`` and implement ``_configure`` (what a call
+    needs beyond the config: the base URL, a profile, headers), ``_model_info``
+    and ``_stream``.
+    """
+
+    config_class: ClassVar[type[Any]]
+    _config: _C
+    _base_url: str
+
+    @classmethod
+    def from_config(
+        cls,
+        config: _C,
+        *,
+        api_key: str | Secret | None = None,
+        environ: Mapping[str, str] | None = None,
+    ) -> Self:
+        """An adapter over ``config`` (built and checked beforehand, e.g. by a
+        plugin from YAML).
+
+        Raises:
+            TypeError: for a ``config`` that is not a ``config_class``.
+            AdapterConfigError: for what only the adapter can check (a key given
+                two ways, a base URL read from the environment).
+        """
+        if not isinstance(config, cls.config_class):
+            name = cls.config_class.__name__
+            article = "an" if name[:1] in "AEIOU" else "a"
+            raise TypeError(
+                f"config must be {article} {name}, got {type(config).__name__}"
+            )
+        adapter = cls.__new__(cls)
+        adapter._setup(config, api_key=api_key, environ=environ)
+        return adapter
+
+    def _setup(
+        self,
+        config: _C,
+        *,
+        api_key: str | Secret | None,
+        environ: Mapping[str, str] | None,
+    ) -> None:
+        self._config = config
+        self._configure(config, api_key=api_key, environ=environ)
+        self._connect(
+            api_key=api_key, environ=environ, pool_maxsize=config.pool_maxsize
+        )
+
+    @abc.abstractmethod
+    def _configure(
+        self,
+        config: _C,
+        *,
+        api_key: str | Secret | None,
+        environ: Mapping[str, str] | None,
+    ) -> None:
+        """Derive what calls need from ``config`` (``_base_url`` at least)."""
+        ...
+
+    @property
+    def config(self) -> _C:
+        """The configuration in force."""
+        return self._config
+
+    @property
+    def base_url(self) -> str:
+        """The API root in force, without a trailing slash."""
+        return self._base_url
+
+    def _snapshot(self) -> Any:
+        return self._config
+
+    @abc.abstractmethod
+    def _model_info(
+        self, snapshot: _C, provider: str, model: str
+    ) -> LlmResolvedModelInfo:
+        """What ``resolve_model`` answers under ``snapshot`` (no I/O)."""
+        ...
+
+    @abc.abstractmethod
+    def _stream(self, options: GenerateOptions, snapshot: _C) -> Iterator[StreamChunk]:
+        """One call under ``snapshot`` (a generator: checks run at the first
+        ``next()``)."""
+        ...
+
+    def resolve_model(
+        self, provider: str, model: str, signal: AbortSignal | None = None
+    ) -> LlmResolvedModelInfo:
+        """Model facts without I/O."""
+        return self._model_info(self._config, provider, model)
+
+    def prepare_call(
+        self, provider: str, model: str, signal: AbortSignal | None = None
+    ) -> PreparedAdapterCall:
+        """Model facts and dispatch from one config snapshot."""
+        snapshot = self._config
+        return PreparedAdapterCall(
+            model=self._model_info(snapshot, provider, model),
+            stream=lambda options: self._stream(options, snapshot),
+        )
+
+    def stream(self, options: GenerateOptions) -> Iterator[StreamChunk]:
+        """Stream one call (a generator; checks run at the first ``next()``).
+
+        Raises:
+            LlmError: see the adapter's docs page and ``docs/errors.md``.
+        """
+        return self._stream(options, self._config)

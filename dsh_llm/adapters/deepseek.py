@@ -28,7 +28,6 @@ from dsh_llm.adapter import (
     LlmModelReasoningInfo,
     LlmReasoningEffortInfo,
     LlmResolvedModelInfo,
-    PreparedAdapterCall,
 )
 from dsh_llm.adapters._chat.base import (
     ChatCompletionsAdapter,
@@ -57,7 +56,6 @@ from dsh_llm.credentials import Secret
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import GenerateOptions, StreamChunk, content_has_image
 from dsh_llm.retry import RetryPolicy
-from dsh_llm.signal import AbortSignal
 from dsh_llm.transport.call import redact_url, url_repr
 from dsh_llm.transport.session import (
     DEFAULT_POOL_MAXSIZE,
@@ -379,7 +377,7 @@ def default_effort(snapshot: DeepSeekConfig) -> str:
     return snapshot.reasoning_effort or "high"
 
 
-def _model_info(
+def _resolved_model(
     snapshot: DeepSeekConfig, provider: str, model: str
 ) -> LlmResolvedModelInfo:
     entry = snapshot.model(model)
@@ -399,7 +397,7 @@ def _model_info(
     )
 
 
-class DeepSeekAdapter(ChatCompletionsAdapter):
+class DeepSeekAdapter(ChatCompletionsAdapter[DeepSeekConfig]):
     """Streams DeepSeek chat completions (see the module docstring).
 
     The keyword arguments are ``DeepSeekConfig``'s fields (``base_url``,
@@ -424,6 +422,7 @@ class DeepSeekAdapter(ChatCompletionsAdapter):
     """
 
     _package = _PACKAGE
+    config_class = DeepSeekConfig
     _image_input = False  # the Files API images need is not implemented
 
     def __init__(
@@ -439,84 +438,24 @@ class DeepSeekAdapter(ChatCompletionsAdapter):
             environ=environ,
         )
 
-    @classmethod
-    def from_config(
-        cls,
-        config: DeepSeekConfig,
-        *,
-        api_key: str | Secret | None = None,
-        environ: Mapping[str, str] | None = None,
-    ) -> DeepSeekAdapter:
-        """An adapter over ``config`` (the base URL is resolved here, from
-        ``DEEPSEEK_BASE_URL`` in ``environ`` when the config names none).
+    # -- metadata --------------------------------------------------------------------
 
-        Raises:
-            TypeError: for a ``config`` that is not a ``DeepSeekConfig``.
-            DeepSeekConfigError: keyed ``baseURL`` for a bad ``DEEPSEEK_BASE_URL``.
-        """
-        if not isinstance(config, DeepSeekConfig):
-            raise TypeError(
-                f"config must be a DeepSeekConfig, got {type(config).__name__}"
-            )
-        adapter = cls.__new__(cls)
-        adapter._setup(config, api_key=api_key, environ=environ)
-        return adapter
+    # -- streaming -------------------------------------------------------------------
 
-    def _setup(
+    def _configure(
         self,
         config: DeepSeekConfig,
         *,
         api_key: str | Secret | None,
         environ: Mapping[str, str] | None,
     ) -> None:
-        self._config = config
         self._base_url = resolve_base_url(config, environ)
         self._profile = DEEPSEEK_PROFILE
-        self._connect(
-            api_key=api_key, environ=environ, pool_maxsize=config.pool_maxsize
-        )
 
-    @property
-    def config(self) -> DeepSeekConfig:
-        """The configuration in force."""
-        return self._config
-
-    @property
-    def base_url(self) -> str:
-        """The API root in force, without a trailing slash."""
-        return self._base_url
-
-    # -- metadata --------------------------------------------------------------------
-
-    def _snapshot(self) -> DeepSeekConfig:
-        return self._config
-
-    def resolve_model(
-        self, provider: str, model: str, signal: AbortSignal | None = None
+    def _model_info(
+        self, snapshot: DeepSeekConfig, provider: str, model: str
     ) -> LlmResolvedModelInfo:
-        """Model facts without I/O (see the module docstring)."""
-        return _model_info(self._config, provider, model)
-
-    def prepare_call(
-        self, provider: str, model: str, signal: AbortSignal | None = None
-    ) -> PreparedAdapterCall:
-        """Model facts and dispatch from one options snapshot."""
-        snapshot = self._config
-        return PreparedAdapterCall(
-            model=_model_info(snapshot, provider, model),
-            stream=lambda options: self._stream(options, snapshot),
-        )
-
-    # -- streaming -------------------------------------------------------------------
-
-    def stream(self, options: GenerateOptions) -> Iterator[StreamChunk]:
-        """Stream one chat completion (a generator; checks run at the first
-        ``next()``).
-
-        Raises:
-            LlmError: see the module docstring and ``docs/errors.md``.
-        """
-        return self._stream(options, self._config)
+        return _resolved_model(snapshot, provider, model)
 
     def _stream(
         self, options: GenerateOptions, snapshot: DeepSeekConfig

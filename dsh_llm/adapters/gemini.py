@@ -37,7 +37,6 @@ from dsh_llm.adapter import (
     LlmModelReasoningInfo,
     LlmReasoningEffortInfo,
     LlmResolvedModelInfo,
-    PreparedAdapterCall,
 )
 from dsh_llm.adapters._chat.request import encode_body
 from dsh_llm.adapters._gemini.catalog import (
@@ -57,7 +56,7 @@ from dsh_llm.adapters._gemini.request import (
 from dsh_llm.adapters._gemini.translate import GeminiTranslator
 from dsh_llm.adapters.common import (
     AdapterConfigError,
-    HttpAdapter,
+    ConfiguredAdapter,
     api_root_url,
     catalog_entry,
     config_from_options,
@@ -75,7 +74,6 @@ from dsh_llm.config import (
 from dsh_llm.credentials import Secret
 from dsh_llm.protocol import GenerateOptions, StreamChunk
 from dsh_llm.retry import RetryPolicy
-from dsh_llm.signal import AbortSignal
 from dsh_llm.transport.call import StreamingCall, redact_url, url_repr
 from dsh_llm.transport.read_loop import read_stream
 from dsh_llm.transport.session import DEFAULT_POOL_MAXSIZE, stream_headers
@@ -233,7 +231,7 @@ def _default_effort(config: GeminiConfig, model: GeminiModel) -> str | None:
     return model.default_effort
 
 
-def _model_info(
+def _resolved_model(
     config: GeminiConfig, provider: str, model_id: str
 ) -> LlmResolvedModelInfo:
     entry = config.model(model_id)
@@ -255,7 +253,7 @@ def _model_info(
     )
 
 
-class GeminiAdapter(HttpAdapter):
+class GeminiAdapter(ConfiguredAdapter[GeminiConfig]):
     """Streams Gemini ``streamGenerateContent`` (see the module docstring).
 
     Args:
@@ -273,6 +271,7 @@ class GeminiAdapter(HttpAdapter):
     """
 
     _package = _PACKAGE
+    config_class = GeminiConfig
     _display_name = DISPLAY_NAME
 
     def __init__(
@@ -291,35 +290,18 @@ class GeminiAdapter(HttpAdapter):
             environ=environ,
         )
 
-    @classmethod
-    def from_config(
-        cls,
-        config: GeminiConfig,
-        *,
-        api_key: str | Secret | None = None,
-        environ: Mapping[str, str] | None = None,
-    ) -> GeminiAdapter:
-        """An adapter over ``config``.
+    def _model_info(
+        self, snapshot: GeminiConfig, provider: str, model: str
+    ) -> LlmResolvedModelInfo:
+        return _resolved_model(snapshot, provider, model)
 
-        Raises:
-            TypeError: for a ``config`` that is not a ``GeminiConfig``.
-        """
-        if not isinstance(config, GeminiConfig):
-            raise TypeError(
-                f"config must be a GeminiConfig, got {type(config).__name__}"
-            )
-        adapter = cls.__new__(cls)
-        adapter._setup(config, api_key=api_key, environ=environ)
-        return adapter
-
-    def _setup(
+    def _configure(
         self,
         config: GeminiConfig,
         *,
         api_key: str | Secret | None,
         environ: Mapping[str, str] | None,
     ) -> None:
-        self._config = config
         self._base_url = (
             PUBLIC_BASE_URL
             if config.base_url is None
@@ -327,46 +309,6 @@ class GeminiAdapter(HttpAdapter):
                 config.base_url, error=GeminiConfigError, endpoint=API_PATH
             )
         )
-        self._connect(
-            api_key=api_key, environ=environ, pool_maxsize=config.pool_maxsize
-        )
-
-    @property
-    def config(self) -> GeminiConfig:
-        """The configuration in force."""
-        return self._config
-
-    @property
-    def base_url(self) -> str:
-        """The API root in force, without a trailing slash."""
-        return self._base_url
-
-    def _snapshot(self) -> GeminiConfig:
-        return self._config
-
-    def resolve_model(
-        self, provider: str, model: str, signal: AbortSignal | None = None
-    ) -> LlmResolvedModelInfo:
-        """Model facts without I/O (see the module docstring)."""
-        return _model_info(self._config, provider, model)
-
-    def prepare_call(
-        self, provider: str, model: str, signal: AbortSignal | None = None
-    ) -> PreparedAdapterCall:
-        """Model facts and dispatch from one options snapshot."""
-        snapshot = self._config
-        return PreparedAdapterCall(
-            model=_model_info(snapshot, provider, model),
-            stream=lambda options: self._stream(options, snapshot),
-        )
-
-    def stream(self, options: GenerateOptions) -> Iterator[StreamChunk]:
-        """Stream one answer (a generator; checks run at the first ``next()``).
-
-        Raises:
-            LlmError: see the module docstring and ``docs/gemini.md``.
-        """
-        return self._stream(options, self._config)
 
     def _stream(
         self, options: GenerateOptions, snapshot: GeminiConfig

@@ -41,7 +41,6 @@ from dsh_llm.adapter import (
     LlmModelReasoningInfo,
     LlmReasoningEffortInfo,
     LlmResolvedModelInfo,
-    PreparedAdapterCall,
 )
 from dsh_llm.adapters._chat.request import encode_body
 from dsh_llm.adapters._ollama.errors import ollama_http_error
@@ -54,7 +53,7 @@ from dsh_llm.adapters._ollama.request import (
 from dsh_llm.adapters._ollama.translate import OllamaTranslator
 from dsh_llm.adapters.common import (
     AdapterConfigError,
-    HttpAdapter,
+    ConfiguredAdapter,
     api_root_url,
     catalog_entry,
     config_from_options,
@@ -72,7 +71,6 @@ from dsh_llm.credentials import Secret
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import GenerateOptions, StreamChunk
 from dsh_llm.retry import RetryPolicy
-from dsh_llm.signal import AbortSignal
 from dsh_llm.transport.call import StreamingCall, redact_url, url_repr
 from dsh_llm.transport.errors_map import code_for_exception, reason_for_exception
 from dsh_llm.transport.ndjson import NdjsonDecoder
@@ -260,7 +258,7 @@ _EFFORT_INFOS: Final = tuple(
 )
 
 
-def _model_info(
+def _resolved_model(
     config: OllamaConfig, provider: str, model_id: str
 ) -> LlmResolvedModelInfo:
     entry = config.model(model_id)
@@ -276,7 +274,7 @@ def _model_info(
     )
 
 
-class OllamaAdapter(HttpAdapter):
+class OllamaAdapter(ConfiguredAdapter[OllamaConfig]):
     """Streams Ollama ``/api/chat`` (see the module docstring).
 
     Args:
@@ -293,6 +291,7 @@ class OllamaAdapter(HttpAdapter):
     """
 
     _package = _PACKAGE
+    config_class = OllamaConfig
     _display_name = DISPLAY_NAME
 
     def __init__(
@@ -310,77 +309,27 @@ class OllamaAdapter(HttpAdapter):
             environ=environ,
         )
 
-    @classmethod
-    def from_config(
-        cls,
-        config: OllamaConfig,
-        *,
-        api_key: str | Secret | None = None,
-        environ: Mapping[str, str] | None = None,
-    ) -> OllamaAdapter:
-        """An adapter over ``config``.
+    def _model_info(
+        self, snapshot: OllamaConfig, provider: str, model: str
+    ) -> LlmResolvedModelInfo:
+        return _resolved_model(snapshot, provider, model)
 
-        Raises:
-            TypeError: for a ``config`` that is not an ``OllamaConfig``.
-        """
-        if not isinstance(config, OllamaConfig):
-            raise TypeError(
-                f"config must be an OllamaConfig, got {type(config).__name__}"
-            )
-        adapter = cls.__new__(cls)
-        adapter._setup(config, api_key=api_key, environ=environ)
-        return adapter
-
-    def _setup(
+    def _configure(
         self,
         config: OllamaConfig,
         *,
         api_key: str | Secret | None,
         environ: Mapping[str, str] | None,
     ) -> None:
-        self._config = config
         self._base_url = api_root_url(
             config.base_url, error=OllamaConfigError, endpoint="/api"
         )
-        self._connect(
-            api_key=api_key, environ=environ, pool_maxsize=config.pool_maxsize
-        )
-
-    @property
-    def config(self) -> OllamaConfig:
-        """The configuration in force."""
-        return self._config
-
-    @property
-    def base_url(self) -> str:
-        """The server's root in force, without a trailing slash."""
-        return self._base_url
-
-    def _snapshot(self) -> Any:
-        # list_models is overridden, so the shared catalog need not be a tuple.
-        return self._config
 
     def _auth(self, snapshot: OllamaConfig) -> requests.auth.AuthBase:
         key = self._request_key(snapshot.api_key_env, route=PROVIDER_ROUTE)
         return NoAuth() if key is None else BearerAuth(key)
 
     # -- metadata --------------------------------------------------------------------
-
-    def resolve_model(
-        self, provider: str, model: str, signal: AbortSignal | None = None
-    ) -> LlmResolvedModelInfo:
-        """Model facts without I/O (see the module docstring)."""
-        return _model_info(self._config, provider, model)
-
-    def prepare_call(
-        self, provider: str, model: str, signal: AbortSignal | None = None
-    ) -> PreparedAdapterCall:
-        """Model facts and dispatch from one options snapshot."""
-        snapshot = self._config
-        return PreparedAdapterCall(
-            model=_model_info(snapshot, provider, model),
-            stream=lambda options: self._stream(options, snapshot),
-        )
 
     def list_models(self, provider: str) -> tuple[LlmModelInfo, ...]:
         """The configured catalog, else the server's models from
@@ -453,14 +402,6 @@ class OllamaAdapter(HttpAdapter):
         return names
 
     # -- streaming -------------------------------------------------------------------
-
-    def stream(self, options: GenerateOptions) -> Iterator[StreamChunk]:
-        """Stream one answer (a generator; checks run at the first ``next()``).
-
-        Raises:
-            LlmError: see the module docstring and ``docs/ollama.md``.
-        """
-        return self._stream(options, self._config)
 
     def _stream(
         self, options: GenerateOptions, snapshot: OllamaConfig

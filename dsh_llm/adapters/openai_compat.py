@@ -67,7 +67,6 @@ from dsh_llm.credentials import Secret
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import GenerateOptions, StreamChunk, content_has_image
 from dsh_llm.retry import RetryPolicy
-from dsh_llm.signal import AbortSignal
 from dsh_llm.transport.call import redact_url, url_repr
 from dsh_llm.transport.session import (
     DEFAULT_POOL_MAXSIZE,
@@ -382,7 +381,7 @@ class OpenAICompatConfig:
     """Report a blockless ``stop`` as ``stop`` instead of ``EMPTY_RESPONSE``."""
 
 
-class OpenAICompatAdapter(ChatCompletionsAdapter):
+class OpenAICompatAdapter(ChatCompletionsAdapter[OpenAICompatConfig]):
     """Streams chat completions from an OpenAI-compatible server (see the module
     docstring).
 
@@ -408,6 +407,7 @@ class OpenAICompatAdapter(ChatCompletionsAdapter):
     """
 
     _package = PACKAGE
+    config_class = OpenAICompatConfig
 
     def __init__(
         self,
@@ -422,30 +422,7 @@ class OpenAICompatAdapter(ChatCompletionsAdapter):
         )
         self._setup(config, api_key=api_key, environ=environ)
 
-    @classmethod
-    def from_config(
-        cls,
-        config: OpenAICompatConfig,
-        *,
-        api_key: str | Secret | None = None,
-        environ: Mapping[str, str] | None = None,
-    ) -> OpenAICompatAdapter:
-        """An adapter over ``config``.
-
-        Raises:
-            TypeError: for a ``config`` that is not an ``OpenAICompatConfig``.
-            OpenAICompatConfigError: for a key given both ways (``api_key`` with
-                ``api_key_env`` or an ``authorization`` header).
-        """
-        if not isinstance(config, OpenAICompatConfig):
-            raise TypeError(
-                f"config must be an OpenAICompatConfig, got {type(config).__name__}"
-            )
-        adapter = cls.__new__(cls)
-        adapter._setup(config, api_key=api_key, environ=environ)
-        return adapter
-
-    def _setup(
+    def _configure(
         self,
         config: OpenAICompatConfig,
         *,
@@ -466,7 +443,7 @@ class OpenAICompatAdapter(ChatCompletionsAdapter):
                 f"headers.{authorization}",
                 "conflicts with apiKey/apiKeyEnv: give the key one way",
             )
-        self._settings = config
+        self._base_url = config.base_url
         self._profile = WireProfile(
             provider=config.display_name,
             reasoning_passback_field=config.reasoning_passback_field,
@@ -474,36 +451,19 @@ class OpenAICompatAdapter(ChatCompletionsAdapter):
             max_tokens_field=config.max_tokens_field,
         )
         self._request_headers = stream_headers(extra=config.headers)
-        self._connect(
-            api_key=api_key, environ=environ, pool_maxsize=config.pool_maxsize
-        )
-
-    @property
-    def config(self) -> OpenAICompatConfig:
-        """The configuration in force."""
-        return self._settings
 
     # -- metadata --------------------------------------------------------------------
-
-    @property
-    def base_url(self) -> str:
-        """The API root, without a trailing slash."""
-        return self._settings.base_url
 
     @property
     def display_name(self) -> str:
         """The provider name used in messages."""
         return self._profile.provider
 
-    def _snapshot(self) -> OpenAICompatConfig:
-        return self._settings
-
-    def resolve_model(
-        self, provider: str, model: str, signal: AbortSignal | None = None
+    def _model_info(
+        self, snapshot: OpenAICompatConfig, provider: str, model: str
     ) -> LlmResolvedModelInfo:
-        """Model facts without I/O (see the module docstring)."""
-        entry = catalog_entry(self._settings.models, model)
-        efforts = self._settings.reasoning_efforts
+        entry = catalog_entry(snapshot.models, model)
+        efforts = snapshot.reasoning_efforts
         return resolved_model_info(
             provider,
             model,
@@ -521,21 +481,17 @@ class OpenAICompatAdapter(ChatCompletionsAdapter):
 
     # -- streaming -------------------------------------------------------------------
 
-    def stream(self, options: GenerateOptions) -> Iterator[StreamChunk]:
-        """Stream one chat completion (a generator; checks run at the first
-        ``next()``).
-
-        Raises:
-            LlmError: see the module docstring and ``docs/errors.md``.
-        """
-        body = self._body(options)
+    def _stream(
+        self, options: GenerateOptions, snapshot: OpenAICompatConfig
+    ) -> Iterator[StreamChunk]:
+        body = self._body(options, snapshot)
         headers = self._call_headers(options)
-        key = self._request_key(self._settings.api_key_env, route=options.provider)
+        key = self._request_key(snapshot.api_key_env, route=options.provider)
         yield from stream_completion(
             self._session,
-            self._settings,
+            snapshot,
             profile=self._profile,
-            base_url=self._settings.base_url,
+            base_url=snapshot.base_url,
             body=body,
             headers=request_headers(
                 headers,
@@ -564,12 +520,14 @@ class OpenAICompatAdapter(ChatCompletionsAdapter):
             headers[PURPOSE_HEADER] = options.purpose
         return headers
 
-    def _body(self, options: GenerateOptions) -> dict[str, Any]:
-        self._check_images(options)  # before the effort check
+    def _body(
+        self, options: GenerateOptions, snapshot: OpenAICompatConfig
+    ) -> dict[str, Any]:
+        self._check_images(options, snapshot)  # before the effort check
         extra: dict[str, Any] = {}
         effort = options.reasoning_effort
         if effort is not None:
-            efforts = self._settings.reasoning_efforts
+            efforts = snapshot.reasoning_efforts
             if efforts is None or effort not in efforts:
                 raise LlmError(
                     f"{self._profile.provider} adapter does not support reasoning "
@@ -579,7 +537,7 @@ class OpenAICompatAdapter(ChatCompletionsAdapter):
             extra["reasoning_effort"] = effort
         max_tokens = options.max_tokens
         if max_tokens is None:
-            entry = catalog_entry(self._settings.models, options.model)
+            entry = catalog_entry(snapshot.models, options.model)
             max_tokens = entry.max_tokens if entry else None
         return build_body(
             options,
@@ -589,12 +547,14 @@ class OpenAICompatAdapter(ChatCompletionsAdapter):
             attachments=self.attachments,
         )
 
-    def _check_images(self, options: GenerateOptions) -> None:
+    def _check_images(
+        self, options: GenerateOptions, snapshot: OpenAICompatConfig
+    ) -> None:
         """Refuse images for a model whose catalog entry is text only, and
         without an attachment store."""
         if not any(content_has_image(m.content) for m in options.messages):
             return
-        entry = catalog_entry(self._settings.models, options.model)
+        entry = catalog_entry(snapshot.models, options.model)
         if entry is None or "image" not in entry.input_modalities:
             refuse_images(options, profile=self._profile)
         if self.attachments is None:
@@ -606,7 +566,7 @@ class OpenAICompatAdapter(ChatCompletionsAdapter):
             )
 
     def __repr__(self) -> str:
-        settings = self._settings
+        settings = self._config
         key = self._key_repr(settings.api_key_env)
         names = tuple(name.lower() for name in settings.headers)
         shown = f", headers={names!r}" if names else ""

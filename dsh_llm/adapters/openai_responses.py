@@ -52,7 +52,7 @@ from dsh_llm.adapters._responses.request import build_responses_request
 from dsh_llm.adapters._responses.translate import ResponsesTranslator
 from dsh_llm.adapters.common import (
     AdapterConfigError,
-    HttpAdapter,
+    ConfiguredAdapter,
     api_root_url,
     catalog_entry,
     config_from_options,
@@ -77,7 +77,6 @@ from dsh_llm.config import (
 from dsh_llm.credentials import Secret
 from dsh_llm.protocol import GenerateOptions, StreamChunk
 from dsh_llm.retry import RetryPolicy
-from dsh_llm.signal import AbortSignal
 from dsh_llm.transport.call import StreamingCall, redact_url, url_repr
 from dsh_llm.transport.read_loop import read_stream
 from dsh_llm.transport.session import (
@@ -263,7 +262,7 @@ class OpenAIResponsesConfig:
         return PROFILES[self.server or guess_server(self.base_url)]
 
 
-class OpenAIResponsesAdapter(HttpAdapter):
+class OpenAIResponsesAdapter(ConfiguredAdapter[OpenAIResponsesConfig]):
     """Streams ``POST <base_url>/responses`` (see the module docstring).
 
     The keyword arguments besides ``api_key`` and ``environ`` are
@@ -286,6 +285,7 @@ class OpenAIResponsesAdapter(HttpAdapter):
     """
 
     _package = PACKAGE
+    config_class = OpenAIResponsesConfig
 
     def __init__(
         self,
@@ -300,30 +300,7 @@ class OpenAIResponsesAdapter(HttpAdapter):
         )
         self._setup(config, api_key=api_key, environ=environ)
 
-    @classmethod
-    def from_config(
-        cls,
-        config: OpenAIResponsesConfig,
-        *,
-        api_key: str | Secret | None = None,
-        environ: Mapping[str, str] | None = None,
-    ) -> OpenAIResponsesAdapter:
-        """An adapter over ``config``.
-
-        Raises:
-            TypeError: for a ``config`` that is not an ``OpenAIResponsesConfig``.
-            OpenAIResponsesConfigError: keyed ``apiKey`` for a key given both
-                ways (``api_key`` with ``api_key_env``).
-        """
-        if not isinstance(config, OpenAIResponsesConfig):
-            raise TypeError(
-                f"config must be an OpenAIResponsesConfig, got {type(config).__name__}"
-            )
-        adapter = cls.__new__(cls)
-        adapter._setup(config, api_key=api_key, environ=environ)
-        return adapter
-
-    def _setup(
+    def _configure(
         self,
         config: OpenAIResponsesConfig,
         *,
@@ -334,24 +311,11 @@ class OpenAIResponsesAdapter(HttpAdapter):
             raise OpenAIResponsesConfigError(
                 "apiKey", "and apiKeyEnv cannot both be set; give the key one way"
             )
-        self._config = config
+        self._base_url = config.base_url
         self._profile = config.profile
         self._display_name = self._profile.provider
         self._url = endpoint_url(config.base_url, RESPONSES_PATH)
         self._headers = stream_headers()
-        self._connect(
-            api_key=api_key, environ=environ, pool_maxsize=config.pool_maxsize
-        )
-
-    @property
-    def config(self) -> OpenAIResponsesConfig:
-        """The configuration in force."""
-        return self._config
-
-    @property
-    def base_url(self) -> str:
-        """The API root, without a trailing slash."""
-        return self._config.base_url
 
     @property
     def profile(self) -> ResponsesProfile:
@@ -360,15 +324,12 @@ class OpenAIResponsesAdapter(HttpAdapter):
 
     # -- metadata --------------------------------------------------------------------
 
-    def _snapshot(self) -> OpenAIResponsesConfig:
-        return self._config
-
-    def resolve_model(
-        self, provider: str, model: str, signal: AbortSignal | None = None
+    def _model_info(
+        self, snapshot: OpenAIResponsesConfig, provider: str, model: str
     ) -> LlmResolvedModelInfo:
-        """Model facts without I/O: the catalog entry's context window and cap
-        (unknown when not configured), text input, the profile's efforts."""
-        entry = catalog_entry(self._config.models, model)
+        # The catalog entry's context window and cap (unknown when not
+        # configured), text input, the profile's efforts.
+        entry = catalog_entry(snapshot.models, model)
         return resolved_model_info(
             provider,
             model,
@@ -385,13 +346,10 @@ class OpenAIResponsesAdapter(HttpAdapter):
 
     # -- streaming -------------------------------------------------------------------
 
-    def stream(self, options: GenerateOptions) -> Iterator[StreamChunk]:
-        """Stream one response (a generator; checks run at the first ``next()``).
-
-        Raises:
-            LlmError: see the module docstring and ``docs/errors.md``.
-        """
-        config = self._config
+    def _stream(
+        self, options: GenerateOptions, snapshot: OpenAIResponsesConfig
+    ) -> Iterator[StreamChunk]:
+        config = snapshot
         profile = self._profile
         entry = catalog_entry(config.models, options.model)
         body = build_responses_request(

@@ -117,9 +117,7 @@ def test_extra_body_is_merged_last_and_replaces_the_adapters_keys(mocked, adapte
     extra = {"top_k": 20, "temperature": 0.5, "seed": None}
     # DeepSeek samples with a temperature only with thinking off.
     thinking = {"reasoning_effort": "off"} if adapter is _deepseek else {}
-    body = _body(
-        _send(mocked, adapter(), temperature=0, extra_body=extra, **thinking)
-    )
+    body = _body(_send(mocked, adapter(), temperature=0, extra_body=extra, **thinking))
     assert list(body)[-2:] == ["top_k", "seed"]
     assert body["temperature"] == 0.5
     assert body["top_k"] == 20

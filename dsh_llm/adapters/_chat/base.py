@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import urllib.parse
 from collections.abc import Iterator, Mapping
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 import requests
 
@@ -25,7 +25,8 @@ from dsh_llm.adapters._chat.request import WireProfile, encode_body
 from dsh_llm.adapters._chat.translate import ChatCompletionsTranslator
 from dsh_llm.adapters.common import (
     AdapterConfigError,
-    HttpAdapter,
+    ConfiguredAdapter,
+    PooledSettings,
     StreamSettings,
 )
 from dsh_llm.credentials import Secret
@@ -44,6 +45,8 @@ __all__ = [
     "stream_completion",
 ]
 
+_Config = TypeVar("_Config", bound=PooledSettings)
+
 CHAT_COMPLETIONS_PATH: Final = "/chat/completions"
 """Appended to an API root to reach the endpoint."""
 
@@ -58,7 +61,7 @@ def api_root_url(
     )
 
 
-class ChatCompletionsAdapter(HttpAdapter):
+class ChatCompletionsAdapter(ConfiguredAdapter[_Config]):
     """``HttpAdapter`` whose display name is its ``WireProfile``'s provider.
 
     ``attachments`` is the attachment store images are read from (``None`` by
