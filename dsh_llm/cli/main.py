@@ -41,6 +41,7 @@ from dsh_llm.validator import validate_stream
 
 if TYPE_CHECKING:
     from dsh_llm.cli.console import ChunkSink
+    from dsh_llm.observe.cost import PriceTable
 
 __all__ = ["build_parser", "main"]
 
@@ -299,6 +300,13 @@ def _add_chat_command(commands: _Commands) -> None:
         "--temperature", metavar="T", type=_temperature, help="sampling temperature"
     )
     command.add_argument(
+        "--prices",
+        metavar="FILE",
+        help="a price table (YAML: prices per million tokens per model, "
+        "docs/observability.md); the summary then shows the call's cost when "
+        "its price is known",
+    )
+    command.add_argument(
         "--timeout",
         metavar="SECONDS",
         type=_positive_seconds,
@@ -367,6 +375,7 @@ def _run_chat(args: argparse.Namespace) -> int:
         raise UsageError("--interactive reads prompts itself: drop PROMPT and --json")
     extra_body = provider_options(args.options)
     response_format = read_schema(args.schema)
+    prices = _read_prices(args.prices)
     controller = AbortController()
     with open_target(
         provider=args.provider,
@@ -417,8 +426,29 @@ def _run_chat(args: argparse.Namespace) -> int:
 
         parse_json(outcome, response_format)  # INVALID_JSON_OUTPUT: exit 1
     if not args.json:
-        print(summary_line(outcome.finish, outcome.usage), file=sys.stderr)
+        line = summary_line(outcome.finish, outcome.usage)
+        if prices is not None:
+            from dsh_llm.observe.cost import format_cost
+
+            cost = format_cost(
+                prices.cost(outcome.usage, options.model, provider=options.provider)
+            )
+            if cost is not None:  # an unknown price says nothing, never a guess
+                line += f"; cost: {cost}"
+        print(line, file=sys.stderr)
     return EXIT_OK
+
+
+def _read_prices(path: str | None) -> PriceTable | None:
+    """``--prices FILE`` read (a usage error naming the problem when it cannot be)."""
+    if path is None:
+        return None
+    from dsh_llm.observe.cost import PriceTable
+
+    try:
+        return PriceTable.from_file(path)
+    except ValueError as exc:
+        raise UsageError(f"--prices {path}: {exc}") from None
 
 
 # --- providers ------------------------------------------------------------------------
@@ -620,7 +650,9 @@ def _discard_stdout() -> None:
 
 # Paths may hold any bytes the file system allows; every other argument is
 # text for a request or a message.
-_PATH_ARGUMENTS: Final = frozenset({"file", "config", "requests_file", "results_file"})
+_PATH_ARGUMENTS: Final = frozenset(
+    {"file", "config", "requests_file", "results_file", "prices"}
+)
 
 
 def _require_utf8_arguments(args: argparse.Namespace) -> None:

@@ -465,3 +465,45 @@ def test_the_cli_imports_no_adapter_until_a_command_needs_one():
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout == "[]\n"
+
+
+# --- cost from a price table ----------------------------------------------------------
+
+
+def test_chat_summary_shows_the_cost_when_the_price_is_known(server, tmp_path):
+    server.enqueue(deepseek_text_reply(["Hi"]))
+    prices = tmp_path / "prices.yml"
+    prices.write_text(
+        "prices:\n  deepseek-v4-flash: {input: 1000000, cacheRead: 0, output: 2000000}\n"
+    )
+    result = run_cli(
+        "chat", "hi", "--prices", str(prices), env=_env(server), cwd=tmp_path
+    )
+    assert result.returncode == 0, result.stderr
+    # input 9 x 1 + cache read 3 x 0 + output 7 x 2 (per token here) = 23 USD.
+    assert result.stderr.endswith(
+        "finish stop; usage: input 9, cache read 3, output 7; cost: 23.000000 USD\n"
+    )
+
+
+def test_chat_summary_says_nothing_of_cost_without_a_price(server, tmp_path):
+    server.enqueue(deepseek_text_reply(["Hi"]))
+    prices = tmp_path / "prices.yml"
+    prices.write_text("prices:\n  some-other-model: {input: 1, output: 1}\n")
+    result = run_cli(
+        "chat", "hi", "--prices", str(prices), env=_env(server), cwd=tmp_path
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.endswith("output 7\n")
+    assert "cost" not in result.stderr
+
+
+def test_a_bad_price_table_is_a_usage_error(server, tmp_path):
+    prices = tmp_path / "prices.yml"
+    prices.write_text("prices:\n  m: {input: -1, output: 1}\n")
+    result = run_cli(
+        "chat", "hi", "--prices", str(prices), env=_env(server), cwd=tmp_path
+    )
+    assert result.returncode == 2
+    assert "--prices" in result.stderr
+    assert server.requests == ()
