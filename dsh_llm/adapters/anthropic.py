@@ -56,6 +56,7 @@ from dsh_llm.adapters.common import (
     catalog_entry,
     config_from_options,
     encode_body,
+    refuse_unhonoured_extras,
     resolved_model_info,
     retry_policy_field,
 )
@@ -428,6 +429,7 @@ class AnthropicAdapter(ConfiguredAdapter[AnthropicConfig]):
     def _stream(
         self, options: GenerateOptions, snapshot: AnthropicConfig
     ) -> Iterator[StreamChunk]:
+        refuse_unhonoured_extras(options, provider=DISPLAY_NAME)
         check_no_images(options, provider=DISPLAY_NAME)
         key = self._request_key(snapshot.api_key_env, route=PROVIDER_ROUTE)
         entry = snapshot.model(options.model)

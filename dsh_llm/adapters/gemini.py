@@ -60,6 +60,7 @@ from dsh_llm.adapters.common import (
     api_root_url,
     catalog_entry,
     config_from_options,
+    refuse_unhonoured_extras,
     resolved_model_info,
     retry_policy_field,
 )
@@ -313,6 +314,7 @@ class GeminiAdapter(ConfiguredAdapter[GeminiConfig]):
     def _stream(
         self, options: GenerateOptions, snapshot: GeminiConfig
     ) -> Iterator[StreamChunk]:
+        refuse_unhonoured_extras(options, provider=DISPLAY_NAME)
         model = model_for(options.model, snapshot.models)
         if options.reasoning_effort is None:
             effort = _default_effort(snapshot, model)

@@ -57,6 +57,7 @@ from dsh_llm.adapters.common import (
     api_root_url,
     catalog_entry,
     config_from_options,
+    refuse_unhonoured_extras,
     resolved_model_info,
     retry_policy_field,
 )
@@ -406,6 +407,7 @@ class OllamaAdapter(ConfiguredAdapter[OllamaConfig]):
     def _stream(
         self, options: GenerateOptions, snapshot: OllamaConfig
     ) -> Iterator[StreamChunk]:
+        refuse_unhonoured_extras(options, provider=DISPLAY_NAME)
         if options.reasoning_effort is None and snapshot.reasoning_effort is not None:
             options = attrs.evolve(options, reasoning_effort=snapshot.reasoning_effort)
         entry = snapshot.model(options.model)

@@ -57,6 +57,7 @@ from dsh_llm.adapters.common import (
     catalog_entry,
     config_from_options,
     endpoint_url,
+    refuse_unhonoured_extras,
     resolved_model_info,
     retry_policy_field,
 )
@@ -351,6 +352,7 @@ class OpenAIResponsesAdapter(ConfiguredAdapter[OpenAIResponsesConfig]):
     ) -> Iterator[StreamChunk]:
         config = snapshot
         profile = self._profile
+        refuse_unhonoured_extras(options, provider=profile.provider)
         entry = catalog_entry(config.models, options.model)
         body = build_responses_request(
             options,
