@@ -474,7 +474,8 @@ def test_chat_summary_shows_the_cost_when_the_price_is_known(server, tmp_path):
     server.enqueue(deepseek_text_reply(["Hi"]))
     prices = tmp_path / "prices.yml"
     prices.write_text(
-        "prices:\n  deepseek-v4-flash: {input: 1000000, cacheRead: 0, output: 2000000}\n"
+        "prices:\n"
+        "  deepseek-v4-flash: {input: 1000000, cacheRead: 0, output: 2000000}\n"
     )
     result = run_cli(
         "chat", "hi", "--prices", str(prices), env=_env(server), cwd=tmp_path
