@@ -40,7 +40,13 @@ from dsh_llm.adapter import (
     LlmResolvedModelInfo,
     PreparedAdapterCall,
 )
-from dsh_llm.config import RAW_METADATA, ConfigError, PluginConfigError
+from dsh_llm.config import (
+    RAW_METADATA,
+    ConfigError,
+    PluginConfigError,
+    join_key,
+    structure_config,
+)
 from dsh_llm.credentials import Secret, assert_usable_api_key
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import GenerateOptions, StreamChunk
@@ -63,6 +69,7 @@ __all__ = [
     "encode_body",
     "endpoint_url",
     "explicit_api_key",
+    "model_catalog",
     "offered_modalities",
     "refuse_unhonoured_extras",
     "resolved_model_info",
@@ -308,6 +315,56 @@ class AdapterSettings(StreamSettings, Protocol):
     def retry_policy(self) -> RetryPolicy:
         """The resolved retry policy."""
         ...
+
+
+_Model = TypeVar("_Model", bound=CatalogEntry)
+
+
+def model_catalog(
+    specs: object, model_cls: type[_Model], error: type[AdapterConfigError]
+) -> tuple[_Model, ...]:
+    """A ``models`` option read into ``model_cls`` values: each entry a value, a
+    model id or a config mapping (structured by the one config mechanism);
+    ``None`` is no catalog.
+
+    Raises:
+        AdapterConfigError: ``error`` keyed ``models``, ``models[i]`` or
+            ``models[i].<key>`` for a bad entry or a repeated id.
+    """
+    if specs is None:
+        return ()
+    if isinstance(specs, str | Mapping) or not isinstance(specs, Sequence):
+        raise error("models", "must be a list of models")
+    entries: list[_Model] = []
+    seen: set[str] = set()
+    for index, spec in enumerate(specs):
+        where = f"models[{index}]"
+        entry = _model_entry(spec, where, model_cls, error)
+        if entry.id in seen:
+            raise error(f"{where}.id", f'repeats the model "{entry.id}"')
+        seen.add(entry.id)
+        entries.append(entry)
+    return tuple(entries)
+
+
+def _model_entry(
+    spec: object, where: str, model_cls: type[_Model], error: type[AdapterConfigError]
+) -> _Model:
+    if isinstance(spec, model_cls):
+        return spec
+    if isinstance(spec, str):
+        if not spec:
+            raise error(where, "must be a non-empty model id")
+        return model_cls(id=spec)  # type: ignore[call-arg]
+    if not isinstance(spec, Mapping):
+        raise error(
+            where, f"must be a model id or a mapping, got {type(spec).__name__}"
+        )
+    try:
+        entry: _Model = structure_config(model_cls, spec)
+    except ConfigError as exc:
+        raise error(join_key(where, exc.key or ""), exc.detail) from None
+    return entry
 
 
 def refuse_unhonoured_extras(

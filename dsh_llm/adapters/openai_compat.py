@@ -46,12 +46,12 @@ from dsh_llm.adapters.common import (
     AdapterConfigError,
     catalog_entry,
     config_from_options,
+    model_catalog,
     resolved_model_info,
     retry_policy_field,
 )
 from dsh_llm.config import (
     RAW_METADATA,
-    ConfigError,
     check_bool,
     check_non_empty_str,
     check_one_of,
@@ -60,8 +60,6 @@ from dsh_llm.config import (
     check_safe_positive_int,
     check_timeout,
     field_error,
-    join_key,
-    structure_config,
 )
 from dsh_llm.credentials import Secret
 from dsh_llm.errors import ErrorCode, LlmError
@@ -190,42 +188,8 @@ ModelSpec = str | Mapping[str, Any] | OpenAICompatModel
 """One ``models`` entry: an id, a config mapping or a model value."""
 
 
-def _catalog_entry(spec: object, where: str) -> OpenAICompatModel:
-    if isinstance(spec, OpenAICompatModel):
-        return spec
-    if isinstance(spec, str):
-        if not spec:
-            raise OpenAICompatConfigError(where, "must be a non-empty model id")
-        return OpenAICompatModel(id=spec)
-    if not isinstance(spec, Mapping):
-        raise OpenAICompatConfigError(
-            where, f"must be a model id or a mapping, got {type(spec).__name__}"
-        )
-    try:
-        entry: OpenAICompatModel = structure_config(OpenAICompatModel, spec)
-    except ConfigError as exc:
-        raise OpenAICompatConfigError(
-            join_key(where, exc.key or ""), exc.detail
-        ) from None
-    return entry
-
-
 def _catalog(models: object) -> tuple[OpenAICompatModel, ...]:
-    if models is None:
-        return ()
-    if isinstance(models, str | Mapping) or not isinstance(models, Sequence):
-        raise OpenAICompatConfigError("models", "must be a list of models")
-    entries = tuple(
-        _catalog_entry(spec, f"models[{index}]") for index, spec in enumerate(models)
-    )
-    seen: set[str] = set()
-    for index, entry in enumerate(entries):
-        if entry.id in seen:
-            raise OpenAICompatConfigError(
-                f"models[{index}].id", f'repeats the model "{entry.id}"'
-            )
-        seen.add(entry.id)
-    return entries
+    return model_catalog(models, OpenAICompatModel, OpenAICompatConfigError)
 
 
 def _headers(value: object) -> dict[str, str]:

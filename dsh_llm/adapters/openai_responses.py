@@ -32,7 +32,7 @@ Contracts callers may rely on:
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from typing import Any, ClassVar, Final
 
 import attrs
@@ -57,13 +57,13 @@ from dsh_llm.adapters.common import (
     catalog_entry,
     config_from_options,
     endpoint_url,
+    model_catalog,
     refuse_unhonoured_extras,
     resolved_model_info,
     retry_policy_field,
 )
 from dsh_llm.config import (
     RAW_METADATA,
-    ConfigError,
     check_bool,
     check_non_empty_str,
     check_one_of,
@@ -72,8 +72,6 @@ from dsh_llm.config import (
     check_safe_positive_int,
     check_timeout,
     field_error,
-    join_key,
-    structure_config,
 )
 from dsh_llm.credentials import Secret
 from dsh_llm.protocol import GenerateOptions, StreamChunk
@@ -165,42 +163,8 @@ class OpenAIResponsesModel:
         return ("text",)
 
 
-def _catalog_entry(spec: object, where: str) -> OpenAIResponsesModel:
-    if isinstance(spec, OpenAIResponsesModel):
-        return spec
-    if isinstance(spec, str):
-        if not spec:
-            raise OpenAIResponsesConfigError(where, "must be a non-empty model id")
-        return OpenAIResponsesModel(id=spec)
-    if not isinstance(spec, Mapping):
-        raise OpenAIResponsesConfigError(
-            where, f"must be a model id or a mapping, got {type(spec).__name__}"
-        )
-    try:
-        entry: OpenAIResponsesModel = structure_config(OpenAIResponsesModel, spec)
-    except ConfigError as exc:
-        raise OpenAIResponsesConfigError(
-            join_key(where, exc.key or ""), exc.detail
-        ) from None
-    return entry
-
-
 def _catalog(models: object) -> tuple[OpenAIResponsesModel, ...]:
-    if models is None:
-        return ()
-    if isinstance(models, str | Mapping) or not isinstance(models, Sequence):
-        raise OpenAIResponsesConfigError("models", "must be a list of models")
-    entries = tuple(
-        _catalog_entry(spec, f"models[{index}]") for index, spec in enumerate(models)
-    )
-    seen: set[str] = set()
-    for index, entry in enumerate(entries):
-        if entry.id in seen:
-            raise OpenAIResponsesConfigError(
-                f"models[{index}].id", f'repeats the model "{entry.id}"'
-            )
-        seen.add(entry.id)
-    return entries
+    return model_catalog(models, OpenAIResponsesModel, OpenAIResponsesConfigError)
 
 
 def _base_url(value: object) -> str:

@@ -1,36 +1,17 @@
 """The tool loop: stream a step, run the tools it asked for, send the results.
 
 ``run_tools(target, options, tools={...})`` returns a ``ToolLoop``: an iterator
-over the chunks of every step, whose outcome is a ``ToolLoopResult``. Contracts
-callers may rely on:
+over the chunks of every step, whose outcome is a ``ToolLoopResult``.
 
-- ``target`` is anything with ``stream(options)``: an ``LlmRuntime`` (a failed
-  step ends with an ``error`` finish) or an adapter (a failed step raises its
-  ``LlmError``, which propagates unchanged after the chunks before it).
-- Each step is one strict protocol stream (blocks, usage, finish); the steps
-  follow each other, so the whole iteration is NOT one stream (validate per
-  step, at the ``Finish`` chunks).
-- A tool call's arguments are parsed once, at its ``block-end``. After a step
-  that finished ``tool-calls``, each call runs in order: the arguments object is
-  passed as keyword arguments; the return value is the result text (a ``str``
-  as is, ``None`` as empty, anything else as JSON). An exception, an unknown
-  tool or arguments that are not a JSON object become an ``is_error`` result
-  naming the problem; the loop goes on (the model sees the error). Only
-  ``Exception`` is caught (``KeyboardInterrupt`` propagates).
-- The assistant turn is appended with its replay state
-  (``ModelSource.replay_state``), then one tool-result message per call.
-- The loop stops at a finish other than ``tool-calls`` (``stop_reason``
-  ``"finished"``; ``"failed"`` for an ``error``, ``"aborted"`` for an
-  ``aborted`` finish), after ``max_steps`` steps (``"max-steps"``: the last
-  step's tools ran and their results are in ``messages``, but are not sent),
-  or when ``options.signal`` is aborted between steps or tools
-  (``"aborted"``).
-- The outcome: ``StopIteration.value`` (so ``result = yield from loop`` works),
-  ``loop.result`` once the loop is exhausted, or ``loop.run()``, which consumes
-  it. ``ToolRunner`` is the same loop as a ``stream(options)`` source for
-  ``dsh_llm.aio.astream``; its ``result`` is the last loop's.
-- Without ``options.tools``, the tools' schemas are read from the functions
-  (``dsh_llm.tools.schema.tool_schema``).
+- ``target`` is an ``LlmRuntime`` (a failed step ends with an ``error`` finish)
+  or an adapter (its ``LlmError`` propagates); each step is one strict stream.
+- Arguments are parsed once, at ``block-end``; each call runs in order, and an
+  exception, an unknown tool or bad arguments become an ``is_error`` result.
+- The assistant turn (with its replay state) and the results are appended.
+- It stops at a non-tool finish, after ``max_steps``, or on an abort.
+- The outcome: ``StopIteration.value``, ``loop.result`` or ``loop.run()``;
+  ``ToolRunner`` is the loop as a source for ``dsh_llm.aio.astream``.
+- Point by point: ``docs/structured-output.md``.
 """
 
 from __future__ import annotations

@@ -2,40 +2,18 @@
 
 Pure functions; every refusal is raised here, before any I/O.
 
-Contracts callers may rely on:
-
-- ``build_messages_request``: key order ``model``, ``max_tokens``, ``system``,
-  ``messages``, ``stream``, ``thinking``, ``output_config``, ``tools``,
-  ``tool_choice``, ``temperature``, ``stop_sequences``, ``metadata``; an optional
-  field is omitted, never ``null``. ``max_tokens`` is the request's, else
-  ``model_max_tokens``.
-- ``system`` is top-level: ``GenerateOptions.system`` alone is a string; with
-  system-role messages it is a list of text blocks (the prompt first, then each
-  message's text in order), since Messages has no system role.
-- Turns: consecutive user-role messages are one user turn (tool results merged),
-  consecutive assistant messages one assistant turn; a turn left without content
-  is dropped. In a user turn ``tool_result`` blocks come first (the API wants
-  them right after the ``tool_use``), then the text. An assistant turn keeps its
-  blocks' order; a tool call becomes ``tool_use`` with its arguments parsed
-  (``""`` is ``{}``; not JSON or not an object: ``INVALID_REQUEST``).
-- Replay: an assistant message from this family (``ModelSource.replay_state``
-  whose ``response["wire"]`` is ``translate.WIRE_FAMILY`` and one entry per block)
-  for the requested model (the message's ``ModelSource.model`` or the envelope's
-  ``model``) sends its reasoning back as ``thinking`` blocks with their
-  signatures and ``redacted_thinking`` blocks; a reasoning block without such an
-  entry is not sent (the API rejects unsigned thinking, and thinking of another
-  model). Empty text blocks are not sent.
-- Thinking (``thinking_fields``): see the function. With thinking on,
-  ``temperature`` and a forced ``tool_choice`` (``required`` or a name) raise
-  ``UNSUPPORTED_OPTION``; a ``temperature`` above 1 always does.
-- Images anywhere raise ``UNSUPPORTED_CONTENT``. ``session_id`` travels as
-  ``metadata.user_id`` (Anthropic's opaque end-user id; longer than 256
-  characters: ``INVALID_REQUEST``); ``purpose="session-title"`` asks for the
-  least thinking the model allows; ``purpose="compaction"`` has no wire field
-  and changes nothing.
-- ``request_headers``: ``stream_headers`` (the attribution ``user-agent``,
-  ``accept``, ``accept-encoding: identity``, ``content-type``) plus
-  ``anthropic-version`` (and ``anthropic-beta`` when given); never the key.
+- ``build_messages_request``: a fixed key order, optional fields omitted;
+  ``system`` top-level; consecutive turns of one role merged, tool results first
+  in a user turn; tool-call arguments parsed (not a JSON object:
+  ``INVALID_REQUEST``).
+- Replay: this family's thinking blocks (with signatures) and redacted thinking
+  go back in order, only for the model that produced them.
+- ``thinking_fields``: efforts to budget or adaptive thinking; with thinking on,
+  ``temperature`` and a forced ``tool_choice`` raise ``UNSUPPORTED_OPTION``.
+- Images raise ``UNSUPPORTED_CONTENT``; ``session_id`` is ``metadata.user_id``.
+- ``request_headers``: the stream headers plus ``anthropic-version`` (and
+  ``anthropic-beta``); never the key.
+- Point by point: ``docs/anthropic.md``.
 """
 
 from __future__ import annotations

@@ -1,42 +1,19 @@
 """The Gemini ``streamGenerateContent`` request: URL, credentials and body.
 
 Pure: ``GenerateOptions`` in, a JSON-ready body out; nothing here does I/O.
-Contracts callers may rely on:
 
-- ``stream_url(base_url, model)`` is
-  ``{base}/v1beta/models/{model}:streamGenerateContent?alt=sse`` (one slash
-  after the base; the model id percent-quoted, so ``/``, ``?`` or ``#`` in it
-  cannot change the path). The key never goes in the URL: ``GeminiKeyAuth``
-  sends it as ``x-goog-api-key``, and its ``repr`` hides it.
-- ``build_generate_request`` key order: ``contents``, ``systemInstruction``,
-  ``tools``, ``toolConfig``, ``generationConfig`` (``temperature``,
-  ``maxOutputTokens``, ``stopSequences``, ``thinkingConfig``); an optional field
-  is omitted, never ``null``.
-- ``systemInstruction`` holds ``options.system`` and then every ``system``
-  message, in order, one text part each (Gemini has no system role in
-  ``contents``, so a system message's position is not kept).
-- ``contents``: user messages are role ``user``, assistant messages role
-  ``model``; consecutive messages of one role share one content (Gemini wants
-  every answer to a step's calls in one turn). A tool result is a
-  ``functionResponse`` part ``{name, response: {"output": text}}``
-  (``{"error": text}`` when ``is_error``), with ``id`` only when Gemini gave the
-  call one; results come before the turn's text. A tool call is a
-  ``functionCall`` part ``{name, args}`` (``id`` again only when Gemini gave
-  it). Text is a text part; reasoning goes back as a ``thought`` part only when
-  it carries a signature; empty text is never sent. Replay state from a Gemini
-  answer (``dsh_llm.adapters._gemini.replay``) puts each ``thoughtSignature``
-  back on the part it came on, and the kept server parts after theirs.
-- Tools are ``[{"functionDeclarations": [{name, description, parameters}]}]``;
-  ``tool_choice`` is ``toolConfig.functionCallingConfig``: ``auto`` ``AUTO``,
-  ``none`` ``NONE``, ``required`` ``ANY``, a name ``ANY`` with
-  ``allowedFunctionNames``.
-- Refused before any I/O: any image (``UNSUPPORTED_CONTENT``), more than
-  ``MAX_STOP_SEQUENCES`` stop sequences (``UNSUPPORTED_OPTION``), an effort the
-  model does not offer (``UNSUPPORTED_REASONING_EFFORT``), a result for an
-  unknown call or arguments that are not a JSON object (``INVALID_REQUEST``).
-  Blocks a message cannot carry (reasoning or calls in a user message, results
-  in an assistant message) are skipped.
-  ``session_id`` and ``purpose`` have no Gemini meaning and are not sent.
+- ``stream_url(base_url, model)``: the model id percent-quoted; the key never
+  goes in the URL (``GeminiKeyAuth`` sends ``x-goog-api-key``, its ``repr``
+  hides it).
+- ``build_generate_request``: a fixed key order, optional fields omitted;
+  ``systemInstruction`` holds every system text; roles ``user``/``model``,
+  consecutive messages of one role merged; calls and results as
+  ``functionCall``/``functionResponse`` parts; thought signatures put back on the
+  parts they came on.
+- Tools as ``functionDeclarations``; ``tool_choice`` as ``functionCallingConfig``.
+- Refused before any I/O: images, too many stop sequences, an effort the model
+  does not offer, a result for an unknown call.
+- Point by point: ``docs/gemini.md``.
 """
 
 from __future__ import annotations

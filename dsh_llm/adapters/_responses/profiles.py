@@ -73,7 +73,8 @@ OLLAMA: Final = ResponsesProfile(
     # Ollama maps minimal to low, xhigh to max and none to thinking off; any
     # other value is a 400 (ollama openai/openai.go).
     reasoning_efforts=OPENAI_EFFORTS,
-    # Ollama ignores tool_choice (a TODO in openai/responses.go).
+    # Ollama reads no tool_choice on this endpoint (openai/responses.go), so a
+    # forced choice is refused rather than silently ignored.
     tool_choice=False,
     zero_means_unknown=True,
 )

@@ -1,35 +1,16 @@
 """The Responses API request: ``GenerateOptions`` to a ``POST /v1/responses`` body.
 
-Contracts callers may rely on:
-
-- ``build_responses_request`` is pure and checks before it builds, in this
-  order: an image anywhere raises ``UNSUPPORTED_CONTENT``; ``stop`` (the API has
-  no stop sequences) raises ``UNSUPPORTED_OPTION``; a ``tool_choice`` other than
-  ``auto`` on a server that ignores it (Ollama) raises ``UNSUPPORTED_OPTION``;
-  a ``reasoning_effort`` the profile does not list raises
-  ``UNSUPPORTED_REASONING_EFFORT``. ``session_id`` and ``purpose`` are routing
-  hints and are not sent.
-- Key order: ``model``, ``instructions`` (the system prompt), ``input``,
-  ``tools``, ``tool_choice``, ``reasoning``, ``max_output_tokens``,
-  ``temperature``, ``store`` (always ``false``: stateless, no
-  ``previous_response_id``), ``include`` (``["reasoning.encrypted_content"]``),
-  ``stream`` (``true``). An optional field is omitted, never ``null``.
-- ``input`` follows the conversation: user text as ``input_text`` parts; tool
-  results as ``function_call_output`` items (``"(no output)"`` when empty),
-  before the text of their message; assistant text as ``output_text`` parts
-  (a refusal as a ``refusal`` part), tool calls as ``function_call`` items.
-  Function tools are flat and sent with ``strict: false`` (the API's default is
-  strict validation, which would reject ordinary schemas).
-- Replay: when an assistant message carries this family's ``ReplayEnvelope``
-  (``REPLAY_WIRE``, one entry per block), each reasoning block goes back as its
-  ``reasoning`` item (``id``, ``summary``, ``encrypted_content`` or ``content``
-  exactly as ``output_item.done`` gave them) in block order, so before the
-  items it preceded; messages go back as the output messages they were
-  (``id``, ``status``, ``phase``, the parts of one message in one item) and calls
-  with their item ``id``, since a replayed reasoning item must be followed by
-  the items it produced. Reasoning without such an entry (another adapter's, or
-  stripped), or with nothing to replay (no ``encrypted_content`` or
-  ``content``), is not sent.
+- ``build_responses_request`` is pure and checks before it builds: images
+  (``UNSUPPORTED_CONTENT``), ``stop``, a forced ``tool_choice`` on a server that
+  ignores it (``UNSUPPORTED_OPTION``), an effort the profile does not list.
+- A fixed key order; ``store: false`` (stateless) and
+  ``include: ["reasoning.encrypted_content"]``; optional fields omitted.
+- ``input`` follows the conversation (``input_text``/``output_text`` parts,
+  ``function_call`` and ``function_call_output`` items); tools are flat, sent
+  with ``strict: false``.
+- Replay: this family's reasoning items go back, exactly as ``output_item.done``
+  gave them, before the items they preceded.
+- Point by point: ``docs/openai-responses.md``.
 """
 
 from __future__ import annotations
