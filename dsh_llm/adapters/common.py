@@ -17,6 +17,7 @@ everything else an adapter does is here, once:
 - ``resolved_model_info`` and ``catalog_entry``: ``resolve_model`` for a catalog.
 - ``encode_body``: a request body as compact UTF-8 JSON (``INVALID_REQUEST``
   for a value JSON cannot hold).
+- ``extra_body``, ``extra_headers`` and image bytes: ``request_extras``.
 - Reading a body is the transport's read loop (``dsh_llm.transport.read_loop``).
 """
 
@@ -40,6 +41,7 @@ from dsh_llm.adapter import (
     LlmResolvedModelInfo,
     PreparedAdapterCall,
 )
+from dsh_llm.adapters.request_extras import AttachmentReader
 from dsh_llm.config import (
     RAW_METADATA,
     ConfigError,
@@ -440,6 +442,12 @@ class HttpAdapter(LlmAdapter):
     block) closes the pool; streams already running keep their connection until
     they end.
     """
+
+    attachments: AttachmentReader | None = None
+    """The attachment store images are read from (any object with
+    ``get(attachment_id) -> bytes | None``, such as
+    ``dsh_llm.attachments.MemoryAttachmentStore``); ``None`` (the default)
+    refuses images with ``MISSING_ATTACHMENT``. Set per adapter instance."""
 
     _package: ClassVar[str]
     _image_input: ClassVar[bool] = True

@@ -20,7 +20,6 @@ from typing import Any, Final, TypeVar
 import requests
 
 from dsh_llm.adapters import common
-from dsh_llm.adapters._chat.images import AttachmentReader
 from dsh_llm.adapters._chat.request import WireProfile, encode_body
 from dsh_llm.adapters._chat.translate import ChatCompletionsTranslator
 from dsh_llm.adapters.common import (
@@ -62,16 +61,9 @@ def api_root_url(
 
 
 class ChatCompletionsAdapter(ConfiguredAdapter[_Config]):
-    """``HttpAdapter`` whose display name is its ``WireProfile``'s provider.
-
-    ``attachments`` is the attachment store images are read from (``None`` by
-    default: images are refused); set it on the adapter
-    (``adapter.attachments = MemoryAttachmentStore()``)."""
+    """``HttpAdapter`` whose display name is its ``WireProfile``'s provider."""
 
     _profile: WireProfile
-    attachments: AttachmentReader | None = None
-    """The attachment store images are read from; ``None`` refuses images
-    (``UNSUPPORTED_CONTENT``). Set per adapter instance."""
 
     @property
     def _display_name(self) -> str:  # type: ignore[override]

@@ -13,21 +13,12 @@ store (any object with ``get(attachment_id) -> bytes | None``, such as
 
 from __future__ import annotations
 
-import base64
-from typing import Any, Protocol
+from typing import Any
 
-from dsh_llm.errors import ErrorCode, LlmError
+from dsh_llm.adapters.request_extras import AttachmentReader, image_data
 from dsh_llm.protocol import ImageBlock
 
 __all__ = ["AttachmentReader", "image_part"]
-
-
-class AttachmentReader(Protocol):
-    """Where an adapter reads image bytes (an attachment store)."""
-
-    def get(self, attachment_id: str) -> bytes | None:
-        """The bytes of ``attachment_id``, or ``None`` when not stored."""
-        ...
 
 
 def image_part(
@@ -39,19 +30,8 @@ def image_part(
         LlmError: ``MISSING_ATTACHMENT`` when ``store`` is ``None`` or lacks the
             attachment.
     """
-    ref = block.attachment
-    data = None if store is None else store.get(ref.attachment_id)
-    if data is None:
-        where = (
-            "no attachment store is set" if store is None else "it is not in the store"
-        )
-        raise LlmError(
-            f"{provider} cannot send image {ref.attachment_id}: {where} (set "
-            "adapter.attachments to the store holding it)",
-            ErrorCode.MISSING_ATTACHMENT,
-        )
-    encoded = base64.b64encode(data).decode("ascii")
+    media_type, encoded = image_data(block, store, provider=provider)
     return {
         "type": "image_url",
-        "image_url": {"url": f"data:{ref.media_type};base64,{encoded}"},
+        "image_url": {"url": f"data:{media_type};base64,{encoded}"},
     }

@@ -24,8 +24,10 @@ from typing import Any, Final
 
 import attrs
 
-from dsh_llm.adapters._chat.images import AttachmentReader, image_part
+from dsh_llm.adapters import request_extras
+from dsh_llm.adapters._chat.images import image_part
 from dsh_llm.adapters.common import encode_body
+from dsh_llm.adapters.request_extras import AttachmentReader, merge_extra_body
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import (
     TOOL_CHOICE_KEYWORDS,
@@ -42,7 +44,6 @@ from dsh_llm.protocol import (
 
 __all__ = [
     "NO_OUTPUT",
-    "RESERVED_HEADER_NAMES",
     "WireProfile",
     "build_body",
     "build_messages",
@@ -55,21 +56,6 @@ __all__ = [
 
 NO_OUTPUT: Final = "(no output)"
 """The content sent for a tool result without text (the wire needs some)."""
-
-RESERVED_HEADER_NAMES: Final = frozenset(
-    {
-        "user-agent",
-        "accept",
-        "accept-encoding",
-        "content-type",
-        "content-length",
-        "transfer-encoding",
-        "connection",
-        "host",
-    }
-)
-"""Header names ``GenerateOptions.extra_headers`` may never set (the transport
-owns them; the user-agent carries the attribution every request keeps)."""
 
 
 @attrs.frozen(kw_only=True)
@@ -303,9 +289,7 @@ def build_body(
         body["stop"] = list(options.stop)
     if options.response_format is not None:
         body["response_format"] = response_format_wire(options, profile=profile)
-    if options.extra_body:
-        body.update(options.extra_body)
-    return body
+    return merge_extra_body(body, options)
 
 
 def response_format_wire(
@@ -347,26 +331,17 @@ def request_headers(
     profile: WireProfile,
     has_key: bool,
 ) -> dict[str, str]:
-    """``base`` (the adapter's headers) plus ``options.extra_headers``.
+    """``base`` (the adapter's headers) plus ``options.extra_headers``
+    (``dsh_llm.adapters.request_extras.request_headers``; ``authorization`` is
+    taken when the adapter sends a key).
 
     Raises:
         LlmError: ``UNSUPPORTED_OPTION`` when an extra header names one the
-            adapter sets (``RESERVED_HEADER_NAMES``, a name in ``base``, or
-            ``authorization`` when the adapter sends a key).
+            adapter sets.
     """
-    headers = dict(base)
-    if not options.extra_headers:
-        return headers
-    taken = {name.lower() for name in base} | RESERVED_HEADER_NAMES
-    if has_key:
-        taken.add("authorization")
-    for name, value in options.extra_headers.items():
-        lower = name.lower()
-        if lower in taken:
-            raise LlmError(
-                f'{profile.provider} adapter sets the "{lower}" header itself; '
-                "extra_headers cannot replace it",
-                ErrorCode.UNSUPPORTED_OPTION,
-            )
-        headers[lower] = value
-    return headers
+    return request_extras.request_headers(
+        base,
+        options,
+        provider=profile.provider,
+        taken=("authorization",) if has_key else (),
+    )

@@ -1,0 +1,174 @@
+"""What every wire family does with the request fields beyond the conversation.
+
+``GenerateOptions.extra_body``, ``extra_headers`` and image blocks mean the same
+on every wire; only where they land differs. The rules live here, once:
+
+- ``merge_extra_body``: ``extra_body`` merged into a body last (unchecked).
+- ``request_headers``: ``extra_headers`` beside the adapter's own headers; a
+  name the adapter or the transport sets is ``UNSUPPORTED_OPTION``, never
+  silently replaced.
+- ``AttachmentReader``, ``image_data`` and ``check_image_input``: image bytes
+  from the adapter's attachment store (``MISSING_ATTACHMENT`` when absent) and
+  the per-model refusal (``UNSUPPORTED_CONTENT`` for a text-only model), all
+  before any I/O.
+- Which field lands where, per adapter: ``docs/structured-output.md``.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Iterable, Mapping
+from typing import Any, Final, Protocol
+
+from dsh_llm.errors import ErrorCode, LlmError
+from dsh_llm.protocol import GenerateOptions, ImageBlock, content_has_image
+
+__all__ = [
+    "RESERVED_HEADER_NAMES",
+    "AttachmentReader",
+    "check_image_input",
+    "has_images",
+    "image_data",
+    "merge_extra_body",
+    "request_headers",
+]
+
+RESERVED_HEADER_NAMES: Final = frozenset(
+    {
+        "user-agent",
+        "accept",
+        "accept-encoding",
+        "content-type",
+        "content-length",
+        "transfer-encoding",
+        "connection",
+        "host",
+    }
+)
+"""Header names ``GenerateOptions.extra_headers`` may never set (the transport
+owns them; the user-agent carries the attribution every request keeps)."""
+
+
+class AttachmentReader(Protocol):
+    """Where an adapter reads image bytes (an attachment store)."""
+
+    def get(self, attachment_id: str) -> bytes | None:
+        """The bytes of ``attachment_id``, or ``None`` when not stored."""
+        ...
+
+
+def merge_extra_body(body: dict[str, Any], options: GenerateOptions) -> dict[str, Any]:
+    """``body`` with ``options.extra_body`` merged in last (its keys win); the
+    same dict, returned for chaining."""
+    if options.extra_body:
+        body.update(options.extra_body)
+    return body
+
+
+def request_headers(
+    base: Mapping[str, str],
+    options: GenerateOptions,
+    *,
+    provider: str,
+    taken: Iterable[str] = (),
+) -> dict[str, str]:
+    """``base`` (the adapter's headers) plus ``options.extra_headers``, names
+    lower-cased.
+
+    Args:
+        base: The headers the adapter sends.
+        options: The request.
+        provider: The display name used in messages.
+        taken: Further names the adapter sets per request (its key header:
+            ``authorization``, ``x-api-key``, ``x-goog-api-key``...).
+
+    Raises:
+        LlmError: ``UNSUPPORTED_OPTION`` naming the first extra header that is
+            one the adapter sets (``RESERVED_HEADER_NAMES``, a name in ``base``
+            or in ``taken``); the value is never in the message.
+    """
+    headers = dict(base)
+    if not options.extra_headers:
+        return headers
+    reserved = (
+        {name.lower() for name in base}
+        | {name.lower() for name in taken}
+        | RESERVED_HEADER_NAMES
+    )
+    for name, value in options.extra_headers.items():
+        lower = name.lower()
+        if lower in reserved:
+            raise LlmError(
+                f'{provider} adapter sets the "{lower}" header itself; '
+                "extra_headers cannot replace it",
+                ErrorCode.UNSUPPORTED_OPTION,
+            )
+        headers[lower] = value
+    return headers
+
+
+def has_images(options: GenerateOptions) -> bool:
+    """Whether any message of ``options`` holds an image (also inside a tool
+    result)."""
+    return any(content_has_image(message.content) for message in options.messages)
+
+
+def check_image_input(
+    options: GenerateOptions,
+    *,
+    provider: str,
+    modalities: tuple[str, ...] | None,
+    store: AttachmentReader | None,
+) -> None:
+    """Refuse a request's images before any I/O unless the model takes them and
+    a store can supply them; a request without images always passes.
+
+    Args:
+        options: The request.
+        provider: The display name used in messages.
+        modalities: The model's catalog input modalities (``None``: the model
+            is not in the catalog, treated as text only).
+        store: The adapter's attachment store.
+
+    Raises:
+        LlmError: ``UNSUPPORTED_CONTENT`` when ``modalities`` lacks ``image``;
+            ``MISSING_ATTACHMENT`` when ``store`` is ``None``.
+    """
+    if not has_images(options):
+        return
+    if modalities is None or "image" not in modalities:
+        raise LlmError(
+            f'{provider} model "{options.model}" is text only in the adapter\'s '
+            'catalog; list it with inputModalities ["text", "image"] to send '
+            "images",
+            ErrorCode.UNSUPPORTED_CONTENT,
+        )
+    if store is None:
+        raise LlmError(
+            f"{provider} cannot send the request's images: no attachment store "
+            "is set (set adapter.attachments to the store holding them)",
+            ErrorCode.MISSING_ATTACHMENT,
+        )
+
+
+def image_data(
+    block: ImageBlock, store: AttachmentReader | None, *, provider: str
+) -> tuple[str, str]:
+    """``(media type, base64 of the bytes)`` of ``block`` read from ``store``.
+
+    Raises:
+        LlmError: ``MISSING_ATTACHMENT`` naming the attachment id when ``store``
+            is ``None`` or lacks it.
+    """
+    ref = block.attachment
+    data = None if store is None else store.get(ref.attachment_id)
+    if data is None:
+        where = (
+            "no attachment store is set" if store is None else "it is not in the store"
+        )
+        raise LlmError(
+            f"{provider} cannot send image {ref.attachment_id}: {where} (set "
+            "adapter.attachments to the store holding it)",
+            ErrorCode.MISSING_ATTACHMENT,
+        )
+    return ref.media_type, base64.b64encode(data).decode("ascii")
