@@ -324,8 +324,8 @@ def test_structured_output_parses_and_streams_partial_json(model, env, tmp_path)
 def test_tool_loop_runs_the_tool_and_answers(model, env, tmp_path):
     code = block("tools").code
     assert (
-        len([line for line in code.splitlines() if line.strip()]) == 7
-    )  # the tool (3), the loop (2), imports (2)
+        len([line for line in code.splitlines() if line.strip()]) == 6
+    )  # the tool (3), the loop (1), imports (2)
     result = run_python(code, env, tmp_path)
 
     assert result.returncode == 0, result.stderr
