@@ -13,7 +13,8 @@ Contracts callers may rely on:
 - **No I/O on construction.** ``resolve_model`` needs none. ``list_models`` is
   the configured catalog when ``models`` is set, else it reads
   ``GET {base}/api/tags`` when asked (bounded by the idle timeout; a failure is
-  an ``LlmError``: ``TRANSPORT``, ``TIMEOUT`` or the HTTP status's code).
+  an ``LlmError``: ``TRANSPORT``, ``TIMEOUT`` or the HTTP status's code). Only
+  an entry listed with ``image`` input advertises it (server models: text).
 - ``stream`` is a generator: at the first ``next()`` the body is built and
   checked (refusals before any I/O: images for a model not listed with
   ``image`` or without ``attachments``, an unknown effort, a forced tool call,

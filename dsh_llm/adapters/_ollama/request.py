@@ -4,11 +4,10 @@ Pure: ``GenerateOptions`` in, a JSON-ready body out. Contracts callers may rely
 on:
 
 - Key order: ``model``, ``messages``, ``stream`` (always ``true``),
-  ``format``, ``tools``, ``think``, ``options`` (``temperature``,
-  ``num_predict``, ``stop``), ``keep_alive``, then ``extra_body`` merged last
+  ``format`` (``response_format``'s schema: Ollama constrains the output to
+  it, so strict or not), ``tools``, ``think``, ``options`` (``temperature``,
+  ``num_predict``, ``stop``), ``keep_alive``; ``extra_body`` is merged last
   (its keys win); an optional field is omitted, never ``null``.
-- ``format`` is ``response_format``'s schema itself (Ollama constrains the
-  output to it, so ``strict`` true and false both go).
 - ``messages``: the system prompt first (role ``system``), then each message in
   order. A ``system`` message keeps its place. An assistant turn is one
   message with ``content`` (the joined text, ``""`` when none), ``thinking``
