@@ -13,12 +13,15 @@ Contracts callers may rely on:
 - **No I/O on construction.** ``resolve_model`` needs none. ``list_models`` is
   the configured catalog when ``models`` is set, else it reads
   ``GET {base}/api/tags`` when asked (bounded by the idle timeout; a failure is
-  an ``LlmError``: ``TRANSPORT``, ``TIMEOUT`` or the HTTP status's code).
+  an ``LlmError``: ``TRANSPORT``, ``TIMEOUT`` or the HTTP status's code). Only
+  an entry listed with ``image`` input advertises it (server models: text).
 - ``stream`` is a generator: at the first ``next()`` the body is built and
-  checked (refusals before any I/O: images, an unknown effort, a forced tool
-  call, a result for an unknown call, a bad ``keep_alive``), then one
-  ``POST {base}/api/chat`` with ``stream: true`` and the configured
-  ``keep_alive``.
+  checked (refusals before any I/O: images for a model not listed with
+  ``image`` or without ``attachments``, an unknown effort, a forced tool call,
+  a result for an unknown call, a bad ``keep_alive``, an ``extra_headers``
+  name the adapter sets), then one ``POST {base}/api/chat`` with
+  ``stream: true``, the configured ``keep_alive``, ``response_format`` as
+  ``format`` and ``extra_body`` merged last.
 - **Stream**: ``NdjsonDecoder`` lines into ``OllamaTranslator`` (strict order,
   whole calls, counts only on the ``done`` line, absent counts ``None``). A body
   cut before ``done: true`` is ``STREAM_CLOSED``; HTTP errors are classified by
@@ -57,10 +60,11 @@ from dsh_llm.adapters.common import (
     api_root_url,
     catalog_entry,
     config_from_options,
-    refuse_unhonoured_extras,
+    offered_modalities,
     resolved_model_info,
     retry_policy_field,
 )
+from dsh_llm.adapters.request_extras import check_image_input, request_headers
 from dsh_llm.config import (
     check_bool,
     check_optional_timeout,
@@ -130,6 +134,17 @@ def _optional_positive_int(
         raise field_error(inst, attribute.name, "must be a positive integer")
 
 
+def _modality_tuple(value: Any) -> Any:
+    return tuple(value) if isinstance(value, list | tuple) else value
+
+
+def _check_modalities(
+    inst: object, attribute: attrs.Attribute[Any], value: Any
+) -> None:
+    if value not in (("text",), ("text", "image")):
+        raise field_error(inst, attribute.name, 'must be ["text"] or ["text", "image"]')
+
+
 @attrs.frozen(kw_only=True)
 class OllamaModel:
     """One advertised model (config key ``models[]``)."""
@@ -148,8 +163,13 @@ class OllamaModel:
     """The context window, when known."""
     max_tokens: int | None = attrs.field(default=None, validator=_optional_positive_int)
     """Sent as ``num_predict`` when a request has no cap (``None``: the model's)."""
-    input_modalities: tuple[str, ...] = ("text",)
-    """Accepted inputs; the adapter sends text only for now."""
+    input_modalities: tuple[str, ...] = attrs.field(
+        default=("text",), converter=_modality_tuple, validator=_check_modalities
+    )
+    """Accepted inputs (config key ``inputModalities``): ``("text",)`` or
+    ``("text", "image")``. With ``image``, images are sent as ``images``
+    read from ``adapter.attachments``; a text-only model refuses them
+    (``UNSUPPORTED_CONTENT``)."""
 
 
 def _models(value: Any) -> Any:
@@ -349,13 +369,16 @@ class OllamaAdapter(ConfiguredAdapter[OllamaConfig]):
                     id=entry.id,
                     name=entry.name or entry.id,
                     description=entry.description,
-                    input_modalities=entry.input_modalities,
+                    input_modalities=offered_modalities(entry, image_input=True),
                 )
                 for entry in snapshot.models
             )
         names = self._server_models(snapshot)
+        # Text only: the adapter refuses images for a model not in the catalog.
         return tuple(
-            LlmModelInfo(provider=provider, id=name, name=name, input_modalities=None)
+            LlmModelInfo(
+                provider=provider, id=name, name=name, input_modalities=("text",)
+            )
             for name in names
         )
 
@@ -407,21 +430,34 @@ class OllamaAdapter(ConfiguredAdapter[OllamaConfig]):
     def _stream(
         self, options: GenerateOptions, snapshot: OllamaConfig
     ) -> Iterator[StreamChunk]:
-        refuse_unhonoured_extras(options, provider=DISPLAY_NAME)
         if options.reasoning_effort is None and snapshot.reasoning_effort is not None:
             options = attrs.evolve(options, reasoning_effort=snapshot.reasoning_effort)
         entry = snapshot.model(options.model)
+        check_image_input(
+            options,
+            provider=PROVIDER,
+            modalities=entry.input_modalities if entry else None,
+            store=self.attachments,
+        )
         body = build_chat_request(
             options,
             keep_alive=snapshot.keep_alive,
             max_tokens=entry.max_tokens if entry else None,
+            attachments=self.attachments,
+        )
+        auth = self._auth(snapshot)
+        headers = request_headers(
+            stream_headers(accept=NDJSON_TYPE),
+            options,
+            provider=PROVIDER,
+            taken=("authorization",) if isinstance(auth, BearerAuth) else (),
         )
         call = StreamingCall(
             self._session,
             url=self._base_url + _CHAT_PATH,
             body=encode_body(body, provider=PROVIDER),
-            headers=stream_headers(accept=NDJSON_TYPE),
-            auth=self._auth(snapshot),
+            headers=headers,
+            auth=auth,
             provider=PROVIDER,
             endpoint=self._base_url,
             signal=options.signal,

@@ -3,9 +3,11 @@
 Pure: ``GenerateOptions`` in, a JSON-ready body out. Contracts callers may rely
 on:
 
-- Key order: ``model``, ``messages``, ``stream`` (always ``true``), ``tools``,
-  ``think``, ``options`` (``temperature``, ``num_predict``, ``stop``),
-  ``keep_alive``; an optional field is omitted, never ``null``.
+- Key order: ``model``, ``messages``, ``stream`` (always ``true``),
+  ``format`` (``response_format``'s schema: Ollama constrains the output to
+  it, so strict or not), ``tools``, ``think``, ``options`` (``temperature``,
+  ``num_predict``, ``stop``), ``keep_alive``; ``extra_body`` is merged last
+  (its keys win); an optional field is omitted, never ``null``.
 - ``messages``: the system prompt first (role ``system``), then each message in
   order. A ``system`` message keeps its place. An assistant turn is one
   message with ``content`` (the joined text, ``""`` when none), ``thinking``
@@ -15,10 +17,15 @@ on:
   ``tool_name`` (the answered call's name) and ``tool_call_id``; results come
   before the user text of their message. Blocks a message cannot carry
   (reasoning or calls in a user message) are skipped.
+- Images go as ``images`` (base64, in block order) beside the joined text of
+  a user message or of a tool result's ``tool`` message, read from
+  ``attachments`` (``MISSING_ATTACHMENT`` when absent); the wire does not
+  interleave them with the text.
 - ``think`` from the effort (``EFFORT_THINK``): ``off`` ``false``, ``on``
   ``true``, ``low``/``medium``/``high``/``max`` that level (GPT-OSS takes only
   the levels); no effort sends no ``think`` (the model's default).
-- Refused before any I/O: any image (``UNSUPPORTED_CONTENT``), another effort
+- Refused before any I/O: an image in a system or assistant message or
+  nested in a result inside a result (``UNSUPPORTED_CONTENT``), another effort
   (``UNSUPPORTED_REASONING_EFFORT``), ``tool_choice`` ``required`` or a tool
   name (``UNSUPPORTED_OPTION``: Ollama cannot force a call), a result for an
   unknown call or call arguments that are not a JSON object
@@ -32,6 +39,11 @@ from __future__ import annotations
 import math
 from typing import Any, Final
 
+from dsh_llm.adapters.request_extras import (
+    AttachmentReader,
+    image_data,
+    merge_extra_body,
+)
 from dsh_llm.adapters.tool_history import (
     answered_call,
     arguments_object,
@@ -40,7 +52,9 @@ from dsh_llm.adapters.tool_history import (
 )
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import (
+    ContentBlock,
     GenerateOptions,
+    ImageBlock,
     Message,
     ReasoningBlock,
     ToolCallBlock,
@@ -69,10 +83,28 @@ KeepAlive = str | int | float
 negative number keeps the model loaded, ``0`` unloads it at once)."""
 
 
+def _image_misplaced(message: Message) -> bool:
+    """Whether ``message`` holds an image the wire cannot carry: in a system
+    message (Ollama's renderers reject them), an assistant turn, or a result
+    nested inside a tool result."""
+    if message.role != "user":
+        return content_has_image(message.content)
+    return any(
+        isinstance(block, ToolResultBlock)
+        and any(
+            isinstance(inner, ToolResultBlock) and content_has_image(inner.content)
+            for inner in block.content
+        )
+        for block in message.content
+    )
+
+
 def _refuse(options: GenerateOptions) -> None:
-    if any(content_has_image(message.content) for message in options.messages):
+    if any(_image_misplaced(message) for message in options.messages):
         raise LlmError(
-            "The Ollama adapter does not support image content yet; send text only.",
+            "The Ollama adapter sends images in user messages and tool results "
+            "only (not in system or assistant messages, nor in a result nested "
+            "in a tool result).",
             ErrorCode.UNSUPPORTED_CONTENT,
         )
     effort = options.reasoning_effort
@@ -124,22 +156,44 @@ def _assistant(message: Message) -> dict[str, Any]:
     return wire
 
 
-def _user(message: Message, calls: dict[str, ToolCallBlock]) -> list[dict[str, Any]]:
+def _with_images(
+    wire: dict[str, Any],
+    blocks: tuple[ContentBlock, ...],
+    attachments: AttachmentReader | None,
+) -> dict[str, Any]:
+    """``wire`` with ``images`` (base64, in block order) when ``blocks`` hold
+    any at their top level."""
+    images = [
+        image_data(block, attachments, provider=PROVIDER)[1]
+        for block in blocks
+        if isinstance(block, ImageBlock)
+    ]
+    if images:
+        wire["images"] = images
+    return wire
+
+
+def _user(
+    message: Message,
+    calls: dict[str, ToolCallBlock],
+    attachments: AttachmentReader | None,
+) -> list[dict[str, Any]]:
     replies = []
     for block in message.content:
         if isinstance(block, ToolResultBlock):
             call = answered_call(calls, block, provider=PROVIDER)
+            reply = {"role": "tool", "content": text_of(block.content)}
             replies.append(
-                {
-                    "role": "tool",
-                    "content": text_of(block.content),
-                    "tool_name": call.name,
-                    "tool_call_id": block.tool_call_id,
-                }
+                _with_images(reply, block.content, attachments)
+                | {"tool_name": call.name, "tool_call_id": block.tool_call_id}
             )
-    text = text_of(message.content)
-    if text or not replies:
-        replies.append({"role": message.role, "content": text})
+    user = _with_images(
+        {"role": message.role, "content": text_of(message.content)},
+        message.content,
+        attachments,
+    )
+    if user["content"] or "images" in user or not replies:
+        replies.append(user)
     return replies
 
 
@@ -148,6 +202,7 @@ def build_chat_request(
     *,
     keep_alive: KeepAlive | None = None,
     max_tokens: int | None = None,
+    attachments: AttachmentReader | None = None,
 ) -> dict[str, Any]:
     """The ``/api/chat`` body for ``options`` (see the module docstring).
 
@@ -157,11 +212,14 @@ def build_chat_request(
             (an adapter option); ``None`` omits it (the server's default).
         max_tokens: The ``num_predict`` to send when ``options.max_tokens`` is
             ``None``; ``None`` omits it.
+        attachments: Where image bytes are read (``None``: an image raises
+            ``MISSING_ATTACHMENT``). Whether the model takes images is the
+            adapter's check, made before this is called.
 
     Raises:
         LlmError: ``UNSUPPORTED_CONTENT``, ``UNSUPPORTED_REASONING_EFFORT``,
-            ``UNSUPPORTED_OPTION`` or ``INVALID_REQUEST`` (see the module
-            docstring).
+            ``UNSUPPORTED_OPTION``, ``INVALID_REQUEST`` or
+            ``MISSING_ATTACHMENT`` (see the module docstring).
     """
     _refuse(options)
     calls: dict[str, ToolCallBlock] = {}
@@ -175,12 +233,14 @@ def build_chat_request(
         elif message.role == "system":
             messages.append({"role": "system", "content": text_of(message.content)})
         else:
-            messages.extend(_user(message, calls))
+            messages.extend(_user(message, calls, attachments))
     body: dict[str, Any] = {
         "model": options.model,
         "messages": messages,
         "stream": True,
     }
+    if options.response_format is not None:
+        body["format"] = options.response_format.schema
     if options.tools and options.tool_choice != "none":
         body["tools"] = [
             {
@@ -207,4 +267,4 @@ def build_chat_request(
         body["options"] = sampling
     if keep_alive is not None:
         body["keep_alive"] = _keep_alive(keep_alive)
-    return body
+    return merge_extra_body(body, options)

@@ -234,6 +234,8 @@ def test_construction_does_no_io_and_list_models_reads_api_tags(server):
         )
         models = adapter.list_models(PROVIDER_ROUTE)
     assert [m.id for m in models] == ["qwen3:8b", "llama3.2:latest"]
+    # Text only: images go only to models the catalog lists with image input.
+    assert {m.input_modalities for m in models} == {("text",)}
     (request,) = server.requests
     assert (request.method, request.path) == ("GET", "/api/tags")
 

@@ -215,7 +215,11 @@ IMAGE = ImageBlock(
 @pytest.mark.parametrize(
     ("fields", "code"),
     [
-        ({"messages": (create_user_message([IMAGE]),)}, ErrorCode.UNSUPPORTED_CONTENT),
+        ({"messages": (create_user_message([IMAGE]),)}, ErrorCode.MISSING_ATTACHMENT),
+        (
+            {"messages": (create_message("system", [IMAGE], UserSource()),)},
+            ErrorCode.UNSUPPORTED_CONTENT,
+        ),
         ({"reasoning_effort": "minimal"}, ErrorCode.UNSUPPORTED_REASONING_EFFORT),
         (
             {"tools": (WEATHER,), "tool_choice": "required"},
