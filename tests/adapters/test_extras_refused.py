@@ -9,7 +9,6 @@ import pytest
 
 from dsh_llm.adapters.anthropic import AnthropicAdapter
 from dsh_llm.adapters.gemini import GeminiAdapter
-from dsh_llm.adapters.ollama import OllamaAdapter
 from dsh_llm.adapters.openai_responses import OpenAIResponsesAdapter
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import GenerateOptions, ResponseFormat
@@ -22,7 +21,6 @@ ADAPTERS: dict[str, Any] = {
     "gemini": lambda url: GeminiAdapter(
         base_url=url, environ={"GEMINI_API_KEY": "g-test"}
     ),
-    "ollama": lambda url: OllamaAdapter(url),
     "responses": lambda url: OpenAIResponsesAdapter(f"{url}/v1", server="vllm"),
 }
 FIELDS: dict[str, dict[str, Any]] = {
