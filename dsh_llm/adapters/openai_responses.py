@@ -19,17 +19,12 @@ Contracts callers may rely on:
   ``api_key`` (checked at construction) or ``api_key_env`` (read at each
   request; unset raises ``MISSING_CREDENTIAL``), never both. Sent as
   ``authorization: Bearer``; never in a message or ``repr``.
-- **Per call, before any I/O**: images for a model the catalog does not list
-  with ``inputModalities: [text, image]`` (``UNSUPPORTED_CONTENT``) or without
-  ``adapter.attachments`` (``MISSING_ATTACHMENT``); the request builder's
-  refusals (``stop``, a ``tool_choice`` the server ignores, an effort the
-  profile does not list, an image the wire cannot carry); the key; then
-  ``extra_headers`` (naming a header the adapter sets is
-  ``UNSUPPORTED_OPTION``). Without ``max_tokens`` the catalog entry's
-  ``maxTokens`` is sent, else none. ``response_format`` goes as
-  ``text.format``; ``extra_body`` is merged last. The body is stateless
-  (``store: false``); reasoning comes back through the finish's
-  ``ReplayEnvelope`` to this adapter only.
+- **Per call, before any I/O**: images (only for a catalog entry listing
+  ``image``, read from ``adapter.attachments``), the request builder's
+  refusals, the key, then ``extra_headers`` (one the adapter sets is
+  ``UNSUPPORTED_OPTION``). ``response_format`` is ``text.format``,
+  ``extra_body`` is merged last; the body is stateless (``store: false``) and
+  reasoning comes back through the finish's ``ReplayEnvelope``.
 - **Stream**: ``ResponsesTranslator`` (strict order, keyed by ``item_id``);
   EOF before a terminal event is ``STREAM_CLOSED``; a ``[DONE]`` after it is
   accepted. HTTP failures are classified by ``dsh_llm.transport.http_errors``.
