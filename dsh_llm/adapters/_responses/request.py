@@ -2,10 +2,10 @@
 
 - ``build_responses_request`` is pure and checks before it builds: ``stop``, a
   forced ``tool_choice`` on a server that ignores it (``UNSUPPORTED_OPTION``),
-  an effort the profile does not list, an image where the wire has no place
-  for it (``UNSUPPORTED_CONTENT``) or whose bytes are missing
-  (``MISSING_ATTACHMENT``). Whether the model takes images at all is the
-  adapter's check (its catalog), made before.
+  an effort the profile does not list; while building, an image where the
+  wire has no place for it (``UNSUPPORTED_CONTENT``) or whose bytes are
+  missing (``MISSING_ATTACHMENT``). Whether the model takes images at all is
+  the adapter's check (its catalog), made before.
 - A fixed key order; ``store: false`` (stateless) and
   ``include: ["reasoning.encrypted_content"]``; optional fields omitted;
   ``extra_body`` merged last (a ``text`` mapping there is merged into ours).
