@@ -19,11 +19,12 @@ Contracts callers may rely on:
   ``api_key`` (checked at construction) or ``api_key_env`` (read at each
   request; unset raises ``MISSING_CREDENTIAL``), never both. Sent as
   ``authorization: Bearer``; never in a message or ``repr``.
-- **Per call, before any I/O**: the request builder's refusals (images, ``stop``,
-  a ``tool_choice`` the server ignores, an effort the profile does not list),
-  then the key. Without ``max_tokens`` the catalog entry's ``maxTokens`` is sent,
-  else none. The body is stateless (``store: false``); reasoning comes back
-  through the finish's ``ReplayEnvelope`` to this adapter only.
+- **Per call, before any I/O**: images (only for a catalog entry listing
+  ``image``, read from ``adapter.attachments``), the request builder's
+  refusals, the key, then ``extra_headers`` (one the adapter sets is
+  ``UNSUPPORTED_OPTION``). ``response_format`` is ``text.format``,
+  ``extra_body`` is merged last; the body is stateless (``store: false``) and
+  reasoning comes back through the finish's ``ReplayEnvelope``.
 - **Stream**: ``ResponsesTranslator`` (strict order, keyed by ``item_id``);
   EOF before a terminal event is ``STREAM_CLOSED``; a ``[DONE]`` after it is
   accepted. HTTP failures are classified by ``dsh_llm.transport.http_errors``.
@@ -58,10 +59,10 @@ from dsh_llm.adapters.common import (
     config_from_options,
     endpoint_url,
     model_catalog,
-    refuse_unhonoured_extras,
     resolved_model_info,
     retry_policy_field,
 )
+from dsh_llm.adapters.request_extras import check_image_input, request_headers
 from dsh_llm.config import (
     RAW_METADATA,
     check_bool,
@@ -87,6 +88,7 @@ from dsh_llm.transport.session import (
 from dsh_llm.transport.sse import SseDecoder
 
 __all__ = [
+    "AUTHORIZATION",
     "DEFAULT_BASE_URL",
     "DEFAULT_KEEPALIVE_TIMEOUT_MS",
     "DEFAULT_STREAM_IDLE_TIMEOUT_MS",
@@ -103,6 +105,9 @@ PACKAGE: Final = "llm-openai-responses"
 """The package name that prefixes configuration and credential messages."""
 DEFAULT_BASE_URL: Final = "https://api.openai.com/v1"
 """The API root when none is given."""
+AUTHORIZATION: Final = "authorization"
+"""The key's header (``Bearer``), which ``extra_headers`` may not set when a
+key is sent."""
 RESPONSES_PATH: Final = "/responses"
 """Appended to the API root to reach the endpoint."""
 SERVERS: Final = tuple(PROFILES)
@@ -134,6 +139,17 @@ def _check_optional_str(
         raise field_error(inst, attribute.name, "must be a string")
 
 
+def _check_modalities(
+    inst: object, attribute: attrs.Attribute[Any], value: Any
+) -> None:
+    if value not in (("text",), ("text", "image")):
+        raise field_error(inst, attribute.name, 'must be ["text"] or ["text", "image"]')
+
+
+def _modality_tuple(value: Any) -> Any:
+    return tuple(value) if isinstance(value, list | tuple) else value
+
+
 @attrs.frozen(kw_only=True)
 class OpenAIResponsesModel:
     """One advertised model (config key ``models[]``), checked on construction."""
@@ -156,11 +172,13 @@ class OpenAIResponsesModel:
         default=None, validator=attrs.validators.optional(check_safe_positive_int)
     )
     """Its output cap, sent as ``max_output_tokens`` when a request names none."""
-
-    @property
-    def input_modalities(self) -> tuple[str, ...]:
-        """``("text",)``: an image raises ``UNSUPPORTED_CONTENT``."""
-        return ("text",)
+    input_modalities: tuple[str, ...] = attrs.field(
+        default=("text",), converter=_modality_tuple, validator=_check_modalities
+    )
+    """Accepted inputs (config key ``inputModalities``): ``("text",)`` or
+    ``("text", "image")``. With ``image``, images are sent as ``input_image``
+    data URLs read from ``adapter.attachments``; a text-only model refuses them
+    (``UNSUPPORTED_CONTENT``)."""
 
 
 def _catalog(models: object) -> tuple[OpenAIResponsesModel, ...]:
@@ -292,8 +310,8 @@ class OpenAIResponsesAdapter(ConfiguredAdapter[OpenAIResponsesConfig]):
     def _model_info(
         self, snapshot: OpenAIResponsesConfig, provider: str, model: str
     ) -> LlmResolvedModelInfo:
-        # The catalog entry's context window and cap (unknown when not
-        # configured), text input, the profile's efforts.
+        # The catalog entry's context window, cap and inputs (unknown, text
+        # only when not configured), the profile's efforts.
         entry = catalog_entry(snapshot.models, model)
         return resolved_model_info(
             provider,
@@ -316,19 +334,31 @@ class OpenAIResponsesAdapter(ConfiguredAdapter[OpenAIResponsesConfig]):
     ) -> Iterator[StreamChunk]:
         config = snapshot
         profile = self._profile
-        refuse_unhonoured_extras(options, provider=profile.provider)
         entry = catalog_entry(config.models, options.model)
+        check_image_input(
+            options,
+            provider=profile.provider,
+            modalities=entry.input_modalities if entry else None,
+            store=self.attachments,
+        )
         body = build_responses_request(
             options,
             profile=profile,
             max_output_tokens=entry.max_tokens if entry else None,
+            attachments=self.attachments,
         )
         key = self._request_key(config.api_key_env, route=options.provider)
+        headers = request_headers(
+            self._headers,
+            options,
+            provider=profile.provider,
+            taken=() if key is None else (AUTHORIZATION,),
+        )
         call = StreamingCall(
             self._session,
             url=self._url,
             body=encode_body(body, provider=profile.provider),
-            headers=self._headers,
+            headers=headers,
             auth=NoAuth() if key is None else BearerAuth(key),
             provider=profile.provider,
             endpoint=config.base_url,

@@ -6,10 +6,11 @@ Contracts callers may rely on:
   (``openai``, ``vllm``, ``ollama``, ``lmstudio``, ``openrouter``), keyed by
   ``ResponsesProfile.server``.
 - Only what changes the request or the meaning of a reported value is a switch
-  (accepted reasoning efforts, ``tool_choice`` support, zeros that mean
-  "unknown"). Every stream quirk (items out of order, repeated first argument
-  fragments, missing ``output_item.done``...) is absorbed for every server by
-  the translator, since reading one server's quirk is harmless on another.
+  (accepted reasoning efforts, ``tool_choice`` support, images in tool
+  results, zeros that mean "unknown"). Every stream quirk (items out of
+  order, repeated first argument fragments, missing ``output_item.done``...)
+  is absorbed for every server by the translator, since reading one server's
+  quirk is harmless on another.
 - ``guess_server(base_url)`` is pure and total: OpenRouter's and OpenAI's hosts,
   then the default local ports (Ollama 11434, LM Studio 1234, vLLM 8000), else
   ``openai``. ``profile_for(server)`` raises ``ValueError`` for an unknown name.
@@ -53,13 +54,22 @@ class ResponsesProfile:
     tool_choice: bool = True
     """Whether the server honours ``tool_choice``; when not, a choice other
     than ``auto`` is refused with ``UNSUPPORTED_OPTION``."""
+    tool_result_images: bool = False
+    """Whether the server reads a ``function_call_output`` whose ``output`` is
+    a list of ``input_text``/``input_image`` parts; when not, an image in a
+    tool result is refused with ``UNSUPPORTED_CONTENT``."""
     zero_means_unknown: bool = False
     """The server writes 0 for counts it does not track (Ollama: input on a
     KV-cache hit, cached and reasoning tokens always): a 0 there is ``None``."""
 
 
 OPENAI: Final = ResponsesProfile(
-    server="openai", provider="OpenAI (Responses API)", reasoning_efforts=OPENAI_EFFORTS
+    server="openai",
+    provider="OpenAI (Responses API)",
+    reasoning_efforts=OPENAI_EFFORTS,
+    # The 2026 types let a function_call_output's output be a list of
+    # input_text / input_image / input_file parts.
+    tool_result_images=True,
 )
 VLLM: Final = ResponsesProfile(
     server="vllm",
@@ -76,6 +86,9 @@ OLLAMA: Final = ResponsesProfile(
     # Ollama reads no tool_choice on this endpoint (openai/responses.go), so a
     # forced choice is refused rather than silently ignored.
     tool_choice=False,
+    # Ollama reads a list output's images like a user message's
+    # (openai/responses.go); vLLM, LM Studio and OpenRouter are not known to.
+    tool_result_images=True,
     zero_means_unknown=True,
 )
 LMSTUDIO: Final = ResponsesProfile(

@@ -1,13 +1,18 @@
 """The Responses API request: ``GenerateOptions`` to a ``POST /v1/responses`` body.
 
-- ``build_responses_request`` is pure and checks before it builds: images
-  (``UNSUPPORTED_CONTENT``), ``stop``, a forced ``tool_choice`` on a server that
-  ignores it (``UNSUPPORTED_OPTION``), an effort the profile does not list.
+- ``build_responses_request`` is pure and checks before it builds: ``stop``, a
+  forced ``tool_choice`` on a server that ignores it (``UNSUPPORTED_OPTION``),
+  an effort the profile does not list; while building, an image where the
+  wire has no place for it (``UNSUPPORTED_CONTENT``) or whose bytes are
+  missing (``MISSING_ATTACHMENT``). Whether the model takes images at all is
+  the adapter's check (its catalog), made before.
 - A fixed key order; ``store: false`` (stateless) and
-  ``include: ["reasoning.encrypted_content"]``; optional fields omitted.
-- ``input`` follows the conversation (``input_text``/``output_text`` parts,
-  ``function_call`` and ``function_call_output`` items); tools are flat, sent
-  with ``strict: false``.
+  ``include: ["reasoning.encrypted_content"]``; optional fields omitted;
+  ``extra_body`` merged last (a ``text`` mapping there is merged into ours).
+- ``input`` follows the conversation (``input_text``/``input_image`` parts in
+  block order, ``output_text`` parts, ``function_call`` and
+  ``function_call_output`` items); tools are flat, sent with ``strict: false``;
+  ``response_format`` is ``text.format`` (``json_schema``).
 - Replay: this family's reasoning items go back, exactly as ``output_item.done``
   gave them, before the items they preceded.
 - Point by point: ``docs/openai-responses.md``.
@@ -15,15 +20,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
 from dsh_llm.adapters._responses.profiles import ResponsesProfile
+from dsh_llm.adapters.request_extras import (
+    AttachmentReader,
+    image_data,
+    merge_extra_body,
+)
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import (
     TOOL_CHOICE_KEYWORDS,
     ContentBlock,
     GenerateOptions,
+    ImageBlock,
     Message,
     ModelSource,
     ReasoningBlock,
@@ -34,6 +45,7 @@ from dsh_llm.protocol import (
 )
 
 __all__ = [
+    "IMAGE_DETAIL",
     "INCLUDE",
     "NO_OUTPUT",
     "REPLAY_WIRE",
@@ -46,6 +58,8 @@ NO_OUTPUT: Final = "(no output)"
 """The output sent for a tool result without text (the wire needs some)."""
 INCLUDE: Final = ("reasoning.encrypted_content",)
 """What every request asks to be included, so reasoning can be passed back."""
+IMAGE_DETAIL: Final = "auto"
+"""The ``detail`` of every ``input_image`` part (Ollama requires the field)."""
 REPLAY_WIRE: Final = "openai-responses"
 """The ``wire`` of this family's ``ReplayEnvelope.response``; an envelope with
 any other value is not read."""
@@ -56,6 +70,7 @@ def build_responses_request(
     *,
     profile: ResponsesProfile,
     max_output_tokens: int | None = None,
+    attachments: AttachmentReader | None = None,
 ) -> dict[str, Any]:
     """The request body for ``options`` (see the module docstring).
 
@@ -64,16 +79,20 @@ def build_responses_request(
         profile: The server's profile.
         max_output_tokens: The cap to send when ``options.max_tokens`` is
             ``None`` (a catalog default), or ``None`` for the server's default.
+        attachments: Where image bytes are read.
 
     Raises:
-        LlmError: ``UNSUPPORTED_CONTENT``, ``UNSUPPORTED_OPTION`` or
-            ``UNSUPPORTED_REASONING_EFFORT`` (see the module docstring).
+        LlmError: ``UNSUPPORTED_OPTION``, ``UNSUPPORTED_REASONING_EFFORT``,
+            ``UNSUPPORTED_CONTENT`` or ``MISSING_ATTACHMENT`` (see the module
+            docstring).
     """
     _refuse(options, profile)
     body: dict[str, Any] = {"model": options.model}
     if options.system is not None:
         body["instructions"] = options.system
-    body["input"] = build_input(options.messages)
+    body["input"] = build_input(
+        options.messages, profile=profile, attachments=attachments
+    )
     if options.tools:
         body["tools"] = [
             {
@@ -99,6 +118,16 @@ def build_responses_request(
             if effort == "none"
             else {"effort": effort, "summary": "auto"}
         )
+    wanted = options.response_format
+    if wanted is not None:
+        body["text"] = {
+            "format": {
+                "type": "json_schema",
+                "name": wanted.name,
+                "schema": wanted.schema,
+                "strict": wanted.strict,
+            }
+        }
     cap = options.max_tokens if options.max_tokens is not None else max_output_tokens
     if cap is not None:
         body["max_output_tokens"] = cap
@@ -107,16 +136,23 @@ def build_responses_request(
     body["store"] = False
     body["include"] = list(INCLUDE)
     body["stream"] = True
+    return _merge_extra(body, options)
+
+
+def _merge_extra(body: dict[str, Any], options: GenerateOptions) -> dict[str, Any]:
+    """``extra_body`` merged last; a ``text`` mapping there is merged into the
+    adapter's (its keys win), so ``{"text": {"verbosity": "low"}}`` keeps the
+    ``response_format``."""
+    own = body.get("text")
+    merge_extra_body(body, options)
+    theirs = body.get("text")
+    if own is not None and theirs is not own and isinstance(theirs, Mapping):
+        body["text"] = {**own, **theirs}
     return body
 
 
 def _refuse(options: GenerateOptions, profile: ResponsesProfile) -> None:
     provider = profile.provider
-    if any(content_has_image(message.content) for message in options.messages):
-        raise LlmError(
-            f"The {provider} adapter does not support image content.",
-            ErrorCode.UNSUPPORTED_CONTENT,
-        )
     if options.stop is not None:
         raise LlmError(
             f"The {provider} adapter cannot honour stop sequences: the Responses "
@@ -145,14 +181,32 @@ def _refuse(options: GenerateOptions, profile: ResponsesProfile) -> None:
         )
 
 
-def build_input(messages: Iterable[Message]) -> list[dict[str, Any]]:
-    """The ``input`` items for ``messages`` (see the module docstring)."""
+def build_input(
+    messages: Iterable[Message],
+    *,
+    profile: ResponsesProfile,
+    attachments: AttachmentReader | None = None,
+) -> list[dict[str, Any]]:
+    """The ``input`` items for ``messages`` (see the module docstring).
+
+    Raises:
+        LlmError: ``UNSUPPORTED_CONTENT`` for an image in an assistant turn, in
+            a tool result on a profile without ``tool_result_images``, or
+            nested in a tool result's own results; ``MISSING_ATTACHMENT`` when
+            ``attachments`` lacks an image's bytes.
+    """
     items: list[dict[str, Any]] = []
     for message in messages:
         if message.role == "assistant":
+            if content_has_image(message.content):
+                raise LlmError(
+                    f"The {profile.provider} adapter sends images in user "
+                    "messages and tool results only, not in assistant turns",
+                    ErrorCode.UNSUPPORTED_CONTENT,
+                )
             items.extend(_assistant_items(message))
         else:
-            items.extend(_user_items(message))
+            items.extend(_user_items(message, profile, attachments))
     return items
 
 
@@ -160,21 +214,76 @@ def _text_of(blocks: Iterable[ContentBlock]) -> str:
     return "".join(block.text for block in blocks if isinstance(block, TextBlock))
 
 
-def _user_items(message: Message) -> list[dict[str, Any]]:
+def _image_part(
+    block: ImageBlock, attachments: AttachmentReader | None, provider: str
+) -> dict[str, Any]:
+    media_type, data = image_data(block, attachments, provider=provider)
+    return {
+        "type": "input_image",
+        "image_url": f"data:{media_type};base64,{data}",
+        "detail": IMAGE_DETAIL,
+    }
+
+
+def _parts(
+    blocks: Iterable[ContentBlock],
+    attachments: AttachmentReader | None,
+    provider: str,
+) -> list[dict[str, Any]]:
+    """The non-empty text and the images of ``blocks`` as input parts, in
+    block order."""
+    parts: list[dict[str, Any]] = []
+    for block in blocks:
+        if isinstance(block, TextBlock) and block.text:
+            parts.append({"type": "input_text", "text": block.text})
+        elif isinstance(block, ImageBlock):
+            parts.append(_image_part(block, attachments, provider))
+    return parts
+
+
+def _tool_output(
+    block: ToolResultBlock,
+    profile: ResponsesProfile,
+    attachments: AttachmentReader | None,
+) -> str | list[dict[str, Any]]:
+    """A result's ``output``: its text, or its parts when it holds images."""
+    if not content_has_image(block.content):
+        return _text_of(block.content) or NO_OUTPUT
+    provider = profile.provider
+    if not profile.tool_result_images:
+        raise LlmError(
+            f"The {provider} adapter cannot send an image in a tool result: the "
+            "server is not known to read image parts in function_call_output; "
+            "send the image in a user message instead",
+            ErrorCode.UNSUPPORTED_CONTENT,
+        )
+    if any(
+        isinstance(inner, ToolResultBlock) and content_has_image(inner.content)
+        for inner in block.content
+    ):
+        raise LlmError(
+            f"The {provider} adapter cannot send an image nested in a tool "
+            "result's own results; put it in the result's content directly",
+            ErrorCode.UNSUPPORTED_CONTENT,
+        )
+    return _parts(block.content, attachments, provider)
+
+
+def _user_items(
+    message: Message,
+    profile: ResponsesProfile,
+    attachments: AttachmentReader | None,
+) -> list[dict[str, Any]]:
     items: list[dict[str, Any]] = [
         {
             "type": "function_call_output",
             "call_id": block.tool_call_id,
-            "output": _text_of(block.content) or NO_OUTPUT,
+            "output": _tool_output(block, profile, attachments),
         }
         for block in message.content
         if isinstance(block, ToolResultBlock)
     ]
-    parts = [
-        {"type": "input_text", "text": block.text}
-        for block in message.content
-        if isinstance(block, TextBlock) and block.text
-    ]
+    parts = _parts(message.content, attachments, profile.provider)
     if parts or not items:
         parts = parts or [{"type": "input_text", "text": ""}]
         items.append({"type": "message", "role": message.role, "content": parts})

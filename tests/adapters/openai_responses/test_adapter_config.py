@@ -227,6 +227,10 @@ def test_an_explicit_server_wins_over_the_guess():
         ({"stream_idle_timeout_ms": 0}, "streamIdleTimeoutMs"),
         ({"models": ["a", "a"]}, "models[1].id"),
         ({"models": [{"id": "a", "contextWindow": -1}]}, "models[0].contextWindow"),
+        (
+            {"models": [{"id": "a", "inputModalities": ["image"]}]},
+            "models[0].inputModalities",
+        ),
         ({"retry_policy": {"mode": "sometimes"}}, "retryPolicy.mode"),
     ],
 )

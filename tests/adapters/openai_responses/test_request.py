@@ -144,10 +144,17 @@ def _image_message() -> Message:
     return create_user_message([TextBlock(text="look"), ImageBlock(attachment=ref)])
 
 
+@pytest.mark.parametrize("profile", [OPENAI, VLLM, OLLAMA])
+def test_an_image_without_its_bytes_is_a_missing_attachment(profile):
+    with pytest.raises(LlmError) as caught:
+        build_responses_request(_options(messages=(_image_message(),)), profile=profile)
+    assert caught.value.code == ErrorCode.MISSING_ATTACHMENT
+    assert "sha256:" + "a" * 64 in caught.value.message
+
+
 @pytest.mark.parametrize(
     ("fields", "profile", "code"),
     [
-        ({"messages": (_image_message(),)}, OPENAI, ErrorCode.UNSUPPORTED_CONTENT),
         ({"stop": ("END",)}, OPENAI, ErrorCode.UNSUPPORTED_OPTION),
         ({"stop": ("END",)}, VLLM, ErrorCode.UNSUPPORTED_OPTION),
         (
