@@ -3,7 +3,8 @@
 ``GenerateOptions.extra_body``, ``extra_headers`` and image blocks mean the same
 on every wire; only where they land differs. The rules live here, once:
 
-- ``merge_extra_body``: ``extra_body`` merged into a body last (unchecked).
+- ``merge_extra_body``: ``extra_body`` merged into a body last (unchecked; an
+  object merges into the adapter's object of the same key, one level deep).
 - ``request_headers``: ``extra_headers`` beside the adapter's own headers; a
   name the adapter or the transport sets is ``UNSUPPORTED_OPTION``, never
   silently replaced.
@@ -58,10 +59,21 @@ class AttachmentReader(Protocol):
 
 
 def merge_extra_body(body: dict[str, Any], options: GenerateOptions) -> dict[str, Any]:
-    """``body`` with ``options.extra_body`` merged in last (its keys win); the
-    same dict, returned for chaining."""
-    if options.extra_body:
-        body.update(options.extra_body)
+    """``body`` with ``options.extra_body`` merged in last, unchecked; the same
+    dict, returned for chaining.
+
+    Its keys win. A mapping given for a key whose value in ``body`` is also a
+    mapping is merged into it one level deep (its keys win there too), so
+    ``{"generationConfig": {"topK": 3}}`` adds to the adapter's
+    ``generationConfig`` instead of dropping the schema and limits it holds;
+    any other value replaces the adapter's.
+    """
+    for key, value in (options.extra_body or {}).items():
+        own = body.get(key)
+        if isinstance(own, Mapping) and isinstance(value, Mapping):
+            body[key] = {**own, **value}
+        else:
+            body[key] = value
     return body
 
 

@@ -132,3 +132,19 @@ def test_image_data_without_the_bytes_names_the_attachment(store):
         image_data(block, store, provider="P")
     assert caught.value.code == ErrorCode.MISSING_ATTACHMENT
     assert block.attachment.attachment_id in caught.value.message
+
+
+def test_an_extra_object_merges_into_the_adapters_object_one_level_deep():
+    options = GenerateOptions.from_prompt(
+        "m", "hi", extra_body={"config": {"topK": 3, "temperature": 0.1}}
+    )
+    body = {"config": {"temperature": 1.0, "schema": {"type": "object"}}}
+    assert merge_extra_body(body, options) == {
+        "config": {"temperature": 0.1, "schema": {"type": "object"}, "topK": 3}
+    }
+
+
+@pytest.mark.parametrize("value", ["json", ["a"], None, {"x": 1}])
+def test_an_extra_value_replaces_a_value_that_is_not_an_object(value):
+    options = GenerateOptions.from_prompt("m", "hi", extra_body={"format": value})
+    assert merge_extra_body({"format": [1]}, options) == {"format": value}

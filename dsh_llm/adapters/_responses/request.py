@@ -8,7 +8,7 @@
   the adapter's check (its catalog), made before.
 - A fixed key order; ``store: false`` (stateless) and
   ``include: ["reasoning.encrypted_content"]``; optional fields omitted;
-  ``extra_body`` merged last (a ``text`` mapping there is merged into ours).
+  ``extra_body`` merged last (``request_extras.merge_extra_body``).
 - ``input`` follows the conversation (``input_text``/``input_image`` parts in
   block order, ``output_text`` parts, ``function_call`` and
   ``function_call_output`` items); tools are flat, sent with ``strict: false``;
@@ -20,7 +20,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, Final
 
 from dsh_llm.adapters._responses.profiles import ResponsesProfile
@@ -136,19 +136,7 @@ def build_responses_request(
     body["store"] = False
     body["include"] = list(INCLUDE)
     body["stream"] = True
-    return _merge_extra(body, options)
-
-
-def _merge_extra(body: dict[str, Any], options: GenerateOptions) -> dict[str, Any]:
-    """``extra_body`` merged last; a ``text`` mapping there is merged into the
-    adapter's (its keys win), so ``{"text": {"verbosity": "low"}}`` keeps the
-    ``response_format``."""
-    own = body.get("text")
-    merge_extra_body(body, options)
-    theirs = body.get("text")
-    if own is not None and theirs is not own and isinstance(theirs, Mapping):
-        body["text"] = {**own, **theirs}
-    return body
+    return merge_extra_body(body, options)
 
 
 def _refuse(options: GenerateOptions, profile: ResponsesProfile) -> None:

@@ -150,7 +150,7 @@ def test_no_response_format_sends_no_format(mocked):
 # -- extra_body -----------------------------------------------------------------------
 
 
-def test_extra_body_is_merged_last_and_replaces_the_adapters_keys(mocked):
+def test_extra_body_is_merged_last_and_wins_over_the_adapters_keys(mocked):
     extra = {"options": {"top_k": 20}, "truncate": False, "format": "json"}
     options = _options(temperature=0, response_format=SCHEMA, extra_body=extra)
     request = _send(mocked, OllamaAdapter(), options)
@@ -159,8 +159,8 @@ def test_extra_body_is_merged_last_and_replaces_the_adapters_keys(mocked):
             "model": "llava",
             "messages": [{"role": "user", "content": "a city as JSON"}],
             "stream": True,
-            "format": "json",
-            "options": {"top_k": 20},
+            "format": "json",  # a string replaces the schema
+            "options": {"temperature": 0, "top_k": 20},  # an object merges
             "truncate": False,
         },
         separators=(",", ":"),
