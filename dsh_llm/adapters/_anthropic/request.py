@@ -1,6 +1,6 @@
 """The Anthropic Messages request: ``GenerateOptions`` to headers and a JSON body.
 
-Pure functions; every refusal is raised here, before any I/O.
+Pure functions; each refusal they make is raised before any I/O.
 
 - ``build_messages_request``: a fixed key order, optional fields omitted;
   ``system`` top-level; consecutive turns of one role merged, tool results first

@@ -214,6 +214,7 @@ def test_extra_headers_are_sent_lower_cased_beside_the_adapters(
         ),
     )
     request = mocked.calls[0].request
+    assert isinstance(request.body, bytes)
     headers = {name.lower(): value for name, value in request.headers.items()}
     # anthropic-beta is the caller's to set while no beta is configured.
     assert headers == {
