@@ -6,7 +6,7 @@ Contracts callers may rely on:
 
 - **Route and catalog.** One route, ``anthropic``, displayed as ``Anthropic``.
   The catalog is advisory (any model id is sent as is); by default it lists the
-  current Claude models (``_anthropic.catalog.CATALOG``), text input only.
+  current Claude models (``_anthropic.catalog.CATALOG``), text and image input.
   ``resolve_model`` needs no I/O: context window and default ``max_tokens``
   (entry, else ``default_context_window`` / ``max_tokens``) and the model's
   efforts (``catalog.thinking_profile``: budget or adaptive thinking).
@@ -19,10 +19,14 @@ Contracts callers may rely on:
   ``api_key_env`` (``ANTHROPIC_API_KEY``); missing raises ``MISSING_CREDENTIAL``
   naming it. The key travels in ``x-api-key`` (``ApiKeyAuth``), so an echo of it
   in an error is redacted; it never appears in a message or a ``repr``.
-- **Per call**, before any I/O: an image raises ``UNSUPPORTED_CONTENT``; then
-  the key; then the body (``_anthropic.request``), which may raise
-  ``UNSUPPORTED_REASONING_EFFORT``, ``UNSUPPORTED_OPTION`` or
-  ``INVALID_REQUEST``. Then one ``POST {base_url}/v1/messages``.
+- **Per call**, before any I/O: images need a model whose entry lists
+  ``image`` (else ``UNSUPPORTED_CONTENT``) and ``attachments`` (else
+  ``MISSING_ATTACHMENT``); ``extra_headers`` may not set the adapter's own
+  headers (``UNSUPPORTED_OPTION``); then the key; then the body
+  (``_anthropic.request``: ``response_format`` as ``output_config.format``,
+  ``extra_body`` merged last), which may raise ``UNSUPPORTED_REASONING_EFFORT``,
+  ``UNSUPPORTED_OPTION``, ``INVALID_REQUEST`` or ``MISSING_ATTACHMENT``. Then
+  one ``POST {base_url}/v1/messages``.
 - **Stream**: ``MessagesTranslator`` through the transport's read loop; a
   ``ping`` is a keep-alive. HTTP errors are classified by Anthropic's
   ``error.type`` (``_anthropic.errors.http_error``) with ``request-id`` and
@@ -45,7 +49,6 @@ from dsh_llm.adapters._anthropic.errors import http_error
 from dsh_llm.adapters._anthropic.request import (
     ANTHROPIC_VERSION,
     build_messages_request,
-    check_no_images,
     request_headers,
 )
 from dsh_llm.adapters._anthropic.translate import MessagesTranslator
@@ -56,10 +59,10 @@ from dsh_llm.adapters.common import (
     catalog_entry,
     config_from_options,
     encode_body,
-    refuse_unhonoured_extras,
     resolved_model_info,
     retry_policy_field,
 )
+from dsh_llm.adapters.request_extras import check_image_input
 from dsh_llm.config import (
     check_bool,
     check_non_empty_str,
@@ -148,11 +151,27 @@ def _check_optional_str(
         raise field_error(inst, attribute.name, "must be a string")
 
 
+def _check_modalities(
+    inst: object, attribute: attrs.Attribute[Any], value: Any
+) -> None:
+    if value not in (("text",), ("text", "image")):
+        raise field_error(inst, attribute.name, 'must be ["text"] or ["text", "image"]')
+
+
+def _modality_tuple(value: Any) -> Any:
+    return tuple(value) if isinstance(value, list | tuple) else value
+
+
+def _catalog_modalities(model: AnthropicModel) -> tuple[str, ...]:
+    entry = catalog.model_entry(model.id)
+    return ("text",) if entry is None else entry.input_modalities
+
+
 @attrs.frozen(kw_only=True)
 class AnthropicModel:
     """One advertised model (config key ``models[]``), checked on construction.
     How it thinks comes from the built-in catalog by id (budget thinking for an
-    id it does not know); its input is text only (images are refused)."""
+    id it does not know)."""
 
     config_error: ClassVar[type[AdapterConfigError]] = AnthropicConfigError
 
@@ -173,10 +192,16 @@ class AnthropicModel:
     )
     """``max_tokens`` sent when the request sets none (default: the config's)."""
 
-    @property
-    def input_modalities(self) -> tuple[str, ...]:
-        """``("text",)``: the adapter cannot send images yet."""
-        return ("text",)
+    input_modalities: tuple[str, ...] = attrs.field(
+        default=attrs.Factory(_catalog_modalities, takes_self=True),
+        converter=_modality_tuple,
+        validator=_check_modalities,
+    )
+    """Accepted inputs (config key ``inputModalities``): ``("text",)`` or
+    ``("text", "image")``; default the built-in catalog's for the id (text and
+    image for a Claude model), else ``("text",)``. With ``image``, images are
+    sent as ``image`` blocks read from ``adapter.attachments``; a text-only
+    model refuses them (``UNSUPPORTED_CONTENT``)."""
 
 
 DEFAULT_MODELS: Final = tuple(
@@ -185,6 +210,7 @@ DEFAULT_MODELS: Final = tuple(
         name=entry.name,
         context_window=entry.context_window,
         max_tokens=entry.default_max_tokens,
+        input_modalities=entry.input_modalities,
     )
     for entry in catalog.CATALOG
 )
@@ -429,25 +455,34 @@ class AnthropicAdapter(ConfiguredAdapter[AnthropicConfig]):
     def _stream(
         self, options: GenerateOptions, snapshot: AnthropicConfig
     ) -> Iterator[StreamChunk]:
-        refuse_unhonoured_extras(options, provider=DISPLAY_NAME)
-        check_no_images(options, provider=DISPLAY_NAME)
-        key = self._request_key(snapshot.api_key_env, route=PROVIDER_ROUTE)
         entry = snapshot.model(options.model)
+        check_image_input(
+            options,
+            provider=DISPLAY_NAME,
+            modalities=None if entry is None else entry.input_modalities,
+            store=self.attachments,
+        )
+        headers = request_headers(
+            options,
+            anthropic_version=snapshot.anthropic_version,
+            beta=snapshot.beta,
+            provider=DISPLAY_NAME,
+        )
+        key = self._request_key(snapshot.api_key_env, route=PROVIDER_ROUTE)
         body = build_messages_request(
             options,
             model_max_tokens=(entry.max_tokens if entry else None)
             or snapshot.max_tokens,
             thinking=catalog.thinking_profile(options.model),
             default_effort=snapshot.reasoning_effort,
+            attachments=self.attachments,
             provider=DISPLAY_NAME,
         )
         call = StreamingCall(
             self._session,
             url=messages_url(self._base_url),
             body=encode_body(body, provider=DISPLAY_NAME),
-            headers=request_headers(
-                anthropic_version=snapshot.anthropic_version, beta=snapshot.beta
-            ),
+            headers=headers,
             auth=NoAuth() if key is None else ApiKeyAuth(key, header="x-api-key"),
             provider=DISPLAY_NAME,
             endpoint=self._base_url,

@@ -8,8 +8,8 @@ decides the shape of the ``thinking`` request fields (``request.thinking_fields`
 Contracts callers may rely on:
 
 - ``CATALOG`` lists the current Claude API models (December 2026) in the order a
-  picker should show them; ids are unique. Every entry is text-only input: the
-  adapter refuses images (``UNSUPPORTED_CONTENT``), so it advertises none.
+  picker should show them; ids are unique. Every entry takes text and image
+  input (``input_modalities``), which the adapter sends as ``image`` blocks.
 - ``ThinkingProfile.style`` is ``budget`` (``thinking: {type: enabled,
   budget_tokens}``, extended thinking) or ``adaptive`` (``thinking: {type:
   adaptive}`` with ``output_config.effort``; these models reject a budget with a
@@ -94,8 +94,9 @@ class ClaudeModel:
     required by the API)."""
     thinking: ThinkingProfile
     """How the model thinks."""
-    input_modalities: tuple[str, ...] = ("text",)
-    """What the adapter can send this model: text only (images are refused)."""
+    input_modalities: tuple[str, ...] = ("text", "image")
+    """What the adapter can send this model: text and images (every Claude
+    model in the catalog reads images)."""
 
 
 def _adaptive(efforts: tuple[str, ...], default: str) -> ThinkingProfile:

@@ -1,6 +1,6 @@
 """The Anthropic Messages request: ``GenerateOptions`` to headers and a JSON body.
 
-Pure functions; every refusal is raised here, before any I/O.
+Pure functions; each refusal they make is raised before any I/O.
 
 - ``build_messages_request``: a fixed key order, optional fields omitted;
   ``system`` top-level; consecutive turns of one role merged, tool results first
@@ -10,9 +10,12 @@ Pure functions; every refusal is raised here, before any I/O.
   go back in order, only for the model that produced them.
 - ``thinking_fields``: efforts to budget or adaptive thinking; with thinking on,
   ``temperature`` and a forced ``tool_choice`` raise ``UNSUPPORTED_OPTION``.
-- Images raise ``UNSUPPORTED_CONTENT``; ``session_id`` is ``metadata.user_id``.
+- ``response_format`` is ``output_config.format`` (beside any effort), images
+  are ``image`` blocks in user turns and ``tool_result`` content
+  (``extras``); ``extra_body`` is merged last, unchecked. ``session_id`` is
+  ``metadata.user_id``.
 - ``request_headers``: the stream headers plus ``anthropic-version`` (and
-  ``anthropic-beta``); never the key.
+  ``anthropic-beta``) and ``extra_headers``; never the key.
 - Point by point: ``docs/anthropic.md``.
 """
 
@@ -22,29 +25,36 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
+from dsh_llm.adapters import request_extras
 from dsh_llm.adapters._anthropic.catalog import BUDGET_THINKING, ThinkingProfile
+from dsh_llm.adapters._anthropic.extras import (
+    image_content,
+    output_format,
+    refuse_misplaced_images,
+)
 from dsh_llm.adapters._anthropic.translate import WIRE_FAMILY
+from dsh_llm.adapters.request_extras import AttachmentReader, merge_extra_body
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import (
     ContentBlock,
     GenerateOptions,
+    ImageBlock,
     Message,
     ModelSource,
     ReasoningBlock,
     TextBlock,
     ToolCallBlock,
     ToolResultBlock,
-    content_has_image,
 )
 from dsh_llm.transport.session import stream_headers
 
 __all__ = [
     "ANTHROPIC_VERSION",
+    "API_KEY_HEADER",
     "BUDGET_TOKENS",
     "METADATA_USER_ID_MAX_CHARS",
     "MIN_BUDGET_TOKENS",
     "build_messages_request",
-    "check_no_images",
     "request_headers",
     "thinking_fields",
     "tool_choice_wire",
@@ -52,6 +62,8 @@ __all__ = [
 
 ANTHROPIC_VERSION: Final = "2023-06-01"
 """The ``anthropic-version`` header sent by default."""
+API_KEY_HEADER: Final = "x-api-key"
+"""The header the key travels in (``extra_headers`` cannot set it)."""
 BUDGET_TOKENS: Final[Mapping[str, int]] = {
     "low": 2_048,
     "medium": 8_192,
@@ -69,22 +81,36 @@ _WIRE: Final = WIRE_FAMILY
 
 
 def request_headers(
+    options: GenerateOptions | None = None,
     *,
     anthropic_version: str = ANTHROPIC_VERSION,
     beta: Sequence[str] = (),
+    provider: str = "Anthropic",
 ) -> dict[str, str]:
     """The headers of one streaming Messages request (lower-case names), without
     the key: it travels in ``x-api-key`` through the call's auth object
     (``dsh_llm.transport.session.ApiKeyAuth``), so the transport redacts it.
 
     Args:
+        options: The request, whose ``extra_headers`` are added (``None``: none).
         anthropic_version: The API version header.
         beta: ``anthropic-beta`` features, joined with commas (omitted if empty).
+        provider: Display name used in messages.
+
+    Raises:
+        LlmError: ``UNSUPPORTED_OPTION`` naming an extra header the adapter sets
+            itself (``anthropic-version``, ``anthropic-beta`` when ``beta`` is
+            set, ``x-api-key``, the stream headers); never its value.
     """
     extra = {"anthropic-version": anthropic_version}
     if beta:
         extra["anthropic-beta"] = ",".join(beta)
-    return stream_headers(extra=extra)
+    base = stream_headers(extra=extra)
+    if options is None:
+        return base
+    return request_extras.request_headers(
+        base, options, provider=provider, taken=(API_KEY_HEADER,)
+    )
 
 
 def _refused(message: str, code: ErrorCode = ErrorCode.UNSUPPORTED_OPTION) -> LlmError:
@@ -152,20 +178,6 @@ def thinking_fields(
     return {"thinking": {"type": "enabled", "budget_tokens": budget}}, True
 
 
-def check_no_images(options: GenerateOptions, *, provider: str = "Anthropic") -> None:
-    """Refuse a request holding an image anywhere (also inside a tool result).
-
-    Raises:
-        LlmError: ``UNSUPPORTED_CONTENT``: image blocks hold references only and
-            the adapter cannot supply the bytes yet.
-    """
-    if any(content_has_image(message.content) for message in options.messages):
-        raise _refused(
-            f"The {provider} adapter cannot send image content yet; send text only.",
-            ErrorCode.UNSUPPORTED_CONTENT,
-        )
-
-
 def tool_choice_wire(choice: str | None) -> dict[str, Any] | None:
     """The wire ``tool_choice``: ``auto``, ``none``, ``required`` as ``any``, a
     tool name as ``{"type": "tool", "name": ...}``; ``None`` omitted."""
@@ -184,23 +196,29 @@ def build_messages_request(
     model_max_tokens: int,
     thinking: ThinkingProfile = BUDGET_THINKING,
     default_effort: str | None = None,
+    attachments: AttachmentReader | None = None,
     provider: str = "Anthropic",
 ) -> dict[str, Any]:
-    """The ``POST /v1/messages`` body for ``options`` (see the module docstring).
+    """The ``POST /v1/messages`` body for ``options`` (see the module docstring),
+    ``extra_body`` merged last.
 
     Args:
         options: The request.
         model_max_tokens: ``max_tokens`` when the request sets none.
         thinking: The model's thinking profile (``catalog.thinking_profile``).
         default_effort: The configured effort used when the request names none.
+        attachments: Where image bytes are read (whether the model takes
+            images is the caller's check: ``request_extras.check_image_input``).
         provider: Display name used in messages.
 
     Raises:
-        LlmError: ``UNSUPPORTED_CONTENT`` for an image; ``UNSUPPORTED_OPTION``,
-            ``UNSUPPORTED_REASONING_EFFORT`` or ``INVALID_REQUEST`` for a field
-            the API would refuse (the module docstring lists them).
+        LlmError: ``UNSUPPORTED_CONTENT`` for an image in a system or assistant
+            message; ``MISSING_ATTACHMENT`` for an image ``attachments`` cannot
+            supply; ``UNSUPPORTED_OPTION``, ``UNSUPPORTED_REASONING_EFFORT`` or
+            ``INVALID_REQUEST`` for a field the API would refuse (the module
+            docstring lists them).
     """
-    check_no_images(options, provider=provider)
+    refuse_misplaced_images(options, provider=provider)
     max_tokens = options.max_tokens or model_max_tokens
     fields, thinks = thinking_fields(
         options,
@@ -214,9 +232,13 @@ def build_messages_request(
     system = _system(options)
     if system is not None:
         body["system"] = system
-    body["messages"] = _turns(options.messages, options.model, provider)
+    body["messages"] = _turns(options, attachments, provider)
     body["stream"] = True
     body.update(fields)
+    wanted = output_format(options)
+    if wanted is not None:
+        # One output_config object: the format goes beside an adaptive effort.
+        body["output_config"] = {**body.get("output_config", {}), "format": wanted}
     if options.tools:
         body["tools"] = [
             {
@@ -241,7 +263,7 @@ def build_messages_request(
                 ErrorCode.INVALID_REQUEST,
             )
         body["metadata"] = {"user_id": options.session_id}
-    return body
+    return merge_extra_body(body, options)
 
 
 def _check_sampling(options: GenerateOptions, *, thinks: bool, provider: str) -> None:
@@ -284,16 +306,16 @@ def _system(options: GenerateOptions) -> str | list[dict[str, Any]] | None:
 
 
 def _turns(
-    messages: Sequence[Message], model: str, provider: str
+    options: GenerateOptions, attachments: AttachmentReader | None, provider: str
 ) -> list[dict[str, Any]]:
     turns: list[dict[str, Any]] = []
-    for message in messages:
+    for message in options.messages:
         if message.role == "system":
             continue
         if message.role == "assistant":
-            content = _assistant_content(message, model, provider)
+            content = _assistant_content(message, options.model, provider)
         else:
-            content = _user_content(message)
+            content = _user_content(message, attachments, provider)
         if not content:
             continue
         if turns and turns[-1]["role"] == message.role:
@@ -314,24 +336,45 @@ def _turns(
     return turns
 
 
-def _user_content(message: Message) -> list[dict[str, Any]]:
+def _user_content(
+    message: Message, attachments: AttachmentReader | None, provider: str
+) -> list[dict[str, Any]]:
     content: list[dict[str, Any]] = []
     for block in message.content:
         if isinstance(block, TextBlock):
             if block.text:
                 content.append({"type": "text", "text": block.text})
+        elif isinstance(block, ImageBlock):
+            content.append(image_content(block, attachments, provider=provider))
         elif isinstance(block, ToolResultBlock):
             result: dict[str, Any] = {
                 "type": "tool_result",
                 "tool_use_id": block.tool_call_id,
             }
-            text = _text(block.content)
-            if text:
-                result["content"] = text
+            if any(isinstance(part, ImageBlock) for part in block.content):
+                result["content"] = _result_parts(block, attachments, provider)
+            else:
+                text = _text(block.content)
+                if text:
+                    result["content"] = text
             if block.is_error is not None:
                 result["is_error"] = block.is_error
             content.append(result)
     return content
+
+
+def _result_parts(
+    block: ToolResultBlock, attachments: AttachmentReader | None, provider: str
+) -> list[dict[str, Any]]:
+    """A tool result holding images as content blocks, text and images in
+    block order (empty text left out)."""
+    parts: list[dict[str, Any]] = []
+    for part in block.content:
+        if isinstance(part, ImageBlock):
+            parts.append(image_content(part, attachments, provider=provider))
+        elif isinstance(part, TextBlock) and part.text:
+            parts.append({"type": "text", "text": part.text})
+    return parts
 
 
 def _replay_entries(message: Message, model: str) -> tuple[Any, ...] | None:

@@ -33,7 +33,7 @@ from .replay import FIXTURES
 PLUGIN = "dsh_llm.plugins.anthropic"
 
 
-def test_the_default_catalog_is_the_claude_catalog_text_only() -> None:
+def test_the_default_catalog_is_the_claude_catalog_with_image_input() -> None:
     with AnthropicAdapter(environ={}) as adapter:
         models = adapter.list_models(PROVIDER_ROUTE)
         assert [m.id for m in models] == [
@@ -44,7 +44,7 @@ def test_the_default_catalog_is_the_claude_catalog_text_only() -> None:
             "claude-sonnet-5",
             "claude-haiku-4-5",
         ]
-        assert {m.input_modalities for m in models} == {("text",)}
+        assert {m.input_modalities for m in models} == {("text", "image")}
         assert adapter.provider_info(PROVIDER_ROUTE) == LlmProviderInfo(
             id=PROVIDER_ROUTE, name="Anthropic"
         )

@@ -255,8 +255,15 @@ def test_refusals_happen_before_any_request(
     assert len(mocked.calls) == 0
 
 
+@pytest.mark.parametrize(
+    ("model", "code"),
+    [
+        ("claude-3-haiku-20240307", ErrorCode.UNSUPPORTED_CONTENT),  # unlisted
+        ("claude-haiku-4-5", ErrorCode.MISSING_ATTACHMENT),  # no store set
+    ],
+)
 def test_an_image_is_refused_before_the_key_is_read(
-    mocked: responses.RequestsMock,
+    mocked: responses.RequestsMock, model: str, code: ErrorCode
 ) -> None:
     image = ImageBlock(
         attachment=ImageRef(
@@ -269,7 +276,8 @@ def test_an_image_is_refused_before_the_key_is_read(
     )
     error = _refused(
         _adapter(environ={}),
+        model=model,
         messages=(create_user_message((TextBlock(text="see"), image)),),
     )
-    assert error.code == ErrorCode.UNSUPPORTED_CONTENT
+    assert error.code == code
     assert len(mocked.calls) == 0

@@ -85,7 +85,9 @@ def test_providers_lists_the_anthropic_route_from_a_composition(
         "- id: claude\n"
         "  name: dsh_llm.plugins.anthropic\n"
         "  config:\n"
-        "    models: [{id: claude-haiku-4-5, name: Haiku}]\n",
+        "    models: [{id: claude-haiku-4-5, name: Haiku},\n"
+        "             {id: claude-3-haiku-20240307},\n"
+        "             {id: proxy-claude, inputModalities: [text, image]}]\n",
         encoding="utf-8",
     )
 
@@ -94,5 +96,9 @@ def test_providers_lists_the_anthropic_route_from_a_composition(
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == [
         f"anthropic  (Anthropic, {config})",
-        "  claude-haiku-4-5  Haiku",
+        # A Claude id takes the catalog's inputs, an unknown id is text only
+        # unless inputModalities says otherwise.
+        "  claude-haiku-4-5         Haiku  [text, image]",
+        "  claude-3-haiku-20240307  claude-3-haiku-20240307",
+        "  proxy-claude             proxy-claude  [text, image]",
     ]

@@ -187,7 +187,7 @@ def test_temperature_is_refused_while_the_model_thinks_or_above_one() -> None:
     assert build(options(temperature=1))["temperature"] == 1
 
 
-def test_an_image_is_refused_even_inside_a_tool_result() -> None:
+def test_an_image_without_attachments_is_missing_even_inside_a_tool_result() -> None:
     image = ImageBlock(
         attachment=ImageRef(
             attachment_id="sha256:" + "0" * 64,
@@ -198,10 +198,10 @@ def test_an_image_is_refused_even_inside_a_tool_result() -> None:
         )
     )
     assert refusal(options(create_user_message([image]))) == (
-        ErrorCode.UNSUPPORTED_CONTENT
+        ErrorCode.MISSING_ATTACHMENT
     )
     nested = create_tool_result_message("toolu_1", [image])
-    assert refusal(options(nested)) == ErrorCode.UNSUPPORTED_CONTENT
+    assert refusal(options(nested)) == ErrorCode.MISSING_ATTACHMENT
 
 
 def test_a_session_id_too_long_for_metadata_is_invalid_request() -> None:
@@ -384,10 +384,10 @@ def test_an_omitted_thinking_block_is_sent_back_with_empty_text() -> None:
 # --- catalog -------------------------------------------------------------------------
 
 
-def test_the_catalog_is_text_only_with_unique_ids_and_sane_bounds() -> None:
+def test_the_catalog_takes_images_with_unique_ids_and_sane_bounds() -> None:
     assert len({entry.id for entry in CATALOG}) == len(CATALOG)
     for entry in CATALOG:
-        assert entry.input_modalities == ("text",)
+        assert entry.input_modalities == ("text", "image")
         assert 0 < entry.default_max_tokens <= entry.max_output_tokens
         assert entry.max_output_tokens < entry.context_window
         assert entry.thinking.default_effort in (*entry.thinking.efforts, "off")
