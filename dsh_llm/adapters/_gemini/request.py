@@ -255,15 +255,13 @@ def build_contents(
         if message.role == "assistant":
             role, parts = "model", _model_parts(message)
         else:
-            role, parts = (
-                "user",
-                _user_parts(
-                    message,
-                    calls,
-                    wire_ids,
-                    model_id=options.model,
-                    attachments=attachments,
-                ),
+            role = "user"
+            parts = _user_parts(
+                message,
+                calls,
+                wire_ids,
+                model_id=options.model,
+                attachments=attachments,
             )
         if not parts:
             continue
