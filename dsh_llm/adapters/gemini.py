@@ -16,9 +16,15 @@ Contracts callers may rely on:
   ``thinkingBudget``); the default is the configured ``reasoning_effort`` when
   the model offers it, else the model's.
 - ``stream`` is a generator: at the first ``next()`` the request is built and
-  checked (refusals before any I/O: images, more than 5 stop sequences, an
-  effort the model lacks, a result for an unknown call), then the key, then one
+  checked (refusals before any I/O: images for a text-only or unlisted model or
+  without their bytes in ``attachments``, more than 5 stop sequences, an effort
+  the model lacks, a result for an unknown call, an ``extra_headers`` name the
+  adapter sets), then the key, then one
   ``POST {base}/v1beta/models/{model}:streamGenerateContent?alt=sse``.
+- **Extras**: ``response_format`` as ``generationConfig.responseMimeType`` +
+  ``responseJsonSchema`` (strict or not: Gemini constrains decoding),
+  ``extra_body`` merged last, ``extra_headers`` sent lower-cased, images as
+  ``inlineData`` parts (also in tool results on Gemini 3).
 - **Stream**: ``GeminiTranslator`` (strict order, whole calls, replay of thought
   signatures, running usage). EOF without a ``finishReason`` is
   ``STREAM_CLOSED``; HTTP errors are classified by ``gemini_http_error``
@@ -48,6 +54,7 @@ from dsh_llm.adapters._gemini.catalog import (
 )
 from dsh_llm.adapters._gemini.errors import gemini_http_error
 from dsh_llm.adapters._gemini.request import (
+    API_KEY_HEADER,
     PROVIDER,
     GeminiKeyAuth,
     build_generate_request,
@@ -60,10 +67,10 @@ from dsh_llm.adapters.common import (
     api_root_url,
     catalog_entry,
     config_from_options,
-    refuse_unhonoured_extras,
     resolved_model_info,
     retry_policy_field,
 )
+from dsh_llm.adapters.request_extras import request_headers
 from dsh_llm.config import (
     check_bool,
     check_non_empty_str,
@@ -158,6 +165,10 @@ def _check_models(inst: object, attribute: attrs.Attribute[Any], value: Any) -> 
             if number is not None and (type(number) is not int or number <= 0):
                 key = "contextWindow" if name == "context_window" else "maxTokens"
                 raise GeminiConfigError(f"{where}.{key}", "must be a positive integer")
+        if entry.input_modalities not in (("text",), ("text", "image")):
+            raise GeminiConfigError(
+                f"{where}.inputModalities", 'must be ["text"] or ["text", "image"]'
+            )
 
 
 def _check_base_url(inst: object, attribute: attrs.Attribute[Any], value: Any) -> None:
@@ -314,14 +325,19 @@ class GeminiAdapter(ConfiguredAdapter[GeminiConfig]):
     def _stream(
         self, options: GenerateOptions, snapshot: GeminiConfig
     ) -> Iterator[StreamChunk]:
-        refuse_unhonoured_extras(options, provider=DISPLAY_NAME)
         model = model_for(options.model, snapshot.models)
         if options.reasoning_effort is None:
             effort = _default_effort(snapshot, model)
             if effort is not None:
                 options = attrs.evolve(options, reasoning_effort=effort)
         body = build_generate_request(
-            options, models=snapshot.models, max_output_tokens=model.max_tokens
+            options,
+            models=snapshot.models,
+            max_output_tokens=model.max_tokens,
+            attachments=self.attachments,
+        )
+        headers = request_headers(
+            stream_headers(), options, provider=PROVIDER, taken=(API_KEY_HEADER,)
         )
         key = self._request_key(snapshot.api_key_env, route=PROVIDER_ROUTE)
         assert key is not None  # an api_key_env is always configured
@@ -329,7 +345,7 @@ class GeminiAdapter(ConfiguredAdapter[GeminiConfig]):
             self._session,
             url=stream_url(self._base_url, options.model),
             body=encode_body(body, provider=PROVIDER),
-            headers=stream_headers(),
+            headers=headers,
             auth=GeminiKeyAuth(key),
             provider=PROVIDER,
             endpoint=self._base_url,

@@ -5,8 +5,9 @@ Pure data and one lookup; no I/O. Contracts callers may rely on:
 - ``GeminiModel`` describes one advertised model: its context window, output
   cap, how it takes thinking (``"level"``: Gemini 3's ``thinkingLevel``;
   ``"budget"``: Gemini 2.5's ``thinkingBudget``), the efforts it offers and the
-  default one. ``DEFAULT_MODELS`` is the catalog advertised when none is
-  configured; it is advisory (any model id is sent as is).
+  default one, and its inputs. ``DEFAULT_MODELS`` is the catalog advertised
+  when none is configured (every model takes text and images); it is advisory
+  (any model id is sent as is, an unlisted one as text only).
 - ``model_for(model_id, models)`` is the listed entry, else the entry an
   unlisted id is treated as: ids starting ``gemini-2.`` take budgets
   (``UNLISTED_BUDGET_EFFORTS``), every other id takes levels
@@ -66,6 +67,7 @@ UNLISTED_BUDGET_EFFORTS: Final = ("off", "low", "medium", "high", "auto")
 
 _CONTEXT: Final = 1_048_576
 _OUTPUT: Final = 65_536
+_TEXT_AND_IMAGE: Final = ("text", "image")
 
 
 @attrs.frozen(kw_only=True)
@@ -91,7 +93,9 @@ class GeminiModel:
     default_effort: str | None = None
     """The effort advertised as the default (``None``: the model's own)."""
     input_modalities: tuple[str, ...] = ("text",)
-    """Accepted inputs; the adapter sends text only for now."""
+    """Accepted inputs (``"text"``, ``"image"``); images are sent only to a
+    model whose entry lists ``"image"`` (a configured entry without
+    ``inputModalities`` is text only)."""
 
 
 DEFAULT_MODELS: Final = (
@@ -103,6 +107,7 @@ DEFAULT_MODELS: Final = (
         thinking="level",
         efforts=("low", "high"),
         default_effort="high",
+        input_modalities=_TEXT_AND_IMAGE,
     ),
     GeminiModel(
         id="gemini-3-flash-preview",
@@ -112,6 +117,7 @@ DEFAULT_MODELS: Final = (
         thinking="level",
         efforts=("minimal", "low", "medium", "high"),
         default_effort="high",
+        input_modalities=_TEXT_AND_IMAGE,
     ),
     GeminiModel(
         id="gemini-2.5-pro",
@@ -121,6 +127,7 @@ DEFAULT_MODELS: Final = (
         thinking="budget",
         efforts=("low", "medium", "high", "auto"),
         default_effort="auto",
+        input_modalities=_TEXT_AND_IMAGE,
     ),
     GeminiModel(
         id="gemini-2.5-flash",
@@ -130,6 +137,7 @@ DEFAULT_MODELS: Final = (
         thinking="budget",
         efforts=("off", "low", "medium", "high", "auto"),
         default_effort="auto",
+        input_modalities=_TEXT_AND_IMAGE,
     ),
     GeminiModel(
         id="gemini-2.5-flash-lite",
@@ -139,6 +147,7 @@ DEFAULT_MODELS: Final = (
         thinking="budget",
         efforts=("off", "low", "medium", "high", "auto"),
         default_effort="off",
+        input_modalities=_TEXT_AND_IMAGE,
     ),
 )
 """The catalog advertised when none is configured."""

@@ -9,10 +9,13 @@ Pure: ``GenerateOptions`` in, a JSON-ready body out; nothing here does I/O.
   ``systemInstruction`` holds every system text; roles ``user``/``model``,
   consecutive messages of one role merged; calls and results as
   ``functionCall``/``functionResponse`` parts; thought signatures put back on the
-  parts they came on.
-- Tools as ``functionDeclarations``; ``tool_choice`` as ``functionCallingConfig``.
-- Refused before any I/O: images, too many stop sequences, an effort the model
-  does not offer, a result for an unknown call.
+  parts they came on; images as ``inlineData`` parts (``_gemini.images``).
+- Tools as ``functionDeclarations``; ``tool_choice`` as ``functionCallingConfig``;
+  ``response_format`` as ``responseMimeType``/``responseJsonSchema``
+  (``response_format_config``); ``extra_body`` merged last.
+- Refused before any I/O: images the model or the wire cannot take (or without
+  their bytes), too many stop sequences, an effort the model does not offer, a
+  result for an unknown call.
 - Point by point: ``docs/gemini.md``.
 """
 
@@ -30,7 +33,14 @@ from dsh_llm.adapters._gemini.catalog import (
     model_for,
     thinking_config,
 )
+from dsh_llm.adapters._gemini.images import function_response_parts, inline_part
 from dsh_llm.adapters._gemini.replay import replay_entries
+from dsh_llm.adapters.common import catalog_entry
+from dsh_llm.adapters.request_extras import (
+    AttachmentReader,
+    check_image_input,
+    merge_extra_body,
+)
 from dsh_llm.adapters.tool_history import (
     answered_call,
     arguments_object,
@@ -41,6 +51,7 @@ from dsh_llm.credentials import Secret
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import (
     GenerateOptions,
+    ImageBlock,
     Message,
     ReasoningBlock,
     TextBlock,
@@ -56,6 +67,7 @@ __all__ = [
     "GeminiKeyAuth",
     "build_contents",
     "build_generate_request",
+    "response_format_config",
     "stream_url",
     "tool_config",
 ]
@@ -101,18 +113,31 @@ class GeminiKeyAuth(requests.auth.AuthBase):
         return "GeminiKeyAuth(key=***)"
 
 
-def _refuse(options: GenerateOptions) -> None:
-    if any(content_has_image(message.content) for message in options.messages):
-        raise LlmError(
-            "The Gemini adapter does not support image content yet; send text only.",
-            ErrorCode.UNSUPPORTED_CONTENT,
-        )
+def _refuse(
+    options: GenerateOptions,
+    models: tuple[GeminiModel, ...],
+    attachments: AttachmentReader | None,
+) -> None:
     if options.stop is not None and len(options.stop) > MAX_STOP_SEQUENCES:
         raise LlmError(
             f"Gemini takes at most {MAX_STOP_SEQUENCES} stop sequences, got "
             f"{len(options.stop)}",
             ErrorCode.UNSUPPORTED_OPTION,
         )
+    for message in options.messages:
+        if message.role != "user" and content_has_image(message.content):
+            raise LlmError(
+                f"Gemini takes images in user messages and tool results only, not "
+                f"in {message.role} messages",
+                ErrorCode.UNSUPPORTED_CONTENT,
+            )
+    entry = catalog_entry(models, options.model)
+    check_image_input(
+        options,
+        provider=PROVIDER,
+        modalities=None if entry is None else entry.input_modalities,
+        store=attachments,
+    )
 
 
 def _system_parts(options: GenerateOptions) -> list[dict[str, Any]]:
@@ -175,6 +200,9 @@ def _user_parts(
     message: Message,
     calls: dict[str, ToolCallBlock],
     wire_ids: dict[str, str],
+    *,
+    model_id: str,
+    attachments: AttachmentReader | None,
 ) -> list[dict[str, Any]]:
     responses: list[dict[str, Any]] = []
     texts: list[dict[str, Any]] = []
@@ -182,6 +210,8 @@ def _user_parts(
         if isinstance(block, TextBlock):
             if block.text:
                 texts.append({"text": block.text})
+        elif isinstance(block, ImageBlock):
+            texts.append(inline_part(block, attachments))
         elif isinstance(block, ToolResultBlock):
             call = answered_call(calls, block, provider=PROVIDER)
             key = "error" if block.is_error else "output"
@@ -189,6 +219,9 @@ def _user_parts(
                 "name": call.name,
                 "response": {key: text_of(block.content)},
             }
+            parts = function_response_parts(block, model_id=model_id, store=attachments)
+            if parts:
+                response["parts"] = parts
             wire_id = wire_ids.get(block.tool_call_id)
             if wire_id is not None:
                 response["id"] = wire_id
@@ -196,12 +229,21 @@ def _user_parts(
     return responses + texts
 
 
-def build_contents(options: GenerateOptions) -> list[dict[str, Any]]:
+def build_contents(
+    options: GenerateOptions, *, attachments: AttachmentReader | None = None
+) -> list[dict[str, Any]]:
     """The ``contents`` array for ``options`` (see the module docstring).
+
+    Args:
+        options: The request.
+        attachments: Where image bytes are read (``None``: none can be).
 
     Raises:
         LlmError: ``INVALID_REQUEST`` for a result of an unknown call or call
-            arguments that are not a JSON object.
+            arguments that are not a JSON object; ``MISSING_ATTACHMENT`` for an
+            image whose bytes ``attachments`` lacks; ``UNSUPPORTED_CONTENT`` for
+            an image in a tool result the model cannot take
+            (``_gemini.images``).
     """
     calls: dict[str, ToolCallBlock] = {}
     wire_ids = _wire_ids(options.messages)
@@ -213,7 +255,14 @@ def build_contents(options: GenerateOptions) -> list[dict[str, Any]]:
         if message.role == "assistant":
             role, parts = "model", _model_parts(message)
         else:
-            role, parts = "user", _user_parts(message, calls, wire_ids)
+            role = "user"
+            parts = _user_parts(
+                message,
+                calls,
+                wire_ids,
+                model_id=options.model,
+                attachments=attachments,
+            )
         if not parts:
             continue
         if contents and contents[-1]["role"] == role:
@@ -244,25 +293,31 @@ def build_generate_request(
     *,
     models: tuple[GeminiModel, ...] = DEFAULT_MODELS,
     max_output_tokens: int | None = None,
+    attachments: AttachmentReader | None = None,
 ) -> dict[str, Any]:
-    """The request body for ``options`` (see the module docstring).
+    """The request body for ``options`` (see the module docstring), with
+    ``options.extra_body`` merged in last.
 
     Args:
         options: The request.
-        models: The catalog whose entry gives the model's thinking style and
-            efforts (``catalog.model_for``).
+        models: The catalog whose entry gives the model's thinking style,
+            efforts and input modalities (``catalog.model_for``; images go only
+            to a listed model whose entry has ``image``).
         max_output_tokens: The cap to send when ``options.max_tokens`` is
             ``None`` (e.g. the model's); ``None`` omits it.
+        attachments: Where image bytes are read (``adapter.attachments``).
 
     Raises:
-        LlmError: ``UNSUPPORTED_CONTENT``, ``UNSUPPORTED_OPTION``,
-            ``UNSUPPORTED_REASONING_EFFORT`` or ``INVALID_REQUEST`` (see the
-            module docstring).
+        LlmError: ``UNSUPPORTED_CONTENT``, ``MISSING_ATTACHMENT``,
+            ``UNSUPPORTED_OPTION``, ``UNSUPPORTED_REASONING_EFFORT`` or
+            ``INVALID_REQUEST`` (see the module docstring).
     """
-    _refuse(options)
+    _refuse(options, models, attachments)
     model = model_for(options.model, models)
     thinking = thinking_config(model, options.reasoning_effort)
-    body: dict[str, Any] = {"contents": build_contents(options)}
+    body: dict[str, Any] = {
+        "contents": build_contents(options, attachments=attachments)
+    }
     system = _system_parts(options)
     if system:
         body["systemInstruction"] = {"parts": system}
@@ -290,6 +345,25 @@ def build_generate_request(
         generation["maxOutputTokens"] = cap
     if options.stop is not None:
         generation["stopSequences"] = list(options.stop)
+    generation.update(response_format_config(options))
     generation["thinkingConfig"] = thinking
     body["generationConfig"] = generation
-    return body
+    return merge_extra_body(body, options)
+
+
+def response_format_config(options: GenerateOptions) -> dict[str, Any]:
+    """The ``generationConfig`` fields for ``options.response_format``: JSON
+    output constrained to the schema, sent as a plain JSON Schema
+    (``responseJsonSchema``, not the OpenAPI subset ``responseSchema``);
+    ``{}`` when unset.
+
+    Gemini enforces the schema by constrained decoding, so a strict and a
+    non-strict format are sent alike (the name has no Gemini field).
+    """
+    wanted = options.response_format
+    if wanted is None:
+        return {}
+    return {
+        "responseMimeType": "application/json",
+        "responseJsonSchema": wanted.schema,
+    }

@@ -188,5 +188,7 @@ def test_the_cli_lists_the_plugin_route(tmp_path):
         "3",
         "Pro",
         "(preview)",
+        "[text,",
+        "image]",
     ]
     assert len(lines) == 6

@@ -300,10 +300,15 @@ IMAGE = ImageBlock(
 @pytest.mark.parametrize(
     ("fields", "code"),
     [
-        ({"messages": (create_user_message([IMAGE]),)}, ErrorCode.UNSUPPORTED_CONTENT),
+        # Images: an unlisted model is text only; a listed one needs a store.
+        (
+            {"model": "gemma-3-27b-it", "messages": (create_user_message([IMAGE]),)},
+            ErrorCode.UNSUPPORTED_CONTENT,
+        ),
+        ({"messages": (create_user_message([IMAGE]),)}, ErrorCode.MISSING_ATTACHMENT),
         (
             {"messages": (create_tool_result_message("c0", [IMAGE]),)},
-            ErrorCode.UNSUPPORTED_CONTENT,
+            ErrorCode.MISSING_ATTACHMENT,
         ),
         (
             {"model": "gemini-3-pro-preview", "reasoning_effort": "minimal"},
