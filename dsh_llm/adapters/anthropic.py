@@ -59,6 +59,7 @@ from dsh_llm.adapters.common import (
     catalog_entry,
     config_from_options,
     encode_body,
+    model_catalog,
     resolved_model_info,
     retry_policy_field,
 )
@@ -217,30 +218,12 @@ DEFAULT_MODELS: Final = tuple(
 """The catalog advertised when none is configured (``catalog.CATALOG``)."""
 
 
-def _models(value: Sequence[AnthropicModel] | None) -> tuple[AnthropicModel, ...]:
+def _models(value: object) -> tuple[AnthropicModel, ...]:
+    """The ``models`` option (``dsh_llm.adapters.common.model_catalog``);
+    ``None`` is ``DEFAULT_MODELS``."""
     if value is None:
         return DEFAULT_MODELS
-    if isinstance(value, list | tuple):
-        return tuple(value)
-    return value  # type: ignore[return-value]  # refused by _check_models
-
-
-def _check_models(inst: object, attribute: attrs.Attribute[Any], value: Any) -> None:
-    if not isinstance(value, tuple):
-        raise field_error(inst, "models", "must be a list of models")
-    seen: set[str] = set()
-    for index, entry in enumerate(value):
-        where = f"models[{index}]"
-        if not isinstance(entry, AnthropicModel):
-            raise AnthropicConfigError(
-                where, f"must be an AnthropicModel, got {type(entry).__name__}"
-            )
-        if entry.id in seen:
-            raise AnthropicConfigError(
-                f"{where}.id",
-                f'repeats an earlier entry (duplicate catalog model "{entry.id}")',
-            )
-        seen.add(entry.id)
+    return model_catalog(value, AnthropicModel, AnthropicConfigError)
 
 
 def _root(value: object, source: str | None = None) -> str:
@@ -318,9 +301,7 @@ class AnthropicConfig:
         default=DEFAULT_CONTEXT_WINDOW, validator=check_positive_int
     )
     """Context window of models without their own."""
-    models: tuple[AnthropicModel, ...] = attrs.field(
-        default=None, converter=_models, validator=_check_models
-    )
+    models: tuple[AnthropicModel, ...] = attrs.field(default=None, converter=_models)
     """The advertised catalog (``None``: ``DEFAULT_MODELS``; empty: none)."""
     stream_idle_timeout_ms: float = attrs.field(
         default=DEFAULT_STREAM_IDLE_TIMEOUT_MS, validator=check_timeout

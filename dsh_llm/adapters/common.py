@@ -73,7 +73,6 @@ __all__ = [
     "explicit_api_key",
     "model_catalog",
     "offered_modalities",
-    "refuse_unhonoured_extras",
     "resolved_model_info",
     "retry_policy_field",
 ]
@@ -367,26 +366,6 @@ def _model_entry(
     except ConfigError as exc:
         raise error(join_key(where, exc.key or ""), exc.detail) from None
     return entry
-
-
-def refuse_unhonoured_extras(
-    options: GenerateOptions, *, provider: str, honoured: frozenset[str] = frozenset()
-) -> None:
-    """Refuse the request fields of ``GenerateOptions`` an adapter does not send
-    (``response_format``, ``extra_body``, ``extra_headers``), never dropping them
-    (DESIGN rule 11); ``honoured`` names those it does send.
-
-    Raises:
-        LlmError: ``UNSUPPORTED_OPTION`` naming the first field set but not
-            honoured, before any I/O.
-    """
-    for name in ("response_format", "extra_body", "extra_headers"):
-        if name not in honoured and getattr(options, name):
-            raise LlmError(
-                f"{provider} adapter does not support {name} yet; see "
-                "docs/structured-output.md",
-                ErrorCode.UNSUPPORTED_OPTION,
-            )
 
 
 def offered_modalities(

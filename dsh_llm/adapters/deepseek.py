@@ -39,6 +39,7 @@ from dsh_llm.adapters.common import (
     AdapterConfigError,
     catalog_entry,
     config_from_options,
+    model_catalog,
     resolved_model_info,
     retry_policy_field,
 )
@@ -198,30 +199,12 @@ DEFAULT_MODELS: Final = (
 """The catalog advertised when none is configured."""
 
 
-def _models(value: Sequence[DeepSeekModel] | None) -> tuple[DeepSeekModel, ...]:
+def _models(value: object) -> tuple[DeepSeekModel, ...]:
+    """The ``models`` option (``dsh_llm.adapters.common.model_catalog``);
+    ``None`` is ``DEFAULT_MODELS``."""
     if value is None:
         return DEFAULT_MODELS
-    if isinstance(value, list | tuple):
-        return tuple(value)
-    return value  # type: ignore[return-value]  # refused by _check_models
-
-
-def _check_models(inst: object, attribute: attrs.Attribute[Any], value: Any) -> None:
-    if not isinstance(value, tuple):
-        raise field_error(inst, "models", "must be a list of models")
-    seen: set[str] = set()
-    for index, entry in enumerate(value):
-        where = f"models[{index}]"
-        if not isinstance(entry, DeepSeekModel):
-            raise DeepSeekConfigError(
-                where, f"must be a DeepSeekModel, got {type(entry).__name__}"
-            )
-        if entry.id in seen:
-            raise DeepSeekConfigError(
-                f"{where}.id",
-                f'repeats an earlier entry (duplicate catalog model "{entry.id}")',
-            )
-        seen.add(entry.id)
+    return model_catalog(value, DeepSeekModel, DeepSeekConfigError)
 
 
 def _check_base_url(inst: object, attribute: attrs.Attribute[Any], value: Any) -> None:
@@ -268,9 +251,7 @@ class DeepSeekConfig:
         default=DEFAULT_CONTEXT_WINDOW, validator=check_positive_int
     )
     """Context window of models without their own."""
-    models: tuple[DeepSeekModel, ...] = attrs.field(
-        default=None, converter=_models, validator=_check_models
-    )
+    models: tuple[DeepSeekModel, ...] = attrs.field(default=None, converter=_models)
     """The advertised catalog (``None``: ``DEFAULT_MODELS``; empty: none)."""
     stream_idle_timeout_ms: float = attrs.field(
         default=DEFAULT_STREAM_IDLE_TIMEOUT_MS, validator=check_timeout

@@ -67,6 +67,7 @@ from dsh_llm.adapters.common import (
     api_root_url,
     catalog_entry,
     config_from_options,
+    model_catalog,
     resolved_model_info,
     retry_policy_field,
 )
@@ -123,30 +124,19 @@ class GeminiConfigError(AdapterConfigError):
     package = _PACKAGE
 
 
-def _models(value: Any) -> Any:
+def _models(value: object) -> tuple[GeminiModel, ...]:
+    """The ``models`` option (``dsh_llm.adapters.common.model_catalog``);
+    ``None`` is ``DEFAULT_MODELS``."""
     if value is None:
         return DEFAULT_MODELS
-    return tuple(value) if isinstance(value, list | tuple) else value
+    return model_catalog(value, GeminiModel, GeminiConfigError)
 
 
 def _check_models(inst: object, attribute: attrs.Attribute[Any], value: Any) -> None:
-    if not isinstance(value, tuple):
-        raise field_error(inst, "models", "must be a list of models")
-    seen: set[str] = set()
+    """What a Gemini entry must hold beyond its type (efforts that fit its
+    thinking style, positive limits, the modalities it can send)."""
     for index, entry in enumerate(value):
         where = f"models[{index}]"
-        if not isinstance(entry, GeminiModel):
-            raise GeminiConfigError(
-                where, f"must be a GeminiModel, got {type(entry).__name__}"
-            )
-        if not entry.id:
-            raise GeminiConfigError(f"{where}.id", "must not be empty")
-        if entry.id in seen:
-            raise GeminiConfigError(
-                f"{where}.id",
-                f'repeats an earlier entry (duplicate catalog model "{entry.id}")',
-            )
-        seen.add(entry.id)
         table = EFFORT_LEVELS if entry.thinking == "level" else EFFORT_BUDGETS
         unknown = [effort for effort in entry.efforts if effort not in table]
         if unknown:

@@ -60,6 +60,7 @@ from dsh_llm.adapters.common import (
     api_root_url,
     catalog_entry,
     config_from_options,
+    model_catalog,
     offered_modalities,
     resolved_model_info,
     retry_policy_field,
@@ -172,28 +173,12 @@ class OllamaModel:
     (``UNSUPPORTED_CONTENT``)."""
 
 
-def _models(value: Any) -> Any:
-    return tuple(value) if isinstance(value, list) else value
-
-
-def _check_models(inst: object, attribute: attrs.Attribute[Any], value: Any) -> None:
+def _models(value: object) -> tuple[OllamaModel, ...] | None:
+    """The ``models`` option (``dsh_llm.adapters.common.model_catalog``);
+    ``None`` stays ``None`` (the server's models are listed)."""
     if value is None:
-        return
-    if not isinstance(value, tuple):
-        raise field_error(inst, "models", "must be a list of models")
-    seen: set[str] = set()
-    for index, entry in enumerate(value):
-        where = f"models[{index}]"
-        if not isinstance(entry, OllamaModel):
-            raise OllamaConfigError(
-                where, f"must be an OllamaModel, got {type(entry).__name__}"
-            )
-        if entry.id in seen:
-            raise OllamaConfigError(
-                f"{where}.id",
-                f'repeats an earlier entry (duplicate catalog model "{entry.id}")',
-            )
-        seen.add(entry.id)
+        return None
+    return model_catalog(value, OllamaModel, OllamaConfigError)
 
 
 def _check_base_url(inst: object, attribute: attrs.Attribute[Any], value: Any) -> None:
@@ -244,7 +229,7 @@ class OllamaConfig:
     reasoning_effort: str | None = attrs.field(default=None, validator=_check_effort)
     """Default effort when a request names none (``None``: the model's)."""
     models: tuple[OllamaModel, ...] | None = attrs.field(
-        default=None, converter=_models, validator=_check_models
+        default=None, converter=_models
     )
     """The advertised catalog; ``None``: ``list_models`` asks the server."""
     stream_idle_timeout_ms: float = attrs.field(

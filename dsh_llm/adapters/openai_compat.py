@@ -39,7 +39,6 @@ from dsh_llm.adapters._chat.base import (
 from dsh_llm.adapters._chat.request import (
     WireProfile,
     build_body,
-    refuse_images,
     request_headers,
 )
 from dsh_llm.adapters.common import (
@@ -50,6 +49,7 @@ from dsh_llm.adapters.common import (
     resolved_model_info,
     retry_policy_field,
 )
+from dsh_llm.adapters.request_extras import check_image_input
 from dsh_llm.config import (
     RAW_METADATA,
     check_bool,
@@ -63,7 +63,7 @@ from dsh_llm.config import (
 )
 from dsh_llm.credentials import Secret
 from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.protocol import GenerateOptions, StreamChunk, content_has_image
+from dsh_llm.protocol import GenerateOptions, StreamChunk
 from dsh_llm.retry import RetryPolicy
 from dsh_llm.transport.call import redact_url, url_repr
 from dsh_llm.transport.session import (
@@ -514,20 +514,15 @@ class OpenAICompatAdapter(ChatCompletionsAdapter[OpenAICompatConfig]):
     def _check_images(
         self, options: GenerateOptions, snapshot: OpenAICompatConfig
     ) -> None:
-        """Refuse images for a model whose catalog entry is text only, and
-        without an attachment store."""
-        if not any(content_has_image(m.content) for m in options.messages):
-            return
+        """Refuse images for a model whose catalog entry is text only, outside
+        a user message, and without an attachment store."""
         entry = catalog_entry(snapshot.models, options.model)
-        if entry is None or "image" not in entry.input_modalities:
-            refuse_images(options, profile=self._profile)
-        if self.attachments is None:
-            raise LlmError(
-                f"{self._profile.provider} cannot send the request's images: no "
-                "attachment store is set (set adapter.attachments to the store "
-                "holding them)",
-                ErrorCode.MISSING_ATTACHMENT,
-            )
+        check_image_input(
+            options,
+            provider=self._profile.provider,
+            modalities=None if entry is None else entry.input_modalities,
+            store=self.attachments,
+        )
 
     def __repr__(self) -> str:
         settings = self._config

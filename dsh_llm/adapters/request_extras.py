@@ -10,8 +10,8 @@ on every wire; only where they land differs. The rules live here, once:
   silently replaced.
 - ``AttachmentReader``, ``image_data`` and ``check_image_input``: image bytes
   from the adapter's attachment store (``MISSING_ATTACHMENT`` when absent) and
-  the per-model refusal (``UNSUPPORTED_CONTENT`` for a text-only model), all
-  before any I/O.
+  the refusals (``UNSUPPORTED_CONTENT`` for a text-only model or an image
+  outside a user message), all before any I/O.
 - Which field lands where, per adapter: ``docs/structured-output.md``.
 """
 
@@ -31,6 +31,7 @@ __all__ = [
     "has_images",
     "image_data",
     "merge_extra_body",
+    "refuse_misplaced_images",
     "request_headers",
 ]
 
@@ -125,6 +126,23 @@ def has_images(options: GenerateOptions) -> bool:
     return any(content_has_image(message.content) for message in options.messages)
 
 
+def refuse_misplaced_images(options: GenerateOptions, *, provider: str) -> None:
+    """Refuse an image in a system or assistant message: no wire has a place
+    for one there, and dropping it would lose the user's content.
+
+    Raises:
+        LlmError: ``UNSUPPORTED_CONTENT`` naming the role.
+    """
+    for message in options.messages:
+        if message.role != "user" and content_has_image(message.content):
+            raise LlmError(
+                f"{provider} takes images in user messages and tool results "
+                f"only, not in the {message.role} message; move the image to a "
+                "user message",
+                ErrorCode.UNSUPPORTED_CONTENT,
+            )
+
+
 def check_image_input(
     options: GenerateOptions,
     *,
@@ -143,11 +161,13 @@ def check_image_input(
         store: The adapter's attachment store.
 
     Raises:
-        LlmError: ``UNSUPPORTED_CONTENT`` when ``modalities`` lacks ``image``;
-            ``MISSING_ATTACHMENT`` when ``store`` is ``None``.
+        LlmError: ``UNSUPPORTED_CONTENT`` for an image outside a user message
+            (``refuse_misplaced_images``) or when ``modalities`` lacks
+            ``image``; ``MISSING_ATTACHMENT`` when ``store`` is ``None``.
     """
     if not has_images(options):
         return
+    refuse_misplaced_images(options, provider=provider)
     if modalities is None or "image" not in modalities:
         raise LlmError(
             f'{provider} model "{options.model}" is text only in the adapter\'s '

@@ -33,12 +33,12 @@ def test_providers_lists_the_built_in_route_and_its_catalog(tmp_path):
         # DeepSeek cannot send images (no Files API): not listed as image input.
         "  deepseek-v4-flash-vision-exp  DeepSeek-V4-Flash-Vision-Exp",
         "anthropic  (Anthropic, built-in)",
-        "  claude-opus-5-5    Claude Opus 5.5",
-        "  claude-fable-5-1   Claude Fable 5.1",
-        "  claude-sonnet-5-5  Claude Sonnet 5.5",
-        "  claude-opus-5      Claude Opus 5",
-        "  claude-sonnet-5    Claude Sonnet 5",
-        "  claude-haiku-4-5   Claude Haiku 4.5",
+        "  claude-opus-5-5    Claude Opus 5.5  [text, image]",
+        "  claude-fable-5-1   Claude Fable 5.1  [text, image]",
+        "  claude-sonnet-5-5  Claude Sonnet 5.5  [text, image]",
+        "  claude-opus-5      Claude Opus 5  [text, image]",
+        "  claude-sonnet-5    Claude Sonnet 5  [text, image]",
+        "  claude-haiku-4-5   Claude Haiku 4.5  [text, image]",
     ]
     assert "dsh-llm chat --base-url URL --model NAME" in result.stderr
 

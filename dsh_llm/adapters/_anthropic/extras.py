@@ -9,9 +9,8 @@ Pure functions the request builder calls; every refusal is raised before I/O.
 - ``image_content``: an ``ImageBlock`` as an ``image`` content block with a
   ``base64`` source, its bytes read from the attachment store
   (``MISSING_ATTACHMENT`` when the store is unset or lacks them).
-- ``refuse_misplaced_images``: images travel in user messages and inside
-  ``tool_result`` content only; one in a system or assistant message is
-  ``UNSUPPORTED_CONTENT`` (the wire has no place for it).
+- Images travel in user messages and inside ``tool_result`` content only
+  (``request_extras.refuse_misplaced_images``).
 """
 
 from __future__ import annotations
@@ -19,10 +18,9 @@ from __future__ import annotations
 from typing import Any
 
 from dsh_llm.adapters.request_extras import AttachmentReader, image_data
-from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.protocol import GenerateOptions, ImageBlock, content_has_image
+from dsh_llm.protocol import GenerateOptions, ImageBlock
 
-__all__ = ["image_content", "output_format", "refuse_misplaced_images"]
+__all__ = ["image_content", "output_format"]
 
 
 def output_format(options: GenerateOptions) -> dict[str, Any] | None:
@@ -50,20 +48,3 @@ def image_content(
         "type": "image",
         "source": {"type": "base64", "media_type": media_type, "data": data},
     }
-
-
-def refuse_misplaced_images(options: GenerateOptions, *, provider: str) -> None:
-    """Refuse an image in a system or assistant message.
-
-    Raises:
-        LlmError: ``UNSUPPORTED_CONTENT`` naming the role.
-    """
-    for message in options.messages:
-        if message.role in ("system", "assistant") and content_has_image(
-            message.content
-        ):
-            raise LlmError(
-                f"{provider} takes images in user messages and tool results only, "
-                f"not in a {message.role} message; move the image to a user message",
-                ErrorCode.UNSUPPORTED_CONTENT,
-            )

@@ -30,10 +30,13 @@ from dsh_llm.adapters._anthropic.catalog import BUDGET_THINKING, ThinkingProfile
 from dsh_llm.adapters._anthropic.extras import (
     image_content,
     output_format,
-    refuse_misplaced_images,
 )
 from dsh_llm.adapters._anthropic.translate import WIRE_FAMILY
-from dsh_llm.adapters.request_extras import AttachmentReader, merge_extra_body
+from dsh_llm.adapters.request_extras import (
+    AttachmentReader,
+    merge_extra_body,
+    refuse_misplaced_images,
+)
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import (
     ContentBlock,

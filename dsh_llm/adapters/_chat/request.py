@@ -27,7 +27,11 @@ import attrs
 from dsh_llm.adapters import request_extras
 from dsh_llm.adapters._chat.images import image_part
 from dsh_llm.adapters.common import encode_body
-from dsh_llm.adapters.request_extras import AttachmentReader, merge_extra_body
+from dsh_llm.adapters.request_extras import (
+    AttachmentReader,
+    merge_extra_body,
+    refuse_misplaced_images,
+)
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import (
     TOOL_CHOICE_KEYWORDS,
@@ -112,6 +116,7 @@ def build_messages(
         wire.append({"role": "system", "content": options.system})
     if attachments is None:
         refuse_images(options, profile=profile)
+    refuse_misplaced_images(options, provider=profile.provider)
     for message in options.messages:
         if message.role == "system":
             wire.append({"role": "system", "content": _text_of(message.content)})

@@ -40,6 +40,7 @@ from dsh_llm.adapters.request_extras import (
     AttachmentReader,
     check_image_input,
     merge_extra_body,
+    refuse_misplaced_images,
 )
 from dsh_llm.adapters.tool_history import (
     answered_call,
@@ -57,7 +58,6 @@ from dsh_llm.protocol import (
     TextBlock,
     ToolCallBlock,
     ToolResultBlock,
-    content_has_image,
 )
 
 __all__ = [
@@ -124,13 +124,7 @@ def _refuse(
             f"{len(options.stop)}",
             ErrorCode.UNSUPPORTED_OPTION,
         )
-    for message in options.messages:
-        if message.role != "user" and content_has_image(message.content):
-            raise LlmError(
-                f"Gemini takes images in user messages and tool results only, not "
-                f"in {message.role} messages",
-                ErrorCode.UNSUPPORTED_CONTENT,
-            )
+    refuse_misplaced_images(options, provider=PROVIDER)
     entry = catalog_entry(models, options.model)
     check_image_input(
         options,

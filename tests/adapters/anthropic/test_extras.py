@@ -191,7 +191,7 @@ def test_extra_body_is_merged_last_and_wins(mocked: responses.RequestsMock) -> N
             {"role": "user", "content": [{"type": "text", "text": "a city as JSON"}]}
         ],
         "stream": True,
-        "output_config": {"effort": "low"},  # replaced whole, not merged
+        "output_config": {"format": FORMAT, "effort": "low"},  # merged, theirs win
         "temperature": 0.2,
         "top_k": 5,
     }
@@ -431,7 +431,7 @@ def test_an_image_where_the_wire_has_no_place_is_unsupported_content(
         )
     error = _refused(mocked, adapter, _options(create_user_message("hi"), misplaced))
     assert error.code == ErrorCode.UNSUPPORTED_CONTENT
-    assert f"not in a {role} message" in str(error)
+    assert f"not in the {role} message" in str(error)
 
 
 # --- what the catalog advertises ------------------------------------------------------

@@ -161,14 +161,21 @@ def test_no_response_format_sends_no_mime_type_or_schema(mocked):
 # --- extra_body -----------------------------------------------------------------------
 
 
-def test_extra_body_is_merged_last_and_replaces_the_adapters_keys(mocked):
+def test_extra_body_is_merged_last_and_wins_over_the_adapters_keys(mocked):
     safety = [{"category": "HARM_CATEGORY_HARASSMENT", "threshold": "BLOCK_NONE"}]
     generation = {"temperature": 0.5, "topK": 3}
     extra = {"safetySettings": safety, "generationConfig": generation}
-    body = _body(_send(mocked, temperature=0, extra_body=extra))
+    body = _body(_send(mocked, temperature=0, response_format=SCHEMA, extra_body=extra))
     assert body == {
         "contents": [{"role": "user", "parts": [{"text": "a city"}]}],
-        "generationConfig": generation,
+        "generationConfig": {  # merged into the adapter's, theirs win
+            "temperature": 0.5,
+            "maxOutputTokens": 65536,
+            "responseMimeType": "application/json",
+            "responseJsonSchema": SCHEMA,
+            "thinkingConfig": THINKING,
+            "topK": 3,
+        },
         "safetySettings": safety,
     }
     assert list(body) == ["contents", "generationConfig", "safetySettings"]
