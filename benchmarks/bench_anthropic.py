@@ -25,17 +25,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import multiprocessing
-import socket
-import sys
-import time
 from collections.abc import Callable
-from multiprocessing.connection import Connection
 from typing import Any
+
+from _floor import read_floor
+from _harness import FLOOR, Row, best_of, print_throughput, server_process, version_line
 
 from dsh_llm.adapters.anthropic import PROVIDER_ROUTE, AnthropicAdapter
 from dsh_llm.protocol import GenerateOptions, TextDelta, create_user_message
-from dsh_llm.testing import LoopbackServer, Reply
+from dsh_llm.testing import Reply
 
 MODEL = "claude-haiku-4-5"
 PATH = "/v1/messages"
@@ -109,15 +107,12 @@ def _events(count: int) -> list[bytes]:
 # --- the server process -----------------------------------------------------------
 
 
-def _serve(pipe: Connection, count: int) -> None:
+def _replies(count: int) -> dict[str, Reply]:
     events = tuple(_events(count))
-    replies = {
-        f"/chunked{PATH}": Reply(body=events, framing="chunked"),
-        f"/close{PATH}": Reply(body=events, framing="close"),
+    return {
+        f"/{kind}{PATH}": Reply(body=events, framing=kind)
+        for kind in ("chunked", "close")
     }
-    with LoopbackServer(handler=lambda request: replies[request.path]) as server:
-        pipe.send(server.port)
-        pipe.recv()
 
 
 # --- clients ----------------------------------------------------------------------
@@ -126,54 +121,19 @@ def _serve(pipe: Connection, count: int) -> None:
 def _raw_floor(port: int, path: str) -> int:
     """Socket reads, chunk framing stripped, split on blank lines, json.loads."""
     deltas = 0
-    with socket.create_connection(("127.0.0.1", port)) as sock:
-        request = (
-            f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 2\r\n"
-            "Connection: close\r\n\r\n{}"
-        )
-        sock.sendall(request.encode())
-        data = b""
-        while b"\r\n\r\n" not in data:
-            data += sock.recv(65536)
-        head, _, rest = data.partition(b"\r\n\r\n")
-        chunked = b"chunked" in head.lower()
-        raw = bytearray(rest)
-        body = b""
-        done = False
-        while not done:
-            if chunked:
-                out = []
-                pos = 0
-                while True:
-                    line_end = raw.find(b"\r\n", pos)
-                    if line_end < 0:
-                        break
-                    size = int(raw[pos:line_end], 16)
-                    if len(raw) < line_end + 2 + size + 2:
-                        break
-                    out.append(bytes(raw[line_end + 2 : line_end + 2 + size]))
-                    pos = line_end + 4 + size
-                del raw[:pos]
-                body += b"".join(out)
-            else:
-                body += bytes(raw)
-                raw.clear()
-            parts = body.split(b"\n\n")
-            body = parts.pop()
-            for part in parts:
-                payload = json.loads(part[part.index(b"data: ") + 6 :])
-                kind = payload["type"]
-                if kind == "message_stop":
-                    done = True
-                    break
-                if kind == "content_block_delta" and payload["delta"]["text"]:
-                    deltas += 1
-            if done:
-                break
-            piece = sock.recv(65536)
-            if not piece:
-                break
-            raw += piece
+
+    def consume(parts: list[bytes]) -> bool:
+        nonlocal deltas
+        for part in parts:
+            payload = json.loads(part[part.index(b"data: ") + 6 :])
+            kind = payload["type"]
+            if kind == "message_stop":
+                return True
+            if kind == "content_block_delta" and payload["delta"]["text"]:
+                deltas += 1
+        return False
+
+    read_floor(port, path, b"\n\n", consume)
     return deltas
 
 
@@ -214,40 +174,19 @@ def _sdk_client(base: str) -> Callable[[], int] | None:
     return run
 
 
-def _timed(run: Callable[[], int], expected: int) -> float:
-    start = time.perf_counter()
-    count = run()
-    elapsed = time.perf_counter() - start
-    if count != expected:
-        raise SystemExit(f"client saw {count} deltas, expected {expected}")
-    return elapsed
-
-
-def throughput(count: int, repeat: int) -> list[tuple[str, str, float]]:
-    """``(body kind, client, best seconds)`` for every client present."""
-    parent, child = multiprocessing.Pipe()
-    process = multiprocessing.Process(target=_serve, args=(child, count), daemon=True)
-    process.start()
-    port = parent.recv()
+def throughput(count: int, repeat: int) -> list[Row]:
+    """One row per body kind and client present."""
     rows = []
-    try:
+    with server_process(_replies, count) as port:
         for kind in ("chunked", "close"):
             base = f"http://127.0.0.1:{port}/{kind}"
-            clients: list[tuple[str, Callable[[], int] | None]] = [
-                ("raw floor", lambda kind=kind: _raw_floor(port, f"/{kind}{PATH}")),
+            clients = [
+                (FLOOR, lambda kind=kind: _raw_floor(port, f"/{kind}{PATH}")),
                 ("AnthropicAdapter", _adapter_client(base)),
                 ("anthropic SDK", _sdk_client(base)),
             ]
-            present = [(name, client) for name, client in clients if client is not None]
-            best = dict.fromkeys((name for name, _ in present), float("inf"))
-            # Interleaved rounds: a load change on the machine hits every client.
-            for _ in range(repeat):
-                for name, client in present:
-                    best[name] = min(best[name], _timed(client, count))
-            rows.extend((kind, name, best[name]) for name, _ in present)
-    finally:
-        parent.send("stop")
-        process.join(10)
+            best = best_of(clients, count, repeat)
+            rows += [Row((kind,), name, timing) for name, timing in best.items()]
     return rows
 
 
@@ -257,17 +196,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args(argv)
 
-    version = sys.version.split()[0]
-    print(f"Python {version}, {args.events:,} events, best of {args.repeat} rounds")
-    print()
+    version_line(args.events, args.repeat)
     rows = throughput(args.events, args.repeat)
-    floors = {kind: seconds for kind, name, seconds in rows if name == "raw floor"}
-    print(f"{'body':<9} {'client':<17} {'events/s':>10} {'µs/event':>9} {'x floor':>8}")
-    for kind, name, seconds in rows:
-        per_event = seconds / args.events * 1e6
-        ratio = seconds / floors[kind]
-        rate = args.events / seconds
-        print(f"{kind:<9} {name:<17} {rate:>10,.0f} {per_event:>9.2f} {ratio:>8.2f}")
+    print_throughput(args.events, rows, [("body", 9)])
     return 0
 
 
