@@ -24,18 +24,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import multiprocessing
-import socket
-import sys
-import time
 from collections.abc import Callable
-from multiprocessing.connection import Connection
 from typing import Any
+
+from _floor import read_floor
+from _harness import FLOOR, Row, best_of, print_throughput, server_process, version_line
 
 from dsh_llm.adapters.gemini import GeminiAdapter
 from dsh_llm.adapters.ollama import OllamaAdapter
 from dsh_llm.protocol import GenerateOptions, TextDelta, create_user_message
-from dsh_llm.testing import LoopbackServer, Reply
+from dsh_llm.testing import Reply
 
 GEMINI_MODEL = "gemini-3-flash-preview"
 OLLAMA_MODEL = "qwen3:8b"
@@ -95,17 +93,18 @@ def _ollama_events(count: int) -> list[bytes]:
 # --- the server process -----------------------------------------------------------
 
 
-def _serve(pipe: Connection, count: int) -> None:
+def _gemini_path(framing: str) -> str:
+    return f"/{framing}/v1beta/models/{GEMINI_MODEL}:streamGenerateContent?alt=sse"
+
+
+def _replies(count: int) -> dict[str, Reply]:
     gemini = tuple(_gemini_events(count))
     ollama = tuple(_ollama_events(count))
     replies = {}
     for framing in ("chunked", "close"):
-        path = f"/{framing}/v1beta/models/{GEMINI_MODEL}:streamGenerateContent?alt=sse"
-        replies[path] = Reply(body=gemini, framing=framing)
+        replies[_gemini_path(framing)] = Reply(body=gemini, framing=framing)
         replies[f"/{framing}/api/chat"] = Reply(body=ollama, framing=framing)
-    with LoopbackServer(handler=lambda request: replies[request.path]) as server:
-        pipe.send(server.port)
-        pipe.recv()
+    return replies
 
 
 # --- clients ----------------------------------------------------------------------
@@ -127,57 +126,22 @@ def _raw_floor(
 ) -> int:
     """Socket reads, chunk framing stripped, split on ``separator``, json.loads."""
     deltas = 0
-    with socket.create_connection(("127.0.0.1", port)) as sock:
-        request = (
-            f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 2\r\n"
-            "Connection: close\r\n\r\n{}"
-        )
-        sock.sendall(request.encode())
-        data = b""
-        while b"\r\n\r\n" not in data:
-            data += sock.recv(65536)
-        head, _, rest = data.partition(b"\r\n\r\n")
-        chunked = b"chunked" in head.lower()
-        raw = bytearray(rest)
-        body = b""
-        done = False
-        while True:
-            if chunked:
-                out = []
-                pos = 0
-                while True:
-                    line_end = raw.find(b"\r\n", pos)
-                    if line_end < 0:
-                        break
-                    size = int(raw[pos:line_end], 16)
-                    if size == 0:
-                        # The last chunk: the body is complete.
-                        done = True
-                        break
-                    if len(raw) < line_end + 2 + size + 2:
-                        break
-                    out.append(bytes(raw[line_end + 2 : line_end + 2 + size]))
-                    pos = line_end + 4 + size
-                del raw[:pos]
-                body += b"".join(out)
-            else:
-                body += bytes(raw)
-                raw.clear()
-            parts = body.split(separator)
-            body = parts.pop()
-            for part in parts:
-                if part and text_of(part):
-                    deltas += 1
-            if done:
-                break
-            piece = sock.recv(65536)
-            if not piece:
-                break
-            raw += piece
+
+    def consume(parts: list[bytes]) -> bool:
+        nonlocal deltas
+        for part in parts:
+            if part and text_of(part):
+                deltas += 1
+        # Neither wire has an end marker of its own: the body's end ends it.
+        return False
+
+    read_floor(port, path, separator, consume)
     return deltas
 
 
-def _client(adapter: GeminiAdapter | OllamaAdapter, options: GenerateOptions) -> Any:
+def _client(
+    adapter: GeminiAdapter | OllamaAdapter, options: GenerateOptions
+) -> Callable[[], int]:
     def run() -> int:
         return sum(
             1 for chunk in adapter.stream(options) if isinstance(chunk, TextDelta)
@@ -186,88 +150,48 @@ def _client(adapter: GeminiAdapter | OllamaAdapter, options: GenerateOptions) ->
     return run
 
 
-def _timed(run: Callable[[], int], expected: int) -> float:
-    start = time.perf_counter()
-    count = run()
-    elapsed = time.perf_counter() - start
-    if count != expected:
-        raise SystemExit(f"client saw {count} deltas, expected {expected}")
-    return elapsed
-
-
-def throughput(count: int, repeat: int) -> list[tuple[str, str, str, float]]:
-    parent, child = multiprocessing.Pipe()
-    process = multiprocessing.Process(target=_serve, args=(child, count), daemon=True)
-    process.start()
-    port = parent.recv()
+def throughput(count: int, repeat: int) -> list[Row]:
+    """One row per framing, wire and client, grouped by wire and framing."""
     rows = []
     messages = (create_user_message("hi"),)
-    try:
+    with server_process(_replies, count) as port:
         for framing in ("chunked", "close"):
             base = f"http://127.0.0.1:{port}/{framing}"
             gemini = GeminiAdapter("bench-key", base_url=base)
             ollama = OllamaAdapter(base)
-            gemini_path = (
-                f"/{framing}/v1beta/models/{GEMINI_MODEL}:streamGenerateContent?alt=sse"
+            gemini_options = GenerateOptions(
+                provider="gemini", model=GEMINI_MODEL, messages=messages
             )
-            wires: list[tuple[str, list[tuple[str, Callable[[], int]]]]] = [
-                (
-                    "gemini",
-                    [
-                        (
-                            "raw floor",
-                            lambda p=gemini_path: _raw_floor(
-                                port, p, b"\r\n\r\n", _gemini_text
-                            ),
+            ollama_options = GenerateOptions(
+                provider="ollama", model=OLLAMA_MODEL, messages=messages
+            )
+            gemini_path = _gemini_path(framing)
+            ollama_path = f"/{framing}/api/chat"
+            wires: dict[str, list[tuple[str, Callable[[], int] | None]]] = {
+                "gemini": [
+                    (
+                        FLOOR,
+                        lambda p=gemini_path: _raw_floor(
+                            port, p, b"\r\n\r\n", _gemini_text
                         ),
-                        (
-                            "GeminiAdapter",
-                            _client(
-                                gemini,
-                                GenerateOptions(
-                                    provider="gemini",
-                                    model=GEMINI_MODEL,
-                                    messages=messages,
-                                ),
-                            ),
-                        ),
-                    ],
-                ),
-                (
-                    "ollama",
-                    [
-                        (
-                            "raw floor",
-                            lambda f=framing: _raw_floor(
-                                port, f"/{f}/api/chat", b"\n", _ollama_text
-                            ),
-                        ),
-                        (
-                            "OllamaAdapter",
-                            _client(
-                                ollama,
-                                GenerateOptions(
-                                    provider="ollama",
-                                    model=OLLAMA_MODEL,
-                                    messages=messages,
-                                ),
-                            ),
-                        ),
-                    ],
-                ),
-            ]
-            for wire, clients in wires:
-                best = dict.fromkeys((name for name, _ in clients), float("inf"))
-                # Interleaved rounds: a load change hits every client alike.
-                for _ in range(repeat):
-                    for name, client in clients:
-                        best[name] = min(best[name], _timed(client, count))
-                rows.extend((wire, framing, name, best[name]) for name, _ in clients)
+                    ),
+                    ("GeminiAdapter", _client(gemini, gemini_options)),
+                ],
+                "ollama": [
+                    (
+                        FLOOR,
+                        lambda p=ollama_path: _raw_floor(port, p, b"\n", _ollama_text),
+                    ),
+                    ("OllamaAdapter", _client(ollama, ollama_options)),
+                ],
+            }
+            for wire, clients in wires.items():
+                best = best_of(clients, count, repeat)
+                rows += [
+                    Row((wire, framing), name, timing) for name, timing in best.items()
+                ]
             gemini.close()
             ollama.close()
-    finally:
-        parent.send("stop")
-        process.join(10)
     return rows
 
 
@@ -277,27 +201,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args(argv)
 
-    version = sys.version.split()[0]
-    print(f"Python {version}, {args.events:,} events, best of {args.repeat} rounds")
-    print()
+    version_line(args.events, args.repeat)
     rows = throughput(args.events, args.repeat)
-    floors = {
-        (wire, framing): seconds
-        for wire, framing, name, seconds in rows
-        if name == "raw floor"
-    }
-    print(
-        f"{'wire':<7} {'body':<8} {'client':<14} {'events/s':>10} {'µs/event':>9} "
-        f"{'x floor':>8}"
-    )
-    for wire, framing, name, seconds in rows:
-        per_event = seconds / args.events * 1e6
-        ratio = seconds / floors[(wire, framing)]
-        rate = args.events / seconds
-        print(
-            f"{wire:<7} {framing:<8} {name:<14} {rate:>10,.0f} {per_event:>9.2f} "
-            f"{ratio:>8.2f}"
-        )
+    print_throughput(args.events, rows, [("wire", 7), ("body", 8)])
     return 0
 
 
