@@ -17,18 +17,56 @@ the timing, the interleaved rounds and the throughput table.
 
 from __future__ import annotations
 
+import argparse
 import multiprocessing
 import sys
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from multiprocessing.connection import Connection
 from typing import Any, NamedTuple
 
+from dsh_llm.protocol import GenerateOptions, StreamChunk, TextDelta
 from dsh_llm.testing import LoopbackServer, RecordedRequest, Reply
 
 FLOOR = "raw floor"
 """The client name every other row of a group is compared with."""
+KINDS = ("chunked", "close")
+"""The body kinds: one HTTP chunk per event, and close-delimited."""
+
+Client = Callable[[], int]
+"""One streamed request to its end; returns the text deltas it saw."""
+Clients = Sequence[tuple[str, Client | None]]
+"""Named clients in table order; ``None`` for an SDK that is not installed."""
+
+
+def arguments(
+    description: str, events: int, repeat: int, argv: list[str] | None
+) -> argparse.Namespace:
+    """``--events N`` and ``--repeat R``, with the benchmark's defaults."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--events", type=int, default=events)
+    parser.add_argument("--repeat", type=int, default=repeat)
+    return parser.parse_args(argv)
+
+
+def both_kinds(path: str, events: Sequence[bytes]) -> dict[str, Reply]:
+    """``events`` served at ``/chunked{path}`` and ``/close{path}``."""
+    body = tuple(events)
+    return {f"/{kind}{path}": Reply(body=body, framing=kind) for kind in KINDS}
+
+
+def text_deltas(
+    stream: Callable[[GenerateOptions], Iterable[StreamChunk]],
+    options: GenerateOptions,
+) -> Client:
+    """A client that runs ``stream(options)`` to its last chunk, counting text
+    deltas (``stream`` is an adapter's or a runtime's ``stream``)."""
+
+    def run() -> int:
+        return sum(1 for chunk in stream(options) if isinstance(chunk, TextDelta))
+
+    return run
 
 
 def _serve(
@@ -76,7 +114,7 @@ class Timing(NamedTuple):
     """CPU seconds of this process, all threads (``time.process_time``)."""
 
 
-def timed(run: Callable[[], int], expected: int) -> Timing:
+def timed(run: Client, expected: int) -> Timing:
     """Time one ``run()``; exit the benchmark unless it returned ``expected``."""
     start = time.perf_counter()
     cpu = time.process_time()
@@ -89,7 +127,7 @@ def timed(run: Callable[[], int], expected: int) -> Timing:
 
 
 def best_of(
-    clients: Sequence[tuple[str, Callable[[], int] | None]],
+    clients: Clients,
     expected: int,
     repeat: int,
 ) -> dict[str, Timing]:
@@ -104,6 +142,22 @@ def best_of(
             old = best[name]
             best[name] = Timing(min(old.wall, wall), min(old.cpu, cpu))
     return best
+
+
+def throughput(
+    count: int,
+    repeat: int,
+    replies: Callable[[int], Mapping[str, Reply]],
+    clients: Callable[[int, str], Clients],
+) -> list[Row]:
+    """Serve ``replies(count)`` from a child process and run ``clients(port,
+    kind)`` for each body kind in ``KINDS``: one row per kind and client."""
+    rows = []
+    with server_process(replies, count) as port:
+        for kind in KINDS:
+            best = best_of(clients(port, kind), count, repeat)
+            rows += [Row((kind,), name, timing) for name, timing in best.items()]
+    return rows
 
 
 class Row(NamedTuple):

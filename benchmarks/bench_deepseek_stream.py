@@ -36,15 +36,25 @@ openai SDK, under 5 ms to the first delta on both body kinds; (issue 14) at most
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import time
-from collections.abc import Callable
 from typing import Any
 
 from _floor import read_floor
-from _harness import FLOOR, Row, best_of, print_throughput, server_process, version_line
+from _harness import (
+    FLOOR,
+    KINDS,
+    Client,
+    Clients,
+    Row,
+    arguments,
+    both_kinds,
+    print_throughput,
+    text_deltas,
+    throughput,
+    version_line,
+)
 
 from dsh_llm import LlmRuntime
 from dsh_llm.adapters.deepseek import PROVIDER_ROUTE, DeepSeekAdapter
@@ -95,11 +105,7 @@ def _events(count: int) -> list[bytes]:
 
 
 def _replies(count: int) -> dict[str, Reply]:
-    events = tuple(_events(count))
-    return {
-        f"/{kind}/chat/completions": Reply(body=events, framing=kind)
-        for kind in ("chunked", "close")
-    }
+    return both_kinds("/chat/completions", _events(count))
 
 
 # --- clients ----------------------------------------------------------------------
@@ -124,38 +130,25 @@ def _raw_floor(port: int, path: str) -> int:
     return deltas
 
 
-def _adapter_client(base: str) -> Callable[[], int]:
-    adapter = DeepSeekAdapter("sk-bench", base_url=base)
-    options = GenerateOptions(
+def _options() -> GenerateOptions:
+    return GenerateOptions(
         provider=PROVIDER_ROUTE, model=MODEL, messages=(create_user_message("hi"),)
     )
 
-    def run() -> int:
-        return sum(
-            1 for chunk in adapter.stream(options) if isinstance(chunk, TextDelta)
-        )
 
-    return run
+def _adapter_client(base: str) -> Client:
+    return text_deltas(DeepSeekAdapter("sk-bench", base_url=base).stream, _options())
 
 
-def _runtime_client(base: str) -> Callable[[], int]:
+def _runtime_client(base: str) -> Client:
     runtime = LlmRuntime()
     runtime.register_adapter(
         [PROVIDER_ROUTE], DeepSeekAdapter("sk-bench", base_url=base)
     )
-    options = GenerateOptions(
-        provider=PROVIDER_ROUTE, model=MODEL, messages=(create_user_message("hi"),)
-    )
-
-    def run() -> int:
-        return sum(
-            1 for chunk in runtime.stream(options) if isinstance(chunk, TextDelta)
-        )
-
-    return run
+    return text_deltas(runtime.stream, _options())
 
 
-def _openai_client(base: str) -> Callable[[], int] | None:
+def _openai_client(base: str) -> Client | None:
     try:
         from openai import OpenAI
     except ImportError:
@@ -175,24 +168,14 @@ def _openai_client(base: str) -> Callable[[], int] | None:
     return run
 
 
-def throughput(count: int, repeat: int) -> list[Row]:
-    """One row per body kind and client present, with wall and CPU times."""
-    rows = []
-    with server_process(_replies, count) as port:
-        for kind in ("chunked", "close"):
-            base = f"http://127.0.0.1:{port}/{kind}"
-            clients = [
-                (
-                    FLOOR,
-                    lambda kind=kind: _raw_floor(port, f"/{kind}/chat/completions"),
-                ),
-                (ADAPTER, _adapter_client(base)),
-                ("LlmRuntime.stream", _runtime_client(base)),
-                ("openai SDK", _openai_client(base)),
-            ]
-            best = best_of(clients, count, repeat)
-            rows += [Row((kind,), name, timing) for name, timing in best.items()]
-    return rows
+def _clients(port: int, kind: str) -> Clients:
+    base = f"http://127.0.0.1:{port}/{kind}"
+    return [
+        (FLOOR, lambda: _raw_floor(port, f"/{kind}/chat/completions")),
+        (ADAPTER, _adapter_client(base)),
+        ("LlmRuntime.stream", _runtime_client(base)),
+        ("openai SDK", _openai_client(base)),
+    ]
 
 
 def latency(repeat: int) -> list[tuple[str, list[float], list[float]]]:
@@ -202,7 +185,7 @@ def latency(repeat: int) -> list[tuple[str, list[float], list[float]]]:
         body += [Mark(name=f"e{i}"), sse_event(_payload(f"t{i}")), Pause(seconds=gap)]
     body += [sse_event(_payload("", "stop")), b"data: [DONE]\n\n"]
     rows = []
-    for framing in ("chunked", "close"):
+    for framing in KINDS:
         first: list[float] = []
         later: list[float] = []
         with LoopbackServer() as server:
@@ -210,11 +193,7 @@ def latency(repeat: int) -> list[tuple[str, list[float], list[float]]]:
                 body=tuple(body), framing=framing
             )
             adapter = DeepSeekAdapter("sk-bench", base_url=server.url)
-            options = GenerateOptions(
-                provider=PROVIDER_ROUTE,
-                model=MODEL,
-                messages=(create_user_message("hi"),),
-            )
+            options = _options()
             for _ in range(repeat):
                 seen: list[float] = []
                 for chunk in adapter.stream(options):
@@ -230,13 +209,9 @@ def latency(repeat: int) -> list[tuple[str, list[float], list[float]]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--events", type=int, default=100_000)
-    parser.add_argument("--repeat", type=int, default=5)
-    args = parser.parse_args(argv)
-
+    args = arguments(__doc__.splitlines()[0], 100_000, 5, argv)
     version_line(args.events, args.repeat)
-    rows = throughput(args.events, args.repeat)
+    rows = throughput(args.events, args.repeat, _replies, _clients)
     events = args.events
     bare = {row.group: row.timing.cpu for row in rows if row.client == ADAPTER}
 

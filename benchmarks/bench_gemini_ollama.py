@@ -22,17 +22,27 @@ Clients run in interleaved rounds; the best of ``--repeat`` is kept. Target
 
 from __future__ import annotations
 
-import argparse
 import json
 from collections.abc import Callable
 from typing import Any
 
 from _floor import read_floor
-from _harness import FLOOR, Row, best_of, print_throughput, server_process, version_line
+from _harness import (
+    FLOOR,
+    KINDS,
+    Clients,
+    Row,
+    arguments,
+    best_of,
+    print_throughput,
+    server_process,
+    text_deltas,
+    version_line,
+)
 
 from dsh_llm.adapters.gemini import GeminiAdapter
 from dsh_llm.adapters.ollama import OllamaAdapter
-from dsh_llm.protocol import GenerateOptions, TextDelta, create_user_message
+from dsh_llm.protocol import GenerateOptions, create_user_message
 from dsh_llm.testing import Reply
 
 GEMINI_MODEL = "gemini-3-flash-preview"
@@ -101,7 +111,7 @@ def _replies(count: int) -> dict[str, Reply]:
     gemini = tuple(_gemini_events(count))
     ollama = tuple(_ollama_events(count))
     replies = {}
-    for framing in ("chunked", "close"):
+    for framing in KINDS:
         replies[_gemini_path(framing)] = Reply(body=gemini, framing=framing)
         replies[f"/{framing}/api/chat"] = Reply(body=ollama, framing=framing)
     return replies
@@ -139,23 +149,12 @@ def _raw_floor(
     return deltas
 
 
-def _client(
-    adapter: GeminiAdapter | OllamaAdapter, options: GenerateOptions
-) -> Callable[[], int]:
-    def run() -> int:
-        return sum(
-            1 for chunk in adapter.stream(options) if isinstance(chunk, TextDelta)
-        )
-
-    return run
-
-
 def throughput(count: int, repeat: int) -> list[Row]:
     """One row per framing, wire and client, grouped by wire and framing."""
     rows = []
     messages = (create_user_message("hi"),)
     with server_process(_replies, count) as port:
-        for framing in ("chunked", "close"):
+        for framing in KINDS:
             base = f"http://127.0.0.1:{port}/{framing}"
             gemini = GeminiAdapter("bench-key", base_url=base)
             ollama = OllamaAdapter(base)
@@ -167,7 +166,7 @@ def throughput(count: int, repeat: int) -> list[Row]:
             )
             gemini_path = _gemini_path(framing)
             ollama_path = f"/{framing}/api/chat"
-            wires: dict[str, list[tuple[str, Callable[[], int] | None]]] = {
+            wires: dict[str, Clients] = {
                 "gemini": [
                     (
                         FLOOR,
@@ -175,14 +174,14 @@ def throughput(count: int, repeat: int) -> list[Row]:
                             port, p, b"\r\n\r\n", _gemini_text
                         ),
                     ),
-                    ("GeminiAdapter", _client(gemini, gemini_options)),
+                    ("GeminiAdapter", text_deltas(gemini.stream, gemini_options)),
                 ],
                 "ollama": [
                     (
                         FLOOR,
                         lambda p=ollama_path: _raw_floor(port, p, b"\n", _ollama_text),
                     ),
-                    ("OllamaAdapter", _client(ollama, ollama_options)),
+                    ("OllamaAdapter", text_deltas(ollama.stream, ollama_options)),
                 ],
             }
             for wire, clients in wires.items():
@@ -196,11 +195,7 @@ def throughput(count: int, repeat: int) -> list[Row]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--events", type=int, default=50_000)
-    parser.add_argument("--repeat", type=int, default=3)
-    args = parser.parse_args(argv)
-
+    args = arguments(__doc__.splitlines()[0], 50_000, 3, argv)
     version_line(args.events, args.repeat)
     rows = throughput(args.events, args.repeat)
     print_throughput(args.events, rows, [("wire", 7), ("body", 8)])

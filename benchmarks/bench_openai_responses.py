@@ -25,16 +25,24 @@ Targets (issue 17): at most 2x the raw floor per event, faster than the SDK.
 
 from __future__ import annotations
 
-import argparse
 import json
-from collections.abc import Callable
 from typing import Any
 
 from _floor import read_floor
-from _harness import FLOOR, Row, best_of, print_throughput, server_process, version_line
+from _harness import (
+    FLOOR,
+    Client,
+    Clients,
+    arguments,
+    both_kinds,
+    print_throughput,
+    text_deltas,
+    throughput,
+    version_line,
+)
 
 from dsh_llm.adapters.openai_responses import OpenAIResponsesAdapter
-from dsh_llm.protocol import GenerateOptions, TextDelta, create_user_message
+from dsh_llm.protocol import GenerateOptions, create_user_message
 from dsh_llm.testing import Reply
 
 MODEL = "gpt-5.2"
@@ -161,11 +169,7 @@ def _events(count: int) -> list[bytes]:
 
 
 def _replies(count: int) -> dict[str, Reply]:
-    events = tuple(_events(count))
-    return {
-        f"/{kind}/responses": Reply(body=events, framing=kind)
-        for kind in ("chunked", "close")
-    }
+    return both_kinds("/responses", _events(count))
 
 
 # --- clients ----------------------------------------------------------------------
@@ -190,21 +194,15 @@ def _raw_floor(port: int, path: str) -> int:
     return deltas
 
 
-def _adapter_client(base: str) -> Callable[[], int]:
+def _adapter_client(base: str) -> Client:
     adapter = OpenAIResponsesAdapter(base, api_key="sk-bench", server="openai")
     options = GenerateOptions(
         provider="bench", model=MODEL, messages=(create_user_message("hi"),)
     )
-
-    def run() -> int:
-        return sum(
-            1 for chunk in adapter.stream(options) if isinstance(chunk, TextDelta)
-        )
-
-    return run
+    return text_deltas(adapter.stream, options)
 
 
-def _openai_client(base: str) -> Callable[[], int] | None:
+def _openai_client(base: str) -> Client | None:
     try:
         from openai import OpenAI
     except ImportError:
@@ -222,30 +220,19 @@ def _openai_client(base: str) -> Callable[[], int] | None:
     return run
 
 
-def throughput(count: int, repeat: int) -> list[Row]:
-    """One row per body kind and client present."""
-    rows = []
-    with server_process(_replies, count) as port:
-        for kind in ("chunked", "close"):
-            base = f"http://127.0.0.1:{port}/{kind}"
-            clients = [
-                (FLOOR, lambda kind=kind: _raw_floor(port, f"/{kind}/responses")),
-                ("OpenAIResponsesAdapter", _adapter_client(base)),
-                ("openai SDK", _openai_client(base)),
-            ]
-            best = best_of(clients, count, repeat)
-            rows += [Row((kind,), name, timing) for name, timing in best.items()]
-    return rows
+def _clients(port: int, kind: str) -> Clients:
+    base = f"http://127.0.0.1:{port}/{kind}"
+    return [
+        (FLOOR, lambda: _raw_floor(port, f"/{kind}/responses")),
+        ("OpenAIResponsesAdapter", _adapter_client(base)),
+        ("openai SDK", _openai_client(base)),
+    ]
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--events", type=int, default=100_000)
-    parser.add_argument("--repeat", type=int, default=5)
-    args = parser.parse_args(argv)
-
+    args = arguments(__doc__.splitlines()[0], 100_000, 5, argv)
     version_line(args.events, args.repeat)
-    rows = throughput(args.events, args.repeat)
+    rows = throughput(args.events, args.repeat, _replies, _clients)
     print_throughput(args.events, rows, [("body", 9)])
     return 0
 
