@@ -24,7 +24,6 @@ Targets (issue 15): at most 2x the raw floor per event, faster than the SDK.
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from _floor import read_floor
 from _harness import (
@@ -38,6 +37,7 @@ from _harness import (
     throughput,
     version_line,
 )
+from _wires import anthropic_events
 
 from dsh_llm.adapters.anthropic import PROVIDER_ROUTE, AnthropicAdapter
 from dsh_llm.protocol import GenerateOptions, create_user_message
@@ -47,76 +47,11 @@ MODEL = "claude-haiku-4-5"
 PATH = "/v1/messages"
 
 
-def _event(name: str, payload: dict[str, Any]) -> bytes:
-    data = json.dumps(payload, separators=(",", ":"))
-    return f"event: {name}\ndata: {data}\n\n".encode()
-
-
-def _events(count: int) -> list[bytes]:
-    start = {
-        "type": "message_start",
-        "message": {
-            "id": "msg_01Bench",
-            "type": "message",
-            "role": "assistant",
-            "model": MODEL,
-            "content": [],
-            "stop_reason": None,
-            "stop_sequence": None,
-            "usage": {
-                "input_tokens": 20,
-                "cache_creation_input_tokens": 0,
-                "cache_read_input_tokens": 0,
-                "output_tokens": 1,
-            },
-        },
-    }
-    events = [
-        _event("message_start", start),
-        _event(
-            "content_block_start",
-            {
-                "type": "content_block_start",
-                "index": 0,
-                "content_block": {"type": "text", "text": ""},
-            },
-        ),
-    ]
-    for i in range(count):
-        if i % 100 == 99:
-            events.append(b'event: ping\ndata: {"type": "ping"}\n\n')
-        events.append(
-            _event(
-                "content_block_delta",
-                {
-                    "type": "content_block_delta",
-                    "index": 0,
-                    "delta": {"type": "text_delta", "text": f" tok{i % 1000}"},
-                },
-            )
-        )
-    events.append(
-        _event("content_block_stop", {"type": "content_block_stop", "index": 0})
-    )
-    events.append(
-        _event(
-            "message_delta",
-            {
-                "type": "message_delta",
-                "delta": {"stop_reason": "end_turn", "stop_sequence": None},
-                "usage": {"output_tokens": count},
-            },
-        )
-    )
-    events.append(_event("message_stop", {"type": "message_stop"}))
-    return events
-
-
 # --- the server process -----------------------------------------------------------
 
 
 def _replies(count: int) -> dict[str, Reply]:
-    return both_kinds(PATH, _events(count))
+    return both_kinds(PATH, anthropic_events(count, MODEL))
 
 
 # --- clients ----------------------------------------------------------------------

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any
 
 from _floor import read_floor
 from _harness import (
@@ -39,6 +38,7 @@ from _harness import (
     text_deltas,
     version_line,
 )
+from _wires import gemini_events, ollama_events
 
 from dsh_llm.adapters.gemini import GeminiAdapter
 from dsh_llm.adapters.ollama import OllamaAdapter
@@ -49,57 +49,6 @@ GEMINI_MODEL = "gemini-3-flash-preview"
 OLLAMA_MODEL = "qwen3:8b"
 
 
-def _gemini_events(count: int) -> list[bytes]:
-    events = []
-    for i in range(count):
-        candidate: dict[str, Any] = {
-            "content": {"parts": [{"text": f" tok{i % 1000}"}], "role": "model"},
-            "index": 0,
-        }
-        if i == count - 1:
-            candidate["finishReason"] = "STOP"
-        payload = {
-            "candidates": [candidate],
-            "usageMetadata": {
-                "promptTokenCount": 20,
-                "candidatesTokenCount": i + 1,
-                "totalTokenCount": 21 + i,
-            },
-            "modelVersion": GEMINI_MODEL,
-            "responseId": "Zb1taZ7nLNmOz7IPk6f9-Ag",
-        }
-        data = json.dumps(payload, separators=(",", ": ")).encode()
-        events.append(b"data: " + data + b"\r\n\r\n")
-    return events
-
-
-def _ollama_events(count: int) -> list[bytes]:
-    lines = [
-        json.dumps(
-            {
-                "model": OLLAMA_MODEL,
-                "created_at": "2026-01-01T10:00:00.000000Z",
-                "message": {"role": "assistant", "content": f" tok{i % 1000}"},
-                "done": False,
-            },
-            separators=(",", ":"),
-        ).encode()
-        + b"\n"
-        for i in range(count)
-    ]
-    done = {
-        "model": OLLAMA_MODEL,
-        "created_at": "2026-01-01T10:00:01Z",
-        "message": {"role": "assistant", "content": ""},
-        "done": True,
-        "done_reason": "stop",
-        "prompt_eval_count": 20,
-        "eval_count": count,
-    }
-    lines.append(json.dumps(done, separators=(",", ":")).encode() + b"\n")
-    return lines
-
-
 # --- the server process -----------------------------------------------------------
 
 
@@ -108,8 +57,8 @@ def _gemini_path(framing: str) -> str:
 
 
 def _replies(count: int) -> dict[str, Reply]:
-    gemini = tuple(_gemini_events(count))
-    ollama = tuple(_ollama_events(count))
+    gemini = tuple(gemini_events(count, GEMINI_MODEL))
+    ollama = tuple(ollama_events(count, OLLAMA_MODEL))
     replies = {}
     for framing in KINDS:
         replies[_gemini_path(framing)] = Reply(body=gemini, framing=framing)
