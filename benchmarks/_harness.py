@@ -1,18 +1,20 @@
-"""What the streaming benchmarks share around their clients: the server process,
-the timing, the interleaved rounds and the throughput table.
+"""What the streaming benchmarks share around their clients: the arguments, the
+server process, the timing, the interleaved rounds and the throughput table.
 
 - ``server_process(replies, *args)`` serves ``replies(*args)`` (request path to
-  ``Reply``) from a ``LoopbackServer`` in a child process, so the server never
-  competes with the clients for the GIL; it yields the port and stops the child
-  on exit. The replies are built in the child.
+  ``Reply``, built in the child) from a ``LoopbackServer`` in a child process,
+  so the server never competes with the clients for the GIL; it yields the port
+  and stops the child when the block ends.
 - ``timed(run, expected)`` times one run (wall clock and this process's CPU)
   and exits the benchmark when the run did not count ``expected`` deltas.
 - ``best_of(clients, expected, repeat)`` runs the clients in interleaved rounds
   (a load change on the machine hits every client alike) and keeps the best
   wall and the best CPU time of each; a client given as ``None`` (an SDK that is
   not installed) is left out.
-- ``print_throughput(...)`` prints the ``events/s``, ``µs/event`` and
+- ``throughput(...)`` does both for each body kind in ``KINDS``;
+  ``print_throughput(...)`` prints the ``events/s``, ``µs/event`` and
   ``x floor`` table, each row measured against its group's ``raw floor``.
+- Nothing here runs per event: the clients' own loops are all that is timed.
 """
 
 from __future__ import annotations
@@ -24,14 +26,14 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from multiprocessing.connection import Connection
-from typing import Any, NamedTuple
+from typing import Any, Final, Literal, NamedTuple
 
 from dsh_llm.protocol import GenerateOptions, StreamChunk, TextDelta
 from dsh_llm.testing import LoopbackServer, RecordedRequest, Reply
 
-FLOOR = "raw floor"
+FLOOR: Final = "raw floor"
 """The client name every other row of a group is compared with."""
-KINDS = ("chunked", "close")
+KINDS: Final[tuple[Literal["chunked", "close"], ...]] = ("chunked", "close")
 """The body kinds: one HTTP chunk per event, and close-delimited."""
 
 Client = Callable[[], int]
@@ -50,23 +52,20 @@ def arguments(
     return parser.parse_args(argv)
 
 
+def version_line(events: int, repeat: int) -> None:
+    """Print the heading every throughput benchmark starts with."""
+    version = sys.version.split()[0]
+    print(f"Python {version}, {events:,} events, best of {repeat} rounds")
+    print()
+
+
+# --- the server process -----------------------------------------------------------
+
+
 def both_kinds(path: str, events: Sequence[bytes]) -> dict[str, Reply]:
     """``events`` served at ``/chunked{path}`` and ``/close{path}``."""
     body = tuple(events)
     return {f"/{kind}{path}": Reply(body=body, framing=kind) for kind in KINDS}
-
-
-def text_deltas(
-    stream: Callable[[GenerateOptions], Iterable[StreamChunk]],
-    options: GenerateOptions,
-) -> Client:
-    """A client that runs ``stream(options)`` to its last chunk, counting text
-    deltas (``stream`` is an adapter's or a runtime's ``stream``)."""
-
-    def run() -> int:
-        return sum(1 for chunk in stream(options) if isinstance(chunk, TextDelta))
-
-    return run
 
 
 def _serve(
@@ -86,14 +85,12 @@ def _serve(
 
 @contextmanager
 def server_process(
-    replies: Callable[..., Mapping[str, Reply]],
-    *args: Any,
-    start_method: str | None = None,
+    replies: Callable[..., Mapping[str, Reply]], *args: Any, spawn: bool = False
 ) -> Iterator[int]:
-    """The port of a child process serving ``replies(*args)`` by request path
-    (``replies`` must be picklable under ``start_method``, e.g. a module-level
-    function); the child is stopped when the block ends."""
-    context = multiprocessing.get_context(start_method)
+    """The port of a child process serving ``replies(*args)`` by request path;
+    the child is stopped when the block ends. ``spawn`` starts it in a fresh
+    interpreter (``replies`` must then be a module-level function)."""
+    context = multiprocessing.get_context("spawn" if spawn else None)
     parent, child = context.Pipe()
     process = context.Process(target=_serve, args=(child, replies, args), daemon=True)
     process.start()
@@ -103,6 +100,22 @@ def server_process(
     finally:
         parent.send("stop")
         process.join(10)
+
+
+# --- clients and rounds -------------------------------------------------------------
+
+
+def text_deltas(
+    stream: Callable[[GenerateOptions], Iterable[StreamChunk]],
+    options: GenerateOptions,
+) -> Client:
+    """A client that runs ``stream(options)`` to its last chunk, counting text
+    deltas (``stream`` is an adapter's or a runtime's ``stream``)."""
+
+    def run() -> int:
+        return sum(1 for chunk in stream(options) if isinstance(chunk, TextDelta))
+
+    return run
 
 
 class Timing(NamedTuple):
@@ -126,11 +139,7 @@ def timed(run: Client, expected: int) -> Timing:
     return Timing(elapsed, cpu)
 
 
-def best_of(
-    clients: Clients,
-    expected: int,
-    repeat: int,
-) -> dict[str, Timing]:
+def best_of(clients: Clients, expected: int, repeat: int) -> dict[str, Timing]:
     """The best of ``repeat`` interleaved rounds for each present client, in the
     order given."""
     present = [(name, client) for name, client in clients if client is not None]
@@ -144,20 +153,7 @@ def best_of(
     return best
 
 
-def throughput(
-    count: int,
-    repeat: int,
-    replies: Callable[[int], Mapping[str, Reply]],
-    clients: Callable[[int, str], Clients],
-) -> list[Row]:
-    """Serve ``replies(count)`` from a child process and run ``clients(port,
-    kind)`` for each body kind in ``KINDS``: one row per kind and client."""
-    rows = []
-    with server_process(replies, count) as port:
-        for kind in KINDS:
-            best = best_of(clients(port, kind), count, repeat)
-            rows += [Row((kind,), name, timing) for name, timing in best.items()]
-    return rows
+# --- the table ----------------------------------------------------------------------
 
 
 class Row(NamedTuple):
@@ -169,6 +165,22 @@ class Row(NamedTuple):
     """The client's name; ``FLOOR`` for the group's floor."""
     timing: Timing
     """The client's best times."""
+
+
+def throughput(
+    count: int,
+    repeat: int,
+    replies: Callable[[int], Mapping[str, Reply]],
+    clients: Callable[[int, str], Clients],
+) -> list[Row]:
+    """Serve ``replies(count)`` from a child process and time ``clients(port,
+    kind)`` for each body kind in ``KINDS``: one row per kind and client."""
+    rows = []
+    with server_process(replies, count) as port:
+        for kind in KINDS:
+            best = best_of(clients(port, kind), count, repeat)
+            rows += [Row((kind,), name, timing) for name, timing in best.items()]
+    return rows
 
 
 def print_throughput(
@@ -200,10 +212,3 @@ def print_throughput(
             f" {seconds / events * 1e6:>9.2f} {seconds / floor.timing.wall:>8.2f}"
         )
         print(line + (extra[1](row, floor) if extra else ""))
-
-
-def version_line(events: int, repeat: int) -> None:
-    """Print the heading every throughput benchmark starts with."""
-    version = sys.version.split()[0]
-    print(f"Python {version}, {events:,} events, best of {repeat} rounds")
-    print()

@@ -184,7 +184,7 @@ def latency(repeat: int) -> list[tuple[str, list[float], list[float]]]:
     for i in range(6):
         body += [Mark(name=f"e{i}"), sse_event(_payload(f"t{i}")), Pause(seconds=gap)]
     body += [sse_event(_payload("", "stop")), b"data: [DONE]\n\n"]
-    rows = []
+    rows: list[tuple[str, list[float], list[float]]] = []
     for framing in KINDS:
         first: list[float] = []
         later: list[float] = []

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from functools import partial
 
 from _floor import read_floor
 from _harness import (
@@ -47,6 +48,8 @@ from dsh_llm.testing import Reply
 
 GEMINI_MODEL = "gemini-3-flash-preview"
 OLLAMA_MODEL = "qwen3:8b"
+SSE = b"\r\n\r\n"
+"""Gemini's event separator (it frames its SSE with CRLF)."""
 
 
 # --- the server process -----------------------------------------------------------
@@ -117,18 +120,13 @@ def throughput(count: int, repeat: int) -> list[Row]:
             ollama_path = f"/{framing}/api/chat"
             wires: dict[str, Clients] = {
                 "gemini": [
-                    (
-                        FLOOR,
-                        lambda p=gemini_path: _raw_floor(
-                            port, p, b"\r\n\r\n", _gemini_text
-                        ),
-                    ),
+                    (FLOOR, partial(_raw_floor, port, gemini_path, SSE, _gemini_text)),
                     ("GeminiAdapter", text_deltas(gemini.stream, gemini_options)),
                 ],
                 "ollama": [
                     (
                         FLOOR,
-                        lambda p=ollama_path: _raw_floor(port, p, b"\n", _ollama_text),
+                        partial(_raw_floor, port, ollama_path, b"\n", _ollama_text),
                     ),
                     ("OllamaAdapter", text_deltas(ollama.stream, ollama_options)),
                 ],

@@ -283,7 +283,7 @@ def main(argv: list[str] | None = None) -> int:
         f"{'events':>9}  {'client':<10} {'content MiB':>11} {'peak MiB':>9} "
         f"{'x content':>9} {'x block':>8}"
     )
-    with server_process(_replies, args.events, start_method="spawn") as port:
+    with server_process(_replies, args.events, spawn=True) as port:
         for count in args.events:
             total, block = content_sizes(count)
             crcs = set()
