@@ -23,101 +23,35 @@ Targets (issue 15): at most 2x the raw floor per event, faster than the SDK.
 
 from __future__ import annotations
 
-import argparse
 import json
-import multiprocessing
-import socket
-import sys
-import time
-from collections.abc import Callable
-from multiprocessing.connection import Connection
-from typing import Any
+
+from _floor import read_floor
+from _harness import (
+    FLOOR,
+    Client,
+    Clients,
+    arguments,
+    both_kinds,
+    print_throughput,
+    text_deltas,
+    throughput,
+    version_line,
+)
+from _wires import anthropic_events
 
 from dsh_llm.adapters.anthropic import PROVIDER_ROUTE, AnthropicAdapter
-from dsh_llm.protocol import GenerateOptions, TextDelta, create_user_message
-from dsh_llm.testing import LoopbackServer, Reply
+from dsh_llm.protocol import GenerateOptions, create_user_message
+from dsh_llm.testing import Reply
 
 MODEL = "claude-haiku-4-5"
 PATH = "/v1/messages"
 
 
-def _event(name: str, payload: dict[str, Any]) -> bytes:
-    data = json.dumps(payload, separators=(",", ":"))
-    return f"event: {name}\ndata: {data}\n\n".encode()
-
-
-def _events(count: int) -> list[bytes]:
-    start = {
-        "type": "message_start",
-        "message": {
-            "id": "msg_01Bench",
-            "type": "message",
-            "role": "assistant",
-            "model": MODEL,
-            "content": [],
-            "stop_reason": None,
-            "stop_sequence": None,
-            "usage": {
-                "input_tokens": 20,
-                "cache_creation_input_tokens": 0,
-                "cache_read_input_tokens": 0,
-                "output_tokens": 1,
-            },
-        },
-    }
-    events = [
-        _event("message_start", start),
-        _event(
-            "content_block_start",
-            {
-                "type": "content_block_start",
-                "index": 0,
-                "content_block": {"type": "text", "text": ""},
-            },
-        ),
-    ]
-    for i in range(count):
-        if i % 100 == 99:
-            events.append(b'event: ping\ndata: {"type": "ping"}\n\n')
-        events.append(
-            _event(
-                "content_block_delta",
-                {
-                    "type": "content_block_delta",
-                    "index": 0,
-                    "delta": {"type": "text_delta", "text": f" tok{i % 1000}"},
-                },
-            )
-        )
-    events.append(
-        _event("content_block_stop", {"type": "content_block_stop", "index": 0})
-    )
-    events.append(
-        _event(
-            "message_delta",
-            {
-                "type": "message_delta",
-                "delta": {"stop_reason": "end_turn", "stop_sequence": None},
-                "usage": {"output_tokens": count},
-            },
-        )
-    )
-    events.append(_event("message_stop", {"type": "message_stop"}))
-    return events
-
-
 # --- the server process -----------------------------------------------------------
 
 
-def _serve(pipe: Connection, count: int) -> None:
-    events = tuple(_events(count))
-    replies = {
-        f"/chunked{PATH}": Reply(body=events, framing="chunked"),
-        f"/close{PATH}": Reply(body=events, framing="close"),
-    }
-    with LoopbackServer(handler=lambda request: replies[request.path]) as server:
-        pipe.send(server.port)
-        pipe.recv()
+def _replies(count: int) -> dict[str, Reply]:
+    return both_kinds(PATH, anthropic_events(count, MODEL))
 
 
 # --- clients ----------------------------------------------------------------------
@@ -126,72 +60,31 @@ def _serve(pipe: Connection, count: int) -> None:
 def _raw_floor(port: int, path: str) -> int:
     """Socket reads, chunk framing stripped, split on blank lines, json.loads."""
     deltas = 0
-    with socket.create_connection(("127.0.0.1", port)) as sock:
-        request = (
-            f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 2\r\n"
-            "Connection: close\r\n\r\n{}"
-        )
-        sock.sendall(request.encode())
-        data = b""
-        while b"\r\n\r\n" not in data:
-            data += sock.recv(65536)
-        head, _, rest = data.partition(b"\r\n\r\n")
-        chunked = b"chunked" in head.lower()
-        raw = bytearray(rest)
-        body = b""
-        done = False
-        while not done:
-            if chunked:
-                out = []
-                pos = 0
-                while True:
-                    line_end = raw.find(b"\r\n", pos)
-                    if line_end < 0:
-                        break
-                    size = int(raw[pos:line_end], 16)
-                    if len(raw) < line_end + 2 + size + 2:
-                        break
-                    out.append(bytes(raw[line_end + 2 : line_end + 2 + size]))
-                    pos = line_end + 4 + size
-                del raw[:pos]
-                body += b"".join(out)
-            else:
-                body += bytes(raw)
-                raw.clear()
-            parts = body.split(b"\n\n")
-            body = parts.pop()
-            for part in parts:
-                payload = json.loads(part[part.index(b"data: ") + 6 :])
-                kind = payload["type"]
-                if kind == "message_stop":
-                    done = True
-                    break
-                if kind == "content_block_delta" and payload["delta"]["text"]:
-                    deltas += 1
-            if done:
-                break
-            piece = sock.recv(65536)
-            if not piece:
-                break
-            raw += piece
+
+    def consume(parts: list[bytes]) -> bool:
+        nonlocal deltas
+        for part in parts:
+            payload = json.loads(part[part.index(b"data: ") + 6 :])
+            kind = payload["type"]
+            if kind == "message_stop":
+                return True
+            if kind == "content_block_delta" and payload["delta"]["text"]:
+                deltas += 1
+        return False
+
+    read_floor(port, path, b"\n\n", consume)
     return deltas
 
 
-def _adapter_client(base: str) -> Callable[[], int]:
+def _adapter_client(base: str) -> Client:
     adapter = AnthropicAdapter("sk-bench", base_url=base)
     options = GenerateOptions(
         provider=PROVIDER_ROUTE, model=MODEL, messages=(create_user_message("hi"),)
     )
-
-    def run() -> int:
-        return sum(
-            1 for chunk in adapter.stream(options) if isinstance(chunk, TextDelta)
-        )
-
-    return run
+    return text_deltas(adapter.stream, options)
 
 
-def _sdk_client(base: str) -> Callable[[], int] | None:
+def _sdk_client(base: str) -> Client | None:
     try:
         from anthropic import Anthropic
     except ImportError:
@@ -214,60 +107,20 @@ def _sdk_client(base: str) -> Callable[[], int] | None:
     return run
 
 
-def _timed(run: Callable[[], int], expected: int) -> float:
-    start = time.perf_counter()
-    count = run()
-    elapsed = time.perf_counter() - start
-    if count != expected:
-        raise SystemExit(f"client saw {count} deltas, expected {expected}")
-    return elapsed
-
-
-def throughput(count: int, repeat: int) -> list[tuple[str, str, float]]:
-    """``(body kind, client, best seconds)`` for every client present."""
-    parent, child = multiprocessing.Pipe()
-    process = multiprocessing.Process(target=_serve, args=(child, count), daemon=True)
-    process.start()
-    port = parent.recv()
-    rows = []
-    try:
-        for kind in ("chunked", "close"):
-            base = f"http://127.0.0.1:{port}/{kind}"
-            clients: list[tuple[str, Callable[[], int] | None]] = [
-                ("raw floor", lambda kind=kind: _raw_floor(port, f"/{kind}{PATH}")),
-                ("AnthropicAdapter", _adapter_client(base)),
-                ("anthropic SDK", _sdk_client(base)),
-            ]
-            present = [(name, client) for name, client in clients if client is not None]
-            best = dict.fromkeys((name for name, _ in present), float("inf"))
-            # Interleaved rounds: a load change on the machine hits every client.
-            for _ in range(repeat):
-                for name, client in present:
-                    best[name] = min(best[name], _timed(client, count))
-            rows.extend((kind, name, best[name]) for name, _ in present)
-    finally:
-        parent.send("stop")
-        process.join(10)
-    return rows
+def _clients(port: int, kind: str) -> Clients:
+    base = f"http://127.0.0.1:{port}/{kind}"
+    return [
+        (FLOOR, lambda: _raw_floor(port, f"/{kind}{PATH}")),
+        ("AnthropicAdapter", _adapter_client(base)),
+        ("anthropic SDK", _sdk_client(base)),
+    ]
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--events", type=int, default=50_000)
-    parser.add_argument("--repeat", type=int, default=5)
-    args = parser.parse_args(argv)
-
-    version = sys.version.split()[0]
-    print(f"Python {version}, {args.events:,} events, best of {args.repeat} rounds")
-    print()
-    rows = throughput(args.events, args.repeat)
-    floors = {kind: seconds for kind, name, seconds in rows if name == "raw floor"}
-    print(f"{'body':<9} {'client':<17} {'events/s':>10} {'µs/event':>9} {'x floor':>8}")
-    for kind, name, seconds in rows:
-        per_event = seconds / args.events * 1e6
-        ratio = seconds / floors[kind]
-        rate = args.events / seconds
-        print(f"{kind:<9} {name:<17} {rate:>10,.0f} {per_event:>9.2f} {ratio:>8.2f}")
+    args = arguments(__doc__.splitlines()[0], 50_000, 5, argv)
+    version_line(args.events, args.repeat)
+    rows = throughput(args.events, args.repeat, _replies, _clients)
+    print_throughput(args.events, rows, [("body", 9)])
     return 0
 
 

@@ -36,16 +36,25 @@ openai SDK, under 5 ms to the first delta on both body kinds; (issue 14) at most
 
 from __future__ import annotations
 
-import argparse
 import json
-import multiprocessing
-import socket
 import statistics
-import sys
 import time
-from collections.abc import Callable
-from multiprocessing.connection import Connection
 from typing import Any
+
+from _floor import read_floor
+from _harness import (
+    FLOOR,
+    KINDS,
+    Client,
+    Clients,
+    Row,
+    arguments,
+    both_kinds,
+    print_throughput,
+    text_deltas,
+    throughput,
+    version_line,
+)
 
 from dsh_llm import LlmRuntime
 from dsh_llm.adapters.deepseek import PROVIDER_ROUTE, DeepSeekAdapter
@@ -53,6 +62,7 @@ from dsh_llm.protocol import GenerateOptions, TextDelta, create_user_message
 from dsh_llm.testing import LoopbackServer, Mark, Pause, Reply, sse_event
 
 MODEL = "deepseek-v4-flash"
+ADAPTER = "DeepSeekAdapter"
 
 
 def _payload(
@@ -94,15 +104,8 @@ def _events(count: int) -> list[bytes]:
 # --- the server process -----------------------------------------------------------
 
 
-def _serve(pipe: Connection, count: int) -> None:
-    events = tuple(_events(count))
-    replies = {
-        "/chunked/chat/completions": Reply(body=events, framing="chunked"),
-        "/close/chat/completions": Reply(body=events, framing="close"),
-    }
-    with LoopbackServer(handler=lambda request: replies[request.path]) as server:
-        pipe.send(server.port)
-        pipe.recv()
+def _replies(count: int) -> dict[str, Reply]:
+    return both_kinds("/chat/completions", _events(count))
 
 
 # --- clients ----------------------------------------------------------------------
@@ -111,90 +114,41 @@ def _serve(pipe: Connection, count: int) -> None:
 def _raw_floor(port: int, path: str) -> int:
     """Socket reads, chunk framing stripped, split on blank lines, json.loads."""
     deltas = 0
-    with socket.create_connection(("127.0.0.1", port)) as sock:
-        request = (
-            f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 2\r\n"
-            "Connection: close\r\n\r\n{}"
-        )
-        sock.sendall(request.encode())
-        data = b""
-        while b"\r\n\r\n" not in data:
-            data += sock.recv(65536)
-        head, _, rest = data.partition(b"\r\n\r\n")
-        chunked = b"chunked" in head.lower()
-        raw = bytearray(rest)
-        body = b""
-        done = False
-        while not done:
-            if chunked:
-                # Strip as many complete HTTP chunks as the buffer holds.
-                out = []
-                pos = 0
-                while True:
-                    line_end = raw.find(b"\r\n", pos)
-                    if line_end < 0:
-                        break
-                    size = int(raw[pos:line_end], 16)
-                    if len(raw) < line_end + 2 + size + 2:
-                        break
-                    out.append(bytes(raw[line_end + 2 : line_end + 2 + size]))
-                    pos = line_end + 4 + size
-                del raw[:pos]
-                body += b"".join(out)
-            else:
-                body += bytes(raw)
-                raw.clear()
-            parts = body.split(b"\n\n")
-            body = parts.pop()
-            for part in parts:
-                payload = part[6:]
-                if payload == b"[DONE]":
-                    done = True
-                    break
-                content = json.loads(payload)["choices"][0]["delta"]["content"]
-                if content:
-                    deltas += 1
-            if done:
-                break
-            piece = sock.recv(65536)
-            if not piece:
-                break
-            raw += piece
+
+    def consume(parts: list[bytes]) -> bool:
+        nonlocal deltas
+        for part in parts:
+            payload = part[6:]
+            if payload == b"[DONE]":
+                return True
+            content = json.loads(payload)["choices"][0]["delta"]["content"]
+            if content:
+                deltas += 1
+        return False
+
+    read_floor(port, path, b"\n\n", consume)
     return deltas
 
 
-def _adapter_client(base: str) -> Callable[[], int]:
-    adapter = DeepSeekAdapter("sk-bench", base_url=base)
-    options = GenerateOptions(
+def _options() -> GenerateOptions:
+    return GenerateOptions(
         provider=PROVIDER_ROUTE, model=MODEL, messages=(create_user_message("hi"),)
     )
 
-    def run() -> int:
-        return sum(
-            1 for chunk in adapter.stream(options) if isinstance(chunk, TextDelta)
-        )
 
-    return run
+def _adapter_client(base: str) -> Client:
+    return text_deltas(DeepSeekAdapter("sk-bench", base_url=base).stream, _options())
 
 
-def _runtime_client(base: str) -> Callable[[], int]:
+def _runtime_client(base: str) -> Client:
     runtime = LlmRuntime()
     runtime.register_adapter(
         [PROVIDER_ROUTE], DeepSeekAdapter("sk-bench", base_url=base)
     )
-    options = GenerateOptions(
-        provider=PROVIDER_ROUTE, model=MODEL, messages=(create_user_message("hi"),)
-    )
-
-    def run() -> int:
-        return sum(
-            1 for chunk in runtime.stream(options) if isinstance(chunk, TextDelta)
-        )
-
-    return run
+    return text_deltas(runtime.stream, _options())
 
 
-def _openai_client(base: str) -> Callable[[], int] | None:
+def _openai_client(base: str) -> Client | None:
     try:
         from openai import OpenAI
     except ImportError:
@@ -214,51 +168,14 @@ def _openai_client(base: str) -> Callable[[], int] | None:
     return run
 
 
-def _timed(run: Callable[[], int], expected: int) -> tuple[float, float]:
-    """Wall-clock and CPU seconds (this process, all threads) of one run."""
-    start = time.perf_counter()
-    cpu = time.process_time()
-    count = run()
-    cpu = time.process_time() - cpu
-    elapsed = time.perf_counter() - start
-    if count != expected:
-        raise SystemExit(f"client saw {count} deltas, expected {expected}")
-    return elapsed, cpu
-
-
-def throughput(count: int, repeat: int) -> list[tuple[str, str, float, float]]:
-    parent, child = multiprocessing.Pipe()
-    process = multiprocessing.Process(target=_serve, args=(child, count), daemon=True)
-    process.start()
-    port = parent.recv()
-    rows = []
-    try:
-        for kind in ("chunked", "close"):
-            base = f"http://127.0.0.1:{port}/{kind}"
-            clients: list[tuple[str, Callable[[], int] | None]] = [
-                (
-                    "raw floor",
-                    lambda kind=kind: _raw_floor(port, f"/{kind}/chat/completions"),
-                ),
-                ("DeepSeekAdapter", _adapter_client(base)),
-                ("LlmRuntime.stream", _runtime_client(base)),
-                ("openai SDK", _openai_client(base)),
-            ]
-            present = [(name, client) for name, client in clients if client is not None]
-            best = dict.fromkeys((name for name, _ in present), float("inf"))
-            best_cpu = dict(best)
-            # Rounds interleave the clients, so a load change on the machine
-            # hits all of them alike; the best round of each is kept.
-            for _ in range(repeat):
-                for name, client in present:
-                    elapsed, cpu = _timed(client, count)
-                    best[name] = min(best[name], elapsed)
-                    best_cpu[name] = min(best_cpu[name], cpu)
-            rows.extend((kind, name, best[name], best_cpu[name]) for name, _ in present)
-    finally:
-        parent.send("stop")
-        process.join(10)
-    return rows
+def _clients(port: int, kind: str) -> Clients:
+    base = f"http://127.0.0.1:{port}/{kind}"
+    return [
+        (FLOOR, lambda: _raw_floor(port, f"/{kind}/chat/completions")),
+        (ADAPTER, _adapter_client(base)),
+        ("LlmRuntime.stream", _runtime_client(base)),
+        ("openai SDK", _openai_client(base)),
+    ]
 
 
 def latency(repeat: int) -> list[tuple[str, list[float], list[float]]]:
@@ -267,8 +184,8 @@ def latency(repeat: int) -> list[tuple[str, list[float], list[float]]]:
     for i in range(6):
         body += [Mark(name=f"e{i}"), sse_event(_payload(f"t{i}")), Pause(seconds=gap)]
     body += [sse_event(_payload("", "stop")), b"data: [DONE]\n\n"]
-    rows = []
-    for framing in ("chunked", "close"):
+    rows: list[tuple[str, list[float], list[float]]] = []
+    for framing in KINDS:
         first: list[float] = []
         later: list[float] = []
         with LoopbackServer() as server:
@@ -276,11 +193,7 @@ def latency(repeat: int) -> list[tuple[str, list[float], list[float]]]:
                 body=tuple(body), framing=framing
             )
             adapter = DeepSeekAdapter("sk-bench", base_url=server.url)
-            options = GenerateOptions(
-                provider=PROVIDER_ROUTE,
-                model=MODEL,
-                messages=(create_user_message("hi"),),
-            )
+            options = _options()
             for _ in range(repeat):
                 seen: list[float] = []
                 for chunk in adapter.stream(options):
@@ -296,33 +209,19 @@ def latency(repeat: int) -> list[tuple[str, list[float], list[float]]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--events", type=int, default=100_000)
-    parser.add_argument("--repeat", type=int, default=5)
-    args = parser.parse_args(argv)
+    args = arguments(__doc__.splitlines()[0], 100_000, 5, argv)
+    version_line(args.events, args.repeat)
+    rows = throughput(args.events, args.repeat, _replies, _clients)
+    events = args.events
+    bare = {row.group: row.timing.cpu for row in rows if row.client == ADAPTER}
 
-    version = sys.version.split()[0]
-    print(f"Python {version}, {args.events:,} events, best of {args.repeat} rounds")
-    print()
-    rows = throughput(args.events, args.repeat)
-    floors = {
-        kind: (wall, cpu) for kind, name, wall, cpu in rows if name == "raw floor"
-    }
-    bare = {kind: cpu for kind, name, _, cpu in rows if name == "DeepSeekAdapter"}
-    print(
-        f"{'body':<9} {'client':<18} {'events/s':>10} {'µs/event':>9} {'x floor':>8}"
-        f" {'cpu µs':>7} {'cpu x floor':>11} {'cpu x adapter':>13}"
-    )
-    for kind, name, seconds, cpu in rows:
-        per_event = seconds / args.events * 1e6
-        ratio = seconds / floors[kind][0]
-        rate = args.events / seconds
-        cpu_ratio = cpu / floors[kind][1]
-        over = "" if name == "raw floor" else f"{cpu / bare[kind]:.2f}"
-        print(
-            f"{kind:<9} {name:<18} {rate:>10,.0f} {per_event:>9.2f} {ratio:>8.2f}"
-            f" {cpu / args.events * 1e6:>7.2f} {cpu_ratio:>11.2f} {over:>13}"
-        )
+    def cpu_cells(row: Row, floor: Row) -> str:
+        cpu = row.timing.cpu
+        over = "" if row.client == FLOOR else f"{cpu / bare[row.group]:.2f}"
+        return f" {cpu / events * 1e6:>7.2f} {cpu / floor.timing.cpu:>11.2f} {over:>13}"
+
+    extra = f" {'cpu µs':>7} {'cpu x floor':>11} {'cpu x adapter':>13}"
+    print_throughput(events, rows, [("body", 9)], extra=(extra, cpu_cells))
     print()
     print(f"{'body':<9} {'delta':<7} {'median ms':>10} {'worst ms':>9}")
     for framing, first, later in latency(max(args.repeat * 4, 10)):

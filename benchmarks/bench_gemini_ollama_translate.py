@@ -21,68 +21,20 @@ numbers are ``benchmarks/bench_gemini_ollama.py``'s.
 
 from __future__ import annotations
 
-import argparse
 import json
-import time
-from collections.abc import Callable
+from functools import partial
+
+from _harness import arguments, best_of
+from _wires import cut, gemini_events, ollama_events
 
 from dsh_llm.adapters._gemini.translate import GeminiTranslator
 from dsh_llm.adapters._ollama.translate import OllamaTranslator
 from dsh_llm.transport.ndjson import NdjsonDecoder
 from dsh_llm.transport.sse import SseDecoder
 
+GEMINI = "gemini-3-flash-preview"
+OLLAMA = "qwen3"
 READ = 4096
-
-
-def _gemini_body(count: int) -> bytes:
-    events = []
-    for i in range(count):
-        candidate = {
-            "content": {"parts": [{"text": f" tok{i % 1000}"}], "role": "model"},
-            "index": 0,
-        }
-        if i == count - 1:
-            candidate["finishReason"] = "STOP"
-        payload = {
-            "candidates": [candidate],
-            "usageMetadata": {
-                "promptTokenCount": 20,
-                "candidatesTokenCount": i,
-                "totalTokenCount": 20 + i,
-            },
-            "modelVersion": "gemini-3-flash-preview",
-            "responseId": "Zb1taZ7nLNmOz7IPk6f9-Ag",
-        }
-        events.append(
-            b"data: "
-            + json.dumps(payload, separators=(",", ": ")).encode()
-            + b"\r\n\r\n"
-        )
-    return b"".join(events)
-
-
-def _ollama_body(count: int) -> bytes:
-    lines = [
-        json.dumps(
-            {
-                "model": "qwen3",
-                "created_at": "2026-01-01T10:00:00.000000Z",
-                "message": {"role": "assistant", "content": f" tok{i % 1000}"},
-                "done": False,
-            },
-            separators=(",", ":"),
-        ).encode()
-        for i in range(count)
-    ]
-    lines.append(
-        b'{"model":"qwen3","created_at":"2026-01-01T10:00:01Z","message":{"role":"assistant","content":""},"done":true,"done_reason":"stop","prompt_eval_count":20,"eval_count":%d}'
-        % count
-    )
-    return b"\n".join(lines) + b"\n"
-
-
-def _reads(body: bytes) -> list[bytes]:
-    return [body[i : i + READ] for i in range(0, len(body), READ)]
 
 
 def _raw_sse(reads: list[bytes]) -> int:
@@ -129,46 +81,25 @@ def _translated_ndjson(reads: list[bytes]) -> int:
     return seen
 
 
-def _once(
-    run: Callable[[list[bytes]], int], reads: list[bytes], expected: int
-) -> float:
-    start = time.perf_counter()
-    seen = run(reads)
-    elapsed = time.perf_counter() - start
-    if seen != expected:
-        raise SystemExit(f"{run.__name__} saw {seen} deltas, expected {expected}")
-    return elapsed
-
-
-def _interleaved(
-    raw: Callable[[list[bytes]], int],
-    ours: Callable[[list[bytes]], int],
-    reads: list[bytes],
-    expected: int,
-    repeat: int,
-) -> tuple[float, float]:
-    """Best times of ``raw`` and ``ours``, run in alternating rounds so a busy
-    machine slows both alike."""
-    best_raw = best_ours = float("inf")
-    for _ in range(repeat):
-        best_raw = min(best_raw, _once(raw, reads, expected))
-        best_ours = min(best_ours, _once(ours, reads, expected))
-    return best_raw, best_ours
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--events", type=int, default=50_000)
-    parser.add_argument("--repeat", type=int, default=5)
-    args = parser.parse_args()
+def main(argv: list[str] | None = None) -> None:
+    args = arguments(__doc__.splitlines()[0], 50_000, 5, argv)
     rows = []
-    for wire, body, raw, translated in (
-        ("Gemini SSE", _gemini_body(args.events), _raw_sse, _translated_sse),
-        ("Ollama NDJSON", _ollama_body(args.events), _raw_ndjson, _translated_ndjson),
+    for wire, events, raw, translated in (
+        ("Gemini SSE", gemini_events(args.events, GEMINI), _raw_sse, _translated_sse),
+        (
+            "Ollama NDJSON",
+            ollama_events(args.events, OLLAMA),
+            _raw_ndjson,
+            _translated_ndjson,
+        ),
     ):
-        reads = _reads(body)
-        floor, ours = _interleaved(raw, translated, reads, args.events, args.repeat)
-        rows.append((wire, floor, ours))
+        reads = cut(b"".join(events), READ)
+        best = best_of(
+            [("raw", partial(raw, reads)), ("ours", partial(translated, reads))],
+            args.events,
+            args.repeat,
+        )
+        rows.append((wire, best["raw"].wall, best["ours"].wall))
     print(f"{args.events} events, {READ}-byte reads, best of {args.repeat}")
     print(f"{'wire':<15} {'raw floor us/ev':>16} {'translator us/ev':>17} {'ratio':>6}")
     for wire, floor, ours in rows:

@@ -36,14 +36,16 @@ import gc
 import json
 import multiprocessing
 import resource
-import socket
 import sys
 import zlib
 from collections.abc import Callable, Iterable
 from multiprocessing.connection import Connection
 from typing import Any, Final
 
-from dsh_llm.testing import LoopbackServer, Reply, sse_event
+from _floor import read_floor
+from _harness import server_process
+
+from dsh_llm.testing import Reply, sse_event
 
 MODEL: Final = "bench-model"
 CYCLE: Final = 1_000
@@ -119,16 +121,10 @@ def content_sizes(count: int) -> tuple[int, int]:
 # --- the server process -----------------------------------------------------------
 
 
-def _serve(pipe: Connection, counts: list[int]) -> None:
+def _replies(counts: list[int]) -> dict[str, Reply]:
     bodies = {f"/s{count}/chat/completions": _body(count) for count in counts}
     bodies["/warm/chat/completions"] = _body(WARM_UP_EVENTS)
-
-    def handler(request: Any) -> Reply:
-        return Reply(body=bodies[request.path], framing="chunked")
-
-    with LoopbackServer(handler=handler) as server:
-        pipe.send(server.port)
-        pipe.recv()
+    return {path: Reply(body=body, framing="chunked") for path, body in bodies.items()}
 
 
 # --- clients (each in its own process) ----------------------------------------------
@@ -149,45 +145,21 @@ class _Check:
 
 def _raw_floor(port: int, path: str, check: _Check) -> None:
     """Socket reads, chunk framing stripped, split on blank lines, json.loads."""
-    with socket.create_connection(("127.0.0.1", port)) as sock:
-        sock.sendall(
-            f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 2\r\n"
-            "Connection: close\r\n\r\n{}".encode()
-        )
-        data = b""
-        while b"\r\n\r\n" not in data:
-            data += sock.recv(65536)
-        raw = bytearray(data.partition(b"\r\n\r\n")[2])
-        body = b""
-        while True:
-            pos = 0
-            out = []
-            while True:
-                line_end = raw.find(b"\r\n", pos)
-                if line_end < 0:
-                    break
-                size = int(raw[pos:line_end], 16)
-                if len(raw) < line_end + 2 + size + 2:
-                    break
-                out.append(bytes(raw[line_end + 2 : line_end + 2 + size]))
-                pos = line_end + 4 + size
-            del raw[:pos]
-            parts = (body + b"".join(out)).split(b"\n\n")
-            body = parts.pop()
-            for part in parts:
-                payload = part[6:]
-                if payload == b"[DONE]":
-                    return
-                for choice in json.loads(payload)["choices"]:
-                    delta = choice["delta"]
-                    if delta.get("content"):
-                        check.add(delta["content"])
-                    for call in delta.get("tool_calls") or ():
-                        check.add(call["function"]["arguments"])
-            piece = sock.recv(65536)
-            if not piece:
-                return
-            raw += piece
+
+    def consume(parts: list[bytes]) -> bool:
+        for part in parts:
+            payload = part[6:]
+            if payload == b"[DONE]":
+                return True
+            for choice in json.loads(payload)["choices"]:
+                delta = choice["delta"]
+                if delta.get("content"):
+                    check.add(delta["content"])
+                for call in delta.get("tool_calls") or ():
+                    check.add(call["function"]["arguments"])
+        return False
+
+    read_floor(port, path, b"\n\n", consume)
 
 
 def _client(name: str, port: int) -> Callable[[str, _Check], None]:
@@ -304,11 +276,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--clients", nargs="+", default=list(CLIENTS), choices=CLIENTS)
     args = parser.parse_args(argv)
 
-    context = multiprocessing.get_context("spawn")
-    parent, child = context.Pipe()
-    server = context.Process(target=_serve, args=(child, args.events), daemon=True)
-    server.start()
-    port = parent.recv()
     mib = 1024 * 1024
     print(f"Python {sys.version.split()[0]}; peak RSS over one stream, fresh process")
     print()
@@ -316,7 +283,7 @@ def main(argv: list[str] | None = None) -> int:
         f"{'events':>9}  {'client':<10} {'content MiB':>11} {'peak MiB':>9} "
         f"{'x content':>9} {'x block':>8}"
     )
-    try:
+    with server_process(_replies, args.events, spawn=True) as port:
         for count in args.events:
             total, block = content_sizes(count)
             crcs = set()
@@ -332,9 +299,6 @@ def main(argv: list[str] | None = None) -> int:
                 )
             if len(crcs) != 1:
                 raise SystemExit("the clients saw different content")
-    finally:
-        parent.send("stop")
-        server.join(10)
     return 0
 
 

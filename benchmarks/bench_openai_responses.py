@@ -25,19 +25,25 @@ Targets (issue 17): at most 2x the raw floor per event, faster than the SDK.
 
 from __future__ import annotations
 
-import argparse
 import json
-import multiprocessing
-import socket
-import sys
-import time
-from collections.abc import Callable
-from multiprocessing.connection import Connection
 from typing import Any
 
+from _floor import read_floor
+from _harness import (
+    FLOOR,
+    Client,
+    Clients,
+    arguments,
+    both_kinds,
+    print_throughput,
+    text_deltas,
+    throughput,
+    version_line,
+)
+
 from dsh_llm.adapters.openai_responses import OpenAIResponsesAdapter
-from dsh_llm.protocol import GenerateOptions, TextDelta, create_user_message
-from dsh_llm.testing import LoopbackServer, Reply
+from dsh_llm.protocol import GenerateOptions, create_user_message
+from dsh_llm.testing import Reply
 
 MODEL = "gpt-5.2"
 ITEM = "msg_0c1b7e5a2f0d4e8b9a6c3d2e1f0a9b8c"
@@ -162,15 +168,8 @@ def _events(count: int) -> list[bytes]:
 # --- the server process -----------------------------------------------------------
 
 
-def _serve(pipe: Connection, count: int) -> None:
-    events = tuple(_events(count))
-    replies = {
-        "/chunked/responses": Reply(body=events, framing="chunked"),
-        "/close/responses": Reply(body=events, framing="close"),
-    }
-    with LoopbackServer(handler=lambda request: replies[request.path]) as server:
-        pipe.send(server.port)
-        pipe.recv()
+def _replies(count: int) -> dict[str, Reply]:
+    return both_kinds("/responses", _events(count))
 
 
 # --- clients ----------------------------------------------------------------------
@@ -179,72 +178,31 @@ def _serve(pipe: Connection, count: int) -> None:
 def _raw_floor(port: int, path: str) -> int:
     """Socket reads, chunk framing stripped, split on blank lines, json.loads."""
     deltas = 0
-    with socket.create_connection(("127.0.0.1", port)) as sock:
-        request = (
-            f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 2\r\n"
-            "Connection: close\r\n\r\n{}"
-        )
-        sock.sendall(request.encode())
-        data = b""
-        while b"\r\n\r\n" not in data:
-            data += sock.recv(65536)
-        head, _, rest = data.partition(b"\r\n\r\n")
-        chunked = b"chunked" in head.lower()
-        raw = bytearray(rest)
-        body = b""
-        done = False
-        while not done:
-            if chunked:
-                out = []
-                pos = 0
-                while True:
-                    line_end = raw.find(b"\r\n", pos)
-                    if line_end < 0:
-                        break
-                    size = int(raw[pos:line_end], 16)
-                    if len(raw) < line_end + 2 + size + 2:
-                        break
-                    out.append(bytes(raw[line_end + 2 : line_end + 2 + size]))
-                    pos = line_end + 4 + size
-                del raw[:pos]
-                body += b"".join(out)
-            else:
-                body += bytes(raw)
-                raw.clear()
-            parts = body.split(b"\n\n")
-            body = parts.pop()
-            for part in parts:
-                payload = json.loads(part[part.index(b"\ndata: ") + 7 :])
-                kind = payload["type"]
-                if kind == "response.output_text.delta" and payload["delta"]:
-                    deltas += 1
-                elif kind == "response.completed":
-                    done = True
-                    break
-            if done:
-                break
-            piece = sock.recv(65536)
-            if not piece:
-                break
-            raw += piece
+
+    def consume(parts: list[bytes]) -> bool:
+        nonlocal deltas
+        for part in parts:
+            payload = json.loads(part[part.index(b"\ndata: ") + 7 :])
+            kind = payload["type"]
+            if kind == "response.output_text.delta" and payload["delta"]:
+                deltas += 1
+            elif kind == "response.completed":
+                return True
+        return False
+
+    read_floor(port, path, b"\n\n", consume)
     return deltas
 
 
-def _adapter_client(base: str) -> Callable[[], int]:
+def _adapter_client(base: str) -> Client:
     adapter = OpenAIResponsesAdapter(base, api_key="sk-bench", server="openai")
     options = GenerateOptions(
         provider="bench", model=MODEL, messages=(create_user_message("hi"),)
     )
-
-    def run() -> int:
-        return sum(
-            1 for chunk in adapter.stream(options) if isinstance(chunk, TextDelta)
-        )
-
-    return run
+    return text_deltas(adapter.stream, options)
 
 
-def _openai_client(base: str) -> Callable[[], int] | None:
+def _openai_client(base: str) -> Client | None:
     try:
         from openai import OpenAI
     except ImportError:
@@ -262,63 +220,20 @@ def _openai_client(base: str) -> Callable[[], int] | None:
     return run
 
 
-def _timed(run: Callable[[], int], expected: int) -> float:
-    start = time.perf_counter()
-    count = run()
-    elapsed = time.perf_counter() - start
-    if count != expected:
-        raise SystemExit(f"client saw {count} deltas, expected {expected}")
-    return elapsed
-
-
-def throughput(count: int, repeat: int) -> list[tuple[str, str, float]]:
-    parent, child = multiprocessing.Pipe()
-    process = multiprocessing.Process(target=_serve, args=(child, count), daemon=True)
-    process.start()
-    port = parent.recv()
-    rows = []
-    try:
-        for kind in ("chunked", "close"):
-            base = f"http://127.0.0.1:{port}/{kind}"
-            clients: list[tuple[str, Callable[[], int] | None]] = [
-                ("raw floor", lambda kind=kind: _raw_floor(port, f"/{kind}/responses")),
-                ("OpenAIResponsesAdapter", _adapter_client(base)),
-                ("openai SDK", _openai_client(base)),
-            ]
-            present = [(name, client) for name, client in clients if client is not None]
-            best = dict.fromkeys((name for name, _ in present), float("inf"))
-            # Interleaved rounds: a load change on the machine hits every
-            # client alike; the best round of each is kept.
-            for _ in range(repeat):
-                for name, client in present:
-                    best[name] = min(best[name], _timed(client, count))
-            rows.extend((kind, name, best[name]) for name, _ in present)
-    finally:
-        parent.send("stop")
-        process.join(10)
-    return rows
+def _clients(port: int, kind: str) -> Clients:
+    base = f"http://127.0.0.1:{port}/{kind}"
+    return [
+        (FLOOR, lambda: _raw_floor(port, f"/{kind}/responses")),
+        ("OpenAIResponsesAdapter", _adapter_client(base)),
+        ("openai SDK", _openai_client(base)),
+    ]
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--events", type=int, default=100_000)
-    parser.add_argument("--repeat", type=int, default=5)
-    args = parser.parse_args(argv)
-
-    version = sys.version.split()[0]
-    print(f"Python {version}, {args.events:,} events, best of {args.repeat} rounds")
-    print()
-    rows = throughput(args.events, args.repeat)
-    floors = {kind: seconds for kind, name, seconds in rows if name == "raw floor"}
-    header = (
-        f"{'body':<9} {'client':<23} {'events/s':>10} {'µs/event':>9} {'x floor':>8}"
-    )
-    print(header)
-    for kind, name, seconds in rows:
-        per_event = seconds / args.events * 1e6
-        ratio = seconds / floors[kind]
-        rate = args.events / seconds
-        print(f"{kind:<9} {name:<23} {rate:>10,.0f} {per_event:>9.2f} {ratio:>8.2f}")
+    args = arguments(__doc__.splitlines()[0], 100_000, 5, argv)
+    version_line(args.events, args.repeat)
+    rows = throughput(args.events, args.repeat, _replies, _clients)
+    print_throughput(args.events, rows, [("body", 9)])
     return 0
 
 
