@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 from collections.abc import Iterator
 
+import attrs
 import pytest
 
 from dsh_llm.adapters.deepseek import DeepSeekAdapter
@@ -119,3 +120,22 @@ def test_a_bad_input_modalities_config_is_refused():
         OpenAICompatAdapter(
             "http://127.0.0.1:9/v1", models=[{"id": "m", "inputModalities": ["audio"]}]
         )
+
+
+@pytest.mark.parametrize("role", ["system", "assistant"])
+def test_an_image_outside_a_user_message_is_refused_not_dropped(server, role):
+    store = MemoryAttachmentStore()
+    image = image_block(png(1, 1), store=store)
+    misplaced = attrs.evolve(
+        create_user_message([TextBlock(text="look"), image]), role=role
+    )
+    options = GenerateOptions(
+        model="vision", messages=(misplaced, create_user_message("hi"))
+    )
+    with OpenAICompatAdapter(server.url, models=MODELS) as adapter:
+        adapter.attachments = store
+        with pytest.raises(LlmError) as caught:
+            list(adapter.stream(options))
+    assert caught.value.code == ErrorCode.UNSUPPORTED_CONTENT
+    assert f"the {role} message" in caught.value.message
+    assert server.requests == ()
