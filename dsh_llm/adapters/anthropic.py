@@ -59,6 +59,7 @@ from dsh_llm.adapters.common import (
     catalog_entry,
     config_from_options,
     encode_body,
+    input_modalities_field,
     model_catalog,
     resolved_model_info,
     retry_policy_field,
@@ -152,17 +153,6 @@ def _check_optional_str(
         raise field_error(inst, attribute.name, "must be a string")
 
 
-def _check_modalities(
-    inst: object, attribute: attrs.Attribute[Any], value: Any
-) -> None:
-    if value not in (("text",), ("text", "image")):
-        raise field_error(inst, attribute.name, 'must be ["text"] or ["text", "image"]')
-
-
-def _modality_tuple(value: Any) -> Any:
-    return tuple(value) if isinstance(value, list | tuple) else value
-
-
 def _catalog_modalities(model: AnthropicModel) -> tuple[str, ...]:
     entry = catalog.model_entry(model.id)
     return ("text",) if entry is None else entry.input_modalities
@@ -193,10 +183,8 @@ class AnthropicModel:
     )
     """``max_tokens`` sent when the request sets none (default: the config's)."""
 
-    input_modalities: tuple[str, ...] = attrs.field(
-        default=attrs.Factory(_catalog_modalities, takes_self=True),
-        converter=_modality_tuple,
-        validator=_check_modalities,
+    input_modalities: tuple[str, ...] = input_modalities_field(
+        attrs.Factory(_catalog_modalities, takes_self=True)
     )
     """Accepted inputs (config key ``inputModalities``): ``("text",)`` or
     ``("text", "image")``; default the built-in catalog's for the id (text and

@@ -46,6 +46,7 @@ from dsh_llm.config import (
     RAW_METADATA,
     ConfigError,
     PluginConfigError,
+    field_error,
     join_key,
     structure_config,
 )
@@ -71,6 +72,7 @@ __all__ = [
     "encode_body",
     "endpoint_url",
     "explicit_api_key",
+    "input_modalities_field",
     "model_catalog",
     "offered_modalities",
     "resolved_model_info",
@@ -109,6 +111,31 @@ def config_from_options(
             f"{config_cls.__name__} fields: {', '.join(fields)})"
         )
     return config_cls(**options)
+
+
+INPUT_MODALITIES: tuple[tuple[str, ...], ...] = (("text",), ("text", "image"))
+"""The values a catalog model's ``input_modalities`` may take."""
+
+
+def input_modalities_field(default: Any = ("text",)) -> Any:
+    """The ``input_modalities`` field of a catalog model (config key
+    ``inputModalities``): ``["text"]`` or ``["text", "image"]``, as a list or a
+    tuple; anything else is refused keyed by the field (the model class's
+    ``config_error``). ``default`` may be an ``attrs.Factory``."""
+    return attrs.field(
+        default=default, converter=_modality_tuple, validator=_check_modalities
+    )
+
+
+def _modality_tuple(value: Any) -> Any:
+    return tuple(value) if isinstance(value, list | tuple) else value
+
+
+def _check_modalities(
+    inst: object, attribute: attrs.Attribute[Any], value: Any
+) -> None:
+    if value not in INPUT_MODALITIES:
+        raise field_error(inst, attribute.name, 'must be ["text"] or ["text", "image"]')
 
 
 def retry_policy_field(error: type[AdapterConfigError]) -> Any:

@@ -19,7 +19,7 @@ wire (``dsh_llm.adapters._chat``) and the transport's read loop.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from typing import Any, ClassVar, Final, Literal
 
 import attrs
@@ -39,6 +39,7 @@ from dsh_llm.adapters.common import (
     AdapterConfigError,
     catalog_entry,
     config_from_options,
+    input_modalities_field,
     model_catalog,
     resolved_model_info,
     retry_policy_field,
@@ -127,21 +128,6 @@ class DeepSeekConfigError(AdapterConfigError):
     package = _PACKAGE
 
 
-def _modalities(value: Sequence[str]) -> tuple[str, ...]:
-    return tuple(value) if isinstance(value, list | tuple) else value  # type: ignore[return-value]
-
-
-def _check_modalities(
-    inst: object, attribute: attrs.Attribute[Any], value: Any
-) -> None:
-    if not isinstance(value, tuple) or not value:
-        raise field_error(inst, attribute.name, "must not be empty")
-    if any(m not in ("text", "image") for m in value):
-        raise field_error(inst, attribute.name, 'must contain only "text" and "image"')
-    if len(set(value)) != len(value):
-        raise field_error(inst, attribute.name, "must not contain duplicates")
-
-
 def _check_optional_str(
     inst: object, attribute: attrs.Attribute[Any], value: Any
 ) -> None:
@@ -172,9 +158,7 @@ class DeepSeekModel:
         default=None, validator=attrs.validators.optional(check_safe_positive_int)
     )
     """Its own output cap (default: the config's ``max_tokens``)."""
-    input_modalities: tuple[str, ...] = attrs.field(
-        default=("text",), converter=_modalities, validator=_check_modalities
-    )
+    input_modalities: tuple[str, ...] = input_modalities_field()
     """Accepted inputs: a non-empty subset of ``text`` and ``image``."""
 
 

@@ -60,6 +60,7 @@ from dsh_llm.adapters.common import (
     api_root_url,
     catalog_entry,
     config_from_options,
+    input_modalities_field,
     model_catalog,
     offered_modalities,
     resolved_model_info,
@@ -135,17 +136,6 @@ def _optional_positive_int(
         raise field_error(inst, attribute.name, "must be a positive integer")
 
 
-def _modality_tuple(value: Any) -> Any:
-    return tuple(value) if isinstance(value, list | tuple) else value
-
-
-def _check_modalities(
-    inst: object, attribute: attrs.Attribute[Any], value: Any
-) -> None:
-    if value not in (("text",), ("text", "image")):
-        raise field_error(inst, attribute.name, 'must be ["text"] or ["text", "image"]')
-
-
 @attrs.frozen(kw_only=True)
 class OllamaModel:
     """One advertised model (config key ``models[]``)."""
@@ -164,9 +154,7 @@ class OllamaModel:
     """The context window, when known."""
     max_tokens: int | None = attrs.field(default=None, validator=_optional_positive_int)
     """Sent as ``num_predict`` when a request has no cap (``None``: the model's)."""
-    input_modalities: tuple[str, ...] = attrs.field(
-        default=("text",), converter=_modality_tuple, validator=_check_modalities
-    )
+    input_modalities: tuple[str, ...] = input_modalities_field()
     """Accepted inputs (config key ``inputModalities``): ``("text",)`` or
     ``("text", "image")``. With ``image``, images are sent as ``images``
     read from ``adapter.attachments``; a text-only model refuses them

@@ -45,11 +45,12 @@ from dsh_llm.adapters.common import (
     AdapterConfigError,
     catalog_entry,
     config_from_options,
+    input_modalities_field,
     model_catalog,
     resolved_model_info,
     retry_policy_field,
 )
-from dsh_llm.adapters.request_extras import check_image_input
+from dsh_llm.adapters.request_extras import RESERVED_HEADER_NAMES, check_image_input
 from dsh_llm.config import (
     RAW_METADATA,
     check_bool,
@@ -107,18 +108,7 @@ SESSION_ID_HEADER: Final = "x-session-id"
 """The header ``GenerateOptions.session_id`` travels in."""
 PURPOSE_HEADER: Final = "x-dsh-llm-purpose"
 """The header ``GenerateOptions.purpose`` travels in."""
-RESERVED_HEADERS: Final = frozenset(
-    {
-        "user-agent",
-        "accept",
-        "accept-encoding",
-        "content-type",
-        "content-length",
-        "transfer-encoding",
-        "connection",
-        "host",
-    }
-)
+RESERVED_HEADERS: Final = RESERVED_HEADER_NAMES
 """Header names the adapter sets itself; ``headers`` may not replace them."""
 
 
@@ -138,17 +128,6 @@ def _check_optional_str(
 ) -> None:
     if value is not None and not isinstance(value, str):
         raise field_error(inst, attribute.name, "must be a string")
-
-
-def _check_modalities(
-    inst: object, attribute: attrs.Attribute[Any], value: Any
-) -> None:
-    if value not in (("text",), ("text", "image")):
-        raise field_error(inst, attribute.name, 'must be ["text"] or ["text", "image"]')
-
-
-def _modality_tuple(value: Any) -> Any:
-    return tuple(value) if isinstance(value, list | tuple) else value
 
 
 @attrs.frozen(kw_only=True)
@@ -175,9 +154,7 @@ class OpenAICompatModel:
     )
     """Its output cap, sent when a request names none."""
 
-    input_modalities: tuple[str, ...] = attrs.field(
-        default=("text",), converter=_modality_tuple, validator=_check_modalities
-    )
+    input_modalities: tuple[str, ...] = input_modalities_field()
     """Accepted inputs (config key ``inputModalities``): ``("text",)`` or
     ``("text", "image")``. With ``image``, images are sent as ``image_url`` data
     URLs read from ``adapter.attachments``; a text-only model refuses them

@@ -58,6 +58,7 @@ from dsh_llm.adapters.common import (
     catalog_entry,
     config_from_options,
     endpoint_url,
+    input_modalities_field,
     model_catalog,
     resolved_model_info,
     retry_policy_field,
@@ -139,17 +140,6 @@ def _check_optional_str(
         raise field_error(inst, attribute.name, "must be a string")
 
 
-def _check_modalities(
-    inst: object, attribute: attrs.Attribute[Any], value: Any
-) -> None:
-    if value not in (("text",), ("text", "image")):
-        raise field_error(inst, attribute.name, 'must be ["text"] or ["text", "image"]')
-
-
-def _modality_tuple(value: Any) -> Any:
-    return tuple(value) if isinstance(value, list | tuple) else value
-
-
 @attrs.frozen(kw_only=True)
 class OpenAIResponsesModel:
     """One advertised model (config key ``models[]``), checked on construction."""
@@ -172,9 +162,7 @@ class OpenAIResponsesModel:
         default=None, validator=attrs.validators.optional(check_safe_positive_int)
     )
     """Its output cap, sent as ``max_output_tokens`` when a request names none."""
-    input_modalities: tuple[str, ...] = attrs.field(
-        default=("text",), converter=_modality_tuple, validator=_check_modalities
-    )
+    input_modalities: tuple[str, ...] = input_modalities_field()
     """Accepted inputs (config key ``inputModalities``): ``("text",)`` or
     ``("text", "image")``. With ``image``, images are sent as ``input_image``
     data URLs read from ``adapter.attachments``; a text-only model refuses them
