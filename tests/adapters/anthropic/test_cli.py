@@ -5,6 +5,7 @@ from a composition file."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -102,3 +103,66 @@ def test_providers_lists_the_anthropic_route_from_a_composition(
         "  claude-3-haiku-20240307  claude-3-haiku-20240307",
         "  proxy-claude             proxy-claude  [text, image]",
     ]
+
+
+def _json_answer(*pieces: str) -> bytes:
+    """The text fixture with its deltas replaced by ``pieces``."""
+    head, _, rest = TEXT.partition(b"event: content_block_delta")
+    tail = rest[rest.index(b"event: content_block_stop") :]
+    deltas = b"".join(
+        b"event: content_block_delta\ndata: "
+        + json.dumps(
+            {
+                "type": "content_block_delta",
+                "index": 0,
+                "delta": {"type": "text_delta", "text": piece},
+            }
+        ).encode()
+        + b"\n\n"
+        for piece in pieces
+    )
+    return head + deltas + tail
+
+
+def test_schema_and_options_reach_claude_and_the_answer_is_checked(
+    server: LoopbackServer, tmp_path: Path
+) -> None:
+    schema = {"type": "object", "properties": {"city": {"type": "string"}}}
+    (tmp_path / "city.json").write_text(json.dumps(schema), encoding="utf-8")
+    server.enqueue(Reply(body=_json_answer('{"city": ', '"Paris"}'), split=5))
+    env = clean_env(ANTHROPIC_API_KEY="sk-ant-cli", ANTHROPIC_BASE_URL=server.url)
+    args = ["--schema", "city.json", "-o", "top_k=5", "-o", 'metadata={"a": 1}']
+
+    result = run_cli(
+        "chat", "--provider", "anthropic", *args, "a city", env=env, cwd=tmp_path
+    )
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == '{"city": "Paris"}\n'
+    body = server.requests[0].json()
+    # The route's default effort and the format share one output_config.
+    assert body["output_config"]["format"] == {"type": "json_schema", "schema": schema}
+    assert (body["top_k"], body["metadata"]) == (5, {"a": 1})
+
+
+def test_an_answer_outside_the_schema_fails_the_anthropic_chat(
+    server: LoopbackServer, tmp_path: Path
+) -> None:
+    schema = {"type": "object", "required": ["city"]}
+    (tmp_path / "city.json").write_text(json.dumps(schema), encoding="utf-8")
+    server.enqueue(Reply(body=_json_answer('{"town": "Paris"}')))
+    env = clean_env(ANTHROPIC_API_KEY="sk-ant-cli", ANTHROPIC_BASE_URL=server.url)
+
+    result = run_cli(
+        "chat",
+        "--provider",
+        "anthropic",
+        "--schema",
+        "city.json",
+        "a city",
+        env=env,
+        cwd=tmp_path,
+    )
+
+    assert result.returncode == 1
+    assert "error[INVALID_JSON_OUTPUT]" in result.stderr
