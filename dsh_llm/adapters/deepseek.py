@@ -115,7 +115,7 @@ DEEPSEEK_PROFILE: Final = WireProfile(
     reasoning_fields=("reasoning_content",),
     reasoning_passback_field="reasoning_content",
     include_usage=True,
-    enforces_schema=False,
+    response_format_style="json_object",
 )
 """How DeepSeek differs from the generic chat-completions wire."""
 

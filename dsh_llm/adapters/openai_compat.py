@@ -37,6 +37,8 @@ from dsh_llm.adapters._chat.base import (
     stream_completion,
 )
 from dsh_llm.adapters._chat.request import (
+    RESPONSE_FORMAT_STYLES,
+    ResponseFormatStyle,
     WireProfile,
     build_body,
     request_headers,
@@ -285,6 +287,14 @@ class OpenAICompatConfig:
         default="max_tokens", validator=check_one_of(*MAX_TOKENS_FIELDS)
     )
     """The output-cap field the server reads."""
+    response_format_style: ResponseFormatStyle = attrs.field(
+        default="json_schema", validator=check_one_of(*RESPONSE_FORMAT_STYLES)
+    )
+    """How ``response_format`` is sent (config key ``responseFormatStyle``):
+    ``json_schema`` (the OpenAI spelling), ``json_object_schema``
+    (``{type: json_object, schema}``, llama-cpp-python's server) or
+    ``json_object`` (JSON mode only: the schema is not sent, a strict format is
+    refused)."""
     reasoning_efforts: tuple[str, ...] | None = attrs.field(
         default=None, converter=_efforts, metadata=_raw()
     )
@@ -390,6 +400,7 @@ class OpenAICompatAdapter(ChatCompletionsAdapter[OpenAICompatConfig]):
             reasoning_passback_field=config.reasoning_passback_field,
             include_usage=config.include_usage,
             max_tokens_field=config.max_tokens_field,
+            response_format_style=config.response_format_style,
         )
         self._request_headers = stream_headers(extra=config.headers)
 

@@ -6,16 +6,19 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 import responses
 
 from dsh_llm.adapters.deepseek import DeepSeekAdapter
-from dsh_llm.adapters.openai_compat import OpenAICompatAdapter
+from dsh_llm.adapters.openai_compat import OpenAICompatAdapter, OpenAICompatConfigError
+from dsh_llm.assembler import collect
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import GenerateOptions, ResponseFormat
-from dsh_llm.testing import sse_body
+from dsh_llm.structured import parse_json
+from dsh_llm.testing import Cassette, replay_chunks, sse_body
 from dsh_llm.validator import validate_stream
 
 from .chat_chunks import FIRST, finish, text
@@ -152,3 +155,60 @@ def test_a_configured_header_cannot_be_replaced_per_call(mocked):
     error = _refused(adapter, extra_headers={"x-title": "other"})
     assert error.code == ErrorCode.UNSUPPORTED_OPTION
     assert "other" not in error.message
+
+
+# -- recorded from a real llama-cpp-python server ------------------------------------
+
+LLAMACPP_STRUCTURED = (
+    Path(__file__).parents[1]
+    / "fixtures"
+    / "cassettes"
+    / "llamacpp"
+    / "structured.jsonl"
+)
+CAPITAL = {
+    "type": "object",
+    "properties": {"city": {"type": "string"}, "country": {"type": "string"}},
+    "required": ["city", "country"],
+    "additionalProperties": False,
+}
+
+
+def _capital_options() -> GenerateOptions:
+    return GenerateOptions.from_prompt(
+        "smollm2",
+        "What is the capital of France? Answer as JSON with city and country.",
+        max_tokens=60,
+        response_format=ResponseFormat(schema=CAPITAL, name="capital", strict=True),
+    )
+
+
+def test_the_json_object_schema_style_is_what_llama_cpp_python_accepted():
+    # The recorded request is the one the server answered 200 with a
+    # grammar-constrained answer (it refuses {"type": "json_schema"} with a 500).
+    recorded = json.loads(Cassette.load(LLAMACPP_STRUCTURED).request.body)
+    assert recorded["response_format"] == {"type": "json_object", "schema": CAPITAL}
+    with responses.RequestsMock() as mocked:
+        mocked.post(f"{LOCAL}/chat/completions", body=sse_body([text("{}"), finish()]))
+        adapter = OpenAICompatAdapter(LOCAL, response_format_style="json_object_schema")
+        list(adapter.stream(_capital_options()))
+        sent = json.loads(mocked.calls[0].request.body)
+    assert sent == recorded
+
+
+def test_the_recorded_structured_answer_parses_against_its_schema():
+    chunks = replay_chunks(
+        LLAMACPP_STRUCTURED,
+        OpenAICompatAdapter,
+        options=_capital_options(),
+        response_format_style="json_object_schema",
+    )
+    value = parse_json(collect(iter(chunks)), CAPITAL)
+    assert set(value) == {"city", "country"}
+    assert value["city"] == "Paris"
+
+
+def test_a_bad_response_format_style_is_refused_keyed():
+    with pytest.raises(OpenAICompatConfigError) as caught:
+        OpenAICompatAdapter(LOCAL, response_format_style="grammar")
+    assert caught.value.key == "responseFormatStyle"

@@ -391,6 +391,7 @@ def test_the_constructor_builds_the_one_config_class_from_its_keywords():
         "models": ["m1"],
         "include_usage": False,
         "max_tokens_field": "max_completion_tokens",
+        "response_format_style": "json_object_schema",
         "reasoning_efforts": ["low"],
         "reasoning_passback_field": "reasoning",
         "stream_idle_timeout_ms": 1,

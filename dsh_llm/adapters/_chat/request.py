@@ -20,7 +20,7 @@ its own config, never a copy of the wire code.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 import attrs
 
@@ -48,6 +48,8 @@ from dsh_llm.protocol import (
 
 __all__ = [
     "NO_OUTPUT",
+    "RESPONSE_FORMAT_STYLES",
+    "ResponseFormatStyle",
     "WireProfile",
     "build_body",
     "build_messages",
@@ -60,6 +62,12 @@ __all__ = [
 
 NO_OUTPUT: Final = "(no output)"
 """The content sent for a tool result without text (the wire needs some)."""
+
+
+ResponseFormatStyle = Literal["json_schema", "json_object_schema", "json_object"]
+"""The spellings of ``response_format`` on the chat-completions wire."""
+RESPONSE_FORMAT_STYLES: Final = ("json_schema", "json_object_schema", "json_object")
+"""Every ``ResponseFormatStyle``, in the order the docs list them."""
 
 
 @attrs.frozen(kw_only=True)
@@ -80,10 +88,12 @@ class WireProfile:
     max_tokens_field: str = "max_tokens"
     """The output-cap field the server reads (OpenAI's reasoning models want
     ``max_completion_tokens``)."""
-    enforces_schema: bool = True
-    """Whether the server takes ``response_format: {type: json_schema}``;
-    ``False`` (DeepSeek) sends JSON mode (``json_object``) for a non-strict
-    format and refuses a strict one."""
+    response_format_style: ResponseFormatStyle = "json_schema"
+    """How ``response_format`` is spelled (``RESPONSE_FORMAT_STYLES``):
+    ``json_schema`` (OpenAI, vLLM, llama.cpp's own server, LM Studio...),
+    ``json_object_schema`` (``{type: json_object, schema}``: llama-cpp-python's
+    server, which turns the schema into a grammar), or ``json_object`` (JSON
+    mode without a schema: DeepSeek; a strict format is refused)."""
 
 
 # --- request ----------------------------------------------------------------------
@@ -309,7 +319,10 @@ def response_format_wire(
     wanted = options.response_format
     if wanted is None:
         return None
-    if not profile.enforces_schema:
+    style = profile.response_format_style
+    if style == "json_object_schema":
+        return {"type": "json_object", "schema": wanted.schema}
+    if style == "json_object":
         if wanted.strict:
             raise LlmError(
                 f"{profile.provider} JSON mode does not enforce a schema; use "
