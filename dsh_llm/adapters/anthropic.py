@@ -56,6 +56,7 @@ from dsh_llm.adapters.common import (
     AdapterConfig,
     AdapterConfigError,
     ConfiguredAdapter,
+    adapter_field_order,
     api_root_url,
     catalog_entry,
     config_from_options,
@@ -63,7 +64,6 @@ from dsh_llm.adapters.common import (
     input_modalities_field,
     model_catalog,
     resolved_model_info,
-    shared_fields_last,
 )
 from dsh_llm.adapters.request_extras import check_image_input
 from dsh_llm.config import (
@@ -244,7 +244,7 @@ def _check_beta(inst: object, attribute: attrs.Attribute[Any], value: Any) -> No
         )
 
 
-@attrs.frozen(kw_only=True, field_transformer=shared_fields_last)
+@attrs.frozen(kw_only=True, field_transformer=adapter_field_order)
 class AnthropicConfig(AdapterConfig):
     """The one ``AnthropicAdapter`` configuration: the constructor's keyword
     arguments build it, ``AnthropicAdapter.from_config`` takes it, and the

@@ -72,6 +72,7 @@ __all__ = [
     "ConfiguredAdapter",
     "HttpAdapter",
     "StreamSettings",
+    "adapter_field_order",
     "api_key_from_environ",
     "api_root_url",
     "catalog_entry",
@@ -84,7 +85,6 @@ __all__ = [
     "offered_modalities",
     "resolved_model_info",
     "retry_policy_field",
-    "shared_fields_last",
 ]
 
 
@@ -185,7 +185,7 @@ class AdapterConfig:
 
     A subclass is a frozen ``kw_only`` attrs class that sets ``config_error``
     (its bad values raise it, keyed by config key) and the two timeout
-    defaults, and passes ``field_transformer=shared_fields_last`` so its own
+    defaults, and passes ``field_transformer=adapter_field_order`` so its own
     fields come first (in the ``repr``, ``attrs.fields`` and messages listing
     the fields).
     """
@@ -226,17 +226,25 @@ class AdapterConfig:
     ``completed``) as ``stop`` instead of ``EMPTY_RESPONSE``."""
 
 
-_SHARED_FIELDS: Final = frozenset(field.name for field in attrs.fields(AdapterConfig))
+_SHARED_FIELDS: Final = tuple(field.name for field in attrs.fields(AdapterConfig))
 
 
-def shared_fields_last(
+def adapter_field_order(
     cls: type, fields: list[attrs.Attribute[Any]]
 ) -> list[attrs.Attribute[Any]]:
-    """An attrs ``field_transformer`` for ``AdapterConfig`` subclasses: the
-    class's own fields in declaration order, then the shared ones."""
-    return [field for field in fields if field.name not in _SHARED_FIELDS] + [
-        field for field in fields if field.name in _SHARED_FIELDS
-    ]
+    """The attrs ``field_transformer`` of every ``AdapterConfig`` subclass: a
+    direct subclass lists its own fields first, then the shared ones; a subclass
+    of such a class (a plugin's config) keeps that order and adds its own
+    fields after it. The order is what a ``repr``, ``attrs.fields`` and the
+    checks of several bad values go by."""
+    parent = next(base for base in cls.__mro__[1:] if attrs.has(base))
+    if parent is AdapterConfig:
+        order = [f.name for f in fields if f.name not in _SHARED_FIELDS]
+        order += _SHARED_FIELDS
+    else:
+        order = [f.name for f in attrs.fields(parent)]
+    rank = {name: index for index, name in enumerate(order)}
+    return sorted(fields, key=lambda field: rank.get(field.name, len(rank)))
 
 
 def api_root_url(

@@ -38,12 +38,12 @@ from dsh_llm.adapters._chat.request import WireProfile, build_body, request_head
 from dsh_llm.adapters.common import (
     AdapterConfig,
     AdapterConfigError,
+    adapter_field_order,
     catalog_entry,
     config_from_options,
     input_modalities_field,
     model_catalog,
     resolved_model_info,
-    shared_fields_last,
 )
 from dsh_llm.config import (
     check_non_empty_str,
@@ -56,10 +56,7 @@ from dsh_llm.credentials import Secret
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import GenerateOptions, StreamChunk, content_has_image
 from dsh_llm.transport.call import redact_url, url_repr
-from dsh_llm.transport.session import (
-    is_header_value,
-    stream_headers,
-)
+from dsh_llm.transport.session import is_header_value, stream_headers
 
 __all__ = [
     "BASE_URL_ENV",
@@ -192,7 +189,7 @@ def _check_base_url(inst: object, attribute: attrs.Attribute[Any], value: Any) -
         api_root_url(value, error=DeepSeekConfigError)
 
 
-@attrs.frozen(kw_only=True, field_transformer=shared_fields_last)
+@attrs.frozen(kw_only=True, field_transformer=adapter_field_order)
 class DeepSeekConfig(AdapterConfig):
     """The one ``DeepSeekAdapter`` configuration: the constructor's keyword
     arguments build it, ``DeepSeekAdapter.from_config`` takes it, and the

@@ -65,18 +65,15 @@ from dsh_llm.adapters.common import (
     AdapterConfig,
     AdapterConfigError,
     ConfiguredAdapter,
+    adapter_field_order,
     api_root_url,
     catalog_entry,
     config_from_options,
     model_catalog,
     resolved_model_info,
-    shared_fields_last,
 )
 from dsh_llm.adapters.request_extras import request_headers
-from dsh_llm.config import (
-    check_non_empty_str,
-    field_error,
-)
+from dsh_llm.config import check_non_empty_str, field_error
 from dsh_llm.credentials import Secret
 from dsh_llm.protocol import GenerateOptions, StreamChunk
 from dsh_llm.transport.call import StreamingCall, redact_url, url_repr
@@ -170,7 +167,7 @@ def _check_effort(inst: object, attribute: attrs.Attribute[Any], value: Any) -> 
         )
 
 
-@attrs.frozen(kw_only=True, field_transformer=shared_fields_last)
+@attrs.frozen(kw_only=True, field_transformer=adapter_field_order)
 class GeminiConfig(AdapterConfig):
     """The one ``GeminiAdapter`` configuration (camelCase keys in YAML:
     ``apiKeyEnv``, ``baseURL``, ``reasoningEffort``...). Every field is checked

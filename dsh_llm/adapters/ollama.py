@@ -58,6 +58,7 @@ from dsh_llm.adapters.common import (
     AdapterConfig,
     AdapterConfigError,
     ConfiguredAdapter,
+    adapter_field_order,
     api_root_url,
     catalog_entry,
     config_from_options,
@@ -65,12 +66,9 @@ from dsh_llm.adapters.common import (
     model_catalog,
     offered_modalities,
     resolved_model_info,
-    shared_fields_last,
 )
 from dsh_llm.adapters.request_extras import check_image_input, request_headers
-from dsh_llm.config import (
-    field_error,
-)
+from dsh_llm.config import field_error
 from dsh_llm.credentials import Secret
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import GenerateOptions, StreamChunk
@@ -79,11 +77,7 @@ from dsh_llm.transport.errors_map import code_for_exception, reason_for_exceptio
 from dsh_llm.transport.ndjson import NdjsonDecoder
 from dsh_llm.transport.read_loop import read_stream
 from dsh_llm.transport.redaction import Redactor, may_quote_request
-from dsh_llm.transport.session import (
-    BearerAuth,
-    NoAuth,
-    stream_headers,
-)
+from dsh_llm.transport.session import BearerAuth, NoAuth, stream_headers
 
 __all__ = [
     "DEFAULT_BASE_URL",
@@ -189,7 +183,7 @@ def _check_effort(inst: object, attribute: attrs.Attribute[Any], value: Any) -> 
         )
 
 
-@attrs.frozen(kw_only=True, field_transformer=shared_fields_last)
+@attrs.frozen(kw_only=True, field_transformer=adapter_field_order)
 class OllamaConfig(AdapterConfig):
     """The one ``OllamaAdapter`` configuration (camelCase keys in YAML:
     ``baseURL``, ``apiKeyEnv``, ``keepAlive``...). Every field is checked on

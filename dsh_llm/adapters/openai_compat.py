@@ -44,12 +44,12 @@ from dsh_llm.adapters._chat.request import (
 from dsh_llm.adapters.common import (
     AdapterConfig,
     AdapterConfigError,
+    adapter_field_order,
     catalog_entry,
     config_from_options,
     input_modalities_field,
     model_catalog,
     resolved_model_info,
-    shared_fields_last,
 )
 from dsh_llm.adapters.request_extras import RESERVED_HEADER_NAMES, check_image_input
 from dsh_llm.config import (
@@ -64,11 +64,7 @@ from dsh_llm.credentials import Secret
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import GenerateOptions, StreamChunk
 from dsh_llm.transport.call import redact_url, url_repr
-from dsh_llm.transport.session import (
-    is_header_name,
-    is_header_value,
-    stream_headers,
-)
+from dsh_llm.transport.session import is_header_name, is_header_value, stream_headers
 
 __all__ = [
     "DEFAULT_DISPLAY_NAME",
@@ -237,7 +233,7 @@ def _raw() -> dict[str, Any]:
     return {RAW_METADATA: True}
 
 
-@attrs.frozen(kw_only=True, field_transformer=shared_fields_last)
+@attrs.frozen(kw_only=True, field_transformer=adapter_field_order)
 class OpenAICompatConfig(AdapterConfig):
     """The one ``OpenAICompatAdapter`` configuration: the constructor's arguments
     build it, ``OpenAICompatAdapter.from_config`` takes it, and the

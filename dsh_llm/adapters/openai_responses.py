@@ -55,6 +55,7 @@ from dsh_llm.adapters.common import (
     AdapterConfig,
     AdapterConfigError,
     ConfiguredAdapter,
+    adapter_field_order,
     api_root_url,
     catalog_entry,
     config_from_options,
@@ -62,7 +63,6 @@ from dsh_llm.adapters.common import (
     input_modalities_field,
     model_catalog,
     resolved_model_info,
-    shared_fields_last,
 )
 from dsh_llm.adapters.request_extras import check_image_input, request_headers
 from dsh_llm.config import (
@@ -76,11 +76,7 @@ from dsh_llm.credentials import Secret
 from dsh_llm.protocol import GenerateOptions, StreamChunk
 from dsh_llm.transport.call import StreamingCall, redact_url, url_repr
 from dsh_llm.transport.read_loop import read_stream
-from dsh_llm.transport.session import (
-    BearerAuth,
-    NoAuth,
-    stream_headers,
-)
+from dsh_llm.transport.session import BearerAuth, NoAuth, stream_headers
 from dsh_llm.transport.sse import SseDecoder
 
 __all__ = [
@@ -174,7 +170,7 @@ def _base_url(value: object) -> str:
     )
 
 
-@attrs.frozen(kw_only=True, field_transformer=shared_fields_last)
+@attrs.frozen(kw_only=True, field_transformer=adapter_field_order)
 class OpenAIResponsesConfig(AdapterConfig):
     """The one ``OpenAIResponsesAdapter`` configuration (camelCase config keys:
     ``baseURL``, ``apiKeyEnv``, ``server``...). Every field is checked (the base
