@@ -185,9 +185,9 @@ class AdapterConfig:
 
     A subclass is a frozen ``kw_only`` attrs class that sets ``config_error``
     (its bad values raise it, keyed by config key) and the two timeout
-    defaults, and passes ``field_transformer=adapter_field_order`` so its own
-    fields come first (in the ``repr``, ``attrs.fields`` and messages listing
-    the fields).
+    defaults, and passes ``field_transformer=adapter_field_order`` (so does a
+    subclass of it, such as a plugin's config) so the adapter's own fields come
+    before the shared ones in the ``repr``, ``attrs.fields`` and messages.
     """
 
     config_error: ClassVar[type[AdapterConfigError]] = AdapterConfigError
