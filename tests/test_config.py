@@ -287,7 +287,7 @@ class _AdapterConfig:
     config_error: ClassVar[type[AdapterConfigError]] = _AdapterError
 
     base_url: str = attrs.field(default="http://h", validator=check_non_empty_str)
-    retry_policy: RetryPolicy = retry_policy_field(_AdapterError)  # noqa: RUF009
+    retry_policy: RetryPolicy = retry_policy_field()  # noqa: RUF009
     _secret_name: str = attrs.field(default="K", alias="secret_name")
 
 

@@ -53,8 +53,10 @@ from dsh_llm.adapters._anthropic.request import (
 )
 from dsh_llm.adapters._anthropic.translate import MessagesTranslator
 from dsh_llm.adapters.common import (
+    AdapterConfig,
     AdapterConfigError,
     ConfiguredAdapter,
+    adapter_field_order,
     api_root_url,
     catalog_entry,
     config_from_options,
@@ -62,26 +64,20 @@ from dsh_llm.adapters.common import (
     input_modalities_field,
     model_catalog,
     resolved_model_info,
-    retry_policy_field,
 )
 from dsh_llm.adapters.request_extras import check_image_input
 from dsh_llm.config import (
-    check_bool,
     check_non_empty_str,
     check_one_of,
-    check_optional_timeout,
     check_positive_int,
     check_safe_positive_int,
-    check_timeout,
     field_error,
 )
 from dsh_llm.credentials import Secret
 from dsh_llm.protocol import GenerateOptions, StreamChunk
-from dsh_llm.retry import RetryPolicy
 from dsh_llm.transport.call import StreamingCall, redact_url, url_repr
 from dsh_llm.transport.read_loop import read_stream
 from dsh_llm.transport.session import (
-    DEFAULT_POOL_MAXSIZE,
     ApiKeyAuth,
     NoAuth,
     is_header_name,
@@ -248,8 +244,8 @@ def _check_beta(inst: object, attribute: attrs.Attribute[Any], value: Any) -> No
         )
 
 
-@attrs.frozen(kw_only=True)
-class AnthropicConfig:
+@attrs.frozen(kw_only=True, field_transformer=adapter_field_order)
+class AnthropicConfig(AdapterConfig):
     """The one ``AnthropicAdapter`` configuration: the constructor's keyword
     arguments build it, ``AnthropicAdapter.from_config`` takes it, and the
     ``llm-anthropic`` plugin structures its YAML entry into it (camelCase keys:
@@ -257,7 +253,9 @@ class AnthropicConfig:
     on construction: a bad value raises ``AnthropicConfigError`` keyed by its
     config key. A config never holds a key: ``api_key_env`` names the variable."""
 
-    config_error: ClassVar[type[AdapterConfigError]] = AnthropicConfigError
+    config_error = AnthropicConfigError
+    default_stream_idle_timeout_ms = DEFAULT_STREAM_IDLE_TIMEOUT_MS
+    default_stream_keepalive_timeout_ms = DEFAULT_KEEPALIVE_TIMEOUT_MS
 
     api_key_env: str = attrs.field(
         default=DEFAULT_API_KEY_ENV, validator=check_non_empty_str
@@ -291,27 +289,6 @@ class AnthropicConfig:
     """Context window of models without their own."""
     models: tuple[AnthropicModel, ...] = attrs.field(default=None, converter=_models)
     """The advertised catalog (``None``: ``DEFAULT_MODELS``; empty: none)."""
-    stream_idle_timeout_ms: float = attrs.field(
-        default=DEFAULT_STREAM_IDLE_TIMEOUT_MS, validator=check_timeout
-    )
-    """Idle timeout: the longest silence while waiting for the next event."""
-    stream_keepalive_timeout_ms: float | None = attrs.field(
-        default=DEFAULT_KEEPALIVE_TIMEOUT_MS, validator=check_optional_timeout
-    )
-    """Longest wait with ``ping`` events but no data (``None``: unbounded)."""
-    total_timeout_ms: float | None = attrs.field(
-        default=None, validator=check_optional_timeout
-    )
-    """Longest whole call, think time excluded (``None``: unbounded)."""
-    retry_policy: RetryPolicy = retry_policy_field(AnthropicConfigError)  # noqa: RUF009
-    """The retry policy: a resolved policy, or its config mapping
-    (``docs/plugins.md``); ``None``: the normal defaults."""
-    pool_maxsize: int = attrs.field(
-        default=DEFAULT_POOL_MAXSIZE, validator=check_positive_int
-    )
-    """Idle connections kept per host."""
-    empty_response_as_stop: bool = attrs.field(default=False, validator=check_bool)
-    """Report a blockless ``end_turn`` as ``stop`` instead of ``EMPTY_RESPONSE``."""
 
     def model(self, model_id: str) -> AnthropicModel | None:
         """The catalog entry for ``model_id``, if listed."""

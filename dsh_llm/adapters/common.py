@@ -6,8 +6,10 @@ everything else an adapter does is here, once:
 - ``HttpAdapter``: the base class (one pooled session, ``close`` and ``with``,
   ``provider_info``, ``provider_retry_policy`` and ``list_models`` from the
   options in force, the key of each request and how a ``repr`` names it).
-- ``AdapterConfigError``, ``config_from_options``, ``retry_policy_field``: what
-  every adapter config class shares (errors keyed by config key, as data).
+- ``AdapterConfig`` (the stream timeouts, retry policy, pool size and
+  ``empty_response_as_stop``, defined once), ``AdapterConfigError``,
+  ``config_from_options``, ``retry_policy_field``: what every adapter config
+  class shares (errors keyed by config key, as data).
 - ``api_root_url``: the one rule for a ``baseURL`` (``http://``/``https://`` with
   a host and a valid port, no ``#fragment``, optionally not already ending in the
   endpoint appended to it); messages never repeat the URL. ``endpoint_url``
@@ -27,7 +29,7 @@ import abc
 import os
 import urllib.parse
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any, ClassVar, Generic, Protocol, Self, TypeVar
+from typing import Any, ClassVar, Final, Generic, Protocol, Self, TypeVar
 
 import attrs
 import requests
@@ -46,6 +48,10 @@ from dsh_llm.config import (
     RAW_METADATA,
     ConfigError,
     PluginConfigError,
+    check_bool,
+    check_optional_timeout,
+    check_positive_int,
+    check_timeout,
     field_error,
     join_key,
     structure_config,
@@ -56,15 +62,17 @@ from dsh_llm.protocol import GenerateOptions, StreamChunk
 from dsh_llm.retry import RetryPolicy, resolve_retry_policy
 from dsh_llm.serde import compact_json
 from dsh_llm.signal import AbortSignal
-from dsh_llm.transport.session import create_session
+from dsh_llm.transport.session import DEFAULT_POOL_MAXSIZE, create_session
 
 __all__ = [
+    "AdapterConfig",
     "AdapterConfigError",
     "AdapterSettings",
     "CatalogEntry",
     "ConfiguredAdapter",
     "HttpAdapter",
     "StreamSettings",
+    "adapter_field_order",
     "api_key_from_environ",
     "api_root_url",
     "catalog_entry",
@@ -138,21 +146,105 @@ def _check_modalities(
         raise field_error(inst, attribute.name, 'must be ["text"] or ["text", "image"]')
 
 
-def retry_policy_field(error: type[AdapterConfigError]) -> Any:
+def retry_policy_field() -> Any:
     """The ``retry_policy`` field of an adapter config: a resolved policy, its
     config mapping (structured by ``dsh_llm.retry.resolve_retry_policy``) or
-    ``None`` for the normal defaults; a bad mapping raises ``error`` keyed by its
-    key path (``retryPolicy.backoff.maxDelayMs``)."""
-
-    def convert(value: Mapping[str, Any] | RetryPolicy | None) -> RetryPolicy:
-        try:
-            return resolve_retry_policy(value, "retryPolicy")
-        except ConfigError as exc:
-            raise error(exc.key or "retryPolicy", exc.detail) from None
-
+    ``None`` for the normal defaults; a bad mapping raises the class's
+    ``config_error`` keyed by its key path (``retryPolicy.backoff.maxDelayMs``)."""
     return attrs.field(
-        default=None, converter=convert, metadata={RAW_METADATA: True}, hash=False
+        default=None,
+        converter=attrs.Converter(_retry_policy, takes_self=True),
+        metadata={RAW_METADATA: True},
+        hash=False,
     )
+
+
+def _retry_policy(
+    value: Mapping[str, Any] | RetryPolicy | None, config: attrs.AttrsInstance
+) -> RetryPolicy:
+    try:
+        return resolve_retry_policy(value, "retryPolicy")
+    except ConfigError as exc:
+        raise field_error(config, exc.key or "retryPolicy", exc.detail) from None
+
+
+def _default_idle_timeout(config: AdapterConfig) -> float:
+    return config.default_stream_idle_timeout_ms
+
+
+def _default_keepalive_timeout(config: AdapterConfig) -> float | None:
+    return config.default_stream_keepalive_timeout_ms
+
+
+@attrs.frozen(kw_only=True)
+class AdapterConfig:
+    """The options every adapter config class shares: the stream timeouts, the
+    retry policy, the pool size and ``empty_response_as_stop`` (config keys
+    ``streamIdleTimeoutMs``, ``streamKeepaliveTimeoutMs``, ``totalTimeoutMs``,
+    ``retryPolicy``, ``poolMaxsize``, ``emptyResponseAsStop``).
+
+    A subclass is a frozen ``kw_only`` attrs class that sets ``config_error``
+    (its bad values raise it, keyed by config key) and the two timeout
+    defaults, and passes ``field_transformer=adapter_field_order`` (so does a
+    subclass of it, such as a plugin's config) so the adapter's own fields come
+    before the shared ones in the ``repr``, ``attrs.fields`` and messages.
+    """
+
+    config_error: ClassVar[type[AdapterConfigError]] = AdapterConfigError
+    """What a bad value raises (``field_error`` reads it)."""
+    default_stream_idle_timeout_ms: ClassVar[float]
+    """The class's default ``stream_idle_timeout_ms``."""
+    default_stream_keepalive_timeout_ms: ClassVar[float | None]
+    """The class's default ``stream_keepalive_timeout_ms`` (``None``:
+    unbounded)."""
+
+    stream_idle_timeout_ms: float = attrs.field(
+        default=attrs.Factory(_default_idle_timeout, takes_self=True),
+        validator=check_timeout,
+    )
+    """Idle timeout: the longest silence while waiting for the next event, chunk
+    or line (default ``default_stream_idle_timeout_ms``)."""
+    stream_keepalive_timeout_ms: float | None = attrs.field(
+        default=attrs.Factory(_default_keepalive_timeout, takes_self=True),
+        validator=check_optional_timeout,
+    )
+    """Longest wait with keep-alives (comments, ``ping`` events) but no data
+    (``None``: unbounded; default ``default_stream_keepalive_timeout_ms``)."""
+    total_timeout_ms: float | None = attrs.field(
+        default=None, validator=check_optional_timeout
+    )
+    """Longest whole call, think time excluded (``None``: unbounded)."""
+    retry_policy: RetryPolicy = retry_policy_field()  # noqa: RUF009
+    """The retry policy: a resolved policy, or its config mapping
+    (``docs/plugins.md``); ``None``: the normal defaults."""
+    pool_maxsize: int = attrs.field(
+        default=DEFAULT_POOL_MAXSIZE, validator=check_positive_int
+    )
+    """Idle connections kept per host."""
+    empty_response_as_stop: bool = attrs.field(default=False, validator=check_bool)
+    """Report a blockless successful finish (``stop``, ``end_turn``, ``STOP``,
+    ``completed``) as ``stop`` instead of ``EMPTY_RESPONSE``."""
+
+
+_SHARED_FIELDS: Final = tuple(field.name for field in attrs.fields(AdapterConfig))
+
+
+def adapter_field_order(
+    cls: type, fields: list[attrs.Attribute[Any]]
+) -> list[attrs.Attribute[Any]]:
+    """The attrs ``field_transformer`` of every ``AdapterConfig`` subclass: a
+    direct subclass lists its own fields first, then the shared ones; a subclass
+    of such a class (a plugin's config) keeps that order and adds its own
+    fields after it. The order is what a ``repr``, ``attrs.fields`` and the
+    checks of several bad values go by."""
+    parent = next(base for base in cls.__mro__[1:] if attrs.has(base))
+    if parent is AdapterConfig:
+        order = [f.name for f in fields if f.name not in _SHARED_FIELDS]
+        order += _SHARED_FIELDS
+    else:
+        order = [f.name for f in attrs.fields(parent)]
+    rank = {name: index for index, name in enumerate(order)}
+    return sorted(fields, key=lambda field: rank.get(field.name, len(rank)))
 
 
 def api_root_url(

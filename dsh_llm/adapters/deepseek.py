@@ -36,34 +36,27 @@ from dsh_llm.adapters._chat.base import (
 )
 from dsh_llm.adapters._chat.request import WireProfile, build_body, request_headers
 from dsh_llm.adapters.common import (
+    AdapterConfig,
     AdapterConfigError,
+    adapter_field_order,
     catalog_entry,
     config_from_options,
     input_modalities_field,
     model_catalog,
     resolved_model_info,
-    retry_policy_field,
 )
 from dsh_llm.config import (
-    check_bool,
     check_non_empty_str,
     check_one_of,
-    check_optional_timeout,
     check_positive_int,
     check_safe_positive_int,
-    check_timeout,
     field_error,
 )
 from dsh_llm.credentials import Secret
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import GenerateOptions, StreamChunk, content_has_image
-from dsh_llm.retry import RetryPolicy
 from dsh_llm.transport.call import redact_url, url_repr
-from dsh_llm.transport.session import (
-    DEFAULT_POOL_MAXSIZE,
-    is_header_value,
-    stream_headers,
-)
+from dsh_llm.transport.session import is_header_value, stream_headers
 
 __all__ = [
     "BASE_URL_ENV",
@@ -196,8 +189,8 @@ def _check_base_url(inst: object, attribute: attrs.Attribute[Any], value: Any) -
         api_root_url(value, error=DeepSeekConfigError)
 
 
-@attrs.frozen(kw_only=True)
-class DeepSeekConfig:
+@attrs.frozen(kw_only=True, field_transformer=adapter_field_order)
+class DeepSeekConfig(AdapterConfig):
     """The one ``DeepSeekAdapter`` configuration: the constructor's keyword
     arguments build it, ``DeepSeekAdapter.from_config`` takes it, and the
     ``llm-deepseek`` plugin structures its YAML entry into it (camelCase keys:
@@ -206,7 +199,9 @@ class DeepSeekConfig:
     its config key. A config never holds a key: ``api_key_env`` names the
     variable."""
 
-    config_error: ClassVar[type[AdapterConfigError]] = DeepSeekConfigError
+    config_error = DeepSeekConfigError
+    default_stream_idle_timeout_ms = DEFAULT_STREAM_IDLE_TIMEOUT_MS
+    default_stream_keepalive_timeout_ms = DEFAULT_KEEPALIVE_TIMEOUT_MS
 
     api_key_env: str = attrs.field(
         default=DEFAULT_API_KEY_ENV, validator=check_non_empty_str
@@ -237,27 +232,6 @@ class DeepSeekConfig:
     """Context window of models without their own."""
     models: tuple[DeepSeekModel, ...] = attrs.field(default=None, converter=_models)
     """The advertised catalog (``None``: ``DEFAULT_MODELS``; empty: none)."""
-    stream_idle_timeout_ms: float = attrs.field(
-        default=DEFAULT_STREAM_IDLE_TIMEOUT_MS, validator=check_timeout
-    )
-    """Idle timeout: the longest silence while waiting for the next chunk."""
-    stream_keepalive_timeout_ms: float | None = attrs.field(
-        default=DEFAULT_KEEPALIVE_TIMEOUT_MS, validator=check_optional_timeout
-    )
-    """Longest wait with keep-alive comments but no data (``None``: unbounded)."""
-    total_timeout_ms: float | None = attrs.field(
-        default=None, validator=check_optional_timeout
-    )
-    """Longest whole call, think time excluded (``None``: unbounded)."""
-    retry_policy: RetryPolicy = retry_policy_field(DeepSeekConfigError)  # noqa: RUF009
-    """The retry policy: a resolved policy, or its config mapping
-    (``docs/plugins.md``); ``None``: the normal defaults."""
-    pool_maxsize: int = attrs.field(
-        default=DEFAULT_POOL_MAXSIZE, validator=check_positive_int
-    )
-    """Idle connections kept per host."""
-    empty_response_as_stop: bool = attrs.field(default=False, validator=check_bool)
-    """Report a blockless ``stop`` as ``stop`` instead of ``EMPTY_RESPONSE``."""
 
     def __attrs_post_init__(self) -> None:
         if self.thinking == "disabled" and self.reasoning_effort not in (None, "off"):

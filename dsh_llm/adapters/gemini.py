@@ -35,7 +35,7 @@ Contracts callers may rely on:
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import Any, ClassVar, Final
+from typing import Any, Final
 
 import attrs
 
@@ -62,30 +62,23 @@ from dsh_llm.adapters._gemini.request import (
 )
 from dsh_llm.adapters._gemini.translate import GeminiTranslator
 from dsh_llm.adapters.common import (
+    AdapterConfig,
     AdapterConfigError,
     ConfiguredAdapter,
+    adapter_field_order,
     api_root_url,
     catalog_entry,
     config_from_options,
     model_catalog,
     resolved_model_info,
-    retry_policy_field,
 )
 from dsh_llm.adapters.request_extras import request_headers
-from dsh_llm.config import (
-    check_bool,
-    check_non_empty_str,
-    check_optional_timeout,
-    check_positive_int,
-    check_timeout,
-    field_error,
-)
+from dsh_llm.config import check_non_empty_str, field_error
 from dsh_llm.credentials import Secret
 from dsh_llm.protocol import GenerateOptions, StreamChunk
-from dsh_llm.retry import RetryPolicy
 from dsh_llm.transport.call import StreamingCall, redact_url, url_repr
 from dsh_llm.transport.read_loop import read_stream
-from dsh_llm.transport.session import DEFAULT_POOL_MAXSIZE, stream_headers
+from dsh_llm.transport.session import stream_headers
 from dsh_llm.transport.sse import SseDecoder
 
 __all__ = [
@@ -174,14 +167,16 @@ def _check_effort(inst: object, attribute: attrs.Attribute[Any], value: Any) -> 
         )
 
 
-@attrs.frozen(kw_only=True)
-class GeminiConfig:
+@attrs.frozen(kw_only=True, field_transformer=adapter_field_order)
+class GeminiConfig(AdapterConfig):
     """The one ``GeminiAdapter`` configuration (camelCase keys in YAML:
     ``apiKeyEnv``, ``baseURL``, ``reasoningEffort``...). Every field is checked
     on construction (``GeminiConfigError`` keyed by its config key). A config
     never holds a key: ``api_key_env`` names the variable."""
 
-    config_error: ClassVar[type[AdapterConfigError]] = GeminiConfigError
+    config_error = GeminiConfigError
+    default_stream_idle_timeout_ms = DEFAULT_STREAM_IDLE_TIMEOUT_MS
+    default_stream_keepalive_timeout_ms = None
 
     api_key_env: str = attrs.field(
         default=DEFAULT_API_KEY_ENV, validator=check_non_empty_str
@@ -197,26 +192,6 @@ class GeminiConfig:
         default=None, converter=_models, validator=_check_models
     )
     """The advertised catalog (``None``: ``DEFAULT_MODELS``; empty: none)."""
-    stream_idle_timeout_ms: float = attrs.field(
-        default=DEFAULT_STREAM_IDLE_TIMEOUT_MS, validator=check_timeout
-    )
-    """Idle timeout: the longest silence while waiting for the next chunk."""
-    stream_keepalive_timeout_ms: float | None = attrs.field(
-        default=None, validator=check_optional_timeout
-    )
-    """Longest wait with keep-alives but no data (``None``: unbounded)."""
-    total_timeout_ms: float | None = attrs.field(
-        default=None, validator=check_optional_timeout
-    )
-    """Longest whole call, think time excluded (``None``: unbounded)."""
-    retry_policy: RetryPolicy = retry_policy_field(GeminiConfigError)  # noqa: RUF009
-    """The retry policy (a policy or its config mapping; ``None``: defaults)."""
-    pool_maxsize: int = attrs.field(
-        default=DEFAULT_POOL_MAXSIZE, validator=check_positive_int
-    )
-    """Idle connections kept per host."""
-    empty_response_as_stop: bool = attrs.field(default=False, validator=check_bool)
-    """Report a blockless ``STOP`` as ``stop`` instead of ``EMPTY_RESPONSE``."""
 
     def model(self, model_id: str) -> GeminiModel | None:
         """The catalog entry for ``model_id``, if listed."""

@@ -55,8 +55,10 @@ from dsh_llm.adapters._ollama.request import (
 )
 from dsh_llm.adapters._ollama.translate import OllamaTranslator
 from dsh_llm.adapters.common import (
+    AdapterConfig,
     AdapterConfigError,
     ConfiguredAdapter,
+    adapter_field_order,
     api_root_url,
     catalog_entry,
     config_from_options,
@@ -64,31 +66,18 @@ from dsh_llm.adapters.common import (
     model_catalog,
     offered_modalities,
     resolved_model_info,
-    retry_policy_field,
 )
 from dsh_llm.adapters.request_extras import check_image_input, request_headers
-from dsh_llm.config import (
-    check_bool,
-    check_optional_timeout,
-    check_positive_int,
-    check_timeout,
-    field_error,
-)
+from dsh_llm.config import field_error
 from dsh_llm.credentials import Secret
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import GenerateOptions, StreamChunk
-from dsh_llm.retry import RetryPolicy
 from dsh_llm.transport.call import StreamingCall, redact_url, url_repr
 from dsh_llm.transport.errors_map import code_for_exception, reason_for_exception
 from dsh_llm.transport.ndjson import NdjsonDecoder
 from dsh_llm.transport.read_loop import read_stream
 from dsh_llm.transport.redaction import Redactor, may_quote_request
-from dsh_llm.transport.session import (
-    DEFAULT_POOL_MAXSIZE,
-    BearerAuth,
-    NoAuth,
-    stream_headers,
-)
+from dsh_llm.transport.session import BearerAuth, NoAuth, stream_headers
 
 __all__ = [
     "DEFAULT_BASE_URL",
@@ -194,14 +183,16 @@ def _check_effort(inst: object, attribute: attrs.Attribute[Any], value: Any) -> 
         )
 
 
-@attrs.frozen(kw_only=True)
-class OllamaConfig:
+@attrs.frozen(kw_only=True, field_transformer=adapter_field_order)
+class OllamaConfig(AdapterConfig):
     """The one ``OllamaAdapter`` configuration (camelCase keys in YAML:
     ``baseURL``, ``apiKeyEnv``, ``keepAlive``...). Every field is checked on
     construction (``OllamaConfigError`` keyed by its config key). A config never
     holds a key: ``api_key_env`` names the variable."""
 
-    config_error: ClassVar[type[AdapterConfigError]] = OllamaConfigError
+    config_error = OllamaConfigError
+    default_stream_idle_timeout_ms = DEFAULT_STREAM_IDLE_TIMEOUT_MS
+    default_stream_keepalive_timeout_ms = None
 
     base_url: str = attrs.field(
         default=DEFAULT_BASE_URL, repr=url_repr, validator=_check_base_url
@@ -220,26 +211,6 @@ class OllamaConfig:
         default=None, converter=_models
     )
     """The advertised catalog; ``None``: ``list_models`` asks the server."""
-    stream_idle_timeout_ms: float = attrs.field(
-        default=DEFAULT_STREAM_IDLE_TIMEOUT_MS, validator=check_timeout
-    )
-    """Idle timeout: the longest silence while waiting for the next line."""
-    stream_keepalive_timeout_ms: float | None = attrs.field(
-        default=None, validator=check_optional_timeout
-    )
-    """Kept for symmetry (Ollama sends no keep-alives); ``None``: unbounded."""
-    total_timeout_ms: float | None = attrs.field(
-        default=None, validator=check_optional_timeout
-    )
-    """Longest whole call, think time excluded (``None``: unbounded)."""
-    retry_policy: RetryPolicy = retry_policy_field(OllamaConfigError)  # noqa: RUF009
-    """The retry policy (a policy or its config mapping; ``None``: defaults)."""
-    pool_maxsize: int = attrs.field(
-        default=DEFAULT_POOL_MAXSIZE, validator=check_positive_int
-    )
-    """Idle connections kept per host."""
-    empty_response_as_stop: bool = attrs.field(default=False, validator=check_bool)
-    """Report a blockless ``stop`` as ``stop`` instead of ``EMPTY_RESPONSE``."""
 
     def model(self, model_id: str) -> OllamaModel | None:
         """The catalog entry for ``model_id``, if listed."""

@@ -44,13 +44,14 @@ from dsh_llm.adapters._chat.request import (
     request_headers,
 )
 from dsh_llm.adapters.common import (
+    AdapterConfig,
     AdapterConfigError,
+    adapter_field_order,
     catalog_entry,
     config_from_options,
     input_modalities_field,
     model_catalog,
     resolved_model_info,
-    retry_policy_field,
 )
 from dsh_llm.adapters.request_extras import RESERVED_HEADER_NAMES, check_image_input
 from dsh_llm.config import (
@@ -58,23 +59,14 @@ from dsh_llm.config import (
     check_bool,
     check_non_empty_str,
     check_one_of,
-    check_optional_timeout,
-    check_positive_int,
     check_safe_positive_int,
-    check_timeout,
     field_error,
 )
 from dsh_llm.credentials import Secret
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import GenerateOptions, StreamChunk
-from dsh_llm.retry import RetryPolicy
 from dsh_llm.transport.call import redact_url, url_repr
-from dsh_llm.transport.session import (
-    DEFAULT_POOL_MAXSIZE,
-    is_header_name,
-    is_header_value,
-    stream_headers,
-)
+from dsh_llm.transport.session import is_header_name, is_header_value, stream_headers
 
 __all__ = [
     "DEFAULT_DISPLAY_NAME",
@@ -243,8 +235,8 @@ def _raw() -> dict[str, Any]:
     return {RAW_METADATA: True}
 
 
-@attrs.frozen(kw_only=True)
-class OpenAICompatConfig:
+@attrs.frozen(kw_only=True, field_transformer=adapter_field_order)
+class OpenAICompatConfig(AdapterConfig):
     """The one ``OpenAICompatAdapter`` configuration: the constructor's arguments
     build it, ``OpenAICompatAdapter.from_config`` takes it, and the
     ``llm-openai-compatible`` plugin structures its YAML entry into it (camelCase
@@ -255,7 +247,9 @@ class OpenAICompatConfig:
     a bad value raises ``OpenAICompatConfigError`` keyed by its config key and
     never echoing a header value. A config never holds a key."""
 
-    config_error: ClassVar[type[AdapterConfigError]] = OpenAICompatConfigError
+    config_error = OpenAICompatConfigError
+    default_stream_idle_timeout_ms = DEFAULT_STREAM_IDLE_TIMEOUT_MS
+    default_stream_keepalive_timeout_ms = DEFAULT_KEEPALIVE_TIMEOUT_MS
 
     base_url: str = attrs.field(converter=_base_url, repr=url_repr)
     """The API root, e.g. ``http://127.0.0.1:8080/v1`` (credentials hidden in the
@@ -310,26 +304,6 @@ class OpenAICompatConfig:
     )
     """Field that sends earlier reasoning back in assistant messages (``None``:
     never)."""
-    stream_idle_timeout_ms: float = attrs.field(
-        default=DEFAULT_STREAM_IDLE_TIMEOUT_MS, validator=check_timeout
-    )
-    """Idle timeout: the longest silence while waiting for the next chunk."""
-    stream_keepalive_timeout_ms: float | None = attrs.field(
-        default=DEFAULT_KEEPALIVE_TIMEOUT_MS, validator=check_optional_timeout
-    )
-    """Keep-alive bound (``None``: unbounded)."""
-    total_timeout_ms: float | None = attrs.field(
-        default=None, validator=check_optional_timeout
-    )
-    """Longest whole call (``None``: unbounded)."""
-    retry_policy: RetryPolicy = retry_policy_field(OpenAICompatConfigError)  # noqa: RUF009
-    """A resolved retry policy or its config mapping (``None``: normal defaults)."""
-    pool_maxsize: int = attrs.field(
-        default=DEFAULT_POOL_MAXSIZE, validator=check_positive_int
-    )
-    """Idle connections kept per host."""
-    empty_response_as_stop: bool = attrs.field(default=False, validator=check_bool)
-    """Report a blockless ``stop`` as ``stop`` instead of ``EMPTY_RESPONSE``."""
 
 
 class OpenAICompatAdapter(ChatCompletionsAdapter[OpenAICompatConfig]):

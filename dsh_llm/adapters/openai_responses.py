@@ -52,8 +52,10 @@ from dsh_llm.adapters._responses.profiles import (
 from dsh_llm.adapters._responses.request import build_responses_request
 from dsh_llm.adapters._responses.translate import ResponsesTranslator
 from dsh_llm.adapters.common import (
+    AdapterConfig,
     AdapterConfigError,
     ConfiguredAdapter,
+    adapter_field_order,
     api_root_url,
     catalog_entry,
     config_from_options,
@@ -61,31 +63,20 @@ from dsh_llm.adapters.common import (
     input_modalities_field,
     model_catalog,
     resolved_model_info,
-    retry_policy_field,
 )
 from dsh_llm.adapters.request_extras import check_image_input, request_headers
 from dsh_llm.config import (
     RAW_METADATA,
-    check_bool,
     check_non_empty_str,
     check_one_of,
-    check_optional_timeout,
-    check_positive_int,
     check_safe_positive_int,
-    check_timeout,
     field_error,
 )
 from dsh_llm.credentials import Secret
 from dsh_llm.protocol import GenerateOptions, StreamChunk
-from dsh_llm.retry import RetryPolicy
 from dsh_llm.transport.call import StreamingCall, redact_url, url_repr
 from dsh_llm.transport.read_loop import read_stream
-from dsh_llm.transport.session import (
-    DEFAULT_POOL_MAXSIZE,
-    BearerAuth,
-    NoAuth,
-    stream_headers,
-)
+from dsh_llm.transport.session import BearerAuth, NoAuth, stream_headers
 from dsh_llm.transport.sse import SseDecoder
 
 __all__ = [
@@ -179,15 +170,17 @@ def _base_url(value: object) -> str:
     )
 
 
-@attrs.frozen(kw_only=True)
-class OpenAIResponsesConfig:
+@attrs.frozen(kw_only=True, field_transformer=adapter_field_order)
+class OpenAIResponsesConfig(AdapterConfig):
     """The one ``OpenAIResponsesAdapter`` configuration (camelCase config keys:
     ``baseURL``, ``apiKeyEnv``, ``server``...). Every field is checked (the base
     URL normalised, models made ``OpenAIResponsesModel`` values) on
     construction; a bad value raises ``OpenAIResponsesConfigError`` keyed by
     its config key. A config never holds a key."""
 
-    config_error: ClassVar[type[AdapterConfigError]] = OpenAIResponsesConfigError
+    config_error = OpenAIResponsesConfigError
+    default_stream_idle_timeout_ms = DEFAULT_STREAM_IDLE_TIMEOUT_MS
+    default_stream_keepalive_timeout_ms = DEFAULT_KEEPALIVE_TIMEOUT_MS
 
     base_url: str = attrs.field(
         default=DEFAULT_BASE_URL, converter=_base_url, repr=url_repr
@@ -206,26 +199,6 @@ class OpenAIResponsesConfig:
         default=None, converter=_catalog, hash=False, metadata={RAW_METADATA: True}
     )
     """The advertised catalog (ids or mappings; default: none)."""
-    stream_idle_timeout_ms: float = attrs.field(
-        default=DEFAULT_STREAM_IDLE_TIMEOUT_MS, validator=check_timeout
-    )
-    """Idle timeout: the longest silence while waiting for the next event."""
-    stream_keepalive_timeout_ms: float | None = attrs.field(
-        default=DEFAULT_KEEPALIVE_TIMEOUT_MS, validator=check_optional_timeout
-    )
-    """Keep-alive bound (``None``: unbounded)."""
-    total_timeout_ms: float | None = attrs.field(
-        default=None, validator=check_optional_timeout
-    )
-    """Longest whole call (``None``: unbounded)."""
-    retry_policy: RetryPolicy = retry_policy_field(OpenAIResponsesConfigError)  # noqa: RUF009
-    """A resolved retry policy or its config mapping (``None``: normal defaults)."""
-    pool_maxsize: int = attrs.field(
-        default=DEFAULT_POOL_MAXSIZE, validator=check_positive_int
-    )
-    """Idle connections kept per host."""
-    empty_response_as_stop: bool = attrs.field(default=False, validator=check_bool)
-    """Report a blockless ``completed`` as ``stop`` instead of ``EMPTY_RESPONSE``."""
 
     @property
     def profile(self) -> ResponsesProfile:

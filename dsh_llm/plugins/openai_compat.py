@@ -32,6 +32,7 @@ from typing import Any, Final
 
 import attrs
 
+from dsh_llm.adapters.common import adapter_field_order
 from dsh_llm.adapters.openai_compat import OpenAICompatAdapter, OpenAICompatConfig
 from dsh_llm.credentials import Secret, normalize_api_key
 from dsh_llm.plugins import PluginContext
@@ -60,7 +61,7 @@ def _header_names(headers: Mapping[str, str] | None) -> str:
     return "<headers: " + ", ".join(sorted(headers)) + ">"
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, field_transformer=adapter_field_order)
 class OpenAICompatPluginConfig(OpenAICompatConfig):
     """``OpenAICompatConfig`` (the adapter's one config class) plus what only a
     composition entry says: the routes to serve and an explicit key."""

@@ -23,6 +23,7 @@ from typing import Any, Final
 
 import attrs
 
+from dsh_llm.adapters.common import adapter_field_order
 from dsh_llm.adapters.openai_responses import (
     OpenAIResponsesAdapter,
     OpenAIResponsesConfig,
@@ -48,7 +49,7 @@ def _routes(_: object, __: attrs.Attribute[Any], value: tuple[str, ...]) -> None
         raise PluginConfigError("providers", "must not list a route twice")
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, field_transformer=adapter_field_order)
 class OpenAIResponsesPluginConfig(OpenAIResponsesConfig):
     """``OpenAIResponsesConfig`` plus what only a composition entry says: the
     routes to serve and an explicit key."""
