@@ -35,17 +35,13 @@ from dsh_llm.protocol import (
 from dsh_llm.validator import validate_stream
 
 from ...attachments.images import gif, png
+from ..schemas import CITY_SCHEMA
 from .replay import FIXTURES
 
 BASE = "https://anthropic.test"
 SSE = (FIXTURES / "text.sse").read_bytes()
 KEY = "sk-ant-extras-test"
-SCHEMA = {
-    "type": "object",
-    "properties": {"city": {"type": "string"}},
-    "required": ["city"],
-    "additionalProperties": False,
-}
+SCHEMA = CITY_SCHEMA
 FORMAT = {"type": "json_schema", "schema": SCHEMA}
 
 

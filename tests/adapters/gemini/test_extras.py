@@ -36,16 +36,12 @@ from dsh_llm.testing import sse_event
 from dsh_llm.validator import validate_stream
 
 from ...attachments.images import gif, png
+from ..schemas import CITY_SCHEMA
 
 BASE = "https://gemini.test"
 KEY = "AIzaSyEXTRAS-0123456789abcdefghijklmn"
 MODEL = "gemini-3-flash-preview"
-SCHEMA = {
-    "type": "object",
-    "properties": {"city": {"type": "string"}},
-    "required": ["city"],
-    "additionalProperties": False,
-}
+SCHEMA = CITY_SCHEMA
 THINKING = {"thinkingLevel": "HIGH", "includeThoughts": True}
 """What the catalog's default effort for ``MODEL`` sends."""
 ANSWER = sse_event(

@@ -30,16 +30,12 @@ from dsh_llm.transport.session import stream_headers
 from dsh_llm.validator import validate_stream
 
 from ...attachments.images import png
+from ..schemas import CITY_SCHEMA
 
 BASE = "http://gpu-box.test:9999/v1"
 URL = f"{BASE}/responses"
 KEY = "sk-responses-test-0123456789"
-SCHEMA = {
-    "type": "object",
-    "properties": {"city": {"type": "string"}},
-    "required": ["city"],
-    "additionalProperties": False,
-}
+SCHEMA = CITY_SCHEMA
 MODELS = [{"id": "vision", "inputModalities": ["text", "image"]}, "text-only"]
 SERVERS = ("openai", "vllm", "ollama", "lmstudio", "openrouter")
 
