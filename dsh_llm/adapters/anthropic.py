@@ -19,14 +19,10 @@ Contracts callers may rely on:
   ``api_key_env`` (``ANTHROPIC_API_KEY``); missing raises ``MISSING_CREDENTIAL``
   naming it. The key travels in ``x-api-key`` (``ApiKeyAuth``), so an echo of it
   in an error is redacted; it never appears in a message or a ``repr``.
-- **Per call**, before any I/O: images need a model whose entry lists
-  ``image`` (else ``UNSUPPORTED_CONTENT``) and ``attachments`` (else
-  ``MISSING_ATTACHMENT``); ``extra_headers`` may not set the adapter's own
-  headers (``UNSUPPORTED_OPTION``); then the key; then the body
-  (``_anthropic.request``: ``response_format`` as ``output_config.format``,
-  ``extra_body`` merged last), which may raise ``UNSUPPORTED_REASONING_EFFORT``,
-  ``UNSUPPORTED_OPTION``, ``INVALID_REQUEST`` or ``MISSING_ATTACHMENT``. Then
-  one ``POST {base_url}/v1/messages``.
+- **Per call**, before any I/O: the image checks (``request_extras``), the
+  ``extra_headers`` check, the key, then the body (``_anthropic.request``:
+  ``response_format`` as ``output_config.format``, ``extra_body`` merged last)
+  and its refusals; then one ``POST {base_url}/v1/messages``.
 - **Stream**: ``MessagesTranslator`` through the transport's read loop; a
   ``ping`` is a keep-alive. HTTP errors are classified by Anthropic's
   ``error.type`` (``_anthropic.errors.http_error``) with ``request-id`` and

@@ -16,15 +16,11 @@ Contracts callers may rely on:
   ``thinkingBudget``); the default is the configured ``reasoning_effort`` when
   the model offers it, else the model's.
 - ``stream`` is a generator: at the first ``next()`` the request is built and
-  checked (refusals before any I/O: images for a text-only or unlisted model or
-  without their bytes in ``attachments``, more than 5 stop sequences, an effort
-  the model lacks, a result for an unknown call, an ``extra_headers`` name the
-  adapter sets), then the key, then one
-  ``POST {base}/v1beta/models/{model}:streamGenerateContent?alt=sse``.
+  checked (every refusal before any I/O: ``docs/gemini.md``), then the key,
+  then one ``POST {base}/v1beta/models/{model}:streamGenerateContent?alt=sse``.
 - **Extras**: ``response_format`` as ``generationConfig.responseMimeType`` +
-  ``responseJsonSchema`` (strict or not: Gemini constrains decoding),
-  ``extra_body`` merged last, ``extra_headers`` sent lower-cased, images as
-  ``inlineData`` parts (also in tool results on Gemini 3).
+  ``responseJsonSchema``, ``extra_body`` merged last, ``extra_headers`` sent,
+  images as ``inlineData`` parts (also in tool results on Gemini 3).
 - **Stream**: ``GeminiTranslator`` (strict order, whole calls, replay of thought
   signatures, running usage). EOF without a ``finishReason`` is
   ``STREAM_CLOSED``; HTTP errors are classified by ``gemini_http_error``

@@ -15,10 +15,9 @@ Contracts callers may rely on:
   ``lmstudio``, ``openrouter``; unset, it is guessed from the base URL
   (``_responses.profiles.guess_server``: OpenRouter's and OpenAI's hosts, then
   the ports 11434, 1234, 8000), else ``openai``.
-- **Credentials**: none by default (local servers get no ``authorization``);
-  ``api_key`` (checked at construction) or ``api_key_env`` (read at each
-  request; unset raises ``MISSING_CREDENTIAL``), never both. Sent as
-  ``authorization: Bearer``; never in a message or ``repr``.
+- **Credentials**: none by default; ``api_key`` or ``api_key_env`` (read at
+  each request), never both, sent as ``authorization: Bearer``; never in a
+  message or ``repr``.
 - **Per call, before any I/O**: images (only for a catalog entry listing
   ``image``, read from ``adapter.attachments``), the request builder's
   refusals, the key, then ``extra_headers`` (one the adapter sets is

@@ -19,19 +19,13 @@ on:
   (reasoning or calls in a user message) are skipped.
 - Images go as ``images`` (base64, in block order) beside the joined text of
   a user message or of a tool result's ``tool`` message, read from
-  ``attachments`` (``MISSING_ATTACHMENT`` when absent); the wire does not
-  interleave them with the text.
-- ``think`` from the effort (``EFFORT_THINK``): ``off`` ``false``, ``on``
-  ``true``, ``low``/``medium``/``high``/``max`` that level (GPT-OSS takes only
-  the levels); no effort sends no ``think`` (the model's default).
-- Refused before any I/O: an image in a system or assistant message or
-  nested in a result inside a result (``UNSUPPORTED_CONTENT``), another effort
-  (``UNSUPPORTED_REASONING_EFFORT``), ``tool_choice`` ``required`` or a tool
-  name (``UNSUPPORTED_OPTION``: Ollama cannot force a call), a result for an
-  unknown call or call arguments that are not a JSON object
-  (``INVALID_REQUEST``), a ``keep_alive`` that is neither a duration string nor
-  a number (``INVALID_REQUEST``). ``tool_choice`` ``none`` is honoured by not
-  sending the tools. ``session_id`` and ``purpose`` are not sent.
+  ``attachments``; the wire does not interleave them with the text.
+- ``think`` from the effort (``EFFORT_THINK``); no effort sends no ``think``.
+- Refused before any I/O: misplaced images (``UNSUPPORTED_CONTENT``), another
+  effort (``UNSUPPORTED_REASONING_EFFORT``), a forced ``tool_choice``
+  (``UNSUPPORTED_OPTION``: Ollama cannot force a call), a result for an unknown
+  call, non-object call arguments or a bad ``keep_alive`` (``INVALID_REQUEST``).
+  The full table: ``docs/ollama.md``.
 """
 
 from __future__ import annotations
