@@ -64,6 +64,7 @@ __all__ = [
     "check_bool",
     "check_non_empty_str",
     "check_one_of",
+    "check_optional_str",
     "check_optional_timeout",
     "check_positive_int",
     "check_safe_positive_int",
@@ -311,6 +312,14 @@ def check_non_empty_str(
     """A non-empty string."""
     if not isinstance(value, str) or value == "":
         raise field_error(inst, attribute.name, "must be a non-empty string")
+
+
+def check_optional_str(
+    inst: object, attribute: attrs.Attribute[Any], value: Any
+) -> None:
+    """A string or ``None``."""
+    if value is not None and not isinstance(value, str):
+        raise field_error(inst, attribute.name, "must be a string")
 
 
 def check_bool(inst: object, attribute: attrs.Attribute[Any], value: Any) -> None:

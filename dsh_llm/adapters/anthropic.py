@@ -65,6 +65,7 @@ from dsh_llm.adapters.request_extras import check_image_input
 from dsh_llm.config import (
     check_non_empty_str,
     check_one_of,
+    check_optional_str,
     check_positive_int,
     check_safe_positive_int,
     field_error,
@@ -138,13 +139,6 @@ class AnthropicConfigError(AdapterConfigError):
     package = _PACKAGE
 
 
-def _check_optional_str(
-    inst: object, attribute: attrs.Attribute[Any], value: Any
-) -> None:
-    if value is not None and not isinstance(value, str):
-        raise field_error(inst, attribute.name, "must be a string")
-
-
 def _catalog_modalities(model: AnthropicModel) -> tuple[str, ...]:
     entry = catalog.model_entry(model.id)
     return ("text",) if entry is None else entry.input_modalities
@@ -164,7 +158,7 @@ class AnthropicModel:
         default=None, validator=attrs.validators.optional(check_non_empty_str)
     )
     """Display name (default: the id)."""
-    description: str | None = attrs.field(default=None, validator=_check_optional_str)
+    description: str | None = attrs.field(default=None, validator=check_optional_str)
     """What sets it apart."""
     context_window: int | None = attrs.field(
         default=None, validator=attrs.validators.optional(check_positive_int)

@@ -48,9 +48,9 @@ from dsh_llm.adapters.common import (
 from dsh_llm.config import (
     check_non_empty_str,
     check_one_of,
+    check_optional_str,
     check_positive_int,
     check_safe_positive_int,
-    field_error,
 )
 from dsh_llm.credentials import Secret
 from dsh_llm.errors import ErrorCode, LlmError
@@ -121,13 +121,6 @@ class DeepSeekConfigError(AdapterConfigError):
     package = _PACKAGE
 
 
-def _check_optional_str(
-    inst: object, attribute: attrs.Attribute[Any], value: Any
-) -> None:
-    if value is not None and not isinstance(value, str):
-        raise field_error(inst, attribute.name, "must be a string")
-
-
 @attrs.frozen(kw_only=True)
 class DeepSeekModel:
     """One advertised model (config key ``models[]``), checked on construction
@@ -141,7 +134,7 @@ class DeepSeekModel:
         default=None, validator=attrs.validators.optional(check_non_empty_str)
     )
     """Display name (default: the id)."""
-    description: str | None = attrs.field(default=None, validator=_check_optional_str)
+    description: str | None = attrs.field(default=None, validator=check_optional_str)
     """What sets it apart."""
     context_window: int | None = attrs.field(
         default=None, validator=attrs.validators.optional(check_positive_int)

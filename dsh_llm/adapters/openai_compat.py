@@ -59,6 +59,7 @@ from dsh_llm.config import (
     check_bool,
     check_non_empty_str,
     check_one_of,
+    check_optional_str,
     check_safe_positive_int,
     field_error,
 )
@@ -117,13 +118,6 @@ class OpenAICompatConfigError(AdapterConfigError):
     package = PACKAGE
 
 
-def _check_optional_str(
-    inst: object, attribute: attrs.Attribute[Any], value: Any
-) -> None:
-    if value is not None and not isinstance(value, str):
-        raise field_error(inst, attribute.name, "must be a string")
-
-
 @attrs.frozen(kw_only=True)
 class OpenAICompatModel:
     """One advertised model (config key ``models[]``), checked on construction
@@ -137,7 +131,7 @@ class OpenAICompatModel:
         default=None, validator=attrs.validators.optional(check_non_empty_str)
     )
     """Display name (default: the id)."""
-    description: str | None = attrs.field(default=None, validator=_check_optional_str)
+    description: str | None = attrs.field(default=None, validator=check_optional_str)
     """What sets it apart."""
     context_window: int | None = attrs.field(
         default=None, validator=attrs.validators.optional(check_safe_positive_int)
