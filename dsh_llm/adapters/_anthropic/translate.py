@@ -32,6 +32,7 @@ from collections import deque
 from typing import Any, Final
 
 from dsh_llm.adapters._anthropic.errors import stream_failure
+from dsh_llm.adapters.wire_values import wire_count
 from dsh_llm.errors import EMPTY_RESPONSE_CODE, ErrorCode, LlmError
 from dsh_llm.protocol import (
     BlockEnd,
@@ -77,9 +78,6 @@ PAUSE_TURN_CODE: Final = ErrorCode.PAUSE_TURN.value
 EMPTY_RESPONSE_MESSAGE: Final = "model returned a completed response with no content"
 """The message of the ``EMPTY_RESPONSE`` finish (the other adapters' wording)."""
 
-MAX_COUNT: Final = 2**53 - 1
-"""The largest token count taken as reported; a larger one is ``None``."""
-
 _STOP_REASONS: Final = frozenset({"end_turn", "stop_sequence", "tool_use"})
 _CUT_REASONS: Final = frozenset({"max_tokens", "model_context_window_exceeded"})
 _IDENTIFIER: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}")
@@ -102,10 +100,6 @@ _DELTA_KINDS: Final = {
 _json_decode = json.JSONDecoder().decode
 
 
-def _count(value: object) -> int | None:
-    return value if type(value) is int and 0 <= value <= MAX_COUNT else None
-
-
 def map_usage(usage: dict[str, Any]) -> TokenUsage:
     """Anthropic usage (``message_start`` merged with ``message_delta``) to
     disjoint ``TokenUsage``.
@@ -118,12 +112,14 @@ def map_usage(usage: dict[str, Any]) -> TokenUsage:
     """
     details = usage.get("output_tokens_details")
     return TokenUsage(
-        input_tokens=_count(usage.get("input_tokens")),
-        output_tokens=_count(usage.get("output_tokens")),
-        cache_read_tokens=_count(usage.get("cache_read_input_tokens")),
-        cache_write_tokens=_count(usage.get("cache_creation_input_tokens")),
+        input_tokens=wire_count(usage.get("input_tokens")),
+        output_tokens=wire_count(usage.get("output_tokens")),
+        cache_read_tokens=wire_count(usage.get("cache_read_input_tokens")),
+        cache_write_tokens=wire_count(usage.get("cache_creation_input_tokens")),
         reasoning_tokens=(
-            _count(details.get("thinking_tokens")) if type(details) is dict else None
+            wire_count(details.get("thinking_tokens"))
+            if type(details) is dict
+            else None
         ),
     )
 

@@ -21,9 +21,9 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final
 
+from dsh_llm.adapters.wire_values import wire_count
 from dsh_llm.errors import ErrorCode
 from dsh_llm.protocol import FinishReason, LlmFailure, TokenUsage
-from dsh_llm.protocol.checks import MAX_SAFE_INTEGER
 
 __all__ = ["UNKNOWN_FINISH_REASON_CODE", "map_finish_reason", "map_usage"]
 
@@ -31,11 +31,6 @@ UNKNOWN_FINISH_REASON_CODE: Final = ErrorCode.UNKNOWN_FINISH_REASON.value
 """The code of a finish reason that cannot serve as a code itself."""
 
 _IDENTIFIER: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}")
-
-
-def _count(value: object) -> int | None:
-    # Above 2**53 - 1 a count is not exact in JSON readers elsewhere: not reported.
-    return value if type(value) is int and 0 <= value <= MAX_SAFE_INTEGER else None
 
 
 def map_usage(usage: Mapping[str, Any]) -> TokenUsage:
@@ -49,21 +44,23 @@ def map_usage(usage: Mapping[str, Any]) -> TokenUsage:
     a non-negative int) is ``None``; an impossible input (cache above the prompt
     total) is ``None`` rather than a negative number.
     """
-    prompt = _count(usage.get("prompt_tokens"))
+    prompt = wire_count(usage.get("prompt_tokens"))
     details = usage.get("prompt_tokens_details")
-    cached = _count(details.get("cached_tokens")) if isinstance(details, dict) else None
+    cached = (
+        wire_count(details.get("cached_tokens")) if isinstance(details, dict) else None
+    )
     if cached is None:
-        cached = _count(usage.get("prompt_cache_hit_tokens"))
+        cached = wire_count(usage.get("prompt_cache_hit_tokens"))
     completion_details = usage.get("completion_tokens_details")
     reasoning = (
-        _count(completion_details.get("reasoning_tokens"))
+        wire_count(completion_details.get("reasoning_tokens"))
         if isinstance(completion_details, dict)
         else None
     )
     uncached = None if prompt is None else prompt - (cached or 0)
     return TokenUsage(
         input_tokens=uncached if uncached is None or uncached >= 0 else None,
-        output_tokens=_count(usage.get("completion_tokens")),
+        output_tokens=wire_count(usage.get("completion_tokens")),
         cache_read_tokens=cached,
         reasoning_tokens=reasoning,
     )

@@ -38,6 +38,7 @@ from typing import Any, Final
 
 from dsh_llm.adapters._chat.finish import map_finish_reason, map_usage
 from dsh_llm.adapters._chat.request import WireProfile
+from dsh_llm.adapters.wire_values import unchecked_delta
 from dsh_llm.errors import EMPTY_RESPONSE_CODE, ErrorCode, LlmError
 from dsh_llm.protocol import (
     BlockEnd,
@@ -115,26 +116,6 @@ _REFUSAL: Final = "refusal"
 """A refusal streams as a text block of its own, never merged with content."""
 _LEGACY_KEY: Final = "function_call"
 """The key of the one call a legacy ``function_call`` stream can hold."""
-
-
-_new = object.__new__
-_set = object.__setattr__
-
-
-def _delta_chunk(
-    cls: type[TextDelta] | type[ReasoningDelta], index: int, text: str
-) -> TextDelta | ReasoningDelta:
-    """``cls(index=index, text=text)`` without re-running the field validators.
-
-    This is the per-token hot path; the translator already guarantees what the
-    validators check (``index`` is its own non-negative counter, ``text`` a
-    ``str`` it type-checked), and frozen attrs classes are filled the same way
-    by their generated ``__init__``.
-    """
-    chunk = _new(cls)
-    _set(chunk, "index", index)
-    _set(chunk, "text", text)
-    return chunk
 
 
 _HIGH_SURROGATE: Final = "\ud800"
@@ -544,7 +525,7 @@ class ChatCompletionsTranslator:
         if active is not None and active.kind == kind:
             active.parts.append(text)
             out.append(
-                _delta_chunk(
+                unchecked_delta(
                     ReasoningDelta if kind is _REASONING else TextDelta,
                     active.index,
                     text,

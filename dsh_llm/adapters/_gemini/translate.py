@@ -28,6 +28,11 @@ from typing import Any, Final
 
 from dsh_llm.adapters._gemini.errors import gemini_stream_failure, parse_gemini_error
 from dsh_llm.adapters._gemini.replay import REPLAY_WIRE
+from dsh_llm.adapters.wire_values import (
+    MAX_SAFE_INTEGER,
+    unchecked_delta,
+    wire_count,
+)
 from dsh_llm.errors import EMPTY_RESPONSE_CODE, ErrorCode, LlmError
 from dsh_llm.protocol import (
     BlockEnd,
@@ -78,18 +83,12 @@ CONTENT_FILTER_REASONS: Final = frozenset(
     }
 )
 """The ``finishReason`` values that are content filters."""
-MAX_SAFE_INTEGER: Final = 2**53 - 1
-"""A count above this is treated as not reported."""
 
 _PROVIDER: Final = "Gemini"
 _IDENTIFIER: Final = re.compile(r"[A-Z0-9][A-Z0-9_]{0,63}")
 _TEXT: Final = "text"
 _REASONING: Final = "reasoning"
 _json_decode = json.JSONDecoder().decode
-
-
-def _count(value: object) -> int | None:
-    return value if type(value) is int and 0 <= value <= MAX_SAFE_INTEGER else None
 
 
 def map_usage(usage: Mapping[str, Any]) -> TokenUsage:
@@ -103,12 +102,12 @@ def map_usage(usage: Mapping[str, Any]) -> TokenUsage:
     the sum is ``None``. Not reported, not an int, negative or above
     ``MAX_SAFE_INTEGER`` is ``None``.
     """
-    prompt = _count(usage.get("promptTokenCount"))
-    cached = _count(usage.get("cachedContentTokenCount"))
-    candidates = _count(usage.get("candidatesTokenCount"))
-    thoughts = _count(usage.get("thoughtsTokenCount"))
-    tool_prompt = _count(usage.get("toolUsePromptTokenCount"))
-    total = _count(usage.get("totalTokenCount"))
+    prompt = wire_count(usage.get("promptTokenCount"))
+    cached = wire_count(usage.get("cachedContentTokenCount"))
+    candidates = wire_count(usage.get("candidatesTokenCount"))
+    thoughts = wire_count(usage.get("thoughtsTokenCount"))
+    tool_prompt = wire_count(usage.get("toolUsePromptTokenCount"))
+    total = wire_count(usage.get("totalTokenCount"))
     uncached = None
     if prompt is not None and (cached or 0) <= prompt:
         uncached = prompt - (cached or 0) + (tool_prompt or 0)
@@ -153,22 +152,6 @@ def finish_failure(reason: str, message: str | None) -> LlmFailure:
     if message:
         text += f": {message[:120]}"
     return LlmFailure(message=text, code=code)
-
-
-_new = object.__new__
-_set = object.__setattr__
-
-
-def _delta(
-    cls: type[TextDelta] | type[ReasoningDelta], index: int, text: str
-) -> TextDelta | ReasoningDelta:
-    """``cls(index=index, text=text)`` without re-running the field validators:
-    the per-token hot path, where the translator already guarantees what they
-    check (its own non-negative index, a ``str`` it type-checked)."""
-    chunk = _new(cls)
-    _set(chunk, "index", index)
-    _set(chunk, "text", text)
-    return chunk
 
 
 def _new_call_id(response_id: str | None, ordinal: int) -> str:
@@ -443,7 +426,7 @@ class GeminiTranslator:
             segment = self._start(kind, out)
         segment.parts.append(text)
         out.append(
-            _delta(
+            unchecked_delta(
                 ReasoningDelta if kind is _REASONING else TextDelta, segment.index, text
             )
         )

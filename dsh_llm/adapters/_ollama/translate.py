@@ -25,6 +25,11 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from dsh_llm.adapters._ollama.errors import ollama_stream_failure
+from dsh_llm.adapters.wire_values import (
+    MAX_SAFE_INTEGER,
+    unchecked_delta,
+    wire_count,
+)
 from dsh_llm.errors import EMPTY_RESPONSE_CODE, ErrorCode, LlmError
 from dsh_llm.protocol import (
     BlockEnd,
@@ -62,17 +67,11 @@ NO_DONE_REASON_MESSAGE: Final = (
     "Ollama ended the answer without a done_reason (the runner's connection closed)"
 )
 """The ``STREAM_CLOSED`` message for a ``done: true`` line without a reason."""
-MAX_SAFE_INTEGER: Final = 2**53 - 1
-"""A count above this is treated as not reported."""
 
 _PROVIDER: Final = "Ollama"
 _IDENTIFIER: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}")
 _TEXT: Final = "text"
 _REASONING: Final = "reasoning"
-
-
-def _count(value: object) -> int | None:
-    return value if type(value) is int and 0 <= value <= MAX_SAFE_INTEGER else None
 
 
 def map_usage(line: dict[str, Any]) -> TokenUsage:
@@ -81,24 +80,9 @@ def map_usage(line: dict[str, Any]) -> TokenUsage:
     so is one that is not an int, negative or above ``MAX_SAFE_INTEGER``.
     Ollama reports no cache or reasoning split."""
     return TokenUsage(
-        input_tokens=_count(line.get("prompt_eval_count")),
-        output_tokens=_count(line.get("eval_count")),
+        input_tokens=wire_count(line.get("prompt_eval_count")),
+        output_tokens=wire_count(line.get("eval_count")),
     )
-
-
-_new = object.__new__
-_set = object.__setattr__
-
-
-def _delta(
-    cls: type[TextDelta] | type[ReasoningDelta], index: int, text: str
-) -> TextDelta | ReasoningDelta:
-    """``cls(index=index, text=text)`` without re-running the field validators
-    (the per-token hot path; the translator guarantees what they check)."""
-    chunk = _new(cls)
-    _set(chunk, "index", index)
-    _set(chunk, "text", text)
-    return chunk
 
 
 def _new_call_id(ordinal: int) -> str:
@@ -240,7 +224,7 @@ class OllamaTranslator:
             out.append(BlockStart(index=segment.index, block_type=kind))
         segment.parts.append(text)
         out.append(
-            _delta(
+            unchecked_delta(
                 ReasoningDelta if kind is _REASONING else TextDelta, segment.index, text
             )
         )

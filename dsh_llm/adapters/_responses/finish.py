@@ -20,21 +20,21 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from dsh_llm.adapters._responses.profiles import ResponsesProfile
+from dsh_llm.adapters.wire_values import MAX_SAFE_INTEGER, wire_count
 from dsh_llm.errors import ErrorCode
 from dsh_llm.protocol import FinishReason, LlmFailure, TokenUsage
 
 __all__ = ["MAX_SAFE_COUNT", "map_usage", "terminal_finish"]
 
-MAX_SAFE_COUNT: Final = 2**53 - 1
+MAX_SAFE_COUNT: Final = MAX_SAFE_INTEGER
 """The largest token count taken as reported; a larger one is ``None``."""
 
 _IDENTIFIER: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}")
 
 
 def _count(value: object, *, zero_unknown: bool = False) -> int | None:
-    if type(value) is not int or value < 0 or value > MAX_SAFE_COUNT:
-        return None
-    return None if zero_unknown and value == 0 else value
+    count = wire_count(value)
+    return None if zero_unknown and count == 0 else count
 
 
 def map_usage(usage: Mapping[str, Any], *, profile: ResponsesProfile) -> TokenUsage:

@@ -40,6 +40,7 @@ from dsh_llm.adapters._responses.errors import stream_failure
 from dsh_llm.adapters._responses.finish import map_usage, terminal_finish
 from dsh_llm.adapters._responses.profiles import OPENAI, ResponsesProfile
 from dsh_llm.adapters._responses.request import REPLAY_WIRE
+from dsh_llm.adapters.wire_values import unchecked_delta
 from dsh_llm.errors import EMPTY_RESPONSE_CODE, ErrorCode, LlmError
 from dsh_llm.protocol import (
     BlockEnd,
@@ -191,22 +192,13 @@ def _rest(streamed: str, final: str) -> str | None:
     return whole[len(head) :].decode("utf-16-le", "surrogatepass")
 
 
-_new = object.__new__
-_set = object.__setattr__
-
-
 def _text_delta(kind: str, index: int, text: str) -> StreamChunk:
-    """The delta chunk without re-running the field validators (the per-token
-    hot path): ``index`` is the translator's own counter and ``text`` a ``str``
-    it type-checked, which is all the validators check; frozen attrs classes
-    are filled the same way by their generated ``__init__``."""
-    cls: type[TextDelta] | type[ReasoningDelta] = (
-        ReasoningDelta if kind is _REASONING else TextDelta
+    """The delta chunk of a text or reasoning segment (``unchecked_delta``: the
+    per-token hot path; ``index`` is the translator's own counter and ``text``
+    a ``str`` it type-checked)."""
+    return unchecked_delta(
+        ReasoningDelta if kind is _REASONING else TextDelta, index, text
     )
-    chunk: TextDelta | ReasoningDelta = _new(cls)
-    _set(chunk, "index", index)
-    _set(chunk, "text", text)
-    return chunk
 
 
 class ResponsesTranslator:
