@@ -10,8 +10,9 @@ on every wire; only where they land differs. The rules live here, once:
   silently replaced.
 - ``AttachmentReader``, ``image_data`` and ``check_image_input``: image bytes
   from the adapter's attachment store (``MISSING_ATTACHMENT`` when absent) and
-  the refusals (``UNSUPPORTED_CONTENT`` for a text-only model or an image
-  outside a user message), all before any I/O.
+  the refusals (``UNSUPPORTED_CONTENT`` for a text-only model, an image
+  outside a user message or nested in a result inside a result), all before
+  any I/O.
 - Which field lands where, per adapter: ``docs/structured-output.md``.
 """
 
@@ -22,7 +23,13 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Final, Protocol
 
 from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.protocol import GenerateOptions, ImageBlock, content_has_image
+from dsh_llm.protocol import (
+    GenerateOptions,
+    ImageBlock,
+    Message,
+    ToolResultBlock,
+    content_has_image,
+)
 
 __all__ = [
     "RESERVED_HEADER_NAMES",
@@ -126,21 +133,37 @@ def has_images(options: GenerateOptions) -> bool:
     return any(content_has_image(message.content) for message in options.messages)
 
 
-def refuse_misplaced_images(options: GenerateOptions, *, provider: str) -> None:
-    """Refuse an image in a system or assistant message: no wire has a place
-    for one there, and dropping it would lose the user's content.
+def refuse_misplaced_images(messages: Iterable[Message], *, provider: str) -> None:
+    """Refuse an image where no wire has a place for one: in a system or
+    assistant message, or in a tool result nested inside a tool result.
+    Dropping it would lose the user's content.
 
     Raises:
-        LlmError: ``UNSUPPORTED_CONTENT`` naming the role.
+        LlmError: ``UNSUPPORTED_CONTENT`` naming the place.
     """
-    for message in options.messages:
-        if message.role != "user" and content_has_image(message.content):
+    for message in messages:
+        if not content_has_image(message.content):
+            continue
+        if message.role != "user":
             raise LlmError(
                 f"{provider} takes images in user messages and tool results "
                 f"only, not in the {message.role} message; move the image to a "
                 "user message",
                 ErrorCode.UNSUPPORTED_CONTENT,
             )
+        if any(_nests_an_image(block) for block in message.content):
+            raise LlmError(
+                f"{provider} cannot send an image in a tool result nested inside "
+                "a tool result; put the image in the outer result",
+                ErrorCode.UNSUPPORTED_CONTENT,
+            )
+
+
+def _nests_an_image(block: object) -> bool:
+    return isinstance(block, ToolResultBlock) and any(
+        isinstance(inner, ToolResultBlock) and content_has_image(inner.content)
+        for inner in block.content
+    )
 
 
 def check_image_input(
@@ -167,7 +190,7 @@ def check_image_input(
     """
     if not has_images(options):
         return
-    refuse_misplaced_images(options, provider=provider)
+    refuse_misplaced_images(options.messages, provider=provider)
     if modalities is None or "image" not in modalities:
         raise LlmError(
             f'{provider} model "{options.model}" is text only in the adapter\'s '

@@ -13,6 +13,7 @@ from dsh_llm.adapters.request_extras import (
     has_images,
     image_data,
     merge_extra_body,
+    refuse_misplaced_images,
     request_headers,
 )
 from dsh_llm.attachments import MemoryAttachmentStore, image_block
@@ -148,3 +149,18 @@ def test_an_extra_object_merges_into_the_adapters_object_one_level_deep():
 def test_an_extra_value_replaces_a_value_that_is_not_an_object(value):
     options = GenerateOptions.from_prompt("m", "hi", extra_body={"format": value})
     assert merge_extra_body({"format": [1]}, options) == {"format": value}
+
+
+def test_an_image_nested_in_a_result_inside_a_result_is_misplaced():
+    image = image_block(png(1, 1))
+    inner = ToolResultBlock(tool_call_id="c0", content=(image,))
+    outer = ToolResultBlock(tool_call_id="c1", content=(inner,))
+    options = GenerateOptions.from_prompt("m", "hi").evolve(
+        messages=(create_user_message([outer]),)
+    )
+    with pytest.raises(LlmError) as caught:
+        refuse_misplaced_images(options.messages, provider="P")
+    assert caught.value.code == ErrorCode.UNSUPPORTED_CONTENT
+    assert "nested inside a tool result" in caught.value.message
+    # One level is a place a wire can carry (a tool result's own content).
+    refuse_misplaced_images((create_user_message([inner]),), provider="P")

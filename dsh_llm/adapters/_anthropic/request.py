@@ -221,7 +221,7 @@ def build_messages_request(
             ``INVALID_REQUEST`` for a field the API would refuse (the module
             docstring lists them).
     """
-    refuse_misplaced_images(options, provider=provider)
+    refuse_misplaced_images(options.messages, provider=provider)
     max_tokens = options.max_tokens or model_max_tokens
     fields, thinks = thinking_fields(
         options,

@@ -126,7 +126,7 @@ def build_messages(
         wire.append({"role": "system", "content": options.system})
     if attachments is None:
         refuse_images(options, profile=profile)
-    refuse_misplaced_images(options, provider=profile.provider)
+    refuse_misplaced_images(options.messages, provider=profile.provider)
     for message in options.messages:
         if message.role == "system":
             wire.append({"role": "system", "content": _text_of(message.content)})

@@ -10,9 +10,9 @@ Contracts callers may rely on:
   result holding images (Gemini 3's multimodal function responses), one
   ``inlineData`` part per image in block order; ``[]`` without images.
 - Refused (``UNSUPPORTED_CONTENT``): images in a tool result for a model before
-  Gemini 3 (``takes_tool_result_images``), and an image nested in a tool result
-  inside a tool result. A missing store or attachment is ``MISSING_ATTACHMENT``
-  naming the attachment id.
+  Gemini 3 (``takes_tool_result_images``); misplaced images are the request
+  builder's refusal (``request_extras.refuse_misplaced_images``). A missing
+  store or attachment is ``MISSING_ATTACHMENT`` naming the attachment id.
 """
 
 from __future__ import annotations
@@ -70,15 +70,6 @@ def function_response_parts(
     """
     if not content_has_image(result.content):
         return []
-    if any(
-        isinstance(block, ToolResultBlock) and content_has_image(block.content)
-        for block in result.content
-    ):
-        raise LlmError(
-            "Gemini cannot send an image nested in a tool result inside a tool "
-            "result; put the image in the outer result",
-            ErrorCode.UNSUPPORTED_CONTENT,
-        )
     if not takes_tool_result_images(model_id):
         raise LlmError(
             f'Gemini model "{model_id}" takes no images in tool results '

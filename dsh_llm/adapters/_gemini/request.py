@@ -124,7 +124,7 @@ def _refuse(
             f"{len(options.stop)}",
             ErrorCode.UNSUPPORTED_OPTION,
         )
-    refuse_misplaced_images(options, provider=PROVIDER)
+    refuse_misplaced_images(options.messages, provider=PROVIDER)
     entry = catalog_entry(models, options.model)
     check_image_input(
         options,

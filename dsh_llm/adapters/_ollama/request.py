@@ -37,6 +37,7 @@ from dsh_llm.adapters.request_extras import (
     AttachmentReader,
     image_data,
     merge_extra_body,
+    refuse_misplaced_images,
 )
 from dsh_llm.adapters.tool_history import (
     answered_call,
@@ -53,7 +54,6 @@ from dsh_llm.protocol import (
     ReasoningBlock,
     ToolCallBlock,
     ToolResultBlock,
-    content_has_image,
 )
 
 __all__ = ["EFFORT_THINK", "PROVIDER", "REASONING_EFFORTS", "build_chat_request"]
@@ -77,30 +77,8 @@ KeepAlive = str | int | float
 negative number keeps the model loaded, ``0`` unloads it at once)."""
 
 
-def _image_misplaced(message: Message) -> bool:
-    """Whether ``message`` holds an image the wire cannot carry: in a system
-    message (Ollama's renderers reject them), an assistant turn, or a result
-    nested inside a tool result."""
-    if message.role != "user":
-        return content_has_image(message.content)
-    return any(
-        isinstance(block, ToolResultBlock)
-        and any(
-            isinstance(inner, ToolResultBlock) and content_has_image(inner.content)
-            for inner in block.content
-        )
-        for block in message.content
-    )
-
-
 def _refuse(options: GenerateOptions) -> None:
-    if any(_image_misplaced(message) for message in options.messages):
-        raise LlmError(
-            "The Ollama adapter sends images in user messages and tool results "
-            "only (not in system or assistant messages, nor in a result nested "
-            "in a tool result).",
-            ErrorCode.UNSUPPORTED_CONTENT,
-        )
+    refuse_misplaced_images(options.messages, provider=PROVIDER)
     effort = options.reasoning_effort
     if effort is not None and effort not in EFFORT_THINK:
         raise LlmError(

@@ -28,6 +28,7 @@ from dsh_llm.adapters.request_extras import (
     AttachmentReader,
     image_data,
     merge_extra_body,
+    refuse_misplaced_images,
 )
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import (
@@ -170,7 +171,7 @@ def _refuse(options: GenerateOptions, profile: ResponsesProfile) -> None:
 
 
 def build_input(
-    messages: Iterable[Message],
+    messages: Sequence[Message],
     *,
     profile: ResponsesProfile,
     attachments: AttachmentReader | None = None,
@@ -178,20 +179,16 @@ def build_input(
     """The ``input`` items for ``messages`` (see the module docstring).
 
     Raises:
-        LlmError: ``UNSUPPORTED_CONTENT`` for an image in an assistant turn, in
-            a tool result on a profile without ``tool_result_images``, or
-            nested in a tool result's own results; ``MISSING_ATTACHMENT`` when
+        LlmError: ``UNSUPPORTED_CONTENT`` for an image outside a user message
+            or nested in a result inside a result (``request_extras.
+            refuse_misplaced_images``), or in a tool result on a profile without
+            ``tool_result_images``; ``MISSING_ATTACHMENT`` when
             ``attachments`` lacks an image's bytes.
     """
+    refuse_misplaced_images(messages, provider=profile.provider)
     items: list[dict[str, Any]] = []
     for message in messages:
         if message.role == "assistant":
-            if content_has_image(message.content):
-                raise LlmError(
-                    f"The {profile.provider} adapter sends images in user "
-                    "messages and tool results only, not in assistant turns",
-                    ErrorCode.UNSUPPORTED_CONTENT,
-                )
             items.extend(_assistant_items(message))
         else:
             items.extend(_user_items(message, profile, attachments))
@@ -243,15 +240,6 @@ def _tool_output(
             f"The {provider} adapter cannot send an image in a tool result: the "
             "server is not known to read image parts in function_call_output; "
             "send the image in a user message instead",
-            ErrorCode.UNSUPPORTED_CONTENT,
-        )
-    if any(
-        isinstance(inner, ToolResultBlock) and content_has_image(inner.content)
-        for inner in block.content
-    ):
-        raise LlmError(
-            f"The {provider} adapter cannot send an image nested in a tool "
-            "result's own results; put it in the result's content directly",
             ErrorCode.UNSUPPORTED_CONTENT,
         )
     return _parts(block.content, attachments, provider)

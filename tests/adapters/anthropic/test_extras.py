@@ -22,11 +22,13 @@ from dsh_llm.attachments import MemoryAttachmentStore, image_block
 from dsh_llm.attribution import user_agent
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import (
+    CallId,
     GenerateOptions,
     Message,
     PluginSource,
     ResponseFormat,
     TextBlock,
+    ToolResultBlock,
     create_assistant_message,
     create_message,
     create_tool_result_message,
@@ -457,3 +459,17 @@ def test_bad_input_modalities_are_a_config_error(value: Any) -> None:
     with pytest.raises(AnthropicConfigError) as caught:
         AnthropicModel(id="m", input_modalities=value)
     assert caught.value.key == "inputModalities"
+
+
+def test_an_image_in_a_result_nested_in_a_tool_result_is_refused_not_dropped(
+    mocked: responses.RequestsMock,
+) -> None:
+    store = MemoryAttachmentStore()
+    image = image_block(png(1, 1), store=store)
+    adapter = _adapter()
+    adapter.attachments = store
+    inner = ToolResultBlock(tool_call_id=CallId("toolu_0"), content=(image,))
+    outer = create_tool_result_message("toolu_1", [TextBlock(text="x"), inner])
+    error = _refused(mocked, adapter, _options(create_user_message("look"), outer))
+    assert error.code == ErrorCode.UNSUPPORTED_CONTENT
+    assert "nested inside a tool result" in str(error)

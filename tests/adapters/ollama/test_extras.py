@@ -325,14 +325,21 @@ def _misplaced(store: MemoryAttachmentStore) -> list[Message]:
     ]
 
 
-@pytest.mark.parametrize("where", [0, 1, 2])
-def test_images_where_the_wire_cannot_carry_them_are_refused(mocked, where):
+@pytest.mark.parametrize(
+    ("where", "said"),
+    [
+        (0, "only, not in the system message"),
+        (1, "only, not in the assistant message"),
+        (2, "in a tool result nested inside a tool result"),
+    ],
+)
+def test_images_where_the_wire_cannot_carry_them_are_refused(mocked, where, said):
     store = MemoryAttachmentStore()
     misplaced = _misplaced(store)
     messages = (misplaced[3], misplaced[where]) if where == 2 else (misplaced[where],)
     error = _refused(mocked, _vision(store), _options(*messages))
     assert error.code == ErrorCode.UNSUPPORTED_CONTENT
-    assert "user messages and tool results only" in error.message
+    assert said in error.message
 
 
 def test_a_request_without_images_needs_no_store(mocked):
