@@ -40,7 +40,6 @@ from dsh_llm.adapters.request_extras import (
     AttachmentReader,
     check_image_input,
     merge_extra_body,
-    refuse_misplaced_images,
 )
 from dsh_llm.adapters.tool_history import (
     answered_call,
@@ -124,7 +123,6 @@ def _refuse(
             f"{len(options.stop)}",
             ErrorCode.UNSUPPORTED_OPTION,
         )
-    refuse_misplaced_images(options.messages, provider=PROVIDER)
     entry = catalog_entry(models, options.model)
     check_image_input(
         options,
