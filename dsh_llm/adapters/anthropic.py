@@ -61,7 +61,6 @@ from dsh_llm.adapters.common import (
     model_catalog,
     resolved_model_info,
 )
-from dsh_llm.adapters.request_extras import check_image_input
 from dsh_llm.config import (
     check_non_empty_str,
     check_one_of,
@@ -392,12 +391,7 @@ class AnthropicAdapter(ConfiguredAdapter[AnthropicConfig]):
         self, options: GenerateOptions, snapshot: AnthropicConfig
     ) -> Iterator[StreamChunk]:
         entry = snapshot.model(options.model)
-        check_image_input(
-            options,
-            provider=DISPLAY_NAME,
-            modalities=None if entry is None else entry.input_modalities,
-            store=self.attachments,
-        )
+        self._check_image_input(options, entry)
         headers = request_headers(
             options,
             anthropic_version=snapshot.anthropic_version,

@@ -43,7 +43,7 @@ from dsh_llm.adapter import (
     LlmResolvedModelInfo,
     PreparedAdapterCall,
 )
-from dsh_llm.adapters.request_extras import AttachmentReader
+from dsh_llm.adapters.request_extras import AttachmentReader, check_image_input
 from dsh_llm.config import (
     RAW_METADATA,
     ConfigError,
@@ -595,6 +595,19 @@ class HttpAdapter(LlmAdapter):
     def _snapshot(self) -> AdapterSettings:
         """The adapter's options in force now."""
         ...
+
+    def _check_image_input(
+        self, options: GenerateOptions, entry: CatalogEntry | None
+    ) -> None:
+        """``request_extras.check_image_input`` for ``options`` against the
+        model's catalog ``entry`` (``None``: unlisted, text only) and this
+        adapter's ``attachments``, before any I/O."""
+        check_image_input(
+            options,
+            provider=self._display_name,
+            modalities=None if entry is None else entry.input_modalities,
+            store=self.attachments,
+        )
 
     def provider_info(self, provider: str) -> LlmProviderInfo:
         """``{id: provider, name: <the profile's display name>}``."""

@@ -67,7 +67,7 @@ from dsh_llm.adapters.common import (
     offered_modalities,
     resolved_model_info,
 )
-from dsh_llm.adapters.request_extras import check_image_input, request_headers
+from dsh_llm.adapters.request_extras import request_headers
 from dsh_llm.config import field_error
 from dsh_llm.credentials import Secret
 from dsh_llm.errors import ErrorCode, LlmError
@@ -377,12 +377,7 @@ class OllamaAdapter(ConfiguredAdapter[OllamaConfig]):
         if options.reasoning_effort is None and snapshot.reasoning_effort is not None:
             options = attrs.evolve(options, reasoning_effort=snapshot.reasoning_effort)
         entry = snapshot.model(options.model)
-        check_image_input(
-            options,
-            provider=PROVIDER,
-            modalities=entry.input_modalities if entry else None,
-            store=self.attachments,
-        )
+        self._check_image_input(options, entry)
         body = build_chat_request(
             options,
             keep_alive=snapshot.keep_alive,

@@ -53,7 +53,7 @@ from dsh_llm.adapters.common import (
     model_catalog,
     resolved_model_info,
 )
-from dsh_llm.adapters.request_extras import RESERVED_HEADER_NAMES, check_image_input
+from dsh_llm.adapters.request_extras import RESERVED_HEADER_NAMES
 from dsh_llm.config import (
     RAW_METADATA,
     check_bool,
@@ -443,7 +443,8 @@ class OpenAICompatAdapter(ChatCompletionsAdapter[OpenAICompatConfig]):
     def _body(
         self, options: GenerateOptions, snapshot: OpenAICompatConfig
     ) -> dict[str, Any]:
-        self._check_images(options, snapshot)  # before the effort check
+        entry = catalog_entry(snapshot.models, options.model)
+        self._check_image_input(options, entry)  # before the effort check
         extra: dict[str, Any] = {}
         effort = options.reasoning_effort
         if effort is not None:
@@ -457,7 +458,6 @@ class OpenAICompatAdapter(ChatCompletionsAdapter[OpenAICompatConfig]):
             extra["reasoning_effort"] = effort
         max_tokens = options.max_tokens
         if max_tokens is None:
-            entry = catalog_entry(snapshot.models, options.model)
             max_tokens = entry.max_tokens if entry else None
         return build_body(
             options,
@@ -465,19 +465,6 @@ class OpenAICompatAdapter(ChatCompletionsAdapter[OpenAICompatConfig]):
             max_tokens=max_tokens,
             extra=extra,
             attachments=self.attachments,
-        )
-
-    def _check_images(
-        self, options: GenerateOptions, snapshot: OpenAICompatConfig
-    ) -> None:
-        """Refuse images for a model whose catalog entry is text only, outside
-        a user message, and without an attachment store."""
-        entry = catalog_entry(snapshot.models, options.model)
-        check_image_input(
-            options,
-            provider=self._profile.provider,
-            modalities=None if entry is None else entry.input_modalities,
-            store=self.attachments,
         )
 
     def __repr__(self) -> str:

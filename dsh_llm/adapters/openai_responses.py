@@ -63,7 +63,7 @@ from dsh_llm.adapters.common import (
     model_catalog,
     resolved_model_info,
 )
-from dsh_llm.adapters.request_extras import check_image_input, request_headers
+from dsh_llm.adapters.request_extras import request_headers
 from dsh_llm.config import (
     RAW_METADATA,
     check_non_empty_str,
@@ -288,12 +288,7 @@ class OpenAIResponsesAdapter(ConfiguredAdapter[OpenAIResponsesConfig]):
         config = snapshot
         profile = self._profile
         entry = catalog_entry(config.models, options.model)
-        check_image_input(
-            options,
-            provider=profile.provider,
-            modalities=entry.input_modalities if entry else None,
-            store=self.attachments,
-        )
+        self._check_image_input(options, entry)
         body = build_responses_request(
             options,
             profile=profile,
