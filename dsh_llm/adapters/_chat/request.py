@@ -149,7 +149,8 @@ def _image_parts(
     """The content parts of a user message holding images (``None`` without)."""
     if attachments is None or not content_has_image(message.content):
         return None
-    if message.role != "user" or any(
+    # Other roles never get here: build_messages refused misplaced images.
+    if any(
         isinstance(block, ToolResultBlock) and content_has_image(block.content)
         for block in message.content
     ):
