@@ -14,10 +14,12 @@ the loop once, so no adapter copies it:
   ``translator.close()``, which raises ``STREAM_CLOSED`` unless the wire may end
   there: a cut answer is never a success.
 - Failures are classified by ``call.failure`` and raised outside the ``except``
-  block; what the translator raises or reports (an error ``Finish``) is passed
-  through ``call.redacted``, so a secret the server echoed never leaves the loop.
-- Usage the provider reported before a failure is yielded (one ``UsageChunk``)
-  right before the failure is raised, so billed tokens are never lost.
+  block; what the translator raises, and a provider's unsuccessful finish it
+  writes (an error ``Finish``), is passed through ``call.redacted``, so a secret
+  the server echoed never leaves the loop.
+- A failure is raised, never yielded; right before it comes what the
+  translator owes (``translator.before_failure()``: the usage the provider
+  already reported), so billed tokens are never lost.
 - The response is closed however the loop ends; after the terminal finish the rest
   of the body is drained (``call.finish()``) so the connection can be reused.
 """
@@ -28,7 +30,7 @@ from collections.abc import Iterator
 from typing import Protocol, TypeVar
 
 from dsh_llm.errors import LlmError
-from dsh_llm.protocol import Finish, StreamChunk, TokenUsage, UsageChunk
+from dsh_llm.protocol import Finish, StreamChunk
 from dsh_llm.transport.call import StreamingCall
 
 __all__ = ["EventDecoder", "EventTranslator", "read_stream"]
@@ -58,9 +60,9 @@ class EventTranslator(Protocol[E_contra]):
         """Whether the terminal ``Finish`` was returned (later events are ignored)."""
         ...
 
-    @property
-    def usage_so_far(self) -> TokenUsage | None:
-        """The usage the provider reported so far, ``None`` when none was."""
+    def before_failure(self) -> list[StreamChunk]:
+        """The chunks that come right before a raised failure (the usage the
+        provider already reported), once."""
         ...
 
     def is_keepalive(self, event: E_contra) -> bool:
@@ -86,7 +88,6 @@ def read_stream(
         LlmError: from the request (status, transport, timeout, abort), the decoder
             or the translator, after the usage reported so far.
     """
-    usage_sent = False
     try:
         call.open()
         reader = call.chunks()
@@ -118,7 +119,9 @@ def read_stream(
                 failure = call.failure(exc)
                 # An LlmError passes through unchanged: it may quote the server.
                 error = call.redacted(failure) if failure is exc else failure
-            if error is None and out:
+            if out:
+                # What the events before a failure completed still goes out:
+                # a failure ends the stream, it does not take back its start.
                 last = out[-1]
                 if type(last) is Finish and last.reason.failure is not None:
                     out[-1] = call.redacted_finish(last)
@@ -127,19 +130,16 @@ def read_stream(
                     # One read may bring many events: an abort between two of
                     # them must stop the stream as surely as one during a read.
                     if call.aborted:
-                        error = call.abort_error()
+                        error = error or call.abort_error()
                         break
-                    if type(chunk) is UsageChunk:
-                        usage_sent = True
                     yield chunk
                 else:
-                    call.resume()
+                    if error is None:
+                        call.resume()
             if error is not None:
                 # Raised outside the except block: the failure chose its cause
                 # (cleaned of secrets), and the original is not kept as context.
-                usage = translator.usage_so_far
-                if usage is not None and not usage_sent:
-                    yield UsageChunk(usage=usage)
+                yield from translator.before_failure()
                 raise error
     finally:
         if translator.finished:

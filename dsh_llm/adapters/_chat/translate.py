@@ -333,6 +333,11 @@ class ChatCompletionsTranslator:
 
     # -- input ----------------------------------------------------------------------
 
+    def before_failure(self) -> list[StreamChunk]:
+        """The usage already reported, right before a raised failure."""
+        usage = self.usage_so_far
+        return [] if usage is None or self.finished else [UsageChunk(usage=usage)]
+
     @property
     def usage_so_far(self) -> TokenUsage | None:
         """The usage the provider reported so far (``None``: none yet)."""

@@ -237,6 +237,11 @@ class GeminiTranslator:
         self.finished = False
         """Whether the terminal ``Finish`` has been produced."""
 
+    def before_failure(self) -> list[StreamChunk]:
+        """The usage already reported, right before a raised failure."""
+        usage = self.usage_so_far
+        return [] if usage is None or self.finished else [UsageChunk(usage=usage)]
+
     @property
     def usage_so_far(self) -> TokenUsage | None:
         """The usage reported so far, or ``None`` when none was."""

@@ -145,6 +145,11 @@ class OllamaTranslator:
         self.finished = False
         """Whether the terminal ``Finish`` has been produced."""
 
+    def before_failure(self) -> list[StreamChunk]:
+        """The usage already reported, right before a raised failure."""
+        usage = self.usage_so_far
+        return [] if usage is None or self.finished else [UsageChunk(usage=usage)]
+
     @property
     def usage_so_far(self) -> TokenUsage | None:
         """The usage reported so far, or ``None`` before the ``done`` line."""

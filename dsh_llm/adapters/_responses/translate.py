@@ -265,6 +265,11 @@ class ResponsesTranslator:
         self._sequence: int | None = None
         self._sequence_warned = False
 
+    def before_failure(self) -> list[StreamChunk]:
+        """The usage already reported, right before a raised failure."""
+        usage = self.usage_so_far
+        return [] if usage is None or self.finished else [UsageChunk(usage=usage)]
+
     @property
     def usage_so_far(self) -> TokenUsage | None:
         """The usage reported so far: only the terminal event carries it."""

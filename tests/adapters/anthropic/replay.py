@@ -10,14 +10,7 @@ from pathlib import Path
 
 from dsh_llm.adapters._anthropic.translate import MessagesTranslator
 from dsh_llm.errors import LlmError
-from dsh_llm.protocol import (
-    BlockEnd,
-    BlockStart,
-    Finish,
-    FinishReason,
-    StreamChunk,
-    UsageChunk,
-)
+from dsh_llm.protocol import Finish, FinishReason, StreamChunk
 from dsh_llm.transport.sse import SseDecoder
 
 FIXTURES = Path(__file__).resolve().parent.parent.parent / "fixtures" / "anthropic"
@@ -50,9 +43,9 @@ def pieces(body: bytes, split: int | str | None, seed: int = 0) -> Iterator[byte
 
 def replay(chunks_of_body: Iterator[bytes] | list[bytes]) -> list[StreamChunk]:
     """The chunks a read loop yields for this body: the translator's output and,
-    when the body ends before the terminal event (``close()`` raises), the usage
-    reported so far (when no block is open) and the error finish the runtime
-    makes of the raised ``LlmError``."""
+    when it raises (an error frame, a cut stream), what it owes before the
+    failure (the usage reported so far) and the error finish the runtime makes of
+    the raised ``LlmError``."""
     decoder = SseDecoder(terminal_data=None, provider="Anthropic")
     translator = MessagesTranslator()
     out: list[StreamChunk] = []
@@ -65,11 +58,6 @@ def replay(chunks_of_body: Iterator[bytes] | list[bytes]) -> list[StreamChunk]:
             out.extend(translator.feed(event))
         out.extend(translator.close())
     except LlmError as error:
-        usage = translator.usage_so_far
-        open_blocks = sum(isinstance(c, BlockStart) for c in out) - sum(
-            isinstance(c, BlockEnd) for c in out
-        )
-        if usage is not None and open_blocks == 0:
-            out.append(UsageChunk(usage=usage))
+        out.extend(translator.before_failure())
         out.append(Finish(reason=FinishReason.error(error.failure)))
     return out

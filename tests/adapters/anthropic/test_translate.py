@@ -25,9 +25,11 @@ from dsh_llm.errors import ErrorCode, LlmError, error_chain
 from dsh_llm.protocol import (
     BlockStart,
     Finish,
+    FinishReason,
     ReasoningBlock,
     StreamChunk,
     TextBlock,
+    TextDelta,
     TokenUsage,
     ToolCallBlock,
     ToolCallDelta,
@@ -102,10 +104,17 @@ STOP = event({"type": "message_stop"})
 
 
 def run(*events: SseEvent, **options: Any) -> list[StreamChunk]:
+    """What a runtime consumer sees: the translator's chunks and, for a raised
+    failure, what it owes before it and the error finish the runtime makes."""
     translator = MessagesTranslator(**options)
     out: list[StreamChunk] = []
-    for item in events:
-        out.extend(translator.feed(item))
+    try:
+        for item in events:
+            out.extend(translator.feed(item))
+    except LlmError as error:
+        out.extend(translator.before_failure())
+        out.append(Finish(reason=FinishReason.error(error.failure)))
+        return out
     assert translator.finished
     return out
 
@@ -312,7 +321,7 @@ def test_a_buffered_text_block_is_flushed_after_the_live_call() -> None:
     ]
 
 
-def test_an_error_frame_with_a_block_open_gives_no_usage() -> None:
+def test_an_error_frame_with_a_block_open_keeps_the_usage_reported_before_it() -> None:
     chunks = run(
         start(),
         block_start(0, {"type": "text", "text": ""}),
@@ -321,7 +330,12 @@ def test_an_error_frame_with_a_block_open_gives_no_usage() -> None:
             {"type": "error", "error": {"type": "rate_limit_error", "message": "slow"}}
         ),
     )
-    assert not any(isinstance(c, UsageChunk) for c in chunks)
+    assert [type(c) for c in chunks] == [
+        BlockStart,
+        TextDelta,
+        UsageChunk,
+        Finish,
+    ]
     finish = chunks[-1]
     assert isinstance(finish, Finish)
     assert finish.reason.failure is not None

@@ -1,0 +1,52 @@
+"""What every wire translator shares when it turns provider values into chunks.
+
+Pure, no I/O:
+
+- ``wire_count``: a provider's token count, or ``None`` when it is not one
+  (not an ``int``, a ``bool``, negative, or above ``MAX_SAFE_INTEGER``, which
+  JSON readers elsewhere cannot hold exactly): a count never invented as 0.
+- ``unchecked_delta`` and ``unchecked_tool_delta``: deltas built without
+  re-running the field validators, for the per-token hot path of a writer that
+  guarantees what they check (its own non-negative block index, ``str`` values
+  it type-checked); frozen attrs classes are filled the same way by their
+  generated ``__init__``.
+"""
+
+from __future__ import annotations
+
+from dsh_llm.protocol import CallId, ReasoningDelta, TextDelta, ToolCallDelta
+from dsh_llm.protocol.checks import MAX_SAFE_INTEGER
+
+
+def wire_count(value: object) -> int | None:
+    """``value`` when it is an ``int`` in ``0..MAX_SAFE_INTEGER``, else ``None``."""
+    return value if type(value) is int and 0 <= value <= MAX_SAFE_INTEGER else None
+
+
+_new = object.__new__
+_set = object.__setattr__
+
+
+def unchecked_delta(
+    cls: type[TextDelta] | type[ReasoningDelta], index: int, text: str
+) -> TextDelta | ReasoningDelta:
+    """``cls(index=index, text=text)`` without the validators (see the module
+    docstring: only for an index and a text the caller already guarantees)."""
+    chunk: TextDelta | ReasoningDelta = _new(cls)
+    _set(chunk, "index", index)
+    _set(chunk, "text", text)
+    return chunk
+
+
+def unchecked_tool_delta(
+    index: int, call_id: str, name: str, arguments: str
+) -> ToolCallDelta:
+    """``ToolCallDelta(index=..., id=..., name=..., arguments_delta=...)`` without
+    the validators (only for values the caller already guarantees); an empty
+    ``name`` (not known yet) is ``None``."""
+    chunk: ToolCallDelta = _new(ToolCallDelta)
+    _set(chunk, "index", index)
+    _set(chunk, "id", CallId(call_id))
+    _set(chunk, "name", name or None)
+    _set(chunk, "arguments_delta", arguments)
+    return chunk

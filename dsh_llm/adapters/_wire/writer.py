@@ -1,0 +1,446 @@
+"""``BlockWriter``: the one writer of the protocol's rules (``docs/protocol.md``).
+
+A translator says what the wire said ("a text item opened", "this piece arrived
+for it", "the provider closed it", "the server reported usage", "the provider
+finished with this reason"); the writer turns that into chunks. Every rule that
+decides how a stream is shaped or ends lives here, once:
+
+- block indexes 0, 1, 2... in opening order, one block open at a time: the
+  first open item streams live, an item the provider opens before the live one
+  ended is buffered and flushed (one delta) once every item before it ended;
+  a text item shows only once it has text (an empty one is dropped);
+- ``block-end`` carries exactly what the deltas added up to; a tool call that
+  received no argument text ends with ``"{}"``, and one without a name is
+  ``MALFORMED_RESPONSE``;
+- the finish: blocks ended, one ``usage`` (unknown counts when none was
+  reported), then one ``finish``, the kind corrected to ``tool-calls`` iff a
+  tool-call block was emitted, a blockless ``stop`` reported as
+  ``EMPTY_RESPONSE``; an item the provider never closed, unless the output cap
+  cut it, is a cut answer (``STREAM_CLOSED``), never a success;
+- failures are raised, never yielded: ``before_failure()`` is the usage already
+  reported, which comes right before the raised failure (rule 7).
+
+It does no I/O and knows no secrets (the read loop redacts what it raises).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Sequence
+from typing import Final, Literal
+
+from dsh_llm.adapters._wire.values import unchecked_delta, unchecked_tool_delta
+from dsh_llm.errors import EMPTY_RESPONSE_CODE, ErrorCode, LlmError
+from dsh_llm.protocol import (
+    BlockEnd,
+    BlockStart,
+    CallId,
+    ContentBlock,
+    Finish,
+    FinishReason,
+    LlmFailure,
+    ReasoningBlock,
+    ReasoningDelta,
+    ReplayEnvelope,
+    StreamChunk,
+    TextBlock,
+    TextDelta,
+    TokenUsage,
+    ToolCallBlock,
+    UsageChunk,
+)
+from dsh_llm.protocol.text_buffer import TextBuffer
+
+EMPTY_RESPONSE_MESSAGE: Final = "model returned a completed response with no content"
+"""The message of the ``EMPTY_RESPONSE`` finish (the TypeScript harness's)."""
+
+BlockKind = Literal["text", "reasoning", "tool-call"]
+"""The kinds of item a writer turns into blocks (the block tags)."""
+
+TEXT: Final = "text"
+"""A text item (``TextBlock.TAG``)."""
+REASONING: Final = "reasoning"
+"""A reasoning item (``ReasoningBlock.TAG``)."""
+TOOL_CALL: Final = "tool-call"
+"""A tool-call item (``ToolCallBlock.TAG``)."""
+
+_SUCCESS_KINDS: Final = frozenset({"stop", "tool-calls"})
+
+
+class Block:
+    """One item of the answer, as a translator opened it (``BlockWriter.open``).
+
+    A handle: the translator keeps it (keyed however its wire names items) and
+    passes it back to ``append`` and ``end``. ``index`` is its protocol index once
+    it was emitted (``-1`` before); ``replay`` is the translator's per-block replay
+    entry (JSON values), read into the finish's ``ReplayEnvelope``.
+    """
+
+    __slots__ = (
+        "buffer",
+        "call_id",
+        "ended",
+        "index",
+        "kind",
+        "name",
+        "replay",
+        "started",
+    )
+
+    def __init__(self, kind: BlockKind, call_id: str, name: str) -> None:
+        self.kind: BlockKind = kind
+        """``text``, ``reasoning`` or ``tool-call``."""
+        # The text or arguments so far: a compact buffer, not one object per
+        # fragment (a block may be a million fragments).
+        self.buffer = TextBuffer()
+        self.index = -1
+        """The protocol index (``-1`` until the block is emitted)."""
+        self.started = False
+        """Whether its ``block-start`` went out."""
+        self.ended = False
+        """Whether the provider closed it (``BlockWriter.end``)."""
+        self.call_id = call_id
+        """A tool call's id."""
+        self.name = name
+        """A tool call's name (it may still grow until the block starts)."""
+        self.replay: object = None
+        """The translator's replay entry for this block (JSON values)."""
+
+    def __repr__(self) -> str:
+        return f"<Block {self.kind} index={self.index} ended={self.ended}>"
+
+
+class BlockWriter:
+    """Turns what a translator says into protocol chunks (see the module docstring).
+
+    Chunks accumulate until ``take()``; a translator returns them from each
+    ``feed``. After ``finish`` the writer is ``finished`` and takes nothing more.
+
+    Args:
+        provider: Display name, named in the messages of the errors it raises.
+        empty_response_as_stop: Report a blockless successful finish as a plain
+            ``stop`` instead of ``EMPTY_RESPONSE`` (rule 10).
+    """
+
+    __slots__ = (
+        "_emitted",
+        "_empty_as_stop",
+        "_live",
+        "_out",
+        "_queue",
+        "_tool_blocks",
+        "_usage",
+        "_usage_given",
+        "finished",
+        "provider",
+    )
+
+    def __init__(self, *, provider: str, empty_response_as_stop: bool = False) -> None:
+        self.provider = provider
+        """The display name the writer's messages name."""
+        self._empty_as_stop = empty_response_as_stop
+        self._out: list[StreamChunk] = []
+        # Items not yet ended or not yet emitted, in opening order; the head is
+        # the one that streams live (once started).
+        self._queue: deque[Block] = deque()
+        self._live: Block | None = None
+        self._emitted: list[Block] = []
+        self._tool_blocks = 0
+        self._usage: TokenUsage | Callable[[], TokenUsage | None] | None = None
+        self._usage_given = False
+        self.finished = False
+        """Whether the terminal ``Finish`` was written."""
+
+    # -- items -------------------------------------------------------------------------
+
+    def open(
+        self, kind: BlockKind, *, call_id: str | None = None, name: str | None = None
+    ) -> Block:
+        """A new item of ``kind`` after every item opened so far.
+
+        A tool call carries ``call_id`` and ``name`` on each of its deltas (its
+        ``name`` may still grow by ``extend_name`` until the block starts).
+        """
+        if self.finished:
+            raise ValueError("the writer already finished")
+        block = Block(kind, call_id or "", name or "")
+        self._queue.append(block)
+        if len(self._queue) == 1:
+            self._pump()
+        return block
+
+    def append(self, block: Block, piece: str) -> None:
+        """Content for ``block``: text, reasoning, or raw JSON argument text.
+
+        Streams at once when ``block`` is live (an empty piece too: a tool call's
+        delta that only repeats its id and name); buffered otherwise.
+        """
+        if block is self._live:
+            block.buffer.append(piece)
+            if block.kind is TOOL_CALL:
+                self._out.append(
+                    unchecked_tool_delta(block.index, block.call_id, block.name, piece)
+                )
+            else:
+                self._out.append(
+                    unchecked_delta(
+                        TextDelta if block.kind is TEXT else ReasoningDelta,
+                        block.index,
+                        piece,
+                    )
+                )
+            return
+        if block.ended:
+            raise ValueError(f"{block!r} already ended")
+        block.buffer.append(piece)
+        if not block.started and self._queue and block is self._queue[0]:
+            self._pump()
+
+    def extend_name(self, block: Block, piece: str) -> None:
+        """Append ``piece`` to a tool call's name; refused once its block started.
+
+        Raises:
+            LlmError: ``MALFORMED_RESPONSE`` when the block already started (its
+                deltas went out with the name as it was).
+        """
+        if block.started:
+            if piece:
+                raise self.malformed("a tool name that grew after its call began")
+            return
+        block.name += piece
+
+    def set_name(self, block: Block, name: str) -> None:
+        """Give a tool call its name before its block starts (no-op when equal)."""
+        if block.name == name:
+            return
+        if block.started:
+            raise self.malformed("a tool name that changed after its call began")
+        block.name = name
+
+    def set_call_id(self, block: Block, call_id: str) -> None:
+        """Give a tool call its id before its block starts (no-op when equal)."""
+        if block.call_id == call_id:
+            return
+        if block.started:
+            raise self.malformed("a tool call id that changed after its call began")
+        block.call_id = call_id
+
+    def end(self, block: Block) -> None:
+        """The provider closed ``block``: it ends as soon as every block before it
+        has (at once when it is live)."""
+        if block.ended:
+            return
+        block.ended = True
+        if self._queue and block is self._queue[0]:
+            self._pump()
+
+    def end_all(self) -> None:
+        """The provider closed every item (its finish ends them all)."""
+        for block in self._queue:
+            block.ended = True
+        self._pump()
+
+    def discard(self, block: Block) -> None:
+        """Drop an item that has not started (a text item that turned out empty)."""
+        if block.started:
+            raise ValueError(f"{block!r} already started")
+        self._queue.remove(block)
+        self._pump()
+
+    @property
+    def open_blocks(self) -> bool:
+        """Whether an item is still open (not ended by the provider)."""
+        return any(not block.ended for block in self._queue)
+
+    @property
+    def emitted(self) -> Sequence[Block]:
+        """The blocks emitted so far, by protocol index."""
+        return self._emitted
+
+    @property
+    def tool_calls(self) -> int:
+        """How many tool-call blocks were emitted."""
+        return self._tool_blocks
+
+    # -- usage -------------------------------------------------------------------------
+
+    def report_usage(self, usage: TokenUsage | Callable[[], TokenUsage | None]) -> None:
+        """The usage the server reported (the latest report wins). A callable is
+        read only when the usage is needed (the finish, or before a failure), so a
+        server that repeats running totals on every event costs nothing per event.
+        """
+        self._usage = usage
+
+    @property
+    def usage_so_far(self) -> TokenUsage | None:
+        """The usage reported so far, ``None`` when none was."""
+        usage = self._usage
+        if usage is None or isinstance(usage, TokenUsage):
+            return usage
+        return usage()
+
+    def before_failure(self) -> list[StreamChunk]:
+        """What comes right before a raised failure: the chunks written before it
+        (the failing event's own, up to where it failed), then the usage the
+        server already reported (one ``usage`` chunk, once), so no billed token
+        is lost (rule 7)."""
+        out = self.take()
+        if self.finished or self._usage_given:
+            return out
+        self._usage_given = True
+        usage = self.usage_so_far
+        if usage is not None:
+            out.append(UsageChunk(usage=usage))
+        return out
+
+    # -- the end -----------------------------------------------------------------------
+
+    def finish(
+        self,
+        reason: FinishReason,
+        *,
+        replay: Callable[[], ReplayEnvelope | None] | None = None,
+        empty_as_stop: bool | None = None,
+    ) -> None:
+        """The provider finished with ``reason`` (its own mapped reason).
+
+        Ends every block (an item the provider never closed is a cut answer
+        unless ``reason`` is ``max-tokens``), then writes the ``usage`` and the
+        ``finish``: a ``stop``/``tool-calls`` corrected by whether a tool-call
+        block was emitted, a blockless ``stop`` as ``EMPTY_RESPONSE``. ``replay``
+        gives the ``ReplayEnvelope`` of a successful finish (called only then).
+
+        Args:
+            empty_as_stop: Overrides the writer's ``empty_response_as_stop`` for
+                this finish (``False``: the wire gave no finish reason at all, so a
+                blockless answer is never a success).
+
+        Raises:
+            LlmError: ``STREAM_CLOSED`` for an item never closed;
+                ``MALFORMED_RESPONSE`` for a tool call without a name.
+        """
+        if self.finished:
+            raise ValueError("the writer already finished")
+        if reason.is_failure:
+            raise ValueError("a failure is raised, never written as a finish")
+        if reason.kind != FinishReason.MAX_TOKENS.kind and self.open_blocks:
+            raise self.stream_closed("stream ended with a content block never closed")
+        self.end_all()
+        kind = reason.kind
+        if kind in _SUCCESS_KINDS:
+            reason = FinishReason.TOOL_CALLS if self._tool_blocks else FinishReason.STOP
+            allow_empty = (
+                self._empty_as_stop if empty_as_stop is None else empty_as_stop
+            )
+            if not self._emitted and not allow_empty:
+                reason = FinishReason.error(
+                    LlmFailure(message=EMPTY_RESPONSE_MESSAGE, code=EMPTY_RESPONSE_CODE)
+                )
+        self._write_end(reason, replay)
+
+    def finish_unsuccessfully(self, failure: LlmFailure) -> None:
+        """The provider finished on its own terms, but not with an answer (a
+        refusal, a content filter, an unknown reason): every block ends, then
+        the ``usage`` and an ``error`` finish carrying ``failure``. A failure of
+        the call itself (an error event, a cut stream) is raised instead."""
+        if self.finished:
+            raise ValueError("the writer already finished")
+        self.end_all()
+        self._write_end(FinishReason.error(failure), None)
+
+    def _write_end(
+        self, reason: FinishReason, replay: Callable[[], ReplayEnvelope | None] | None
+    ) -> None:
+        out = self._out
+        out.append(UsageChunk(usage=self.usage_so_far or TokenUsage.unknown()))
+        state = None if replay is None or reason.is_failure else replay()
+        out.append(Finish(reason=reason, replay_state=state))
+        self._usage_given = True
+        self.finished = True
+
+    # -- errors ------------------------------------------------------------------------
+
+    def stream_closed(self, what: str) -> LlmError:
+        """The ``STREAM_CLOSED`` error of a cut answer: ``"<provider> <what>"``."""
+        return LlmError(f"{self.provider} {what}", ErrorCode.STREAM_CLOSED)
+
+    def malformed(self, what: str) -> LlmError:
+        """The ``MALFORMED_RESPONSE`` error of a payload of the wrong shape:
+        ``"<provider> sent <what> in its stream"``."""
+        return LlmError(
+            f"{self.provider} sent {what} in its stream", ErrorCode.MALFORMED_RESPONSE
+        )
+
+    # -- output ------------------------------------------------------------------------
+
+    def take(self) -> list[StreamChunk]:
+        """The chunks written since the last ``take``, in protocol order."""
+        out = self._out
+        if not out:
+            return out
+        self._out = []
+        return out
+
+    # -- the queue ---------------------------------------------------------------------
+
+    def _pump(self) -> None:
+        """Emit what the head of the queue allows: start it once it may show, end
+        it once the provider closed it, then move on to the next item."""
+        queue = self._queue
+        while queue:
+            block = queue[0]
+            if not block.started:
+                if block.kind is TEXT and not len(block.buffer):
+                    if not block.ended:
+                        self._live = None
+                        return  # an empty text item may still get text
+                    queue.popleft()
+                    continue
+                self._start(block)
+            if not block.ended:
+                self._live = block
+                return
+            self._live = None
+            self._end(block)
+            queue.popleft()
+        self._live = None
+
+    def _start(self, block: Block) -> None:
+        block.index = len(self._emitted)
+        block.started = True
+        self._emitted.append(block)
+        out = self._out
+        index = block.index
+        text = block.buffer.value()
+        out.append(BlockStart(index=index, block_type=block.kind))
+        if block.kind is TOOL_CALL:
+            self._tool_blocks += 1
+            out.append(unchecked_tool_delta(index, block.call_id, block.name, text))
+        elif text:
+            out.append(
+                unchecked_delta(
+                    TextDelta if block.kind is TEXT else ReasoningDelta, index, text
+                )
+            )
+
+    def _end(self, block: Block) -> None:
+        text = block.buffer.value()
+        block.buffer.clear()
+        ended: ContentBlock
+        if block.kind is TOOL_CALL:
+            if not block.name:
+                # A call that names no tool can neither run nor be sent back.
+                raise self.malformed("a tool call without a name")
+            if text == "":
+                text = "{}"
+                self._out.append(
+                    unchecked_tool_delta(block.index, block.call_id, block.name, text)
+                )
+            ended = ToolCallBlock(
+                id=CallId(block.call_id), name=block.name, arguments=text
+            )
+        elif block.kind is TEXT:
+            ended = TextBlock(text=text)
+        else:
+            ended = ReasoningBlock(text=text)
+        self._out.append(BlockEnd(index=block.index, block=ended))
