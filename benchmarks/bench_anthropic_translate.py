@@ -24,7 +24,7 @@ import json
 from _harness import arguments, best_of
 from _wires import anthropic_events, cut
 
-from dsh_llm.adapters._anthropic.translate import MessagesTranslator
+from dsh_llm.adapters.anthropic.translate import MessagesTranslator
 from dsh_llm.protocol import TextDelta
 from dsh_llm.transport.sse import SseDecoder
 

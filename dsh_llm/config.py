@@ -108,25 +108,28 @@ class ConfigError(StructureError):
 class PluginConfigError(ConfigError):
     """One config key is wrong: raised by a config class's validators, by
     ``__attrs_post_init__`` or by a plugin's ``apply``. The message is
-    ``<key> <detail>``; ``package`` (a subclass's name for itself, e.g.
-    ``llm-deepseek``) is put in front as ``<package>: ``.
+    ``<key> <detail>``, with ``<package>: `` in front when a package is named.
 
     Args:
         key: The key as written in YAML (``reasoningEffort``,
             ``models[0].maxTokens``) or the attrs field name (``reasoning_effort``).
         detail: What is wrong, as the rest of a sentence after the key: ``"must be
             'off' when thinking is disabled"``.
+        package: The package the config belongs to (``llm-deepseek``), named at
+            the start of the message; default the class's ``package``.
     """
 
     package: ClassVar[str | None] = None
-    """The package named at the start of the message, if any."""
+    """The package a subclass names when none is given."""
 
-    def __init__(self, key: str, detail: str) -> None:
+    def __init__(self, key: str, detail: str, *, package: str | None = None) -> None:
+        self.package_name = type(self).package if package is None else package
+        """The package named at the start of the message (``None``: none)."""
         super().__init__([(key, detail)])
 
     def _render(self) -> str:
         key, detail = self.problems[0]
-        prefix = "" if self.package is None else f"{self.package}: "
+        prefix = "" if self.package_name is None else f"{self.package_name}: "
         return f"{prefix}{key} {detail}"
 
     @property
@@ -135,7 +138,14 @@ class PluginConfigError(ConfigError):
         return self.problems[0][0]
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (type(self), self.problems[0])
+        key, detail = self.problems[0]
+        return (_rebuild_plugin_error, (type(self), key, detail, self.package_name))
+
+
+def _rebuild_plugin_error(
+    cls: type[PluginConfigError], key: str, detail: str, package: str | None
+) -> PluginConfigError:
+    return cls(key, detail, package=package)
 
 
 def render_problems(problems: Iterable[tuple[str, str]], what: str = "config") -> str:
@@ -299,11 +309,17 @@ Check = Callable[[Any, "attrs.Attribute[Any]", Any], None]
 
 
 def field_error(inst: object, field: str, detail: str) -> PluginConfigError:
-    """The error for ``inst``'s field ``field`` (attribute name or config key)."""
-    error: type[PluginConfigError] = getattr(
-        type(inst), "config_error", PluginConfigError
+    """The error for ``inst``'s field ``field`` (attribute name or config key):
+    the class's ``config_error`` (``PluginConfigError`` when it names none), naming
+    the class's ``package`` when it has one."""
+    cls = type(inst)
+    error: type[PluginConfigError] = getattr(cls, "config_error", PluginConfigError)
+    package = getattr(cls, "package", None)
+    return error(
+        config_key(cls, field),
+        detail,
+        package=package if isinstance(package, str) else None,
     )
-    return error(config_key(type(inst), field), detail)
 
 
 def check_non_empty_str(

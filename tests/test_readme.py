@@ -448,9 +448,15 @@ def test_cli_examples_run(model, tmp_path):
         "You said: Hello",
         "deepseek-official  (DeepSeek, built-in)",
     ]
-    # Three DeepSeek models, then the built-in Anthropic route and its six.
+    # Three DeepSeek models, the built-in Anthropic route and its six, Gemini
+    # and its five, then Ollama, whose models only its server lists.
     assert lines[17] == "anthropic  (Anthropic, built-in)"
-    assert len(lines) == 24
+    assert lines[24] == "gemini  (Gemini, built-in)"
+    assert lines[30:32] == [
+        "ollama  (Ollama, built-in)",
+        "  (the server lists its models: pass --model to chat)",
+    ]
+    assert len(lines) == 32
     recorded = (tmp_path / "answer.jsonl").read_text(encoding="utf-8")
     answer = [chunk_from_json(line) for line in recorded.splitlines()]
     assert_chunk_sequence(answer, strict=True)

@@ -1,9 +1,213 @@
-"""Provider adapters, one module per wire family.
+"""Provider adapters: the built-in wire families, and the kit to write one.
 
-Import an adapter from its module, e.g.
-``from dsh_llm.adapters.deepseek import DeepSeekAdapter``. Modules whose name
-starts with ``_`` (``_openai_wire``, ``_openai_translator``, ``_openai_finish``,
-``_chat_adapter``) hold code shared by several adapters and are not part of the
-public API. Each ``*_plugin`` module is the plugin that
-registers its adapter from a composition (entry-point group ``dsh_llm.plugins``).
+- ``BUILTIN_FAMILIES`` is the one table of the built-in routes, read by the CLI
+  and the built-in plugins (``dsh_llm.plugins.builtin``); each row names its
+  adapter class by import path, so reading the table imports no family.
+- Each family is one package of the same shape (``family``: config, endpoint,
+  request hook and the ``FAMILY`` value; ``request``: pure builder;
+  ``translate``: pure translator; ``errors``; ``catalog``); its adapter class is
+  ``WireAdapter`` with that ``family``. ``deepseek`` and ``openai_compat`` are
+  the two families on the chat-completions wire (``chat``).
+- The kit, for a new family or a hand-written ``stream()``: ``BlockWriter`` (the
+  one writer of the protocol's rules), ``WireTranslator``, ``WireFamily``,
+  ``WireAdapter``, ``AdapterConfig``, ``CatalogModel``. See
+  ``docs/writing-an-adapter.md``.
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any, Final
+
+import attrs
+
+if TYPE_CHECKING:
+    from dsh_llm.adapters._wire.adapter import WireAdapter, encode_body
+    from dsh_llm.adapters._wire.config import (
+        AdapterConfig,
+        AdapterConfigError,
+        CatalogModel,
+        adapter_field_order,
+        api_root_url,
+        endpoint_url,
+        model_catalog,
+    )
+    from dsh_llm.adapters._wire.family import (
+        Endpoint,
+        WireCall,
+        WireFamily,
+        WireRequest,
+        resolved_model_info,
+    )
+    from dsh_llm.adapters._wire.translator import WireTranslator
+    from dsh_llm.adapters._wire.writer import (
+        EMPTY_RESPONSE_MESSAGE,
+        Block,
+        BlockWriter,
+    )
+    from dsh_llm.transport.read_loop import EventTranslator
+
+__all__ = [
+    "BUILTIN_FAMILIES",
+    "EMPTY_RESPONSE_MESSAGE",
+    "AdapterConfig",
+    "AdapterConfigError",
+    "Block",
+    "BlockWriter",
+    "BuiltinFamily",
+    "CatalogModel",
+    "Endpoint",
+    "WireAdapter",
+    "WireCall",
+    "WireFamily",
+    "WireRequest",
+    "WireTranslator",
+    "adapter_field_order",
+    "api_root_url",
+    "builtin_family",
+    "encode_body",
+    "endpoint_url",
+    "model_catalog",
+    "resolved_model_info",
+]
+
+
+@attrs.frozen(kw_only=True)
+class BuiltinFamily:
+    """One built-in route: what the CLI and the built-in plugins need of it."""
+
+    route: str
+    """The route it serves (``anthropic``); for a family reached with
+    ``--base-url`` (``wire`` set), the route that flag registers."""
+    plugin: str
+    """Its plugin's entry-point name (``llm-anthropic``)."""
+    adapter: str
+    """Its adapter class, ``module:Class``."""
+    display_name: str
+    """The name ``dsh-llm providers`` shows."""
+    key_env: str | None
+    """The variable its key is read from by default (``None``: no key)."""
+    wire: str | None = None
+    """For a family any server of the wire speaks: the ``--wire`` value that
+    chooses it with ``--base-url`` (``chat``, ``responses``); ``None``: a
+    provider's own route."""
+    server_catalog: bool = False
+    """Whether its model list comes from the server (only listed on request)."""
+
+    def adapter_class(self) -> type[WireAdapter[Any]]:
+        """The adapter class (imports the family's package)."""
+        module, _, name = self.adapter.partition(":")
+        cls: type[WireAdapter[Any]] = getattr(importlib.import_module(module), name)
+        return cls
+
+
+BUILTIN_FAMILIES: Final = (
+    BuiltinFamily(
+        route="deepseek-official",
+        plugin="llm-deepseek",
+        adapter="dsh_llm.adapters.deepseek:DeepSeekAdapter",
+        display_name="DeepSeek",
+        key_env="DEEPSEEK_API_KEY",
+    ),
+    BuiltinFamily(
+        route="anthropic",
+        plugin="llm-anthropic",
+        adapter="dsh_llm.adapters.anthropic:AnthropicAdapter",
+        display_name="Anthropic",
+        key_env="ANTHROPIC_API_KEY",
+    ),
+    BuiltinFamily(
+        route="gemini",
+        plugin="llm-gemini",
+        adapter="dsh_llm.adapters.gemini:GeminiAdapter",
+        display_name="Gemini",
+        key_env="GEMINI_API_KEY",
+    ),
+    BuiltinFamily(
+        route="ollama",
+        plugin="llm-ollama",
+        adapter="dsh_llm.adapters.ollama:OllamaAdapter",
+        display_name="Ollama",
+        key_env=None,
+        server_catalog=True,
+    ),
+    BuiltinFamily(
+        route="openai-compatible",
+        plugin="llm-openai-compatible",
+        adapter="dsh_llm.adapters.openai_compat:OpenAICompatAdapter",
+        display_name="OpenAI-compatible",
+        key_env=None,
+        wire="chat",
+    ),
+    BuiltinFamily(
+        route="openai-responses",
+        plugin="llm-openai-responses",
+        adapter="dsh_llm.adapters.openai_responses:OpenAIResponsesAdapter",
+        display_name="OpenAI Responses",
+        key_env=None,
+        wire="responses",
+    ),
+)
+"""Every built-in route, in the order the CLI lists them."""
+
+
+_KIT: Final = {
+    "AdapterConfig": "config",
+    "AdapterConfigError": "config",
+    "Block": "writer",
+    "BlockWriter": "writer",
+    "CatalogModel": "config",
+    "EMPTY_RESPONSE_MESSAGE": "writer",
+    "Endpoint": "family",
+    "WireAdapter": "adapter",
+    "WireCall": "family",
+    "WireFamily": "family",
+    "WireRequest": "family",
+    "WireTranslator": "translator",
+    "adapter_field_order": "config",
+    "api_root_url": "config",
+    "encode_body": "adapter",
+    "endpoint_url": "config",
+    "model_catalog": "config",
+    "resolved_model_info": "family",
+}
+"""Where each name of the kit lives: imported on first use, so reading the
+table (the CLI's start) imports neither the kit nor ``requests``."""
+
+
+def __getattr__(name: str) -> Any:
+    module = _KIT.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}._wire.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def builtin_family(route: str) -> BuiltinFamily | None:
+    """The table's row for ``route``, if it is a built-in one."""
+    return next((row for row in BUILTIN_FAMILIES if row.route == route), None)
+
+
+def translator_for(route: str) -> EventTranslator[Any]:
+    """A fresh translator of the built-in ``route``'s family, with its adapter's
+    defaults (for benchmarks and tests that drive a translator without HTTP)."""
+    row = builtin_family(route)
+    if row is None:
+        raise KeyError(route)
+    cls = row.adapter_class()
+    adapter = cls() if row.wire is None else cls("http://127.0.0.1:1/v1")
+    from dsh_llm.adapters._wire.family import WireCall
+    from dsh_llm.protocol import GenerateOptions, create_user_message
+
+    options = GenerateOptions(
+        provider=route, model="m", messages=(create_user_message("hi"),)
+    )
+    call: WireCall[Any, Any] = WireCall(
+        options=options,
+        config=adapter.config,
+        endpoint=adapter.endpoint,
+        attachments=None,
+        key=lambda: None,
+    )
+    return cls.family.translator(call)

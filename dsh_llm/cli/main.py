@@ -473,21 +473,28 @@ def _add_providers_command(commands: _Commands) -> None:
 
 
 def _run_providers(args: argparse.Namespace) -> int:
+    from dsh_llm.adapters import builtin_family
     from dsh_llm.cli.targets import open_routes
 
     status = EXIT_OK
     with open_routes(config=args.config) as routes:
-        if routes.origin == "built-in":
+        builtin = routes.origin == "built-in"
+        if builtin:
             print(
-                f"no {DEFAULT_CONFIG} here: the built-in routes. Any OpenAI-compatible "
-                "server works with: dsh-llm chat --base-url URL --model NAME "
-                "(add --wire responses for its POST /responses API); Gemini and "
-                "Ollama with: dsh-llm chat --provider gemini|ollama",
+                f"no {DEFAULT_CONFIG} here: the built-in routes (choose one with "
+                "--provider ROUTE). Any OpenAI-compatible server works with: "
+                "dsh-llm chat --base-url URL --model NAME (add --wire responses "
+                "for its POST /responses API)",
                 file=sys.stderr,
             )
         runtime = routes.runtime
         for info in runtime.list_providers():
             print(f"{info.id}  ({info.name}, {routes.origin})")
+            row = builtin_family(info.id) if builtin else None
+            if row is not None and row.server_catalog:
+                # Listing would ask a server that need not be running.
+                print("  (the server lists its models: pass --model to chat)")
+                continue
             try:
                 models = runtime.list_models(info.id)
             except LlmError as exc:

@@ -3,12 +3,12 @@
 This module owns how ``dsh-llm chat`` and ``dsh-llm providers`` pick their
 routes (the README's "The command line" section lists every source and flag):
 
-- Routes come from one source: ``--base-url`` (``--wire chat``: an
-  ``OpenAICompatAdapter`` on ``openai-compatible``; ``--wire responses``: an
-  ``OpenAIResponsesAdapter`` on ``openai-responses``), else the composition file
-  (``--config``, else ``./dsh.yml``), else the built-in routes
-  ``deepseek-official`` and ``anthropic``, plus ``gemini`` or ``ollama`` when
-  ``--provider`` names one; ``--api-key-env`` names the chosen route's key.
+- Routes come from one source: ``--base-url`` (the ``--wire`` rows of
+  ``dsh_llm.adapters.BUILTIN_FAMILIES``: ``chat``, an ``OpenAICompatAdapter`` on
+  ``openai-compatible``; ``responses``, an ``OpenAIResponsesAdapter`` on
+  ``openai-responses``), else the composition file (``--config``, else
+  ``./dsh.yml``), else every built-in provider route of that table;
+  ``--api-key-env`` names the chosen route's key.
 - The route is ``--provider``, else the only route, else ``deepseek-official``.
   The model is ``--model``, else the route's first catalog model, else (with
   ``--base-url``) the one model the server lists (``dsh_llm.cli.discover``).
@@ -18,7 +18,8 @@ routes (the README's "The command line" section lists every source and flag):
   (exit status 2) saying what to set; a composition that cannot be loaded raises
   its ``PluginLoadError``.
 - ``open_routes`` and ``open_target`` are context managers that dispose what they
-  opened; adapter modules are imported only when a source is opened.
+  opened; adapter modules are imported only when a source is opened (the table
+  names classes by import path).
 """
 
 from __future__ import annotations
@@ -27,23 +28,22 @@ import contextlib
 import os
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 
+from dsh_llm.adapters import BUILTIN_FAMILIES, BuiltinFamily, builtin_family
 from dsh_llm.runtime import LlmRuntime
 
 if TYPE_CHECKING:
-    from dsh_llm.adapters.common import HttpAdapter
+    from dsh_llm.adapters import WireAdapter
 
 __all__ = [
-    "ANTHROPIC_ROUTE",
     "BASE_URL_ROUTE",
+    "BUILTIN_ROUTES",
     "DEEPSEEK_ROUTE",
     "DEFAULT_CONFIG",
-    "GEMINI_ROUTE",
     "NOTHING_TO_TALK_TO",
-    "OLLAMA_ROUTE",
     "RESPONSES_ROUTE",
     "WIRES",
     "Routes",
@@ -57,28 +57,22 @@ __all__ = [
 
 DEFAULT_CONFIG: Final = "dsh.yml"
 """The composition file used when present in the working directory."""
-BASE_URL_ROUTE: Final = "openai-compatible"
+_BY_WIRE: Final = {row.wire: row for row in BUILTIN_FAMILIES if row.wire is not None}
+WIRES: Final = tuple(_BY_WIRE)
+"""The ``--wire`` values, each a wire any server may speak (``chat``:
+``POST /chat/completions``; ``responses``: ``POST /responses``)."""
+BASE_URL_ROUTE: Final = _BY_WIRE["chat"].route
 """The route ``--base-url`` registers its ``OpenAICompatAdapter`` under."""
-RESPONSES_ROUTE: Final = "openai-responses"
-"""The route ``--base-url`` with ``--wire responses`` registers its
-``OpenAIResponsesAdapter`` under."""
-WIRES: Final = ("chat", "responses")
-"""The ``--wire`` values: ``POST /chat/completions`` or ``POST /responses``."""
-DEEPSEEK_ROUTE: Final = "deepseek-official"
-"""The built-in route (same value as ``dsh_llm.adapters.deepseek.PROVIDER_ROUTE``)."""
-GEMINI_ROUTE: Final = "gemini"
-"""The built-in Gemini route (``dsh_llm.adapters.gemini.PROVIDER_ROUTE``)."""
-OLLAMA_ROUTE: Final = "ollama"
-"""The built-in Ollama route (``dsh_llm.adapters.ollama.PROVIDER_ROUTE``)."""
-_DEEPSEEK_KEY_ENV: Final = "DEEPSEEK_API_KEY"
+RESPONSES_ROUTE: Final = _BY_WIRE["responses"].route
+"""The route ``--base-url`` with ``--wire responses`` registers its adapter under."""
+_PROVIDER_ROWS: Final = tuple(row for row in BUILTIN_FAMILIES if row.wire is None)
+BUILTIN_ROUTES: Final = tuple(row.route for row in _PROVIDER_ROWS)
+"""The built-in provider routes (the table ``dsh_llm.adapters.BUILTIN_FAMILIES``)."""
+DEEPSEEK_ROUTE: Final = BUILTIN_ROUTES[0]
+"""The route chosen when nothing else says which."""
 _WIRE_WITHOUT_BASE_URL: Final = (
     "--wire applies to --base-url (the wire the server at that URL speaks)"
 )
-ANTHROPIC_ROUTE: Final = "anthropic"
-"""The built-in Anthropic route (``dsh_llm.adapters.anthropic.PROVIDER_ROUTE``)."""
-_ANTHROPIC_KEY_ENV: Final = "ANTHROPIC_API_KEY"
-_GEMINI_KEY_ENV: Final = "GEMINI_API_KEY"
-_BUILTIN_ROUTES: Final = (DEEPSEEK_ROUTE, ANTHROPIC_ROUTE, GEMINI_ROUTE, OLLAMA_ROUTE)
 
 NOTHING_TO_TALK_TO: Final = (
     "no model to talk to. Set DEEPSEEK_API_KEY to use DeepSeek (or "
@@ -149,62 +143,40 @@ def _timeout_ms(timeout_s: float | None) -> float | None:
     return None if timeout_s is None else timeout_s * 1000
 
 
-def _builtin_key_env(route: str, api_key_env: str | None) -> str | None:
-    """The variable the built-in ``route`` reads its key from."""
-    if api_key_env is not None or route == OLLAMA_ROUTE:
-        return api_key_env
-    if route == GEMINI_ROUTE:
-        return _GEMINI_KEY_ENV
-    return _ANTHROPIC_KEY_ENV if route == ANTHROPIC_ROUTE else _DEEPSEEK_KEY_ENV
+def _builtin_key_env(row: BuiltinFamily, api_key_env: str | None) -> str | None:
+    """The variable the built-in route of ``row`` reads its key from."""
+    return api_key_env if api_key_env is not None else row.key_env
 
 
 def _builtin_adapter(
-    route: str, api_key_env: str | None, timeout_ms: float | None
-) -> HttpAdapter:
-    """The built-in adapter of ``route``; ``api_key_env`` replaces its default key
+    row: BuiltinFamily, api_key_env: str | None, timeout_ms: float | None
+) -> WireAdapter[Any]:
+    """The built-in adapter of ``row``; ``api_key_env`` replaces its default key
     variable when given."""
-    variable = _builtin_key_env(route, api_key_env)
-    if route == GEMINI_ROUTE:
-        from dsh_llm.adapters.gemini import GeminiAdapter
-
-        return GeminiAdapter(
-            api_key_env=variable or _GEMINI_KEY_ENV, total_timeout_ms=timeout_ms
-        )
-    if route == OLLAMA_ROUTE:
-        from dsh_llm.adapters.ollama import OllamaAdapter
-
-        return OllamaAdapter(api_key_env=variable, total_timeout_ms=timeout_ms)
-    if route == ANTHROPIC_ROUTE:
-        from dsh_llm.adapters.anthropic import AnthropicAdapter
-
-        return AnthropicAdapter(api_key_env=variable, total_timeout_ms=timeout_ms)
-    from dsh_llm.adapters.deepseek import DeepSeekAdapter
-
-    return DeepSeekAdapter(api_key_env=variable, total_timeout_ms=timeout_ms)
+    options: dict[str, Any] = {"total_timeout_ms": timeout_ms}
+    if api_key_env is not None:
+        options["api_key_env"] = api_key_env
+    return row.adapter_class()(**options)
 
 
 @contextlib.contextmanager
 def _builtin(
     api_key_env: str | None, provider: str | None, timeout_s: float | None
 ) -> Iterator[Routes]:
-    # DeepSeek and Anthropic are always there (neither does I/O before a call);
-    # Gemini and Ollama only when asked for (Ollama's catalog is read from the
-    # server). --api-key-env names the key of the route asked for.
-    chosen = provider if provider in _BUILTIN_ROUTES else DEEPSEEK_ROUTE
-    routes = [DEEPSEEK_ROUTE, ANTHROPIC_ROUTE]
-    if chosen not in routes:
-        routes.append(chosen)
+    # Every built-in route is there (none does I/O before a call);
+    # --api-key-env names the key of the route asked for.
+    chosen = builtin_family(provider or DEEPSEEK_ROUTE) or _PROVIDER_ROWS[0]
     with contextlib.ExitStack() as stack:
         runtime = LlmRuntime()
-        for route in routes:
-            key = api_key_env if route == chosen else None
+        for row in _PROVIDER_ROWS:
+            key = api_key_env if row is chosen else None
             try:
                 adapter = stack.enter_context(
-                    _builtin_adapter(route, key, _timeout_ms(timeout_s))
+                    _builtin_adapter(row, key, _timeout_ms(timeout_s))
                 )
             except ValueError as exc:
                 raise UsageError(str(exc)) from exc
-            stack.callback(runtime.register_adapter([route], adapter).dispose)
+            stack.callback(runtime.register_adapter([row.route], adapter).dispose)
         variable = _builtin_key_env(chosen, api_key_env)
         hint = (
             f"the key is read from {variable}; --api-key-env VAR names another variable"
@@ -221,25 +193,22 @@ def _base_url_adapter(
     reasoning_effort: str | None,
     wire: str,
     timeout_ms: float | None,
-) -> HttpAdapter:
-    if wire == "responses":
-        from dsh_llm.adapters.openai_responses import OpenAIResponsesAdapter
-
-        # The server profile lists the efforts the server takes.
-        return OpenAIResponsesAdapter(
-            base_url, api_key_env=api_key_env, total_timeout_ms=timeout_ms
+) -> WireAdapter[Any]:
+    cls = _BY_WIRE[wire].adapter_class()
+    options: dict[str, Any] = {
+        "api_key_env": api_key_env,
+        "total_timeout_ms": timeout_ms,
+    }
+    # (Until every family is a WireAdapter, an older class names its config.)
+    config_class = getattr(cls, "config_class", None) or cls.family.config_class
+    if any(f.name == "reasoning_efforts" for f in attrs.fields(config_class)):
+        # A generic server advertises no efforts; the one asked for on the
+        # command line is the user's statement that this server takes it.
+        # (A server profile that lists its efforts has no such field.)
+        options["reasoning_efforts"] = (
+            None if reasoning_effort is None else (reasoning_effort,)
         )
-    from dsh_llm.adapters.openai_compat import OpenAICompatAdapter
-
-    # A generic server advertises no efforts; the one asked for on the command
-    # line is the user's statement that this server takes it.
-    efforts = None if reasoning_effort is None else (reasoning_effort,)
-    return OpenAICompatAdapter(
-        base_url,
-        api_key_env=api_key_env,
-        reasoning_efforts=efforts,
-        total_timeout_ms=timeout_ms,
-    )
+    return cls(base_url, **options)
 
 
 @contextlib.contextmanager
@@ -256,7 +225,7 @@ def _base_url(
         )
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
-    route = RESPONSES_ROUTE if wire == "responses" else BASE_URL_ROUTE
+    route = _BY_WIRE[wire].route
     hint = (
         f"the key is read from {api_key_env}"
         if api_key_env
@@ -421,12 +390,12 @@ def open_target(
         raise UsageError(_WIRE_WITHOUT_BASE_URL)
     if base_url is not None:
         if provider is not None:
-            route = RESPONSES_ROUTE if wire == "responses" else BASE_URL_ROUTE
+            route = _BY_WIRE[wire or "chat"].route
             raise UsageError(f"--base-url serves the route {route}; drop --provider")
     elif (
         provider is None
         and find_config(config) is None
-        and not environ.get(api_key_env or _DEEPSEEK_KEY_ENV)
+        and not environ.get(api_key_env or _PROVIDER_ROWS[0].key_env or "")
     ):
         message = NOTHING_TO_TALK_TO
         if api_key_env is not None:

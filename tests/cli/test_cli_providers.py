@@ -10,6 +10,7 @@ import pytest
 from dsh_llm import LlmAdapter
 from dsh_llm.cli import main
 from dsh_llm.cli.targets import (
+    BUILTIN_ROUTES,
     UsageError,
     find_config,
     open_routes,
@@ -22,7 +23,7 @@ from ..cli_run import run_cli
 EXAMPLES = Path(__file__).parents[2] / "examples"
 
 
-def test_providers_lists_the_built_in_route_and_its_catalog(tmp_path):
+def test_providers_lists_every_built_in_route_and_its_catalog(tmp_path):
     result = run_cli("providers", cwd=tmp_path)
 
     assert result.returncode == 0, result.stderr
@@ -39,6 +40,15 @@ def test_providers_lists_the_built_in_route_and_its_catalog(tmp_path):
         "  claude-opus-5      Claude Opus 5  [text, image]",
         "  claude-sonnet-5    Claude Sonnet 5  [text, image]",
         "  claude-haiku-4-5   Claude Haiku 4.5  [text, image]",
+        "gemini  (Gemini, built-in)",
+        "  gemini-3-pro-preview    Gemini 3 Pro (preview)  [text, image]",
+        "  gemini-3-flash-preview  Gemini 3 Flash (preview)  [text, image]",
+        "  gemini-2.5-pro          Gemini 2.5 Pro  [text, image]",
+        "  gemini-2.5-flash        Gemini 2.5 Flash  [text, image]",
+        "  gemini-2.5-flash-lite   Gemini 2.5 Flash-Lite  [text, image]",
+        "ollama  (Ollama, built-in)",
+        # Its models come from a server that need not run: not asked.
+        "  (the server lists its models: pass --model to chat)",
     ]
     assert "dsh-llm chat --base-url URL --model NAME" in result.stderr
 
@@ -146,10 +156,9 @@ def test_open_target_picks_deepseek_and_its_first_model_by_default(
             "deepseek-official",
             "deepseek-v4-flash",
         )
-        assert [p.id for p in target.runtime.list_providers()] == [
-            "deepseek-official",
-            "anthropic",
-        ]
+        # Every built-in provider route is there (none does I/O before a call).
+        assert [p.id for p in target.runtime.list_providers()] == list(BUILTIN_ROUTES)
+        assert BUILTIN_ROUTES == ("deepseek-official", "anthropic", "gemini", "ollama")
     # Leaving the block unregistered the route.
     assert target.runtime.list_providers() == ()
 

@@ -8,7 +8,7 @@ import random
 from collections.abc import Iterator
 from pathlib import Path
 
-from dsh_llm.adapters._anthropic.translate import MessagesTranslator
+from dsh_llm.adapters.anthropic.translate import MessagesTranslator
 from dsh_llm.errors import LlmError
 from dsh_llm.protocol import Finish, FinishReason, StreamChunk
 from dsh_llm.transport.sse import SseDecoder

@@ -11,13 +11,12 @@ from typing import Any
 import pytest
 
 from dsh_llm.adapter import LlmProviderInfo
+from dsh_llm.adapters import AdapterConfigError, CatalogModel
 from dsh_llm.adapters.anthropic import (
     DEFAULT_MODELS,
     PROVIDER_ROUTE,
     AnthropicAdapter,
     AnthropicConfig,
-    AnthropicConfigError,
-    AnthropicModel,
 )
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.plugins import PluginContext, PluginLoadError, load_composition
@@ -91,7 +90,7 @@ def test_resolve_model_gives_window_cap_and_efforts_without_io() -> None:
 
 def test_configured_models_replace_the_catalog() -> None:
     config = AnthropicConfig(
-        models=[AnthropicModel(id="proxy-claude", name="Proxy", context_window=50_000)]
+        models=[CatalogModel(id="proxy-claude", name="Proxy", context_window=50_000)]
     )
     with AnthropicAdapter.from_config(config, environ={}) as adapter:
         (model,) = adapter.list_models(PROVIDER_ROUTE)
@@ -119,13 +118,13 @@ def test_configured_models_replace_the_catalog() -> None:
         ("beta", ["a,b"], "beta"),
         ("reasoning_effort", "extreme", "reasoningEffort"),
         ("empty_response_as_stop", 1, "emptyResponseAsStop"),
-        ("models", [AnthropicModel(id="a"), AnthropicModel(id="a")], "models[1].id"),
+        ("models", [CatalogModel(id="a"), CatalogModel(id="a")], "models[1].id"),
     ],
 )
 def test_every_bad_value_is_keyed_by_its_config_key(
     field: str, value: Any, key: str
 ) -> None:
-    with pytest.raises(AnthropicConfigError) as caught:
+    with pytest.raises(AdapterConfigError) as caught:
         AnthropicAdapter(environ={}, **{field: value})
     error = caught.value
     assert error.key == key
@@ -133,8 +132,8 @@ def test_every_bad_value_is_keyed_by_its_config_key(
 
 
 def test_a_catalog_entry_error_is_keyed_by_its_field() -> None:
-    with pytest.raises(AnthropicConfigError) as caught:
-        AnthropicModel(id="x", context_window=0)
+    with pytest.raises(AdapterConfigError) as caught:
+        CatalogModel(id="x", context_window=0)
     assert caught.value.key == "contextWindow"
 
 
@@ -145,7 +144,7 @@ def test_an_unknown_keyword_is_a_type_error_listing_the_fields() -> None:
 
 def test_a_bad_base_url_in_the_environment_names_the_variable_not_the_url() -> None:
     url = "ftp://user:hunter2@host"
-    with pytest.raises(AnthropicConfigError) as caught:
+    with pytest.raises(AdapterConfigError) as caught:
         AnthropicAdapter(environ={"ANTHROPIC_BASE_URL": url})
     assert caught.value.key == "baseURL"
     assert "ANTHROPIC_BASE_URL" in str(caught.value)

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 import responses
 
-from dsh_llm.adapters.anthropic import AnthropicAdapter, AnthropicModel
+from dsh_llm.adapters import CatalogModel
+from dsh_llm.adapters.anthropic import AnthropicAdapter
 from dsh_llm.attribution import user_agent
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import (
@@ -143,7 +144,7 @@ def test_max_tokens_is_the_requests_then_the_models_then_the_configured_default(
     _send(_adapter(), model="claude-unlisted-1")
     _send(_adapter(max_tokens=999), model="claude-unlisted-1")
     _send(
-        _adapter(models=[AnthropicModel(id="my-claude", max_tokens=4321)]),
+        _adapter(models=[CatalogModel(id="my-claude", max_tokens=4321)]),
         model="my-claude",
     )
     assert [_body(mocked, n)["max_tokens"] for n in range(5)] == [

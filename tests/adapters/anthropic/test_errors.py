@@ -1,4 +1,4 @@
-"""Anthropic error reports to stable codes (dsh_llm.adapters._anthropic.errors):
+"""Anthropic error reports to stable codes (dsh_llm.adapters.anthropic.errors):
 HTTP error bodies as the API sends them, and ``event: error`` frames."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from dsh_llm.adapters._anthropic.errors import error_code, http_error, stream_failure
+from dsh_llm.adapters.anthropic.errors import error_code, http_error, stream_failure
 from dsh_llm.errors import ErrorCode
 
 

@@ -12,11 +12,10 @@ from typing import Any
 import pytest
 import responses
 
+from dsh_llm.adapters import AdapterConfigError, CatalogModel
 from dsh_llm.adapters.anthropic import (
     PROVIDER_ROUTE,
     AnthropicAdapter,
-    AnthropicConfigError,
-    AnthropicModel,
 )
 from dsh_llm.attachments import MemoryAttachmentStore, image_block
 from dsh_llm.attribution import user_agent
@@ -379,15 +378,15 @@ def test_an_attachment_the_store_lacks_is_missing_attachment(
     ("model", "models"),
     [
         ("claude-3-haiku-20240307", None),  # not in the catalog
-        ("plain", [AnthropicModel(id="plain")]),  # unknown id: text only
+        ("plain", [CatalogModel(id="plain")]),  # unknown id: text only
         (
             "claude-haiku-4-5",
-            [AnthropicModel(id="claude-haiku-4-5", input_modalities=["text"])],
+            [CatalogModel(id="claude-haiku-4-5", input_modalities=["text"])],
         ),
     ],
 )
 def test_a_text_only_or_unlisted_model_refuses_images(
-    mocked: responses.RequestsMock, model: str, models: list[AnthropicModel] | None
+    mocked: responses.RequestsMock, model: str, models: list[CatalogModel] | None
 ) -> None:
     store = MemoryAttachmentStore()
     image = image_block(png(1, 1), store=store)
@@ -404,7 +403,7 @@ def test_a_configured_model_may_take_images(mocked: responses.RequestsMock) -> N
     store = MemoryAttachmentStore()
     image = image_block(png(1, 1), store=store)
     adapter = _adapter(
-        models=[AnthropicModel(id="proxy-claude", input_modalities=["text", "image"])]
+        models=[CatalogModel(id="proxy-claude", input_modalities=["text", "image"])]
     )
     adapter.attachments = store
     body = _send(
@@ -436,10 +435,11 @@ def test_an_image_where_the_wire_has_no_place_is_unsupported_content(
 
 
 def test_list_and_resolve_advertise_image_only_where_it_can_be_sent() -> None:
+    # An id takes the built-in catalog's inputs; a value says its own.
     models = [
-        AnthropicModel(id="claude-opus-5"),
-        AnthropicModel(id="claude-haiku-4-5", input_modalities=("text",)),
-        AnthropicModel(id="other"),
+        "claude-opus-5",
+        CatalogModel(id="claude-haiku-4-5", input_modalities=("text",)),
+        CatalogModel(id="other"),
     ]
     with AnthropicAdapter(environ={}, models=models) as adapter:
         listed = {m.id: m.input_modalities for m in adapter.list_models(PROVIDER_ROUTE)}
@@ -456,8 +456,8 @@ def test_list_and_resolve_advertise_image_only_where_it_can_be_sent() -> None:
 
 @pytest.mark.parametrize("value", [["image"], ["text", "audio"], "text", []])
 def test_bad_input_modalities_are_a_config_error(value: Any) -> None:
-    with pytest.raises(AnthropicConfigError) as caught:
-        AnthropicModel(id="m", input_modalities=value)
+    with pytest.raises(AdapterConfigError) as caught:
+        CatalogModel(id="m", input_modalities=value)
     assert caught.value.key == "inputModalities"
 
 

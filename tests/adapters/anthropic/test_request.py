@@ -1,4 +1,4 @@
-"""The Anthropic Messages request builder (dsh_llm.adapters._anthropic.request):
+"""The Anthropic Messages request builder (dsh_llm.adapters.anthropic.request):
 exact bodies and headers, the refusals raised before any I/O, and replay of the
 translator's own replay state."""
 
@@ -8,14 +8,14 @@ from typing import Any
 
 import pytest
 
-from dsh_llm.adapters._anthropic.catalog import (
+from dsh_llm.adapters.anthropic.catalog import (
     BUDGET_THINKING,
     CATALOG,
     model_entry,
     reasoning_info,
     thinking_profile,
 )
-from dsh_llm.adapters._anthropic.request import (
+from dsh_llm.adapters.anthropic.request import (
     BUDGET_TOKENS,
     build_messages_request,
     request_headers,

@@ -1,4 +1,4 @@
-"""The Anthropic Messages translator (dsh_llm.adapters._anthropic.translate): SSE
+"""The Anthropic Messages translator (dsh_llm.adapters.anthropic.translate): SSE
 events in, strict protocol chunks out, without I/O.
 
 Every recorded stream in ``tests/fixtures/anthropic`` is decoded with
@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dsh_llm.adapters._anthropic.translate import (
+from dsh_llm.adapters.anthropic.translate import (
     KEEPALIVE_EVENTS,
     WIRE_FAMILY,
     MessagesTranslator,

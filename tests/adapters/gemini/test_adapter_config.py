@@ -170,8 +170,8 @@ def test_the_request_shape_exact_url_headers_and_body():
 def test_the_built_in_route_opens_when_the_provider_names_it():
     with open_routes(provider="gemini", config=None) as routes:
         ids = [info.id for info in routes.runtime.list_providers()]
-        # Beside the two built-in routes that are always there.
-        assert ids == ["deepseek-official", "anthropic", "gemini"]
+        # Beside the other built-in routes, which are always there.
+        assert ids == ["deepseek-official", "anthropic", "gemini", "ollama"]
         models = routes.runtime.list_models("gemini")
         assert models[0].id == "gemini-3-pro-preview"
 

@@ -152,10 +152,11 @@ def test_the_request_shape_exact_url_headers_and_body():
 
 def test_the_built_in_route_opens_when_the_provider_names_it():
     with open_routes(provider="ollama", config=None) as routes:
-        # Beside the two built-in routes that are always there.
+        # Beside the other built-in routes, which are always there.
         assert [info.id for info in routes.runtime.list_providers()] == [
             "deepseek-official",
             "anthropic",
+            "gemini",
             "ollama",
         ]
 

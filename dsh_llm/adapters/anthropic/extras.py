@@ -20,8 +20,6 @@ from typing import Any
 from dsh_llm.adapters.request_extras import AttachmentReader, image_data
 from dsh_llm.protocol import GenerateOptions, ImageBlock
 
-__all__ = ["image_content", "output_format"]
-
 
 def output_format(options: GenerateOptions) -> dict[str, Any] | None:
     """The ``output_config.format`` value for ``options`` (``None`` when no

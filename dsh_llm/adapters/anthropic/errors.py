@@ -37,8 +37,6 @@ from dsh_llm.errors import ErrorCode, LlmError, is_context_window_exceeded_error
 from dsh_llm.protocol import LlmFailure
 from dsh_llm.transport import http_errors
 
-__all__ = ["ERROR_TYPE_CODES", "error_code", "http_error", "stream_failure"]
-
 ERROR_TYPE_CODES: Final[Mapping[str, str]] = {
     "invalid_request_error": ErrorCode.INVALID_REQUEST.value,
     "not_found_error": ErrorCode.INVALID_REQUEST.value,

@@ -26,12 +26,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
 from dsh_llm.adapters import request_extras
-from dsh_llm.adapters._anthropic.catalog import BUDGET_THINKING, ThinkingProfile
-from dsh_llm.adapters._anthropic.extras import (
+from dsh_llm.adapters.anthropic.catalog import BUDGET_THINKING, ThinkingProfile
+from dsh_llm.adapters.anthropic.extras import (
     image_content,
     output_format,
 )
-from dsh_llm.adapters._anthropic.translate import WIRE_FAMILY
+from dsh_llm.adapters.anthropic.translate import WIRE_FAMILY
 from dsh_llm.adapters.request_extras import (
     AttachmentReader,
     merge_extra_body,
@@ -50,18 +50,6 @@ from dsh_llm.protocol import (
     ToolResultBlock,
 )
 from dsh_llm.transport.session import stream_headers
-
-__all__ = [
-    "ANTHROPIC_VERSION",
-    "API_KEY_HEADER",
-    "BUDGET_TOKENS",
-    "METADATA_USER_ID_MAX_CHARS",
-    "MIN_BUDGET_TOKENS",
-    "build_messages_request",
-    "request_headers",
-    "thinking_fields",
-    "tool_choice_wire",
-]
 
 ANTHROPIC_VERSION: Final = "2023-06-01"
 """The ``anthropic-version`` header sent by default."""

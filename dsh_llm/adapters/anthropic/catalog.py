@@ -28,18 +28,6 @@ import attrs
 
 from dsh_llm.adapter import LlmModelReasoningInfo, LlmReasoningEffortInfo
 
-__all__ = [
-    "ADAPTIVE_EFFORTS",
-    "BUDGET_EFFORTS",
-    "BUDGET_THINKING",
-    "CATALOG",
-    "ClaudeModel",
-    "ThinkingProfile",
-    "model_entry",
-    "reasoning_info",
-    "thinking_profile",
-]
-
 BUDGET_EFFORTS: Final = ("off", "low", "medium", "high", "max")
 """The efforts of a ``budget`` model: ``off`` sends no thinking, the others a
 budget (``request.BUDGET_TOKENS``)."""

@@ -29,10 +29,10 @@ import json
 import re
 from typing import Any, Final
 
-from dsh_llm.adapters._anthropic.errors import stream_failure
 from dsh_llm.adapters._wire.translator import WireTranslator
 from dsh_llm.adapters._wire.values import wire_count
 from dsh_llm.adapters._wire.writer import REASONING, TEXT, TOOL_CALL, Block
+from dsh_llm.adapters.anthropic.errors import stream_failure
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import (
     FinishReason,

@@ -1,0 +1,259 @@
+"""``WireFamily``: a wire family as a value, the seam every adapter is built from.
+
+A family names its parts; ``WireAdapter`` (``dsh_llm.adapters._wire.adapter``)
+streams any family with them, so no family copies a stream loop:
+
+- ``config_class``: its one validated config (an ``AdapterConfig``);
+- ``endpoint(config, explicit_key=, environ=)``: where its calls go, fixed when
+  the adapter is built (``Endpoint``: the API root, the display name, and a
+  ``profile`` of whatever else the family derives once from its config);
+- ``request(call)``: one call's ``WireRequest`` (URL, JSON body from the family's
+  pure builder, headers, and the ``auth`` that puts the credential on the request:
+  a header, a bearer token, or request signing);
+- ``decoder(provider)`` and ``translator(call)``: bytes to events, events to what
+  the wire said (a ``WireTranslator`` writing through a ``BlockWriter``);
+- ``classify_error``, ``model_info``, ``list_models`` and ``describe``.
+
+``WireCall`` is what a request or translator hook reads: the options, the config
+snapshot, the endpoint, the attachment store, and the key (read per request).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, Generic, TypeVar
+
+import attrs
+import requests
+
+from dsh_llm.adapter import (
+    LlmModelContext,
+    LlmModelInfo,
+    LlmModelReasoningInfo,
+    LlmResolvedModelInfo,
+)
+from dsh_llm.adapters._wire.config import AdapterConfig, CatalogEntry
+from dsh_llm.adapters.request_extras import AttachmentReader, check_image_input
+from dsh_llm.credentials import Secret, assert_usable_api_key
+from dsh_llm.errors import ErrorCode, LlmError
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.transport.http_errors import HttpErrorClassifier
+from dsh_llm.transport.read_loop import EventDecoder, EventTranslator
+from dsh_llm.transport.sse import SseDecoder
+
+C = TypeVar("C", bound=AdapterConfig)
+P = TypeVar("P")
+
+
+@attrs.frozen(kw_only=True)
+class Endpoint(Generic[P]):
+    """Where an adapter's calls go, fixed when it is built."""
+
+    base_url: str
+    """The API root in force (no trailing slash; a query string kept)."""
+    display_name: str
+    """The provider named in messages and ``provider_info``."""
+    profile: P
+    """What else the family derives once from its config (a server profile,
+    fixed headers); the family's own type."""
+
+
+@attrs.frozen(kw_only=True)
+class WireRequest:
+    """One call's HTTP request, as a family's ``request`` hook builds it."""
+
+    url: str
+    """The endpoint (the API root plus the family's path and query)."""
+    body: Mapping[str, Any]
+    """The JSON body, from the family's pure request builder."""
+    headers: Mapping[str, str]
+    """The headers (lower-case names), ``extra_headers`` included."""
+    auth: requests.auth.AuthBase
+    """Puts the credential on the request (header, bearer token, signature)."""
+
+
+class WireCall(Generic[C, P]):
+    """One call as a family's hooks see it (no I/O happens here).
+
+    Args:
+        options: The call's options.
+        config: The config snapshot the call runs under.
+        endpoint: Where the call goes.
+        attachments: The store images are read from (``None``: refused).
+        key: Reads the key of this request (see ``key()``).
+    """
+
+    __slots__ = ("_key", "attachments", "config", "endpoint", "options")
+
+    def __init__(
+        self,
+        *,
+        options: GenerateOptions,
+        config: C,
+        endpoint: Endpoint[P],
+        attachments: AttachmentReader | None,
+        key: Callable[[], Secret | None],
+    ) -> None:
+        self.options = options
+        """The call's options."""
+        self.config = config
+        """The config snapshot the call runs under."""
+        self.endpoint = endpoint
+        """Where the call goes."""
+        self.attachments = attachments
+        """The store images are read from (``None``: images are refused)."""
+        self._key = key
+
+    @property
+    def provider(self) -> str:
+        """The display name used in messages."""
+        return self.endpoint.display_name
+
+    def key(self) -> Secret | None:
+        """The key of this request: the adapter's explicit one, else the config's
+        ``api_key_env`` read now, else none.
+
+        Raises:
+            LlmError: ``MISSING_CREDENTIAL`` naming the variable and the route
+                when it is unset; ``INVALID_CREDENTIAL`` for a value no header can
+                carry.
+        """
+        return self._key()
+
+    def check_images(self, entry: CatalogEntry | None) -> None:
+        """Refuse images the model cannot take or the store cannot give, before
+        any I/O (``request_extras.check_image_input`` against the model's catalog
+        ``entry``; ``None``: unlisted, text only)."""
+        check_image_input(
+            self.options,
+            provider=self.provider,
+            modalities=None if entry is None else entry.input_modalities,
+            store=self.attachments,
+        )
+
+
+def sse_decoder(provider: str) -> EventDecoder[Any]:
+    """An SSE decoder for a wire without a ``data: [DONE]`` end marker."""
+    return SseDecoder(terminal_data=None, provider=provider)
+
+
+def _no_description(config: Any, endpoint: Endpoint[Any]) -> str:
+    return ""
+
+
+@attrs.frozen(kw_only=True)
+class WireFamily(Generic[C, P]):
+    """A wire family's parts (see the module docstring). Hooks are plain
+    functions of the family's modules; only ``request`` may read the key."""
+
+    name: str
+    """The family's name (``anthropic-messages``, ``chat-completions``)."""
+    config_class: type[C]
+    """The one validated config class."""
+    endpoint: Callable[..., Endpoint[P]]
+    """``endpoint(config, *, explicit_key: bool, environ) -> Endpoint``: the API
+    root and display name (and the family's profile); raises
+    ``AdapterConfigError`` for what only the adapter can check."""
+    request: Callable[[WireCall[C, P]], WireRequest]
+    """One call's request; raises ``LlmError`` for what cannot be sent."""
+    translator: Callable[[WireCall[C, P]], EventTranslator[Any]]
+    """A fresh translator for one call."""
+    model_info: Callable[[C, Endpoint[P], str, str], LlmResolvedModelInfo]
+    """``model_info(config, endpoint, provider, model)``: ``resolve_model``'s
+    answer, without I/O."""
+    decoder: Callable[[str], EventDecoder[Any]] = sse_decoder
+    """``decoder(provider)``: a fresh decoder for one body."""
+    classify_error: HttpErrorClassifier | None = None
+    """Turns a non-2xx answer into its ``LlmError`` (``None``: the shared rules)."""
+    expected: str = "an event stream"
+    """What a 2xx body must be, named when it is not."""
+    route: str | None = None
+    """The route named when its key is missing (``None``: the call's route)."""
+    image_input: bool = True
+    """Whether the family can send images at all."""
+    # Its first argument is the WireAdapter itself, typed Any: the adapter's
+    # module builds on this one.
+    list_models: Callable[[Any, str], tuple[LlmModelInfo, ...]] | None = None
+    """``list_models(adapter, provider)`` when the catalog is not the config's
+    ``models`` (a server's own list); ``None``: the config's catalog."""
+    describe: Callable[[C, Endpoint[P]], str] = _no_description
+    """Extra ``repr`` fields (``", server='vllm'"``); never a key."""
+
+
+def explicit_api_key(api_key: str | Secret | None, *, package: str) -> Secret | None:
+    """The checked key an adapter was constructed with (``None`` stays ``None``).
+
+    Raises:
+        TypeError: for a key that is neither ``str`` nor ``Secret``.
+        LlmError: ``INVALID_CREDENTIAL`` for a key no header can carry (the
+            message names ``package`` and ``api_key``, never the key).
+    """
+    if api_key is None:
+        return None
+    raw = api_key.reveal() if isinstance(api_key, Secret) else api_key
+    if not isinstance(raw, str):
+        raise TypeError(
+            f"api_key must be a str or Secret, got {type(api_key).__name__}"
+        )
+    return Secret(assert_usable_api_key(raw, package, "api_key"))
+
+
+def api_key_from_environ(
+    environ: Mapping[str, str], name: str, *, package: str, route: str
+) -> Secret:
+    """The key in environment variable ``name``, read now (per request).
+
+    Raises:
+        LlmError: ``MISSING_CREDENTIAL`` naming ``name`` and ``route`` when the
+            variable is unset or empty; ``INVALID_CREDENTIAL`` for a value no
+            header can carry.
+    """
+    raw = environ.get(name)
+    if not raw:
+        raise LlmError(
+            f'{package}: no API key for provider route "{route}"; pass api_key or '
+            f"export {name} in the launching environment",
+            ErrorCode.MISSING_CREDENTIAL,
+        )
+    return Secret(assert_usable_api_key(raw, package, name))
+
+
+def offered_modalities(
+    entry: CatalogEntry | None, *, image_input: bool
+) -> tuple[str, ...]:
+    """The inputs an adapter can send for ``entry``: its catalog's, without
+    ``image`` when ``image_input`` is false; ``("text",)`` for an unlisted id."""
+    if entry is None:
+        return ("text",)
+    if image_input:
+        return entry.input_modalities
+    return tuple(m for m in entry.input_modalities if m != "image") or ("text",)
+
+
+def resolved_model_info(
+    provider: str,
+    model: str,
+    entry: CatalogEntry | None,
+    *,
+    context_window: int | None,
+    default_max_tokens: int | None,
+    reasoning: LlmModelReasoningInfo | None,
+    image_input: bool = True,
+) -> LlmResolvedModelInfo:
+    """What ``resolve_model`` answers for ``model`` (``entry``: its catalog entry,
+    ``None`` when unlisted): the entry's name (else the id), description and input
+    modalities, and the given context window, output cap and efforts."""
+    return LlmResolvedModelInfo(
+        provider=provider,
+        id=model,
+        name=(entry.name or entry.id) if entry else model,
+        description=entry.description if entry else None,
+        # An unlisted id is treated as text-only: claiming image input without
+        # knowing would let a host store input the endpoint rejects.
+        input_modalities=offered_modalities(entry, image_input=image_input),
+        context=None
+        if context_window is None
+        else LlmModelContext(context_window=context_window),
+        default_max_tokens=default_max_tokens,
+        reasoning=reasoning,
+    )

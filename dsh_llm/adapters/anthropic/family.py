@@ -1,0 +1,299 @@
+"""The Anthropic Messages family value: config, endpoint, request and model facts.
+
+- ``AnthropicConfig`` is the one validated configuration (``package``
+  ``llm-anthropic``); the catalog is advisory (any model id is sent as is) and
+  by default lists the current Claude models (``catalog.CATALOG``).
+- The base URL is the explicit one, else ``ANTHROPIC_BASE_URL``, else
+  ``https://api.anthropic.com``; ``/v1/messages`` is appended to it.
+- Per call, before any I/O: the image checks, the ``extra_headers`` check, the
+  key (``x-api-key``, so an echo of it is redacted), then the body
+  (``request.build_messages_request``) and its refusals.
+- ``FAMILY`` names the parts ``WireAdapter`` streams with. User guide:
+  ``docs/anthropic.md``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+import attrs
+
+from dsh_llm.adapter import LlmResolvedModelInfo
+from dsh_llm.adapters._wire.config import (
+    AdapterConfig,
+    CatalogModel,
+    adapter_field_order,
+    api_root_url,
+    catalog_entry,
+    endpoint_url,
+    model_catalog,
+)
+from dsh_llm.adapters._wire.family import (
+    Endpoint,
+    WireCall,
+    WireFamily,
+    WireRequest,
+    resolved_model_info,
+)
+from dsh_llm.adapters.anthropic import catalog
+from dsh_llm.adapters.anthropic.errors import http_error
+from dsh_llm.adapters.anthropic.request import (
+    ANTHROPIC_VERSION,
+    build_messages_request,
+    request_headers,
+)
+from dsh_llm.adapters.anthropic.translate import WIRE_FAMILY, MessagesTranslator
+from dsh_llm.config import (
+    RAW_METADATA,
+    check_non_empty_str,
+    check_one_of,
+    check_positive_int,
+    check_safe_positive_int,
+    field_error,
+)
+from dsh_llm.transport.call import url_repr
+from dsh_llm.transport.session import (
+    ApiKeyAuth,
+    NoAuth,
+    is_header_name,
+    is_header_value,
+)
+
+PROVIDER_ROUTE: Final = "anthropic"
+"""The one route this adapter serves."""
+DISPLAY_NAME: Final = "Anthropic"
+"""The route's display name (also the provider named in messages)."""
+PUBLIC_BASE_URL: Final = "https://api.anthropic.com"
+"""The public API root (``/v1/messages`` is appended)."""
+BASE_URL_ENV: Final = "ANTHROPIC_BASE_URL"
+"""Environment variable that may name another API root."""
+DEFAULT_API_KEY_ENV: Final = "ANTHROPIC_API_KEY"
+"""Environment variable the key is read from by default."""
+MESSAGES_PATH: Final = "/v1/messages"
+"""Appended to the API root to reach the endpoint."""
+DEFAULT_STREAM_IDLE_TIMEOUT_MS: Final = 300_000
+"""Default idle timeout: the longest silence while waiting for the next event."""
+DEFAULT_KEEPALIVE_TIMEOUT_MS: Final = 600_000
+"""Default bound on a wait with ``ping`` events but no data."""
+DEFAULT_MAX_TOKENS: Final = 8_192
+"""``max_tokens`` sent for a model without its own (the API requires one)."""
+DEFAULT_CONTEXT_WINDOW: Final = 200_000
+"""Context window advertised for a model without its own."""
+REASONING_EFFORTS: Final = tuple(
+    dict.fromkeys((*catalog.BUDGET_EFFORTS, *catalog.ADAPTIVE_EFFORTS))
+)
+"""Every effort some Claude model takes (a configured default must be one; each
+model accepts its own subset, ``resolve_model`` lists it)."""
+PACKAGE: Final = "llm-anthropic"
+"""The plugin's name, named in config errors and credential messages."""
+
+
+def _catalog_defaults(model_id: str) -> Mapping[str, Any]:
+    """A configured Claude model takes the built-in catalog's inputs by default."""
+    entry = catalog.model_entry(model_id)
+    return {} if entry is None else {"inputModalities": list(entry.input_modalities)}
+
+
+DEFAULT_MODELS: Final = tuple(
+    CatalogModel(
+        id=entry.id,
+        name=entry.name,
+        context_window=entry.context_window,
+        max_tokens=entry.default_max_tokens,
+        input_modalities=entry.input_modalities,
+    )
+    for entry in catalog.CATALOG
+)
+"""The catalog advertised when none is configured (``catalog.CATALOG``)."""
+
+
+def _models(value: object) -> tuple[CatalogModel, ...]:
+    if value is None:
+        return DEFAULT_MODELS
+    return model_catalog(
+        value, CatalogModel, package=PACKAGE, defaults=_catalog_defaults
+    )
+
+
+def _check_base_url(inst: object, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if value is not None:
+        api_root_url(value, package=PACKAGE, endpoint=MESSAGES_PATH)
+
+
+def _check_header_value(
+    inst: object, attribute: attrs.Attribute[Any], value: Any
+) -> None:
+    check_non_empty_str(inst, attribute, value)
+    if not is_header_value(value):
+        raise field_error(
+            inst, attribute.name, "must be printable ASCII (it travels as a header)"
+        )
+
+
+def _beta(value: Sequence[str]) -> tuple[str, ...]:
+    return tuple(value) if isinstance(value, list | tuple) else value  # type: ignore[return-value]
+
+
+def _check_beta(inst: object, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if not isinstance(value, tuple) or not all(is_header_name(item) for item in value):
+        raise field_error(
+            inst,
+            attribute.name,
+            "must be a list of feature names (no spaces, commas or quotes)",
+        )
+
+
+@attrs.frozen(kw_only=True, field_transformer=adapter_field_order)
+class AnthropicConfig(AdapterConfig):
+    """The one ``AnthropicAdapter`` configuration: the constructor's keyword
+    arguments build it, ``AnthropicAdapter.from_config`` takes it, and the
+    ``llm-anthropic`` plugin structures its YAML entry into it (camelCase keys:
+    ``apiKeyEnv``, ``baseURL``, ``anthropicVersion``...). Every field is checked
+    on construction: a bad value raises ``AdapterConfigError`` keyed by its
+    config key. A config never holds a key: ``api_key_env`` names the variable."""
+
+    package = PACKAGE
+    default_stream_idle_timeout_ms = DEFAULT_STREAM_IDLE_TIMEOUT_MS
+    default_stream_keepalive_timeout_ms = DEFAULT_KEEPALIVE_TIMEOUT_MS
+
+    api_key_env: str = attrs.field(
+        default=DEFAULT_API_KEY_ENV, validator=check_non_empty_str
+    )
+    """Environment variable holding the key."""
+    base_url: str | None = attrs.field(
+        default=None, repr=url_repr, validator=_check_base_url
+    )
+    """API root; default ``ANTHROPIC_BASE_URL``, then the public URL (its
+    credentials are hidden in the ``repr``)."""
+    anthropic_version: str = attrs.field(
+        default=ANTHROPIC_VERSION, validator=_check_header_value
+    )
+    """The ``anthropic-version`` header."""
+    beta: tuple[str, ...] = attrs.field(
+        default=(), converter=_beta, validator=_check_beta
+    )
+    """``anthropic-beta`` features to send (none by default)."""
+    reasoning_effort: str | None = attrs.field(
+        default=None,
+        validator=attrs.validators.optional(check_one_of(*REASONING_EFFORTS)),
+    )
+    """Default effort when a request names none (unset: the model's default)."""
+    max_tokens: int = attrs.field(
+        default=DEFAULT_MAX_TOKENS, validator=check_safe_positive_int
+    )
+    """``max_tokens`` sent for models without their own."""
+    default_context_window: int = attrs.field(
+        default=DEFAULT_CONTEXT_WINDOW, validator=check_positive_int
+    )
+    """Context window of models without their own."""
+    models: tuple[CatalogModel, ...] = attrs.field(
+        default=None, converter=_models, metadata={RAW_METADATA: True}
+    )
+    """The advertised catalog (``None``: ``DEFAULT_MODELS``; empty: none). An
+    entry names a model's context window, ``max_tokens`` and inputs (default:
+    the built-in catalog's for a known id, else text only)."""
+
+    def model(self, model_id: str) -> CatalogModel | None:
+        """The catalog entry for ``model_id``, if listed."""
+        return catalog_entry(self.models, model_id)
+
+
+def resolve_base_url(
+    config: AnthropicConfig, environ: Mapping[str, str] | None = None
+) -> str:
+    """The API root in force: ``config.base_url``, else ``ANTHROPIC_BASE_URL``
+    from ``environ`` (default ``os.environ``), else ``PUBLIC_BASE_URL``.
+
+    Raises:
+        AdapterConfigError: keyed ``baseURL`` for a bad ``ANTHROPIC_BASE_URL``
+            (the message names the variable, never the URL).
+    """
+    environ = os.environ if environ is None else environ
+    if config.base_url is not None:
+        return api_root_url(config.base_url, package=PACKAGE, endpoint=MESSAGES_PATH)
+    if environ.get(BASE_URL_ENV):
+        return api_root_url(
+            environ[BASE_URL_ENV],
+            package=PACKAGE,
+            source=BASE_URL_ENV,
+            endpoint=MESSAGES_PATH,
+        )
+    return PUBLIC_BASE_URL
+
+
+def _endpoint(
+    config: AnthropicConfig, *, explicit_key: bool, environ: Mapping[str, str]
+) -> Endpoint[None]:
+    return Endpoint(
+        base_url=resolve_base_url(config, environ),
+        display_name=DISPLAY_NAME,
+        profile=None,
+    )
+
+
+def model_info(
+    config: AnthropicConfig, endpoint: Endpoint[None], provider: str, model: str
+) -> LlmResolvedModelInfo:
+    """``resolve_model``'s answer: the entry's (else the config's) context window
+    and ``max_tokens``, and the model's efforts (``catalog.thinking_profile``)."""
+    entry = config.model(model)
+    return resolved_model_info(
+        provider,
+        model,
+        entry,
+        context_window=(entry.context_window if entry else None)
+        or config.default_context_window,
+        default_max_tokens=(entry.max_tokens if entry else None) or config.max_tokens,
+        reasoning=catalog.reasoning_info(
+            catalog.thinking_profile(model), config.reasoning_effort
+        ),
+    )
+
+
+def _request(call: WireCall[AnthropicConfig, None]) -> WireRequest:
+    options, config = call.options, call.config
+    entry = config.model(options.model)
+    call.check_images(entry)
+    headers = request_headers(
+        options,
+        anthropic_version=config.anthropic_version,
+        beta=config.beta,
+        provider=call.provider,
+    )
+    key = call.key()
+    body = build_messages_request(
+        options,
+        model_max_tokens=(entry.max_tokens if entry else None) or config.max_tokens,
+        thinking=catalog.thinking_profile(options.model),
+        default_effort=config.reasoning_effort,
+        attachments=call.attachments,
+        provider=call.provider,
+    )
+    return WireRequest(
+        url=endpoint_url(call.endpoint.base_url, MESSAGES_PATH),
+        body=body,
+        headers=headers,
+        auth=NoAuth() if key is None else ApiKeyAuth(key, header="x-api-key"),
+    )
+
+
+def _translator(call: WireCall[AnthropicConfig, None]) -> MessagesTranslator:
+    return MessagesTranslator(
+        provider=call.provider,
+        empty_response_as_stop=call.config.empty_response_as_stop,
+    )
+
+
+FAMILY: Final = WireFamily(
+    name=WIRE_FAMILY,
+    config_class=AnthropicConfig,
+    endpoint=_endpoint,
+    request=_request,
+    translator=_translator,
+    model_info=model_info,
+    classify_error=http_error,
+    route=PROVIDER_ROUTE,
+)
+"""The Anthropic Messages wire family."""
