@@ -205,12 +205,13 @@ class _Rules(abc.ABC):
 class _OpenBlock:
     """The one open block of a strict stream, with what its deltas added up to."""
 
-    __slots__ = ("block_type", "call_id", "call_name", "content", "index")
+    __slots__ = ("block_type", "call_id", "call_name", "content", "deltas", "index")
 
     def __init__(self, index: int, block_type: str) -> None:
         self.index = index
         self.block_type = block_type
         self.content = TextBuffer()
+        self.deltas = 0
         self.call_id: str | None = None
         self.call_name: str | None = None
 
@@ -268,6 +269,7 @@ class _StrictRules(_Rules):
                     self.tool_call_delta(chunk, block)
                 else:
                     block.content.append(chunk.text)
+                block.deltas += 1
             case BlockEnd():
                 self.block_end(chunk)
             case UsageChunk():
@@ -398,6 +400,13 @@ class _StrictRules(_Rules):
                 "block-end type mismatch",
                 f"block {index} is a {block.block_type} block but its block-end "
                 f"carries a {ended.type} block (rules 4 and 5)",
+            )
+        if isinstance(ended, TextBlock) and not block.deltas:
+            self.violation(
+                chunk,
+                "text block without a delta",
+                f"text block {index} ends without a text-delta; a text block is "
+                "block-start, at least one delta, block-end (rule 1)",
             )
         if isinstance(ended, TextBlock | ReasoningBlock):
             self.compare(chunk, "text", ended.text, block.content)

@@ -272,7 +272,10 @@ def block_plans(draw: st.DrawFn, kind: str | None = None) -> BlockPlan:
     """One block of the given kind (any of the three when ``None``)."""
     kind = kind if kind is not None else draw(st.sampled_from(BLOCK_KINDS))
     if kind != "tool-call":
-        return BlockPlan(kind=kind, pieces=draw(_split(draw(st.text(max_size=20)))))
+        pieces = draw(_split(draw(st.text(max_size=20))))
+        if kind == "text" and not pieces:
+            pieces = ("",)  # a text block has at least one delta (rule 1)
+        return BlockPlan(kind=kind, pieces=pieces)
     pieces = draw(_split(draw(_arguments)))
     return BlockPlan(
         kind=kind,

@@ -62,7 +62,8 @@ def test_the_validator_message_shown_is_the_validators():
         TextDelta(index=0, text="Hi"),
         BlockEnd(index=0, block=TextBlock(text="Hi")),
         BlockStart(index=1, block_type="text"),
-        BlockEnd(index=1, block=TextBlock(text="")),
+        TextDelta(index=1, text="Ok"),
+        BlockEnd(index=1, block=TextBlock(text="Ok")),
         TextDelta(index=1, text="late"),
     ]
     with pytest.raises(LlmError) as caught:

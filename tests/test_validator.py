@@ -131,6 +131,7 @@ VALID_STRICT: dict[str, list[StreamChunk]] = {
         text(0, ""),
         end_text(0, "x"),
         start(1),
+        text(1, ""),
         end_text(1, ""),
         USAGE,
         STOP,
@@ -503,6 +504,22 @@ def test_index_forced_outside_its_domain_is_a_violation_in_both_modes():
         message = violation([chunk], strict=strict)
         assert "invalid index" in message
         assert "non-negative safe integer, got -1" in message
+
+
+def test_a_text_block_without_a_delta_fails_strict_and_passes_lenient():
+    chunks: list[StreamChunk] = [*text_block(0, "a"), start(1), end_text(1, "")]
+    chunks += [USAGE, STOP]
+    message = violation(chunks)
+    assert message.startswith(
+        "chunk #5 (block-end, index 1): text block without a delta: text block 1 "
+        "ends without a text-delta"
+    )
+    assert "(rule 1)" in message
+    assert_chunk_sequence(chunks, strict=False)
+    # A reasoning block may carry no text (a signed or redacted thought).
+    assert_chunk_sequence(
+        [start(0, "reasoning"), end_reasoning(0, ""), USAGE, STOP], strict=True
+    )
 
 
 def test_interleaved_typescript_stream_fails_strict_and_passes_lenient():

@@ -42,6 +42,8 @@ from dsh_llm.protocol import (
     Message,
     ModelSource,
     StreamChunk,
+    TokenUsage,
+    UsageChunk,
 )
 from dsh_llm.runtime.prepare import (
     AdapterDefaults,
@@ -72,8 +74,11 @@ __all__ = [
 
 _log = logging.getLogger("dsh_llm")
 _CHUNK_CLASSES: Final = tuple(CHUNK_TYPES.values())
-_PLAIN_CHUNKS: Final = frozenset(_CHUNK_CLASSES) - {Finish}
-"""The chunk classes that end nothing: a chunk of exactly one of them passes."""
+_PLAIN_CHUNKS: Final = frozenset(_CHUNK_CLASSES) - {Finish, UsageChunk}
+"""The chunk classes that end nothing and need no note: a chunk of exactly one
+of them passes."""
+_REPAIRED: set[str] = set()
+"""The routes whose adapter had its usage moved before its finish (logged once)."""
 
 
 class StreamNext(Protocol):
@@ -224,6 +229,7 @@ def police(
     """The adapter's chunks up to and including exactly one ``Finish``."""
     completed = False
     finished = False
+    usage_seen = False
     try:
         while True:
             try:
@@ -253,14 +259,53 @@ def police(
                 # consumer, who already has a complete stream. The adapter
                 # is closed below, whether the consumer reads on or stops.
                 finished = True
+                if not usage_seen:
+                    yield from _repaired_usage(iterator, chunk, provider)
                 yield chunk
                 return
+            if type(chunk) is UsageChunk:
+                usage_seen = True
             yield chunk
     finally:
         if finished:
             _close_after_end(iterator, provider)
         elif not completed:
             close_source(iterator)
+
+
+def _repaired_usage(
+    iterator: Iterator[object], finish: Finish, provider: str
+) -> Iterator[UsageChunk]:
+    """The usage a finish came without (rule 7: usage, then finish): a usage the
+    adapter yields right after its finish is moved before it; a successful finish
+    with none at all gets an unknown usage (every count ``None``). Either repair
+    is logged once per route; a failure finish may come without usage."""
+    late: object = None
+    try:
+        late = next(iterator)
+    except Exception:
+        late = None  # the finish already ended the call: a late end is ignored
+    if type(late) is UsageChunk:
+        _note_repair(provider, "yielded its usage after its finish; moved before it")
+        yield late
+    elif not finish.reason.is_failure:
+        _note_repair(
+            provider,
+            "finished without a usage; an unknown usage (every count null) was added",
+        )
+        yield UsageChunk(usage=TokenUsage.unknown())
+
+
+def _note_repair(provider: str, what: str) -> None:
+    if provider in _REPAIRED:
+        return
+    _REPAIRED.add(provider)
+    _log.warning(
+        'the adapter for provider "%s" %s (rule 7 of docs/protocol.md); '
+        "logged once per route",
+        provider,
+        what,
+    )
 
 
 def failure_finish(exc: Exception, signal: AbortSignal | None) -> Finish:

@@ -833,3 +833,50 @@ def test_an_aborted_resolve_surfaces_only_the_abort_reason_unchanged() -> None:
     with pytest.raises(LlmError) as caught:
         runtime.resolve_model_info("route", "m", controller.signal)
     assert caught.value.code == "UNKNOWN"
+
+
+# --- rule 7 repaired, never silently ----------------------------------------------
+
+
+def _stream_of(script: Iterable[StreamChunk], route: str) -> list[StreamChunk]:
+    runtime = LlmRuntime()
+    runtime.register_adapter([route], ScriptedAdapter(script))
+    return drain(runtime.stream(options(provider=route)))
+
+
+def test_a_usage_yielded_after_the_finish_is_moved_before_it_and_logged_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    *blocks, usage, finish = SCRIPT
+    late = [*blocks, finish, usage]
+    with caplog.at_level("WARNING", logger="dsh_llm"):
+        first = _stream_of(late, "late-usage")
+        second = _stream_of(late, "late-usage")
+    assert first == second == list(SCRIPT)
+    (record,) = caplog.records
+    assert 'provider "late-usage" yielded its usage after its finish' in record.message
+    assert "rule 7" in record.message
+
+
+def test_a_successful_finish_without_usage_gets_an_unknown_usage_and_a_log(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    *blocks, _usage, finish = SCRIPT
+    with caplog.at_level("WARNING", logger="dsh_llm"):
+        chunks = _stream_of([*blocks, finish], "no-usage")
+    assert chunks == [*blocks, UsageChunk(usage=TokenUsage.unknown()), finish]
+    (record,) = caplog.records
+    assert 'provider "no-usage" finished without a usage' in record.message
+
+
+def test_a_failure_finish_may_come_without_usage_unchanged_and_unlogged(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    failed = Finish(
+        reason=FinishReason.error(LlmFailure(message="gone", code="SERVER"))
+    )
+    script = [*SCRIPT[:2], failed]
+    with caplog.at_level("WARNING", logger="dsh_llm"):
+        chunks = _stream_of(script, "failed-without-usage")
+    assert chunks == script
+    assert caplog.records == []
