@@ -42,6 +42,7 @@ from dsh_llm.protocol import (
     ContentBlock,
     Finish,
     FinishReason,
+    GenerateOptions,
     LlmFailure,
     Message,
     MessageSource,
@@ -57,6 +58,7 @@ from dsh_llm.protocol import (
     ToolCallDelta,
     UsageChunk,
     checks,
+    create_assistant_message,
     create_message,
     reasoning_of,
     text_of,
@@ -435,6 +437,10 @@ def assemble_stream(
         ``STREAM_CLOSED`` (a stream cut short is not passed off as a ``stop``).
     """
     assembler = BlockAssembler()
+    return assembler, _push_all(assembler, chunks)
+
+
+def _push_all(assembler: BlockAssembler, chunks: Iterable[StreamChunk]) -> FinishReason:
     finished = False
     iterator = iter(chunks)
     try:
@@ -446,18 +452,21 @@ def assemble_stream(
         # collection, when a chunk could not be assembled.
         close_source(iterator)
     if not finished:
-        return assembler, FinishReason.error(
+        return FinishReason.error(
             LlmFailure(
                 message="stream ended without a finish chunk; its output may be "
                 "truncated",
                 code=ErrorCode.STREAM_CLOSED.value,
             )
         )
-    return assembler, assembler.finish
+    return assembler.finish
 
 
 def collect(
-    stream: Iterable[StreamChunk], *, source: MessageSource | None = None
+    stream: Iterable[StreamChunk],
+    *,
+    source: MessageSource | None = None,
+    options: GenerateOptions | None = None,
 ) -> AssembledResponse:
     """Assemble a whole stream in one call (for notebooks and scripts).
 
@@ -465,25 +474,54 @@ def collect(
     ``dsh_llm.validate_stream`` for that: a violation then raises ``INVARIANT``
     first). Exceptions raised by the stream propagate unchanged.
 
+    The reply's ``message`` is ready to append to the next request: from a
+    ``ChunkStream`` (what ``adapter.stream`` and ``runtime.stream`` return), or
+    with ``options`` given, it names the route and model and keeps the finish's
+    replay state (a signed thought, an encrypted reasoning item), which the
+    provider needs back in a tool loop.
+
     Args:
         stream: The chunks, e.g. ``adapter.stream(options)``.
-        source: The message's source; as for ``BlockAssembler.message``.
+        source: The message's source (overrides the one ``options`` give);
+            ``PluginSource("dsh-llm/assembler")`` when neither is known.
+        options: The request the stream answers, when ``stream`` does not carry
+            them.
 
     Returns:
         The assembled message, usage and finish reason.
 
     Raises:
         LlmError: with the failure's code and facts when the stream finished with
-            ``error`` or ``aborted`` (the partial output is discarded); with code
+            ``error`` or ``aborted`` (the partial output is discarded; its
+            ``usage`` is the usage reported before the failure); with code
             ``STREAM_CLOSED`` when the stream ended without a ``finish`` chunk,
             rather than passing a truncated response off as a ``stop``.
     """
-    assembler, reason = assemble_stream(stream)
+    if options is None:
+        carried = getattr(stream, "options", None)
+        options = carried if isinstance(carried, GenerateOptions) else None
+    assembler = BlockAssembler()
+    try:
+        reason = _push_all(assembler, stream)
+    except LlmError as error:
+        # An adapter raises its failure after the usage it already reported.
+        if error.usage is None:
+            error.usage = assembler.usage
+        raise
     if reason.failure is not None:
-        raise LlmError.from_failure(reason.failure)
-    return AssembledResponse(
-        message=assembler.message(source), usage=assembler.usage, finish=reason
-    )
+        failed = LlmError.from_failure(reason.failure)
+        failed.usage = assembler.usage
+        raise failed
+    if source is None and options is not None:
+        message = create_assistant_message(
+            assembler.blocks(),
+            provider=options.provider,
+            model=options.model,
+            replay_state=assembler.replay_state,
+        )
+    else:
+        message = assembler.message(source)
+    return AssembledResponse(message=message, usage=assembler.usage, finish=reason)
 
 
 _FIELDS = (

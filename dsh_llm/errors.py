@@ -22,7 +22,7 @@ from typing import Any, Final
 
 import attrs
 
-from dsh_llm.protocol import LlmFailure
+from dsh_llm.protocol import LlmFailure, TokenUsage
 
 __all__ = [
     "CONTEXT_WINDOW_EXCEEDED_CODE",
@@ -416,6 +416,11 @@ class LlmError(HarnessError):
             request_id=request_id,
         )
         """A frozen snapshot of the facts, ready for a ``Finish``."""
+        self.usage: TokenUsage | None = None
+        """The usage the provider reported before the failure (set by
+        ``dsh_llm.collect``, so a failed attempt can still be billed);
+        ``None`` when none was reported or the error did not come from a
+        stream."""
 
     @classmethod
     def from_failure(

@@ -36,7 +36,13 @@ from dsh_llm import (
     validate_stream,
 )
 from dsh_llm.assembler import ASSEMBLER_SOURCE, assemble_stream, unreachable_variant
-from dsh_llm.protocol import ModelSource, PluginSource, create_assistant_message
+from dsh_llm.protocol import (
+    ChunkStream,
+    GenerateOptions,
+    ModelSource,
+    PluginSource,
+    create_assistant_message,
+)
 from tests.strategies import finish_reasons, indexes, token_usages
 from tests.stream_plans import StreamPlan, stream_plans
 
@@ -736,3 +742,64 @@ def test_a_response_is_validated_and_failures_are_not_ok() -> None:
             AssembledResponse(**(fields | bad))  # type: ignore[arg-type]
     with pytest.raises((TypeError, ValueError)):
         AssembledResponse(message="hi", usage=None, finish=FinishReason.STOP)  # type: ignore[arg-type]
+
+
+# --- what collect keeps for the next turn and for billing -----------------------
+
+REPLAY = ReplayEnvelope(response={"wire": "w", "id": "r1"}, blocks=({"sig": "s"},))
+REPLAYED_STREAM: list[StreamChunk] = [
+    BlockStart(index=0, block_type="reasoning"),
+    ReasoningDelta(index=0, text="think"),
+    BlockEnd(index=0, block=ReasoningBlock(text="think")),
+    UsageChunk(usage=TokenUsage(input_tokens=3, output_tokens=4)),
+    Finish(reason=FinishReason.STOP, replay_state=REPLAY),
+]
+
+
+def test_collect_of_a_chunk_stream_keeps_route_model_and_replay_state():
+    options = GenerateOptions.from_prompt("m-1", "hi", provider="route-a")
+    reply = collect(ChunkStream(iter_chunks(REPLAYED_STREAM), options))
+    source = reply.message.source
+    assert isinstance(source, ModelSource)
+    assert (source.provider, source.model) == ("route-a", "m-1")
+    assert source.replay_state == REPLAY
+
+
+def test_collect_with_options_keeps_the_replay_state_of_a_plain_iterable():
+    options = GenerateOptions.from_prompt("m-1", "hi", provider="route-a")
+    reply = collect(REPLAYED_STREAM, options=options)
+    assert isinstance(reply.message.source, ModelSource)
+    assert reply.message.source.replay_state == REPLAY
+    # Without options nothing names the route: no replay state is claimed.
+    assert reply.message.source != collect(REPLAYED_STREAM).message.source
+    assert collect(REPLAYED_STREAM).message.source == ASSEMBLER_SOURCE
+
+
+def test_the_error_collect_raises_carries_the_usage_reported_before_it():
+    usage = TokenUsage(input_tokens=7, output_tokens=2)
+    failure = LlmFailure(message="overloaded", code="SERVER")
+    finished: list[StreamChunk] = [
+        BlockStart(index=0, block_type="text"),
+        TextDelta(index=0, text="partial"),
+        UsageChunk(usage=usage),
+        Finish(reason=FinishReason.error(failure)),
+    ]
+    with pytest.raises(LlmError) as caught:
+        collect(finished)
+    assert caught.value.usage == usage
+
+    def raising() -> Iterator[StreamChunk]:
+        yield from finished[:3]
+        raise LlmError("overloaded", ErrorCode.SERVER)
+
+    with pytest.raises(LlmError) as raised:
+        collect(raising())
+    assert raised.value.usage == usage
+    # A failure before any usage has none to carry.
+    with pytest.raises(LlmError) as bare:
+        collect([Finish(reason=FinishReason.error(failure))])
+    assert bare.value.usage is None
+
+
+def iter_chunks(chunks: list[StreamChunk]) -> Iterator[StreamChunk]:
+    yield from chunks

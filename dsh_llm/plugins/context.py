@@ -25,7 +25,7 @@ import itertools
 import logging
 import os
 import threading
-from collections.abc import Callable, Generator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 from dsh_llm.adapter import (
@@ -36,7 +36,7 @@ from dsh_llm.adapter import (
 )
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.plugins.config import quoted
-from dsh_llm.protocol import GenerateOptions, LlmCallConfig, StreamChunk
+from dsh_llm.protocol import ChunkStream, GenerateOptions, LlmCallConfig
 from dsh_llm.retry import RetryPolicy
 from dsh_llm.runtime import (
     AdapterRegistration,
@@ -118,7 +118,7 @@ class ScopedLlmRuntime:
             remove()
             raise
 
-    def stream(self, options: GenerateOptions) -> Generator[StreamChunk, None, None]:
+    def stream(self, options: GenerateOptions) -> ChunkStream:
         """``LlmRuntime.stream``."""
         return self._runtime.stream(options)
 

@@ -93,6 +93,7 @@ from dsh_llm.protocol.request import (
     ToolSchema,
     call_config_equals,
 )
+from dsh_llm.protocol.stream import ChunkStream
 
 __all__ = [
     "BLOCK_TYPES",
@@ -109,6 +110,7 @@ __all__ = [
     "BlockEnd",
     "BlockStart",
     "CallId",
+    "ChunkStream",
     "ContentBlock",
     "ContextSnapshotSection",
     "Finish",

@@ -34,7 +34,7 @@ from dsh_llm.adapter import (
     LlmResolvedModelInfo,
 )
 from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.protocol import GenerateOptions, LlmCallConfig, StreamChunk
+from dsh_llm.protocol import ChunkStream, GenerateOptions, LlmCallConfig, StreamChunk
 from dsh_llm.retry import RetryPolicy
 from dsh_llm.runtime.prepare import (
     AdapterDefaults,
@@ -111,7 +111,7 @@ class PreparedLlmCall:
         """Which config fields the adapter filled in."""
         return self._dispatch.defaults
 
-    def stream(self, options: GenerateOptions) -> Generator[StreamChunk, None, None]:
+    def stream(self, options: GenerateOptions) -> ChunkStream:
         """Dispatch the call (once), through the middleware chain.
 
         ``options``' call-config fields (provider, model, reasoning effort,
@@ -131,7 +131,7 @@ class PreparedLlmCall:
             if options.call_config() != self._dispatch.config:
                 raise config_changed()
             self._dispatched = True
-        return self._runtime._stream(options, self._dispatch)
+        return ChunkStream(self._runtime._stream(options, self._dispatch), options)
 
     def __repr__(self) -> str:
         config = self._dispatch.config
@@ -313,19 +313,19 @@ class LlmRuntime:
 
         return remove
 
-    def stream(self, options: GenerateOptions) -> Generator[StreamChunk, None, None]:
-        """Stream one model call (a lazy generator; nothing runs before the first
-        ``next()``).
+    def stream(self, options: GenerateOptions) -> ChunkStream:
+        """Stream one model call (lazy: nothing runs before the first ``next()``;
+        the ``ChunkStream`` carries ``options``).
 
         A failed call ends with one ``Finish`` of kind ``error`` or ``aborted``
-        carrying the failure; it is not raised. Closing the generator closes the
+        carrying the failure; it is not raised. Closing the stream closes the
         adapter's iterator.
 
         Raises:
             TypeError: when ``options`` is not a ``GenerateOptions``.
         """
         require_options(options)
-        return self._stream(options, None)
+        return ChunkStream(self._stream(options, None), options)
 
     def _stream(
         self, options: GenerateOptions, prepared: PreparedDispatch | None

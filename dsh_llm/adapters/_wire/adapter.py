@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Generator, Mapping
 from typing import Any, ClassVar, Generic, Self, TypeVar
 
 from dsh_llm.adapter import (
@@ -43,7 +43,7 @@ from dsh_llm.adapters._wire.family import (
 from dsh_llm.adapters.request_extras import AttachmentReader
 from dsh_llm.credentials import Secret
 from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.protocol import GenerateOptions, StreamChunk
+from dsh_llm.protocol import ChunkStream, GenerateOptions, StreamChunk
 from dsh_llm.retry import RetryPolicy
 from dsh_llm.serde import compact_json
 from dsh_llm.signal import AbortSignal
@@ -232,15 +232,19 @@ class WireAdapter(LlmAdapter, Generic[C]):
 
     # -- streaming ---------------------------------------------------------------------
 
-    def stream(self, options: GenerateOptions) -> Iterator[StreamChunk]:
-        """Stream one call (a generator; checks run at the first ``next()``).
+    def stream(self, options: GenerateOptions) -> ChunkStream:
+        """Stream one call (lazy: checks run at the first ``next()``); the
+        ``ChunkStream`` carries ``options``, so ``collect`` keeps the reply's
+        replay state.
 
         Raises:
             LlmError: see the adapter's docs page and ``docs/errors.md``.
         """
-        return self._stream(options, self._config)
+        return ChunkStream(self._stream(options, self._config), options)
 
-    def _stream(self, options: GenerateOptions, config: C) -> Iterator[StreamChunk]:
+    def _stream(
+        self, options: GenerateOptions, config: C
+    ) -> Generator[StreamChunk, None, None]:
         family = self.family
         endpoint = self._endpoint
         call: WireCall[C, Any] = WireCall(

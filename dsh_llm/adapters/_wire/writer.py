@@ -154,9 +154,15 @@ class BlockWriter:
     # -- items -------------------------------------------------------------------------
 
     def open(
-        self, kind: BlockKind, *, call_id: str | None = None, name: str | None = None
+        self,
+        kind: BlockKind,
+        *,
+        call_id: str | None = None,
+        name: str | None = None,
+        text: str = "",
     ) -> Block:
-        """A new item of ``kind`` after every item opened so far.
+        """A new item of ``kind`` after every item opened so far, holding ``text``
+        already (its first delta carries it: a whole tool call is one delta).
 
         A tool call carries ``call_id`` and ``name`` on each of its deltas (its
         ``name`` may still grow by ``extend_name`` until the block starts).
@@ -164,6 +170,8 @@ class BlockWriter:
         if self.finished:
             raise ValueError("the writer already finished")
         block = Block(kind, call_id or "", name or "")
+        if text:
+            block.buffer.append(text)
         self._queue.append(block)
         if len(self._queue) == 1:
             self._pump()

@@ -246,17 +246,12 @@ class MessagesTranslator(WireTranslator[SseEvent]):
         wire_type = content.get("type")
         block: Block
         if wire_type == TEXT:
-            text = self._string(content, "text")
-            block = writer.open(TEXT)
-            if text:
-                writer.append(block, text)
+            block = writer.open(TEXT, text=self._string(content, "text"))
         elif wire_type == _THINKING:
             thinking = self._string(content, "thinking")
             signature = self._string(content, "signature")
-            block = writer.open(REASONING)
+            block = writer.open(REASONING, text=thinking)
             block.replay = signature
-            if thinking:
-                writer.append(block, thinking)
         elif wire_type == _REDACTED:
             data = self._string(content, "data")
             block = writer.open(REASONING)
@@ -272,9 +267,7 @@ class MessagesTranslator(WireTranslator[SseEvent]):
                 if type(initial) is dict and initial
                 else ""
             )
-            block = writer.open(TOOL_CALL, call_id=call_id, name=name)
-            if whole:
-                writer.append(block, whole)
+            block = writer.open(TOOL_CALL, call_id=call_id, name=name, text=whole)
         else:
             self._blocks[index] = _OPAQUE
             return

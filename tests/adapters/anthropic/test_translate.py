@@ -525,3 +525,20 @@ def test_a_malformed_payload_error_keeps_only_its_start() -> None:
     assert caught.value.code == ErrorCode.MALFORMED_RESPONSE
     assert "sk-ant-hidden-tail" not in error_chain(caught.value)
     assert caught.value.__context__ is None
+
+
+def test_a_whole_tool_input_sent_at_block_start_is_one_delta() -> None:
+    chunks = run(
+        start(),
+        block_start(
+            0, {"type": "tool_use", "id": "toolu_1", "name": "f", "input": {"a": 1}}
+        ),
+        block_stop(0),
+        message_delta("tool_use"),
+        STOP,
+    )
+    deltas = [c for c in chunks if isinstance(c, ToolCallDelta)]
+    assert [(d.id, d.name, d.arguments_delta) for d in deltas] == [
+        ("toolu_1", "f", '{"a": 1}')
+    ]
+    assert chunks[-1].reason.kind == "tool-calls"  # type: ignore[union-attr]
