@@ -128,13 +128,28 @@ class OllamaTranslator(WireTranslator[Any]):
         if message is not None:
             if type(message) is not dict:
                 raise writer.malformed("a message that is not an object")
-            # Unrolled (thinking, content, tool_calls): this is the per-token path.
-            thinking = message.get("thinking")
-            if thinking is not None:
-                self._text(REASONING, "thinking", thinking)
-            content = message.get("content")
-            if content is not None:
-                self._text(TEXT, "content", content)
+            # Unrolled, and a piece for the block streaming now appended
+            # inline: this is the per-token path.
+            text = message.get("thinking")
+            if text is not None:
+                if type(text) is not str:
+                    raise writer.malformed("a message thinking that is not a string")
+                if text:
+                    block = self._block
+                    if block is not None and block.kind is REASONING:
+                        writer.append(block, text)
+                    else:
+                        self._switch(REASONING, text)
+            text = message.get("content")
+            if text is not None:
+                if type(text) is not str:
+                    raise writer.malformed("a message content that is not a string")
+                if text:
+                    block = self._block
+                    if block is not None and block.kind is TEXT:
+                        writer.append(block, text)
+                    else:
+                        self._switch(TEXT, text)
             calls = message.get("tool_calls")
             if calls is not None:
                 self._calls(calls)
@@ -147,17 +162,13 @@ class OllamaTranslator(WireTranslator[Any]):
 
     # -- lines -------------------------------------------------------------------------
 
-    def _text(self, kind: BlockKind, field: str, text: object) -> None:
-        if type(text) is not str:
-            raise self.writer.malformed(f"a message {field} that is not a string")
-        if not text:
-            return
-        block = self._block
-        if block is None or block.kind is not kind:
-            if block is not None:
-                self.writer.end(block)
-            block = self._block = self.writer.open(kind)
-        self.writer.append(block, text)
+    def _switch(self, kind: BlockKind, text: str) -> None:
+        """A change of kind: the block streaming now ends, a new one starts."""
+        writer = self.writer
+        if self._block is not None:
+            writer.end(self._block)
+        block = self._block = writer.open(kind)
+        writer.append(block, text)
 
     def _calls(self, calls: object) -> None:
         if type(calls) is not list:
