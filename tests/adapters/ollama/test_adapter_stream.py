@@ -19,7 +19,13 @@ from dsh_llm.adapters._ollama.request import build_chat_request
 from dsh_llm.adapters.ollama import PROVIDER_ROUTE, OllamaAdapter, OllamaModel
 from dsh_llm.attribution import user_agent
 from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.protocol import Finish, GenerateOptions, TextDelta, create_user_message
+from dsh_llm.protocol import (
+    Finish,
+    GenerateOptions,
+    TextDelta,
+    TokenUsage,
+    create_user_message,
+)
 from dsh_llm.serde import chunk_to_dict, read_jsonl
 from dsh_llm.signal import AbortController
 from dsh_llm.testing import LoopbackServer, Reply, Stall
@@ -186,6 +192,30 @@ def test_a_body_cut_before_done_is_stream_closed(server):
     assert isinstance(finish, Finish)
     assert finish.reason.failure is not None
     assert finish.reason.failure.code == ErrorCode.STREAM_CLOSED
+
+
+def _raised(stream: Any) -> tuple[list[Any], LlmError]:
+    """What ``stream`` yielded before it raised, and what it raised."""
+    chunks: list[Any] = []
+    with pytest.raises(LlmError) as caught:
+        chunks.extend(stream)
+    return chunks, caught.value
+
+
+def test_failures_in_the_body_are_raised_after_the_usage_reported(server):
+    server.enqueue(Reply(body=_lines(_content("half"), {"error": "runner crashed"})))
+    server.enqueue(Reply(body=_lines(_content("half"), {**DONE, "done_reason": None})))
+    with _adapter(server) as adapter:
+        chunks, error = _raised(adapter.stream(_options()))
+        # An error line: the block stays open, no usage (Ollama reports it on
+        # its done line only), and no finish is yielded.
+        assert [c.type for c in chunks] == ["block-start", "text-delta"]
+        assert (error.code, error.message) == (ErrorCode.SERVER, "runner crashed")
+        chunks, error = _raised(adapter.stream(_options()))
+    # A done line without a reason: the usage it reported, then the raise.
+    assert [c.type for c in chunks] == ["block-start", "text-delta", "usage"]
+    assert chunks[-1].usage == TokenUsage(input_tokens=4, output_tokens=2)
+    assert error.code == ErrorCode.STREAM_CLOSED
 
 
 def test_abort_mid_stream_ends_with_aborted(server):

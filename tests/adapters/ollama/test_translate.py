@@ -12,7 +12,16 @@ import pytest
 
 from dsh_llm.adapters._ollama.translate import OllamaTranslator, map_usage
 from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.protocol import BlockEnd, CallId, Finish, TokenUsage, ToolCallBlock
+from dsh_llm.protocol import (
+    BlockEnd,
+    CallId,
+    Finish,
+    TextDelta,
+    TokenUsage,
+    ToolCallBlock,
+    ToolCallDelta,
+    UsageChunk,
+)
 from dsh_llm.serde import chunk_to_dict, read_jsonl
 from dsh_llm.transport.ndjson import NdjsonDecoder
 
@@ -154,6 +163,41 @@ def test_default_synthesized_ids_are_unique_random_hex():
     assert all(re.fullmatch(r"call_[0-9a-f]{24}", i) for i in ids)
 
 
+def test_each_call_is_one_block_with_one_delta_after_the_text_before_it():
+    chunks = translator().feed(
+        {
+            "message": {
+                "thinking": "t",
+                "content": "c",
+                "tool_calls": [
+                    {"id": "a", "function": {"name": "f", "arguments": {"x": 1}}},
+                    {"function": {"name": "g"}},
+                ],
+            }
+        }
+    )
+    assert [(c.type, getattr(c, "index", None)) for c in chunks] == [
+        ("block-start", 0),
+        ("reasoning-delta", 0),
+        ("block-end", 0),
+        ("block-start", 1),
+        ("text-delta", 1),
+        ("block-end", 1),
+        ("block-start", 2),
+        ("tool-call-delta", 2),
+        ("block-end", 2),
+        ("block-start", 3),
+        ("tool-call-delta", 3),
+        ("block-end", 3),
+    ]
+    assert chunks[7] == ToolCallDelta(
+        index=2, id=CallId("a"), name="f", arguments_delta='{"x":1}'
+    )
+    assert chunks[10] == ToolCallDelta(
+        index=3, id=CallId("call_synth_1"), name="g", arguments_delta="{}"
+    )
+
+
 def test_string_arguments_are_passed_through_as_json_text():
     chunks = translator().feed(
         {
@@ -183,20 +227,59 @@ def test_nan_arguments_are_malformed():
     assert caught.value.code == ErrorCode.MALFORMED_RESPONSE
 
 
-def test_an_error_line_keeps_ollama_message():
+def test_an_error_line_is_raised_with_ollama_message():
     # Redacting an echoed key is the read loop's work (test_adapter_stream.py).
-    (finish,) = translator().feed({"error": "upstream rejected the request"})
-    assert isinstance(finish, Finish)
-    assert finish.reason.failure is not None
-    assert finish.reason.failure.message == "upstream rejected the request"
-    assert finish.reason.failure.code == ErrorCode.SERVER
+    with pytest.raises(LlmError) as caught:
+        translator().feed({"error": "upstream rejected the request"})
+    assert caught.value.message == "upstream rejected the request"
+    assert caught.value.code == ErrorCode.SERVER
 
 
 def test_an_error_object_line_uses_its_message():
-    (finish,) = translator().feed(
-        {"error": {"message": "model requires more system memory"}}
+    with pytest.raises(LlmError) as caught:
+        translator().feed({"error": {"message": "model requires more system memory"}})
+    assert caught.value.message == "model requires more system memory"
+
+
+def test_an_error_line_with_a_block_open_leaves_it_open_and_owes_nothing():
+    t = translator()
+    assert [c.type for c in t.feed({"message": {"content": "Hal"}})] == [
+        "block-start",
+        "text-delta",
+    ]
+    with pytest.raises(LlmError) as caught:
+        t.feed({"error": "unexpected EOF", "message": {"content": "f"}})
+    assert caught.value.code == ErrorCode.SERVER
+    # Ollama reports usage only on its done line: none was reported yet.
+    assert t.usage_so_far is None
+    assert t.before_failure() == []
+    assert not t.finished
+
+
+def test_a_done_line_without_reason_raises_after_its_text_and_usage():
+    t = translator()
+    t.feed({"message": {"content": "Half"}, "done": False})
+    with pytest.raises(LlmError) as caught:
+        t.feed(
+            {
+                "message": {"content": " an"},
+                "done": True,
+                "prompt_eval_count": 12,
+                "eval_count": 3,
+            }
+        )
+    assert caught.value.code == ErrorCode.STREAM_CLOSED
+    assert caught.value.message == (
+        "Ollama ended the answer without a done_reason (the runner's connection closed)"
     )
-    assert finish.reason.failure.message == "model requires more system memory"  # type: ignore[union-attr]
+    usage = TokenUsage(input_tokens=12, output_tokens=3)
+    # The line's own text still goes out, the block stays open, then the usage
+    # (once), right before the failure.
+    assert t.before_failure() == [
+        TextDelta(index=0, text=" an"),
+        UsageChunk(usage=usage),
+    ]
+    assert t.before_failure() == []
 
 
 def test_an_empty_error_field_is_not_an_error():
