@@ -282,13 +282,16 @@ class ResponsesTranslator(WireTranslator[SseEvent]):
             raise self.writer.malformed(
                 f"a payload that is not JSON: {data[:120]}"
             ) from None
-        return self.feed_payload(payload)
+        return self._translate(payload)
 
     def feed_payload(self, payload: Any) -> list[StreamChunk]:
         """Translate one decoded event payload (``feed`` without the framing)."""
-        writer = self.writer
-        if writer.finished:
+        if self.writer.finished:
             return []
+        return self._translate(payload)
+
+    def _translate(self, payload: Any) -> list[StreamChunk]:
+        writer = self.writer
         if type(payload) is not dict:
             raise writer.malformed("an event that is not a JSON object")
         kind = payload.get("type")
@@ -489,7 +492,7 @@ class ResponsesTranslator(WireTranslator[SseEvent]):
         if (
             active is not None
             and text
-            and active.block.kind is TEXT
+            and (block := active.block).kind is TEXT
             and not active.held
             and not active.refusal
             and active.item.key == payload.get("item_id")
@@ -498,7 +501,7 @@ class ResponsesTranslator(WireTranslator[SseEvent]):
             and active.item.segments.get(part) is active
             and not _HIGH <= text[-1] < _LOW
         ):
-            self.writer.append(active.block, text)
+            self.writer.append(block, text)
             return
         item = self._item_of(payload, TEXT)
         if item.kind is not TEXT:
