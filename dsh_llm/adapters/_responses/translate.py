@@ -1,16 +1,15 @@
 """``ResponsesTranslator``: Responses API stream events in, what the wire said
 out, to a ``BlockWriter`` (which writes the protocol's chunks).
 
-A pure state machine (no I/O, no redaction: the read loop redacts failure
-messages), driven by the transport's read loop with one ``SseEvent`` at a time.
+A pure state machine fed one ``SseEvent`` at a time by the transport's read
+loop; no I/O, no redaction (the read loop redacts failure messages).
 
 Contracts callers may rely on:
 
 - ``feed(event)`` returns the chunks one event completes, in the strict order
-  of ``docs/protocol.md``; ``finished`` turns true with the terminal ``Finish``,
-  and later events (a ``[DONE]``, anything a server sends after its terminal
-  event) produce nothing. ``close()`` at EOF raises ``STREAM_CLOSED`` unless
-  ``finished``: the wire always ends with a terminal event.
+  of ``docs/protocol.md``; nothing once ``finished`` (a ``[DONE]``, anything a
+  server sends after its terminal event). ``close()`` at EOF raises
+  ``STREAM_CLOSED`` unless ``finished``: the wire ends with a terminal event.
 - Items are tracked by ``item_id`` (``output_index`` only as a fallback for an
   event without one), so items that overlap, finish out of order, reuse or skip
   indexes, or never send ``output_item.done`` still give blocks 0, 1, 2 in
@@ -25,8 +24,8 @@ Contracts callers may rely on:
   ``MALFORMED_RESPONSE``; a ``[DONE]`` before the terminal event raises
   ``STREAM_CLOSED`` (the answer was cut short). The event's JSON ``type``
   decides, not the SSE ``event:`` line.
-- ``sequence_number`` gaps and repeats are logged on this module's logger
-  (the first at WARNING, later ones at DEBUG), never fatal.
+- ``sequence_number`` gaps and repeats are logged (the first at WARNING, later
+  ones at DEBUG), never fatal.
 """
 
 from __future__ import annotations
@@ -55,7 +54,6 @@ from dsh_llm.protocol import (
     LlmFailure,
     ReplayEnvelope,
     StreamChunk,
-    TokenUsage,
 )
 from dsh_llm.transport.sse import DONE, SseEvent
 
@@ -732,12 +730,10 @@ class ResponsesTranslator(WireTranslator[SseEvent]):
             raise writer.malformed("a terminal event without a response object")
         self._remember(response)
         usage = response.get("usage")
-        # Reported first: whatever fails below, the billed tokens go out.
-        writer.report_usage(
-            map_usage(usage, profile=self._profile)
-            if isinstance(usage, dict)
-            else TokenUsage.unknown()
-        )
+        if isinstance(usage, dict):
+            # Reported first: whatever fails below, the billed tokens go out
+            # (none reported: the finish's usage is unknown, never invented).
+            writer.report_usage(map_usage(usage, profile=self._profile))
         output = response.get("output")
         if output is not None and type(output) is not list:
             raise writer.malformed("a response output that is not a list")
