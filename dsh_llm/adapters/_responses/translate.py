@@ -297,7 +297,12 @@ class ResponsesTranslator(WireTranslator[SseEvent]):
             if "error" in payload:
                 self._fail(stream_failure(payload, provider=writer.provider))
             raise writer.malformed("an event without a string type")
-        self._check_sequence(payload.get("sequence_number"), kind)
+        number = payload.get("sequence_number")
+        last = self._sequence
+        if last is not None and type(number) is int and number == last + 1:
+            self._sequence = number  # the next one, as nearly every event is
+        else:
+            self._check_sequence(number, kind)
         handler = _HANDLERS.get(kind)
         if handler is not None:
             handler(self, payload)
@@ -483,7 +488,9 @@ class ResponsesTranslator(WireTranslator[SseEvent]):
             self._complete(segment)
 
     def _on_text_delta(self, payload: dict[str, Any]) -> None:
-        text = self._text_of(payload, "delta")
+        text = payload.get("delta")
+        if type(text) is not str:
+            text = self._text_of(payload, "delta")
         # Hot path: the next piece of the live text block, with nothing held
         # back and no surrogate half at its end (what nearly every delta is).
         active = self._active
