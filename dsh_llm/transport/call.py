@@ -443,15 +443,17 @@ class StreamingCall:
 
     def redacted(self, error: LlmError) -> LlmError:
         """``error`` with this request's secrets replaced by ``***`` in its message
-        (``error`` itself when it shows none); its cause is cleaned the same way."""
+        (``error`` itself when it shows none), a code that would show one made
+        ``UNKNOWN_FINISH_REASON`` (as ``redacted_finish``); its cause is cleaned
+        the same way."""
         redact = self.redact
-        message = redact(error.message)
-        if message is error.message or message == error.message:
+        message, code = self._cleaned(error.message, error.code)
+        if message == error.message and code == error.code:
             return error
         cause = error.__cause__
         return LlmError(
             message,
-            error.code,
+            code,
             status=error.status,
             provider_retry_after_ms=error.provider_retry_after_ms,
             request_id=error.request_id,
@@ -464,23 +466,26 @@ class StreamingCall:
         failure = finish.reason.failure
         if failure is None:
             return finish
-        redact = self.redact
-        message = redact(failure.message)
-        code = failure.code
-        if redact(code) != code or (
-            # A code made from server text (an upper-cased finish reason) that
-            # the redacted message quoted may spell a secret in other letters.
-            message != failure.message
-            and code not in _KNOWN_CODES
-            and code.casefold() in failure.message.casefold()
-        ):
-            code = ErrorCode.UNKNOWN_FINISH_REASON.value
+        message, code = self._cleaned(failure.message, failure.code)
         if message == failure.message and code == failure.code:
             return finish
         reason = attrs.evolve(
             finish.reason, failure=attrs.evolve(failure, message=message, code=code)
         )
         return attrs.evolve(finish, reason=reason)
+
+    def _cleaned(self, message: str, code: str) -> tuple[str, str]:
+        redact = self.redact
+        clean = redact(message)
+        if redact(code) != code or (
+            # A code made from server text (an upper-cased finish reason) that
+            # the redacted message quoted may spell a secret in other letters.
+            clean != message
+            and code not in _KNOWN_CODES
+            and code.casefold() in message.casefold()
+        ):
+            code = ErrorCode.UNKNOWN_FINISH_REASON.value
+        return clean, code
 
     def _expiry_now(self) -> Expiry:
         _, which = self.watchdog.remaining(_monotonic())

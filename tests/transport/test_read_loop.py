@@ -170,4 +170,8 @@ def test_redacted_leaves_an_error_without_secrets_as_it_is():
         )
         ok = Finish(reason=FinishReason.STOP)
         assert call.redacted_finish(ok) is ok
+        # A raised in-stream failure whose code spells the key, as a finish's may.
+        spelled = LlmError(f"bad {KEY}", KEY.upper())
+        clean = call.redacted(spelled)
+        assert (clean.message, clean.code) == ("bad ***", "UNKNOWN_FINISH_REASON")
     assert isinstance(session, requests.Session)

@@ -8,9 +8,10 @@ Contracts callers may rely on:
 - ``map_usage``: the terminal ``response.usage`` to disjoint ``TokenUsage``; a
   count not reported, not a non-negative int, above ``MAX_SAFE_COUNT``, or a 0
   the profile says means "unknown" is ``None``, never a guess.
-- ``terminal_finish``: the terminal status, the incomplete reason and what was
-  emitted to a ``FinishReason`` (rule 8: ``tool-calls`` iff a tool-call block
-  was emitted); a cut answer is ``max-tokens`` or an ``error``, never ``stop``.
+- ``terminal_finish``: the terminal status and the incomplete reason to the
+  provider's ``FinishReason`` (``stop``: the writer makes it ``tool-calls``
+  when a tool-call block was emitted); a cut answer is ``max-tokens`` or an
+  ``error``, never ``stop``.
 """
 
 from __future__ import annotations
@@ -20,9 +21,10 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from dsh_llm.adapters._responses.profiles import ResponsesProfile
-from dsh_llm.adapters.wire_values import MAX_SAFE_INTEGER, wire_count
+from dsh_llm.adapters._wire.values import wire_count
 from dsh_llm.errors import ErrorCode
 from dsh_llm.protocol import FinishReason, LlmFailure, TokenUsage
+from dsh_llm.protocol.checks import MAX_SAFE_INTEGER
 
 __all__ = ["MAX_SAFE_COUNT", "map_usage", "terminal_finish"]
 
@@ -71,7 +73,6 @@ def terminal_finish(
     status: str,
     incomplete_reason: object,
     *,
-    tool_calls: bool,
     item_incomplete: bool,
 ) -> FinishReason:
     """The finish for a ``response.completed`` (``status`` ``completed``) or
@@ -80,16 +81,15 @@ def terminal_finish(
     (``CANCELLED``, ``FAILED``), whatever the event type said.
 
     ``completed``: ``max-tokens`` when an item ended ``incomplete`` (trust the
-    item), else ``tool-calls`` iff a tool-call block was emitted, else ``stop``.
+    item), else ``stop`` (the ``BlockWriter`` turns it into ``tool-calls`` when
+    a tool-call block was emitted).
     ``incomplete``: ``max_output_tokens`` is ``max-tokens``; any other reason is
     an ``error`` finish ``"model stopped: <reason>"`` coded with the upper-cased
     reason (``CONTENT_FILTER``), ``UNKNOWN_FINISH_REASON`` for one that is not
     a short identifier, ``INCOMPLETE`` when none was given.
     """
     if status == "completed":
-        if item_incomplete:
-            return FinishReason.MAX_TOKENS
-        return FinishReason.TOOL_CALLS if tool_calls else FinishReason.STOP
+        return FinishReason.MAX_TOKENS if item_incomplete else FinishReason.STOP
     if status in ("cancelled", "failed"):
         return FinishReason.error(
             LlmFailure(message=f"model stopped: {status}", code=status.upper())

@@ -1,31 +1,31 @@
-"""``ResponsesTranslator``: Responses API stream events in, protocol chunks out.
+"""``ResponsesTranslator``: Responses API stream events in, what the wire said
+out, to a ``BlockWriter`` (which writes the protocol's chunks).
 
-A pure state machine (no I/O, no redaction: the read loop redacts failure
-messages), driven by the transport's read loop with one ``SseEvent`` at a time.
+A pure state machine fed one ``SseEvent`` at a time by the transport's read
+loop; no I/O, no redaction (the read loop redacts failure messages).
 
 Contracts callers may rely on:
 
-- ``feed(event)`` returns the chunks one event produces, in the strict order of
-  ``docs/protocol.md``; ``finished`` turns true with the terminal ``Finish``,
-  and later events (a ``[DONE]``, anything a server sends after its terminal
-  event) produce nothing. ``close()`` at EOF raises ``STREAM_CLOSED`` unless
-  ``finished``: the wire always ends with a terminal event.
+- ``feed(event)`` returns the chunks one event completes, in the strict order
+  of ``docs/protocol.md``; nothing once ``finished`` (a ``[DONE]``, anything a
+  server sends after its terminal event). ``close()`` at EOF raises
+  ``STREAM_CLOSED`` unless ``finished``: the wire ends with a terminal event.
 - Items are tracked by ``item_id`` (``output_index`` only as a fallback for an
   event without one), so items that overlap, finish out of order, reuse or skip
   indexes, or never send ``output_item.done`` still give blocks 0, 1, 2 in
   opening order, never interleaved, each ``block-end`` equal to its deltas.
-- ``response.completed`` / ``response.incomplete`` close what is open, then
-  one ``usage`` and the ``finish`` (``dsh_llm.adapters._responses.finish``); a
+- ``response.completed`` / ``response.incomplete`` end what is open, then one
+  ``usage`` and the ``finish`` (``dsh_llm.adapters._responses.finish``); a
   successful finish carries a ``ReplayEnvelope`` (``REPLAY_WIRE``) with one
-  entry per block. ``response.failed`` and ``error`` end with one ``error``
-  finish (``errors.stream_failure``); the second of the two is ignored.
+  entry per block. ``response.failed`` and ``error`` raise their failure
+  (``errors.stream_failure``), after the usage ``response.failed`` reported.
 - A payload that is not JSON, not an object, or has fields of the wrong type
   (content of one kind for an item of another included) raises ``LlmError``
   ``MALFORMED_RESPONSE``; a ``[DONE]`` before the terminal event raises
   ``STREAM_CLOSED`` (the answer was cut short). The event's JSON ``type``
   decides, not the SSE ``event:`` line.
-- ``sequence_number`` gaps and repeats are logged on this module's logger
-  (the first at WARNING, later ones at DEBUG), never fatal.
+- ``sequence_number`` gaps and repeats are logged (the first at WARNING, later
+  ones at DEBUG), never fatal.
 """
 
 from __future__ import annotations
@@ -34,55 +34,39 @@ import json
 import logging
 from collections import deque
 from collections.abc import Callable, Mapping
-from typing import Any, Final
+from typing import Any, Final, NoReturn
 
 from dsh_llm.adapters._responses.errors import stream_failure
 from dsh_llm.adapters._responses.finish import map_usage, terminal_finish
 from dsh_llm.adapters._responses.profiles import OPENAI, ResponsesProfile
 from dsh_llm.adapters._responses.request import REPLAY_WIRE
-from dsh_llm.adapters.wire_values import unchecked_delta
-from dsh_llm.errors import EMPTY_RESPONSE_CODE, ErrorCode, LlmError
+from dsh_llm.adapters._wire.translator import WireTranslator
+from dsh_llm.adapters._wire.writer import (
+    REASONING,
+    TEXT,
+    TOOL_CALL,
+    Block,
+    BlockKind,
+)
+from dsh_llm.errors import LlmError
 from dsh_llm.protocol import (
-    BlockEnd,
-    BlockStart,
-    CallId,
-    ContentBlock,
-    Finish,
     FinishReason,
     LlmFailure,
-    ReasoningBlock,
-    ReasoningDelta,
     ReplayEnvelope,
     StreamChunk,
-    TextBlock,
-    TextDelta,
-    TokenUsage,
-    ToolCallBlock,
-    ToolCallDelta,
-    UsageChunk,
 )
 from dsh_llm.transport.sse import DONE, SseEvent
 
-__all__ = [
-    "EMPTY_RESPONSE_MESSAGE",
-    "REFUSAL_CODE",
-    "ResponsesTranslator",
-]
-
 logger = logging.getLogger(__name__)
 
-EMPTY_RESPONSE_MESSAGE: Final = "model returned a completed response with no content"
-"""The message of the ``EMPTY_RESPONSE`` finish (the TypeScript harness's)."""
 REFUSAL_CODE: Final = "REFUSAL"
 """The code of the ``error`` finish after a ``refusal`` part (its text is kept)."""
 
-_TEXT: Final = "text"
-_REASONING: Final = "reasoning"
-_TOOL: Final = "tool-call"
-_PENDING: Final = 0
-_OPEN: Final = 1
-_CLOSED: Final = 2
-_ITEM_KINDS: Final = {"message": _TEXT, "reasoning": _REASONING, "function_call": _TOOL}
+_ITEM_KINDS: Final[dict[str, BlockKind]] = {
+    "message": TEXT,
+    "reasoning": REASONING,
+    "function_call": TOOL_CALL,
+}
 _json_decode = json.JSONDecoder().decode
 
 
@@ -103,10 +87,10 @@ class _Item:
         "summaries",
     )
 
-    def __init__(self, key: str, kind: str | None) -> None:
+    def __init__(self, key: str, kind: BlockKind | None) -> None:
         self.key = key
         self.kind = kind
-        """``_TEXT``, ``_REASONING``, ``_TOOL``, or ``None`` for a kind without
+        """``TEXT``, ``REASONING``, ``TOOL_CALL``, or ``None`` for a kind without
         a block (hosted tools, MCP, unknown)."""
         self.added: dict[str, Any] = {}
         self.final: dict[str, Any] | None = None
@@ -119,27 +103,29 @@ class _Item:
 
 
 class _Segment:
-    """One block to be: a text part, a reasoning item, or a call."""
+    """One block of an item: a text part, a reasoning item, or a call; its
+    writer ``block`` carries it back as ``block.replay`` for the finish."""
 
     __slots__ = (
+        "block",
+        "closed",
         "complete",
+        "empty",
         "first",
         "held",
-        "index",
         "item",
-        "kind",
-        "parts",
         "refusal",
-        "state",
     )
 
-    def __init__(self, item: _Item, kind: str, *, first: bool) -> None:
+    def __init__(self, item: _Item, block: Block, *, first: bool) -> None:
         self.item = item
-        self.kind = kind
-        self.parts: list[str] = []
-        self.index = -1
-        self.state = _PENDING
+        self.block = block
+        self.closed = False
+        """Whether the block was ended (content that resumes opens a new one)."""
+        self.empty = False
+        """Whether the block had no content when it was ended."""
         self.complete = False
+        """Whether the provider said the part is done (it may still wait in line)."""
         self.first = first
         """Whether this is the item's (or part's) first block: it carries the
         replay entry; a block resumed after an early close does not."""
@@ -177,7 +163,8 @@ def _code_units(text: str) -> bytes:
 
 
 def _streamed(segment: _Segment) -> str:
-    return "".join(segment.parts) + segment.held
+    """What an open segment received so far (its held half included)."""
+    return segment.block.buffer.value() + segment.held
 
 
 def _rest(streamed: str, final: str) -> str | None:
@@ -192,39 +179,29 @@ def _rest(streamed: str, final: str) -> str | None:
     return whole[len(head) :].decode("utf-16-le", "surrogatepass")
 
 
-def _text_delta(kind: str, index: int, text: str) -> StreamChunk:
-    """The delta chunk of a text or reasoning segment (``unchecked_delta``: the
-    per-token hot path; ``index`` is the translator's own counter and ``text``
-    a ``str`` it type-checked)."""
-    return unchecked_delta(
-        ReasoningDelta if kind is _REASONING else TextDelta, index, text
-    )
-
-
-class ResponsesTranslator:
+class ResponsesTranslator(WireTranslator[SseEvent]):
     """Responses API events in, protocol chunks out, in strict order.
 
-    Order ("free inside, strict at the exit"):
+    Each block to be is an item of the writer, opened in the wire's order:
 
-    - A reasoning item opens its block at ``output_item.added`` (it carries the
-      replay entry even with no summary); a ``message`` opens one text block
-      per content part (``content_part.added`` or its first delta); a
-      ``function_call`` opens its block at ``output_item.added``, with the call
-      id and name of the item (never its ``arguments``: vLLM repeats them as
-      the first delta).
-    - One block streams live at a time. While a call is still receiving
-      arguments, everything else that starts is buffered behind it and flushed
-      in order when the call is done. A text or reasoning block that goes quiet
-      while another item starts is ended at once, so the other streams live;
-      content that later resumes for it opens a new block (no replay entry).
+    - A reasoning item opens at ``output_item.added`` (it carries the replay
+      entry even with no summary); a ``message`` opens one text item per
+      content part (``content_part.added`` or its first delta); a
+      ``function_call`` opens at ``output_item.added``, with the call id and
+      name of the item (never its ``arguments``: vLLM repeats them as the first
+      delta).
+    - While a call is still receiving arguments, everything else that starts
+      waits behind it in the writer and is flushed in order when the call is
+      done. A text or reasoning block that goes quiet while another item starts
+      is ended at once, so the other streams live; content that later resumes
+      for it opens a new block (no replay entry).
     - A block ends at its provider end (``content_part.done``,
       ``function_call_arguments.done``, ``output_item.done``) or, when that
       never comes, at the terminal event, after the terminal ``output`` filled
       in what was never streamed (items missing from the stream included).
     - ``function_call_arguments.done`` (and the call's final item) is checked
       against the deltas: equal, nothing; longer with the deltas as prefix, the
-      rest is one more delta; anything else ``MALFORMED_RESPONSE``. A call with
-      no arguments ends with ``"{}"``.
+      rest is one more delta; anything else ``MALFORMED_RESPONSE``.
     - Several summary parts join with ``"\\n\\n"`` in one reasoning block;
       raw ``reasoning_text.delta`` (vLLM, LM Studio) is reasoning too.
     - A refusal part is a text block; the finish is then the ``REFUSAL`` error
@@ -241,39 +218,33 @@ class ResponsesTranslator:
             instead of the ``EMPTY_RESPONSE`` error finish.
     """
 
+    end_marker = (
+        "its terminal event (response.completed, response.incomplete or "
+        "response.failed)"
+    )
+
     def __init__(
         self,
         profile: ResponsesProfile = OPENAI,
         *,
         empty_response_as_stop: bool = False,
     ) -> None:
+        super().__init__(
+            provider=profile.provider, empty_response_as_stop=empty_response_as_stop
+        )
         self._profile = profile
-        self._empty_as_stop = empty_response_as_stop
-        self.finished = False
-        """True once the terminal ``Finish`` has been returned."""
         self._items: dict[str, _Item] = {}
         self._by_index: dict[int, _Item] = {}
         self._synthetic = 0
+        # The segment at the head of the writer's line, and those waiting
+        # behind it (only ever behind a call still receiving arguments).
         self._active: _Segment | None = None
         self._pending: deque[_Segment] = deque()
-        self._opened: list[_Segment] = []
-        self._tool_blocks = 0
         self._refused = False
-        self._usage: TokenUsage | None = None
         self._response_id: str | None = None
         self._model: str | None = None
         self._sequence: int | None = None
         self._sequence_warned = False
-
-    def before_failure(self) -> list[StreamChunk]:
-        """The usage already reported, right before a raised failure."""
-        usage = self.usage_so_far
-        return [] if usage is None or self.finished else [UsageChunk(usage=usage)]
-
-    @property
-    def usage_so_far(self) -> TokenUsage | None:
-        """The usage reported so far: only the terminal event carries it."""
-        return self._usage
 
     # -- input --
 
@@ -287,9 +258,10 @@ class ResponsesTranslator:
 
         Raises:
             LlmError: ``MALFORMED_RESPONSE`` for a bad payload, ``STREAM_CLOSED``
-                for a ``[DONE]`` before the terminal event.
+                for a ``[DONE]`` before the terminal event, the server's failure
+                for ``response.failed`` and ``error``.
         """
-        if self.finished:
+        if self.writer.finished:
             return []
         data = event.data
         # Only short data can be the end marker or blank (the hot path skips
@@ -298,51 +270,43 @@ class ResponsesTranslator:
         if not stripped:
             return []
         if stripped == DONE:
-            raise LlmError(
-                f"{self._profile.provider} stream sent [DONE] before its terminal "
-                "event (the answer was cut short)",
-                ErrorCode.STREAM_CLOSED,
+            raise self.writer.stream_closed(
+                "stream sent [DONE] before its terminal event (the answer was "
+                "cut short)"
             )
         try:
             payload = _json_decode(data)
         except (ValueError, RecursionError):
-            raise self._malformed(f"a payload that is not JSON: {data[:120]}") from None
-        return self.feed_payload(payload)
+            raise self.writer.malformed(
+                f"a payload that is not JSON: {data[:120]}"
+            ) from None
+        return self._translate(payload)
 
     def feed_payload(self, payload: Any) -> list[StreamChunk]:
         """Translate one decoded event payload (``feed`` without the framing)."""
-        out: list[StreamChunk] = []
-        if self.finished:
-            return out
+        if self.writer.finished:
+            return []
+        return self._translate(payload)
+
+    def _translate(self, payload: Any) -> list[StreamChunk]:
+        writer = self.writer
         if type(payload) is not dict:
-            raise self._malformed("an event that is not a JSON object")
+            raise writer.malformed("an event that is not a JSON object")
         kind = payload.get("type")
         if type(kind) is not str:
             if "error" in payload:
-                self._fail(
-                    stream_failure(payload, provider=self._profile.provider), out
-                )
-                return out
-            raise self._malformed("an event without a string type")
-        self._check_sequence(payload.get("sequence_number"), kind)
+                self._fail(stream_failure(payload, provider=writer.provider))
+            raise writer.malformed("an event without a string type")
+        number = payload.get("sequence_number")
+        last = self._sequence
+        if last is not None and type(number) is int and number == last + 1:
+            self._sequence = number  # the next one, as nearly every event is
+        else:
+            self._check_sequence(number, kind)
         handler = _HANDLERS.get(kind)
         if handler is not None:
-            handler(self, payload, out)
-        return out
-
-    def close(self) -> list[StreamChunk]:
-        """The body ended. Nothing when ``finished``.
-
-        Raises:
-            LlmError: ``STREAM_CLOSED`` when no terminal event came.
-        """
-        if self.finished:
-            return []
-        raise LlmError(
-            f"{self._profile.provider} stream ended before its terminal event "
-            "(response.completed, response.incomplete or response.failed)",
-            ErrorCode.STREAM_CLOSED,
-        )
+            handler(self, payload)
+        return writer.take()
 
     def _check_sequence(self, number: object, kind: str) -> None:
         if type(number) is not int:
@@ -356,7 +320,7 @@ class ResponsesTranslator:
         logger.log(
             level,
             "%s: sequence_number %d after %d on %s (gap, repeat or unset); ignored",
-            self._profile.provider,
+            self.writer.provider,
             number,
             last,
             kind,
@@ -364,7 +328,7 @@ class ResponsesTranslator:
 
     # -- lifecycle --
 
-    def _on_lifecycle(self, payload: dict[str, Any], out: list[StreamChunk]) -> None:
+    def _on_lifecycle(self, payload: dict[str, Any]) -> None:
         response = payload.get("response")
         if isinstance(response, dict):
             self._remember(response)
@@ -379,15 +343,15 @@ class ResponsesTranslator:
 
     # -- items --
 
-    def _on_item_added(self, payload: dict[str, Any], out: list[StreamChunk]) -> None:
+    def _on_item_added(self, payload: dict[str, Any]) -> None:
         raw = self._item_payload(payload)
         item = self._item_for_added(raw, payload.get("output_index"))
         item.added = raw
         self._identify(item, raw)
-        if item.kind is _REASONING or item.kind is _TOOL:
-            self._segment(item, 0, out)
+        if item.kind is REASONING or item.kind is TOOL_CALL:
+            self._segment(item, 0)
 
-    def _on_item_done(self, payload: dict[str, Any], out: list[StreamChunk]) -> None:
+    def _on_item_done(self, payload: dict[str, Any]) -> None:
         raw = self._item_payload(payload)
         rid = raw.get("id")
         item: _Item | None
@@ -400,12 +364,12 @@ class ResponsesTranslator:
             item.added = raw
         item.final = raw
         self._identify(item, raw)
-        self._fill(item, raw, out)
+        self._fill(item, raw)
 
     def _item_payload(self, payload: dict[str, Any]) -> dict[str, Any]:
         raw = payload.get("item")
         if type(raw) is not dict:
-            raise self._malformed("an output item that is not an object")
+            raise self.writer.malformed("an output item that is not an object")
         return raw
 
     def _item_for_added(self, raw: dict[str, Any], output_index: object) -> _Item:
@@ -427,7 +391,7 @@ class ResponsesTranslator:
     def _indexed(self, output_index: object) -> _Item | None:
         return self._by_index.get(output_index) if type(output_index) is int else None
 
-    def _item_of(self, payload: dict[str, Any], kind: str) -> _Item:
+    def _item_of(self, payload: dict[str, Any], kind: BlockKind) -> _Item:
         """The item an event names (``item_id``, else ``output_index``); one
         the stream never announced is created (a server that skips ``added``)."""
         rid = payload.get("item_id")
@@ -439,79 +403,101 @@ class ResponsesTranslator:
                 if type(index) is int:
                     self._by_index[index] = item
         elif rid is not None:
-            raise self._malformed("an item_id that is not a string")
+            raise self.writer.malformed("an item_id that is not a string")
         else:
             found = self._indexed(payload.get("output_index"))
             if found is None:
-                raise self._malformed(
+                raise self.writer.malformed(
                     "an event naming no item (no item_id, no output_index)"
                 )
             item = found
         if item.kind is not None and item.kind is not kind:
             # Content of one kind for an item of another would be lost.
-            raise self._malformed(f"{payload['type']} for a {item.kind} item")
+            raise self.writer.malformed(f"{payload['type']} for a {item.kind} item")
         return item
 
     def _identify(self, item: _Item, raw: Mapping[str, Any]) -> None:
-        if item.kind is not _TOOL:
+        if item.kind is not TOOL_CALL:
             return
         call_id = raw.get("call_id")
+        name = raw.get("name")
+        learned = False
         if item.call_id is None and isinstance(call_id, str) and call_id:
             item.call_id = call_id
-        name = raw.get("name")
+            learned = True
         if item.name is None and isinstance(name, str) and name:
             item.name = name
+            learned = True
+        if learned:
+            for segment in item.segments.values():
+                if not segment.closed:
+                    self._label(segment)
+
+    def _label(self, segment: _Segment) -> None:
+        """Give a call's block the id and name its item has now."""
+        block, item, writer = segment.block, segment.item, self.writer
+        call_id, name = self._call_id(item), item.name or ""
+        if block.started:
+            # A delta may leave out what is not known yet (docs/protocol.md):
+            # a call that streamed before its id or name came takes it now.
+            block.call_id = block.call_id or call_id
+            block.name = block.name or name
+        writer.set_call_id(block, call_id)
+        writer.set_name(block, name)
+
+    def _call_id(self, item: _Item) -> str:
+        return item.call_id or ("" if item.key.startswith("#") else item.key)
 
     # -- content --
 
     def _part_index(self, payload: dict[str, Any], field: str) -> int:
         value = payload.get(field, 0)
         if type(value) is not int or value < 0:
-            raise self._malformed(f"a {field} that is not a non-negative integer")
+            raise self.writer.malformed(f"a {field} that is not a non-negative integer")
         return value
 
     def _text_of(self, payload: dict[str, Any], field: str) -> str:
         value = payload.get(field)
         if type(value) is not str:
-            raise self._malformed(f"a {field} that is not a string")
+            raise self.writer.malformed(f"a {field} that is not a string")
         return value
 
-    def _on_part_added(self, payload: dict[str, Any], out: list[StreamChunk]) -> None:
+    def _on_part_added(self, payload: dict[str, Any]) -> None:
         part = payload.get("part")
         if type(part) is not dict:
-            raise self._malformed("a content part that is not an object")
+            raise self.writer.malformed("a content part that is not an object")
         part_type = part.get("type")
         if part_type in ("output_text", "refusal"):
-            item = self._item_of(payload, _TEXT)
-            if item.kind is not _TEXT:
+            item = self._item_of(payload, TEXT)
+            if item.kind is not TEXT:
                 return
-            segment = self._segment(
-                item, self._part_index(payload, "content_index"), out
-            )
+            segment = self._segment(item, self._part_index(payload, "content_index"))
             if part_type == "refusal":
                 segment.refusal = True
                 self._refused = True
 
-    def _on_part_done(self, payload: dict[str, Any], out: list[StreamChunk]) -> None:
+    def _on_part_done(self, payload: dict[str, Any]) -> None:
         part = payload.get("part")
         if type(part) is not dict or part.get("type") not in ("output_text", "refusal"):
             return
-        item = self._item_of(payload, _TEXT)
-        if item.kind is not _TEXT:
+        item = self._item_of(payload, TEXT)
+        if item.kind is not TEXT:
             return
         segment = item.segments.get(self._part_index(payload, "content_index"))
         if segment is not None:
-            self._complete(segment, out)
+            self._complete(segment)
 
-    def _on_text_delta(self, payload: dict[str, Any], out: list[StreamChunk]) -> None:
-        text = self._text_of(payload, "delta")
+    def _on_text_delta(self, payload: dict[str, Any]) -> None:
+        text = payload.get("delta")
+        if type(text) is not str:
+            text = self._text_of(payload, "delta")
         # Hot path: the next piece of the live text block, with nothing held
         # back and no surrogate half at its end (what nearly every delta is).
         active = self._active
         if (
             active is not None
             and text
-            and active.kind is _TEXT
+            and (block := active.block).kind is TEXT
             and not active.held
             and not active.refusal
             and active.item.key == payload.get("item_id")
@@ -520,104 +506,91 @@ class ResponsesTranslator:
             and active.item.segments.get(part) is active
             and not _HIGH <= text[-1] < _LOW
         ):
-            active.parts.append(text)
-            out.append(_text_delta(_TEXT, active.index, text))
+            self.writer.append(block, text)
             return
-        item = self._item_of(payload, _TEXT)
-        if item.kind is not _TEXT:
+        item = self._item_of(payload, TEXT)
+        if item.kind is not TEXT:
             return
-        segment = self._segment(item, self._part_index(payload, "content_index"), out)
+        segment = self._segment(item, self._part_index(payload, "content_index"))
         if payload["type"] == "response.refusal.delta" and not segment.refusal:
             segment.refusal = True
             self._refused = True
-        self._append(segment, text, out)
+        self._append(segment, text)
 
-    def _on_summary_part(self, payload: dict[str, Any], out: list[StreamChunk]) -> None:
-        item = self._item_of(payload, _REASONING)
-        if item.kind is _REASONING:
-            self._summary(item, self._part_index(payload, "summary_index"), out)
+    def _on_summary_part(self, payload: dict[str, Any]) -> None:
+        item = self._item_of(payload, REASONING)
+        if item.kind is REASONING:
+            self._summary(item, self._part_index(payload, "summary_index"))
 
-    def _summary(self, item: _Item, index: int, out: list[StreamChunk]) -> _Segment:
-        segment = self._segment(item, 0, out)
+    def _summary(self, item: _Item, index: int) -> _Segment:
+        segment = self._segment(item, 0)
         if index not in item.summaries:
             if item.summaries:
-                self._append(segment, "\n\n", out)
+                self._append(segment, "\n\n")
             item.summaries.add(index)
         return segment
 
-    def _on_summary_delta(
-        self, payload: dict[str, Any], out: list[StreamChunk]
-    ) -> None:
+    def _on_summary_delta(self, payload: dict[str, Any]) -> None:
         text = self._text_of(payload, "delta")
-        item = self._item_of(payload, _REASONING)
-        if item.kind is _REASONING:
-            segment = self._summary(
-                item, self._part_index(payload, "summary_index"), out
-            )
-            self._append(segment, text, out)
+        item = self._item_of(payload, REASONING)
+        if item.kind is REASONING:
+            segment = self._summary(item, self._part_index(payload, "summary_index"))
+            self._append(segment, text)
 
-    def _on_reasoning_delta(
-        self, payload: dict[str, Any], out: list[StreamChunk]
-    ) -> None:
+    def _on_reasoning_delta(self, payload: dict[str, Any]) -> None:
         text = self._text_of(payload, "delta")
-        item = self._item_of(payload, _REASONING)
-        if item.kind is _REASONING:
-            self._append(self._segment(item, 0, out), text, out)
+        item = self._item_of(payload, REASONING)
+        if item.kind is REASONING:
+            self._append(self._segment(item, 0), text)
 
-    def _on_arguments_delta(
-        self, payload: dict[str, Any], out: list[StreamChunk]
-    ) -> None:
+    def _on_arguments_delta(self, payload: dict[str, Any]) -> None:
         text = self._text_of(payload, "delta")
-        item = self._item_of(payload, _TOOL)
-        if item.kind is _TOOL:
-            self._append(self._segment(item, 0, out), text, out)
+        item = self._item_of(payload, TOOL_CALL)
+        if item.kind is TOOL_CALL:
+            self._append(self._segment(item, 0), text)
 
-    def _on_arguments_done(
-        self, payload: dict[str, Any], out: list[StreamChunk]
-    ) -> None:
-        item = self._item_of(payload, _TOOL)
-        if item.kind is not _TOOL:
+    def _on_arguments_done(self, payload: dict[str, Any]) -> None:
+        item = self._item_of(payload, TOOL_CALL)
+        if item.kind is not TOOL_CALL:
             return
         self._identify(item, payload)
-        segment = self._segment(item, 0, out)
+        segment = self._segment(item, 0)
         if "arguments" in payload:
-            self._reconcile(segment, self._text_of(payload, "arguments"), out)
-        self._complete(segment, out)
+            self._reconcile(segment, self._text_of(payload, "arguments"))
+        self._complete(segment)
 
-    def _reconcile(
-        self, segment: _Segment, arguments: str, out: list[StreamChunk]
-    ) -> None:
+    def _reconcile(self, segment: _Segment, arguments: str) -> None:
         """Check a call's final arguments against its deltas."""
-        if segment.state == _CLOSED or segment.complete:
+        if segment.closed or segment.complete:
             return
         rest = _rest(_streamed(segment), arguments)
         if rest is not None:
-            self._append(segment, rest, out)
+            self._append(segment, rest)
             return
-        raise self._malformed(
+        raise self.writer.malformed(
             "function call arguments that contradict the streamed deltas"
         )
 
-    def _fill(self, item: _Item, raw: dict[str, Any], out: list[StreamChunk]) -> None:
+    def _fill(self, item: _Item, raw: dict[str, Any]) -> None:
         """Take a finished item (``output_item.done`` or the terminal output):
         supply what never streamed, then end the item's blocks."""
-        if item.kind is _TOOL:
-            segment = self._segment(item, 0, out)
+        if item.kind is TOOL_CALL:
+            segment = self._segment(item, 0)
             arguments = raw.get("arguments")
             if arguments is not None:
                 if type(arguments) is not str:
-                    raise self._malformed(
+                    raise self.writer.malformed(
                         "function call arguments that are not a string"
                     )
-                self._reconcile(segment, arguments, out)
-            self._complete(segment, out)
-        elif item.kind is _REASONING:
-            segment = self._segment(item, 0, out)
+                self._reconcile(segment, arguments)
+            self._complete(segment)
+        elif item.kind is REASONING:
+            segment = self._segment(item, 0)
             text = "\n\n".join(_texts(raw.get("summary"), "summary_text"))
             text = text or "".join(_texts(raw.get("content"), "reasoning_text"))
-            self._supply(segment, text, out)
-            self._complete(segment, out)
-        elif item.kind is _TEXT:
+            self._supply(segment, text)
+            self._complete(segment)
+        elif item.kind is TEXT:
             content = raw.get("content")
             if isinstance(content, list):
                 for position, part in enumerate(content):
@@ -634,169 +607,147 @@ class ResponsesTranslator:
                     existing = item.segments.get(position)
                     if existing is None and not text:
                         continue
-                    segment = self._segment(item, position, out)
+                    segment = self._segment(item, position)
                     if field == "refusal" and not segment.refusal:
                         segment.refusal = True
                         self._refused = True
-                    self._supply(segment, text, out)
+                    self._supply(segment, text)
             for segment in list(item.segments.values()):
-                self._complete(segment, out)
+                self._complete(segment)
 
-    def _supply(self, segment: _Segment, text: str, out: list[StreamChunk]) -> None:
+    def _supply(self, segment: _Segment, text: str) -> None:
         """Add what a finished item's text holds beyond what streamed (a server
         that sent only the final item, or lost the last deltas). Only a part's
         first block is compared; text that contradicts the deltas is left alone,
         the deltas are what the caller already has."""
         if not segment.first or not text:
             return
-        streamed = _streamed(segment)
-        if segment.state == _CLOSED:
-            if not streamed:
+        if segment.closed:
+            if segment.empty:
                 # Ended early with nothing in it: the text is a new block.
-                self._append(segment, text, out)
+                self._append(segment, text)
             return
-        rest = _rest(streamed, text)
+        rest = _rest(_streamed(segment), text)
         if rest:
-            self._append(segment, rest, out)
+            self._append(segment, rest)
 
     # -- blocks --
 
-    def _segment(self, item: _Item, part: int, out: list[StreamChunk]) -> _Segment:
-        """The live segment of ``item``'s part ``part``, started when there is
+    def _segment(self, item: _Item, part: int) -> _Segment:
+        """The current segment of ``item``'s part ``part``, opened when there is
         none yet."""
         segment = item.segments.get(part)
         if segment is not None:
             return segment
         assert item.kind is not None
-        segment = _Segment(item, item.kind, first=True)
+        segment = self._open(item, item.kind, first=True)
         item.segments[part] = segment
-        self._start(segment, out)
         return segment
 
-    def _start(self, segment: _Segment, out: list[StreamChunk]) -> None:
+    def _open(self, item: _Item, kind: BlockKind, *, first: bool) -> _Segment:
+        """A new item of the writer for ``item``: live when nothing else is,
+        else in line behind the live call (a quiet text or reasoning block
+        ends so the new one streams live)."""
         active = self._active
-        if active is None and not self._pending:
-            self._open(segment, out)
-        elif active is None or active.kind is _TOOL or self._pending:
-            self._pending.append(segment)
+        if (
+            active is not None
+            and not self._pending
+            and active.block.kind is not TOOL_CALL
+        ):
+            self._close(active)
+        if kind is TOOL_CALL:
+            block = self.writer.open(kind, call_id=self._call_id(item), name=item.name)
         else:
-            self._close(active, out)
-            self._open(segment, out)
+            block = self.writer.open(kind)
+        segment = _Segment(item, block, first=first)
+        block.replay = segment
+        if self._active is None and not self._pending:
+            self._active = segment
+        else:
+            self._pending.append(segment)
+        return segment
 
-    def _append(self, segment: _Segment, text: str, out: list[StreamChunk]) -> None:
+    def _append(self, segment: _Segment, text: str) -> None:
         if not text:
             return
-        if segment.state == _CLOSED:
-            # Content resumed for a block already ended: a new block (rule 3).
-            part = next(k for k, v in segment.item.segments.items() if v is segment)
-            resumed = _Segment(segment.item, segment.kind, first=False)
+        if segment.closed:
+            # Content resumed for a block already ended: a new block (rule 3),
+            # the part's first when the ended one never showed (empty text).
+            item = segment.item
+            part = next(k for k, v in item.segments.items() if v is segment)
+            resumed = self._open(
+                item,
+                segment.block.kind,
+                first=segment.first and not segment.block.started,
+            )
             resumed.refusal = segment.refusal
-            segment.item.segments[part] = resumed
-            self._start(resumed, out)
+            item.segments[part] = resumed
             segment = resumed
         text = _held_back(segment, text)
         if text:
-            self._emit(segment, text, out)
+            self.writer.append(segment.block, text)
 
-    def _emit(self, segment: _Segment, text: str, out: list[StreamChunk]) -> None:
-        segment.parts.append(text)
-        if segment.state == _OPEN:
-            if segment.kind is _TOOL:
-                out.append(self._tool_delta(segment, text))
-            else:
-                out.append(_text_delta(segment.kind, segment.index, text))
-
-    def _complete(self, segment: _Segment, out: list[StreamChunk]) -> None:
+    def _complete(self, segment: _Segment) -> None:
         segment.complete = True
         if segment is self._active:
-            self._close(segment, out)
-            self._advance(out)
+            self._close(segment)
+            self._advance()
 
-    def _advance(self, out: list[StreamChunk]) -> None:
-        """Nothing is live: open the buffered segments in order, keeping the
-        first one that can still grow open when it may stream live."""
-        while self._pending:
-            segment = self._pending.popleft()
-            self._open(segment, out)
-            if not segment.complete and (segment.kind is _TOOL or not self._pending):
+    def _advance(self) -> None:
+        """The live block ended: the blocks in line go out in order, the first
+        one that can still grow staying live when it may stream live."""
+        pending = self._pending
+        while pending:
+            segment = pending.popleft()
+            self._active = segment
+            if not segment.complete and (
+                segment.block.kind is TOOL_CALL or not pending
+            ):
                 return
-            self._close(segment, out)
+            self._close(segment)
 
-    def _open(self, segment: _Segment, out: list[StreamChunk]) -> None:
-        segment.index = len(self._opened)
-        segment.state = _OPEN
-        self._opened.append(segment)
-        self._active = segment
-        out.append(BlockStart(index=segment.index, block_type=segment.kind))
-        text = "".join(segment.parts)
-        segment.parts = [text] if text else []
-        if segment.kind is _TOOL:
-            self._tool_blocks += 1
-            if text:
-                out.append(self._tool_delta(segment, text))
-        elif text:
-            out.append(_text_delta(segment.kind, segment.index, text))
-
-    def _close(self, segment: _Segment, out: list[StreamChunk]) -> None:
+    def _close(self, segment: _Segment) -> None:
+        """End ``segment``'s block (it heads the writer's line)."""
+        block = segment.block
         if segment.held:
             # No low half followed: the high surrogate goes out as it came.
             held, segment.held = segment.held, ""
-            self._emit(segment, held, out)
-        segment.state = _CLOSED
+            self.writer.append(block, held)
+        segment.closed = True
+        segment.empty = not len(block.buffer)
         if self._active is segment:
             self._active = None
-        text = "".join(segment.parts)
-        block: ContentBlock
-        if segment.kind is _TOOL:
-            if not text:
-                text = "{}"
-                segment.parts = [text]
-                out.append(self._tool_delta(segment, text))
-            block = ToolCallBlock(
-                id=CallId(self._call_id(segment.item)),
-                name=segment.item.name or "",
-                arguments=text,
-            )
-        elif segment.kind is _REASONING:
-            block = ReasoningBlock(text=text)
-        else:
-            block = TextBlock(text=text)
-        out.append(BlockEnd(index=segment.index, block=block))
+        self.writer.end(block)
 
-    def _call_id(self, item: _Item) -> str:
-        return item.call_id or ("" if item.key.startswith("#") else item.key)
-
-    def _tool_delta(self, segment: _Segment, text: str) -> ToolCallDelta:
-        item = segment.item
-        return ToolCallDelta(
-            index=segment.index,
-            id=CallId(self._call_id(item)),
-            name=item.name,
-            arguments_delta=text,
-        )
-
-    def _close_all(self, out: list[StreamChunk]) -> None:
+    def _close_all(self) -> None:
         if self._active is not None:
-            self._close(self._active, out)
-        while self._pending:
-            segment = self._pending.popleft()
-            self._open(segment, out)
-            self._close(segment, out)
+            self._close(self._active)
+        pending = self._pending
+        while pending:
+            segment = pending.popleft()
+            self._active = segment
+            self._close(segment)
 
     # -- terminal --
 
-    def _on_terminal(self, payload: dict[str, Any], out: list[StreamChunk]) -> None:
+    def _on_terminal(self, payload: dict[str, Any]) -> None:
         response = payload.get("response")
+        writer = self.writer
         if type(response) is not dict:
-            raise self._malformed("a terminal event without a response object")
+            raise writer.malformed("a terminal event without a response object")
         self._remember(response)
+        usage = response.get("usage")
+        if isinstance(usage, dict):
+            # Reported first: whatever fails below, the billed tokens go out
+            # (none reported: the finish's usage is unknown, never invented).
+            writer.report_usage(map_usage(usage, profile=self._profile))
         output = response.get("output")
         if output is not None and type(output) is not list:
-            raise self._malformed("a response output that is not a list")
+            raise writer.malformed("a response output that is not a list")
         incomplete = False
         for raw in output or ():
             if type(raw) is not dict:
-                raise self._malformed("an output item that is not an object")
+                raise writer.malformed("an output item that is not an object")
             incomplete = incomplete or raw.get("status") == "incomplete"
             rid = raw.get("id")
             if not isinstance(rid, str) or not rid:
@@ -808,19 +759,13 @@ class ResponsesTranslator:
             if item.final is None:
                 item.final = raw
             self._identify(item, raw)
-            self._fill(item, raw, out)
+            self._fill(item, raw)
         incomplete = incomplete or any(
             item.final is not None and item.final.get("status") == "incomplete"
             for item in self._items.values()
         )
-        self._close_all(out)
-        usage = response.get("usage")
-        self._usage = (
-            map_usage(usage, profile=self._profile)
-            if isinstance(usage, dict)
-            else TokenUsage.unknown()
-        )
-        out.append(UsageChunk(usage=self._usage))
+        # The terminal response closes every item, streamed to the end or not.
+        self._close_all()
         details = response.get("incomplete_details")
         status = response.get("status")
         if status not in ("incomplete", "cancelled", "failed"):
@@ -831,65 +776,58 @@ class ResponsesTranslator:
         reason = terminal_finish(
             status,
             details.get("reason") if isinstance(details, dict) else None,
-            tool_calls=self._tool_blocks > 0,
             item_incomplete=incomplete,
         )
-        if self._refused and reason.kind in ("stop", "tool-calls"):
-            reason = FinishReason.error(
+        if reason.failure is not None:
+            writer.finish_unsuccessfully(reason.failure)
+        elif self._refused and reason.kind != FinishReason.MAX_TOKENS.kind:
+            writer.finish_unsuccessfully(
                 LlmFailure(message="model stopped: refusal", code=REFUSAL_CODE)
             )
-        if reason.kind == "stop" and not self._opened and not self._empty_as_stop:
-            reason = FinishReason.error(
-                LlmFailure(message=EMPTY_RESPONSE_MESSAGE, code=EMPTY_RESPONSE_CODE)
-            )
-        replay = None if reason.is_failure else self._replay()
-        out.append(Finish(reason=reason, replay_state=replay))
-        self.finished = True
+        else:
+            writer.finish(reason, replay=self._replay)
 
-    def _on_failed(self, payload: dict[str, Any], out: list[StreamChunk]) -> None:
+    def _on_failed(self, payload: dict[str, Any]) -> None:
         response = payload.get("response")
         if type(response) is not dict:
-            raise self._malformed("a response.failed event without a response object")
+            raise self.writer.malformed(
+                "a response.failed event without a response object"
+            )
         self._remember(response)
         usage = response.get("usage")
         if isinstance(usage, dict):
-            self._usage = map_usage(usage, profile=self._profile)
+            self.writer.report_usage(map_usage(usage, profile=self._profile))
         error = response.get("error")
         self._fail(
             stream_failure(
                 error if isinstance(error, dict) else {},
-                provider=self._profile.provider,
-            ),
-            out,
+                provider=self.writer.provider,
+            )
         )
 
-    def _on_error(self, payload: dict[str, Any], out: list[StreamChunk]) -> None:
-        self._fail(stream_failure(payload, provider=self._profile.provider), out)
+    def _on_error(self, payload: dict[str, Any]) -> None:
+        self._fail(stream_failure(payload, provider=self.writer.provider))
 
-    def _fail(self, failure: LlmFailure, out: list[StreamChunk]) -> None:
-        """One ``error`` finish; the live block is ended first so a reported
-        usage can precede the finish (the content is to be discarded)."""
+    def _fail(self, failure: LlmFailure) -> NoReturn:
+        """Raise the server's failure; the live block's held half goes out
+        first, as it came (the blocks stay open: the answer failed)."""
         active = self._active
         if active is not None and active.held:
-            # The block ends here in error: its held half goes out as it came.
             held, active.held = active.held, ""
-            self._emit(active, held, out)
-        if self._usage is not None:
-            if active is not None:
-                self._close(active, out)
-            out.append(UsageChunk(usage=self._usage))
-        out.append(Finish(reason=FinishReason.error(failure)))
-        self.finished = True
+            self.writer.append(active.block, held)
+        raise LlmError.from_failure(failure)
 
     def _replay(self) -> ReplayEnvelope:
         entries: list[Any] = []
-        for segment in self._opened:
+        for block in self.writer.emitted:
+            segment = block.replay
+            assert isinstance(segment, _Segment)
             item = segment.item
             if not segment.first:
                 entries.append(None)
-            elif segment.kind is _REASONING:
+            elif block.kind is REASONING:
                 entries.append(_reasoning_entry(item))
-            elif segment.kind is _TOOL:
+            elif block.kind is TOOL_CALL:
                 entries.append(
                     {
                         "type": "function_call",
@@ -915,12 +853,6 @@ class ResponsesTranslator:
                 "model": self._model,
             },
             blocks=tuple(entries),
-        )
-
-    def _malformed(self, what: str) -> LlmError:
-        return LlmError(
-            f"{self._profile.provider} sent {what} in its stream",
-            ErrorCode.MALFORMED_RESPONSE,
         )
 
 
@@ -956,7 +888,7 @@ def _reasoning_entry(item: _Item) -> dict[str, Any] | None:
     return entry
 
 
-_Handler = Callable[[ResponsesTranslator, dict[str, Any], list[StreamChunk]], None]
+_Handler = Callable[[ResponsesTranslator, dict[str, Any]], None]
 _HANDLERS: Final[dict[str, _Handler]] = {
     "response.created": ResponsesTranslator._on_lifecycle,
     "response.in_progress": ResponsesTranslator._on_lifecycle,

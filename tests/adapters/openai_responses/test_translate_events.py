@@ -16,7 +16,15 @@ from dsh_llm.adapters._responses.finish import map_usage
 from dsh_llm.adapters._responses.profiles import OLLAMA, OPENAI
 from dsh_llm.adapters._responses.translate import ResponsesTranslator
 from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.protocol import Finish, TextDelta, TokenUsage, UsageChunk
+from dsh_llm.protocol import (
+    BlockStart,
+    Finish,
+    FinishReason,
+    StreamChunk,
+    TextDelta,
+    TokenUsage,
+    UsageChunk,
+)
 from dsh_llm.transport.sse import SseEvent
 from dsh_llm.validator import validate_stream
 
@@ -55,6 +63,22 @@ def feed_all(
     for payload in payloads:
         out.extend(translator.feed(ev(payload)))
     return out
+
+
+def run(*payloads: Any) -> tuple[list[StreamChunk], LlmError | None]:
+    """What a runtime consumer sees, as the read loop drives the translator:
+    for a raised failure, what the translator owes before it and the error
+    finish the runtime makes of it; and the error raised."""
+    translator = ResponsesTranslator()
+    out: list[StreamChunk] = []
+    try:
+        for payload in payloads:
+            out.extend(translator.feed(ev(payload)))
+    except LlmError as error:
+        out.extend(translator.before_failure())
+        out.append(Finish(reason=FinishReason.error(error.failure)))
+        return out, error
+    return out, None
 
 
 @pytest.mark.parametrize(
@@ -138,8 +162,8 @@ def test_close_without_a_terminal_event_raises_and_after_one_returns_nothing():
     assert translator.close() == []
 
 
-def test_an_error_payload_without_a_type_is_an_error_finish():
-    chunks = feed_all(
+def test_an_error_payload_without_a_type_raises_its_failure():
+    chunks, error = run(
         {
             "error": {
                 "message": "Upstream overloaded",
@@ -148,7 +172,37 @@ def test_an_error_payload_without_a_type_is_an_error_finish():
             }
         }
     )
+    assert error is not None
+    assert (error.code, error.message) == ("SERVER", "Upstream overloaded")
     assert chunks[-1].reason.failure.code == "SERVER"
+
+
+def test_a_failed_response_with_a_block_open_raises_after_its_usage():
+    chunks, error = run(
+        MSG,
+        _text("Half"),
+        {
+            "type": "response.failed",
+            "response": {
+                "status": "failed",
+                "error": {"code": "server_error", "message": "boom"},
+                "usage": {"input_tokens": 7, "output_tokens": 1},
+            },
+        },
+    )
+    assert error is not None
+    assert error.code == "SERVER"
+    # Rule 7: the reported usage right before the failure, the block left open.
+    assert [type(c) for c in chunks] == [BlockStart, TextDelta, UsageChunk, Finish]
+    assert chunks[2].usage.input_tokens == 7
+    assert list(validate_stream(chunks, strict=True)) == chunks
+
+
+def test_an_error_event_with_a_block_open_raises_without_inventing_usage():
+    chunks, error = run(MSG, _text("Half"), {"type": "error", "code": "server_error"})
+    assert error is not None
+    assert error.code == "SERVER"
+    assert [type(c) for c in chunks] == [BlockStart, TextDelta, Finish]
 
 
 def _usage_of(translator: ResponsesTranslator) -> TokenUsage | None:
@@ -411,7 +465,8 @@ def test_a_surrogate_pair_split_across_text_deltas_is_joined():
 def test_a_lone_high_surrogate_is_kept_as_it_came_at_the_end_or_on_error():
     chunks = feed_all(MSG, _text("a\ud83d"), END)
     assert "".join(_texts_of(chunks)) == "a\ud83d"
-    chunks = feed_all(MSG, _text("a\ud83d"), {"type": "error", "message": "x"})
+    chunks, error = run(MSG, _text("a\ud83d"), {"type": "error", "message": "x"})
+    assert error is not None
     assert "".join(_texts_of(chunks)) == "a\ud83d"
 
 
@@ -481,3 +536,101 @@ def test_a_refusal_delta_on_the_live_part_marks_the_refusal():
     assert isinstance(end, Finish)
     assert end.reason.failure is not None
     assert end.reason.failure.code == "REFUSAL"
+
+
+# --- what the writer decides ----------------------------------------------------------
+
+
+def _part(item_id: str = "m") -> dict[str, Any]:
+    return {
+        "type": "response.content_part.added",
+        "item_id": item_id,
+        "content_index": 0,
+        "part": {"type": "output_text", "text": ""},
+    }
+
+
+RS = {
+    "type": "response.output_item.added",
+    "output_index": 1,
+    "item": {"id": "rs", "type": "reasoning"},
+}
+
+
+def test_an_empty_text_part_opens_no_block():
+    chunks, error = run(MSG, _part(), RS, END)
+    assert error is None
+    assert [c.block_type for c in chunks if c.type == "block-start"] == ["reasoning"]
+    assert list(validate_stream(chunks, strict=True)) == chunks
+
+
+def test_a_part_ended_empty_then_filled_at_done_keeps_its_replay_entry():
+    done = {
+        "type": "response.output_item.done",
+        "output_index": 0,
+        "item": {
+            "id": "m",
+            "type": "message",
+            "content": [{"type": "output_text", "text": "Hello"}],
+        },
+    }
+    chunks, error = run(MSG, _part(), RS, done, END)
+    assert error is None
+    ends = [c.block for c in chunks if c.type == "block-end"]
+    assert [(b.type, b.text) for b in ends] == [("reasoning", ""), ("text", "Hello")]
+    assert chunks[-1].replay_state.blocks[1] == {
+        "type": "message",
+        "id": "m",
+        "part": "output_text",
+    }
+
+
+def test_a_terminal_event_that_fails_its_checks_raises_after_its_usage():
+    completed = {
+        "type": "response.completed",
+        "response": {
+            "output": [{"id": "fc_1", "type": "function_call", "arguments": '{"b":2}'}],
+            "usage": {"input_tokens": 4, "output_tokens": 2},
+        },
+    }
+    chunks, error = run(CALL_ADDED, DELTA, completed)
+    assert error is not None
+    assert error.code == ErrorCode.MALFORMED_RESPONSE
+    assert [c.type for c in chunks][-2:] == ["usage", "finish"]
+    assert chunks[-2].usage.input_tokens == 4
+
+
+def test_a_call_without_a_name_is_malformed():
+    added = {**CALL_ADDED, "item": {**CALL_ADDED["item"], "name": None}}
+    chunks, error = run(added, DELTA, END)
+    assert error is not None
+    assert error.code == ErrorCode.MALFORMED_RESPONSE
+    assert "a tool call without a name" in error.message
+    assert list(validate_stream(chunks, strict=True)) == chunks
+
+
+def _unannounced_call(**done: Any) -> tuple[list[StreamChunk], LlmError | None]:
+    delta = {
+        "type": "response.function_call_arguments.delta",
+        "item_id": "fc_9",
+        "output_index": 0,
+        "delta": "{}",
+    }
+    item = {"id": "fc_9", "type": "function_call", "arguments": "{}", **done}
+    item_done = {"type": "response.output_item.done", "output_index": 0, "item": item}
+    return run(delta, item_done, END)
+
+
+def test_a_call_that_streamed_before_its_name_came_takes_the_name():
+    chunks, error = _unannounced_call(name="f")
+    assert error is None
+    assert list(validate_stream(chunks, strict=True)) == chunks
+    ends = [c.block for c in chunks if c.type == "block-end"]
+    assert [(b.id, b.name, b.arguments) for b in ends] == [("fc_9", "f", "{}")]
+
+
+def test_a_call_id_that_changes_after_the_call_streamed_is_malformed():
+    chunks, error = _unannounced_call(name="f", call_id="call_9")
+    assert error is not None
+    assert error.code == ErrorCode.MALFORMED_RESPONSE
+    assert list(validate_stream(chunks, strict=True)) == chunks

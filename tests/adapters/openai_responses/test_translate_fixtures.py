@@ -17,10 +17,12 @@ from dsh_llm.assembler import assemble_stream
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import (
     BlockEnd,
+    BlockStart,
     Finish,
     FinishReason,
     LlmFailure,
     StreamChunk,
+    TextDelta,
     ToolCallBlock,
     UsageChunk,
 )
@@ -30,8 +32,17 @@ from dsh_llm.validator import validate_stream
 
 FIXTURES = Path(__file__).parents[2] / "fixtures" / "openai_responses"
 NAMES = sorted(p.stem for p in FIXTURES.glob("*.sse"))
-CUT = ("ollama_runner_error_eof",)
-"""Fixtures whose body ends before a terminal event."""
+FAILED = (
+    "ollama_runner_error_eof",
+    "openai_error_only",
+    "openai_error_then_failed",
+    "openai_failed_only",
+    "openai_failed_then_error",
+    "openrouter_upstream_error_payload",
+    "vllm_engine_error",
+)
+"""Fixtures whose stream fails (the translator raises): an error event, a
+``response.failed``, a body that ends before a terminal event."""
 
 
 def _pieces(body: bytes, split: str) -> list[bytes]:
@@ -52,19 +63,24 @@ def _pieces(body: bytes, split: str) -> list[bytes]:
 def replay(
     name: str, split: str = "whole"
 ) -> tuple[list[StreamChunk], LlmError | None]:
-    """Decode and translate fixture ``name``; the error ``close()`` raised, if any."""
+    """Decode and translate fixture ``name`` as the read loop drives them: what
+    a runtime consumer sees (for a raised failure, what the translator owes
+    before it and the error finish the runtime makes of it), and that error."""
     body = (FIXTURES / f"{name}.sse").read_bytes()
     translator = ResponsesTranslator(PROFILES[name.split("_")[0]])
     decoder = SseDecoder(terminal_data=None, provider="test")
     chunks: list[StreamChunk] = []
-    for piece in _pieces(body, split):
-        for event in decoder.feed(piece):
-            chunks.extend(translator.feed(event))
-    for event in decoder.close():
-        chunks.extend(translator.feed(event))
     try:
+        for piece in _pieces(body, split):
+            for event in decoder.feed(piece):
+                if not translator.finished:
+                    chunks.extend(translator.feed(event))
+        for event in decoder.close():
+            chunks.extend(translator.feed(event))
         chunks.extend(translator.close())
     except LlmError as exc:
+        chunks.extend(translator.before_failure())
+        chunks.append(Finish(reason=FinishReason.error(exc.failure)))
         return chunks, exc
     return chunks, None
 
@@ -80,13 +96,8 @@ def _expected(name: str) -> list[dict[str, Any]]:
 def test_every_fixture_gives_its_expected_strict_chunks(name, split):
     chunks, error = replay(name, split)
     assert [chunk_to_dict(c) for c in chunks] == _expected(name)
-    if name in CUT:
-        assert error is not None
-        assert error.code == ErrorCode.STREAM_CLOSED
-        # What the runtime turns the raise into must still be a strict stream.
-        chunks = [*chunks, Finish(reason=FinishReason.error(error.failure))]
-    else:
-        assert error is None
+    # A failure is raised, never yielded by the translator.
+    assert (error is not None) == (name in FAILED)
     assert list(validate_stream(chunks, strict=True)) == chunks
 
 
@@ -220,8 +231,10 @@ def test_content_filter_is_an_error_finish():
         ("openai_failed_only", "VECTOR_STORE_TIMEOUT"),
     ],
 )
-def test_failures_end_in_exactly_one_error_finish(name, code):
-    chunks, _ = replay(name)
+def test_failures_are_raised_and_end_in_exactly_one_error_finish(name, code):
+    chunks, error = replay(name)
+    assert error is not None
+    assert error.code == code
     finishes = [c for c in chunks if isinstance(c, Finish)]
     assert len(finishes) == 1
     assert finishes[0] is chunks[-1]
@@ -229,8 +242,9 @@ def test_failures_end_in_exactly_one_error_finish(name, code):
     assert finishes[0].reason.failure.code == code
 
 
-def test_a_failure_with_usage_reports_the_usage_before_the_finish():
+def test_a_failure_with_usage_reports_it_before_the_finish_with_the_block_open():
     chunks, _ = replay("openai_failed_then_error")
+    assert [type(c) for c in chunks] == [BlockStart, TextDelta, UsageChunk, Finish]
     assert isinstance(chunks[-2], UsageChunk)
     assert chunks[-2].usage.input_tokens == 30
 
@@ -239,7 +253,12 @@ def test_eof_before_a_terminal_event_is_stream_closed():
     chunks, error = replay("ollama_runner_error_eof")
     assert error is not None
     assert error.code == ErrorCode.STREAM_CLOSED
-    assert not any(isinstance(c, Finish) for c in chunks)
+    assert error.message == (
+        "Ollama (Responses API) stream ended before its terminal event "
+        "(response.completed, response.incomplete or response.failed)"
+    )
+    # The open block stays open: no usage was reported, no finish but the error.
+    assert [type(c) for c in chunks] == [BlockStart, TextDelta, Finish]
 
 
 def test_events_after_the_terminal_one_produce_nothing():
