@@ -205,16 +205,12 @@ class OllamaTranslator(WireTranslator[Any]):
             raise writer.malformed("a tool call id that is not a string")
         # Every call before this one was emitted: their count is its ordinal.
         call_id = wire_id or self._new_call_id(writer.tool_calls)
-        # The writer starts a live tool call with an empty delta; opened behind
-        # the item streaming now (an empty text item, which never shows, when
-        # none is), the whole arguments are buffered and go out as the call's
-        # one delta when that item ends.
-        before = self._block or writer.open(TEXT)
-        self._block = None
-        block = writer.open(TOOL_CALL, call_id=call_id, name=name)
-        writer.append(block, text)
+        # A whole call: its arguments are its one delta.
+        if self._block is not None:
+            writer.end(self._block)
+            self._block = None
+        block = writer.open(TOOL_CALL, call_id=call_id, name=name, text=text)
         writer.end(block)
-        writer.end(before)
 
     def _done(self, line: dict[str, Any]) -> None:
         writer = self.writer

@@ -436,14 +436,10 @@ class ResponsesTranslator(WireTranslator[SseEvent]):
     def _label(self, segment: _Segment) -> None:
         """Give a call's block the id and name its item has now."""
         block, item, writer = segment.block, segment.item, self.writer
-        call_id, name = self._call_id(item), item.name or ""
-        if block.started:
-            # A delta may leave out what is not known yet (docs/protocol.md):
-            # a call that streamed before its id or name came takes it now.
-            block.call_id = block.call_id or call_id
-            block.name = block.name or name
-        writer.set_call_id(block, call_id)
-        writer.set_name(block, name)
+        # A delta may leave out what is not known yet (docs/protocol.md): a
+        # call that streamed before its id or name came takes it now.
+        writer.set_call_id(block, self._call_id(item))
+        writer.set_name(block, item.name or block.name)
 
     def _call_id(self, item: _Item) -> str:
         return item.call_id or ("" if item.key.startswith("#") else item.key)
@@ -656,7 +652,11 @@ class ResponsesTranslator(WireTranslator[SseEvent]):
         ):
             self._close(active)
         if kind is TOOL_CALL:
-            block = self.writer.open(kind, call_id=self._call_id(item), name=item.name)
+            # The wire's call starts with its item; its first delta is its
+            # first argument text.
+            block = self.writer.open(
+                kind, call_id=self._call_id(item), name=item.name, announce=False
+            )
         else:
             block = self.writer.open(kind)
         segment = _Segment(item, block, first=first)

@@ -65,6 +65,12 @@ TOOL_CALL: Final = "tool-call"
 """A tool-call item (``ToolCallBlock.TAG``)."""
 
 _SUCCESS_KINDS: Final = frozenset({"stop", "tool-calls"})
+_KINDS: Final[dict[str, BlockKind]] = {
+    TEXT: TEXT,
+    REASONING: REASONING,
+    TOOL_CALL: TOOL_CALL,
+}
+"""Each kind's one string object: the hot path compares kinds by identity."""
 
 
 class Block:
@@ -77,6 +83,7 @@ class Block:
     """
 
     __slots__ = (
+        "announce",
         "buffer",
         "call_id",
         "ended",
@@ -84,10 +91,14 @@ class Block:
         "kind",
         "name",
         "replay",
+        "shown_id",
+        "shown_name",
         "started",
     )
 
-    def __init__(self, kind: BlockKind, call_id: str, name: str) -> None:
+    def __init__(
+        self, kind: BlockKind, call_id: str, name: str, *, announce: bool = True
+    ) -> None:
         self.kind: BlockKind = kind
         """``text``, ``reasoning`` or ``tool-call``."""
         # The text or arguments so far: a compact buffer, not one object per
@@ -105,6 +116,12 @@ class Block:
         """A tool call's name (it may still grow until the block starts)."""
         self.replay: object = None
         """The translator's replay entry for this block (JSON values)."""
+        self.announce = announce
+        """Whether a tool call's ``block-start`` comes with a delta naming its id
+        and name before any argument text."""
+        # The id and name a delta already carried: fixed from then on.
+        self.shown_id = ""
+        self.shown_name = ""
 
     def __repr__(self) -> str:
         return f"<Block {self.kind} index={self.index} ended={self.ended}>"
@@ -160,16 +177,23 @@ class BlockWriter:
         call_id: str | None = None,
         name: str | None = None,
         text: str = "",
+        announce: bool = True,
     ) -> Block:
         """A new item of ``kind`` after every item opened so far, holding ``text``
         already (its first delta carries it: a whole tool call is one delta).
 
-        A tool call carries ``call_id`` and ``name`` on each of its deltas (its
-        ``name`` may still grow by ``extend_name`` until the block starts).
+        A tool call carries ``call_id`` and ``name`` on each of its deltas, once
+        known (``set_call_id``, ``set_name`` and ``extend_name`` may still give
+        them until a delta carried them). With ``announce`` its ``block-start``
+        comes with a delta naming them even before any argument text; without,
+        the first delta is its first argument text.
         """
         if self.finished:
             raise ValueError("the writer already finished")
-        block = Block(kind, call_id or "", name or "")
+        canonical = _KINDS.get(kind)
+        if canonical is None:
+            raise ValueError(f"unknown block kind {kind!r}")
+        block = Block(canonical, call_id or "", name or "", announce=announce)
         if text:
             block.buffer.append(text)
         self._queue.append(block)
@@ -186,9 +210,7 @@ class BlockWriter:
         if block is self._live:
             block.buffer.append(piece)
             if block.kind is TOOL_CALL:
-                self._out.append(
-                    unchecked_tool_delta(block.index, block.call_id, block.name, piece)
-                )
+                self._out.append(self._tool_delta(block, piece))
             else:
                 self._out.append(
                     unchecked_delta(
@@ -205,31 +227,37 @@ class BlockWriter:
             self._pump()
 
     def extend_name(self, block: Block, piece: str) -> None:
-        """Append ``piece`` to a tool call's name; refused once its block started.
+        """Append ``piece`` to a tool call's name (a name sent in pieces).
 
         Raises:
-            LlmError: ``MALFORMED_RESPONSE`` when the block already started (its
-                deltas went out with the name as it was).
+            LlmError: ``MALFORMED_RESPONSE`` once a delta carried the name.
         """
-        if block.started:
-            if piece:
-                raise self.malformed("a tool name that grew after its call began")
-            return
-        block.name += piece
+        if piece:
+            self.set_name(block, block.name + piece)
 
     def set_name(self, block: Block, name: str) -> None:
-        """Give a tool call its name before its block starts (no-op when equal)."""
+        """Give a tool call its name (no-op when equal).
+
+        Raises:
+            LlmError: ``MALFORMED_RESPONSE`` when a delta already carried another
+                name (a call keeps one name).
+        """
         if block.name == name:
             return
-        if block.started:
+        if block.shown_name:
             raise self.malformed("a tool name that changed after its call began")
         block.name = name
 
     def set_call_id(self, block: Block, call_id: str) -> None:
-        """Give a tool call its id before its block starts (no-op when equal)."""
+        """Give a tool call its id (no-op when equal).
+
+        Raises:
+            LlmError: ``MALFORMED_RESPONSE`` when a delta already carried another
+                id (a call keeps one id).
+        """
         if block.call_id == call_id:
             return
-        if block.started:
+        if block.shown_id:
             raise self.malformed("a tool call id that changed after its call began")
         block.call_id = call_id
 
@@ -423,13 +451,21 @@ class BlockWriter:
         out.append(BlockStart(index=index, block_type=block.kind))
         if block.kind is TOOL_CALL:
             self._tool_blocks += 1
-            out.append(unchecked_tool_delta(index, block.call_id, block.name, text))
+            if text or block.announce:
+                out.append(self._tool_delta(block, text))
         elif text:
             out.append(
                 unchecked_delta(
                     TextDelta if block.kind is TEXT else ReasoningDelta, index, text
                 )
             )
+
+    @staticmethod
+    def _tool_delta(block: Block, piece: str) -> StreamChunk:
+        # What a delta carried is fixed: a later id or name may not differ.
+        block.shown_id = block.call_id
+        block.shown_name = block.name
+        return unchecked_tool_delta(block.index, block.call_id, block.name, piece)
 
     def _end(self, block: Block) -> None:
         text = block.buffer.value()
@@ -441,9 +477,7 @@ class BlockWriter:
                 raise self.malformed("a tool call without a name")
             if text == "":
                 text = "{}"
-                self._out.append(
-                    unchecked_tool_delta(block.index, block.call_id, block.name, text)
-                )
+                self._out.append(self._tool_delta(block, text))
             ended = ToolCallBlock(
                 id=CallId(block.call_id), name=block.name, arguments=text
             )
