@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     )
     from dsh_llm.adapters._wire.family import (
         Endpoint,
+        ServerAccess,
         WireCall,
         WireFamily,
         WireRequest,
@@ -57,6 +58,7 @@ __all__ = [
     "BuiltinFamily",
     "CatalogModel",
     "Endpoint",
+    "ServerAccess",
     "WireAdapter",
     "WireCall",
     "WireFamily",
@@ -159,6 +161,7 @@ _KIT: Final = {
     "CatalogModel": "config",
     "EMPTY_RESPONSE_MESSAGE": "writer",
     "Endpoint": "family",
+    "ServerAccess": "family",
     "WireAdapter": "adapter",
     "WireCall": "family",
     "WireFamily": "family",

@@ -34,6 +34,7 @@ from dsh_llm.adapters._wire.config import (
 )
 from dsh_llm.adapters._wire.family import (
     Endpoint,
+    ServerAccess,
     WireCall,
     WireFamily,
     api_key_from_environ,
@@ -181,6 +182,9 @@ class WireAdapter(LlmAdapter, Generic[C]):
         return self._endpoint
 
     def _request_key(self, config: C, options: GenerateOptions) -> Secret | None:
+        return self._route_key(config, options.provider)
+
+    def _route_key(self, config: C, provider: str) -> Secret | None:
         if self._api_key is not None:
             return self._api_key
         name: str | None = getattr(config, "api_key_env", None)
@@ -190,7 +194,7 @@ class WireAdapter(LlmAdapter, Generic[C]):
             self._environ,
             name,
             package=config.package,
-            route=self.family.route or options.provider,
+            route=self.family.route or provider,
         )
 
     # -- metadata ----------------------------------------------------------------------
@@ -207,7 +211,14 @@ class WireAdapter(LlmAdapter, Generic[C]):
         """The advertised catalog (the family may list a server's own models)."""
         lister = self.family.list_models
         if lister is not None:
-            return lister(self, provider)
+            config = self._config
+            server: ServerAccess[C, Any] = ServerAccess(
+                session=self._session,
+                config=config,
+                endpoint=self._endpoint,
+                key=functools.partial(self._route_key, config, provider),
+            )
+            return lister(server, provider)
         models: tuple[CatalogEntry, ...] = getattr(self._config, "models", ()) or ()
         return tuple(
             catalog_model_info(provider, entry, image_input=self.family.image_input)

@@ -132,6 +132,40 @@ class WireCall(Generic[C, P]):
         )
 
 
+class ServerAccess(Generic[C, P]):
+    """What a family's ``list_models`` hook may use to ask its server (the
+    adapter's pooled session, config, endpoint and key); no I/O happens here.
+
+    Args:
+        session: The adapter's pooled session.
+        config: The config in force.
+        endpoint: Where the adapter's calls go.
+        key: Reads the key (see ``WireCall.key``).
+    """
+
+    __slots__ = ("_key", "config", "endpoint", "session")
+
+    def __init__(
+        self,
+        *,
+        session: requests.Session,
+        config: C,
+        endpoint: Endpoint[P],
+        key: Callable[[], Secret | None],
+    ) -> None:
+        self.session = session
+        """The adapter's pooled session."""
+        self.config = config
+        """The config in force."""
+        self.endpoint = endpoint
+        """Where the adapter's calls go."""
+        self._key = key
+
+    def key(self) -> Secret | None:
+        """The key, as ``WireCall.key`` reads it."""
+        return self._key()
+
+
 def sse_decoder(provider: str) -> EventDecoder[Any]:
     """An SSE decoder for a wire without a ``data: [DONE]`` end marker."""
     return SseDecoder(terminal_data=None, provider=provider)
@@ -171,11 +205,11 @@ class WireFamily(Generic[C, P]):
     """The route named when its key is missing (``None``: the call's route)."""
     image_input: bool = True
     """Whether the family can send images at all."""
-    # Its first argument is the WireAdapter itself, typed Any: the adapter's
-    # module builds on this one.
-    list_models: Callable[[Any, str], tuple[LlmModelInfo, ...]] | None = None
-    """``list_models(adapter, provider)`` when the catalog is not the config's
-    ``models`` (a server's own list); ``None``: the config's catalog."""
+    list_models: (
+        Callable[[ServerAccess[C, P], str], tuple[LlmModelInfo, ...]] | None
+    ) = None
+    """``list_models(server, provider)`` when the catalog is not always the
+    config's ``models`` (a server's own list); ``None``: the config's catalog."""
     describe: Callable[[C, Endpoint[P]], str] = _no_description
     """Extra ``repr`` fields (``", server='vllm'"``); never a key."""
 
