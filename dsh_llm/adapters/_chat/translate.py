@@ -248,6 +248,7 @@ class ChatCompletionsTranslator(WireTranslator[SseEvent]):
         self._refused = False
         self._finish_reason: str | None = None
         self._usage: Mapping[str, Any] | None = None
+        self._append = self.writer.append
 
     def _mapped_usage(self) -> TokenUsage | None:
         return None if self._usage is None else map_usage(self._usage)
@@ -296,7 +297,8 @@ class ChatCompletionsTranslator(WireTranslator[SseEvent]):
     def _feed(self, payload: Any) -> None:
         if type(payload) is not dict:
             raise self.writer.malformed("a payload that is not a JSON object")
-        if _reports_error(payload.get("error")):
+        error = payload.get("error")
+        if error is not None and _reports_error(error):
             self._fail_with(payload)
         choices = payload.get("choices")
         if choices is not None:
@@ -351,12 +353,13 @@ class ChatCompletionsTranslator(WireTranslator[SseEvent]):
         reason = map_finish_reason(self._finish_reason)
         if reason.failure is not None:
             writer.finish_unsuccessfully(reason.failure)
-        elif self._refused and reason is not FinishReason.MAX_TOKENS:
+        elif self._refused and reason != FinishReason.MAX_TOKENS:
             writer.finish_unsuccessfully(
                 LlmFailure(message="model stopped: refusal", code=REFUSAL_CODE)
             )
         else:
-            # No finish reason at all: a blockless answer is never a success.
+            # Without any finish reason a blockless answer is EMPTY_RESPONSE even
+            # with empty_response_as_stop (vLLM's bare [DONE] after an error).
             writer.finish(
                 reason, empty_as_stop=False if self._finish_reason is None else None
             )
@@ -382,7 +385,18 @@ class ChatCompletionsTranslator(WireTranslator[SseEvent]):
                 reasoned = True
             elif key is _REFUSAL:
                 self._refused = True
-            self._text_fragment(key, text)
+            block = self._text
+            if (
+                block is not None
+                and self._text_key is key
+                and self._held is None
+                and not _HIGH_SURROGATE <= text[-1] < _LOW_SURROGATE
+            ):
+                # The common case, inlined (the per-token path): more of the
+                # item being written.
+                self._append(block, text)
+            else:
+                self._text_fragment(key, text)
         calls = delta.get("tool_calls")
         if calls:
             if type(calls) is not list:
@@ -414,10 +428,10 @@ class ChatCompletionsTranslator(WireTranslator[SseEvent]):
 
     def _text_piece(self, key: str, text: str) -> None:
         block = self._text
-        writer = self.writer
         if block is not None and self._text_key is key:
-            writer.append(block, text)
+            self._append(block, text)
             return
+        writer = self.writer
         if block is not None:
             writer.end(block)
         block = writer.open(REASONING if key is REASONING else TEXT)
@@ -459,7 +473,8 @@ class ChatCompletionsTranslator(WireTranslator[SseEvent]):
             ) from None
 
     def _tool_fragment(self, call: dict[str, Any]) -> None:
-        self._release_text_half()
+        if self._held is not None:
+            self._release_text_half()
         key = call.get("index")
         if key is not None and type(key) is not int:
             raise self.writer.malformed("a tool call index that is not an integer")
@@ -512,7 +527,7 @@ class ChatCompletionsTranslator(WireTranslator[SseEvent]):
             block.name = name
         piece = self._argument_piece(block, fragment)
         if piece or block not in self._held_args:
-            self.writer.append(block, piece)
+            self._append(block, piece)
 
     def _open_call(
         self, key: object, call_id: str, name: object, fragment: str
