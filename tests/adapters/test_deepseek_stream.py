@@ -404,6 +404,27 @@ def test_a_reset_mid_body_is_transport(server):
 
 
 @pytest.mark.parametrize("framing", ["chunked", "close"])
+def test_done_without_a_finish_reason_is_raised_after_the_usage(server, framing):
+    # [DONE] after content, no finish_reason: a cut answer, raised (never a
+    # finish of the adapter's), after the usage the server already reported.
+    body = sse_events([FIRST, text("Once upon"), finish(None, usage(5, 2))])
+    server.enqueue(Reply(body=body, framing=framing))
+    with _adapter(server) as adapter:
+        error = _failure(adapter)
+    assert error.code == ErrorCode.STREAM_CLOSED
+    assert error.message == (
+        "DeepSeek ended its stream with [DONE] but no finish_reason: the answer "
+        "was cut short"
+    )
+    assert [c.type for c in error.chunks] == [  # type: ignore[attr-defined]
+        "block-start",
+        "text-delta",
+        "usage",
+    ]
+    assert error.chunks[-1].usage.input_tokens == 5  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("framing", ["chunked", "close"])
 def test_a_body_that_ends_without_done_is_stream_closed(server, framing):
     server.enqueue(
         Reply(

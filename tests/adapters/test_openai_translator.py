@@ -625,6 +625,14 @@ def test_no_choices_then_done_is_empty_response_after_usage():
     assert run({}) == [UNKNOWN_USAGE, Finish(reason=EMPTY)]
 
 
+def test_a_bare_done_is_empty_response_even_with_the_flag():
+    # vLLM swallows an early error into a bare [DONE]: never a success.
+    assert run({}, empty_response_as_stop=True) == [UNKNOWN_USAGE, Finish(reason=EMPTY)]
+    assert run(FIRST, finish(None), empty_response_as_stop=True)[-1] == Finish(
+        reason=EMPTY
+    )
+
+
 def test_stop_without_blocks_is_empty_response_after_usage():
     chunks = run(FIRST, finish("stop", usage(7, 0)))
     assert chunks == [
