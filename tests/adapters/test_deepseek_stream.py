@@ -19,7 +19,7 @@ from dsh_llm.adapters.deepseek import PROVIDER_ROUTE, DeepSeekAdapter
 from dsh_llm.assembler import collect
 from dsh_llm.attribution import user_agent
 from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.protocol import Finish, GenerateOptions, create_user_message
+from dsh_llm.protocol import Finish, FinishReason, GenerateOptions, create_user_message
 from dsh_llm.runtime import LlmRuntime
 from dsh_llm.serde import chunk_to_dict, read_jsonl
 from dsh_llm.signal import AbortController
@@ -45,6 +45,17 @@ def _options(**fields: Any) -> GenerateOptions:
 
 def _stream(adapter: DeepSeekAdapter, **fields: Any) -> list[Any]:
     return list(validate_stream(adapter.stream(_options(**fields))))
+
+
+def _consumed(adapter: DeepSeekAdapter) -> list[Any]:
+    """What a runtime consumer sees: the adapter's chunks, ended by the error
+    finish of an ``LlmError`` it raises; strictly validated."""
+    chunks: list[Any] = []
+    try:
+        chunks.extend(adapter.stream(_options()))
+    except LlmError as error:
+        chunks.append(Finish(reason=FinishReason.error(error.failure)))
+    return list(validate_stream(chunks, strict=True))
 
 
 def _failure(adapter: DeepSeekAdapter, **fields: Any) -> LlmError:
@@ -74,7 +85,7 @@ def test_recorded_stream_translates_to_its_expected_chunks(
     ]
     server.enqueue(Reply(body=body, framing=framing, split=split))
     with _adapter(server) as adapter:
-        assert [chunk_to_dict(c) for c in _stream(adapter)] == expected
+        assert [chunk_to_dict(c) for c in _consumed(adapter)] == expected
 
 
 def test_runtime_stream_shows_the_text_chunk_kinds_and_sends_attribution(server):
@@ -393,6 +404,27 @@ def test_a_reset_mid_body_is_transport(server):
 
 
 @pytest.mark.parametrize("framing", ["chunked", "close"])
+def test_done_without_a_finish_reason_is_raised_after_the_usage(server, framing):
+    # [DONE] after content, no finish_reason: a cut answer, raised (never a
+    # finish of the adapter's), after the usage the server already reported.
+    body = sse_events([FIRST, text("Once upon"), finish(None, usage(5, 2))])
+    server.enqueue(Reply(body=body, framing=framing))
+    with _adapter(server) as adapter:
+        error = _failure(adapter)
+    assert error.code == ErrorCode.STREAM_CLOSED
+    assert error.message == (
+        "DeepSeek ended its stream with [DONE] but no finish_reason: the answer "
+        "was cut short"
+    )
+    assert [c.type for c in error.chunks] == [  # type: ignore[attr-defined]
+        "block-start",
+        "text-delta",
+        "usage",
+    ]
+    assert error.chunks[-1].usage.input_tokens == 5  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("framing", ["chunked", "close"])
 def test_a_body_that_ends_without_done_is_stream_closed(server, framing):
     server.enqueue(
         Reply(
@@ -402,7 +434,7 @@ def test_a_body_that_ends_without_done_is_stream_closed(server, framing):
     with _adapter(server) as adapter:
         error = _failure(adapter)
     assert error.code == ErrorCode.STREAM_CLOSED
-    assert "without [DONE]" in error.message
+    assert error.message == "DeepSeek stream ended before [DONE]"
 
 
 @pytest.mark.parametrize("framing", ["chunked", "close"])
@@ -470,7 +502,8 @@ def test_abort_from_another_thread_ends_a_blocked_read_promptly(server):
 def test_an_abort_stops_the_stream_even_when_the_rest_was_already_read(server):
     # The whole body arrives in one write, so one socket read brings every
     # event: the abort must still stop the stream at the next chunk.
-    server.enqueue(Reply(body=b"".join(sse_events([FIRST] + [text("x")] * 20))))
+    body = b"".join(sse_events([FIRST] + [text("x")] * 20 + [finish()]))
+    server.enqueue(Reply(body=body))
     controller = AbortController()
     with _adapter(server) as adapter:
         stream = adapter.stream(_options(signal=controller.signal))

@@ -62,6 +62,41 @@ def _play(
         return list(validate_stream(adapter.stream(_options()), strict=True))
 
 
+def _raised(
+    server: LoopbackServer,
+    body: bytes | tuple[bytes, ...],
+    *,
+    split: int | None = None,
+    framing: str = "chunked",
+) -> tuple[list[Any], LlmError]:
+    """Serve ``body`` once: the chunks the adapter yields before it raises, and
+    the ``LlmError`` it raises (checked: those chunks, then the error finish the
+    runtime makes of it, form a strict stream)."""
+    server.enqueue(Reply(body=body, split=split, framing=framing))  # type: ignore[arg-type]
+    chunks: list[Any] = []
+    with _adapter(server) as adapter, pytest.raises(LlmError) as caught:
+        chunks.extend(adapter.stream(_options()))
+    end = Finish(reason=FinishReason.error(caught.value.failure))
+    validate_stream([*chunks, end], strict=True)
+    assert not any(isinstance(c, Finish) for c in chunks)
+    return chunks, caught.value
+
+
+def _consumed(
+    server: LoopbackServer, body: bytes, *, split: int | None, framing: str
+) -> list[Any]:
+    """What a runtime consumer sees for ``body``: the adapter's chunks, ended by
+    the error finish of an ``LlmError`` it raises; strictly validated."""
+    server.enqueue(Reply(body=body, split=split, framing=framing))
+    chunks: list[Any] = []
+    with _adapter(server) as adapter:
+        try:
+            chunks.extend(adapter.stream(_options()))
+        except LlmError as error:
+            chunks.append(Finish(reason=FinishReason.error(error.failure)))
+    return list(validate_stream(chunks, strict=True))
+
+
 def _blocks(chunks: list[Any]) -> tuple[Any, ...]:
     assembler = BlockAssembler()
     for item in chunks:
@@ -92,7 +127,7 @@ def test_recorded_stream_translates_to_its_expected_chunks(
         chunk_to_dict(c) for c in read_jsonl(str(FIXTURES / f"{name}.chunks.jsonl"))
     ]
     body = (FIXTURES / f"{name}.sse").read_bytes()
-    chunks = _play(server, body, split=split, framing=framing)
+    chunks = _consumed(server, body, split=split, framing=framing)
     assert [chunk_to_dict(c) for c in chunks] == expected
 
 
@@ -487,14 +522,6 @@ def test_only_choice_zero_is_kept_when_several_choices_stream(server):
 # --- errors inside the stream, end markers --------------------------------------------
 
 
-def _error_finish(chunks: list[Any]) -> LlmFailure:
-    last = chunks[-1]
-    assert isinstance(last, Finish)
-    assert last.reason.kind == "error"
-    assert last.reason.failure is not None
-    return last.reason.failure
-
-
 @pytest.mark.parametrize(
     ("payload", "code", "status"),
     [
@@ -552,23 +579,21 @@ def _error_finish(chunks: list[Any]) -> LlmFailure:
     ],
     ids=["openai", "vllm-flat", "sglang-nested", "llamacpp-int-code", "too-large"],
 )
-def test_an_error_payload_in_the_stream_is_one_error_finish(
-    server, payload, code, status
-):
-    chunks = _play(server, sse_events([text("par"), payload]))
-    failure = _error_finish(chunks)
-    assert (failure.code, failure.status) == (code, status)
-    assert sum(isinstance(c, Finish) for c in chunks) == 1
+def test_an_error_payload_in_the_stream_is_raised(server, payload, code, status):
+    chunks, error = _raised(server, sse_events([text("par"), payload]))
+    assert (error.code, error.status) == (code, status)
+    assert [c.type for c in chunks] == ["block-start", "text-delta"]
 
 
 @SPLITS
-def test_an_old_llamacpp_error_field_is_an_error_finish(server, split):
+def test_an_old_llamacpp_error_field_is_raised(server, split):
     body = (
         b'error: {"code":500,"message":"slot unavailable","type":"server_error"}\n\n'
         b"data: [DONE]\n\n"
     )
-    failure = _error_finish(_play(server, body, split=split))
-    assert (failure.message, failure.code, failure.status) == (
+    chunks, error = _raised(server, body, split=split)
+    assert chunks == []
+    assert (error.message, error.code, error.status) == (
         "slot unavailable",
         "SERVER",
         500,

@@ -9,28 +9,27 @@ from .chat_chunks import usage
 
 
 def test_map_finish_reason_table():
-    assert map_finish_reason("stop", tool_calls=False) == FinishReason.STOP
-    assert map_finish_reason("tool_calls", tool_calls=True) == FinishReason.TOOL_CALLS
-    assert (
-        map_finish_reason("function_call", tool_calls=True) == FinishReason.TOOL_CALLS
-    )
-    assert map_finish_reason("length", tool_calls=True) == FinishReason.MAX_TOKENS
-    assert map_finish_reason(None, tool_calls=False) == FinishReason.STOP
+    # The writer corrects stop/tool-calls by whether a tool-call block went out.
+    assert map_finish_reason("stop") == FinishReason.STOP
+    assert map_finish_reason("tool_calls") == FinishReason.TOOL_CALLS
+    assert map_finish_reason("function_call") == FinishReason.TOOL_CALLS
+    assert map_finish_reason("length") == FinishReason.MAX_TOKENS
+    assert map_finish_reason(None) == FinishReason.STOP
 
 
 def test_an_unlisted_identifier_becomes_its_upper_cased_code():
-    assert map_finish_reason("content_filter", tool_calls=False) == FinishReason.error(
+    assert map_finish_reason("content_filter") == FinishReason.error(
         LlmFailure(message="model stopped: content_filter", code="CONTENT_FILTER")
     )
 
 
 def test_a_reason_that_is_not_a_short_identifier_gets_a_fixed_code():
     long = "x" * 200
-    reason = map_finish_reason(long, tool_calls=False)
+    reason = map_finish_reason(long)
     assert reason == FinishReason.error(
         LlmFailure(message="model stopped: " + "x" * 120, code="UNKNOWN_FINISH_REASON")
     )
-    spaced = map_finish_reason("out of budget", tool_calls=False).failure
+    spaced = map_finish_reason("out of budget").failure
     assert spaced is not None
     assert spaced.code == "UNKNOWN_FINISH_REASON"
 

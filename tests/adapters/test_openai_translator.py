@@ -57,13 +57,33 @@ EMPTY = FinishReason.error(
 UNKNOWN_USAGE = UsageChunk(usage=TokenUsage.unknown())
 
 
-def run(*payloads: Any, done: bool = True, **options: Any) -> list[Any]:
+def translate(*payloads: Any, done: bool = True, **options: Any) -> list[Any]:
+    """The translator's chunks for ``payloads`` (then ``[DONE]`` when ``done``);
+    what it raises propagates."""
     translator = ChatCompletionsTranslator(PROFILE, **options)
     out: list[Any] = []
     for payload in payloads:
         out.extend(translator.feed_payload(payload))
     if done:
         out.extend(translator.done())
+    return out
+
+
+def run(*payloads: Any, done: bool = True, **options: Any) -> list[Any]:
+    """What a runtime consumer sees, strictly validated: the translator's chunks
+    and, for a raised failure, what the read loop yields before it (what the
+    failing payload completed, the usage already reported) and the error finish
+    the runtime makes of it."""
+    translator = ChatCompletionsTranslator(PROFILE, **options)
+    out: list[Any] = []
+    try:
+        for payload in payloads:
+            out.extend(translator.feed_payload(payload))
+        if done:
+            out.extend(translator.done())
+    except LlmError as error:
+        out.extend(translator.before_failure())
+        out.append(Finish(reason=FinishReason.error(error.failure)))
     return valid(out)
 
 
@@ -142,6 +162,7 @@ def test_profile_reasoning_fields_prefer_the_first_non_empty():
     out += translator.feed_payload(
         chunk({"reasoning": None, "reasoning_content": "ds"})
     )
+    out += translator.feed_payload(finish())
     out += translator.done()
     assert assemble(valid(out)).blocks() == (ReasoningBlock(text="vllmds"),)
 
@@ -321,7 +342,7 @@ def test_deltas_without_id_give_an_empty_id():
 
 def test_a_call_that_never_names_its_tool_is_malformed():
     with pytest.raises(LlmError) as caught:
-        run(FIRST, tool(0, id="c", args="{}"), finish("tool_calls"))
+        translate(FIRST, tool(0, id="c", args="{}"), finish("tool_calls"))
     assert caught.value.code == ErrorCode.MALFORMED_RESPONSE
     assert "a tool call without a name" in caught.value.message
 
@@ -591,7 +612,7 @@ def test_usage_reported_before_a_cut_comes_right_before_its_error_finish():
 )
 def test_wrongly_typed_falsy_fields_are_malformed(payload):
     with pytest.raises(LlmError) as caught:
-        run(payload, finish("stop"))
+        translate(payload, finish("stop"))
     assert caught.value.code == ErrorCode.MALFORMED_RESPONSE
 
 
@@ -602,6 +623,14 @@ def test_usage_never_reported_is_unknown_but_still_precedes_finish():
 
 def test_no_choices_then_done_is_empty_response_after_usage():
     assert run({}) == [UNKNOWN_USAGE, Finish(reason=EMPTY)]
+
+
+def test_a_bare_done_is_empty_response_even_with_the_flag():
+    # vLLM swallows an early error into a bare [DONE]: never a success.
+    assert run({}, empty_response_as_stop=True) == [UNKNOWN_USAGE, Finish(reason=EMPTY)]
+    assert run(FIRST, finish(None), empty_response_as_stop=True)[-1] == Finish(
+        reason=EMPTY
+    )
 
 
 def test_stop_without_blocks_is_empty_response_after_usage():
@@ -692,36 +721,32 @@ def test_wrong_shapes_are_malformed_response(payload):
     assert caught.value.code == ErrorCode.MALFORMED_RESPONSE
 
 
-def test_an_in_stream_error_payload_is_one_error_finish():
-    translator = ChatCompletionsTranslator(PROFILE)
-    out = translator.feed_payload(text("partial"))
-    out += translator.feed_payload(
-        {"error": {"message": "Overloaded", "type": "overloaded_error"}}
-    )
-    assert translator.finished
-    out += translator.done()
-    out += translator.feed_payload(text("late"))
-    chunks = valid(out)
-    assert chunks[-1] == Finish(
-        reason=FinishReason.error(LlmFailure(message="Overloaded", code="SERVER"))
-    )
+def test_an_in_stream_error_payload_is_raised_with_the_block_left_open():
+    report = {"error": {"message": "Overloaded", "type": "overloaded_error"}}
+    with pytest.raises(LlmError) as caught:
+        translate(text("partial"), report)
+    assert caught.value.failure == LlmFailure(message="Overloaded", code="SERVER")
     # The partial text block is left open: its content must be discarded.
-    assert not any(isinstance(c, BlockEnd) for c in chunks)
-    assert sum(isinstance(c, Finish) for c in chunks) == 1
+    assert run(text("partial"), report) == [
+        BlockStart(index=0, block_type="text"),
+        TextDelta(index=0, text="partial"),
+        Finish(reason=FinishReason.error(caught.value.failure)),
+    ]
 
 
 def test_an_in_stream_error_after_usage_keeps_the_usage():
-    translator = ChatCompletionsTranslator(PROFILE)
-    out = translator.feed_payload(only_usage(usage(4, 0)))
-    out += translator.feed_payload(
+    chunks = run(
+        text("partial"),
+        only_usage(usage(4, 0)),
         {
             "error": {
                 "code": 400,
                 "message": "the request exceeds the available context size",
             }
-        }
+        },
     )
-    assert valid(out) == [
+    # Rule 7: the usage billed before the failure, also with a block open.
+    assert chunks[-2:] == [
         UsageChunk(usage=TokenUsage(input_tokens=4, output_tokens=0)),
         Finish(
             reason=FinishReason.error(
@@ -733,6 +758,7 @@ def test_an_in_stream_error_after_usage_keeps_the_usage():
             )
         ),
     ]
+    assert not any(isinstance(c, BlockEnd) for c in chunks)
 
 
 @pytest.mark.parametrize("value", [False, None, {}, [], "", "  ", 0])
@@ -775,20 +801,44 @@ def test_a_payload_that_is_not_json_keeps_no_copy_of_itself_in_the_cause():
     assert not hasattr(cause, "doc")
 
 
-def test_an_error_sse_field_is_an_error_finish():
+def test_an_error_sse_field_is_raised():
     translator = ChatCompletionsTranslator(PROFILE)
-    out = translator.feed(
-        SseEvent("", "error", None, None, '{"code":500,"message":"boom"}')
-    )
-    out += translator.feed(SseEvent("[DONE]"))
-    assert valid(out) == [
-        Finish(
-            reason=FinishReason.error(
-                LlmFailure(message="boom", code="SERVER", status=500)
-            )
+    with pytest.raises(LlmError) as caught:
+        translator.feed(
+            SseEvent("", "error", None, None, '{"code":500,"message":"boom"}')
         )
-    ]
-    assert translator.feed_error_field("again") == []
+    assert caught.value.failure == LlmFailure(message="boom", code="SERVER", status=500)
+    assert translator.before_failure() == []
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ('{"message":"Overloaded","type":"overloaded_error"}', "Overloaded"),
+        ("upstream went away", "upstream went away"),
+        ("", "error"),
+    ],
+)
+def test_an_event_error_frame_is_raised_whatever_its_data(data, message):
+    translator = ChatCompletionsTranslator(PROFILE)
+    translator.feed(SseEvent(json.dumps(text("partial"))))
+    with pytest.raises(LlmError) as caught:
+        translator.feed(SseEvent(data, "error"))
+    assert (caught.value.message, caught.value.code) == (message, "SERVER")
+
+
+def test_a_flat_vllm_error_object_is_raised():
+    with pytest.raises(LlmError) as caught:
+        translate(
+            {
+                "object": "error",
+                "message": "too long",
+                "type": "BadRequestError",
+                "code": 400,
+            },
+            done=False,
+        )
+    assert caught.value.status == 400
 
 
 def test_other_choices_are_ignored():
@@ -922,14 +972,15 @@ def test_a_lone_high_surrogate_ends_its_call_as_it_came():
 
 
 def test_an_error_in_a_call_keeps_its_held_half_and_a_lone_half_sends_no_delta():
-    translator = ChatCompletionsTranslator(PROFILE)
-    out = translator.feed_payload(tool(0, id="a", name="f", args='{"e":"x'))
-    out += translator.feed_payload(tool(0, args="\ud83d"))
-    out += translator.feed_payload({"error": {"message": "boom", "code": 500}})
-    deltas = [c.arguments_delta for c in out if isinstance(c, ToolCallDelta)]
+    chunks = run(
+        tool(0, id="a", name="f", args='{"e":"x'),
+        tool(0, args="\ud83d"),
+        {"error": {"message": "boom", "code": 500}},
+    )
+    deltas = [c.arguments_delta for c in chunks if isinstance(c, ToolCallDelta)]
     assert deltas == ['{"e":"x', "\ud83d"]
-    assert isinstance(out[-1], Finish)
-    assert out[-1].reason.kind == "error"
+    assert isinstance(chunks[-1], Finish)
+    assert chunks[-1].reason.kind == "error"
 
 
 @given(events=_wire())
@@ -949,7 +1000,11 @@ def test_any_wire_order_cut_before_a_finish_reason_is_never_a_success(events):
         else:
             payload = text(piece) if kind == "text" else reasoning(piece)
         out += translator.feed_payload(payload)
-    out += translator.done()
+    try:
+        out += translator.done()
+    except LlmError as error:
+        out += translator.before_failure()
+        out.append(Finish(reason=FinishReason.error(error.failure)))
     chunks = valid(out)
     end = chunks[-1]
     assert isinstance(end, Finish)

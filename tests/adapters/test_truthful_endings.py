@@ -87,18 +87,16 @@ def test_a_cut_mid_body_gets_the_same_code_whatever_the_framing(
 
 
 @FRAMINGS
-def test_done_without_any_finish_reason_is_an_error_finish_whatever_the_framing(
+def test_done_without_any_finish_reason_is_a_cut_whatever_the_framing(
     server, adapter, framing
 ):
     body = (sse_event(_text("Once upon a")), b"data: [DONE]\n\n")
     server.enqueue(Reply(body=body, framing=framing))
     chunks, error = _adapter_run(adapter)
-    assert error is None
-    end = chunks[-1]
-    assert isinstance(end, Finish)
-    assert end.reason.kind == "error"
-    assert end.reason.failure is not None
-    assert end.reason.failure.code == ErrorCode.STREAM_CLOSED
+    assert isinstance(error, LlmError)
+    assert error.code == ErrorCode.STREAM_CLOSED
+    # The cut text block stays open: raised, never a finish of the adapter's.
+    assert [c.type for c in chunks] == ["block-start", "text-delta"]
 
 
 @pytest.mark.parametrize("done", [True, False], ids=["then-done", "then-eof"])
@@ -118,25 +116,20 @@ def test_an_event_error_frame_is_an_in_stream_failure(server, adapter, data, don
     )
     server.enqueue(Reply(body=body))
     chunks, error = _adapter_run(adapter)
-    assert error is None
-    end = chunks[-1]
-    assert isinstance(end, Finish)
-    assert end.reason.kind == "error"
-    assert end.reason.failure is not None
-    assert end.reason.failure.message == "Overloaded"
+    assert isinstance(error, LlmError)
+    assert not any(isinstance(c, Finish) for c in chunks)
+    assert error.message == "Overloaded"
     # Overloaded is a server-side failure: the default policy retries it.
-    assert end.reason.failure.code == ErrorCode.SERVER
+    assert error.code == ErrorCode.SERVER
 
 
 def test_an_event_error_frame_with_plain_text_keeps_its_message(server, adapter):
     server.enqueue(Reply(body=(b"event: error\ndata: upstream went away\n\n",)))
     chunks, error = _adapter_run(adapter)
-    assert error is None
-    end = chunks[-1]
-    assert isinstance(end, Finish)
-    assert end.reason.failure is not None
-    assert end.reason.failure.message == "upstream went away"
-    assert end.reason.failure.code == ErrorCode.SERVER
+    assert chunks == []
+    assert isinstance(error, LlmError)
+    assert error.message == "upstream went away"
+    assert error.code == ErrorCode.SERVER
 
 
 @pytest.mark.parametrize("framing", ["chunked", "close"])

@@ -132,8 +132,11 @@ def test_replay_of_an_in_stream_error_exits_1_after_the_trace(capsys):
     status = main(["replay", str(cassette_path("deepseek", "in_stream_error"))])
     captured = capsys.readouterr()
     assert status == 1
-    assert "order check passed" in captured.out
-    assert captured.err.startswith("error[")
+    # The adapter raises the in-stream error after the chunks before it: the
+    # trace shows them, and no closing line follows a failure.
+    assert '#2 {"type":"text-delta","index":0,"text":"Partial"}' in captured.out
+    assert "order check passed" not in captured.out
+    assert captured.err.startswith("error[SERVER]: ")
 
 
 def test_replay_of_a_bad_cassette_exits_2_with_invalid_cassette(tmp_path, capsys):

@@ -11,9 +11,13 @@ from __future__ import annotations
 
 import pytest
 
+from dsh_llm.errors import LlmError
+from dsh_llm.protocol import Finish, FinishReason, StreamChunk
 from dsh_llm.serde import chunk_to_dict, read_jsonl
-from dsh_llm.testing import Cassette, assert_adapter_conforms, replay_chunks
+from dsh_llm.testing import Cassette, assert_adapter_conforms
 from dsh_llm.testing.conformance import GROUPS
+from dsh_llm.testing.replay import replay_base_url, replay_options, replay_server
+from dsh_llm.validator import validate_stream
 
 from .adapters import FACTORIES, openai_compat
 from .sse_cassettes import CASSETTES, CONVERTED, FIXTURES, cassette_for, cassette_path
@@ -30,14 +34,29 @@ def test_converted_cassette_matches_its_sse_fixture(family, name):
     assert committed.response.body == (FIXTURES / family / f"{name}.sse").read_bytes()
 
 
+def _consumed(family: str, name: str) -> list[StreamChunk]:
+    """What a runtime consumer sees for a replayed cassette: the adapter's chunks,
+    ended by the error finish of an ``LlmError`` it raises; strictly validated."""
+    cassette = Cassette.load(cassette_path(family, name))
+    chunks: list[StreamChunk] = []
+    with (
+        replay_server(cassette) as server,
+        FACTORIES[family](replay_base_url(server, cassette)) as adapter,
+    ):
+        try:
+            chunks.extend(adapter.stream(replay_options(cassette)))
+        except LlmError as error:
+            chunks.append(Finish(reason=FinishReason.error(error.failure)))
+    return list(validate_stream(chunks, strict=True))
+
+
 @pytest.mark.parametrize(("family", "name"), CASES, ids=IDS)
 def test_cassette_replays_to_the_fixture_chunks(family, name):
     expected = [
         chunk_to_dict(c)
         for c in read_jsonl(str(FIXTURES / family / f"{name}.chunks.jsonl"))
     ]
-    chunks = replay_chunks(cassette_path(family, name), FACTORIES[family])
-    assert [chunk_to_dict(c) for c in chunks] == expected
+    assert [chunk_to_dict(c) for c in _consumed(family, name)] == expected
 
 
 @pytest.mark.parametrize(("family", "name"), CASES, ids=IDS)

@@ -1,18 +1,19 @@
 """How a chat-completions response ends, in protocol terms: usage and finish.
 
 Pure functions of what the wire reports at the end of a response; the
-translator (``dsh_llm.adapters._chat.translate``) calls them once, at the end
-marker (or before an in-stream error).
+translator (``dsh_llm.adapters._chat.translate``) calls them at the end marker
+(``map_usage`` also whenever the usage so far is needed).
 
 Contracts callers may rely on:
 
 - ``map_usage``: wire usage to disjoint ``TokenUsage`` (``docs/protocol.md``). A count
   that was not reported, is not a non-negative int, or is above ``2**53 - 1``, is
   ``None``, never a guess.
-- ``map_finish_reason``: a wire ``finish_reason`` to a ``FinishReason``, using
-  whether a tool-call block was emitted; a value outside the vocabulary is an
-  ``error`` finish whose code is the upper-cased value (``UNKNOWN_FINISH_REASON``
-  when that value is not a short identifier or holds a secret).
+- ``map_finish_reason``: a wire ``finish_reason`` to a ``FinishReason`` (the
+  writer corrects ``stop``/``tool-calls`` by whether a tool-call block was
+  emitted); a value outside the vocabulary is an ``error`` finish whose code is
+  the upper-cased value (``UNKNOWN_FINISH_REASON`` when that value is not a short
+  identifier or holds a secret).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final
 
-from dsh_llm.adapters.wire_values import wire_count
+from dsh_llm.adapters._wire.values import wire_count
 from dsh_llm.errors import ErrorCode
 from dsh_llm.protocol import FinishReason, LlmFailure, TokenUsage
 
@@ -66,21 +67,23 @@ def map_usage(usage: Mapping[str, Any]) -> TokenUsage:
     )
 
 
-def map_finish_reason(wire: str | None, *, tool_calls: bool) -> FinishReason:
+def map_finish_reason(wire: str | None) -> FinishReason:
     """The finish for a wire ``finish_reason`` (``None``: none was sent).
 
-    ``stop``/none become ``tool-calls`` when a tool-call block was emitted (the
-    provider said ``stop`` after a named ``tool_choice``), else ``stop``;
-    ``tool_calls``/``function_call`` become ``tool-calls`` only with a tool-call
-    block; ``length`` is ``max-tokens``; any other value is an ``error`` finish
-    ``"model stopped: <wire>"`` with the upper-cased value as code
+    ``stop``/none are ``stop``; ``tool_calls``/``function_call`` are
+    ``tool-calls`` (the ``BlockWriter`` makes either one ``tool-calls`` exactly
+    when a tool-call block was emitted: a provider says ``stop`` after a named
+    ``tool_choice``); ``length`` is ``max-tokens``; any other value is an
+    ``error`` finish ``"model stopped: <wire>"`` with the upper-cased value as code
     (``CONTENT_FILTER``, ``INSUFFICIENT_SYSTEM_RESOURCE``). A value that is not
     a short identifier (letters, digits, ``_``, ``-``, ``.``; at most 64) gets
     the code ``UNKNOWN_FINISH_REASON``; the message shows it cut to 120
     characters (the read loop redacts both, ``StreamingCall.redacted_finish``).
     """
-    if wire is None or wire in ("stop", "tool_calls", "function_call"):
-        return FinishReason.TOOL_CALLS if tool_calls else FinishReason.STOP
+    if wire is None or wire == "stop":
+        return FinishReason.STOP
+    if wire in ("tool_calls", "function_call"):
+        return FinishReason.TOOL_CALLS
     if wire == "length":
         return FinishReason.MAX_TOKENS
     code = wire.upper() if _IDENTIFIER.fullmatch(wire) else UNKNOWN_FINISH_REASON_CODE
