@@ -522,9 +522,9 @@ class ChatCompletionsTranslator(WireTranslator[SseEvent]):
         # A call's id and name are its first non-empty ones; one that arrives
         # after the call began fills the empty one (rule 5 allows it).
         if new_id and not block.call_id:
-            block.call_id = new_id
+            self.writer.set_call_id(block, new_id)
         if name and not block.name and type(name) is str:
-            block.name = name
+            self.writer.set_name(block, name)
         piece = self._argument_piece(block, fragment)
         if piece or block not in self._held_args:
             self._append(block, piece)
@@ -533,23 +533,26 @@ class ChatCompletionsTranslator(WireTranslator[SseEvent]):
         self, key: object, call_id: str, name: object, fragment: str
     ) -> None:
         writer = self.writer
-        text = self._text
-        # With nothing open the call would start at once, before its first
-        # fragment is in: an empty text item (which never shows) holds it back,
-        # so its first delta carries that fragment.
-        gate = writer.open(TEXT) if text is None and not self._calls else None
+        # The call's first delta carries its first fragment (a trailing high
+        # surrogate held back for the next one).
+        held = ""
+        if fragment and _HIGH_SURROGATE <= fragment[-1] < _LOW_SURROGATE:
+            held, fragment = fragment[-1], fragment[:-1]
         block = writer.open(
-            TOOL_CALL, call_id=call_id, name=name if type(name) is str else ""
+            TOOL_CALL,
+            call_id=call_id,
+            name=name if type(name) is str else "",
+            text=fragment,
         )
+        if held:
+            self._held_args[block] = held
         self._calls[key] = block
         self._last_call = block
         self._last_key = key
-        writer.append(block, self._argument_piece(block, fragment))
+        text = self._text
         if text is not None:
             self._text = None
             writer.end(text)
-        if gate is not None:
-            writer.discard(gate)
 
     def _end_call(self, block: Block) -> None:
         half = self._held_args.pop(block, None) if self._held_args else None

@@ -413,7 +413,7 @@ class BlockWriter:
         """The chunks written since the last ``take``, in protocol order."""
         out = self._out
         if not out:
-            return out
+            return []
         self._out = []
         return out
 
