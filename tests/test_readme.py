@@ -12,6 +12,7 @@ bash with the same environment; YAML blocks are loaded with ``load_composition``
 
 from __future__ import annotations
 
+import configparser
 import re
 import subprocess
 import sys
@@ -93,13 +94,49 @@ def test_every_block_is_covered():
     )
 
 
-def test_every_relative_link_resolves():
+def _repository_url() -> str:
+    config = configparser.ConfigParser()
+    config.read(ROOT / "setup.cfg", encoding="utf-8")
+    return config["metadata"]["url"].rstrip("/")
+
+
+LINK_BASE = f"{_repository_url()}/blob/main/"
+"""Where README links point: the repository's files on its default branch, so
+they work on a package index page, where no file sits beside the README."""
+
+
+def _anchors(markdown: Path) -> set[str]:
+    """The heading anchors GitHub makes for ``markdown`` (lower case, spaces to
+    hyphens, punctuation other than ``-`` and ``_`` dropped)."""
+    anchors = set()
+    for line in markdown.read_text(encoding="utf-8").splitlines():
+        heading = re.match(r"#{1,6} (.*)", line)
+        if heading:
+            title = re.sub(r"[^\w\- ]", "", heading.group(1).strip().lower())
+            anchors.add(title.replace(" ", "-"))
+    return anchors
+
+
+def test_every_link_works_on_a_package_index_page():
     text = README.read_text(encoding="utf-8")
-    targets = re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", text)
-    local = [t for t in targets if not re.match(r"[a-z]+:", t)]
-    assert local
-    missing = [t for t in local if not (ROOT / t).exists()]
-    assert not missing
+    targets = re.findall(r"\]\(([^)\s]+)\)", text)
+    relative = [t for t in targets if not re.match(r"[a-z]+:", t)]
+    assert not relative, f"relative links break on a package index page: {relative}"
+    ours = [t for t in targets if t.startswith(_repository_url())]
+    assert len(ours) >= 10
+    for link in ours:
+        assert link.startswith(LINK_BASE), link
+        path, _, anchor = link.removeprefix(LINK_BASE).partition("#")
+        assert (ROOT / path).is_file(), f"{link} names no file of the repository"
+        if anchor:
+            assert anchor in _anchors(ROOT / path), f"{link}: no such heading"
+
+
+def test_the_package_index_page_is_the_readme():
+    config = configparser.ConfigParser()
+    config.read(ROOT / "setup.cfg", encoding="utf-8")
+    assert config["metadata"]["long_description"] == "file: README.md"
+    assert config["metadata"]["long_description_content_type"] == "text/markdown"
 
 
 # --- the loopback model ---------------------------------------------------------
