@@ -314,9 +314,10 @@ client = app.test_client()
 answer = client.post("/ask", data={"question": "What is SSE?"})
 assert answer.status_code == 200, answer.status_code
 assert answer.is_streamed
-print(answer.get_data(as_text=True))
+assert answer.mimetype == "text/event-stream", answer.mimetype
+print(answer.get_data(as_text=True), end="")
 failed = client.post("/ask", data={"question": "please fail"})
-print(failed.get_data(as_text=True))
+print(failed.status_code, failed.mimetype, failed.get_data(as_text=True))
 """
 
 
@@ -389,13 +390,22 @@ def test_tool_loop_streams_each_step(env, tmp_path):
 
 
 @covers("flask")
-def test_flask_view_streams_text_and_reports_a_failure(env, tmp_path):
+def test_flask_view_streams_events_and_fails_with_a_status(env, tmp_path):
     result = run_python(block("flask").code + _FLASK_CHECK, env, tmp_path)
 
     assert result.returncode == 0, result.stderr
-    assert result.stdout == (
-        "[thinking] Echo it.\n\nYou said: What is SSE?\n\n[error SERVER]\n"
-    )
+    events = [
+        'event: block\ndata: {"type": "reasoning"}',
+        'event: reasoning\ndata: {"text": "Echo it."}',
+        'event: block\ndata: {"type": "text"}',
+        'event: text\ndata: {"text": "You said: "}',
+        'event: text\ndata: {"text": "What is SSE?"}',
+        'event: done\ndata: {"finish": "stop"}',
+    ]
+    # The model answered HTTP 500 before any byte: the view says 502 Bad
+    # Gateway, with the failure's code, instead of a 200 carrying an error.
+    failed = '502 application/json {"error": "SERVER"}\n'
+    assert result.stdout == "".join(f"{e}\n\n" for e in events) + failed
 
 
 @covers("batch")
