@@ -304,8 +304,7 @@ def test_notebook_streams_then_collects(env, tmp_path):
     lines = result.stdout.splitlines()
     assert lines[0] == "You said: Name three rivers."
     assert lines[1] == "You said: Name three rivers."
-    assert lines[2].startswith("TokenUsage(input_tokens=9, output_tokens=7")
-    assert lines[2].endswith(" stop")
+    assert lines[2] == "in 9 / out 7 (cache 3) stop"
 
 
 _FLASK_CHECK = """

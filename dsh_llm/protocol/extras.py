@@ -95,6 +95,21 @@ class ResponseFormat:
     mode: every property required, no additional properties). A provider that
     cannot enforce schemas refuses ``strict=True`` with ``UNSUPPORTED_OPTION``."""
 
+    def __repr__(self) -> str:
+        """``ResponseFormat(name='City', strict=False, schema=<object, 2
+        properties>)``: the schema summed up, not printed."""
+        kind = self.schema.get("type", "schema")
+        properties = self.schema.get("properties")
+        inner = (
+            f"{kind}, {len(properties)} properties"
+            if isinstance(properties, dict)
+            else str(kind)
+        )
+        return (
+            f"ResponseFormat(name={self.name!r}, strict={self.strict}, "
+            f"schema=<{inner}>)"
+        )
+
 
 def to_response_format(value: object) -> object:
     """Convert a JSON Schema mapping to a ``ResponseFormat``; leave the rest (a

@@ -22,7 +22,7 @@ from typing import Any, Final, Literal, Protocol
 
 import attrs
 
-from dsh_llm.assembler import AssembledResponse, BlockAssembler
+from dsh_llm.assembler import AssembledResponse, BlockAssembler, PriceLookup
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import (
     BlockEnd,
@@ -36,6 +36,7 @@ from dsh_llm.protocol import (
     create_assistant_message,
     create_tool_result_message,
 )
+from dsh_llm.protocol.display import blocks_markdown, clip, footer_markdown
 from dsh_llm.sources import close_source
 from dsh_llm.tools.schema import tool_schema
 
@@ -86,6 +87,48 @@ class ToolLoopResult:
     def text(self) -> str:
         """The last response's text."""
         return self.response.text
+
+    def loop_messages(self) -> tuple[Message, ...]:
+        """The messages this loop produced (every assistant turn and tool
+        result after the request's own messages), then the last response's
+        message when it was not kept (a failed step)."""
+        kept = self.steps - 1 if self.response.finish.is_failure else self.steps
+        start = len(self.messages)
+        while kept > 0 and start > 0:
+            start -= 1
+            if self.messages[start].role == "assistant":
+                kept -= 1
+        produced = self.messages[start:]
+        if all(m.id != self.response.message.id for m in produced):
+            produced = (*produced, self.response.message)
+        return produced
+
+    def __repr__(self) -> str:
+        """``ToolLoopResult(finished, steps=2, tool_calls=[get_weather],
+        text='…')``."""
+        calls = [c.name for m in self.loop_messages() for c in m.tool_calls]
+        parts = [self.stop_reason, f"steps={self.steps}"]
+        if calls:
+            parts.append(f"tool_calls=[{', '.join(calls)}]")
+        parts.append(f"text={clip(self.text)}")
+        parts.append(f"messages={len(self.messages)}")
+        return f"ToolLoopResult({', '.join(parts)})"
+
+    def to_markdown(self, prices: PriceLookup | None = None) -> str:
+        """The loop as Markdown: each of its turns (reasoning folded, tool
+        calls with their arguments, tool results, the answer), then how it
+        stopped and the last response's finish, usage, route and model, and its
+        cost when ``prices`` (a ``dsh_llm.observe.cost.PriceTable``) knows it."""
+        turns = [blocks_markdown(m.content) for m in self.loop_messages()]
+        steps = f"{self.steps} step{'' if self.steps == 1 else 's'}"
+        footer = [f"{self.stop_reason} after {steps}", *self.response.footer(prices)]
+        footer[2] = f"{footer[2]} (last step)"
+        body = "\n\n".join(turn for turn in turns if turn)
+        line = footer_markdown(footer)
+        return f"{body}\n\n---\n\n{line}" if body else line
+
+    def _repr_markdown_(self) -> str:
+        return self.to_markdown()
 
 
 def _result_text(value: Any) -> str:
