@@ -29,8 +29,8 @@ closes the stream; ``collect(chunks)`` builds on it and raises the failure of an
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
-from typing import Any, Final, NoReturn, Protocol
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Final, NoReturn, Protocol, TypeVar, overload
 
 import attrs
 
@@ -49,6 +49,7 @@ from dsh_llm.protocol import (
     ReasoningBlock,
     ReasoningDelta,
     ReplayEnvelope,
+    ResponseFormat,
     StreamChunk,
     TextBlock,
     TextDelta,
@@ -73,6 +74,7 @@ from dsh_llm.protocol.display import (
 from dsh_llm.protocol.message import source_label
 from dsh_llm.protocol.text_buffer import TextBuffer
 from dsh_llm.sources import close_source
+from dsh_llm.structured.parse import parse_json
 
 __all__ = [
     "ASSEMBLER_SOURCE",
@@ -86,6 +88,8 @@ __all__ = [
     "total_usage",
     "unreachable_variant",
 ]
+
+T = TypeVar("T")
 
 ASSEMBLER_SOURCE: Final = PluginSource(plugin="dsh-llm/assembler")
 """The source ``BlockAssembler.message()`` gives when none is passed."""
@@ -453,6 +457,29 @@ class AssembledResponse:
                 ParsedToolCall(id=call.id, name=call.name, arguments=arguments)
             )
         return tuple(parsed)
+
+    @overload
+    def parsed(self, into: type[T]) -> T: ...
+
+    @overload
+    def parsed(self, into: Mapping[str, Any] | ResponseFormat | None = None) -> Any: ...
+
+    def parsed(self, into: Any = None) -> Any:
+        """The answer's text read as JSON (``dsh_llm.structured.parse_json``):
+        an instance of ``into`` when it is a type (a pydantic model, a
+        dataclass, a ``TypedDict``, ``list[City]``...), the JSON value checked
+        against ``into`` when it is a schema, the bare value for ``None``.
+
+        Example::
+
+            options = GenerateOptions.from_prompt(model, "...", response_format=City)
+            city = collect(adapter.stream(options)).parsed(City)
+
+        Raises:
+            LlmError: ``INVALID_JSON_OUTPUT`` when the text is not JSON or does
+                not fit ``into`` (naming the path of the first mismatch).
+        """
+        return parse_json(self.text, into)
 
     def __repr__(self) -> str:
         """``AssembledResponse(stop, text='…', usage=in 9 / out 7, from

@@ -357,6 +357,15 @@ def test_structured_output_parses_and_streams_partial_json(model, env, tmp_path)
     assert model.requests[-1].json()["response_format"] == {"type": "json_object"}
 
 
+@covers("structured-types")
+def test_structured_output_into_a_dataclass(model, env, tmp_path):
+    result = run_python(block("structured-types").code, env, tmp_path)
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "Capital(city='Paris', country='France')\n"
+    assert model.requests[-1].json()["response_format"] == {"type": "json_object"}
+
+
 @covers("tools")
 def test_tool_loop_runs_the_tool_and_answers(model, env, tmp_path):
     code = block("tools").code

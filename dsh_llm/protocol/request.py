@@ -149,11 +149,13 @@ class GenerateOptions:
     response_format: ResponseFormat | None = attrs.field(
         default=None,
         converter=extras.to_response_format,
-        validator=c.optional(c.instance_of(ResponseFormat)),
+        validator=extras.check_response_format,
     )
     """Structured output: the JSON Schema the final text must follow (a bare
-    schema mapping is converted). An adapter that cannot honour it raises
-    ``UNSUPPORTED_OPTION``; ``dsh_llm.structured.parse_json`` reads the answer."""
+    schema mapping is converted, and so is a pydantic model, dataclass or
+    ``TypedDict`` class: ``ResponseFormat.from_type``). An adapter that cannot
+    honour it raises ``UNSUPPORTED_OPTION``; ``reply.parsed(City)`` or
+    ``dsh_llm.structured.parse_json`` reads the answer."""
     extra_body: dict[str, Any] | None = attrs.field(
         default=None,
         converter=extras.to_extra_body,

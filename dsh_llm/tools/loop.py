@@ -5,8 +5,10 @@ over the chunks of every step, whose outcome is a ``ToolLoopResult``.
 
 - ``target`` is an ``LlmRuntime`` (a failed step ends with an ``error`` finish)
   or an adapter (its ``LlmError`` propagates); each step is one strict stream.
-- Arguments are parsed once, at ``block-end``; each call runs in order, and an
-  exception, an unknown tool or bad arguments become an ``is_error`` result.
+- Arguments are parsed once, at ``block-end``, and read into the tool's
+  parameter types (``dsh_llm.tools.schema.bind_tool``); each call runs in
+  order, and an exception, an unknown tool or arguments that do not fit (named
+  by the path of the first mismatch) become an ``is_error`` result.
 - The assistant turn (with its replay state) and the results are appended.
 - It stops at a non-tool finish, after ``max_steps``, or on an abort.
 - The outcome: ``StopIteration.value``, ``loop.result`` or ``loop.run()``;
@@ -37,8 +39,9 @@ from dsh_llm.protocol import (
     create_tool_result_message,
 )
 from dsh_llm.protocol.display import blocks_markdown, clip, footer_markdown
+from dsh_llm.protocol.pytypes import ValueMismatch, to_json
 from dsh_llm.sources import close_source
-from dsh_llm.tools.schema import tool_schema
+from dsh_llm.tools.schema import bind_tool, tool_schema
 
 __all__ = [
     "DEFAULT_MAX_STEPS",
@@ -87,6 +90,15 @@ class ToolLoopResult:
     def text(self) -> str:
         """The last response's text."""
         return self.response.text
+
+    def parsed(self, into: Any = None) -> Any:
+        """The last response's text read as JSON, or into the type ``into``
+        (``AssembledResponse.parsed``).
+
+        Raises:
+            LlmError: ``INVALID_JSON_OUTPUT`` when it does not fit.
+        """
+        return self.response.parsed(into)
 
     def loop_messages(self) -> tuple[Message, ...]:
         """The messages this loop produced (every assistant turn and tool
@@ -137,7 +149,7 @@ def _result_text(value: Any) -> str:
     if isinstance(value, str):
         return value
     try:
-        return json.dumps(value, ensure_ascii=False)
+        return json.dumps(to_json(value), ensure_ascii=False)
     except (TypeError, ValueError):
         return str(value)
 
@@ -166,7 +178,19 @@ def _run_one(
     if function is None or problem is not None or values is None:
         return create_tool_result_message(block.id, problem or "", is_error=True)
     try:
-        output = function(**values)
+        call = bind_tool(function, values)
+    except ValueMismatch as mismatch:
+        return create_tool_result_message(
+            block.id,
+            f"the arguments of {block.name} do not fit its parameters: {mismatch}",
+            is_error=True,
+        )
+    except Exception as exc:
+        return create_tool_result_message(
+            block.id, f"{type(exc).__name__}: {exc}", is_error=True
+        )
+    try:
+        output = call()
     except Exception as exc:
         return create_tool_result_message(
             block.id, f"{type(exc).__name__}: {exc}", is_error=True
