@@ -198,7 +198,7 @@ def _dataclass_fields(tp: type) -> list[tuple[str, Any, bool, str | None]]:
 
 def _typeddict_fields(tp: Any) -> list[tuple[str, Any, bool, str | None]]:
     hints = _hints(tp)
-    fields = []
+    fields: list[tuple[str, Any, bool, str | None]] = []
     for name, hint in hints.items():
         # Read Required/NotRequired from the hint: under ``from __future__
         # import annotations`` the class's __required_keys__ cannot see them.
