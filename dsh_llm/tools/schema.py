@@ -44,10 +44,15 @@ __all__ = ["bind_tool", "tool_schema"]
 
 
 def _description(owner: object) -> str:
-    doc = inspect.getdoc(owner) or ""
-    name = getattr(owner, "__name__", "")
-    if isinstance(owner, type) and doc.startswith(f"{name}("):
-        return ""  # the signature a dataclass writes when it has no docstring
+    if isinstance(owner, type):
+        # The class's own docstring only: inspect.getdoc would hand out the
+        # docstring of dict (a TypedDict) or of pydantic's BaseModel.
+        own = owner.__dict__.get("__doc__")
+        doc = inspect.cleandoc(own) if isinstance(own, str) else ""
+        if doc.startswith(f"{owner.__name__}("):
+            return ""  # the signature a dataclass writes when it has no docstring
+    else:
+        doc = inspect.getdoc(owner) or ""
     return doc.split("\n\n")[0].strip()
 
 

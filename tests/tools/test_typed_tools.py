@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Iterator
-from typing import Annotated, Any
+from typing import Annotated, Any, TypedDict
 
 import pytest
 
@@ -85,6 +85,11 @@ def test_a_dataclass_is_a_tool_of_its_own():
     assert (schema.name, schema.description) == ("Trip", "A trip to book.")
     assert schema.parameters == TRIP_SCHEMA
     assert tool_schema(Booking).description == ""  # no docstring of its own
+
+    class Pair(TypedDict):
+        left: int
+
+    assert tool_schema(Pair).description == ""  # not dict's docstring
 
 
 def test_bind_tool_reads_arguments_into_the_parameter_types():
@@ -208,6 +213,11 @@ def test_a_pydantic_model_describes_and_checks_a_tool(server):
         return f"{flight.passengers} seats from {flight.origin}"
 
     search.__annotations__["flight"] = Flight  # a local class: no forward reference
+
+    class Bare(pydantic.BaseModel):
+        value: int
+
+    assert tool_schema(Bare).description == ""  # not BaseModel's docstring
     assert tool_schema(Flight).parameters == Flight.model_json_schema()
     assert tool_schema(Flight).description == "A flight to search."
     assert tool_schema(search).parameters["properties"]["flight"]["required"] == [
