@@ -20,8 +20,8 @@ Inside the unpacked tree, pytest imports the tree's own ``dsh_llm`` (``python
 ``dsh-llm`` commands the README tests start are the installed wheel's, and the
 import check above runs from outside the tree. Running the whole suite a second
 time would double CI's test time (about 4 minutes on 2 cores), hence the
-subset; the build, the venv, the collection and the subset took 3 minutes of
-wall time (32 s of CPU) on a 2-core machine shared with other jobs. The
+subset; the build, the venv, the collection and the subset take about 80 s on
+2 cores (3 minutes when the machine is shared with other jobs). The
 dependencies come from this interpreter's environment (a path line in the fresh
 venv), so nothing is downloaded. Skipped without ``build`` and ``wheel`` (the
 ``dev`` extra has them).
