@@ -378,7 +378,7 @@ class PriceLookup(Protocol):
         ...
 
 
-def cost_text(prices: PriceLookup | None, response: AssembledResponse) -> str | None:
+def _cost_text(prices: PriceLookup | None, response: AssembledResponse) -> str | None:
     """``cost 0.000123 USD`` when ``prices`` knows the response's cost."""
     cost = None if prices is None else prices.cost_of(response)
     return None if cost is None else f"cost {cost.total:.6f} {cost.currency}"
@@ -507,7 +507,7 @@ class AssembledResponse:
                 f"{self.attempts} attempts, in all {usage_text(self.total_usage)}"
             )
         parts.append(source_label(self.message.source))
-        cost = cost_text(prices, self)
+        cost = _cost_text(prices, self)
         if cost is not None:
             parts.append(cost)
         return parts
