@@ -29,8 +29,8 @@ closes the stream; ``collect(chunks)`` builds on it and raises the failure of an
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
-from typing import Any, Final, NoReturn
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Final, NoReturn, Protocol, TypeVar, overload
 
 import attrs
 
@@ -50,6 +50,7 @@ from dsh_llm.protocol import (
     ReasoningBlock,
     ReasoningDelta,
     ReplayEnvelope,
+    ResponseFormat,
     StreamChunk,
     TextBlock,
     TextDelta,
@@ -65,19 +66,32 @@ from dsh_llm.protocol import (
     tool_calls_of,
 )
 from dsh_llm.protocol.checks import MAX_SAFE_INTEGER
+from dsh_llm.protocol.display import (
+    blocks_markdown,
+    clip,
+    finish_text,
+    footer_markdown,
+    usage_text,
+)
+from dsh_llm.protocol.message import source_label
 from dsh_llm.protocol.text_buffer import TextBuffer
 from dsh_llm.sources import close_source
+from dsh_llm.structured.parse import parse_json
 
 __all__ = [
     "ASSEMBLER_SOURCE",
     "AssembledResponse",
     "BlockAssembler",
+    "KnownCost",
     "ParsedToolCall",
+    "PriceLookup",
     "assemble_stream",
     "collect",
     "total_usage",
     "unreachable_variant",
 ]
+
+T = TypeVar("T")
 
 ASSEMBLER_SOURCE: Final = PluginSource(plugin="dsh-llm/assembler")
 """The source ``BlockAssembler.message()`` gives when none is passed."""
@@ -343,6 +357,35 @@ class ParsedToolCall:
     """The arguments, parsed from the call's JSON text (normally a dict)."""
 
 
+class KnownCost(Protocol):
+    """A priced call, as ``dsh_llm.observe.cost.Cost`` is."""
+
+    @property
+    def total(self) -> float:
+        """The amount."""
+        ...
+
+    @property
+    def currency(self) -> str:
+        """Its currency label."""
+        ...
+
+
+class PriceLookup(Protocol):
+    """What prices a response for its display: ``dsh_llm.observe.cost.PriceTable``
+    fits."""
+
+    def cost_of(self, result: AssembledResponse) -> KnownCost | None:
+        """The response's cost, ``None`` when unknown."""
+        ...
+
+
+def _cost_text(prices: PriceLookup | None, response: AssembledResponse) -> str | None:
+    """``cost 0.000123 USD`` when ``prices`` knows the response's cost."""
+    cost = None if prices is None else prices.cost_of(response)
+    return None if cost is None else f"cost {cost.total:.6f} {cost.currency}"
+
+
 @attrs.frozen(kw_only=True)
 class AssembledResponse:
     """The outcome of a whole stream: the one outcome type of the library.
@@ -416,6 +459,72 @@ class AssembledResponse:
                 ParsedToolCall(id=call.id, name=call.name, arguments=arguments)
             )
         return tuple(parsed)
+
+    @overload
+    def parsed(self, into: type[T]) -> T: ...
+
+    @overload
+    def parsed(self, into: Mapping[str, Any] | ResponseFormat | None = None) -> Any: ...
+
+    def parsed(self, into: Any = None) -> Any:
+        """The answer's text read as JSON (``dsh_llm.structured.parse_json``):
+        an instance of ``into`` when it is a type (a pydantic model, a
+        dataclass, a ``TypedDict``, ``list[City]``...), the JSON value checked
+        against ``into`` when it is a schema, the bare value for ``None``.
+
+        Example::
+
+            options = GenerateOptions.from_prompt(model, "...", response_format=City)
+            city = collect(adapter.stream(options)).parsed(City)
+
+        Raises:
+            LlmError: ``INVALID_JSON_OUTPUT`` when the text is not JSON or does
+                not fit ``into`` (naming the path of the first mismatch).
+        """
+        return parse_json(self.text, into)
+
+    def __repr__(self) -> str:
+        """``AssembledResponse(stop, text='…', usage=in 9 / out 7, from
+        route/model)``: what a person looks for first, no ids."""
+        parts = [finish_text(self.finish)]
+        if self.text:
+            parts.append(f"text={clip(self.text)}")
+        if self.reasoning:
+            parts.append(f"reasoning={len(self.reasoning)} chars")
+        if self.tool_calls:
+            parts.append(f"tool_calls=[{', '.join(c.name for c in self.tool_calls)}]")
+        parts.append(f"usage={usage_text(self.usage)}")
+        if self.attempts > 1:
+            parts.append(f"attempts={self.attempts}")
+        parts.append(f"from {source_label(self.message.source)}")
+        return f"AssembledResponse({', '.join(parts)})"
+
+    def footer(self, prices: PriceLookup | None = None) -> list[str]:
+        """The facts under a rich display: finish, usage (and the total over
+        the attempts when there were several), route and model, cost when
+        ``prices`` knows it."""
+        parts = [finish_text(self.finish), usage_text(self.usage)]
+        if self.attempts > 1:
+            parts.append(
+                f"{self.attempts} attempts, in all {usage_text(self.total_usage)}"
+            )
+        parts.append(source_label(self.message.source))
+        cost = _cost_text(prices, self)
+        if cost is not None:
+            parts.append(cost)
+        return parts
+
+    def to_markdown(self, prices: PriceLookup | None = None) -> str:
+        """The response as Markdown: its blocks (text as it is, reasoning
+        folded, tool calls with their arguments), then one line with the finish,
+        usage, route and model, and the cost when ``prices`` (a
+        ``dsh_llm.observe.cost.PriceTable``) knows it."""
+        body = blocks_markdown(self.message.content)
+        footer = footer_markdown(self.footer(prices))
+        return f"{body}\n\n---\n\n{footer}" if body else footer
+
+    def _repr_markdown_(self) -> str:
+        return self.to_markdown()
 
 
 def assemble_stream(

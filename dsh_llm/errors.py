@@ -293,9 +293,10 @@ ERROR_CODES: Final[dict[ErrorCode, ErrorCodeInfo]] = {
         "(GenerateOptions); the message names the key path."
     ),
     ErrorCode.INVALID_JSON_OUTPUT: _info(
-        "A structured answer read by dsh_llm.structured.parse_json is not JSON, "
-        "or does not match its schema (the supported subset); the message says "
-        "where."
+        "A structured answer read by dsh_llm.structured.parse_json (or "
+        "reply.parsed) is not JSON, does not match its schema (the supported "
+        "subset), or does not fit its type; the message says where (the path of "
+        "the first mismatch)."
     ),
     ErrorCode.MISSING_ATTACHMENT: _info(
         "An image block names an attachment the attachment store does not hold; "

@@ -10,7 +10,8 @@ import each other (any cycle). The layers, lowest first:
 - protocol: ``dsh_llm/protocol/*``;
 - contract: the contract modules (``errors``, ``serde``, ``validator``,
   ``assembler``, ``trace``, ``credentials``, ``attribution``), ``structure`` (the
-  strict cattrs base of ``serde`` and ``config``), ``config`` (the one
+  strict cattrs base of ``serde`` and ``config``), ``structured`` (reading a
+  JSON answer: pure, used by the assembler's ``parsed``), ``config`` (the one
   config mechanism, which adapters and retry policies use) and ``retry``: the retry
   policies are values with pure delay math, which ``adapter.py`` declares and
   the runtime captures, so they sit below both (``call_with_retry``, the loop
@@ -64,6 +65,10 @@ CONTRACT: Final = frozenset(
         "dsh_llm.retry",
         "dsh_llm.serde",
         "dsh_llm.structure",
+        "dsh_llm.structured",
+        "dsh_llm.structured.parse",
+        "dsh_llm.structured.partial",
+        "dsh_llm.structured.schema",
         "dsh_llm.trace",
         "dsh_llm.validator",
     }

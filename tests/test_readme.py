@@ -12,6 +12,7 @@ bash with the same environment; YAML blocks are loaded with ``load_composition``
 
 from __future__ import annotations
 
+import configparser
 import re
 import subprocess
 import sys
@@ -93,13 +94,49 @@ def test_every_block_is_covered():
     )
 
 
-def test_every_relative_link_resolves():
+def _repository_url() -> str:
+    config = configparser.ConfigParser()
+    config.read(ROOT / "setup.cfg", encoding="utf-8")
+    return config["metadata"]["url"].rstrip("/")
+
+
+LINK_BASE = f"{_repository_url()}/blob/main/"
+"""Where README links point: the repository's files on its default branch, so
+they work on a package index page, where no file sits beside the README."""
+
+
+def _anchors(markdown: Path) -> set[str]:
+    """The heading anchors GitHub makes for ``markdown`` (lower case, spaces to
+    hyphens, punctuation other than ``-`` and ``_`` dropped)."""
+    anchors = set()
+    for line in markdown.read_text(encoding="utf-8").splitlines():
+        heading = re.match(r"#{1,6} (.*)", line)
+        if heading:
+            title = re.sub(r"[^\w\- ]", "", heading.group(1).strip().lower())
+            anchors.add(title.replace(" ", "-"))
+    return anchors
+
+
+def test_every_link_works_on_a_package_index_page():
     text = README.read_text(encoding="utf-8")
-    targets = re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", text)
-    local = [t for t in targets if not re.match(r"[a-z]+:", t)]
-    assert local
-    missing = [t for t in local if not (ROOT / t).exists()]
-    assert not missing
+    targets = re.findall(r"\]\(([^)\s]+)\)", text)
+    relative = [t for t in targets if not re.match(r"[a-z]+:", t)]
+    assert not relative, f"relative links break on a package index page: {relative}"
+    ours = [t for t in targets if t.startswith(_repository_url())]
+    assert len(ours) >= 10
+    for link in ours:
+        assert link.startswith(LINK_BASE), link
+        path, _, anchor = link.removeprefix(LINK_BASE).partition("#")
+        assert (ROOT / path).is_file(), f"{link} names no file of the repository"
+        if anchor:
+            assert anchor in _anchors(ROOT / path), f"{link}: no such heading"
+
+
+def test_the_package_index_page_is_the_readme():
+    config = configparser.ConfigParser()
+    config.read(ROOT / "setup.cfg", encoding="utf-8")
+    assert config["metadata"]["long_description"] == "file: README.md"
+    assert config["metadata"]["long_description_content_type"] == "text/markdown"
 
 
 # --- the loopback model ---------------------------------------------------------
@@ -267,8 +304,7 @@ def test_notebook_streams_then_collects(env, tmp_path):
     lines = result.stdout.splitlines()
     assert lines[0] == "You said: Name three rivers."
     assert lines[1] == "You said: Name three rivers."
-    assert lines[2].startswith("TokenUsage(input_tokens=9, output_tokens=7")
-    assert lines[2].endswith(" stop")
+    assert lines[2] == "in 9 / out 7 (cache 3) stop"
 
 
 _FLASK_CHECK = """
@@ -277,9 +313,10 @@ client = app.test_client()
 answer = client.post("/ask", data={"question": "What is SSE?"})
 assert answer.status_code == 200, answer.status_code
 assert answer.is_streamed
-print(answer.get_data(as_text=True))
+assert answer.mimetype == "text/event-stream", answer.mimetype
+print(answer.get_data(as_text=True), end="")
 failed = client.post("/ask", data={"question": "please fail"})
-print(failed.get_data(as_text=True))
+print(failed.status_code, failed.mimetype, failed.get_data(as_text=True))
 """
 
 
@@ -320,6 +357,15 @@ def test_structured_output_parses_and_streams_partial_json(model, env, tmp_path)
     assert model.requests[-1].json()["response_format"] == {"type": "json_object"}
 
 
+@covers("structured-types")
+def test_structured_output_into_a_dataclass(model, env, tmp_path):
+    result = run_python(block("structured-types").code, env, tmp_path)
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "Capital(city='Paris', country='France')\n"
+    assert model.requests[-1].json()["response_format"] == {"type": "json_object"}
+
+
 @covers("tools")
 def test_tool_loop_runs_the_tool_and_answers(model, env, tmp_path):
     code = block("tools").code
@@ -352,13 +398,22 @@ def test_tool_loop_streams_each_step(env, tmp_path):
 
 
 @covers("flask")
-def test_flask_view_streams_text_and_reports_a_failure(env, tmp_path):
+def test_flask_view_streams_events_and_fails_with_a_status(env, tmp_path):
     result = run_python(block("flask").code + _FLASK_CHECK, env, tmp_path)
 
     assert result.returncode == 0, result.stderr
-    assert result.stdout == (
-        "[thinking] Echo it.\n\nYou said: What is SSE?\n\n[error SERVER]\n"
-    )
+    events = [
+        'event: block\ndata: {"type": "reasoning"}',
+        'event: reasoning\ndata: {"text": "Echo it."}',
+        'event: block\ndata: {"type": "text"}',
+        'event: text\ndata: {"text": "You said: "}',
+        'event: text\ndata: {"text": "What is SSE?"}',
+        'event: done\ndata: {"finish": "stop"}',
+    ]
+    # The model answered HTTP 500 before any byte: the view says 502 Bad
+    # Gateway, with the failure's code, instead of a 200 carrying an error.
+    failed = '502 application/json {"error": "SERVER"}\n'
+    assert result.stdout == "".join(f"{e}\n\n" for e in events) + failed
 
 
 @covers("batch")

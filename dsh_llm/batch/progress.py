@@ -5,25 +5,35 @@ Contracts callers may rely on:
 - The runner calls ``start(total, skipped)`` once, ``update(result)`` once per
   result written (from worker threads), then ``close(summary)`` once, also when
   the run is interrupted or fails.
-- ``ProgressBar`` draws a ``tqdm`` bar on its stream (stderr by default) with
-  done / total, rate, ETA and a postfix of failed requests and tokens; it draws
-  nothing when the stream is not a terminal. ``close`` always writes one final
-  ``summary_line`` to the stream.
+- ``ProgressBar`` shows done / total, rate, ETA and a postfix of failed
+  requests and tokens. In a terminal it is a ``tqdm`` bar on its stream
+  (stderr by default). In a Jupyter kernel (with no stream given) it is a
+  notebook output: an ipywidgets bar when ipywidgets can be imported, else the
+  same text line updated in place (one display, replaced, never a new line
+  per update). Elsewhere (a pipe, a file) it draws nothing. ``close`` always
+  writes one final ``summary_line`` to the stream.
 - ``summary_line`` is one line: succeeded, failed (this run, and already in the
   file), skipped, tokens, duration and rate, and ``interrupted`` when it was.
+- Nothing of IPython, ipywidgets or ``tqdm.notebook`` is imported outside a
+  kernel.
 """
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import sys
 import threading
-from typing import IO, NoReturn, Protocol
+from typing import IO, Any, Final, NoReturn, Protocol
 
 from tqdm import tqdm
 
 from dsh_llm.batch.results import BatchResult, BatchSummary
 
-__all__ = ["BatchProgress", "ProgressBar", "summary_line"]
+__all__ = ["BatchProgress", "ProgressBar", "in_jupyter_kernel", "summary_line"]
+
+_NOTEBOOK_COLUMNS: Final = 100
+"""The width of the text bar in a notebook (no terminal to measure)."""
 
 
 class BatchProgress(Protocol):
@@ -72,19 +82,80 @@ def summary_line(summary: BatchSummary) -> str:
     return f"{head}: " + ", ".join(parts)
 
 
+def in_jupyter_kernel() -> bool:
+    """Whether this code runs in a Jupyter (IPython) kernel, as a notebook
+    cell does; ``False`` in a script, a terminal IPython or a worker process."""
+    ipython = sys.modules.get("IPython")
+    get_ipython = getattr(ipython, "get_ipython", None)
+    shell = get_ipython() if callable(get_ipython) else None
+    return getattr(shell, "kernel", None) is not None
+
+
+class _DisplayLine:
+    """A file for ``tqdm`` that shows the bar as one notebook output, updated
+    in place (``IPython.display`` with a display id)."""
+
+    encoding = "utf-8"
+    """Tells ``tqdm`` it may draw the bar with Unicode blocks."""
+
+    def __init__(self) -> None:
+        # IPython is there whenever a kernel runs; imported by name so that
+        # neither the library nor its type check needs it otherwise.
+        display: Any = importlib.import_module("IPython.display").display
+        self._handle: Any = display({"text/plain": ""}, raw=True, display_id=True)
+
+    def write(self, text: str) -> None:
+        line = text.replace("\r", "").strip()
+        if line:
+            self._handle.update({"text/plain": line}, raw=True)
+
+    def flush(self) -> None:
+        """Nothing is buffered."""
+
+
+def _widget_bar(total: int, skipped: int) -> tqdm[NoReturn] | None:
+    """A ``tqdm.notebook`` (ipywidgets) bar, or ``None`` without ipywidgets."""
+    if importlib.util.find_spec("ipywidgets") is None:
+        return None
+    try:
+        from tqdm.notebook import tqdm as notebook_tqdm
+    except ImportError:
+        return None
+    try:
+        return notebook_tqdm(total=total, initial=skipped, unit="req", smoothing=0.1)
+    except ImportError:  # tqdm's "IProgress not found": widgets cannot show
+        return None
+
+
 class ProgressBar:
-    """A ``tqdm`` progress bar for a batch run.
+    """A progress bar for a batch run (see the module docstring).
 
     Args:
-        stream: Where the bar and the summary go (default: ``sys.stderr`` at
-            ``start``).
-        enabled: Whether to draw the bar; ``None`` draws it only when ``stream``
-            is a terminal. The summary line is written either way.
+        stream: Where the terminal bar and the summary go (default:
+            ``sys.stderr`` at ``start``).
+        enabled: Whether to draw the bar; ``None`` draws it in a Jupyter kernel
+            and when ``stream`` is a terminal. The summary line is written
+            either way.
+        notebook: Whether to draw it as notebook output rather than on
+            ``stream``; ``None``: in a Jupyter kernel when no ``stream`` was
+            given.
+        widget: In a notebook, ``True`` for the ipywidgets bar, ``False`` for
+            the text line; ``None`` picks the widget when ipywidgets can be
+            imported.
     """
 
-    def __init__(self, stream: IO[str] | None = None, *, enabled: bool | None = None):
+    def __init__(
+        self,
+        stream: IO[str] | None = None,
+        *,
+        enabled: bool | None = None,
+        notebook: bool | None = None,
+        widget: bool | None = None,
+    ):
         self._stream = stream
         self._enabled = enabled
+        self._notebook = notebook
+        self._widget = widget
         self._lock = threading.Lock()
         self._bar: tqdm[NoReturn] | None = None
         self._failed = 0
@@ -96,20 +167,46 @@ class ProgressBar:
     def start(self, total: int, skipped: int) -> None:
         """Open the bar at ``skipped`` of ``total``."""
         out = self._out()
+        notebook = self._notebook
+        if notebook is None:
+            notebook = self._stream is None and in_jupyter_kernel()
         enabled = self._enabled
         if enabled is None:
             isatty = getattr(out, "isatty", None)
-            enabled = bool(isatty()) if callable(isatty) else False
+            enabled = notebook or (bool(isatty()) if callable(isatty) else False)
         with self._lock:
-            self._bar = tqdm(
-                total=total,
-                initial=skipped,
-                file=out,
-                disable=not enabled,
-                unit="req",
-                dynamic_ncols=True,
-                smoothing=0.1,
-            )
+            if not enabled:
+                self._bar = None
+            elif notebook:
+                self._bar = self._notebook_bar(total, skipped)
+            else:
+                self._bar = tqdm(
+                    total=total,
+                    initial=skipped,
+                    file=out,
+                    unit="req",
+                    dynamic_ncols=True,
+                    smoothing=0.1,
+                )
+
+    def _notebook_bar(self, total: int, skipped: int) -> tqdm[NoReturn]:
+        if self._widget is not False:
+            bar = _widget_bar(total, skipped)
+            if bar is not None:
+                return bar
+            if self._widget:
+                raise RuntimeError(
+                    "the batch progress widget needs ipywidgets (pip install "
+                    "ipywidgets), or pass widget=False for the text bar"
+                )
+        return tqdm(
+            total=total,
+            initial=skipped,
+            file=_DisplayLine(),
+            unit="req",
+            ncols=_NOTEBOOK_COLUMNS,
+            smoothing=0.1,
+        )
 
     def update(self, result: BatchResult) -> None:
         """Count ``result``."""
@@ -117,7 +214,7 @@ class ProgressBar:
             self._failed += not result.ok
             self._tokens += _tokens(result)
             bar = self._bar
-            if bar is None or bar.disable:
+            if bar is None:
                 return
             bar.set_postfix(failed=self._failed, tokens=self._tokens, refresh=False)
             bar.update(1)

@@ -179,6 +179,28 @@ class TokenUsage:
         """Usage for a provider that reported none: every count is ``None``."""
         return cls(input_tokens=None, output_tokens=None)
 
+    def __str__(self) -> str:
+        """``in 27 / out 69 (cache 256, cache write 12, reasoning 24)``.
+
+        An unknown input or output count shows as ``?``; an unknown cache or
+        reasoning count is left out (a reported 0 is shown); a usage without
+        any count reads ``not reported``. ``cache`` is the cache reads.
+        """
+        optional = (
+            ("cache", self.cache_read_tokens),
+            ("cache write", self.cache_write_tokens),
+            ("reasoning", self.reasoning_tokens),
+        )
+        shown = [f"{name} {count}" for name, count in optional if count is not None]
+        if self.input_tokens is None and self.output_tokens is None and not shown:
+            return "not reported"
+        text = f"in {_shown(self.input_tokens)} / out {_shown(self.output_tokens)}"
+        return f"{text} ({', '.join(shown)})" if shown else text
+
+
+def _shown(count: int | None) -> str:
+    return "?" if count is None else str(count)
+
 
 def _json_copy(value: Any, field: str, where: str) -> Any:
     """A detached copy of JSON value ``value``; tuples become lists.

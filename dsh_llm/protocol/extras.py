@@ -6,7 +6,9 @@ Three ``GenerateOptions`` fields are defined here, each checked at construction:
   (``^[A-Za-z0-9_-]{1,64}$``, as OpenAI requires) and ``strict`` (whether the
   provider must enforce the schema; a provider that cannot refuses a strict one
   with ``UNSUPPORTED_OPTION``). A bare JSON Schema mapping converts to
-  ``ResponseFormat(schema=mapping)``.
+  ``ResponseFormat(schema=mapping)``; a pydantic model, dataclass or
+  ``TypedDict`` class to ``ResponseFormat.from_type(cls)`` (its schema, named
+  after it; ``dsh_llm.protocol.pytypes``).
 - ``extra_body``: string-keyed JSON merged last into the request body by the
   adapters that honour it; its content is NOT checked (it is the way to send a
   field this library does not know yet).
@@ -27,6 +29,7 @@ from typing import Any, Final
 import attrs
 
 from dsh_llm.protocol import checks as c
+from dsh_llm.protocol import pytypes
 from dsh_llm.protocol.content import detached_json
 
 __all__ = [
@@ -34,6 +37,7 @@ __all__ = [
     "ResponseFormat",
     "check_extra_body",
     "check_extra_headers",
+    "check_response_format",
     "is_header_name",
     "is_header_value",
     "to_extra_body",
@@ -45,6 +49,7 @@ DEFAULT_FORMAT_NAME: Final = "response"
 """The schema name sent when a ``ResponseFormat`` names none."""
 
 _FORMAT_NAME: Final = re.compile(r"[A-Za-z0-9_-]{1,64}")
+_BAD_NAME_CHARS: Final = re.compile(r"[^A-Za-z0-9_-]")
 _HEADER_NAME: Final = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 _HEADER_VALUE: Final = re.compile(r"(?:[\x21-\x7E](?:[\x21-\x7E \t]*[\x21-\x7E])?)?")
 
@@ -95,13 +100,69 @@ class ResponseFormat:
     mode: every property required, no additional properties). A provider that
     cannot enforce schemas refuses ``strict=True`` with ``UNSUPPORTED_OPTION``."""
 
+    @classmethod
+    def from_type(
+        cls, tp: Any, *, name: str | None = None, strict: bool = False
+    ) -> ResponseFormat:
+        """The format of a pydantic model, a dataclass or a ``TypedDict``: the
+        JSON Schema it defines, named after the class unless ``name`` is given
+        (characters a name cannot hold become ``_``).
+
+        Raises:
+            TypeError: for another type, or one ``json_schema_of`` refuses.
+        """
+        if not pytypes.is_schema_type(tp):
+            raise TypeError(
+                "ResponseFormat.from_type needs a pydantic model, a dataclass or "
+                f"a TypedDict class, got {pytypes.type_label(tp)}"
+            )
+        if name is None:
+            name = _BAD_NAME_CHARS.sub("_", tp.__name__)[:64]
+        return cls(schema=pytypes.json_schema_of(tp), name=name, strict=strict)
+
+    def __repr__(self) -> str:
+        """``ResponseFormat(name='City', strict=False, schema=<object, 2
+        properties>)``: the schema summed up, not printed."""
+        kind = self.schema.get("type", "schema")
+        properties = self.schema.get("properties")
+        inner = (
+            f"{kind}, {len(properties)} properties"
+            if isinstance(properties, dict)
+            else str(kind)
+        )
+        return (
+            f"ResponseFormat(name={self.name!r}, strict={self.strict}, "
+            f"schema=<{inner}>)"
+        )
+
 
 def to_response_format(value: object) -> object:
-    """Convert a JSON Schema mapping to a ``ResponseFormat``; leave the rest (a
+    """Convert a JSON Schema mapping, or a pydantic model, dataclass or
+    ``TypedDict`` class, to a ``ResponseFormat``; leave the rest (a
     ``ResponseFormat``, ``None``, or a wrong type the validator reports)."""
     if isinstance(value, Mapping):
         return ResponseFormat(schema=dict(value))
+    if pytypes.is_schema_type(value):
+        return ResponseFormat.from_type(value)
     return value
+
+
+def check_response_format(
+    inst: object, attribute: attrs.Attribute[Any], value: object
+) -> None:
+    """Require ``None`` or a ``ResponseFormat`` (what the converter made)."""
+    if value is not None and not isinstance(value, ResponseFormat):
+        got = (
+            f"the class {pytypes.type_label(value)}"
+            if isinstance(value, type)
+            else type(value).__name__
+        )
+        raise c.bad_type(
+            inst,
+            attribute.name,
+            "must be a ResponseFormat, a JSON Schema mapping, or a pydantic "
+            f"model, dataclass or TypedDict class, got {got}",
+        )
 
 
 def to_extra_body(value: object) -> object:

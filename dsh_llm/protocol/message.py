@@ -19,6 +19,7 @@ from dsh_llm.protocol.content import (
     BLOCK_TYPES,
     CallId,
     ContentBlock,
+    ImageBlock,
     TextBlock,
     ToolCallBlock,
     ToolResultBlock,
@@ -26,6 +27,7 @@ from dsh_llm.protocol.content import (
     text_of,
     tool_calls_of,
 )
+from dsh_llm.protocol.display import blocks_markdown, clip, escaped, image_label
 
 __all__ = [
     "CONTEXT_SUMMARY_MAX_CHARS",
@@ -41,6 +43,7 @@ __all__ = [
     "create_message",
     "create_tool_result_message",
     "create_user_message",
+    "source_label",
 ]
 
 ROLES: Final = ("system", "user", "assistant")
@@ -215,6 +218,43 @@ class Message:
     def tool_calls(self) -> tuple[ToolCallBlock, ...]:
         """The tool-call blocks, in order."""
         return tool_calls_of(self.content)
+
+    def __repr__(self) -> str:
+        """``Message(assistant, 'The answer…', tool_calls=[get_weather], from
+        route/model)``: role, text, what else it holds, its source; no id."""
+        parts = [self.role]
+        if self.text:
+            parts.append(clip(self.text))
+        if self.reasoning:
+            parts.append(f"reasoning={len(self.reasoning)} chars")
+        if self.tool_calls:
+            parts.append(f"tool_calls=[{', '.join(c.name for c in self.tool_calls)}]")
+        for block in self.content:
+            if isinstance(block, ToolResultBlock):
+                error = " (error)" if block.is_error else ""
+                result = clip(text_of(block.content))
+                parts.append(f"result{error} for {block.tool_call_id}: {result}")
+            elif isinstance(block, ImageBlock):
+                parts.append(image_label(block))
+        parts.append(f"from {source_label(self.source)}")
+        return f"Message({', '.join(parts)})"
+
+    def _repr_markdown_(self) -> str:
+        """The message for a notebook: role, source, then its blocks."""
+        head = f"**{self.role}** ({escaped(source_label(self.source))})"
+        body = blocks_markdown(self.content)
+        return f"{head}\n\n{body}" if body else head
+
+
+def source_label(source: MessageSource) -> str:
+    """``route/model``, ``user``, ``plugin <name>`` or ``tool <call id>``."""
+    if isinstance(source, ModelSource):
+        return f"{source.provider}/{source.model}" if source.model else source.provider
+    if isinstance(source, PluginSource):
+        return f"plugin {source.plugin}"
+    if isinstance(source, ToolSource):
+        return f"tool {source.call_id}"
+    return source.kind
 
 
 def create_message(

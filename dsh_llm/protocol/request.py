@@ -14,9 +14,10 @@ import attrs
 
 from dsh_llm.protocol import checks as c
 from dsh_llm.protocol import extras
-from dsh_llm.protocol.content import detached_json
+from dsh_llm.protocol.content import ToolResultBlock, detached_json
+from dsh_llm.protocol.display import clip, escaped
 from dsh_llm.protocol.extras import ResponseFormat
-from dsh_llm.protocol.message import Message, create_user_message
+from dsh_llm.protocol.message import Message, create_user_message, source_label
 from dsh_llm.signal import AbortSignal
 
 __all__ = [
@@ -148,11 +149,13 @@ class GenerateOptions:
     response_format: ResponseFormat | None = attrs.field(
         default=None,
         converter=extras.to_response_format,
-        validator=c.optional(c.instance_of(ResponseFormat)),
+        validator=extras.check_response_format,
     )
     """Structured output: the JSON Schema the final text must follow (a bare
-    schema mapping is converted). An adapter that cannot honour it raises
-    ``UNSUPPORTED_OPTION``; ``dsh_llm.structured.parse_json`` reads the answer."""
+    schema mapping is converted, and so is a pydantic model, dataclass or
+    ``TypedDict`` class: ``ResponseFormat.from_type``). An adapter that cannot
+    honour it raises ``UNSUPPORTED_OPTION``; ``reply.parsed(City)`` or
+    ``dsh_llm.structured.parse_json`` reads the answer."""
     extra_body: dict[str, Any] | None = attrs.field(
         default=None,
         converter=extras.to_extra_body,
@@ -218,6 +221,74 @@ class GenerateOptions:
     def evolve(self, **changes: Any) -> GenerateOptions:
         """A copy with ``changes`` applied (validated like a new value)."""
         return attrs.evolve(self, **changes)
+
+    def _shown(self) -> list[tuple[str, str]]:
+        """The fields a person reads, in order: model, route, the messages, then
+        every field that is set. Header values and body values stay hidden."""
+        shown = [("model", repr(self.model))]
+        if self.provider != DIRECT_ROUTE:
+            shown.append(("provider", repr(self.provider)))
+        count = len(self.messages)
+        messages = f"{count} message{'' if count == 1 else 's'}"
+        if self.messages:
+            last = self.messages[-1]
+            messages += f" (last: {last.role} {clip(last.text, 40)})"
+        shown.append(("messages", messages))
+        if self.system is not None:
+            shown.append(("system", clip(self.system, 40)))
+        if self.tools is not None:
+            shown.append(("tools", f"[{', '.join(t.name for t in self.tools)}]"))
+        for name in (
+            "tool_choice",
+            "reasoning_effort",
+            "temperature",
+            "max_tokens",
+            "stop",
+            "session_id",
+            "purpose",
+        ):
+            value = getattr(self, name)
+            if value is not None:
+                shown.append((name, repr(value)))
+        if self.response_format is not None:
+            strict = " (strict)" if self.response_format.strict else ""
+            shown.append(("response_format", f"{self.response_format.name}{strict}"))
+        if self.extra_body is not None:
+            shown.append(("extra_body", f"keys [{', '.join(self.extra_body)}]"))
+        if self.extra_headers is not None:
+            shown.append(("extra_headers", f"[{', '.join(self.extra_headers)}]"))
+        return shown
+
+    def __repr__(self) -> str:
+        """``GenerateOptions(model='m', messages=1 message (last: user 'Hi'),
+        temperature=0)``: the fields that are set, the messages summed up; no
+        header or ``extra_body`` value."""
+        inner = ", ".join(f"{name}={value}" for name, value in self._shown())
+        return f"GenerateOptions({inner})"
+
+    def _repr_markdown_(self) -> str:
+        """The request for a notebook: its fields, then each message."""
+        rows = [
+            f"| {name} | {escaped(value)} |"
+            for name, value in self._shown()
+            if name != "messages"
+        ]
+        lines = ["| field | value |", "|---|---|", *rows, ""]
+        for position, message in enumerate(self.messages, 1):
+            what = clip(message.text, 200) if message.text else ""
+            calls = ", ".join(call.name for call in message.tool_calls)
+            if calls:
+                what += f" tool calls: {calls}"
+            results = sum(
+                isinstance(block, ToolResultBlock) for block in message.content
+            )
+            if results:
+                what += f" {results} tool result{'' if results == 1 else 's'}"
+            lines.append(
+                f"{position}. **{message.role}** "
+                f"({escaped(source_label(message.source))}) {escaped(what.strip())}"
+            )
+        return "\n".join(lines)
 
     def call_config(self) -> LlmCallConfig:
         """The six fields that decide what is called and how."""

@@ -9,27 +9,34 @@ author's kit builds on it: ``cassette`` (recorded exchanges), ``recorder``
 ``conformance`` (``assert_adapter_conforms``), ``fake`` (``FakeAdapter``) and
 ``pytest_plugin`` (the fixtures registered under ``pytest11``). Nothing in the
 library's runtime path imports this package.
+
+The names below are imported on first use (PEP 562), so importing the package,
+as the pytest plugin does in every pytest run, loads none of the kit.
 """
 
 from __future__ import annotations
 
-from dsh_llm.testing.cassette import Cassette
-from dsh_llm.testing.conformance import assert_adapter_conforms
-from dsh_llm.testing.fake import FakeAdapter
-from dsh_llm.testing.loopback import (
-    Cut,
-    LoopbackServer,
-    Mark,
-    Pause,
-    RecordedRequest,
-    Reply,
-    Stall,
-    sse_body,
-    sse_event,
-    sse_events,
-)
-from dsh_llm.testing.recorder import record, record_call
-from dsh_llm.testing.replay import replay_chunks, replay_server
+import importlib
+from typing import TYPE_CHECKING, Any, Final
+
+if TYPE_CHECKING:
+    from dsh_llm.testing.cassette import Cassette
+    from dsh_llm.testing.conformance import assert_adapter_conforms
+    from dsh_llm.testing.fake import FakeAdapter
+    from dsh_llm.testing.loopback import (
+        Cut,
+        LoopbackServer,
+        Mark,
+        Pause,
+        RecordedRequest,
+        Reply,
+        Stall,
+        sse_body,
+        sse_event,
+        sse_events,
+    )
+    from dsh_llm.testing.recorder import record, record_call
+    from dsh_llm.testing.replay import replay_chunks, replay_server
 
 __all__ = [
     "Cassette",
@@ -50,3 +57,37 @@ __all__ = [
     "sse_event",
     "sse_events",
 ]
+
+_HOMES: Final = {
+    "Cassette": "cassette",
+    "assert_adapter_conforms": "conformance",
+    "FakeAdapter": "fake",
+    "Cut": "loopback",
+    "LoopbackServer": "loopback",
+    "Mark": "loopback",
+    "Pause": "loopback",
+    "RecordedRequest": "loopback",
+    "Reply": "loopback",
+    "Stall": "loopback",
+    "sse_body": "loopback",
+    "sse_event": "loopback",
+    "sse_events": "loopback",
+    "record": "recorder",
+    "record_call": "recorder",
+    "replay_chunks": "replay",
+    "replay_server": "replay",
+}
+"""The module of ``dsh_llm.testing`` each public name lives in."""
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -4,7 +4,8 @@
   ``ToolLoopResult``); ``ToolRunner`` is the same loop as a ``stream(options)``
   source, for ``dsh_llm.aio.astream``.
 - ``tool_schema(function)``: a ``ToolSchema`` from a function's signature and
-  docstring.
+  docstring (or from a pydantic model, dataclass or ``TypedDict`` class);
+  ``bind_tool`` reads a call's arguments into the parameter types.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from dsh_llm.tools.loop import (
     ToolRunner,
     run_tools,
 )
-from dsh_llm.tools.schema import tool_schema
+from dsh_llm.tools.schema import bind_tool, tool_schema
 
 __all__ = [
     "DEFAULT_MAX_STEPS",
@@ -29,6 +30,7 @@ __all__ = [
     "ToolLoop",
     "ToolLoopResult",
     "ToolRunner",
+    "bind_tool",
     "run_tools",
     "tool_schema",
 ]

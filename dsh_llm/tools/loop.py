@@ -5,8 +5,10 @@ over the chunks of every step, whose outcome is a ``ToolLoopResult``.
 
 - ``target`` is an ``LlmRuntime`` (a failed step ends with an ``error`` finish)
   or an adapter (its ``LlmError`` propagates); each step is one strict stream.
-- Arguments are parsed once, at ``block-end``; each call runs in order, and an
-  exception, an unknown tool or bad arguments become an ``is_error`` result.
+- Arguments are parsed once, at ``block-end``, and read into the tool's
+  parameter types (``dsh_llm.tools.schema.bind_tool``); each call runs in
+  order, and an exception, an unknown tool or arguments that do not fit (named
+  by the path of the first mismatch) become an ``is_error`` result.
 - The assistant turn (with its replay state) and the results are appended.
 - It stops at a non-tool finish, after ``max_steps``, or on an abort.
 - The outcome: ``StopIteration.value``, ``loop.result`` or ``loop.run()``;
@@ -22,7 +24,7 @@ from typing import Any, Final, Literal, Protocol
 
 import attrs
 
-from dsh_llm.assembler import AssembledResponse, BlockAssembler
+from dsh_llm.assembler import AssembledResponse, BlockAssembler, PriceLookup
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import (
     BlockEnd,
@@ -36,8 +38,10 @@ from dsh_llm.protocol import (
     create_assistant_message,
     create_tool_result_message,
 )
+from dsh_llm.protocol.display import blocks_markdown, clip, footer_markdown
+from dsh_llm.protocol.pytypes import ValueMismatch, to_json
 from dsh_llm.sources import close_source
-from dsh_llm.tools.schema import tool_schema
+from dsh_llm.tools.schema import bind_tool, tool_schema
 
 __all__ = [
     "DEFAULT_MAX_STEPS",
@@ -87,6 +91,57 @@ class ToolLoopResult:
         """The last response's text."""
         return self.response.text
 
+    def parsed(self, into: Any = None) -> Any:
+        """The last response's text read as JSON, or into the type ``into``
+        (``AssembledResponse.parsed``).
+
+        Raises:
+            LlmError: ``INVALID_JSON_OUTPUT`` when it does not fit.
+        """
+        return self.response.parsed(into)
+
+    def loop_messages(self) -> tuple[Message, ...]:
+        """The messages this loop produced (every assistant turn and tool
+        result after the request's own messages), then the last response's
+        message when it was not kept (a failed step)."""
+        kept = self.steps - 1 if self.response.finish.is_failure else self.steps
+        start = len(self.messages)
+        while kept > 0 and start > 0:
+            start -= 1
+            if self.messages[start].role == "assistant":
+                kept -= 1
+        produced = self.messages[start:]
+        if all(m.id != self.response.message.id for m in produced):
+            produced = (*produced, self.response.message)
+        return produced
+
+    def __repr__(self) -> str:
+        """``ToolLoopResult(finished, steps=2, tool_calls=[get_weather],
+        text='…')``."""
+        calls = [c.name for m in self.loop_messages() for c in m.tool_calls]
+        parts = [self.stop_reason, f"steps={self.steps}"]
+        if calls:
+            parts.append(f"tool_calls=[{', '.join(calls)}]")
+        parts.append(f"text={clip(self.text)}")
+        parts.append(f"messages={len(self.messages)}")
+        return f"ToolLoopResult({', '.join(parts)})"
+
+    def to_markdown(self, prices: PriceLookup | None = None) -> str:
+        """The loop as Markdown: each of its turns (reasoning folded, tool
+        calls with their arguments, tool results, the answer), then how it
+        stopped and the last response's finish, usage, route and model, and its
+        cost when ``prices`` (a ``dsh_llm.observe.cost.PriceTable``) knows it."""
+        turns = [blocks_markdown(m.content) for m in self.loop_messages()]
+        steps = f"{self.steps} step{'' if self.steps == 1 else 's'}"
+        footer = [f"{self.stop_reason} after {steps}", *self.response.footer(prices)]
+        footer[2] = f"{footer[2]} (last step)"
+        body = "\n\n".join(turn for turn in turns if turn)
+        line = footer_markdown(footer)
+        return f"{body}\n\n---\n\n{line}" if body else line
+
+    def _repr_markdown_(self) -> str:
+        return self.to_markdown()
+
 
 def _result_text(value: Any) -> str:
     if value is None:
@@ -94,7 +149,7 @@ def _result_text(value: Any) -> str:
     if isinstance(value, str):
         return value
     try:
-        return json.dumps(value, ensure_ascii=False)
+        return json.dumps(to_json(value), ensure_ascii=False)
     except (TypeError, ValueError):
         return str(value)
 
@@ -123,7 +178,19 @@ def _run_one(
     if function is None or problem is not None or values is None:
         return create_tool_result_message(block.id, problem or "", is_error=True)
     try:
-        output = function(**values)
+        call = bind_tool(function, values)
+    except ValueMismatch as mismatch:
+        return create_tool_result_message(
+            block.id,
+            f"the arguments of {block.name} do not fit its parameters: {mismatch}",
+            is_error=True,
+        )
+    except Exception as exc:
+        return create_tool_result_message(
+            block.id, f"{type(exc).__name__}: {exc}", is_error=True
+        )
+    try:
+        output = call()
     except Exception as exc:
         return create_tool_result_message(
             block.id, f"{type(exc).__name__}: {exc}", is_error=True

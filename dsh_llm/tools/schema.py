@@ -1,83 +1,94 @@
-"""``tool_schema``: a ``ToolSchema`` read from a Python function's signature.
+"""``tool_schema``: a ``ToolSchema`` read from a Python function or class, and
+``bind_tool``: a model's arguments checked against it before the call.
 
 Contracts callers may rely on:
 
-- The name is the function's ``__name__`` (or the one given); the description
-  is the first paragraph of its docstring (``""`` without one).
-- Each parameter becomes a property; one without a default is ``required``.
-  Annotations map to JSON Schema types: ``str`` string, ``int`` integer,
-  ``float`` number, ``bool`` boolean, ``list[X]``/``tuple[X, ...]`` array of X,
-  ``dict`` object, ``Literal[...]`` an ``enum``, ``X | None`` the schema of X.
-  A missing or other annotation gives ``{}`` (any value).
-- ``*args``/``**kwargs`` are not described (the model sends named arguments).
+- A function: the name is its ``__name__`` (or the one given); the
+  description is the first paragraph of its docstring (``""`` without one).
+  Each parameter becomes a property; one without a default is ``required``;
+  ``*args``/``**kwargs`` are not described (the model sends named arguments).
+  Annotations map to JSON Schema as ``dsh_llm.protocol.pytypes`` says:
+  ``str``, ``int``, ``float``, ``bool``, ``list[X]``, ``tuple[X, ...]``,
+  ``dict[str, X]``, ``Literal[...]`` (an ``enum``), an ``Enum``, ``X | None``
+  (``anyOf`` with ``null``), ``Annotated[X, "description"]``, and a dataclass,
+  ``TypedDict`` or pydantic model (an object). A missing or other annotation
+  gives ``{}`` (any value, passed as it is).
+- A pydantic model, a dataclass or a ``TypedDict`` class: the name is the
+  class's, the description its docstring's first paragraph, the parameters the
+  object schema it defines; the tool's call builds an instance.
+- ``bind_tool(tool, arguments)`` reads the arguments into the parameter types
+  (a dataclass parameter gets a dataclass instance, ``int`` accepts ``2.0``...)
+  and returns the call to make; arguments that do not fit raise
+  ``ValueMismatch`` with the path of the first mismatch (``$.city``), a
+  missing required one ``$.city: is required``, an unknown one (without
+  ``**kwargs``) ``$.x: is not a parameter``.
 """
 
 from __future__ import annotations
 
+import functools
 import inspect
-import types
-import typing
-from collections.abc import Callable
-from typing import Any, Final
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from dsh_llm.protocol import ToolSchema
+from dsh_llm.protocol.pytypes import (
+    bind_arguments,
+    from_json,
+    is_schema_type,
+    json_schema_of,
+    parameters_schema,
+)
 
-__all__ = ["tool_schema"]
-
-_SIMPLE: Final[dict[Any, str]] = {
-    str: "string",
-    int: "integer",
-    float: "number",
-    bool: "boolean",
-    dict: "object",
-    list: "array",
-    tuple: "array",
-}
+__all__ = ["bind_tool", "tool_schema"]
 
 
-def _type_schema(annotation: Any) -> dict[str, Any]:
-    if annotation in _SIMPLE:
-        return {"type": _SIMPLE[annotation]}
-    origin = typing.get_origin(annotation)
-    args = typing.get_args(annotation)
-    if origin is typing.Literal:
-        return {"enum": list(args)}
-    if origin in (typing.Union, types.UnionType):
-        others = [arg for arg in args if arg is not type(None)]
-        return _type_schema(others[0]) if len(others) == 1 else {}
-    if origin in (list, tuple) and args:
-        return {"type": "array", "items": _type_schema(args[0])}
-    if origin is dict:
-        return {"type": "object"}
-    return {}
+def _description(owner: object) -> str:
+    if isinstance(owner, type):
+        # The class's own docstring only: inspect.getdoc would hand out the
+        # docstring of dict (a TypedDict) or of pydantic's BaseModel.
+        own = owner.__dict__.get("__doc__")
+        doc = inspect.cleandoc(own) if isinstance(own, str) else ""
+        if doc.startswith(f"{owner.__name__}("):
+            return ""  # the signature a dataclass writes when it has no docstring
+    else:
+        doc = inspect.getdoc(owner) or ""
+    return doc.split("\n\n")[0].strip()
 
 
 def tool_schema(function: Callable[..., Any], *, name: str | None = None) -> ToolSchema:
-    """The ``ToolSchema`` describing ``function`` (see the module docstring).
+    """The ``ToolSchema`` describing ``function`` (a function, or a pydantic
+    model, dataclass or ``TypedDict`` class; see the module docstring).
 
     Raises:
-        TypeError: when ``function`` is not callable.
+        TypeError: when ``function`` is not callable, or its types cannot be
+            described (a recursive dataclass...).
     """
     if not callable(function):
         raise TypeError(f"tool_schema needs a function, got {type(function).__name__}")
-    try:
-        hints = typing.get_type_hints(function)
-    except Exception:
-        hints = {}
-    properties: dict[str, Any] = {}
-    required: list[str] = []
-    for parameter in inspect.signature(function).parameters.values():
-        if parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
-            continue
-        properties[parameter.name] = _type_schema(hints.get(parameter.name))
-        if parameter.default is parameter.empty:
-            required.append(parameter.name)
-    parameters: dict[str, Any] = {"type": "object", "properties": properties}
-    if required:
-        parameters["required"] = required
-    doc = inspect.getdoc(function) or ""
+    parameters = (
+        json_schema_of(function)
+        if is_schema_type(function)
+        else parameters_schema(function)
+    )
     return ToolSchema(
         name=name or str(getattr(function, "__name__", "tool")),
-        description=doc.split("\n\n")[0].strip(),
+        description=_description(function),
         parameters=parameters,
     )
+
+
+def bind_tool(
+    function: Callable[..., Any], arguments: Mapping[str, Any]
+) -> Callable[[], Any]:
+    """The call of ``function`` with ``arguments`` read into its parameter
+    types (for a class: the instance built from them).
+
+    Raises:
+        ValueMismatch: at the first argument that does not fit (see the module
+            docstring).
+    """
+    if is_schema_type(function):
+        instance = from_json(function, dict(arguments))
+        return lambda: instance
+    return functools.partial(function, **bind_arguments(function, arguments))

@@ -4,6 +4,7 @@ project of their own (a separate pytest process)."""
 from __future__ import annotations
 
 import configparser
+import json
 import os
 import subprocess
 import sys
@@ -73,3 +74,104 @@ def test_a_users_project_gets_the_fixtures(tmp_path):
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "4 passed" in result.stdout
+
+
+_MODULES_PROBE = """
+import json, sys
+
+BEFORE = set(sys.modules)
+
+
+def test_report_what_the_plugin_loaded(request):
+    loaded = sorted(m for m in sys.modules if m.split(".")[0] == "dsh_llm")
+    print("REPORT " + json.dumps({
+        "dsh_llm": loaded,
+        "requests": "requests" in sys.modules,
+        "http.server": "http.server" in sys.modules,
+        "fixtures": list(request.fixturenames),
+    }))
+"""
+
+_ROOT_MODULES = """
+import json, sys
+import dsh_llm
+print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] == "dsh_llm")))
+"""
+
+
+def _plugin_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
+    return env
+
+
+def test_loading_the_plugin_imports_nothing_but_the_package_root(tmp_path):
+    (tmp_path / "test_probe.py").write_text(_MODULES_PROBE, encoding="utf-8")
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-s",
+            "-p",
+            "dsh_llm.testing.pytest_plugin",
+            "-p",
+            "no:cacheprovider",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=_plugin_env(),
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    (line,) = [x for x in result.stdout.splitlines() if x.startswith("REPORT ")]
+    report = json.loads(line.removeprefix("REPORT "))
+    root = subprocess.run(
+        [sys.executable, "-c", _ROOT_MODULES],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=_plugin_env(),
+        timeout=60,
+        check=True,
+    )
+    by_root = json.loads(root.stdout)
+    # What ``import dsh_llm`` loads anyway, plus the plugin and its package:
+    # no test kit module, no transport, no adapter, no HTTP.
+    assert sorted(report["dsh_llm"]) == sorted(
+        {*by_root, "dsh_llm.testing", "dsh_llm.testing.pytest_plugin"}
+    )
+    assert "dsh_llm.testing.loopback" not in report["dsh_llm"]
+    assert not [m for m in report["dsh_llm"] if m.startswith("dsh_llm.adapters")]
+    assert report["requests"] is False
+    assert report["http.server"] is False
+    # No autouse fixture: a test that asks for nothing gets nothing.
+    assert report["fixtures"] == ["request"]
+
+
+def test_the_testing_package_imports_its_kit_on_first_use():
+    script = (
+        "import sys, dsh_llm.testing as t\n"
+        "assert 'dsh_llm.testing.loopback' not in sys.modules\n"
+        "server = t.LoopbackServer\n"
+        "assert 'dsh_llm.testing.loopback' in sys.modules\n"
+        "assert server.__module__ == 'dsh_llm.testing.loopback'\n"
+        "assert set(t.__all__) <= set(dir(t))\n"
+        "try:\n"
+        "    t.NoSuchName\n"
+        "except AttributeError as exc:\n"
+        "    print(exc)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        env=_plugin_env(),
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "has no attribute 'NoSuchName'" in result.stdout
