@@ -25,8 +25,6 @@ from pathlib import Path
 import attrs
 
 from dsh_llm import (
-    BlockEnd,
-    BlockStart,
     ErrorCode,
     Finish,
     FinishReason,
@@ -36,9 +34,8 @@ from dsh_llm import (
     StreamChunk,
     TextBlock,
     TextDelta,
-    TokenUsage,
-    UsageChunk,
 )
+from dsh_llm.adapters import BlockWriter
 from dsh_llm.credentials import Secret
 from dsh_llm.plugins import PluginContext
 
@@ -51,7 +48,8 @@ class MyAdapter(LlmAdapter):
         self._api_key = Secret(api_key)
 
     def stream(self, options: GenerateOptions) -> Iterator[StreamChunk]:
-        """Yield one text block echoing the last user text, then usage and finish.
+        """Yield one text block echoing the last user text, then usage and finish
+        (written by a ``BlockWriter``).
 
         Raises:
             LlmError: ``UNSUPPORTED_OPTION`` for a request an echo cannot honour
@@ -70,19 +68,28 @@ class MyAdapter(LlmAdapter):
         text = _cut_at_stop(_last_user_text(options), options.stop or ())
         words = re.findall(r"\s*\S+", text)
         limited = words[: options.max_tokens] if options.max_tokens else words
-        if limited:
-            yield BlockStart(index=0, block_type="text")
+        # The writer keeps the protocol's rules (block order, usage then finish,
+        # a failure raised after the usage already reported); an echo of
+        # nothing is a plain stop here, not EMPTY_RESPONSE.
+        writer = BlockWriter(provider="my-llm-adapter", empty_response_as_stop=True)
+        try:
+            block = writer.open("text")
             for word in limited:
                 if options.signal is not None and options.signal.aborted:
                     raise LlmError(
                         "my-llm-adapter: the request was aborted", ErrorCode.ABORTED
                     )
-                yield TextDelta(index=0, text=word)
-            yield BlockEnd(index=0, block=TextBlock(text="".join(limited)))
-        # An echo has no token counts: unknown counts are None, never invented.
-        yield UsageChunk(usage=TokenUsage.unknown())
-        cut = len(limited) < len(words)
-        yield Finish(reason=FinishReason.MAX_TOKENS if cut else FinishReason.STOP)
+                writer.append(block, word)
+                yield from writer.take()
+            writer.end(block)
+            # An echo has no token counts: none is reported, so the usage says
+            # null, never an invented 0.
+            cut = len(limited) < len(words)
+            writer.finish(FinishReason.MAX_TOKENS if cut else FinishReason.STOP)
+            yield from writer.take()
+        except LlmError:
+            yield from writer.before_failure()
+            raise
 
 
 def _refuse_what_an_echo_cannot_honour(options: GenerateOptions) -> None:
