@@ -171,6 +171,10 @@ class MessagesTranslator(WireTranslator[SseEvent]):
         if type(payload) is not dict:
             raise writer.malformed(f"a {event.event} payload that is not an object")
         kind = payload.get("type", event.event)
+        if type(kind) is not str:
+            raise writer.malformed(
+                f"a {event.event} payload whose type is not a string"
+            )
         if kind == "content_block_delta":
             self._delta(payload)
         elif kind == "content_block_start":
@@ -222,6 +226,23 @@ class MessagesTranslator(WireTranslator[SseEvent]):
         self._message_id = message_id if type(message_id) is str else None
         self._model = model if type(model) is str else None
         self._merge_usage(message.get("usage"))
+        # Programmatic tool calling: the message may start with its content
+        # whole (a tool_use block) and its stop reason, then message_stop.
+        content = message.get("content")
+        if content:
+            if type(content) is not list:
+                raise self.writer.malformed(
+                    "a message_start content that is not a list"
+                )
+            for index, block in enumerate(content):
+                self._start({"index": index, "content_block": block})
+                self._stop({"index": index})
+        reason = message.get("stop_reason")
+        if reason is not None:
+            if type(reason) is not str:
+                raise self.writer.malformed("a stop_reason that is not a string")
+            if reason:
+                self._stop_reason = reason
 
     def _merge_usage(self, usage: object) -> None:
         if usage is None:
@@ -262,11 +283,7 @@ class MessagesTranslator(WireTranslator[SseEvent]):
             # ``input`` is a placeholder (``{}``) when the input streams; a
             # non-empty one is a whole input sent at once.
             initial = content.get("input")
-            whole = (
-                json.dumps(initial, ensure_ascii=False)
-                if type(initial) is dict and initial
-                else ""
-            )
+            whole = self._whole_input(initial)
             block = writer.open(TOOL_CALL, call_id=call_id, name=name, text=whole)
         else:
             self._blocks[index] = _OPAQUE
@@ -308,6 +325,18 @@ class MessagesTranslator(WireTranslator[SseEvent]):
         piece = self._string(delta, field)
         if piece:
             self.writer.append(block, piece)
+
+    def _whole_input(self, initial: object) -> str:
+        if type(initial) is not dict or not initial:
+            return ""
+        try:
+            return json.dumps(initial, ensure_ascii=False, allow_nan=False)
+        except ValueError:
+            # Arguments are JSON: NaN and Infinity are not (the other wires
+            # refuse them too).
+            raise self.writer.malformed(
+                "a tool input with NaN or Infinity, which JSON cannot hold"
+            ) from None
 
     @staticmethod
     def _wire_kind(block: Block) -> str:

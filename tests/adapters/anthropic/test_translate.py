@@ -542,3 +542,45 @@ def test_a_whole_tool_input_sent_at_block_start_is_one_delta() -> None:
         ("toolu_1", "f", '{"a": 1}')
     ]
     assert chunks[-1].reason.kind == "tool-calls"  # type: ignore[union-attr]
+
+
+def _failure_code(chunks: list[StreamChunk]) -> str | None:
+    finish = chunks[-1]
+    assert isinstance(finish, Finish)
+    return None if finish.reason.failure is None else finish.reason.failure.code
+
+
+def test_a_tool_call_without_a_name_is_malformed_not_a_nameless_call() -> None:
+    chunks = run(
+        start(),
+        block_start(0, {"type": "tool_use", "id": "toolu_1", "input": {}}),
+        block_delta(0, {"type": "input_json_delta", "partial_json": "{}"}),
+        block_stop(0),
+        message_delta("tool_use"),
+        STOP,
+    )
+    assert _failure_code(chunks) == ErrorCode.MALFORMED_RESPONSE
+    assert not any(isinstance(c, UsageChunk) for c in chunks[:-2])
+
+
+@pytest.mark.parametrize("value", ["NaN", "Infinity", "-Infinity"])
+def test_a_whole_tool_input_with_a_non_finite_number_is_malformed(value: str) -> None:
+    raw = (
+        '{"type":"content_block_start","index":0,"content_block":{"type":"tool_use",'
+        f'"id":"toolu_1","name":"f","input":{{"x":{value}}}}}}}'
+    )
+    chunks = run(start(), SseEvent(event="content_block_start", data=raw))
+    assert _failure_code(chunks) == ErrorCode.MALFORMED_RESPONSE
+    finish = chunks[-1]
+    assert isinstance(finish, Finish)
+    assert "NaN or Infinity" in finish.reason.failure.message  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("kind", [7, None, ["message_stop"], {"t": 1}])
+def test_an_event_whose_type_is_not_a_string_is_malformed(kind: object) -> None:
+    chunks = run(
+        *text_turn("end_turn")[:3],
+        event({"type": kind}),
+        *text_turn("end_turn")[3:],
+    )
+    assert _failure_code(chunks) == ErrorCode.MALFORMED_RESPONSE
