@@ -8,15 +8,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Protocol
 
 from dsh_llm.errors import LlmError
-from dsh_llm.protocol import (
-    BlockEnd,
-    BlockStart,
-    Finish,
-    FinishReason,
-    StreamChunk,
-    TokenUsage,
-    UsageChunk,
-)
+from dsh_llm.protocol import Finish, FinishReason, StreamChunk, TokenUsage
 from dsh_llm.validator import validate_stream
 
 SPLITS: tuple[str, ...] = ("whole", "1", "7", "random-a", "random-b")
@@ -32,6 +24,8 @@ class Translator(Protocol):
 
     @property
     def usage_so_far(self) -> TokenUsage | None: ...
+
+    def before_failure(self) -> list[StreamChunk]: ...
 
 
 class Decoder(Protocol):
@@ -66,8 +60,8 @@ def replay(
     translator: Translator,
 ) -> list[StreamChunk]:
     """The chunks a runtime consumer sees for ``body``: the translator's, and
-    for a raised ``LlmError`` what the read loop and runtime add (the usage
-    reported so far when no block is open, then the error finish). Checked
+    for a raised ``LlmError`` what the read loop and runtime add (what the
+    translator owes before the failure, then the error finish). Checked
     with ``validate_stream(strict=True)``."""
     out: list[StreamChunk] = []
     try:
@@ -81,21 +75,9 @@ def replay(
         if not translator.finished:
             out.extend(translator.close())
     except LlmError as exc:
-        usage = translator.usage_so_far
-        if usage is not None and not _block_open(out):
-            out.append(UsageChunk(usage=usage))
+        out.extend(translator.before_failure())
         out.append(Finish(reason=FinishReason.error(exc.failure)))
     return list(validate_stream(out, strict=True))
-
-
-def _block_open(chunks: Iterable[StreamChunk]) -> bool:
-    open_blocks = 0
-    for chunk in chunks:
-        if isinstance(chunk, BlockStart):
-            open_blocks += 1
-        elif isinstance(chunk, BlockEnd):
-            open_blocks -= 1
-    return open_blocks > 0
 
 
 def feed_all(
