@@ -244,6 +244,8 @@ class GeminiTranslator(WireTranslator[SseEvent]):
         if type(payload) is list:
             # Vertex and Code Assist wrap responses (and errors) in an array.
             for item in payload:
+                if self.writer.finished:
+                    break
                 self._payload(item)
         else:
             self._payload(payload)
@@ -263,8 +265,6 @@ class GeminiTranslator(WireTranslator[SseEvent]):
 
     def _payload(self, payload: Any) -> None:
         writer = self.writer
-        if writer.finished:
-            return
         if type(payload) is not dict:
             raise writer.malformed("a payload that is not a JSON object")
         if "error" in payload:
