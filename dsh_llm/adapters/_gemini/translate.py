@@ -316,6 +316,18 @@ class GeminiTranslator(WireTranslator[SseEvent]):
                         for part in parts:
                             if type(part) is not dict:
                                 raise writer.malformed("a part that is not an object")
+                            # The usual part, more text for the text block
+                            # streaming now, is appended at once.
+                            block = self._open
+                            if (
+                                block is not None
+                                and block.kind is TEXT
+                                and len(part) == 1
+                            ):
+                                text = part.get("text")
+                                if type(text) is str and text:
+                                    self._append(block, text)
+                                    continue
                             self._part(part)
                 reason = candidate.get("finishReason")
                 if reason is not None:
