@@ -1,5 +1,5 @@
-"""``GeminiTranslator``: ``streamGenerateContent?alt=sse`` events in, protocol
-chunks out.
+"""``GeminiTranslator``: ``streamGenerateContent?alt=sse`` events in, what the
+wire said out, to a ``BlockWriter`` (which writes the protocol's chunks).
 
 A pure state machine (no I/O, no redactor: the transport's read loop redacts
 what it reports); the read loop feeds it one ``SseEvent`` at a time.
@@ -10,12 +10,12 @@ Contracts callers may rely on:
   body before the finish) raises ``LlmError`` ``STREAM_CLOSED``: Gemini has no
   end marker, its finish is a ``finishReason``, and a body without one was cut.
 - A payload that is not JSON, not an object, or has a field of the wrong type
-  raises ``LlmError`` ``MALFORMED_RESPONSE``.
+  raises ``LlmError`` ``MALFORMED_RESPONSE``; an error object in the stream
+  raises its failure (classified by ``dsh_llm.adapters._gemini.errors``).
 - ``usage_so_far`` is the usage reported so far (``None`` before any).
-- Codes of the ``error`` finishes: ``finish_failure`` (content filters are
-  ``CONTENT_FILTER``, other reasons their own name, ``docs/gemini.md``); an
-  error object in the stream is classified by
-  ``dsh_llm.adapters._gemini.errors``.
+- A ``finishReason`` other than ``STOP``/``MAX_TOKENS`` is the provider's
+  unsuccessful finish: ``finish_failure`` (content filters are
+  ``CONTENT_FILTER``, other reasons their own name, ``docs/gemini.md``).
 """
 
 from __future__ import annotations
@@ -24,49 +24,31 @@ import json
 import re
 import uuid
 from collections.abc import Callable, Mapping
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from dsh_llm.adapters._gemini.errors import gemini_stream_failure, parse_gemini_error
 from dsh_llm.adapters._gemini.replay import REPLAY_WIRE
-from dsh_llm.adapters.wire_values import (
-    MAX_SAFE_INTEGER,
-    unchecked_delta,
-    wire_count,
+from dsh_llm.adapters._wire.translator import WireTranslator
+from dsh_llm.adapters._wire.values import wire_count
+from dsh_llm.adapters._wire.writer import (
+    REASONING,
+    TEXT,
+    TOOL_CALL,
+    Block,
+    BlockKind,
 )
-from dsh_llm.errors import EMPTY_RESPONSE_CODE, ErrorCode, LlmError
+from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import (
-    BlockEnd,
-    BlockStart,
-    CallId,
-    Finish,
     FinishReason,
     LlmFailure,
-    ReasoningBlock,
-    ReasoningDelta,
     ReplayEnvelope,
     StreamChunk,
-    TextBlock,
-    TextDelta,
     TokenUsage,
-    ToolCallBlock,
-    ToolCallDelta,
-    UsageChunk,
 )
+from dsh_llm.protocol.checks import MAX_SAFE_INTEGER
 from dsh_llm.serde import compact_json
 from dsh_llm.transport.sse import SseEvent
 
-__all__ = [
-    "CONTENT_FILTER_CODE",
-    "CONTENT_FILTER_REASONS",
-    "EMPTY_RESPONSE_MESSAGE",
-    "MAX_SAFE_INTEGER",
-    "GeminiTranslator",
-    "finish_failure",
-    "map_usage",
-]
-
-EMPTY_RESPONSE_MESSAGE: Final = "model returned a completed response with no content"
-"""The message of the ``EMPTY_RESPONSE`` finish (the TypeScript harness's)."""
 CONTENT_FILTER_CODE: Final = "CONTENT_FILTER"
 """The code of a finish (or a blocked prompt) stopped by one of Gemini's
 filters: the same code an OpenAI ``content_filter`` finish gets."""
@@ -86,8 +68,6 @@ CONTENT_FILTER_REASONS: Final = frozenset(
 
 _PROVIDER: Final = "Gemini"
 _IDENTIFIER: Final = re.compile(r"[A-Z0-9][A-Z0-9_]{0,63}")
-_TEXT: Final = "text"
-_REASONING: Final = "reasoning"
 _json_decode = json.JSONDecoder().decode
 
 
@@ -160,18 +140,7 @@ def _new_call_id(response_id: str | None, ordinal: int) -> str:
     return f"call_{uuid.uuid4().hex[:24]}"
 
 
-class _Open:
-    """The text or reasoning block being streamed."""
-
-    __slots__ = ("index", "kind", "parts")
-
-    def __init__(self, kind: str, index: int) -> None:
-        self.kind = kind
-        self.index = index
-        self.parts: list[str] = []
-
-
-class GeminiTranslator:
+class GeminiTranslator(WireTranslator[SseEvent]):
     """Gemini stream events in, protocol chunks out, in strict order.
 
     - Text parts stream as a text block and ``thought: true`` parts as a
@@ -196,20 +165,15 @@ class GeminiTranslator:
     - ``usageMetadata`` is a running total: each report is merged over the
       last, field by field (a chunk without it, or without a field, keeps
       the saved values).
-    - Only candidate 0 is read. Its ``finishReason`` ends the response: every
-      block is ended, then one ``usage`` (``TokenUsage.unknown()`` when none
-      was reported), then the finish: ``STOP`` is ``tool-calls`` when a call
-      was emitted, else ``stop``, or the ``EMPTY_RESPONSE`` error without any
-      block (unless ``empty_response_as_stop``); ``MAX_TOKENS`` is
-      ``max-tokens``; other reasons are ``error`` finishes
-      (``finish_failure``). A successful finish carries the replay envelope
-      when anything needs replaying.
+    - Only candidate 0 is read. Its ``finishReason`` ends the response (the
+      writer's finish: ``STOP`` is ``stop``, ``tool-calls`` or
+      ``EMPTY_RESPONSE``, ``MAX_TOKENS`` is ``max-tokens``); another reason is
+      the provider's unsuccessful finish (``finish_failure``). A successful
+      finish carries the replay envelope when anything needs replaying.
     - ``promptFeedback.blockReason`` ends the response the same way, with the
       ``CONTENT_FILTER`` error (``"Gemini blocked the prompt: <reason>"``).
     - An error object in the stream (``{"error": {...}}``, or an SSE ``error``
-      field) is data: it ends the response with one ``error`` finish, after
-      the usage when one was reported and no block is open; open blocks stay
-      open (their content must be discarded).
+      field) is a failure of the call: it is raised.
 
     Args:
         empty_response_as_stop: Report a blockless ``STOP`` as a plain ``stop``.
@@ -223,28 +187,21 @@ class GeminiTranslator:
         empty_response_as_stop: bool = False,
         new_call_id: Callable[[str | None, int], str] = _new_call_id,
     ) -> None:
-        self._empty_as_stop = empty_response_as_stop
+        super().__init__(
+            provider=_PROVIDER, empty_response_as_stop=empty_response_as_stop
+        )
         self._new_call_id = new_call_id
-        self._next_index = 0
-        self._open: _Open | None = None
-        self._entries: list[dict[str, Any] | None] = []
-        self._kinds: list[str] = []
+        self._open: Block | None = None
+        """The text or reasoning block being streamed."""
         self._before: list[dict[str, Any]] = []
         self._pending_signature: str | None = None
-        self._calls = 0
         self._response_id: str | None = None
         self._usage: dict[str, Any] | None = None
-        self.finished = False
-        """Whether the terminal ``Finish`` has been produced."""
+        # Bound once: they run for every event.
+        self._append = self.writer.append
+        self._take = self.writer.take
 
-    def before_failure(self) -> list[StreamChunk]:
-        """The usage already reported, right before a raised failure."""
-        usage = self.usage_so_far
-        return [] if usage is None or self.finished else [UsageChunk(usage=usage)]
-
-    @property
-    def usage_so_far(self) -> TokenUsage | None:
-        """The usage reported so far, or ``None`` when none was."""
+    def _mapped_usage(self) -> TokenUsage | None:
         return None if self._usage is None else map_usage(self._usage)
 
     # -- input -------------------------------------------------------------------------
@@ -258,18 +215,18 @@ class GeminiTranslator:
         """Translate one SSE event (see the class docstring).
 
         Raises:
-            LlmError: ``MALFORMED_RESPONSE`` for a payload of the wrong shape.
+            LlmError: ``MALFORMED_RESPONSE`` for a payload of the wrong shape;
+                the classified failure of an error object in the stream.
         """
-        out: list[StreamChunk] = []
-        if self.finished:
-            return out
+        writer = self.writer
+        if writer.finished:
+            return []
         if event.error is not None:
             report = parse_gemini_error({"error": event.error}) or {}
-            self._fail(gemini_stream_failure(report), out)
-            return out
+            raise LlmError.from_failure(gemini_stream_failure(report))
         data = event.data
         if not data or data.isspace():
-            return out
+            return []
         error: LlmError | None = None
         try:
             payload = _json_decode(data)
@@ -287,10 +244,12 @@ class GeminiTranslator:
         if type(payload) is list:
             # Vertex and Code Assist wrap responses (and errors) in an array.
             for item in payload:
-                self._payload(item, out)
+                if self.writer.finished:
+                    break
+                self._payload(item)
         else:
-            self._payload(payload, out)
-        return out
+            self._payload(payload)
+        return self._take()
 
     def close(self) -> list[StreamChunk]:
         """The body ended.
@@ -298,200 +257,207 @@ class GeminiTranslator:
         Raises:
             LlmError: ``STREAM_CLOSED`` unless the response had finished.
         """
-        if self.finished:
+        if self.writer.finished:
             return []
-        raise LlmError(
-            f"{_PROVIDER} stream ended without a finishReason (the answer was cut "
-            "short)",
-            ErrorCode.STREAM_CLOSED,
+        raise self.writer.stream_closed(
+            "stream ended without a finishReason (the answer was cut short)"
         )
 
-    def _payload(self, payload: Any, out: list[StreamChunk]) -> None:
-        if self.finished:
-            return
+    def _payload(self, payload: Any) -> None:
+        writer = self.writer
         if type(payload) is not dict:
-            raise self._malformed("a payload that is not a JSON object")
+            raise writer.malformed("a payload that is not a JSON object")
         if "error" in payload:
             report = parse_gemini_error(payload)
             if report is not None:
-                self._fail(gemini_stream_failure(report), out)
-                return
-        response_id = payload.get("responseId")
-        if type(response_id) is str and response_id and self._response_id is None:
-            self._response_id = response_id
+                raise LlmError.from_failure(gemini_stream_failure(report))
+        if self._response_id is None:
+            response_id = payload.get("responseId")
+            if type(response_id) is str and response_id:
+                self._response_id = response_id
         usage = payload.get("usageMetadata")
         if usage is not None:
             if type(usage) is not dict:
-                raise self._malformed("a usageMetadata that is not an object")
+                raise writer.malformed("a usageMetadata that is not an object")
             if None in usage.values():
                 usage = {k: v for k, v in usage.items() if v is not None}
             saved = self._usage
             # Running totals usually repeat every earlier field: keep the new
             # report as is, and merge only when it lacks one.
-            if saved is None or saved.keys() <= usage.keys():
+            if saved is None:
+                writer.report_usage(self._mapped_usage)
+                self._usage = usage
+            elif saved.keys() <= usage.keys():
                 self._usage = usage
             else:
                 self._usage = {**saved, **usage}
         candidates = payload.get("candidates")
         if candidates is not None and type(candidates) is not list:
-            raise self._malformed("a candidates field that is not a list")
+            raise writer.malformed("a candidates field that is not a list")
         for candidate in candidates or ():
             if type(candidate) is not dict:
-                raise self._malformed("a candidate that is not an object")
+                raise writer.malformed("a candidate that is not an object")
             index = candidate.get("index", 0)
             if type(index) is not int:
-                raise self._malformed("a candidate index that is not an integer")
+                raise writer.malformed("a candidate index that is not an integer")
             if index == 0:
-                self._candidate(candidate, out)
+                # The parts are read here, not in a method of their own: this
+                # is the per-token path.
+                content = candidate.get("content")
+                if content is not None:
+                    if type(content) is not dict:
+                        raise writer.malformed(
+                            "a candidate content that is not an object"
+                        )
+                    parts = content.get("parts")
+                    if parts is not None:
+                        if type(parts) is not list:
+                            raise writer.malformed("content parts that are not a list")
+                        for part in parts:
+                            if type(part) is not dict:
+                                raise writer.malformed("a part that is not an object")
+                            # The usual part, more text for the text block
+                            # streaming now, is appended at once.
+                            block = self._open
+                            if (
+                                block is not None
+                                and block.kind is TEXT
+                                and len(part) == 1
+                            ):
+                                text = part.get("text")
+                                if type(text) is str and text:
+                                    self._append(block, text)
+                                    continue
+                            self._part(part)
+                reason = candidate.get("finishReason")
+                if reason is not None:
+                    self._finish(reason, candidate.get("finishMessage"))
                 return
         feedback = payload.get("promptFeedback")
         if feedback is not None:
             if type(feedback) is not dict:
-                raise self._malformed("a promptFeedback that is not an object")
+                raise writer.malformed("a promptFeedback that is not an object")
             reason = feedback.get("blockReason")
             if reason is not None:
                 if type(reason) is not str:
-                    raise self._malformed("a blockReason that is not a string")
+                    raise writer.malformed("a blockReason that is not a string")
                 if not reason:
                     return
-                failure = LlmFailure(
-                    message=f"{_PROVIDER} blocked the prompt: {reason[:120]}",
-                    code=CONTENT_FILTER_CODE,
+                self._close_open()
+                writer.finish_unsuccessfully(
+                    LlmFailure(
+                        message=f"{_PROVIDER} blocked the prompt: {reason[:120]}",
+                        code=CONTENT_FILTER_CODE,
+                    )
                 )
-                self._end(FinishReason.error(failure), out)
 
-    def _candidate(self, candidate: dict[str, Any], out: list[StreamChunk]) -> None:
-        content = candidate.get("content")
-        if content is not None:
-            if type(content) is not dict:
-                raise self._malformed("a candidate content that is not an object")
-            parts = content.get("parts")
-            if parts is not None:
-                if type(parts) is not list:
-                    raise self._malformed("content parts that are not a list")
-                for part in parts:
-                    if type(part) is not dict:
-                        raise self._malformed("a part that is not an object")
-                    self._part(part, out)
-        reason = candidate.get("finishReason")
-        if reason is None:
-            return
+    def _finish(self, reason: object, message: object) -> None:
+        """Candidate 0's ``finishReason`` (and ``finishMessage``) ends the answer."""
+        writer = self.writer
         if type(reason) is not str:
-            raise self._malformed("a finishReason that is not a string")
+            raise writer.malformed("a finishReason that is not a string")
         if not reason:
             return
-        message = candidate.get("finishMessage")
         if message is not None and type(message) is not str:
-            raise self._malformed("a finishMessage that is not a string")
-        self._end(self._finish_reason(reason, message), out)
-
-    def _finish_reason(self, reason: str, message: str | None) -> FinishReason:
+            raise writer.malformed("a finishMessage that is not a string")
+        # A finishReason ends every part of the answer.
+        self._close_open()
         if reason == "STOP":
-            if self._calls:
-                return FinishReason.TOOL_CALLS
-            if self._next_index == 0 and not self._empty_as_stop:
-                return FinishReason.error(
-                    LlmFailure(message=EMPTY_RESPONSE_MESSAGE, code=EMPTY_RESPONSE_CODE)
-                )
-            return FinishReason.STOP
-        if reason == "MAX_TOKENS":
-            return FinishReason.MAX_TOKENS
-        return FinishReason.error(finish_failure(reason, message))
+            writer.finish(FinishReason.STOP, replay=self._replay)
+        elif reason == "MAX_TOKENS":
+            writer.finish(FinishReason.MAX_TOKENS, replay=self._replay)
+        else:
+            writer.finish_unsuccessfully(finish_failure(reason, message))
 
     # -- parts -------------------------------------------------------------------------
 
-    def _part(self, part: dict[str, Any], out: list[StreamChunk]) -> None:
+    def _part(self, part: dict[str, Any]) -> None:
         signature = part.get("thoughtSignature")
         if signature is not None and type(signature) is not str:
-            raise self._malformed("a thoughtSignature that is not a string")
+            raise self.writer.malformed("a thoughtSignature that is not a string")
         call = part.get("functionCall")
         if call is not None:
-            self._call(call, signature, out)
+            self._call(call, signature)
             return
         text = part.get("text")
         if text is None:
             # A server-side part (toolCall, executableCode...): replay state,
             # kept after the block before it, so that block ends here.
-            self._close_open(out)
+            self._close_open()
             self._keep(part)
             return
         if type(text) is not str:
-            raise self._malformed("a text part that is not a string")
+            raise self.writer.malformed("a text part that is not a string")
         thought = part.get("thought", False)
         if type(thought) is not bool:
-            raise self._malformed("a thought flag that is not a boolean")
+            raise self.writer.malformed("a thought flag that is not a boolean")
         if not text:
             if signature:
                 self._loose_signature(part, signature)
             return
-        kind = _REASONING if thought else _TEXT
-        segment = self._open
-        if segment is None or segment.kind != kind:
-            self._close_open(out)
-            segment = self._start(kind, out)
-        segment.parts.append(text)
-        out.append(
-            unchecked_delta(
-                ReasoningDelta if kind is _REASONING else TextDelta, segment.index, text
-            )
-        )
+        kind: BlockKind = REASONING if thought else TEXT
+        block = self._open
+        if block is None or block.kind is not kind:
+            self._close_open()
+            block = self._open = self.writer.open(kind)
+            self._adopt_pending(block)
+        self._append(block, text)
         if signature:
-            self._sign(segment.index, part, signature)
+            self._sign(block, part, signature)
 
-    def _call(
-        self, call: object, signature: str | None, out: list[StreamChunk]
-    ) -> None:
+    def _call(self, call: object, signature: str | None) -> None:
+        writer = self.writer
         if type(call) is not dict:
-            raise self._malformed("a functionCall that is not an object")
+            raise writer.malformed("a functionCall that is not an object")
         name = call.get("name")
         if type(name) is not str or not name:
-            raise self._malformed("a functionCall without a name")
+            raise writer.malformed("a functionCall without a name")
         args = call.get("args")
         if args is not None and type(args) is not dict:
-            raise self._malformed("functionCall args that are not an object")
+            raise writer.malformed("functionCall args that are not an object")
         wire_id = call.get("id")
         if wire_id is not None and type(wire_id) is not str:
-            raise self._malformed("a functionCall id that is not a string")
+            raise writer.malformed("a functionCall id that is not a string")
         try:
             arguments = "{}" if not args else compact_json(args)
         except ValueError:
-            raise self._malformed("functionCall args with NaN or Infinity") from None
-        self._close_open(out)
-        call_id = wire_id or self._new_call_id(self._response_id, self._calls)
-        self._calls += 1
-        index = self._new_block("tool-call")
+            raise writer.malformed("functionCall args with NaN or Infinity") from None
+        self._close_open()
+        call_id = wire_id or self._new_call_id(self._response_id, writer.tool_calls)
+        # The whole arguments come at once: opened behind an empty text item,
+        # the call is buffered, then flushed as one delta when that item is
+        # dropped (opened alone it would start with an empty delta first).
+        holder = writer.open(TEXT)
+        block = writer.open(TOOL_CALL, call_id=call_id, name=name)
+        writer.append(block, arguments)
+        writer.end(block)
+        writer.discard(holder)
         entry: dict[str, Any] = {"callId": call_id}
         if wire_id:
             entry["id"] = wire_id
-        self._entries[index] = entry
-        self._adopt_pending(index)
-        out.append(BlockStart(index=index, block_type="tool-call"))
-        out.append(
-            ToolCallDelta(
-                index=index, id=CallId(call_id), name=name, arguments_delta=arguments
-            )
-        )
-        out.append(
-            BlockEnd(
-                index=index,
-                block=ToolCallBlock(id=CallId(call_id), name=name, arguments=arguments),
-            )
-        )
+        block.replay = entry
+        self._adopt_pending(block)
         if signature:
             self._sign(
-                index, {"functionCall": call, "thoughtSignature": signature}, signature
+                block, {"functionCall": call, "thoughtSignature": signature}, signature
             )
+
+    def _close_open(self) -> None:
+        block = self._open
+        if block is not None:
+            self._open = None
+            self.writer.end(block)
 
     # -- replay state ---------------------------------------------------------------
 
-    def _entry(self, index: int) -> dict[str, Any]:
-        entry = self._entries[index]
-        if entry is None:
-            entry = self._entries[index] = {}
-        return entry
+    @staticmethod
+    def _entry(block: Block) -> dict[str, Any]:
+        if block.replay is None:
+            block.replay = {}
+        return cast(dict[str, Any], block.replay)
 
-    def _sign(self, index: int, part: dict[str, Any], signature: str) -> None:
-        entry = self._entry(index)
+    def _sign(self, block: Block, part: dict[str, Any], signature: str) -> None:
+        entry = self._entry(block)
         if "thoughtSignature" in entry:
             entry.setdefault("after", []).append(part)
         else:
@@ -500,39 +466,44 @@ class GeminiTranslator:
     def _loose_signature(self, part: dict[str, Any], signature: str) -> None:
         """A signature on a part that opens no block (see the class docstring)."""
         if self._open is not None:
-            self._sign(self._open.index, part, signature)
+            self._sign(self._open, part, signature)
             return
-        if not self._kinds:
+        emitted = self.writer.emitted
+        if not emitted:
             if self._pending_signature is None:
                 self._pending_signature = signature
             else:
                 self._before.append(part)
             return
-        first = len(self._kinds)
-        while first > 0 and self._kinds[first - 1] == "tool-call":
+        first = len(emitted)
+        while first > 0 and emitted[first - 1].kind is TOOL_CALL:
             first -= 1
-        if first < len(self._kinds):
-            entry = self._entry(first)
+        if first < len(emitted):
+            entry = self._entry(emitted[first])
             if "thoughtSignature" not in entry:
                 entry["thoughtSignature"] = signature
                 return
-        self._sign(len(self._kinds) - 1, part, signature)
+        self._sign(emitted[-1], part, signature)
 
     def _keep(self, part: dict[str, Any]) -> None:
-        if self._kinds:
-            self._entry(len(self._kinds) - 1).setdefault("after", []).append(part)
+        emitted = self.writer.emitted
+        if emitted:
+            self._entry(emitted[-1]).setdefault("after", []).append(part)
         else:
             self._before.append(part)
 
-    def _adopt_pending(self, index: int) -> None:
+    def _adopt_pending(self, block: Block) -> None:
         if self._pending_signature is not None:
-            self._entry(index)["thoughtSignature"] = self._pending_signature
+            self._entry(block)["thoughtSignature"] = self._pending_signature
             self._pending_signature = None
 
     def _replay(self) -> ReplayEnvelope | None:
         entries = [
             entry if entry and set(entry) != {"callId"} else None
-            for entry in self._entries
+            for entry in (
+                cast("dict[str, Any] | None", block.replay)
+                for block in self.writer.emitted
+            )
         ]
         if not self._before and all(entry is None for entry in entries):
             return None
@@ -540,51 +511,3 @@ class GeminiTranslator:
         if self._before:
             response["before"] = self._before
         return ReplayEnvelope(response=response, blocks=entries)
-
-    # -- blocks -----------------------------------------------------------------------
-
-    def _new_block(self, kind: str) -> int:
-        index = self._next_index
-        self._next_index += 1
-        self._entries.append(None)
-        self._kinds.append(kind)
-        return index
-
-    def _start(self, kind: str, out: list[StreamChunk]) -> _Open:
-        segment = _Open(kind, self._new_block(kind))
-        self._open = segment
-        self._adopt_pending(segment.index)
-        out.append(BlockStart(index=segment.index, block_type=kind))
-        return segment
-
-    def _close_open(self, out: list[StreamChunk]) -> None:
-        segment = self._open
-        if segment is None:
-            return
-        self._open = None
-        text = "".join(segment.parts)
-        block = (
-            ReasoningBlock(text=text)
-            if segment.kind is _REASONING
-            else TextBlock(text=text)
-        )
-        out.append(BlockEnd(index=segment.index, block=block))
-
-    def _end(self, reason: FinishReason, out: list[StreamChunk]) -> None:
-        self._close_open(out)
-        usage = TokenUsage.unknown() if self._usage is None else map_usage(self._usage)
-        out.append(UsageChunk(usage=usage))
-        replay = None if reason.is_failure else self._replay()
-        out.append(Finish(reason=reason, replay_state=replay))
-        self.finished = True
-
-    def _fail(self, failure: LlmFailure, out: list[StreamChunk]) -> None:
-        if self._usage is not None and self._open is None:
-            out.append(UsageChunk(usage=map_usage(self._usage)))
-        out.append(Finish(reason=FinishReason.error(failure)))
-        self.finished = True
-
-    def _malformed(self, what: str) -> LlmError:
-        return LlmError(
-            f"{_PROVIDER} sent {what} in its stream", ErrorCode.MALFORMED_RESPONSE
-        )

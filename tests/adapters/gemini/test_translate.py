@@ -123,14 +123,13 @@ def test_empty_data_and_keepalive_events_produce_nothing():
     assert not translator.finished
 
 
-def test_an_sse_error_field_ends_in_an_error_finish():
+def test_an_sse_error_field_is_raised():
     translator = GeminiTranslator()
-    (finish,) = translator.feed(
-        SseEvent("", "error", None, None, "backend unavailable")
-    )
-    assert isinstance(finish, Finish)
-    assert finish.reason.failure.message == "backend unavailable"  # type: ignore[union-attr]
-    assert finish.reason.failure.code == ErrorCode.SERVER  # type: ignore[union-attr]
+    with pytest.raises(LlmError) as caught:
+        translator.feed(SseEvent("", "error", None, None, "backend unavailable"))
+    assert caught.value.message == "backend unavailable"
+    assert caught.value.code == ErrorCode.SERVER
+    assert not translator.finished
 
 
 # --- ids, usage, failures -----------------------------------------------------------
@@ -221,26 +220,25 @@ def test_an_in_stream_error_keeps_gemini_message_and_is_classified():
     # Redacting an echoed key is the read loop's work (tests/adapters/gemini/
     # test_adapter_stream.py); the translator reports the provider's words.
     translator = GeminiTranslator()
-    (finish,) = translator.feed(
-        event(
-            {
-                "error": {
-                    "code": 400,
-                    "message": "API key AIzaSECRET not valid",
-                    "status": "INVALID_ARGUMENT",
-                    "details": [
-                        {
-                            "@type": "type.googleapis.com/google.rpc.ErrorInfo",
-                            "reason": "API_KEY_INVALID",
-                        }
-                    ],
+    with pytest.raises(LlmError) as caught:
+        translator.feed(
+            event(
+                {
+                    "error": {
+                        "code": 400,
+                        "message": "API key AIzaSECRET not valid",
+                        "status": "INVALID_ARGUMENT",
+                        "details": [
+                            {
+                                "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+                                "reason": "API_KEY_INVALID",
+                            }
+                        ],
+                    }
                 }
-            }
+            )
         )
-    )
-    assert isinstance(finish, Finish)
-    failure = finish.reason.failure
-    assert failure is not None
+    failure = caught.value.failure
     assert failure.message == "API key AIzaSECRET not valid"
     assert (failure.code, failure.status) == ("AUTH", 400)
 
@@ -299,3 +297,80 @@ def test_an_empty_finish_or_block_reason_is_no_reason():
     ]
     assert translator.feed(event({"promptFeedback": {"blockReason": ""}})) == []
     assert not translator.finished
+
+
+def test_a_call_is_one_delta_with_its_whole_arguments_also_after_text():
+    translator = GeminiTranslator()
+    parts = [
+        {"text": "Let me check."},
+        {"functionCall": {"name": "f", "args": {"city": "Oslo"}}},
+        {"functionCall": {"name": "g"}},
+    ]
+    chunks = translator.feed(
+        event({"candidates": [{"content": {"parts": parts}}], "responseId": "r"})
+    )
+    assert [chunk_to_dict(c) for c in chunks[2:]] == [
+        {
+            "type": "block-end",
+            "index": 0,
+            "block": {"type": "text", "text": "Let me check."},
+        },
+        {"type": "block-start", "index": 1, "blockType": "tool-call"},
+        {
+            "type": "tool-call-delta",
+            "index": 1,
+            "id": "call_r_0",
+            "name": "f",
+            "argumentsDelta": '{"city":"Oslo"}',
+        },
+        {
+            "type": "block-end",
+            "index": 1,
+            "block": {
+                "type": "tool-call",
+                "id": "call_r_0",
+                "name": "f",
+                "arguments": '{"city":"Oslo"}',
+            },
+        },
+        {"type": "block-start", "index": 2, "blockType": "tool-call"},
+        {
+            "type": "tool-call-delta",
+            "index": 2,
+            "id": "call_r_1",
+            "name": "g",
+            "argumentsDelta": "{}",
+        },
+        {
+            "type": "block-end",
+            "index": 2,
+            "block": {
+                "type": "tool-call",
+                "id": "call_r_1",
+                "name": "g",
+                "arguments": "{}",
+            },
+        },
+    ]
+
+
+def test_an_error_after_text_in_one_event_leaves_the_text_and_usage_before_it():
+    # Vertex wraps responses in an array: the first item's text was said before
+    # the error item failed the call, and the usage already reported follows it.
+    translator = GeminiTranslator()
+    translator.feed(
+        event({"usageMetadata": {"promptTokenCount": 4, "totalTokenCount": 4}})
+    )
+    wrapped = [
+        {"candidates": [{"content": {"parts": [{"text": "Hal"}]}}]},
+        {"error": {"code": 503, "message": "overloaded", "status": "UNAVAILABLE"}},
+    ]
+    with pytest.raises(LlmError) as caught:
+        translator.feed(event(json.dumps(wrapped)))
+    assert caught.value.code == ErrorCode.SERVER
+    assert [chunk_to_dict(c) for c in translator.before_failure()] == [
+        {"type": "block-start", "index": 0, "blockType": "text"},
+        {"type": "text-delta", "index": 0, "text": "Hal"},
+        {"type": "usage", "usage": {"inputTokens": 4, "outputTokens": 0}},
+    ]
+    assert translator.before_failure() == []
