@@ -424,14 +424,9 @@ class GeminiTranslator(WireTranslator[SseEvent]):
             raise writer.malformed("functionCall args with NaN or Infinity") from None
         self._close_open()
         call_id = wire_id or self._new_call_id(self._response_id, writer.tool_calls)
-        # The whole arguments come at once: opened behind an empty text item,
-        # the call is buffered, then flushed as one delta when that item is
-        # dropped (opened alone it would start with an empty delta first).
-        holder = writer.open(TEXT)
-        block = writer.open(TOOL_CALL, call_id=call_id, name=name)
-        writer.append(block, arguments)
+        # The whole arguments come at once: they are the call's one delta.
+        block = writer.open(TOOL_CALL, call_id=call_id, name=name, text=arguments)
         writer.end(block)
-        writer.discard(holder)
         entry: dict[str, Any] = {"callId": call_id}
         if wire_id:
             entry["id"] = wire_id

@@ -276,13 +276,6 @@ class BlockWriter:
             block.ended = True
         self._pump()
 
-    def discard(self, block: Block) -> None:
-        """Drop an item that has not started (a text item that turned out empty)."""
-        if block.started:
-            raise ValueError(f"{block!r} already started")
-        self._queue.remove(block)
-        self._pump()
-
     @property
     def open_blocks(self) -> bool:
         """Whether an item is still open (not ended by the provider)."""
