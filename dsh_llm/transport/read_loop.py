@@ -9,7 +9,9 @@ the loop once, so no adapter copies it:
   paused while the consumer holds a chunk; an event that is not a keep-alive
   (``translator.is_keepalive``) re-arms the keep-alive bound.
 - Once the call's signal is aborted, the next chunk asked for raises ``ABORTED``,
-  even when it was already decoded.
+  even when it was already decoded, unless the provider's finish came: the chunks
+  of a finished answer all go out, and an answer whose finish reason came before
+  the end marker is settled (``translator.settle()``) rather than aborted.
 - At the end of the body the decoder's tail goes to the translator, then
   ``translator.close()``, which raises ``STREAM_CLOSED`` unless the wire may end
   there: a cut answer is never a success.
@@ -29,7 +31,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Protocol, TypeVar
 
-from dsh_llm.errors import LlmError
+from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import Finish, StreamChunk
 from dsh_llm.transport.call import StreamingCall
 
@@ -63,6 +65,12 @@ class EventTranslator(Protocol[E_contra]):
     def before_failure(self) -> list[StreamChunk]:
         """The chunks that come right before a raised failure (the usage the
         provider already reported), once."""
+        ...
+
+    def settle(self) -> list[StreamChunk]:
+        """The caller aborted before the wire's end marker: the chunks that end
+        the answer when the provider's own finish already came (its last word
+        arrived), else ``[]`` (the abort stands)."""
         ...
 
     def is_keepalive(self, event: E_contra) -> bool:
@@ -126,16 +134,26 @@ def read_stream(
                 if type(last) is Finish and last.reason.failure is not None:
                     out[-1] = call.redacted_finish(last)
                 call.pause()
+                done = _finished(translator)
                 for chunk in out:
                     # One read may bring many events: an abort between two of
-                    # them must stop the stream as surely as one during a read.
-                    if call.aborted:
+                    # them must stop the stream as surely as one during a read,
+                    # unless the provider's finish is among them (the whole
+                    # answer arrived).
+                    if call.aborted and not done:
                         error = error or call.abort_error()
                         break
                     yield chunk
                 else:
                     if error is None:
                         call.resume()
+            if error is not None and error.code == ErrorCode.ABORTED:
+                # An abort after the provider's last word (its finish reason
+                # came, only the end marker did not): the answer is whole.
+                settled = translator.settle()
+                if settled:
+                    yield from settled
+                    return
             if error is not None:
                 # Raised outside the except block: the failure chose its cause
                 # (cleaned of secrets), and the original is not kept as context.

@@ -175,3 +175,66 @@ def test_redacted_leaves_an_error_without_secrets_as_it_is():
         clean = call.redacted(spelled)
         assert (clean.message, clean.code) == ("bad ***", "UNKNOWN_FINISH_REASON")
     assert isinstance(session, requests.Session)
+
+
+def test_an_abort_after_the_provider_s_finish_keeps_the_whole_answer(
+    server: LoopbackServer,
+) -> None:
+    from dsh_llm.adapters.anthropic import AnthropicAdapter
+
+    events = [
+        (
+            "message_start",
+            {
+                "type": "message_start",
+                "message": {
+                    "id": "m",
+                    "usage": {"input_tokens": 2, "output_tokens": 1},
+                },
+            },
+        ),
+        (
+            "content_block_start",
+            {
+                "type": "content_block_start",
+                "index": 0,
+                "content_block": {"type": "text", "text": ""},
+            },
+        ),
+        (
+            "content_block_delta",
+            {
+                "type": "content_block_delta",
+                "index": 0,
+                "delta": {"type": "text_delta", "text": "all"},
+            },
+        ),
+        ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+        (
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": "end_turn"},
+                "usage": {"output_tokens": 3},
+            },
+        ),
+        ("message_stop", {"type": "message_stop"}),
+    ]
+    body = b"".join(sse_event(payload) for _name, payload in events)
+    server.enqueue(Reply(body=body))  # one write: one read brings every event
+    controller = AbortController()
+    chunks: list[StreamChunk] = []
+    with AnthropicAdapter(api_key="k", base_url=server.url) as adapter:
+        for chunk in adapter.stream(_options(signal=controller.signal)):
+            chunks.append(chunk)
+            controller.abort()  # after the first chunk: the rest had arrived
+    finish = chunks[-1]
+    assert isinstance(finish, Finish)
+    assert finish.reason == FinishReason.STOP
+    assert [type(c).__name__ for c in chunks] == [
+        "BlockStart",
+        "TextDelta",
+        "BlockEnd",
+        "UsageChunk",
+        "Finish",
+    ]

@@ -64,6 +64,12 @@ class WireTranslator(abc.ABC, Generic[E]):
         it failed, then the usage already reported (once)."""
         return self.writer.before_failure()
 
+    def settle(self) -> list[StreamChunk]:
+        """The caller aborted before the wire's end marker: the chunks that end a
+        whole answer (the provider's finish reason already came), else ``[]``.
+        A family whose finish can come before its end marker overrides it."""
+        return []
+
     def is_keepalive(self, event: E) -> bool:
         """Whether ``event`` only keeps the connection alive (no progress)."""
         return False
