@@ -269,14 +269,17 @@ class StreamingCall:
                 raise self._abort_error(None)
             classify = self._classify_error
             if classify is not None:
-                raise classify(status, response.headers, body, redact=self.redact)
-            raise http_error(
-                status,
-                response.headers,
-                body,
-                provider=self.provider,
-                redact=self.redact,
-            )
+                error = classify(status, response.headers, body, redact=self.redact)
+            else:
+                error = http_error(
+                    status,
+                    response.headers,
+                    body,
+                    provider=self.provider,
+                    redact=self.redact,
+                )
+            # Every field of the error is server text (a request id too).
+            raise self.redacted(error)
         if status == 204 or response.headers.get("content-length", "").strip() == "0":
             raise LlmError(
                 f"{self.provider} API returned no response body",
@@ -443,12 +446,17 @@ class StreamingCall:
 
     def redacted(self, error: LlmError) -> LlmError:
         """``error`` with this request's secrets replaced by ``***`` in its message
-        (``error`` itself when it shows none), a code that would show one made
-        ``UNKNOWN_FINISH_REASON`` (as ``redacted_finish``); its cause is cleaned
-        the same way."""
+        and request id (``error`` itself when it shows none), a code that would
+        show one made ``UNKNOWN_FINISH_REASON`` (as ``redacted_finish``); its
+        cause is cleaned the same way."""
         redact = self.redact
         message, code = self._cleaned(error.message, error.code)
-        if message == error.message and code == error.code:
+        request_id = self._cleaned_id(error.request_id)
+        if (
+            message == error.message
+            and code == error.code
+            and request_id == error.request_id
+        ):
             return error
         cause = error.__cause__
         return LlmError(
@@ -456,23 +464,34 @@ class StreamingCall:
             code,
             status=error.status,
             provider_retry_after_ms=error.provider_retry_after_ms,
-            request_id=error.request_id,
+            request_id=request_id,
             cause=None if cause is None else redact.cause(cause, withhold=True),
         )
 
     def redacted_finish(self, finish: Finish) -> Finish:
         """A failure ``finish`` with this request's secrets redacted from its
-        message; a code that would show one becomes ``UNKNOWN_FINISH_REASON``."""
+        message and request id; a code that would show one becomes
+        ``UNKNOWN_FINISH_REASON``."""
         failure = finish.reason.failure
         if failure is None:
             return finish
         message, code = self._cleaned(failure.message, failure.code)
-        if message == failure.message and code == failure.code:
+        request_id = self._cleaned_id(failure.request_id)
+        if (
+            message == failure.message
+            and code == failure.code
+            and request_id == failure.request_id
+        ):
             return finish
-        reason = attrs.evolve(
-            finish.reason, failure=attrs.evolve(failure, message=message, code=code)
+        cleaned = attrs.evolve(
+            failure, message=message, code=code, request_id=request_id
         )
+        reason = attrs.evolve(finish.reason, failure=cleaned)
         return attrs.evolve(finish, reason=reason)
+
+    def _cleaned_id(self, request_id: str | None) -> str | None:
+        # A request id is server text too: an echoed key must not ride on it.
+        return None if request_id is None else self.redact(request_id)
 
     def _cleaned(self, message: str, code: str) -> tuple[str, str]:
         redact = self.redact

@@ -9,9 +9,10 @@ the loop once, so no adapter copies it:
   paused while the consumer holds a chunk; an event that is not a keep-alive
   (``translator.is_keepalive``) re-arms the keep-alive bound.
 - Once the call's signal is aborted, the next chunk asked for raises ``ABORTED``,
-  even when it was already decoded, unless the provider's finish came: the chunks
-  of a finished answer all go out, and an answer whose finish reason came before
-  the end marker is settled (``translator.settle()``) rather than aborted.
+  even when it was already decoded, unless the provider's last word was already
+  given: the block ends, usage and finish of a finished answer still go out, and
+  an answer whose finish reason came before the end marker is settled
+  (``translator.settle()``) rather than aborted.
 - At the end of the body the decoder's tail goes to the translator, then
   ``translator.close()``, which raises ``STREAM_CLOSED`` unless the wire may end
   there: a cut answer is never a success.
@@ -29,10 +30,10 @@ the loop once, so no adapter copies it:
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Protocol, TypeVar
+from typing import Final, Protocol, TypeVar
 
 from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.protocol import Finish, StreamChunk
+from dsh_llm.protocol import BlockEnd, Finish, StreamChunk, UsageChunk
 from dsh_llm.transport.call import StreamingCall
 
 __all__ = ["EventDecoder", "EventTranslator", "read_stream"]
@@ -135,12 +136,12 @@ def read_stream(
                     out[-1] = call.redacted_finish(last)
                 call.pause()
                 done = _finished(translator)
-                for chunk in out:
+                for at, chunk in enumerate(out):
                     # One read may bring many events: an abort between two of
                     # them must stop the stream as surely as one during a read,
-                    # unless the provider's finish is among them (the whole
-                    # answer arrived).
-                    if call.aborted and not done:
+                    # unless only the ending of a finished answer is left (the
+                    # provider's last word was already given).
+                    if call.aborted and not (done and _only_ending(out, at)):
                         error = error or call.abort_error()
                         break
                     yield chunk
@@ -166,6 +167,14 @@ def read_stream(
             # the end. The finish itself went out without waiting for it.
             call.finish()
         call.close()
+
+
+_ENDING: Final = (BlockEnd, UsageChunk, Finish)
+
+
+def _only_ending(out: list[StreamChunk], start: int) -> bool:
+    """Whether ``out[start:]`` holds no content, only block ends, usage, finish."""
+    return all(type(chunk) in _ENDING for chunk in out[start:])
 
 
 def _finished(translator: EventTranslator[E]) -> bool:
