@@ -25,8 +25,8 @@ import pytest
 
 from dsh_llm import BlockAssembler, LlmRuntime, validate_stream
 from dsh_llm.adapter import LlmAdapter
-from dsh_llm.adapters._chat.request import WireProfile
-from dsh_llm.adapters._chat.translate import ChatCompletionsTranslator
+from dsh_llm.adapters.chat.request import WireProfile
+from dsh_llm.adapters.chat.translate import ChatCompletionsTranslator
 from dsh_llm.protocol import (
     BlockEnd,
     BlockStart,

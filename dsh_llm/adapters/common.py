@@ -17,8 +17,6 @@ everything else an adapter does is here, once:
 - ``explicit_api_key`` and ``api_key_from_environ``: the credential rules, with
   messages that name where a key came from and never the key.
 - ``resolved_model_info`` and ``catalog_entry``: ``resolve_model`` for a catalog.
-- ``encode_body``: a request body as compact UTF-8 JSON (``INVALID_REQUEST``
-  for a value JSON cannot hold).
 - ``extra_body``, ``extra_headers`` and image bytes: ``request_extras``.
 - Reading a body is the transport's read loop (``dsh_llm.transport.read_loop``).
 """
@@ -60,7 +58,6 @@ from dsh_llm.credentials import Secret, assert_usable_api_key
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import GenerateOptions, StreamChunk
 from dsh_llm.retry import RetryPolicy, resolve_retry_policy
-from dsh_llm.serde import compact_json
 from dsh_llm.signal import AbortSignal
 from dsh_llm.transport.session import DEFAULT_POOL_MAXSIZE, create_session
 
@@ -77,7 +74,6 @@ __all__ = [
     "api_root_url",
     "catalog_entry",
     "config_from_options",
-    "encode_body",
     "endpoint_url",
     "explicit_api_key",
     "input_modalities_field",
@@ -347,24 +343,6 @@ def api_key_from_environ(
             ErrorCode.MISSING_CREDENTIAL,
         )
     return Secret(assert_usable_api_key(raw, package, name))
-
-
-def encode_body(body: Mapping[str, Any], *, provider: str) -> bytes:
-    """UTF-8 JSON for ``body``.
-
-    Raises:
-        LlmError: ``INVALID_REQUEST`` when a value (a tool schema) is not JSON
-            (e.g. ``NaN`` or an object JSON cannot hold).
-    """
-    try:
-        text = compact_json(body)
-    except (TypeError, ValueError) as exc:
-        raise LlmError(
-            f"{provider} request body is not valid JSON: {exc}",
-            ErrorCode.INVALID_REQUEST,
-            cause=exc,
-        ) from exc
-    return text.encode("utf-8")
 
 
 class StreamSettings(Protocol):

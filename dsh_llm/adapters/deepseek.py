@@ -1,9 +1,10 @@
-"""``DeepSeekAdapter``: DeepSeek chat completions over the shared chat-completions
-wire (``dsh_llm.adapters._chat``) and the transport's read loop.
+"""``DeepSeekAdapter``: DeepSeek chat completions, a family on the shared
+chat-completions wire (``dsh_llm.adapters.chat``) streamed by ``WireAdapter``.
 
-- ``DeepSeekConfig`` is the one validated configuration (the constructor's
-  keywords build it; ``from_config`` takes one); a bad value raises
-  ``DeepSeekConfigError`` with ``key`` and ``detail`` as data.
+- ``DeepSeekConfig`` is the one validated configuration (``package``
+  ``llm-deepseek``; the constructor's keywords build it, ``from_config`` takes
+  one); a bad value raises ``dsh_llm.adapters.AdapterConfigError`` keyed by its
+  config key.
 - One route, ``deepseek-official``; an advisory catalog; ``resolve_model`` needs
   no I/O. The base URL is the explicit one, else ``DEEPSEEK_BASE_URL``, else the
   public API (``resolve_base_url``).
@@ -12,15 +13,16 @@ wire (``dsh_llm.adapters._chat``) and the transport's read loop.
   ``POST {base_url}/chat/completions``.
 - The key is read per request from ``api_key`` or ``api_key_env`` and never
   appears in a message or a ``repr``.
-- The full contract (thinking, what is refused and why, routing headers, the
-  stream) is ``docs/deepseek.md``; the error codes are ``docs/errors.md``.
+- ``FAMILY`` names the parts ``WireAdapter`` streams with. The full contract
+  (thinking, what is refused and why, routing headers, the stream) is
+  ``docs/deepseek.md``; the error codes are ``docs/errors.md``.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping
-from typing import Any, ClassVar, Final, Literal
+from collections.abc import Mapping
+from typing import Any, Final, Literal
 
 import attrs
 
@@ -29,55 +31,52 @@ from dsh_llm.adapter import (
     LlmReasoningEffortInfo,
     LlmResolvedModelInfo,
 )
-from dsh_llm.adapters._chat.base import (
-    ChatCompletionsAdapter,
-    api_root_url,
-    stream_completion,
-)
-from dsh_llm.adapters._chat.request import WireProfile, build_body, request_headers
-from dsh_llm.adapters.common import (
+from dsh_llm.adapters._wire.adapter import WireAdapter
+from dsh_llm.adapters._wire.config import (
     AdapterConfig,
     AdapterConfigError,
+    CatalogModel,
     adapter_field_order,
+    api_root_url,
     catalog_entry,
-    config_from_options,
-    input_modalities_field,
     model_catalog,
+)
+from dsh_llm.adapters._wire.family import (
+    Endpoint,
+    WireCall,
+    WireFamily,
+    WireRequest,
     resolved_model_info,
 )
+from dsh_llm.adapters.chat.request import (
+    CHAT_COMPLETIONS_PATH,
+    WireProfile,
+    build_body,
+    chat_request,
+    session_id_value,
+)
+from dsh_llm.adapters.chat.translate import chat_decoder, chat_translator
 from dsh_llm.config import (
     check_non_empty_str,
     check_one_of,
-    check_optional_str,
     check_positive_int,
     check_safe_positive_int,
 )
-from dsh_llm.credentials import Secret
 from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.protocol import GenerateOptions, StreamChunk, content_has_image
-from dsh_llm.transport.call import redact_url, url_repr
-from dsh_llm.transport.session import is_header_value, stream_headers
+from dsh_llm.protocol import GenerateOptions, content_has_image
+from dsh_llm.transport.call import url_repr
 
 __all__ = [
     "BASE_URL_ENV",
-    "DEEPSEEK_PROFILE",
     "DEFAULT_API_KEY_ENV",
-    "DEFAULT_CONTEXT_WINDOW",
-    "DEFAULT_KEEPALIVE_TIMEOUT_MS",
-    "DEFAULT_MAX_TOKENS",
     "DEFAULT_MODELS",
-    "DEFAULT_STREAM_IDLE_TIMEOUT_MS",
-    "DISPLAY_NAME",
+    "FAMILY",
     "PROVIDER_ROUTE",
     "PUBLIC_BASE_URL",
     "REASONING_EFFORTS",
     "DeepSeekAdapter",
     "DeepSeekConfig",
-    "DeepSeekConfigError",
-    "DeepSeekModel",
-    "default_effort",
     "resolve_base_url",
-    "thinking_fields",
 ]
 
 PROVIDER_ROUTE: Final = "deepseek-official"
@@ -101,9 +100,14 @@ DEFAULT_CONTEXT_WINDOW: Final = 1_000_000
 """Default context window of a model without its own."""
 REASONING_EFFORTS: Final = ("off", "low", "high", "max")
 """The efforts DeepSeek accepts (``off`` disables thinking)."""
-_PACKAGE: Final = "llm-deepseek"
+PACKAGE: Final = "llm-deepseek"
+"""The plugin's name, named in config errors and credential messages."""
+SESSION_ID_HEADER: Final = "x-deepseek-harness-session-id"
+"""The header ``GenerateOptions.session_id`` travels in."""
+COMPACTION_HEADER: Final = "x-deepseek-harness-compact"
+"""The header (``1``) of a request whose ``purpose`` is ``compaction``."""
 
-DEEPSEEK_PROFILE: Final = WireProfile(
+PROFILE: Final = WireProfile(
     provider=DISPLAY_NAME,
     reasoning_fields=("reasoning_content",),
     reasoning_passback_field="reasoning_content",
@@ -113,53 +117,18 @@ DEEPSEEK_PROFILE: Final = WireProfile(
 """How DeepSeek differs from the generic chat-completions wire."""
 
 
-class DeepSeekConfigError(AdapterConfigError):
-    """A bad ``llm-deepseek`` option (a ``ValueError``): the message is
-    ``llm-deepseek: <key> <detail>``; ``key`` is the camelCase config key
-    (``maxTokens``, ``models[0].contextWindow``) and ``detail`` what is wrong."""
-
-    package = _PACKAGE
-
-
-@attrs.frozen(kw_only=True)
-class DeepSeekModel:
-    """One advertised model (config key ``models[]``), checked on construction
-    (``DeepSeekConfigError`` keyed by the field's config key)."""
-
-    config_error: ClassVar[type[AdapterConfigError]] = DeepSeekConfigError
-
-    id: str = attrs.field(validator=check_non_empty_str)
-    """The wire model id."""
-    name: str | None = attrs.field(
-        default=None, validator=attrs.validators.optional(check_non_empty_str)
-    )
-    """Display name (default: the id)."""
-    description: str | None = attrs.field(default=None, validator=check_optional_str)
-    """What sets it apart."""
-    context_window: int | None = attrs.field(
-        default=None, validator=attrs.validators.optional(check_positive_int)
-    )
-    """Its context window (default: ``default_context_window``)."""
-    max_tokens: int | None = attrs.field(
-        default=None, validator=attrs.validators.optional(check_safe_positive_int)
-    )
-    """Its own output cap (default: the config's ``max_tokens``)."""
-    input_modalities: tuple[str, ...] = input_modalities_field()
-    """Accepted inputs: a non-empty subset of ``text`` and ``image``."""
-
-
 DEFAULT_MODELS: Final = (
-    DeepSeekModel(
+    CatalogModel(
         id="deepseek-v4-flash",
         name="DeepSeek-V4-Flash",
         context_window=DEFAULT_CONTEXT_WINDOW,
     ),
-    DeepSeekModel(
+    CatalogModel(
         id="deepseek-v4-pro",
         name="DeepSeek-V4-Pro",
         context_window=DEFAULT_CONTEXT_WINDOW,
     ),
-    DeepSeekModel(
+    CatalogModel(
         id="deepseek-v4-flash-vision-exp",
         name="DeepSeek-V4-Flash-Vision-Exp",
         context_window=DEFAULT_CONTEXT_WINDOW,
@@ -169,17 +138,22 @@ DEFAULT_MODELS: Final = (
 """The catalog advertised when none is configured."""
 
 
-def _models(value: object) -> tuple[DeepSeekModel, ...]:
-    """The ``models`` option (``dsh_llm.adapters.common.model_catalog``);
-    ``None`` is ``DEFAULT_MODELS``."""
+def _models(value: object) -> tuple[CatalogModel, ...]:
+    """The ``models`` option (``model_catalog``); ``None`` is ``DEFAULT_MODELS``."""
     if value is None:
         return DEFAULT_MODELS
-    return model_catalog(value, DeepSeekModel, DeepSeekConfigError)
+    return model_catalog(value, CatalogModel, package=PACKAGE)
+
+
+def _root(value: object, source: str | None = None) -> str:
+    return api_root_url(
+        value, package=PACKAGE, source=source, endpoint=CHAT_COMPLETIONS_PATH
+    )
 
 
 def _check_base_url(inst: object, attribute: attrs.Attribute[Any], value: Any) -> None:
     if value is not None:
-        api_root_url(value, error=DeepSeekConfigError)
+        _root(value)
 
 
 @attrs.frozen(kw_only=True, field_transformer=adapter_field_order)
@@ -188,11 +162,11 @@ class DeepSeekConfig(AdapterConfig):
     arguments build it, ``DeepSeekAdapter.from_config`` takes it, and the
     ``llm-deepseek`` plugin structures its YAML entry into it (camelCase keys:
     ``apiKeyEnv``, ``baseURL``, ``streamIdleTimeoutMs``...). Every field is
-    checked on construction: a bad value raises ``DeepSeekConfigError`` keyed by
+    checked on construction: a bad value raises ``AdapterConfigError`` keyed by
     its config key. A config never holds a key: ``api_key_env`` names the
     variable."""
 
-    config_error = DeepSeekConfigError
+    package = PACKAGE
     default_stream_idle_timeout_ms = DEFAULT_STREAM_IDLE_TIMEOUT_MS
     default_stream_keepalive_timeout_ms = DEFAULT_KEEPALIVE_TIMEOUT_MS
 
@@ -223,18 +197,19 @@ class DeepSeekConfig(AdapterConfig):
         default=DEFAULT_CONTEXT_WINDOW, validator=check_positive_int
     )
     """Context window of models without their own."""
-    models: tuple[DeepSeekModel, ...] = attrs.field(default=None, converter=_models)
+    models: tuple[CatalogModel, ...] = attrs.field(default=None, converter=_models)
     """The advertised catalog (``None``: ``DEFAULT_MODELS``; empty: none)."""
 
     def __attrs_post_init__(self) -> None:
         if self.thinking == "disabled" and self.reasoning_effort not in (None, "off"):
-            raise DeepSeekConfigError(
+            raise AdapterConfigError(
                 "reasoningEffort",
                 'must be "off" or unset (only reasoningEffort "off" can be '
                 "configured when thinking is disabled)",
+                package=PACKAGE,
             )
 
-    def model(self, model_id: str) -> DeepSeekModel | None:
+    def model(self, model_id: str) -> CatalogModel | None:
         """The catalog entry for ``model_id``, if listed."""
         return catalog_entry(self.models, model_id)
 
@@ -246,16 +221,14 @@ def resolve_base_url(
     from ``environ`` (default ``os.environ``), else ``PUBLIC_BASE_URL``.
 
     Raises:
-        DeepSeekConfigError: keyed ``baseURL`` for a bad ``DEEPSEEK_BASE_URL``
+        AdapterConfigError: keyed ``baseURL`` for a bad ``DEEPSEEK_BASE_URL``
             (the message names the variable, never the URL).
     """
     environ = os.environ if environ is None else environ
     if config.base_url is not None:
-        return api_root_url(config.base_url, error=DeepSeekConfigError)
+        return _root(config.base_url)
     if environ.get(BASE_URL_ENV):
-        return api_root_url(
-            environ[BASE_URL_ENV], error=DeepSeekConfigError, source=BASE_URL_ENV
-        )
+        return _root(environ[BASE_URL_ENV], source=BASE_URL_ENV)
     return PUBLIC_BASE_URL
 
 
@@ -309,27 +282,106 @@ def default_effort(snapshot: DeepSeekConfig) -> str:
     return snapshot.reasoning_effort or "high"
 
 
-def _resolved_model(
-    snapshot: DeepSeekConfig, provider: str, model: str
+def model_info(
+    config: DeepSeekConfig, endpoint: Endpoint[WireProfile], provider: str, model: str
 ) -> LlmResolvedModelInfo:
-    entry = snapshot.model(model)
-    efforts = _EFFORT_INFOS[:1] if snapshot.thinking == "disabled" else _EFFORT_INFOS
+    """``resolve_model``'s answer: the entry's (else the config's) context window
+    and output cap, and the efforts with ``default_effort`` as the default (only
+    ``off`` when thinking is disabled); never image input (see ``FAMILY``)."""
+    entry = config.model(model)
+    efforts = _EFFORT_INFOS[:1] if config.thinking == "disabled" else _EFFORT_INFOS
     reasoning = LlmModelReasoningInfo(
-        efforts=efforts, default_effort=default_effort(snapshot)
+        efforts=efforts, default_effort=default_effort(config)
     )
     return resolved_model_info(
         provider,
         model,
         entry,
         context_window=(entry.context_window if entry else None)
-        or snapshot.default_context_window,
-        default_max_tokens=(entry.max_tokens if entry else None) or snapshot.max_tokens,
+        or config.default_context_window,
+        default_max_tokens=(entry.max_tokens if entry else None) or config.max_tokens,
         reasoning=reasoning,
         image_input=False,
     )
 
 
-class DeepSeekAdapter(ChatCompletionsAdapter[DeepSeekConfig]):
+def _endpoint(
+    config: DeepSeekConfig, *, explicit_key: bool, environ: Mapping[str, str]
+) -> Endpoint[WireProfile]:
+    return Endpoint(
+        base_url=resolve_base_url(config, environ),
+        display_name=DISPLAY_NAME,
+        profile=PROFILE,
+    )
+
+
+def _check_images(options: GenerateOptions, config: DeepSeekConfig) -> None:
+    if not any(content_has_image(message.content) for message in options.messages):
+        return
+    entry = config.model(options.model)
+    if entry is None or "image" not in entry.input_modalities:
+        raise LlmError(
+            f'DeepSeek model "{options.model}" does not accept image input.',
+            ErrorCode.UNSUPPORTED_CONTENT,
+        )
+    raise LlmError(
+        "DeepSeek image input needs the Files API, which this adapter does not "
+        "implement; send text only.",
+        ErrorCode.UNSUPPORTED_CONTENT,
+    )
+
+
+def _request(call: WireCall[DeepSeekConfig, WireProfile]) -> WireRequest:
+    options, config = call.options, call.config
+    _check_images(options, config)
+    key = call.key()
+    extra = thinking_fields(
+        options, thinking=config.thinking, default_effort=default_effort(config)
+    )
+    thinking_enabled = extra.get("thinking") == {"type": "enabled"}
+    choice = options.tool_choice
+    if options.tools and choice not in (None, "auto", "none") and thinking_enabled:
+        raise LlmError(
+            f'DeepSeek rejects tool_choice "{choice}" in thinking mode; use '
+            'reasoning effort "off" to force a tool call',
+            ErrorCode.UNSUPPORTED_OPTION,
+        )
+    if options.temperature is not None and thinking_enabled:
+        raise LlmError(
+            "DeepSeek ignores temperature in thinking mode; use "
+            'reasoning_effort="off" to sample with a temperature, or leave '
+            "temperature unset",
+            ErrorCode.UNSUPPORTED_OPTION,
+        )
+    entry = config.model(options.model)
+    max_tokens = options.max_tokens
+    if max_tokens is None:
+        max_tokens = (entry.max_tokens if entry else None) or config.max_tokens
+    body = build_body(options, profile=PROFILE, max_tokens=max_tokens, extra=extra)
+    routing: dict[str, str] = {}
+    if options.session_id is not None:
+        routing[SESSION_ID_HEADER] = session_id_value(options, profile=PROFILE)
+    if options.purpose == "compaction":
+        routing[COMPACTION_HEADER] = "1"
+    return chat_request(call, body, routing=routing, key=key)
+
+
+FAMILY: Final = WireFamily(
+    name="deepseek",
+    config_class=DeepSeekConfig,
+    endpoint=_endpoint,
+    request=_request,
+    translator=chat_translator,
+    model_info=model_info,
+    decoder=chat_decoder,
+    route=PROVIDER_ROUTE,
+    # The Files API DeepSeek's image input needs is not implemented.
+    image_input=False,
+)
+"""DeepSeek chat completions, as a wire family."""
+
+
+class DeepSeekAdapter(WireAdapter[DeepSeekConfig]):
     """Streams DeepSeek chat completions (see the module docstring).
 
     The keyword arguments are ``DeepSeekConfig``'s fields (``base_url``,
@@ -345,125 +397,6 @@ class DeepSeekAdapter(ChatCompletionsAdapter[DeepSeekConfig]):
             from the environment at each request.
         environ: Where variables are read (default ``os.environ``, live).
         **options: ``DeepSeekConfig`` fields.
-
-    Raises:
-        DeepSeekConfigError: for an invalid option (a ``ValueError`` reading
-            ``llm-deepseek: <config key> ...``, its ``key`` the config key).
-        TypeError: for a keyword that is not a ``DeepSeekConfig`` field.
-        LlmError: ``INVALID_CREDENTIAL`` for an explicit key no header can carry.
     """
 
-    _package = _PACKAGE
-    config_class = DeepSeekConfig
-    _image_input = False  # the Files API images need is not implemented
-
-    def __init__(
-        self,
-        api_key: str | Secret | None = None,
-        *,
-        environ: Mapping[str, str] | None = None,
-        **options: Any,
-    ) -> None:
-        self._setup(
-            config_from_options(DeepSeekConfig, options),
-            api_key=api_key,
-            environ=environ,
-        )
-
-    # -- metadata --------------------------------------------------------------------
-
-    # -- streaming -------------------------------------------------------------------
-
-    def _configure(
-        self,
-        config: DeepSeekConfig,
-        *,
-        api_key: str | Secret | None,
-        environ: Mapping[str, str] | None,
-    ) -> None:
-        self._base_url = resolve_base_url(config, environ)
-        self._profile = DEEPSEEK_PROFILE
-
-    def _model_info(
-        self, snapshot: DeepSeekConfig, provider: str, model: str
-    ) -> LlmResolvedModelInfo:
-        return _resolved_model(snapshot, provider, model)
-
-    def _stream(
-        self, options: GenerateOptions, snapshot: DeepSeekConfig
-    ) -> Iterator[StreamChunk]:
-        self._check_images(options, snapshot)
-        key = self._request_key(snapshot.api_key_env, route=PROVIDER_ROUTE)
-        extra = thinking_fields(
-            options,
-            thinking=snapshot.thinking,
-            default_effort=default_effort(snapshot),
-        )
-        thinking_enabled = extra.get("thinking") == {"type": "enabled"}
-        choice = options.tool_choice
-        if options.tools and choice not in (None, "auto", "none") and thinking_enabled:
-            raise LlmError(
-                f'DeepSeek rejects tool_choice "{choice}" in thinking mode; use '
-                'reasoning effort "off" to force a tool call',
-                ErrorCode.UNSUPPORTED_OPTION,
-            )
-        if options.temperature is not None and thinking_enabled:
-            raise LlmError(
-                "DeepSeek ignores temperature in thinking mode; use "
-                'reasoning_effort="off" to sample with a temperature, or leave '
-                "temperature unset",
-                ErrorCode.UNSUPPORTED_OPTION,
-            )
-        entry = snapshot.model(options.model)
-        max_tokens = options.max_tokens
-        if max_tokens is None:
-            max_tokens = (entry.max_tokens if entry else None) or snapshot.max_tokens
-        body = build_body(
-            options, profile=DEEPSEEK_PROFILE, max_tokens=max_tokens, extra=extra
-        )
-        routing: dict[str, str] = {}
-        if options.session_id is not None:
-            if not is_header_value(options.session_id):
-                raise LlmError(
-                    "DeepSeek session_id must be printable ASCII without leading or "
-                    "trailing whitespace: it travels as a header",
-                    ErrorCode.INVALID_REQUEST,
-                )
-            routing["x-deepseek-harness-session-id"] = options.session_id
-        if options.purpose == "compaction":
-            routing["x-deepseek-harness-compact"] = "1"
-        yield from stream_completion(
-            self._session,
-            snapshot,
-            profile=DEEPSEEK_PROFILE,
-            base_url=self._base_url,
-            body=body,
-            headers=request_headers(
-                stream_headers(extra=routing),
-                options,
-                profile=DEEPSEEK_PROFILE,
-                has_key=key is not None,
-            ),
-            key=key,
-            signal=options.signal,
-        )
-
-    @staticmethod
-    def _check_images(options: GenerateOptions, snapshot: DeepSeekConfig) -> None:
-        if not any(content_has_image(message.content) for message in options.messages):
-            return
-        entry = snapshot.model(options.model)
-        if entry is None or "image" not in entry.input_modalities:
-            raise LlmError(
-                f'DeepSeek model "{options.model}" does not accept image input.',
-                ErrorCode.UNSUPPORTED_CONTENT,
-            )
-        raise LlmError(
-            "DeepSeek image input needs the Files API, which this adapter does not "
-            "implement; send text only.",
-            ErrorCode.UNSUPPORTED_CONTENT,
-        )
-
-    def __repr__(self) -> str:
-        key = self._key_repr(self._config.api_key_env)
-        return f"DeepSeekAdapter(base_url={redact_url(self._base_url)!r}, {key})"
+    family = FAMILY

@@ -40,7 +40,6 @@ from dsh_llm.adapter import (
     LlmReasoningEffortInfo,
     LlmResolvedModelInfo,
 )
-from dsh_llm.adapters._chat.request import encode_body
 from dsh_llm.adapters._gemini.catalog import (
     DEFAULT_MODELS,
     EFFORT_BUDGETS,
@@ -57,6 +56,7 @@ from dsh_llm.adapters._gemini.request import (
     stream_url,
 )
 from dsh_llm.adapters._gemini.translate import GeminiTranslator
+from dsh_llm.adapters._wire.adapter import encode_body
 from dsh_llm.adapters.common import (
     AdapterConfig,
     AdapterConfigError,

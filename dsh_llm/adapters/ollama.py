@@ -45,7 +45,6 @@ from dsh_llm.adapter import (
     LlmReasoningEffortInfo,
     LlmResolvedModelInfo,
 )
-from dsh_llm.adapters._chat.request import encode_body
 from dsh_llm.adapters._ollama.errors import ollama_http_error
 from dsh_llm.adapters._ollama.request import (
     PROVIDER,
@@ -54,6 +53,7 @@ from dsh_llm.adapters._ollama.request import (
     build_chat_request,
 )
 from dsh_llm.adapters._ollama.translate import OllamaTranslator
+from dsh_llm.adapters._wire.adapter import encode_body
 from dsh_llm.adapters.common import (
     AdapterConfig,
     AdapterConfigError,

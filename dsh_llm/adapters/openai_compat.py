@@ -1,12 +1,13 @@
 """``OpenAICompatAdapter``: any server that speaks the OpenAI chat-completions stream
-(OpenAI, vLLM, llama.cpp, Ollama ``/v1``, LM Studio, OpenRouter...), over the
-chat-completions wire it shares with ``DeepSeekAdapter`` and the transport's
-read loop.
+(OpenAI, vLLM, llama.cpp, Ollama ``/v1``, LM Studio, OpenRouter...), a family on
+the chat-completions wire it shares with ``DeepSeekAdapter``
+(``dsh_llm.adapters.chat``), streamed by ``WireAdapter``.
 
-- ``OpenAICompatConfig`` is the one validated configuration (``base_url`` plus
-  the constructor's keywords build it; ``from_config`` takes one); a bad value
-  raises ``OpenAICompatConfigError`` with ``key`` and ``detail`` as data, never
-  echoing a header value or a key.
+- ``OpenAICompatConfig`` is the one validated configuration (``package``
+  ``llm-openai-compatible``; ``base_url`` plus the constructor's keywords build
+  it, ``from_config`` takes one); a bad value raises
+  ``dsh_llm.adapters.AdapterConfigError`` keyed by its config key, never echoing
+  a header value or a key.
 - No credentials by default; ``api_key`` or ``api_key_env`` (never both) travel
   as ``authorization: Bearer`` and never appear in a message or a ``repr``.
 - Extra ``headers`` are sent as given; names the adapter sets are refused.
@@ -15,14 +16,15 @@ read loop.
 - Per call, before any I/O: images, an unlisted reasoning effort, then the key;
   then one ``POST <base_url>/chat/completions``. ``session_id`` and ``purpose``
   travel as the headers ``x-session-id`` and ``x-dsh-llm-purpose``.
-- Every wire quirk the translator absorbs, the options and the error
-  classification are in ``docs/local-servers.md``.
+- ``FAMILY`` names the parts ``WireAdapter`` streams with. Every wire quirk the
+  translator absorbs, the options and the error classification are in
+  ``docs/local-servers.md``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
-from typing import Any, ClassVar, Final, Literal
+from collections.abc import Mapping, Sequence
+from typing import Any, Final, Literal
 
 import attrs
 
@@ -31,59 +33,56 @@ from dsh_llm.adapter import (
     LlmReasoningEffortInfo,
     LlmResolvedModelInfo,
 )
-from dsh_llm.adapters._chat.base import (
-    ChatCompletionsAdapter,
+from dsh_llm.adapters._wire.adapter import WireAdapter
+from dsh_llm.adapters._wire.config import (
+    AdapterConfig,
+    AdapterConfigError,
+    CatalogModel,
+    adapter_field_order,
     api_root_url,
-    stream_completion,
+    catalog_entry,
+    config_from_options,
+    model_catalog,
 )
-from dsh_llm.adapters._chat.request import (
+from dsh_llm.adapters._wire.family import (
+    Endpoint,
+    WireCall,
+    WireFamily,
+    WireRequest,
+    resolved_model_info,
+)
+from dsh_llm.adapters.chat.request import (
+    CHAT_COMPLETIONS_PATH,
     RESPONSE_FORMAT_STYLES,
     ResponseFormatStyle,
     WireProfile,
     build_body,
-    request_headers,
+    chat_request,
+    session_id_value,
 )
-from dsh_llm.adapters.common import (
-    AdapterConfig,
-    AdapterConfigError,
-    adapter_field_order,
-    catalog_entry,
-    config_from_options,
-    input_modalities_field,
-    model_catalog,
-    resolved_model_info,
-)
+from dsh_llm.adapters.chat.translate import chat_decoder, chat_translator
 from dsh_llm.adapters.request_extras import RESERVED_HEADER_NAMES
 from dsh_llm.config import (
     RAW_METADATA,
     check_bool,
     check_non_empty_str,
     check_one_of,
-    check_optional_str,
-    check_safe_positive_int,
     field_error,
 )
 from dsh_llm.credentials import Secret
 from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.protocol import GenerateOptions, StreamChunk
-from dsh_llm.transport.call import redact_url, url_repr
-from dsh_llm.transport.session import is_header_name, is_header_value, stream_headers
+from dsh_llm.transport.call import url_repr
+from dsh_llm.transport.session import is_header_name, is_header_value
 
 __all__ = [
     "DEFAULT_DISPLAY_NAME",
-    "DEFAULT_KEEPALIVE_TIMEOUT_MS",
-    "DEFAULT_STREAM_IDLE_TIMEOUT_MS",
-    "MAX_TOKENS_FIELDS",
-    "PACKAGE",
+    "FAMILY",
     "PURPOSE_HEADER",
-    "REASONING_PASSBACK_FIELDS",
     "RESERVED_HEADERS",
     "SESSION_ID_HEADER",
     "ModelSpec",
     "OpenAICompatAdapter",
     "OpenAICompatConfig",
-    "OpenAICompatConfigError",
-    "OpenAICompatModel",
 ]
 
 PACKAGE: Final = "llm-openai-compatible"
@@ -107,93 +106,49 @@ RESERVED_HEADERS: Final = RESERVED_HEADER_NAMES
 """Header names the adapter sets itself; ``headers`` may not replace them."""
 
 
-class OpenAICompatConfigError(AdapterConfigError):
-    """A bad ``OpenAICompatAdapter`` option (a ``ValueError``).
-
-    Args:
-        key: The config key, as in YAML (``baseURL``, ``models[0].maxTokens``).
-        detail: What is wrong, as the rest of a sentence after the key.
-    """
-
-    package = PACKAGE
-
-
-@attrs.frozen(kw_only=True)
-class OpenAICompatModel:
-    """One advertised model (config key ``models[]``), checked on construction
-    (``OpenAICompatConfigError`` keyed by the field's config key)."""
-
-    config_error: ClassVar[type[AdapterConfigError]] = OpenAICompatConfigError
-
-    id: str = attrs.field(validator=check_non_empty_str)
-    """The wire model id."""
-    name: str | None = attrs.field(
-        default=None, validator=attrs.validators.optional(check_non_empty_str)
-    )
-    """Display name (default: the id)."""
-    description: str | None = attrs.field(default=None, validator=check_optional_str)
-    """What sets it apart."""
-    context_window: int | None = attrs.field(
-        default=None, validator=attrs.validators.optional(check_safe_positive_int)
-    )
-    """Its context window in tokens, when known (at most 2**53 - 1)."""
-    max_tokens: int | None = attrs.field(
-        default=None, validator=attrs.validators.optional(check_safe_positive_int)
-    )
-    """Its output cap, sent when a request names none."""
-
-    input_modalities: tuple[str, ...] = input_modalities_field()
-    """Accepted inputs (config key ``inputModalities``): ``("text",)`` or
-    ``("text", "image")``. With ``image``, images are sent as ``image_url`` data
-    URLs read from ``adapter.attachments``; a text-only model refuses them
-    (``UNSUPPORTED_CONTENT``)."""
-
-
-ModelSpec = str | Mapping[str, Any] | OpenAICompatModel
+ModelSpec = str | Mapping[str, Any] | CatalogModel
 """One ``models`` entry: an id, a config mapping or a model value."""
 
 
-def _catalog(models: object) -> tuple[OpenAICompatModel, ...]:
-    return model_catalog(models, OpenAICompatModel, OpenAICompatConfigError)
+def _catalog(models: object) -> tuple[CatalogModel, ...]:
+    return model_catalog(models, CatalogModel, package=PACKAGE)
+
+
+def _refuse(key: str, detail: str) -> AdapterConfigError:
+    return AdapterConfigError(key, detail, package=PACKAGE)
 
 
 def _headers(value: object) -> dict[str, str]:
     if value is None:
         return {}
     if not isinstance(value, Mapping):
-        raise OpenAICompatConfigError(
-            "headers", "must be a mapping of header names to values"
-        )
+        raise _refuse("headers", "must be a mapping of header names to values")
     checked: dict[str, str] = {}
     seen: set[str] = set()
     for name, text in value.items():
         if not isinstance(name, str) or not is_header_name(name):
-            raise OpenAICompatConfigError(
-                "headers", "has a name that is not a valid HTTP header name"
-            )
+            raise _refuse("headers", "has a name that is not a valid HTTP header name")
         where = f"headers.{name}"
         lower = name.lower()
         if lower in RESERVED_HEADERS:
-            raise OpenAICompatConfigError(
+            raise _refuse(
                 where,
                 "is set by the adapter and cannot be replaced (the user-agent "
                 "carries the attribution every request keeps)",
             )
         if not isinstance(text, str):
-            raise OpenAICompatConfigError(where, "must be a string")
+            raise _refuse(where, "must be a string")
         if not is_header_value(text):
-            raise OpenAICompatConfigError(
+            raise _refuse(
                 where,
                 "must be printable ASCII without leading or trailing whitespace, "
                 "line breaks or control characters",
             )
         if lower in seen:
-            raise OpenAICompatConfigError(
-                where, "is given twice (header names are case-insensitive)"
-            )
+            raise _refuse(where, "is given twice (header names are case-insensitive)")
         seen.add(lower)
         # Kept as written, so an error about a name (the authorization conflict
-        # ``_setup`` finds) names the key the composition spells.
+        # the endpoint hook finds) names the key the composition spells.
         checked[name] = text
     return checked
 
@@ -202,15 +157,11 @@ def _efforts(value: object) -> tuple[str, ...] | None:
     if value is None:
         return None
     if isinstance(value, str) or not isinstance(value, Sequence) or not value:
-        raise OpenAICompatConfigError(
-            "reasoningEfforts", "must be a non-empty list of effort ids"
-        )
+        raise _refuse("reasoningEfforts", "must be a non-empty list of effort ids")
     if any(not isinstance(effort, str) or effort == "" for effort in value):
-        raise OpenAICompatConfigError(
-            "reasoningEfforts", "must contain only non-empty strings"
-        )
+        raise _refuse("reasoningEfforts", "must contain only non-empty strings")
     if len(set(value)) != len(value):
-        raise OpenAICompatConfigError("reasoningEfforts", "must not contain duplicates")
+        raise _refuse("reasoningEfforts", "must not contain duplicates")
     return tuple(value)
 
 
@@ -222,7 +173,7 @@ def _check_display_name(
 
 
 def _base_url(value: object) -> str:
-    return api_root_url(value, error=OpenAICompatConfigError)
+    return api_root_url(value, package=PACKAGE, endpoint=CHAT_COMPLETIONS_PATH)
 
 
 def _raw() -> dict[str, Any]:
@@ -236,12 +187,12 @@ class OpenAICompatConfig(AdapterConfig):
     ``llm-openai-compatible`` plugin structures its YAML entry into it (camelCase
     keys: ``baseURL``, ``apiKeyEnv``, ``maxTokensField``...). Every field is
     checked (and normalised: the base URL loses its trailing slash, models become
-    ``OpenAICompatModel`` values; header names stay as written and are sent
-    lower-cased) on construction:
-    a bad value raises ``OpenAICompatConfigError`` keyed by its config key and
-    never echoing a header value. A config never holds a key."""
+    ``CatalogModel`` values; header names stay as written and are sent
+    lower-cased) on construction: a bad value raises ``AdapterConfigError``
+    keyed by its config key and never echoing a header value. A config never
+    holds a key."""
 
-    config_error = OpenAICompatConfigError
+    package = PACKAGE
     default_stream_idle_timeout_ms = DEFAULT_STREAM_IDLE_TIMEOUT_MS
     default_stream_keepalive_timeout_ms = DEFAULT_KEEPALIVE_TIMEOUT_MS
 
@@ -265,7 +216,7 @@ class OpenAICompatConfig(AdapterConfig):
         default=DEFAULT_DISPLAY_NAME, validator=_check_display_name
     )
     """The provider name in messages and ``provider_info``."""
-    models: tuple[OpenAICompatModel, ...] = attrs.field(
+    models: tuple[CatalogModel, ...] = attrs.field(
         default=None, converter=_catalog, hash=False, metadata=_raw()
     )
     """The advertised catalog (``ModelSpec`` entries; default: none)."""
@@ -300,17 +251,132 @@ class OpenAICompatConfig(AdapterConfig):
     never)."""
 
 
-class OpenAICompatAdapter(ChatCompletionsAdapter[OpenAICompatConfig]):
+def _endpoint(
+    config: OpenAICompatConfig, *, explicit_key: bool, environ: Mapping[str, str]
+) -> Endpoint[WireProfile]:
+    """The config's root and display name, and its ``WireProfile`` (with the
+    configured ``headers``).
+
+    Raises:
+        AdapterConfigError: keyed ``apiKey`` for a key given both ways, keyed
+            ``headers.<name>`` for an ``authorization`` header beside a key.
+    """
+    if explicit_key and config.api_key_env is not None:
+        raise _refuse(
+            "apiKey", "and apiKeyEnv cannot both be set; give the key one way"
+        )
+    authorization = next(
+        (name for name in config.headers if name.lower() == "authorization"), None
+    )
+    if authorization is not None and (explicit_key or config.api_key_env is not None):
+        raise _refuse(
+            f"headers.{authorization}",
+            "conflicts with apiKey/apiKeyEnv: give the key one way",
+        )
+    return Endpoint(
+        base_url=config.base_url,
+        display_name=config.display_name,
+        profile=WireProfile(
+            provider=config.display_name,
+            reasoning_passback_field=config.reasoning_passback_field,
+            include_usage=config.include_usage,
+            max_tokens_field=config.max_tokens_field,
+            response_format_style=config.response_format_style,
+            headers=config.headers,
+        ),
+    )
+
+
+def model_info(
+    config: OpenAICompatConfig,
+    endpoint: Endpoint[WireProfile],
+    provider: str,
+    model: str,
+) -> LlmResolvedModelInfo:
+    """``resolve_model``'s answer: the entry's context window and output cap (none
+    for an unlisted id) and the configured ``reasoning_efforts``."""
+    entry = catalog_entry(config.models, model)
+    efforts = config.reasoning_efforts
+    return resolved_model_info(
+        provider,
+        model,
+        entry,
+        context_window=entry.context_window if entry else None,
+        default_max_tokens=entry.max_tokens if entry else None,
+        reasoning=None
+        if efforts is None
+        else LlmModelReasoningInfo(
+            efforts=tuple(
+                LlmReasoningEffortInfo(id=effort, name=effort) for effort in efforts
+            )
+        ),
+    )
+
+
+def _request(call: WireCall[OpenAICompatConfig, WireProfile]) -> WireRequest:
+    options, config = call.options, call.config
+    profile = call.endpoint.profile
+    entry = catalog_entry(config.models, options.model)
+    call.check_images(entry)  # before the effort check
+    extra: dict[str, Any] = {}
+    effort = options.reasoning_effort
+    if effort is not None:
+        efforts = config.reasoning_efforts
+        if efforts is None or effort not in efforts:
+            raise LlmError(
+                f"{profile.provider} adapter does not support reasoning "
+                f'effort "{effort}" (list it in reasoning_efforts to send it)',
+                ErrorCode.UNSUPPORTED_REASONING_EFFORT,
+            )
+        extra["reasoning_effort"] = effort
+    max_tokens = options.max_tokens
+    if max_tokens is None:
+        max_tokens = entry.max_tokens if entry else None
+    body = build_body(
+        options,
+        profile=profile,
+        max_tokens=max_tokens,
+        extra=extra,
+        attachments=call.attachments,
+    )
+    routing: dict[str, str] = {}
+    if options.session_id is not None:
+        routing[SESSION_ID_HEADER] = session_id_value(options, profile=profile)
+    if options.purpose is not None:
+        routing[PURPOSE_HEADER] = options.purpose
+    return chat_request(call, body, routing=routing, key=call.key())
+
+
+def _describe(config: OpenAICompatConfig, endpoint: Endpoint[WireProfile]) -> str:
+    names = tuple(name.lower() for name in config.headers)
+    return f", headers={names!r}" if names else ""
+
+
+FAMILY: Final = WireFamily(
+    name="openai-compatible",
+    config_class=OpenAICompatConfig,
+    endpoint=_endpoint,
+    request=_request,
+    translator=chat_translator,
+    model_info=model_info,
+    decoder=chat_decoder,
+    describe=_describe,
+)
+"""Any OpenAI-compatible chat-completions server, as a wire family."""
+
+
+class OpenAICompatAdapter(WireAdapter[OpenAICompatConfig]):
     """Streams chat completions from an OpenAI-compatible server (see the module
     docstring).
 
     The keyword arguments besides ``api_key`` and ``environ`` are
     ``OpenAICompatConfig``'s fields (``api_key_env``, ``headers``,
     ``display_name``, ``models``, ``include_usage``, ``max_tokens_field``,
-    ``reasoning_efforts``, ``reasoning_passback_field``, the three stream
-    timeouts, ``retry_policy``, ``pool_maxsize``, ``empty_response_as_stop``) and
-    build one with ``base_url``; ``OpenAICompatAdapter.from_config(config)`` takes
-    one built elsewhere.
+    ``response_format_style``, ``reasoning_efforts``,
+    ``reasoning_passback_field``, the three stream timeouts, ``retry_policy``,
+    ``pool_maxsize``, ``empty_response_as_stop``) and build one with
+    ``base_url``; ``OpenAICompatAdapter.from_config(config)`` takes one built
+    elsewhere.
 
     Args:
         base_url: The API root, e.g. ``http://127.0.0.1:8080/v1``.
@@ -320,13 +386,12 @@ class OpenAICompatAdapter(ChatCompletionsAdapter[OpenAICompatConfig]):
         **options: ``OpenAICompatConfig`` fields.
 
     Raises:
-        OpenAICompatConfigError: for an invalid option (a ``ValueError``).
+        AdapterConfigError: for an invalid option (a ``ValueError``).
         TypeError: for a keyword that is not an ``OpenAICompatConfig`` field.
         LlmError: ``INVALID_CREDENTIAL`` for an explicit key no header can carry.
     """
 
-    _package = PACKAGE
-    config_class = OpenAICompatConfig
+    family = FAMILY
 
     def __init__(
         self,
@@ -340,139 +405,3 @@ class OpenAICompatAdapter(ChatCompletionsAdapter[OpenAICompatConfig]):
             OpenAICompatConfig, {"base_url": base_url, **options}
         )
         self._setup(config, api_key=api_key, environ=environ)
-
-    def _configure(
-        self,
-        config: OpenAICompatConfig,
-        *,
-        api_key: str | Secret | None,
-        environ: Mapping[str, str] | None,
-    ) -> None:
-        if api_key is not None and config.api_key_env is not None:
-            raise OpenAICompatConfigError(
-                "apiKey", "and apiKeyEnv cannot both be set; give the key one way"
-            )
-        authorization = next(
-            (name for name in config.headers if name.lower() == "authorization"), None
-        )
-        if authorization is not None and (
-            api_key is not None or config.api_key_env is not None
-        ):
-            raise OpenAICompatConfigError(
-                f"headers.{authorization}",
-                "conflicts with apiKey/apiKeyEnv: give the key one way",
-            )
-        self._base_url = config.base_url
-        self._profile = WireProfile(
-            provider=config.display_name,
-            reasoning_passback_field=config.reasoning_passback_field,
-            include_usage=config.include_usage,
-            max_tokens_field=config.max_tokens_field,
-            response_format_style=config.response_format_style,
-        )
-        self._request_headers = stream_headers(extra=config.headers)
-
-    # -- metadata --------------------------------------------------------------------
-
-    @property
-    def display_name(self) -> str:
-        """The provider name used in messages."""
-        return self._profile.provider
-
-    def _model_info(
-        self, snapshot: OpenAICompatConfig, provider: str, model: str
-    ) -> LlmResolvedModelInfo:
-        entry = catalog_entry(snapshot.models, model)
-        efforts = snapshot.reasoning_efforts
-        return resolved_model_info(
-            provider,
-            model,
-            entry,
-            context_window=entry.context_window if entry else None,
-            default_max_tokens=entry.max_tokens if entry else None,
-            reasoning=None
-            if efforts is None
-            else LlmModelReasoningInfo(
-                efforts=tuple(
-                    LlmReasoningEffortInfo(id=effort, name=effort) for effort in efforts
-                )
-            ),
-        )
-
-    # -- streaming -------------------------------------------------------------------
-
-    def _stream(
-        self, options: GenerateOptions, snapshot: OpenAICompatConfig
-    ) -> Iterator[StreamChunk]:
-        body = self._body(options, snapshot)
-        headers = self._call_headers(options)
-        key = self._request_key(snapshot.api_key_env, route=options.provider)
-        yield from stream_completion(
-            self._session,
-            snapshot,
-            profile=self._profile,
-            base_url=snapshot.base_url,
-            body=body,
-            headers=request_headers(
-                headers,
-                options,
-                profile=self._profile,
-                has_key=key is not None,
-            ),
-            key=key,
-            signal=options.signal,
-        )
-
-    def _call_headers(self, options: GenerateOptions) -> Mapping[str, str]:
-        """The request headers, with this call's routing hints."""
-        if options.session_id is None and options.purpose is None:
-            return self._request_headers
-        headers = dict(self._request_headers)
-        if options.session_id is not None:
-            if not is_header_value(options.session_id):
-                raise LlmError(
-                    f"{self._profile.provider} session_id must be printable ASCII "
-                    "without leading or trailing whitespace: it travels as a header",
-                    ErrorCode.INVALID_REQUEST,
-                )
-            headers[SESSION_ID_HEADER] = options.session_id
-        if options.purpose is not None:
-            headers[PURPOSE_HEADER] = options.purpose
-        return headers
-
-    def _body(
-        self, options: GenerateOptions, snapshot: OpenAICompatConfig
-    ) -> dict[str, Any]:
-        entry = catalog_entry(snapshot.models, options.model)
-        self._check_image_input(options, entry)  # before the effort check
-        extra: dict[str, Any] = {}
-        effort = options.reasoning_effort
-        if effort is not None:
-            efforts = snapshot.reasoning_efforts
-            if efforts is None or effort not in efforts:
-                raise LlmError(
-                    f"{self._profile.provider} adapter does not support reasoning "
-                    f'effort "{effort}" (list it in reasoning_efforts to send it)',
-                    ErrorCode.UNSUPPORTED_REASONING_EFFORT,
-                )
-            extra["reasoning_effort"] = effort
-        max_tokens = options.max_tokens
-        if max_tokens is None:
-            max_tokens = entry.max_tokens if entry else None
-        return build_body(
-            options,
-            profile=self._profile,
-            max_tokens=max_tokens,
-            extra=extra,
-            attachments=self.attachments,
-        )
-
-    def __repr__(self) -> str:
-        settings = self._config
-        key = self._key_repr(settings.api_key_env)
-        names = tuple(name.lower() for name in settings.headers)
-        shown = f", headers={names!r}" if names else ""
-        return (
-            f"OpenAICompatAdapter(base_url={redact_url(settings.base_url)!r}, "
-            f"{key}{shown})"
-        )

@@ -42,7 +42,6 @@ from dsh_llm.adapter import (
     LlmReasoningEffortInfo,
     LlmResolvedModelInfo,
 )
-from dsh_llm.adapters._chat.request import encode_body
 from dsh_llm.adapters._responses.profiles import (
     PROFILES,
     ResponsesProfile,
@@ -50,6 +49,7 @@ from dsh_llm.adapters._responses.profiles import (
 )
 from dsh_llm.adapters._responses.request import build_responses_request
 from dsh_llm.adapters._responses.translate import ResponsesTranslator
+from dsh_llm.adapters._wire.adapter import encode_body
 from dsh_llm.adapters.common import (
     AdapterConfig,
     AdapterConfigError,

@@ -40,7 +40,7 @@ def apply(ctx: PluginContext, config: DeepSeekConfig | None) -> None:
     """Register ``DeepSeekAdapter`` for ``deepseek-official``.
 
     Raises:
-        DeepSeekConfigError: a ``PluginConfigError`` keyed ``baseURL`` for a bad
+        AdapterConfigError: a ``PluginConfigError`` keyed ``baseURL`` for a bad
             ``DEEPSEEK_BASE_URL``.
     """
     adapter = DeepSeekAdapter.from_config(

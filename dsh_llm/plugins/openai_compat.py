@@ -32,7 +32,7 @@ from typing import Any, Final
 
 import attrs
 
-from dsh_llm.adapters.common import adapter_field_order
+from dsh_llm.adapters._wire.config import adapter_field_order
 from dsh_llm.adapters.openai_compat import OpenAICompatAdapter, OpenAICompatConfig
 from dsh_llm.credentials import Secret, normalize_api_key
 from dsh_llm.plugins import PluginContext

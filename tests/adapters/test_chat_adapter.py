@@ -1,9 +1,10 @@
-"""What the chat-completions adapters share (dsh_llm.adapters._chat.base): one
-rule for the API root, whichever adapter and wherever the URL comes from, and the
-keyed config errors of the timeouts and the retry policy in both config classes."""
+"""What the chat-completions families share (dsh_llm.adapters.chat): one rule for
+the API root, whichever adapter and wherever the URL comes from, and the keyed
+config errors of the timeouts and the retry policy in both config classes."""
 
 from __future__ import annotations
 
+import importlib
 import math
 import pickle
 import traceback
@@ -13,24 +14,25 @@ from typing import Any
 
 import pytest
 
-from dsh_llm.adapters._chat.base import (
-    api_root_url,
-    chat_completions_url,
-)
-from dsh_llm.adapters.common import (
+from dsh_llm.adapters import (
     AdapterConfigError,
+    WireAdapter,
+    api_root_url,
+    endpoint_url,
 )
+from dsh_llm.adapters import deepseek as deepseek_module
+from dsh_llm.adapters import openai_compat as openai_compat_module
+from dsh_llm.adapters.chat.request import CHAT_COMPLETIONS_PATH, WireProfile
 from dsh_llm.adapters.deepseek import (
     DeepSeekAdapter,
     DeepSeekConfig,
-    DeepSeekConfigError,
     resolve_base_url,
 )
 from dsh_llm.adapters.openai_compat import (
     OpenAICompatAdapter,
     OpenAICompatConfig,
-    OpenAICompatConfigError,
 )
+from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.plugins import PluginContext, PluginLoadError, load_composition
 from dsh_llm.plugins import deepseek as deepseek_plugin
 from dsh_llm.protocol import GenerateOptions, create_user_message
@@ -42,8 +44,11 @@ from dsh_llm.validator import validate_stream
 from .chat_chunks import FIRST, finish, text
 
 
-class _Error(AdapterConfigError):
-    package = "pkg"
+def _root(value: object, source: str | None = None) -> str:
+    """The shared rule for a chat-completions root, for a package "pkg"."""
+    return api_root_url(
+        value, package="pkg", source=source, endpoint=CHAT_COMPLETIONS_PATH
+    )
 
 
 # Each refused root, and the words its message must hold. The password "pw-9z"
@@ -67,8 +72,8 @@ REFUSED_ROOTS: list[tuple[object, str]] = [
 
 @pytest.mark.parametrize(("value", "detail"), REFUSED_ROOTS)
 def test_a_bad_root_is_refused_keyed_base_url_without_echoing_it(value, detail):
-    with pytest.raises(_Error) as caught:
-        api_root_url(value, error=_Error)
+    with pytest.raises(AdapterConfigError) as caught:
+        _root(value)
     error = caught.value
     assert error.key == "baseURL"
     assert error.detail.startswith(detail)
@@ -79,8 +84,8 @@ def test_a_bad_root_is_refused_keyed_base_url_without_echoing_it(value, detail):
 
 
 def test_the_source_of_a_root_is_named_in_the_detail():
-    with pytest.raises(_Error) as caught:
-        api_root_url("ftp://h", error=_Error, source="MY_BASE_URL")
+    with pytest.raises(AdapterConfigError) as caught:
+        _root("ftp://h", source="MY_BASE_URL")
     assert caught.value.key == "baseURL"
     assert caught.value.detail == (
         "must be an http:// or https:// URL (read from MY_BASE_URL)"
@@ -108,25 +113,25 @@ def test_the_source_of_a_root_is_named_in_the_detail():
     ],
 )
 def test_a_root_loses_its_trailing_slash_and_keeps_its_query(value, root, endpoint):
-    assert api_root_url(value, error=_Error) == root
-    assert chat_completions_url(root) == endpoint
+    assert _root(value) == root
+    assert endpoint_url(root, CHAT_COMPLETIONS_PATH) == endpoint
 
 
 def _openai_error(value: object) -> AdapterConfigError:
-    with pytest.raises(OpenAICompatConfigError) as caught:
+    with pytest.raises(AdapterConfigError) as caught:
         OpenAICompatAdapter(value)  # type: ignore[arg-type]
     return caught.value
 
 
 def _deepseek_argument_error(value: object) -> AdapterConfigError:
-    with pytest.raises(DeepSeekConfigError) as caught:
+    with pytest.raises(AdapterConfigError) as caught:
         DeepSeekAdapter(base_url=value, environ={})  # type: ignore[arg-type]
     return caught.value
 
 
 def _deepseek_environment_error(value: object) -> AdapterConfigError:
     assert isinstance(value, str)
-    with pytest.raises(DeepSeekConfigError) as caught:
+    with pytest.raises(AdapterConfigError) as caught:
         DeepSeekAdapter(environ={"DEEPSEEK_BASE_URL": value})
     return caught.value
 
@@ -189,8 +194,8 @@ def test_an_empty_deepseek_base_url_variable_counts_as_unset():
 
 
 def api_root_error(value: object) -> AdapterConfigError:
-    with pytest.raises(_Error) as caught:
-        api_root_url(value, error=_Error)
+    with pytest.raises(AdapterConfigError) as caught:
+        _root(value)
     return caught.value
 
 
@@ -288,18 +293,17 @@ def test_the_deepseek_plugin_reads_the_base_url_from_its_context_environment():
 # --- timeouts and retry policies ------------------------------------------------------
 
 # Each adapter's one config class, built as its constructor builds it, and the
-# error class it raises.
-_CONFIGS: list[tuple[Callable[..., object], type[AdapterConfigError], str]] = [
-    (DeepSeekConfig, DeepSeekConfigError, "llm-deepseek"),
+# package its errors name.
+_CONFIGS: list[tuple[Callable[..., object], str]] = [
+    (DeepSeekConfig, "llm-deepseek"),
     (
         lambda **kw: OpenAICompatConfig(base_url="http://h/v1", **kw),
-        OpenAICompatConfigError,
         "llm-openai-compatible",
     ),
 ]
 
 
-@pytest.mark.parametrize(("build", "error_cls", "package"), _CONFIGS)
+@pytest.mark.parametrize(("build", "package"), _CONFIGS)
 @pytest.mark.parametrize(
     ("field", "value", "key"),
     [
@@ -312,10 +316,8 @@ _CONFIGS: list[tuple[Callable[..., object], type[AdapterConfigError], str]] = [
         ("total_timeout_ms", math.nan, "totalTimeoutMs"),
     ],
 )
-def test_a_bad_timeout_is_keyed_by_its_config_key(
-    build, error_cls, package, field, value, key
-):
-    with pytest.raises(error_cls) as caught:
+def test_a_bad_timeout_is_keyed_by_its_config_key(build, package, field, value, key):
+    with pytest.raises(AdapterConfigError) as caught:
         build(**{field: value})
     assert caught.value.key == key
     assert caught.value.detail == (
@@ -324,8 +326,8 @@ def test_a_bad_timeout_is_keyed_by_its_config_key(
     assert str(caught.value) == f"{package}: {key} {caught.value.detail}"
 
 
-@pytest.mark.parametrize(("build", "error_cls", "package"), _CONFIGS)
-def test_the_optional_timeouts_may_be_unbounded(build, error_cls, package):
+@pytest.mark.parametrize(("build", "package"), _CONFIGS)
+def test_the_optional_timeouts_may_be_unbounded(build, package):
     config: Any = build(
         stream_idle_timeout_ms=1,
         stream_keepalive_timeout_ms=None,
@@ -337,7 +339,7 @@ def test_the_optional_timeouts_may_be_unbounded(build, error_cls, package):
     )
 
 
-@pytest.mark.parametrize(("build", "error_cls", "package"), _CONFIGS)
+@pytest.mark.parametrize(("build", "package"), _CONFIGS)
 @pytest.mark.parametrize(
     ("value", "key", "detail"),
     [
@@ -365,9 +367,9 @@ def test_the_optional_timeouts_may_be_unbounded(build, error_cls, package):
     ],
 )
 def test_a_bad_retry_policy_is_keyed_by_its_key_path(
-    build, error_cls, package, value, key, detail
+    build, package, value, key, detail
 ):
-    with pytest.raises(error_cls) as caught:
+    with pytest.raises(AdapterConfigError) as caught:
         build(retry_policy=value)
     assert caught.value.key == key
     assert detail in caught.value.detail
@@ -378,8 +380,12 @@ def test_a_bad_retry_policy_is_keyed_by_its_key_path(
 
 def test_adapter_config_errors_survive_pickling():
     for error in (
-        DeepSeekConfigError("maxTokens", "must be a positive safe integer"),
-        OpenAICompatConfigError("baseURL", "must be a string"),
+        AdapterConfigError(
+            "maxTokens", "must be a positive safe integer", package="llm-deepseek"
+        ),
+        AdapterConfigError(
+            "baseURL", "must be a string", package="llm-openai-compatible"
+        ),
     ):
         clone = pickle.loads(pickle.dumps(error))
         assert type(clone) is type(error)
@@ -399,3 +405,99 @@ def test_the_resolved_deepseek_root_is_normalised():
     )
     with DeepSeekAdapter(environ={"DEEPSEEK_BASE_URL": "https://gw.test/v1/"}) as a:
         assert a.base_url == "https://gw.test/v1"
+
+
+# --- the two families on one wire -----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("cls", "config_class", "config"),
+    [
+        (DeepSeekAdapter, DeepSeekConfig, DeepSeekConfig()),
+        (
+            OpenAICompatAdapter,
+            OpenAICompatConfig,
+            OpenAICompatConfig(base_url="http://h/v1"),
+        ),
+    ],
+)
+def test_each_adapter_is_the_wire_adapter_with_its_family(cls, config_class, config):
+    assert issubclass(cls, WireAdapter)
+    assert cls.family.config_class is config_class
+    with cls.from_config(config, environ={}) as adapter:
+        assert adapter.config is config
+        assert isinstance(adapter.endpoint.profile, WireProfile)
+        assert adapter.endpoint.profile.provider == adapter.display_name
+    other = (
+        OpenAICompatConfig(base_url="http://h/v1")
+        if cls is DeepSeekAdapter
+        else DeepSeekConfig()
+    )
+    with pytest.raises(TypeError, match=f"config must be an? {config_class.__name__}"):
+        cls.from_config(other)
+
+
+def test_the_server_profile_and_headers_of_an_openai_compatible_endpoint():
+    with OpenAICompatAdapter(
+        "http://h/v1",
+        display_name="vLLM box",
+        headers={"X-Team": "a"},
+        include_usage=False,
+        max_tokens_field="max_completion_tokens",
+        response_format_style="json_object",
+        reasoning_passback_field="reasoning",
+    ) as adapter:
+        endpoint = adapter.endpoint
+    assert (endpoint.base_url, endpoint.display_name) == ("http://h/v1", "vLLM box")
+    assert endpoint.profile == WireProfile(
+        provider="vLLM box",
+        reasoning_passback_field="reasoning",
+        include_usage=False,
+        max_tokens_field="max_completion_tokens",
+        response_format_style="json_object",
+        headers={"X-Team": "a"},
+    )
+
+
+def test_the_chat_wire_modules_list_no_names_and_encode_no_body():
+    for name in ("request", "translate", "finish", "images"):
+        module = importlib.import_module(f"dsh_llm.adapters.chat.{name}")
+        assert not hasattr(module, "__all__"), name
+        assert not hasattr(module, "encode_body"), name
+    assert not hasattr(importlib.import_module("dsh_llm.adapters.chat"), "__all__")
+    for module in (deepseek_module, openai_compat_module):
+        assert all(hasattr(module, name) for name in module.__all__)
+        assert module.FAMILY in (DeepSeekAdapter.family, OpenAICompatAdapter.family)
+
+
+def _refusal(adapter: Any, **fields: Any) -> LlmError:
+    options = GenerateOptions(
+        provider="deepseek-official",
+        model="m",
+        messages=(create_user_message("hi"),),
+        **fields,
+    )
+    with adapter, pytest.raises(LlmError) as caught:
+        next(iter(adapter.stream(options)))
+    return caught.value
+
+
+@pytest.mark.parametrize(
+    ("adapter", "provider"),
+    [
+        (lambda: DeepSeekAdapter("k", base_url="http://127.0.0.1:1"), "DeepSeek"),
+        (
+            lambda: OpenAICompatAdapter("http://127.0.0.1:1", display_name="Box"),
+            "Box",
+        ),
+    ],
+)
+def test_a_session_id_no_header_can_carry_is_refused_naming_the_provider(
+    adapter, provider
+):
+    error = _refusal(adapter(), session_id="s 1\n")
+    assert error.code == ErrorCode.INVALID_REQUEST
+    assert error.message == (
+        f"{provider} session_id must be printable ASCII without leading or "
+        "trailing whitespace: it travels as a header"
+    )

@@ -12,8 +12,9 @@ from typing import Any
 import pytest
 import responses
 
+from dsh_llm.adapters import AdapterConfigError
 from dsh_llm.adapters.deepseek import DeepSeekAdapter
-from dsh_llm.adapters.openai_compat import OpenAICompatAdapter, OpenAICompatConfigError
+from dsh_llm.adapters.openai_compat import OpenAICompatAdapter
 from dsh_llm.assembler import collect
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import GenerateOptions, ResponseFormat
@@ -209,6 +210,6 @@ def test_the_recorded_structured_answer_parses_against_its_schema():
 
 
 def test_a_bad_response_format_style_is_refused_keyed():
-    with pytest.raises(OpenAICompatConfigError) as caught:
+    with pytest.raises(AdapterConfigError) as caught:
         OpenAICompatAdapter(LOCAL, response_format_style="grammar")
     assert caught.value.key == "responseFormatStyle"

@@ -11,14 +11,13 @@ import pytest
 import dsh_llm
 import dsh_llm.adapters
 from dsh_llm.adapter import LlmProviderInfo
+from dsh_llm.adapters import AdapterConfigError, CatalogModel
 from dsh_llm.adapters.deepseek import (
     DEFAULT_MODELS,
     PROVIDER_ROUTE,
     PUBLIC_BASE_URL,
     DeepSeekAdapter,
     DeepSeekConfig,
-    DeepSeekConfigError,
-    DeepSeekModel,
     resolve_base_url,
 )
 from dsh_llm.config import ConfigError
@@ -87,16 +86,16 @@ def test_disabled_thinking_publishes_only_off():
 @pytest.mark.parametrize("effort", ["low", "high", "max"])
 def test_disabled_thinking_with_another_effort_fails_to_load(effort):
     with pytest.raises(
-        DeepSeekConfigError, match='only reasoningEffort "off" can be configured'
+        AdapterConfigError, match='only reasoningEffort "off" can be configured'
     ):
         DeepSeekConfig(thinking="disabled", reasoning_effort=effort)
-    with pytest.raises(DeepSeekConfigError, match="reasoningEffort"):
+    with pytest.raises(AdapterConfigError, match="reasoningEffort"):
         DeepSeekAdapter(thinking="disabled", reasoning_effort=effort, environ={})
 
 
 def test_configured_models_are_advertised_but_any_id_resolves():
     models = [
-        DeepSeekModel(
+        CatalogModel(
             id="m1", context_window=64_000, max_tokens=8_000, description="small"
         )
     ]
@@ -132,9 +131,10 @@ SAFE = "must be a positive integer no greater than 9007199254740991"
         ({"id": 3}, "id", NON_EMPTY),
         ({"id": "a", "name": ""}, "name", NON_EMPTY),
         ({"id": "a", "description": 3}, "description", "must be a string"),
-        ({"id": "a", "context_window": 0}, "contextWindow", POSITIVE),
-        ({"id": "a", "context_window": 1.5}, "contextWindow", POSITIVE),
-        ({"id": "a", "context_window": True}, "contextWindow", POSITIVE),
+        ({"id": "a", "context_window": 0}, "contextWindow", SAFE),
+        ({"id": "a", "context_window": 1.5}, "contextWindow", SAFE),
+        ({"id": "a", "context_window": True}, "contextWindow", SAFE),
+        ({"id": "a", "context_window": 2**53}, "contextWindow", SAFE),
         ({"id": "a", "max_tokens": 0}, "maxTokens", SAFE),
         ({"id": "a", "max_tokens": 1.5}, "maxTokens", SAFE),
         ({"id": "a", "max_tokens": 2**53}, "maxTokens", SAFE),
@@ -152,19 +152,21 @@ SAFE = "must be a positive integer no greater than 9007199254740991"
     ],
 )
 def test_a_model_built_directly_is_checked_keyed_by_its_field(fields, key, detail):
-    with pytest.raises(DeepSeekConfigError) as caught:
-        DeepSeekModel(**fields)
+    with pytest.raises(AdapterConfigError) as caught:
+        CatalogModel(**fields)
     error = caught.value
     assert (error.key, error.detail) == (key, detail)
-    assert str(error) == f"llm-deepseek: {key} {detail}"
+    # The shared catalog model belongs to no package (a config's catalog errors
+    # name the config's package and the entry's index).
+    assert str(error) == f"{key} {detail}"
 
 
 def test_a_model_list_entry_is_keyed_by_its_index_from_python_and_yaml(
     tmp_path: Path,
 ):
     # Built directly, the model knows no index; from YAML the key path has one.
-    with pytest.raises(DeepSeekConfigError) as caught:
-        DeepSeekModel(id="")
+    with pytest.raises(AdapterConfigError) as caught:
+        CatalogModel(id="")
     assert caught.value.key == "id"
     path = tmp_path / "dsh.yml"
     path.write_text(
@@ -185,14 +187,14 @@ def test_a_model_list_entry_is_keyed_by_its_index_from_python_and_yaml(
         ((3,), "models[0]", "must be a model id or a mapping, got int"),
         (({"id": "a", "bogus": 1},), "models[0].bogus", "is not a known key"),
         (
-            (DeepSeekModel(id="a"), DeepSeekModel(id="a")),
+            (CatalogModel(id="a"), CatalogModel(id="a")),
             "models[1].id",
             'repeats the model "a"',
         ),
     ],
 )
 def test_catalog_errors_are_keyed_by_the_entry(models, key, detail):
-    with pytest.raises(DeepSeekConfigError) as caught:
+    with pytest.raises(AdapterConfigError) as caught:
         DeepSeekConfig(models=models)
     assert caught.value.key == key
     assert caught.value.detail.startswith(detail)
@@ -236,7 +238,7 @@ def test_catalog_errors_are_keyed_by_the_entry(models, key, detail):
 def test_every_bad_value_is_a_config_error_keyed_by_its_config_key(
     field, value, key, detail
 ):
-    with pytest.raises(DeepSeekConfigError) as caught:
+    with pytest.raises(AdapterConfigError) as caught:
         DeepSeekConfig(**{field: value})
     error = caught.value
     assert isinstance(error, PluginConfigError)
@@ -258,7 +260,7 @@ def test_the_retry_policy_is_resolved_and_exposed():
         assert adapter.provider_retry_policy(PROVIDER_ROUTE) is policy
     with DeepSeekAdapter(environ={}) as adapter:
         assert adapter.provider_retry_policy(PROVIDER_ROUTE) == DEFAULT_RETRY_POLICY
-    with pytest.raises(DeepSeekConfigError, match="retryPolicy must be"):
+    with pytest.raises(AdapterConfigError, match="retryPolicy must be"):
         DeepSeekAdapter(retry_policy=42, environ={})
 
 
@@ -280,7 +282,7 @@ def test_from_config_takes_a_built_config():
         assert "api_key=***" in repr(adapter)
     with pytest.raises(TypeError, match="config must be a DeepSeekConfig"):
         DeepSeekAdapter.from_config({"maxTokens": 7})  # type: ignore[arg-type]
-    with pytest.raises(DeepSeekConfigError) as caught:
+    with pytest.raises(AdapterConfigError) as caught:
         DeepSeekAdapter.from_config(
             DeepSeekConfig(), environ={"DEEPSEEK_BASE_URL": "api.deepseek.com"}
         )
@@ -321,7 +323,7 @@ def test_config_reprs_hide_credentials_in_the_base_url():
         assert "pw-secret" not in shown
         assert "q-secret" not in shown
         assert "https://***@h.test/v1?api_key=***" in shown
-    with pytest.raises(DeepSeekConfigError) as caught:
+    with pytest.raises(AdapterConfigError) as caught:
         DeepSeekConfig(base_url="https://user:pw-secret@h.test/v1#frag")
     assert "pw-secret" not in str(caught.value)
 
@@ -391,7 +393,7 @@ def test_a_bad_config_registers_nothing():
     ctx = PluginContext(
         runtime, plugin_id="llm-deepseek", environ={"DEEPSEEK_BASE_URL": "x"}
     )
-    with pytest.raises(DeepSeekConfigError, match="baseURL"):
+    with pytest.raises(AdapterConfigError, match="baseURL"):
         deepseek_plugin.apply(ctx, None)
     assert runtime.list_providers() == ()
 
@@ -508,7 +510,7 @@ def test_through_the_runtime_a_disabled_deployment_refuses_high_without_a_reques
 
 
 def test_thinking_disabled_with_another_effort_is_keyed_reasoning_effort():
-    with pytest.raises(DeepSeekConfigError) as caught:
+    with pytest.raises(AdapterConfigError) as caught:
         DeepSeekConfig(thinking="disabled", reasoning_effort="max")
     assert caught.value.key == "reasoningEffort"
     assert caught.value.detail == (
@@ -518,10 +520,10 @@ def test_thinking_disabled_with_another_effort_is_keyed_reasoning_effort():
 
 
 def test_the_constructor_raises_the_same_keyed_error():
-    with pytest.raises(DeepSeekConfigError) as caught:
+    with pytest.raises(AdapterConfigError) as caught:
         DeepSeekAdapter(max_tokens=0, environ={})
     assert caught.value.key == "maxTokens"
-    with pytest.raises(DeepSeekConfigError) as caught:
+    with pytest.raises(AdapterConfigError) as caught:
         DeepSeekAdapter(retry_policy=42, environ={})
     assert caught.value.key == "retryPolicy"
 
@@ -529,7 +531,7 @@ def test_the_constructor_raises_the_same_keyed_error():
 def test_the_adapter_error_is_a_plugin_config_error_naming_the_package():
     with pytest.raises(PluginConfigError) as caught:
         DeepSeekConfig(max_tokens=0)
-    assert type(caught.value) is DeepSeekConfigError
+    assert type(caught.value) is AdapterConfigError
     assert caught.value.key == "maxTokens"
     assert str(caught.value) == f"llm-deepseek: maxTokens {SAFE}"
 

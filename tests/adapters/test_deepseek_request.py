@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 import responses
 
-from dsh_llm.adapters.deepseek import DeepSeekAdapter, DeepSeekModel
+from dsh_llm.adapters import CatalogModel
+from dsh_llm.adapters.deepseek import DeepSeekAdapter
 from dsh_llm.attribution import user_agent
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import (
@@ -220,7 +221,7 @@ def test_empty_tools_are_omitted(mocked):
 
 
 def test_max_tokens_defaults_to_the_model_cap_then_the_profile(mocked):
-    models = [DeepSeekModel(id="small", max_tokens=1000), DeepSeekModel(id="big")]
+    models = [CatalogModel(id="small", max_tokens=1000), CatalogModel(id="big")]
     _send(_adapter(models=models, max_tokens=9000), model="small")
     _send(_adapter(models=models, max_tokens=9000), model="big")
     _send(_adapter(), model="anything")

@@ -14,11 +14,10 @@ import attrs
 import pytest
 
 from dsh_llm.adapter import LlmProviderInfo
+from dsh_llm.adapters import AdapterConfigError, CatalogModel
 from dsh_llm.adapters.openai_compat import (
     OpenAICompatAdapter,
     OpenAICompatConfig,
-    OpenAICompatConfigError,
-    OpenAICompatModel,
 )
 from dsh_llm.credentials import Secret
 from dsh_llm.errors import ErrorCode, LlmError
@@ -36,9 +35,9 @@ from .chat_chunks import finish, text
 BASE = "http://127.0.0.1:8080/v1"
 
 
-def _config_error(**options: Any) -> OpenAICompatConfigError:
+def _config_error(**options: Any) -> AdapterConfigError:
     options.setdefault("base_url", BASE)
-    with pytest.raises(OpenAICompatConfigError) as caught:
+    with pytest.raises(AdapterConfigError) as caught:
         OpenAICompatAdapter(**options)
     return caught.value
 
@@ -101,7 +100,7 @@ def _config_error(**options: Any) -> OpenAICompatConfigError:
             "must be a positive integer no greater than 9007199254740991",
         ),
         (
-            {"models": [OpenAICompatModel(id="a"), {"id": "b", "name": 3}]},
+            {"models": [CatalogModel(id="a"), {"id": "b", "name": 3}]},
             "models[1].name",
             "must be a string or null, got an integer",
         ),
@@ -174,7 +173,7 @@ def test_bad_headers_are_refused_without_echoing_values(headers, key, detail):
     ],
 )
 def test_a_header_value_that_cannot_be_sent_unchanged_is_refused(value):
-    with pytest.raises(OpenAICompatConfigError) as caught:
+    with pytest.raises(AdapterConfigError) as caught:
         OpenAICompatAdapter(BASE, headers={"X-Api-Key": value})
     error = caught.value
     assert error.key == "headers.X-Api-Key"
@@ -234,8 +233,8 @@ def test_the_repr_never_shows_the_key_or_header_values():
     assert "hdr-secret" not in text_
     assert "pw" not in text_
     assert text_ == (
-        "OpenAICompatAdapter(base_url='http://***@gpu.test/v1', api_key=***, "
-        "headers=('x-api-key',))"
+        "OpenAICompatAdapter(base_url='http://***@gpu.test/v1', "
+        "headers=('x-api-key',), api_key=***)"
     )
     with OpenAICompatAdapter(
         BASE, api_key_env="MY_KEY", environ={"MY_KEY": "sk-e"}
@@ -263,7 +262,7 @@ def test_the_catalog_from_ids_mappings_and_values():
             "contextWindow": 32768,
             "maxTokens": 8192,
         },
-        OpenAICompatModel(id="gpt-x", description="hosted"),
+        CatalogModel(id="gpt-x", description="hosted"),
     ]
     with OpenAICompatAdapter(BASE, models=models, display_name="Lab vLLM") as adapter:
         listed = adapter.list_models("lab")
@@ -356,11 +355,13 @@ def test_the_retry_policy_is_resolved_and_exposed():
     ],
 )
 def test_model_values_check_their_fields(fields, key, detail):
-    with pytest.raises(OpenAICompatConfigError) as caught:
-        OpenAICompatModel(**fields)
+    with pytest.raises(AdapterConfigError) as caught:
+        CatalogModel(**fields)
     assert (caught.value.key, caught.value.detail) == (key, detail)
-    assert str(caught.value) == f"llm-openai-compatible: {key} {detail}"
-    assert OpenAICompatModel(id="a").input_modalities == ("text",)
+    # The shared catalog model belongs to no package (a config's catalog errors
+    # name the config's package and the entry's index).
+    assert str(caught.value) == f"{key} {detail}"
+    assert CatalogModel(id="a").input_modalities == ("text",)
 
 
 # --- plugin ---------------------------------------------------------------------------
@@ -405,7 +406,7 @@ def test_the_constructor_builds_the_one_config_class_from_its_keywords():
     assert set(options) | {"base_url"} == fields
     with OpenAICompatAdapter(BASE, environ={}, **options) as adapter:
         assert adapter.config == OpenAICompatConfig(base_url=BASE, **options)
-        assert adapter.config.models == (OpenAICompatModel(id="m1"),)
+        assert adapter.config.models == (CatalogModel(id="m1"),)
     with pytest.raises(TypeError) as caught:
         OpenAICompatAdapter(BASE, providers=("x",))
     assert "'providers'" in str(caught.value)
@@ -423,7 +424,7 @@ def test_from_config_takes_a_built_config():
     with pytest.raises(TypeError, match="config must be an OpenAICompatConfig"):
         OpenAICompatAdapter.from_config({"baseURL": BASE})  # type: ignore[arg-type]
     keyed = OpenAICompatConfig(base_url=BASE, api_key_env="K")
-    with pytest.raises(OpenAICompatConfigError) as caught:
+    with pytest.raises(AdapterConfigError) as caught:
         OpenAICompatAdapter.from_config(keyed, api_key="sk-x")
     assert caught.value.key == "apiKey"
 
@@ -615,10 +616,10 @@ def test_the_plugin_config_repr_shows_header_names_but_never_values() -> None:
 
 
 def test_catalog_counts_above_the_safe_integer_bound_name_their_key():
-    with pytest.raises(OpenAICompatConfigError) as caught:
+    with pytest.raises(AdapterConfigError) as caught:
         OpenAICompatAdapter("http://h/v1", models=[{"id": "big", "maxTokens": 2**60}])
     assert caught.value.key == "models[0].maxTokens"
     assert "no greater than 9007199254740991" in caught.value.detail
-    with pytest.raises(OpenAICompatConfigError) as caught:
+    with pytest.raises(AdapterConfigError) as caught:
         OpenAICompatAdapter("http://h/v1", models=[{"id": "w", "contextWindow": 2**53}])
     assert caught.value.key == "models[0].contextWindow"

@@ -1,8 +1,8 @@
-"""Usage and finish-reason mapping (dsh_llm.adapters._chat.finish)."""
+"""Usage and finish-reason mapping (dsh_llm.adapters.chat.finish)."""
 
 from __future__ import annotations
 
-from dsh_llm.adapters._chat.finish import map_finish_reason, map_usage
+from dsh_llm.adapters.chat.finish import map_finish_reason, map_usage
 from dsh_llm.protocol import FinishReason, LlmFailure, TokenUsage
 
 from .chat_chunks import usage

@@ -1,4 +1,4 @@
-"""The chat-completions translator (dsh_llm.adapters._chat.translate):
+"""The chat-completions translator (dsh_llm.adapters.chat.translate):
 payloads in, protocol chunks out, without I/O. Every translated stream is checked
 with ``validate_stream(strict=True)``."""
 
@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dsh_llm.adapters._chat.request import WireProfile
-from dsh_llm.adapters._chat.translate import ChatCompletionsTranslator
+from dsh_llm.adapters.chat.request import WireProfile
+from dsh_llm.adapters.chat.translate import ChatCompletionsTranslator
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import (
     BlockEnd,

@@ -1,5 +1,6 @@
-"""The chat-completions request (dsh_llm.adapters._chat.request): ``WireProfile``,
-the messages and body builders and the JSON encoding, without I/O."""
+"""The chat-completions request (dsh_llm.adapters.chat.request): ``WireProfile``,
+the messages and body builders and the JSON encoding (the shared
+``dsh_llm.adapters.encode_body``), without I/O."""
 
 from __future__ import annotations
 
@@ -9,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from dsh_llm.adapters._chat.request import (
+from dsh_llm.adapters import encode_body
+from dsh_llm.adapters.chat.request import (
     WireProfile,
     build_body,
     build_messages,
-    encode_body,
     tool_choice_wire,
 )
 from dsh_llm.errors import ErrorCode, LlmError

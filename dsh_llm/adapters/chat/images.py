@@ -18,8 +18,6 @@ from typing import Any
 from dsh_llm.adapters.request_extras import AttachmentReader, image_data
 from dsh_llm.protocol import ImageBlock
 
-__all__ = ["AttachmentReader", "image_part"]
-
 
 def image_part(
     block: ImageBlock, store: AttachmentReader | None, *, provider: str

@@ -2,10 +2,10 @@
 wire said out, to a ``BlockWriter`` (which writes the protocol's chunks).
 
 A pure state machine fed one ``SseEvent`` at a time by the transport's read loop
-(``dsh_llm.adapters._chat.base`` drives it); no I/O, no redaction (the read loop
-redacts what it raises). The request side and ``WireProfile`` are in
-``dsh_llm.adapters._chat.request``; usage and finish-reason mapping in
-``dsh_llm.adapters._chat.finish``.
+(``WireAdapter`` drives it through the family hooks ``chat_translator`` and
+``chat_decoder``); no I/O, no redaction (the read loop redacts what it raises).
+The request side and ``WireProfile`` are in ``dsh_llm.adapters.chat.request``;
+usage and finish-reason mapping in ``dsh_llm.adapters.chat.finish``.
 
 Contracts callers may rely on:
 
@@ -33,15 +33,17 @@ import json
 from collections.abc import Mapping
 from typing import Any, Final, NoReturn
 
-from dsh_llm.adapters._chat.finish import map_finish_reason, map_usage
-from dsh_llm.adapters._chat.request import WireProfile
+from dsh_llm.adapters._wire.family import WireCall
 from dsh_llm.adapters._wire.translator import WireTranslator
 from dsh_llm.adapters._wire.writer import REASONING, TEXT, TOOL_CALL, Block
+from dsh_llm.adapters.chat.finish import map_finish_reason, map_usage
+from dsh_llm.adapters.chat.request import WireProfile
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import FinishReason, LlmFailure, StreamChunk, TokenUsage
 from dsh_llm.serde import compact_json
 from dsh_llm.transport.http_errors import in_band_failure
-from dsh_llm.transport.sse import DONE, SseEvent
+from dsh_llm.transport.read_loop import EventDecoder
+from dsh_llm.transport.sse import DONE, SseDecoder, SseEvent
 
 REFUSAL_CODE: Final = "REFUSAL"
 """The code of the ``error`` finish after a ``delta.refusal`` (the upper-cased
@@ -582,3 +584,17 @@ class ChatCompletionsTranslator(WireTranslator[SseEvent]):
             return self._last_key
         self._auto_keys += 1
         return ("no-index", self._auto_keys)
+
+
+def chat_translator(call: WireCall[Any, WireProfile]) -> ChatCompletionsTranslator:
+    """The family hook: a fresh translator for one call, with the endpoint's
+    profile and the config's ``empty_response_as_stop``."""
+    return ChatCompletionsTranslator(
+        call.endpoint.profile,
+        empty_response_as_stop=call.config.empty_response_as_stop,
+    )
+
+
+def chat_decoder(provider: str) -> EventDecoder[SseEvent]:
+    """The family hook: an SSE decoder whose stream ends at ``data: [DONE]``."""
+    return SseDecoder(terminal_data=DONE, provider=provider)

@@ -1,7 +1,7 @@
 """How a chat-completions response ends, in protocol terms: usage and finish.
 
 Pure functions of what the wire reports at the end of a response; the
-translator (``dsh_llm.adapters._chat.translate``) calls them at the end marker
+translator (``dsh_llm.adapters.chat.translate``) calls them at the end marker
 (``map_usage`` also whenever the usage so far is needed).
 
 Contracts callers may rely on:
@@ -25,8 +25,6 @@ from typing import Any, Final
 from dsh_llm.adapters._wire.values import wire_count
 from dsh_llm.errors import ErrorCode
 from dsh_llm.protocol import FinishReason, LlmFailure, TokenUsage
-
-__all__ = ["UNKNOWN_FINISH_REASON_CODE", "map_finish_reason", "map_usage"]
 
 UNKNOWN_FINISH_REASON_CODE: Final = ErrorCode.UNKNOWN_FINISH_REASON.value
 """The code of a finish reason that cannot serve as a code itself."""

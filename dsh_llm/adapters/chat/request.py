@@ -1,18 +1,20 @@
-"""The chat-completions wire's request side: how servers differ, and the body.
+"""The chat-completions wire's request side: how servers differ, the body, and
+the one request of a call.
 
 DeepSeek and the OpenAI-compatible servers send the same request with small
-differences; those are a ``WireProfile``, so a provider adapter is a profile plus
-its own config, never a copy of the wire code.
+differences; those are a ``WireProfile``, so each family is a profile plus its
+own config, never a copy of the wire code.
 
 - ``WireProfile``: the request-side switches (reasoning fields, passback field,
-  ``include_usage``, the output-cap spelling).
+  ``include_usage``, the output-cap spelling, fixed headers).
 - ``build_body`` and ``build_messages``: ``GenerateOptions`` to a JSON body in a
   fixed key order; optional fields are omitted, never ``null``.
 - ``response_format_wire`` (JSON schema, or JSON mode where the server does not
   enforce one) and ``request_headers`` (``extra_headers`` beside the adapter's);
   ``extra_body`` is merged last, unchecked.
-- ``tool_choice_wire`` and ``encode_body`` (a value JSON cannot hold raises
-  ``INVALID_REQUEST``).
+- ``chat_request``: ``POST <base_url>/chat/completions`` with the key as
+  ``authorization: Bearer`` (none: no credentials, for local servers);
+  ``session_id_value`` checks a session id that travels as a header.
 - Key order, message ordering rules (tool replies right after the calls they
   answer) and what a chat message cannot carry: ``docs/local-servers.md``.
 """
@@ -25,13 +27,15 @@ from typing import Any, Final, Literal
 import attrs
 
 from dsh_llm.adapters import request_extras
-from dsh_llm.adapters._chat.images import image_part
-from dsh_llm.adapters.common import encode_body
+from dsh_llm.adapters._wire.config import endpoint_url
+from dsh_llm.adapters._wire.family import WireCall, WireRequest
+from dsh_llm.adapters.chat.images import image_part
 from dsh_llm.adapters.request_extras import (
     AttachmentReader,
     merge_extra_body,
     refuse_misplaced_images,
 )
+from dsh_llm.credentials import Secret
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import (
     TOOL_CHOICE_KEYWORDS,
@@ -45,20 +49,15 @@ from dsh_llm.protocol import (
     ToolResultBlock,
     content_has_image,
 )
+from dsh_llm.transport.session import (
+    BearerAuth,
+    NoAuth,
+    is_header_value,
+    stream_headers,
+)
 
-__all__ = [
-    "NO_OUTPUT",
-    "RESPONSE_FORMAT_STYLES",
-    "ResponseFormatStyle",
-    "WireProfile",
-    "build_body",
-    "build_messages",
-    "encode_body",
-    "refuse_images",
-    "request_headers",
-    "response_format_wire",
-    "tool_choice_wire",
-]
+CHAT_COMPLETIONS_PATH: Final = "/chat/completions"
+"""Appended to an API root to reach the endpoint."""
 
 NO_OUTPUT: Final = "(no output)"
 """The content sent for a tool result without text (the wire needs some)."""
@@ -94,6 +93,9 @@ class WireProfile:
     ``json_object_schema`` (``{type: json_object, schema}``: llama-cpp-python's
     server, which turns the schema into a grammar), or ``json_object`` (JSON
     mode without a schema: DeepSeek; a strict format is refused)."""
+    headers: Mapping[str, str] = attrs.field(factory=dict, hash=False)
+    """Headers sent on every request besides the adapter's own (a server's
+    ``OpenAICompatConfig.headers``: names as written, sent lower-cased)."""
 
 
 # --- request ----------------------------------------------------------------------
@@ -363,4 +365,48 @@ def request_headers(
         options,
         provider=profile.provider,
         taken=("authorization",) if has_key else (),
+    )
+
+
+def session_id_value(options: GenerateOptions, *, profile: WireProfile) -> str:
+    """``options.session_id``, checked to travel as a header value.
+
+    Raises:
+        LlmError: ``INVALID_REQUEST`` for an id that is not printable ASCII
+            without leading or trailing whitespace.
+    """
+    session_id = options.session_id
+    if session_id is None or not is_header_value(session_id):
+        raise LlmError(
+            f"{profile.provider} session_id must be printable ASCII without "
+            "leading or trailing whitespace: it travels as a header",
+            ErrorCode.INVALID_REQUEST,
+        )
+    return session_id
+
+
+def chat_request(
+    call: WireCall[Any, WireProfile],
+    body: Mapping[str, Any],
+    *,
+    routing: Mapping[str, str],
+    key: Secret | None,
+) -> WireRequest:
+    """One call's ``POST <base_url>/chat/completions``: ``body``, the streaming
+    headers with the profile's fixed ones and this call's ``routing`` headers
+    (then ``extra_headers``), and ``key`` as ``authorization: Bearer`` (``None``:
+    no credentials).
+
+    Raises:
+        LlmError: ``UNSUPPORTED_OPTION`` as ``request_headers``.
+    """
+    profile = call.endpoint.profile
+    base = stream_headers(extra={**profile.headers, **routing})
+    return WireRequest(
+        url=endpoint_url(call.endpoint.base_url, CHAT_COMPLETIONS_PATH),
+        body=body,
+        headers=request_headers(
+            base, call.options, profile=profile, has_key=key is not None
+        ),
+        auth=NoAuth() if key is None else BearerAuth(key),
     )
