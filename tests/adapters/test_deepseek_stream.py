@@ -27,7 +27,7 @@ from dsh_llm.testing import Cut, LoopbackServer, Pause, Reply, Stall, sse_events
 from dsh_llm.validator import validate_stream
 
 from ..proxy_env import use_proxy
-from .chat_chunks import FIRST, finish, reasoning, text, tool, usage
+from .chat_chunks import FIRST, finish, only_usage, reasoning, text, tool, usage
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "deepseek"
 NAMES = sorted(p.stem for p in FIXTURES.glob("*.sse"))
@@ -709,3 +709,42 @@ def test_a_200_answer_that_is_not_an_event_stream(
     with _adapter(server) as adapter:
         error = _failure(adapter)
     assert (error.code, error.message) == (code, message)
+
+
+def test_an_abort_after_the_last_word_keeps_the_provider_s_finish(server):
+    # The finish reason and the usage came with the last word; only [DONE] is
+    # missing when the caller aborts: the answer is whole (issue 26.13).
+    last = b"".join(
+        sse_events([text("whole"), finish("stop"), only_usage(usage(3, 2))], done=False)
+    )
+    server.enqueue(Reply(body=(*sse_events([FIRST], done=False), last, Stall())))
+    controller = AbortController()
+    chunks = []
+    with _adapter(server) as adapter:
+        for chunk in adapter.stream(_options(signal=controller.signal)):
+            chunks.append(chunk)
+            if chunk.type == "text-delta":
+                controller.abort()
+    assert [c.type for c in chunks] == [
+        "block-start",
+        "text-delta",
+        "block-end",
+        "usage",
+        "finish",
+    ]
+    assert chunks[-1].reason == FinishReason.STOP
+    assert chunks[-2].usage.output_tokens == 2
+
+
+def test_an_abort_before_the_finish_reason_still_aborts(server):
+    server.enqueue(
+        Reply(body=(*sse_events([FIRST, text("half")], done=False), Stall()))
+    )
+    controller = AbortController()
+    with _adapter(server) as adapter:
+        stream = adapter.stream(_options(signal=controller.signal))
+        assert [next(stream).type, next(stream).type] == ["block-start", "text-delta"]
+        controller.abort()
+        with pytest.raises(LlmError) as caught:
+            next(stream)
+    assert caught.value.code == ErrorCode.ABORTED

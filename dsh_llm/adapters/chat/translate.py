@@ -289,6 +289,14 @@ class ChatCompletionsTranslator(WireTranslator[SseEvent]):
         self._feed(payload)
         return self.writer.take()
 
+    def settle(self) -> list[StreamChunk]:
+        """The caller aborted before ``[DONE]``: when the provider's finish reason
+        already came (its last word), the answer ends as ``[DONE]`` would end it
+        (with the usage reported so far); else ``[]``."""
+        if self.finished or self._finish_reason is None:
+            return []
+        return self.done()
+
     def done(self) -> list[StreamChunk]:
         """The end marker (``[DONE]``): every item ends, then usage and finish."""
         if self.writer.finished:
