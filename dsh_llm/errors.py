@@ -159,7 +159,8 @@ ERROR_CODES: Final[dict[ErrorCode, ErrorCodeInfo]] = {
     ErrorCode.ABORTED: _info("The caller aborted the request through its signal."),
     ErrorCode.TIMEOUT: _info(
         "No connection within the connect bound (10 s), no data within "
-        "stream_idle_timeout_ms, or the stream outlived total_timeout_ms. "
+        "stream_idle_timeout_ms, the stream outlived total_timeout_ms, or a "
+        "non-streaming request (a model listing) outlived its deadline. "
         "call_with_retry's normal policy does not re-run it once content reached "
         "the consumer.",
         True,
@@ -209,7 +210,8 @@ ERROR_CODES: Final[dict[ErrorCode, ErrorCodeInfo]] = {
     ),
     ErrorCode.MALFORMED_RESPONSE: _info(
         "The provider sent a payload that is not the documented format (e.g. an "
-        "SSE data payload that is not JSON)."
+        "SSE data payload that is not JSON), or a non-streaming answer (a model "
+        "listing) larger than its cap (8 MiB by default)."
     ),
     ErrorCode.MISSING_CREDENTIAL: _info(
         "No API key was given and its environment variable is unset or empty."

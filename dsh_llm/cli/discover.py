@@ -5,7 +5,9 @@ is given without ``--model``. Contracts callers may rely on:
 
 - One request, ``GET <base_url>/models`` (the OpenAI list shape ``{"data":
   [{"id": ...}, ...]}``), with the attribution ``user-agent`` and the key
-  ``api_key_env`` names, if any, as ``authorization: Bearer``; 10 s at most.
+  ``api_key_env`` names, if any, as ``authorization: Bearer``, through
+  ``dsh_llm.transport.fetch``: 10 s at most as a whole, the body capped
+  (``MAX_BODY_BYTES``).
 - Exactly one model: its id. Several: ``DiscoveryError`` listing them (so the
   user picks one with ``--model``). None, an error status, a body of another
   shape, or no answer: ``DiscoveryError`` saying to pass ``--model``
@@ -15,13 +17,14 @@ is given without ``--model``. Contracts callers may rely on:
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any, Final
 
 __all__ = ["MODELS_TIMEOUT_S", "DiscoveryError", "server_model"]
 
 MODELS_TIMEOUT_S: Final = 10.0
-"""How long the model list may take."""
+"""How long the model list may take, from the request to its last byte."""
 
 
 class DiscoveryError(Exception):
@@ -44,29 +47,40 @@ def server_model(
     Raises:
         DiscoveryError: see the module docstring.
     """
-    import requests
-
-    from dsh_llm.attribution import attribution_headers
+    from dsh_llm.credentials import Secret
+    from dsh_llm.errors import LlmError
     from dsh_llm.transport.call import redact_url
+    from dsh_llm.transport.fetch import fetch
+    from dsh_llm.transport.session import BearerAuth, create_session
 
     url = base_url.rstrip("/") + "/models"
     shown = redact_url(url)
-    headers = attribution_headers()
     key = environ.get(api_key_env) if api_key_env else None
-    if key:
-        headers["authorization"] = f"Bearer {key}"
-    try:
-        response = requests.get(url, headers=headers, timeout=MODELS_TIMEOUT_S)
-        payload = response.json() if response.ok else None
-    except (requests.RequestException, ValueError) as exc:
+    failure: LlmError | None = None
+    with create_session() as session:
+        try:
+            fetched = fetch(
+                session,
+                url,
+                provider="Server",
+                endpoint=url,
+                timeout_ms=MODELS_TIMEOUT_S * 1000,
+                auth=BearerAuth(Secret(key)) if key else None,
+            )
+        except LlmError as exc:
+            failure = exc
+    if failure is not None and failure.status is not None:
         raise DiscoveryError(
-            f"cannot list the server's models ({shown}: {type(exc).__name__}); "
-            "pass --model NAME"
-        ) from None
-    if not response.ok:
-        raise DiscoveryError(
-            f"{shown} answered HTTP {response.status_code}; pass --model NAME"
+            f"{shown} answered HTTP {failure.status}; pass --model NAME"
         )
+    if failure is not None:
+        raise DiscoveryError(
+            f"cannot list the server's models ({failure.message}); pass --model NAME"
+        )
+    try:
+        payload = json.loads(fetched.body)
+    except (ValueError, RecursionError):
+        payload = None
     ids = _model_ids(payload)
     if ids is None:
         raise DiscoveryError(f"{shown} did not answer a model list; pass --model NAME")

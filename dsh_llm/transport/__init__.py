@@ -7,6 +7,8 @@ Modules, each owning one concept:
   and socket capture for cancellation.
 - ``call``: ``StreamingCall``, one streaming request from send to close (status
   check, reads as bytes arrive, watchdog, cancellation, failure classification).
+- ``fetch``: one bounded request whose answer is a document (a model list):
+  one deadline for the whole request, the abort signal, a size cap.
 - ``chunked``: HTTP/1.1 chunked bodies decoded many chunks per read.
 - ``watchdog``: the idle / keep-alive / total deadlines (pure).
 - ``sse``: server-sent events (sseclient-py plus a conformance shim).

@@ -145,6 +145,8 @@ class StreamingCall:
         classify_error: Builds the ``LlmError`` of a non-2xx answer (default
             ``http_errors.http_error``), for a family whose error bodies have
             their own shape; it is given this call's ``redact``.
+        stream: Whether a 2xx body must be a stream; ``False`` takes any 2xx
+            answer as it is, a JSON document or no body (``dsh_llm.transport.fetch``).
     """
 
     def __init__(
@@ -166,8 +168,10 @@ class StreamingCall:
         secrets: Iterable[str | Secret] = (),
         expected: str = "an event stream",
         classify_error: HttpErrorClassifier | None = None,
+        stream: bool = True,
     ) -> None:
         self._session = session
+        self._stream = stream
         self._connect_timeout_ms = connect_timeout_ms
         self._url = url
         self._body = body
@@ -280,6 +284,8 @@ class StreamingCall:
                 )
             # Every field of the error is server text (a request id too).
             raise self.redacted(error)
+        if not self._stream:
+            return response
         if status == 204 or response.headers.get("content-length", "").strip() == "0":
             raise LlmError(
                 f"{self.provider} API returned no response body",

@@ -62,8 +62,9 @@ def test_chat_names_an_unset_api_key_env(tmp_path, capsys, monkeypatch):
             # Without --model the server's model list is asked for; nothing
             # listens on port 9.
             ["--base-url", "http://127.0.0.1:9/v1"],
-            "error: cannot list the server's models (http://127.0.0.1:9/v1/models: "
-            "ConnectionError); pass --model NAME",
+            "error: cannot list the server's models (Server API request to "
+            "http://127.0.0.1:9/v1/models failed: connection refused); "
+            "pass --model NAME",
         ),
         (
             ["--base-url", "http://x/v1", "--model", "m", "--provider", "p"],

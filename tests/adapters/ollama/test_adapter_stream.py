@@ -2,7 +2,8 @@
 body under every framing and split (inside a line and inside a UTF-8
 character), the request, HTTP errors, an error line after output, an echoed key
 redacted, abort, idle timeout, and ``list_models`` reading ``/api/tags`` only
-when asked. Every stream is checked with ``validate_stream(strict=True)``."""
+when asked, whole within its deadline and size cap. Every stream is checked
+with ``validate_stream(strict=True)``."""
 
 from __future__ import annotations
 
@@ -15,8 +16,10 @@ from typing import Any
 
 import pytest
 
-from dsh_llm.adapters._ollama.request import build_chat_request
-from dsh_llm.adapters.ollama import PROVIDER_ROUTE, OllamaAdapter, OllamaModel
+from dsh_llm.adapters import CatalogModel
+from dsh_llm.adapters.ollama import PROVIDER_ROUTE, OllamaAdapter, OllamaConfig
+from dsh_llm.adapters.ollama.family import LIST_MODELS_TIMEOUT_MS, listing_timeout_ms
+from dsh_llm.adapters.ollama.request import build_chat_request
 from dsh_llm.attribution import user_agent
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import (
@@ -29,6 +32,7 @@ from dsh_llm.protocol import (
 from dsh_llm.serde import chunk_to_dict, read_jsonl
 from dsh_llm.signal import AbortController
 from dsh_llm.testing import LoopbackServer, Reply, Stall
+from dsh_llm.transport.fetch import MAX_BODY_BYTES
 from dsh_llm.validator import validate_stream
 
 from ..adapter_replay import FRAMINGS, SPLIT_IDS, SPLITS, as_dicts, consumed
@@ -250,6 +254,12 @@ TAGS = {
 }
 
 
+def _tags(value: Any) -> Reply:
+    return Reply(
+        headers={"content-type": "application/json"}, body=json.dumps(value).encode()
+    )
+
+
 def test_construction_does_no_io_and_list_models_reads_api_tags(server):
     adapter = _adapter(server)
     with adapter:
@@ -271,7 +281,7 @@ def test_construction_does_no_io_and_list_models_reads_api_tags(server):
 
 
 def test_a_configured_catalog_is_listed_without_io(server):
-    with _adapter(server, models=[OllamaModel(id="mine", name="Mine")]) as adapter:
+    with _adapter(server, models=[CatalogModel(id="mine", name="Mine")]) as adapter:
         (model,) = adapter.list_models(PROVIDER_ROUTE)
     assert (model.id, model.name) == ("mine", "Mine")
     assert server.requests == ()
@@ -291,3 +301,79 @@ def test_list_models_failures_are_llm_errors(server):
     with closed, pytest.raises(LlmError) as caught:
         closed.list_models(PROVIDER_ROUTE)
     assert caught.value.code == ErrorCode.TRANSPORT
+    assert caught.value.message.startswith(
+        "Ollama API request to http://127.0.0.1:9 failed"
+    )
+
+
+def test_the_listing_deadline_is_the_smallest_of_its_bounds():
+    assert listing_timeout_ms(OllamaConfig()) == LIST_MODELS_TIMEOUT_MS == 30_000
+    assert listing_timeout_ms(OllamaConfig(stream_idle_timeout_ms=5_000)) == 5_000
+    assert listing_timeout_ms(OllamaConfig(total_timeout_ms=2_000)) == 2_000
+    assert listing_timeout_ms(OllamaConfig(total_timeout_ms=90_000)) == 30_000
+
+
+def test_a_listing_dripping_a_byte_every_50ms_ends_at_the_total_deadline(server):
+    # 400 bytes at one every 50 ms: 20 s, each read well inside the idle bound.
+    server.enqueue(
+        Reply(
+            headers={"content-type": "application/json"},
+            body=b" " * 400,
+            split=1,
+            write_delay=0.05,
+            framing="length",
+        )
+    )
+    with _adapter(server, total_timeout_ms=1000) as adapter:
+        started = time.monotonic()
+        with pytest.raises(LlmError) as caught:
+            adapter.list_models(PROVIDER_ROUTE)
+        elapsed = time.monotonic() - started
+    assert caught.value.code == ErrorCode.TIMEOUT
+    assert caught.value.message == (
+        f"Ollama API request to {server.url} timed out after 1000ms"
+    )
+    assert 1.0 <= elapsed < 4.0
+
+
+def test_a_listing_over_the_size_cap_is_malformed(server):
+    piece = b" " * 65536
+    server.enqueue(
+        Reply(
+            headers={"content-type": "application/json"},
+            body=(b'{"models": [', *(piece,) * (MAX_BODY_BYTES // len(piece) + 16)),
+        )
+    )
+    with _adapter(server) as adapter, pytest.raises(LlmError) as caught:
+        adapter.list_models(PROVIDER_ROUTE)
+    assert caught.value.code == ErrorCode.MALFORMED_RESPONSE
+    assert caught.value.message == (
+        f"Ollama API answer from {server.url} is larger than the "
+        f"{MAX_BODY_BYTES}-byte cap"
+    )
+
+
+def test_the_listing_sends_the_key_and_redacts_an_echo(server):
+    server.enqueue(Reply(status=401, body=json.dumps({"error": f"bad {KEY}"}).encode()))
+    server.enqueue(_tags(TAGS))
+    with _adapter(server, api_key=KEY) as adapter:
+        with pytest.raises(LlmError) as caught:
+            adapter.list_models(PROVIDER_ROUTE)
+        assert (caught.value.code, caught.value.message) == (ErrorCode.AUTH, "bad ***")
+        assert len(adapter.list_models(PROVIDER_ROUTE)) == 2
+    first, second = server.requests
+    assert first.header("authorization") == second.header("authorization")
+    assert first.header("authorization") == f"Bearer {KEY}"
+    assert first.header("user-agent") == user_agent()
+    assert first.header("accept") == "application/json"
+
+
+def test_a_listing_key_variable_that_is_unset_is_a_missing_credential(server):
+    with (
+        _adapter(server, api_key_env="OLLAMA_API_KEY", environ={}) as adapter,
+        pytest.raises(LlmError) as caught,
+    ):
+        adapter.list_models(PROVIDER_ROUTE)
+    assert caught.value.code == ErrorCode.MISSING_CREDENTIAL
+    assert "OLLAMA_API_KEY" in caught.value.message
+    assert server.requests == ()

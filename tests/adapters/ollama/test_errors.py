@@ -1,4 +1,4 @@
-"""Ollama error classification (dsh_llm.adapters._ollama.errors): ``{"error":
+"""Ollama error classification (dsh_llm.adapters.ollama.errors): ``{"error":
 "..."}`` bodies and lines, to stable codes."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from dsh_llm.adapters._ollama.errors import (
+from dsh_llm.adapters.ollama.errors import (
     error_text,
     ollama_http_error,
     ollama_stream_failure,

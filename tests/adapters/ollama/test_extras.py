@@ -13,12 +13,11 @@ from typing import Any
 import pytest
 import responses
 
+from dsh_llm.adapters import AdapterConfigError, CatalogModel
 from dsh_llm.adapters.ollama import (
     DEFAULT_BASE_URL,
     PROVIDER_ROUTE,
     OllamaAdapter,
-    OllamaConfigError,
-    OllamaModel,
 )
 from dsh_llm.attachments import MemoryAttachmentStore, image_block
 from dsh_llm.attribution import user_agent
@@ -54,8 +53,8 @@ SCHEMA = {
     "required": ["city"],
 }
 CATALOG = (
-    OllamaModel(id="llava", input_modalities=("text", "image")),
-    OllamaModel(id="llama3.2"),
+    CatalogModel(id="llava", input_modalities=("text", "image")),
+    CatalogModel(id="llama3.2"),
 )
 
 
@@ -367,8 +366,8 @@ def test_the_catalog_advertises_image_only_for_models_listed_with_it():
 
 @pytest.mark.parametrize("value", [["image"], ["text", "audio"], "text", []])
 def test_a_bad_input_modalities_is_a_config_error(value):
-    with pytest.raises(OllamaConfigError) as caught:
-        OllamaModel(id="m", input_modalities=value)
+    with pytest.raises(AdapterConfigError) as caught:
+        CatalogModel(id="m", input_modalities=value)
     assert caught.value.key == "inputModalities"
 
 

@@ -1,4 +1,4 @@
-"""The Ollama /api/chat request (dsh_llm.adapters._ollama.request): exact bodies,
+"""The Ollama /api/chat request (dsh_llm.adapters.ollama.request): exact bodies,
 the effort table, refusals before any I/O, and a recorded answer sent back."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from dsh_llm.adapters._ollama.request import EFFORT_THINK, build_chat_request
-from dsh_llm.adapters._ollama.translate import OllamaTranslator
+from dsh_llm.adapters.ollama.request import EFFORT_THINK, build_chat_request
+from dsh_llm.adapters.ollama.translate import OllamaTranslator
 from dsh_llm.assembler import BlockAssembler
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import (

@@ -1,4 +1,4 @@
-"""OllamaTranslator (dsh_llm.adapters._ollama.translate): recorded NDJSON bodies
+"""OllamaTranslator (dsh_llm.adapters.ollama.translate): recorded NDJSON bodies
 in, the strict chunk sequence out, under every split (inside lines and inside
 UTF-8 characters); usage and finish mapping; hostile lines."""
 
@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from dsh_llm.adapters._ollama.translate import OllamaTranslator, map_usage
+from dsh_llm.adapters.ollama.translate import OllamaTranslator, map_usage
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import (
     BlockEnd,

@@ -8,7 +8,7 @@ Contracts callers may rely on:
 - ``feed(value)`` returns the chunks the line completes, in the strict order of
   ``docs/protocol.md``, and nothing once ``finished``.
 - Failures are raised: an ``error`` line (classified by
-  ``dsh_llm.adapters._ollama.errors``), a ``done: true`` line without a
+  ``dsh_llm.adapters.ollama.errors``), a ``done: true`` line without a
   ``done_reason`` (``STREAM_CLOSED``, after its usage), and ``close()`` before
   the ``done: true`` line (``STREAM_CLOSED``): a cut answer is never a success.
 - A value that is not an object, or a field of the wrong type, raises
@@ -27,10 +27,10 @@ import uuid
 from collections.abc import Callable
 from typing import Any, Final
 
-from dsh_llm.adapters._ollama.errors import ollama_stream_failure
 from dsh_llm.adapters._wire.translator import WireTranslator
 from dsh_llm.adapters._wire.values import wire_count
 from dsh_llm.adapters._wire.writer import REASONING, TEXT, TOOL_CALL, Block, BlockKind
+from dsh_llm.adapters.ollama.errors import ollama_stream_failure
 from dsh_llm.errors import EMPTY_RESPONSE_CODE, ErrorCode, LlmError
 from dsh_llm.protocol import FinishReason, LlmFailure, StreamChunk, TokenUsage
 from dsh_llm.serde import compact_json

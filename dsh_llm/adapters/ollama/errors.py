@@ -30,13 +30,6 @@ from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import LlmFailure
 from dsh_llm.transport.http_errors import Redact, error_code, request_id, retry_after_ms
 
-__all__ = [
-    "error_text",
-    "ollama_error_code",
-    "ollama_http_error",
-    "ollama_stream_failure",
-]
-
 _PROVIDER: Final = "Ollama"
 
 

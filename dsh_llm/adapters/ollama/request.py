@@ -56,8 +56,6 @@ from dsh_llm.protocol import (
     ToolResultBlock,
 )
 
-__all__ = ["EFFORT_THINK", "PROVIDER", "REASONING_EFFORTS", "build_chat_request"]
-
 PROVIDER: Final = "Ollama"
 """The display name used in messages."""
 EFFORT_THINK: Final[dict[str, bool | str]] = {
