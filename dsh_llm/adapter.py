@@ -148,8 +148,11 @@ class LlmAdapter(abc.ABC):
         defaults. Captured by the runtime when the route is registered."""
         return None
 
-    def list_models(self, provider: str) -> tuple[LlmModelInfo, ...]:
-        """The models this adapter advertises for ``provider`` (default: none)."""
+    def list_models(
+        self, provider: str, signal: AbortSignal | None = None
+    ) -> tuple[LlmModelInfo, ...]:
+        """The models this adapter advertises for ``provider`` (default: none);
+        an adapter that asks its server honours ``signal``."""
         return ()
 
     def resolve_model(

@@ -595,7 +595,9 @@ class HttpAdapter(LlmAdapter):
         """The configured retry policy."""
         return self._snapshot().retry_policy
 
-    def list_models(self, provider: str) -> tuple[LlmModelInfo, ...]:
+    def list_models(
+        self, provider: str, signal: AbortSignal | None = None
+    ) -> tuple[LlmModelInfo, ...]:
         """The advertised catalog."""
         return tuple(
             LlmModelInfo(

@@ -207,8 +207,11 @@ class WireAdapter(LlmAdapter, Generic[C]):
         """The configured retry policy."""
         return self._config.retry_policy
 
-    def list_models(self, provider: str) -> tuple[LlmModelInfo, ...]:
-        """The advertised catalog (the family may list a server's own models)."""
+    def list_models(
+        self, provider: str, signal: AbortSignal | None = None
+    ) -> tuple[LlmModelInfo, ...]:
+        """The advertised catalog (the family may ask its server, bounded by the
+        config's timeouts and ``signal``)."""
         lister = self.family.list_models
         if lister is not None:
             config = self._config
@@ -217,6 +220,7 @@ class WireAdapter(LlmAdapter, Generic[C]):
                 config=config,
                 endpoint=self._endpoint,
                 key=functools.partial(self._route_key, config, provider),
+                signal=signal,
             )
             return lister(server, provider)
         models: tuple[CatalogEntry, ...] = getattr(self._config, "models", ()) or ()

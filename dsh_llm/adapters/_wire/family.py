@@ -37,6 +37,7 @@ from dsh_llm.adapters.request_extras import AttachmentReader, check_image_input
 from dsh_llm.credentials import Secret, assert_usable_api_key
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import GenerateOptions
+from dsh_llm.signal import AbortSignal
 from dsh_llm.transport.http_errors import HttpErrorClassifier
 from dsh_llm.transport.read_loop import EventDecoder, EventTranslator
 from dsh_llm.transport.sse import SseDecoder
@@ -141,9 +142,10 @@ class ServerAccess(Generic[C, P]):
         config: The config in force.
         endpoint: Where the adapter's calls go.
         key: Reads the key (see ``WireCall.key``).
+        signal: The caller's abort signal, when it gave one.
     """
 
-    __slots__ = ("_key", "config", "endpoint", "session")
+    __slots__ = ("_key", "config", "endpoint", "session", "signal")
 
     def __init__(
         self,
@@ -152,6 +154,7 @@ class ServerAccess(Generic[C, P]):
         config: C,
         endpoint: Endpoint[P],
         key: Callable[[], Secret | None],
+        signal: AbortSignal | None = None,
     ) -> None:
         self.session = session
         """The adapter's pooled session."""
@@ -159,6 +162,8 @@ class ServerAccess(Generic[C, P]):
         """The config in force."""
         self.endpoint = endpoint
         """Where the adapter's calls go."""
+        self.signal = signal
+        """The caller's abort signal (``None``: none)."""
         self._key = key
 
     def key(self) -> Secret | None:

@@ -246,6 +246,7 @@ def _server_models(server: ServerAccess[OllamaConfig, None]) -> list[str]:
         provider=server.endpoint.display_name,
         endpoint=base_url,
         timeout_ms=listing_timeout_ms(server.config),
+        signal=server.signal,
         auth=None if key is None else BearerAuth(key),
         classify_error=ollama_http_error,
     )

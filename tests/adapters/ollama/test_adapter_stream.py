@@ -377,3 +377,27 @@ def test_a_listing_key_variable_that_is_unset_is_a_missing_credential(server):
     assert caught.value.code == ErrorCode.MISSING_CREDENTIAL
     assert "OLLAMA_API_KEY" in caught.value.message
     assert server.requests == ()
+
+
+def test_a_listing_honours_the_caller_s_abort(server):
+    server.enqueue(
+        Reply(
+            headers={"content-type": "application/json"},
+            body=b" " * 400,
+            split=1,
+            write_delay=0.05,
+            framing="length",
+        )
+    )
+    controller = AbortController()
+
+    def abort_once_asked() -> None:
+        if server.wait_for_requests(1, timeout=30):
+            controller.abort()
+
+    aborter = threading.Thread(target=abort_once_asked, daemon=True)
+    aborter.start()
+    with _adapter(server) as adapter, pytest.raises(LlmError) as caught:
+        adapter.list_models(PROVIDER_ROUTE, signal=controller.signal)
+    aborter.join(30)
+    assert caught.value.code == ErrorCode.ABORTED
