@@ -352,3 +352,14 @@ def test_map_usage_never_invents_a_count():
     assert map_usage({"inputTokens": 7, "cacheWriteInputTokens": 3}) == TokenUsage(
         input_tokens=7, output_tokens=None, cache_write_tokens=3
     )
+
+
+@pytest.mark.parametrize("name", ["text", "tool_use", "reasoning_signature_tool_use"])
+def test_every_cut_of_a_complete_stream_is_stream_closed(name):
+    body = fixture_body(name)
+    assert translated(body)[-1].reason.failure is None
+    for keep in range(len(body)):
+        last = translated(body[:keep])[-1]
+        assert isinstance(last, Finish)
+        assert last.reason.failure is not None, keep
+        assert last.reason.failure.code == ErrorCode.STREAM_CLOSED, keep
