@@ -64,9 +64,11 @@ def verify_sigv4(
     assert match["region"] == region
     assert match["service"] == "bedrock"
     amz_date = request.header("x-amz-date")
-    assert amz_date is not None and amz_date.startswith(match["date"])
+    assert amz_date is not None
+    assert amz_date.startswith(match["date"])
     signed = match["signed"].split(";")
-    assert "host" in signed and "x-amz-date" in signed
+    assert "host" in signed
+    assert "x-amz-date" in signed
     canonical_headers = "".join(
         f"{name}:{' '.join((request.header(name) or '').split())}\n" for name in signed
     )

@@ -191,7 +191,7 @@ def test_http_errors_map_to_stable_codes(
                 "x-amzn-errortype": f"{kind}:http://internal.amazon.com/coral/",
                 "x-amzn-requestid": "8f7a4bde-0000-4000-8000-000000000001",
             },
-            body=('{"message": "%s"}' % message).encode(),
+            body=(f'{{"message": "{message}"}}').encode(),
             framing="length",
         )
     )

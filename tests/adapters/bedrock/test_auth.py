@@ -94,7 +94,8 @@ def test_a_signed_request_verifies_on_the_server(
         "x-amzn-bedrock-trace",
     ]
     assert request.header("x-amz-security-token") is None
-    assert "%2F" in request.path and "%3A" in request.path
+    assert "%2F" in request.path
+    assert "%3A" in request.path
 
 
 def test_temporary_credentials_send_and_sign_their_session_token(
@@ -189,9 +190,8 @@ def test_no_credentials_anywhere_is_missing_credential_before_any_request(
     server: LoopbackServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     isolate_aws(monkeypatch, tmp_path)
-    with _adapter(server) as adapter:
-        with pytest.raises(LlmError) as caught:
-            _stream(adapter)
+    with _adapter(server) as adapter, pytest.raises(LlmError) as caught:
+        _stream(adapter)
     assert caught.value.code == ErrorCode.MISSING_CREDENTIAL
     assert "found no AWS credentials" in caught.value.message
     assert "AWS_BEARER_TOKEN_BEDROCK" in caught.value.message
@@ -300,7 +300,8 @@ def test_no_signature_or_token_reaches_a_log_or_a_repr(
     chain = CredentialChain(None, package="llm-bedrock", bearer_env="X")
     auth = SigV4Auth(chain.frozen(), region=REGION)
     assert repr(auth) == "SigV4Auth(region='us-west-2', service='bedrock')"
-    assert SESSION_TOKEN not in repr(auth) and ACCESS_KEY not in repr(auth)
+    assert SESSION_TOKEN not in repr(auth)
+    assert ACCESS_KEY not in repr(auth)
     assert auth.secret.reveal() == SESSION_TOKEN
 
 
@@ -325,9 +326,8 @@ def test_an_echoed_session_token_is_redacted_from_an_error(
             framing="length",
         )
     )
-    with _adapter(server) as adapter:
-        with pytest.raises(LlmError) as caught:
-            _stream(adapter)
+    with _adapter(server) as adapter, pytest.raises(LlmError) as caught:
+        _stream(adapter)
     assert caught.value.code == ErrorCode.AUTH
     assert SESSION_TOKEN not in caught.value.message
     assert SESSION_TOKEN not in repr(caught.value.__cause__)

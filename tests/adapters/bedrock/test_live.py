@@ -42,5 +42,6 @@ def test_a_short_answer_streams_and_finishes_with_usage() -> None:
         for chunk in validate_stream(adapter.stream(options), strict=True):
             assembler.push(chunk)
     assert assembler.finish.kind == "stop"
-    assert assembler.usage is not None and assembler.usage.output_tokens
+    assert assembler.usage is not None
+    assert assembler.usage.output_tokens
     assert "OK" in assembler.text.upper()

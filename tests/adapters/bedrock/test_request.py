@@ -323,12 +323,14 @@ def test_model_info_for_claude_and_for_other_models() -> None:
     adapter = BedrockAdapter(region="us-east-1", default_context_window=32_000)
     claude = adapter.resolve_model("bedrock", HAIKU)
     assert claude.input_modalities == ("text", "image")
-    assert claude.context is not None and claude.context.context_window == 200_000
+    assert claude.context is not None
+    assert claude.context.context_window == 200_000
     assert claude.reasoning is not None
     nova = adapter.resolve_model("bedrock", NOVA)
     assert nova.input_modalities == ("text",)
     assert nova.reasoning is None
-    assert nova.context is not None and nova.context.context_window == 32_000
+    assert nova.context is not None
+    assert nova.context.context_window == 32_000
     assert nova.default_max_tokens is None
     listed = BedrockAdapter(
         region="us-east-1",
