@@ -202,9 +202,11 @@ def test_an_unknown_profile_is_missing_credential(
     server: LoopbackServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     isolate_aws(monkeypatch, tmp_path)
-    with _adapter(server, profile="nowhere") as adapter:
-        with pytest.raises(LlmError) as caught:
-            _stream(adapter)
+    with (
+        _adapter(server, profile="nowhere") as adapter,
+        pytest.raises(LlmError) as caught,
+    ):
+        _stream(adapter)
     assert caught.value.code == ErrorCode.MISSING_CREDENTIAL
     assert "'nowhere'" in caught.value.message
     assert "ProfileNotFound" in caught.value.message
