@@ -61,6 +61,7 @@ _INTS: Final = {2: struct.Struct(">b"), 3: struct.Struct(">h"), 4: struct.Struct
 _INT64: Final = struct.Struct(">q")
 _EPOCH: Final = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
 _STRING: Final = 7
+_KNOWN_SECTIONS: Final = 64
 _crc32 = zlib.crc32
 
 
@@ -120,7 +121,7 @@ class EventStreamDecoder:
         max_frame_bytes: The longest frame accepted (``MAX_FRAME_BYTES``).
     """
 
-    __slots__ = ("_buffer", "_failed", "_max_frame", "_need", "_provider")
+    __slots__ = ("_buffer", "_failed", "_known", "_max_frame", "_need", "_provider")
 
     def __init__(
         self, *, provider: str = "AWS", max_frame_bytes: int = MAX_FRAME_BYTES
@@ -131,6 +132,9 @@ class EventStreamDecoder:
         # Bytes the frame at the head of the buffer needs (0: prelude not read).
         self._need = 0
         self._failed: LlmError | None = None
+        # Header sections already read: a stream repeats a few of them (every
+        # text delta has the same three headers), so each is parsed once.
+        self._known: dict[bytes, dict[str, HeaderValue]] = {}
 
     def feed(self, data: bytes) -> list[EventMessage]:
         """Feed the next bytes; return the frames they completed.
@@ -227,10 +231,14 @@ class EventStreamDecoder:
         (headers_length,) = _CRC.unpack_from(view, pos + 4)
         start = pos + PRELUDE_BYTES
         body = start + headers_length
-        return EventMessage(
-            self._headers(view[start:body]) if headers_length else {},
-            bytes(view[body:end]),
-        )
+        section = bytes(view[start:body])
+        headers = self._known.get(section)
+        if headers is None:
+            headers = self._headers(memoryview(section))
+            if len(self._known) >= _KNOWN_SECTIONS:
+                self._known.clear()
+            self._known[section] = headers
+        return EventMessage(dict(headers), bytes(view[body:end]))
 
     def _headers(self, view: memoryview) -> dict[str, HeaderValue]:
         headers: dict[str, HeaderValue] = {}
