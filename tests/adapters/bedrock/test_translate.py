@@ -21,7 +21,7 @@ from dsh_llm.transport.eventstream import EventMessage, EventStreamDecoder
 from tests.adapters.wire_replay import SPLITS
 from tests.eventstream_frames import event, exception, frame
 
-from .replay import MODEL, expected, fixture_body, fixture_names, translated
+from .replay import FIXTURES, MODEL, expected, fixture_body, fixture_names, translated
 
 NAMES = fixture_names()
 
@@ -36,8 +36,7 @@ def test_fixture_gives_its_expected_chunks_under_every_split(name, split):
 def test_every_documented_event_and_error_has_a_fixture():
     # The fixtures cover each event type, each stop reason and each exception.
     text = "".join(
-        (path.read_text(encoding="utf-8"))
-        for path in sorted((fixture_body.__globals__["FIXTURES"]).glob("*.json"))
+        (path.read_text(encoding="utf-8")) for path in sorted(FIXTURES.glob("*.json"))
     )
     for name in (
         "messageStart",
