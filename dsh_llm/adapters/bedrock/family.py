@@ -1,0 +1,352 @@
+"""The Amazon Bedrock ConverseStream family value: config, endpoint, request and
+model facts.
+
+- ``BedrockConfig`` is the one validated configuration (``package``
+  ``llm-bedrock``); the catalog is advisory (any model id or inference profile
+  ARN is sent as is, percent-encoded in the path) and empty by default.
+- The region is the config's, else ``AWS_REGION``, else ``AWS_DEFAULT_REGION``,
+  else botocore's (the profile's ``region``); none is ``AdapterConfigError``
+  keyed ``region``. The API root is ``base_url`` (tests, VPC endpoints), else
+  ``https://bedrock-runtime.{region}.amazonaws.com``.
+- Auth, per request: a Bedrock API key (the explicit ``api_key``, else
+  ``AWS_BEARER_TOKEN_BEDROCK`` when set) as a bearer token; else SigV4 with the
+  AWS credential chain through botocore (``auth``). The key wins when both
+  are there.
+- Per call, before any I/O: the image checks, the ``extra_headers`` check, the
+  credential, then the body (``request.build_converse_request``).
+- ``FAMILY`` names the parts ``WireAdapter`` streams with. User guide:
+  ``docs/bedrock.md``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any, Final
+
+import attrs
+
+from dsh_llm.adapter import LlmResolvedModelInfo
+from dsh_llm.adapters._wire.config import (
+    AdapterConfig,
+    AdapterConfigError,
+    CatalogModel,
+    adapter_field_order,
+    api_root_url,
+    catalog_entry,
+    endpoint_url,
+    model_catalog,
+)
+from dsh_llm.adapters._wire.family import (
+    Endpoint,
+    WireCall,
+    WireFamily,
+    WireRequest,
+    resolved_model_info,
+)
+from dsh_llm.adapters.anthropic.catalog import (
+    ADAPTIVE_EFFORTS,
+    BUDGET_EFFORTS,
+    reasoning_info,
+)
+from dsh_llm.adapters.bedrock import catalog
+from dsh_llm.adapters.bedrock.auth import CredentialChain, SigV4Auth, botocore_region
+from dsh_llm.adapters.bedrock.errors import http_error
+from dsh_llm.adapters.bedrock.request import (
+    WIRE_FAMILY,
+    build_converse_request,
+    converse_path,
+    request_headers,
+)
+from dsh_llm.adapters.bedrock.translate import ConverseStreamTranslator
+from dsh_llm.config import (
+    RAW_METADATA,
+    check_non_empty_str,
+    check_one_of,
+    check_positive_int,
+    check_safe_positive_int,
+    field_error,
+)
+from dsh_llm.errors import ErrorCode, LlmError
+from dsh_llm.transport.call import url_repr
+from dsh_llm.transport.eventstream import EventStreamDecoder
+from dsh_llm.transport.session import BearerAuth
+
+PROVIDER_ROUTE: Final = "bedrock"
+"""The one route this adapter serves."""
+DISPLAY_NAME: Final = "Amazon Bedrock"
+"""The route's display name (also the provider named in messages)."""
+PACKAGE: Final = "llm-bedrock"
+"""The plugin's name, named in config errors and credential messages."""
+DEFAULT_API_KEY_ENV: Final = "AWS_BEARER_TOKEN_BEDROCK"
+"""Environment variable a Bedrock API key (a bearer token) is read from."""
+REGION_ENVS: Final = ("AWS_REGION", "AWS_DEFAULT_REGION")
+"""Environment variables the region is read from, in order."""
+DEFAULT_STREAM_IDLE_TIMEOUT_MS: Final = 300_000
+"""Default idle timeout: the longest silence while waiting for the next frame."""
+DEFAULT_CLAUDE_MAX_TOKENS: Final = 8_192
+"""``maxTokens`` sent to a Claude model the catalogs give no cap (thinking
+budgets are cut below it)."""
+
+REASONING_EFFORTS: Final = tuple(dict.fromkeys((*BUDGET_EFFORTS, *ADAPTIVE_EFFORTS)))
+"""Every effort some Claude model takes (a configured default must be one)."""
+
+_REGION: Final = re.compile(r"[a-z]{2}(?:-[a-z0-9]+)+-[0-9]+")
+
+
+def public_base_url(region: str) -> str:
+    """The Bedrock Runtime API root of ``region``."""
+    return f"https://bedrock-runtime.{region}.amazonaws.com"
+
+
+def _models(value: object) -> tuple[CatalogModel, ...]:
+    if value is None:
+        return ()
+    return model_catalog(value, CatalogModel, package=PACKAGE, defaults=_defaults)
+
+
+def _defaults(model_id: str) -> Mapping[str, Any]:
+    """A configured Claude model reads images by default (every Claude does)."""
+    return (
+        {"inputModalities": ["text", "image"]} if catalog.claude_model(model_id) else {}
+    )
+
+
+def _check_base_url(inst: object, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if value is not None:
+        api_root_url(value, package=PACKAGE, endpoint="/model")
+
+
+def _check_region(inst: object, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if value is not None and not (isinstance(value, str) and _REGION.fullmatch(value)):
+        raise field_error(inst, attribute.name, "must be an AWS region (us-east-1)")
+
+
+@attrs.frozen(kw_only=True, field_transformer=adapter_field_order)
+class BedrockConfig(AdapterConfig):
+    """The one ``BedrockAdapter`` configuration: the constructor's keyword
+    arguments build it, ``BedrockAdapter.from_config`` takes it, and the
+    ``llm-bedrock`` plugin structures its YAML entry into it (camelCase keys:
+    ``region``, ``profile``, ``apiKeyEnv``, ``baseURL``...). Every field is
+    checked on construction: a bad value raises ``AdapterConfigError`` keyed by
+    its config key. A config never holds a credential."""
+
+    package = PACKAGE
+    default_stream_idle_timeout_ms = DEFAULT_STREAM_IDLE_TIMEOUT_MS
+    default_stream_keepalive_timeout_ms = None
+
+    region: str | None = attrs.field(default=None, validator=_check_region)
+    """The AWS region (default: ``AWS_REGION``, ``AWS_DEFAULT_REGION``, then
+    botocore's resolution)."""
+    profile: str | None = attrs.field(
+        default=None, validator=attrs.validators.optional(check_non_empty_str)
+    )
+    """The AWS profile of the credential chain (default: ``AWS_PROFILE``, else
+    the default profile)."""
+    api_key_env: str = attrs.field(
+        default=DEFAULT_API_KEY_ENV, validator=check_non_empty_str
+    )
+    """Environment variable holding a Bedrock API key; when it is set, the key
+    is sent as a bearer token instead of signing."""
+    base_url: str | None = attrs.field(
+        default=None, repr=url_repr, validator=_check_base_url
+    )
+    """API root (default: the region's Bedrock Runtime endpoint)."""
+    reasoning_effort: str | None = attrs.field(
+        default=None,
+        validator=attrs.validators.optional(check_one_of(*REASONING_EFFORTS)),
+    )
+    """Default effort of Claude models when a request names none."""
+    max_tokens: int | None = attrs.field(
+        default=None, validator=attrs.validators.optional(check_safe_positive_int)
+    )
+    """``maxTokens`` sent when neither the request nor the catalog sets one
+    (unset: the model's default; a Claude model gets its own or 8192)."""
+    default_context_window: int | None = attrs.field(
+        default=None, validator=attrs.validators.optional(check_positive_int)
+    )
+    """Context window of models without their own (unset: unknown)."""
+    models: tuple[CatalogModel, ...] = attrs.field(
+        default=None, converter=_models, metadata={RAW_METADATA: True}
+    )
+    """The advertised catalog (none by default). A Claude id reads images by
+    default."""
+
+    def model(self, model_id: str) -> CatalogModel | None:
+        """The catalog entry for ``model_id``, if listed."""
+        return catalog_entry(self.models, model_id)
+
+
+@attrs.frozen(kw_only=True)
+class BedrockProfile:
+    """What a Bedrock adapter fixes when it is built."""
+
+    region: str
+    """The region requests are signed for."""
+    credentials: CredentialChain
+    """The AWS credential chain (used when no API key is set)."""
+
+
+def resolve_region(config: BedrockConfig, environ: Mapping[str, str]) -> str:
+    """The region in force (see the module docstring).
+
+    Raises:
+        AdapterConfigError: keyed ``region`` when none is found or the
+            environment's is not a region.
+    """
+    if config.region is not None:
+        return config.region
+    for name in REGION_ENVS:
+        value = environ.get(name)
+        if value:
+            if not _REGION.fullmatch(value):
+                raise AdapterConfigError(
+                    "region",
+                    f"must be an AWS region (us-east-1) (read from {name})",
+                    package=PACKAGE,
+                )
+            return value
+    region = botocore_region(config.profile)
+    if region is None or not _REGION.fullmatch(region):
+        raise AdapterConfigError(
+            "region",
+            "is not set: set region, or export AWS_REGION (or give the AWS "
+            "profile a region)",
+            package=PACKAGE,
+        )
+    return region
+
+
+def _endpoint(
+    config: BedrockConfig, *, explicit_key: bool, environ: Mapping[str, str]
+) -> Endpoint[BedrockProfile]:
+    region = resolve_region(config, environ)
+    base = (
+        public_base_url(region)
+        if config.base_url is None
+        else api_root_url(config.base_url, package=PACKAGE, endpoint="/model")
+    )
+    return Endpoint(
+        base_url=base,
+        display_name=DISPLAY_NAME,
+        profile=BedrockProfile(
+            region=region,
+            credentials=CredentialChain(
+                config.profile, package=PACKAGE, bearer_env=config.api_key_env
+            ),
+        ),
+    )
+
+
+def model_entry(config: BedrockConfig, model: str) -> CatalogModel | None:
+    """The configured entry for ``model``, else one made from the Anthropic
+    catalog for a Claude id (text and images, its window and cap)."""
+    entry = config.model(model)
+    if entry is not None or catalog.claude_model(model) is None:
+        return entry
+    claude = catalog.claude_entry(model)
+    return CatalogModel(
+        id=model,
+        name=None if claude is None else claude.name,
+        context_window=None if claude is None else claude.context_window,
+        max_tokens=None if claude is None else claude.default_max_tokens,
+        input_modalities=("text", "image"),
+    )
+
+
+def _max_tokens(config: BedrockConfig, model: str) -> int | None:
+    entry = model_entry(config, model)
+    cap = (entry.max_tokens if entry else None) or config.max_tokens
+    if cap is None and catalog.claude_model(model) is not None:
+        return DEFAULT_CLAUDE_MAX_TOKENS
+    return cap
+
+
+def model_info(
+    config: BedrockConfig,
+    endpoint: Endpoint[BedrockProfile],
+    provider: str,
+    model: str,
+) -> LlmResolvedModelInfo:
+    """``resolve_model``'s answer: the entry's (else the config's) context window
+    and ``max_tokens``, and a Claude model's efforts."""
+    entry = model_entry(config, model)
+    profile = catalog.thinking_profile(model)
+    return resolved_model_info(
+        provider,
+        model,
+        entry,
+        context_window=(entry.context_window if entry else None)
+        or config.default_context_window,
+        default_max_tokens=_max_tokens(config, model),
+        reasoning=None
+        if profile is None
+        else reasoning_info(profile, config.reasoning_effort),
+    )
+
+
+def _request(call: WireCall[BedrockConfig, BedrockProfile]) -> WireRequest:
+    options, config = call.options, call.config
+    profile = call.endpoint.profile
+    call.check_images(model_entry(config, options.model))
+    headers = request_headers(options, provider=call.provider)
+    try:
+        key = call.key()
+    except LlmError as exc:
+        if exc.code != ErrorCode.MISSING_CREDENTIAL:
+            raise
+        key = None
+    auth = (
+        BearerAuth(key)
+        if key is not None
+        else SigV4Auth(profile.credentials.frozen(), region=profile.region)
+    )
+    body = build_converse_request(
+        options,
+        max_tokens=_max_tokens(config, options.model),
+        thinking=catalog.thinking_profile(options.model),
+        default_effort=config.reasoning_effort,
+        attachments=call.attachments,
+        provider=call.provider,
+    )
+    return WireRequest(
+        url=endpoint_url(call.endpoint.base_url, converse_path(options.model)),
+        body=body,
+        headers=headers,
+        auth=auth,
+    )
+
+
+def _translator(
+    call: WireCall[BedrockConfig, BedrockProfile],
+) -> ConverseStreamTranslator:
+    return ConverseStreamTranslator(
+        provider=call.provider,
+        model=call.options.model,
+        empty_response_as_stop=call.config.empty_response_as_stop,
+    )
+
+
+def _decoder(provider: str) -> EventStreamDecoder:
+    return EventStreamDecoder(provider=provider)
+
+
+def _describe(config: BedrockConfig, endpoint: Endpoint[BedrockProfile]) -> str:
+    profile = "" if config.profile is None else f", profile={config.profile!r}"
+    return f", region={endpoint.profile.region!r}{profile}"
+
+
+FAMILY: Final = WireFamily(
+    name=WIRE_FAMILY,
+    config_class=BedrockConfig,
+    endpoint=_endpoint,
+    request=_request,
+    translator=_translator,
+    model_info=model_info,
+    decoder=_decoder,
+    classify_error=http_error,
+    expected="an AWS event stream",
+    describe=_describe,
+    route=PROVIDER_ROUTE,
+)
+"""The Amazon Bedrock ConverseStream wire family."""
