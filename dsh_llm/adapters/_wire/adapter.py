@@ -285,6 +285,7 @@ class WireAdapter(LlmAdapter, Generic[C]):
             total_timeout_ms=config.total_timeout_ms,
             expected=family.expected,
             classify_error=family.classify_error,
+            secrets=request.secrets,
         )
         yield from read_stream(
             streaming, family.decoder(provider), family.translator(call)

@@ -71,6 +71,9 @@ class WireRequest:
     """The headers (lower-case names), ``extra_headers`` included."""
     auth: requests.auth.AuthBase
     """Puts the credential on the request (header, bearer token, signature)."""
+    secrets: tuple[Secret, ...] = ()
+    """Secrets the transport redacts from server text besides the auth's own
+    ``secret`` (a signing key beside its session token)."""
 
 
 class WireCall(Generic[C, P]):
@@ -120,6 +123,20 @@ class WireCall(Generic[C, P]):
                 carry.
         """
         return self._key()
+
+    def optional_key(self) -> Secret | None:
+        """``key()``, but ``None`` when the configured variable is unset (a
+        family that can sign instead: the key, when given, wins).
+
+        Raises:
+            LlmError: ``INVALID_CREDENTIAL`` for a value no header can carry.
+        """
+        try:
+            return self._key()
+        except LlmError as exc:
+            if exc.code != ErrorCode.MISSING_CREDENTIAL:
+                raise
+            return None
 
     def check_images(self, entry: CatalogEntry | None) -> None:
         """Refuse images the model cannot take or the store cannot give, before

@@ -199,6 +199,17 @@ class SigV4Auth(requests.auth.AuthBase):
         credentials = self._credentials
         return Secret(credentials.token or credentials.secret_key)
 
+    @property
+    def secrets(self) -> tuple[Secret, ...]:
+        """Every secret of the credentials (the secret key and the session
+        token), for the transport to redact from server text."""
+        credentials = self._credentials
+        return tuple(
+            Secret(value)
+            for value in (credentials.secret_key, credentials.token)
+            if value
+        )
+
     def __call__(self, request: requests.PreparedRequest) -> requests.PreparedRequest:
         from botocore.auth import SigV4Auth as BotocoreSigner
         from botocore.awsrequest import AWSRequest

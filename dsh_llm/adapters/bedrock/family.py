@@ -67,7 +67,6 @@ from dsh_llm.config import (
     check_safe_positive_int,
     field_error,
 )
-from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.transport.call import url_repr
 from dsh_llm.transport.eventstream import EventStreamDecoder
 from dsh_llm.transport.session import BearerAuth
@@ -290,12 +289,7 @@ def _request(call: WireCall[BedrockConfig, BedrockProfile]) -> WireRequest:
     profile = call.endpoint.profile
     call.check_images(model_entry(config, options.model))
     headers = request_headers(options, provider=call.provider)
-    try:
-        key = call.key()
-    except LlmError as exc:
-        if exc.code != ErrorCode.MISSING_CREDENTIAL:
-            raise
-        key = None
+    key = call.optional_key()
     auth = (
         BearerAuth(key)
         if key is not None
@@ -314,6 +308,7 @@ def _request(call: WireCall[BedrockConfig, BedrockProfile]) -> WireRequest:
         body=body,
         headers=headers,
         auth=auth,
+        secrets=auth.secrets if isinstance(auth, SigV4Auth) else (),
     )
 
 

@@ -307,8 +307,12 @@ def test_no_signature_or_token_reaches_a_log_or_a_repr(
     assert auth.secret.reveal() == SESSION_TOKEN
 
 
-def test_an_echoed_session_token_is_redacted_from_an_error(
-    server: LoopbackServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+@pytest.mark.parametrize("echoed", [SESSION_TOKEN, SECRET_KEY], ids=["token", "key"])
+def test_an_echoed_session_token_or_secret_key_is_redacted_from_an_error(
+    server: LoopbackServer,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    echoed: str,
 ) -> None:
     isolate_aws(
         monkeypatch,
@@ -324,15 +328,16 @@ def test_an_echoed_session_token_is_redacted_from_an_error(
                 "content-type": "application/json",
                 "x-amzn-errortype": "UnrecognizedClientException",
             },
-            body=json.dumps({"message": f"bad token {SESSION_TOKEN}"}).encode(),
+            body=json.dumps({"message": f"bad credential {echoed}"}).encode(),
             framing="length",
         )
     )
     with _adapter(server) as adapter, pytest.raises(LlmError) as caught:
         _stream(adapter)
     assert caught.value.code == ErrorCode.AUTH
-    assert SESSION_TOKEN not in caught.value.message
-    assert SESSION_TOKEN not in repr(caught.value.__cause__)
+    assert echoed not in caught.value.message
+    assert "***" in caught.value.message
+    assert echoed not in repr(caught.value.__cause__)
 
 
 def test_a_signed_exchange_is_redacted_before_it_is_a_cassette(
