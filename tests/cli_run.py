@@ -21,6 +21,14 @@ _SCRUBBED = (
     "ANTHROPIC_API_KEY",
     "ANTHROPIC_BASE_URL",
     "MY_API_KEY",
+    "GEMINI_API_KEY",
+    "AWS_REGION",
+    "AWS_DEFAULT_REGION",
+    "AWS_PROFILE",
+    "AWS_BEARER_TOKEN_BEDROCK",
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
     *PROXY_VARIABLES,
     *NO_PROXY_VARIABLES,
     "NO_COLOR",
@@ -33,6 +41,9 @@ def clean_env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in _SCRUBBED}
     bin_dir = str(Path(sys.executable).parent)
     env["PATH"] = os.pathsep.join([bin_dir, env.get("PATH", "")])
+    # No AWS configuration of the machine's either (a region would make the
+    # built-in Bedrock route available).
+    env["AWS_CONFIG_FILE"] = env["AWS_SHARED_CREDENTIALS_FILE"] = os.devnull
     env.update(extra)
     return env
 

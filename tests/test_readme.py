@@ -511,7 +511,8 @@ def test_cli_examples_run(model, tmp_path):
         "ollama  (Ollama, built-in)",
         "  (the server lists its models: pass --model to chat)",
     ]
-    assert len(lines) == 32
+    assert lines[32] == "bedrock  (Amazon Bedrock, built-in)"  # no AWS region here
+    assert len(lines) == 34
     recorded = (tmp_path / "answer.jsonl").read_text(encoding="utf-8")
     answer = [chunk_from_json(line) for line in recorded.splitlines()]
     assert_chunk_sequence(answer, strict=True)

@@ -46,7 +46,6 @@ if TYPE_CHECKING:
         Block,
         BlockWriter,
     )
-    from dsh_llm.transport.read_loop import EventTranslator
 
 __all__ = [
     "BUILTIN_FAMILIES",
@@ -134,6 +133,13 @@ BUILTIN_FAMILIES: Final = (
         server_catalog=True,
     ),
     BuiltinFamily(
+        route="bedrock",
+        plugin="llm-bedrock",
+        adapter="dsh_llm.adapters.bedrock:BedrockAdapter",
+        display_name="Amazon Bedrock",
+        key_env="AWS_BEARER_TOKEN_BEDROCK",
+    ),
+    BuiltinFamily(
         route="openai-compatible",
         plugin="llm-openai-compatible",
         adapter="dsh_llm.adapters.openai_compat:OpenAICompatAdapter",
@@ -190,27 +196,3 @@ def __getattr__(name: str) -> Any:
 def builtin_family(route: str) -> BuiltinFamily | None:
     """The table's row for ``route``, if it is a built-in one."""
     return next((row for row in BUILTIN_FAMILIES if row.route == route), None)
-
-
-def translator_for(route: str) -> EventTranslator[Any]:
-    """A fresh translator of the built-in ``route``'s family, with its adapter's
-    defaults (for benchmarks and tests that drive a translator without HTTP)."""
-    row = builtin_family(route)
-    if row is None:
-        raise KeyError(route)
-    cls = row.adapter_class()
-    adapter = cls() if row.wire is None else cls("http://127.0.0.1:1/v1")
-    from dsh_llm.adapters._wire.family import WireCall
-    from dsh_llm.protocol import GenerateOptions, create_user_message
-
-    options = GenerateOptions(
-        provider=route, model="m", messages=(create_user_message("hi"),)
-    )
-    call: WireCall[Any, Any] = WireCall(
-        options=options,
-        config=adapter.config,
-        endpoint=adapter.endpoint,
-        attachments=None,
-        key=lambda: None,
-    )
-    return cls.family.translator(call)

@@ -509,6 +509,11 @@ def _run_providers(args: argparse.Namespace) -> int:
                 print(line.rstrip())
             if not models:
                 print("  (no models listed; pass --model to chat)")
+        for route, why in routes.unavailable:
+            row = builtin_family(route)
+            name = route if row is None else row.display_name
+            print(f"{route}  ({name}, {routes.origin})")
+            print(f"  (not available here: {why})")
     return status
 
 

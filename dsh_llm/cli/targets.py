@@ -114,6 +114,9 @@ class Routes:
     """Where they come from: ``built-in``, ``--base-url <url>`` or a file path."""
     key_hint: str | None = None
     """Where the routes' key comes from, in words (``None``: no key involved)."""
+    unavailable: tuple[tuple[str, str], ...] = ()
+    """Built-in routes that cannot be built here (route, why): Bedrock without
+    a region, say. Listed, never registered."""
 
 
 @attrs.frozen(kw_only=True)
@@ -163,9 +166,11 @@ def _builtin_adapter(
 def _builtin(
     api_key_env: str | None, provider: str | None, timeout_s: float | None
 ) -> Iterator[Routes]:
-    # Every built-in route is there (none does I/O before a call);
+    # Every built-in route is there (none does I/O before a call), but one that
+    # cannot be built here (no region for Bedrock) only when asked for;
     # --api-key-env names the key of the route asked for.
     chosen = builtin_family(provider or DEEPSEEK_ROUTE) or _PROVIDER_ROWS[0]
+    unavailable: list[tuple[str, str]] = []
     with contextlib.ExitStack() as stack:
         runtime = LlmRuntime()
         for row in _PROVIDER_ROWS:
@@ -175,7 +180,10 @@ def _builtin(
                     _builtin_adapter(row, key, _timeout_ms(timeout_s))
                 )
             except ValueError as exc:
-                raise UsageError(str(exc)) from exc
+                if row is chosen:
+                    raise UsageError(str(exc)) from exc
+                unavailable.append((row.route, str(exc)))
+                continue
             stack.callback(runtime.register_adapter([row.route], adapter).dispose)
         variable = _builtin_key_env(chosen, api_key_env)
         hint = (
@@ -184,7 +192,12 @@ def _builtin(
             else "no key is sent: pass --api-key-env VAR naming the variable that "
             "holds the key"
         )
-        yield Routes(runtime=runtime, origin="built-in", key_hint=hint)
+        yield Routes(
+            runtime=runtime,
+            origin="built-in",
+            key_hint=hint,
+            unavailable=tuple(unavailable),
+        )
 
 
 def _base_url_adapter(
@@ -327,9 +340,11 @@ def _choose_route(routes: Routes, provider: str | None) -> str:
     listed = ", ".join(ids) or "none"
     if provider is not None:
         if provider not in ids:
+            missing = ", ".join(route for route, _ in routes.unavailable)
+            also = f"; not available here: {missing}" if missing else ""
             raise UsageError(
                 f'no route "{provider}" in {routes.origin} routes (registered: '
-                f"{listed}); define it in dsh.yml or pass --config FILE"
+                f"{listed}{also}); define it in dsh.yml or pass --config FILE"
             )
         return provider
     if len(ids) == 1:

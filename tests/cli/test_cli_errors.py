@@ -77,7 +77,8 @@ def test_chat_names_an_unset_api_key_env(tmp_path, capsys, monkeypatch):
         (
             ["--provider", "nowhere"],
             'error: no route "nowhere" in built-in routes (registered: '
-            "deepseek-official, anthropic, gemini, ollama)",
+            "deepseek-official, anthropic, gemini, ollama; not available here: "
+            "bedrock)",
         ),
     ],
 )

@@ -3,6 +3,7 @@ sees (built-in DeepSeek, a composition file) and how it picks route and model.""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -49,6 +50,10 @@ def test_providers_lists_every_built_in_route_and_its_catalog(tmp_path):
         "ollama  (Ollama, built-in)",
         # Its models come from a server that need not run: not asked.
         "  (the server lists its models: pass --model to chat)",
+        # No AWS region in the test's environment: listed, not registered.
+        "bedrock  (Amazon Bedrock, built-in)",
+        "  (not available here: llm-bedrock: region is not set: set region, or "
+        "export AWS_REGION (or give the AWS profile a region))",
     ]
     assert "dsh-llm chat --base-url URL --model NAME" in result.stderr
 
@@ -151,14 +156,26 @@ def test_open_target_picks_deepseek_and_its_first_model_by_default(
     tmp_path, monkeypatch
 ):
     monkeypatch.chdir(tmp_path)
+    for name in ("AWS_REGION", "AWS_DEFAULT_REGION", "AWS_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_CONFIG_FILE", os.devnull)
     with open_target(environ={"DEEPSEEK_API_KEY": "sk-test"}) as target:
         assert (target.route, target.model) == (
             "deepseek-official",
             "deepseek-v4-flash",
         )
-        # Every built-in provider route is there (none does I/O before a call).
-        assert [p.id for p in target.runtime.list_providers()] == list(BUILTIN_ROUTES)
-        assert BUILTIN_ROUTES == ("deepseek-official", "anthropic", "gemini", "ollama")
+        # Every built-in provider route is there (none does I/O before a call),
+        # but Bedrock, which cannot be built without an AWS region.
+        assert [p.id for p in target.runtime.list_providers()] == list(
+            BUILTIN_ROUTES[:-1]
+        )
+        assert BUILTIN_ROUTES == (
+            "deepseek-official",
+            "anthropic",
+            "gemini",
+            "ollama",
+            "bedrock",
+        )
     # Leaving the block unregistered the route.
     assert target.runtime.list_providers() == ()
 
