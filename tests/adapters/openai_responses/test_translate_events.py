@@ -8,13 +8,13 @@ from typing import Any
 
 import pytest
 
-from dsh_llm.adapters._responses.errors import (
+from dsh_llm.adapters.openai_responses.errors import (
     failure_code,
     stream_failure,
 )
-from dsh_llm.adapters._responses.finish import map_usage
-from dsh_llm.adapters._responses.profiles import OLLAMA, OPENAI
-from dsh_llm.adapters._responses.translate import ResponsesTranslator
+from dsh_llm.adapters.openai_responses.finish import map_usage
+from dsh_llm.adapters.openai_responses.profiles import OLLAMA, OPENAI
+from dsh_llm.adapters.openai_responses.translate import ResponsesTranslator
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import (
     BlockStart,

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from dsh_llm.adapters._responses.profiles import PROFILES
-from dsh_llm.adapters._responses.translate import ResponsesTranslator
+from dsh_llm.adapters.openai_responses.profiles import PROFILES
+from dsh_llm.adapters.openai_responses.translate import ResponsesTranslator
 from dsh_llm.assembler import assemble_stream
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import (
@@ -339,7 +339,7 @@ def test_hosted_tools_mcp_audio_and_unknown_events_give_no_blocks():
 
 
 def test_sequence_gaps_repeats_and_minus_one_are_logged_not_fatal(caplog):
-    caplog.set_level("DEBUG", logger="dsh_llm.adapters._responses.translate")
+    caplog.set_level("DEBUG", logger="dsh_llm.adapters.openai_responses.translate")
     for name in ("openai_sequence_gap", "vllm_sequence_minus_one"):
         caplog.clear()
         chunks, error = replay(name)
@@ -352,7 +352,7 @@ def test_sequence_gaps_repeats_and_minus_one_are_logged_not_fatal(caplog):
 
 
 def test_a_dense_stream_logs_nothing(caplog):
-    caplog.set_level("DEBUG", logger="dsh_llm.adapters._responses.translate")
+    caplog.set_level("DEBUG", logger="dsh_llm.adapters.openai_responses.translate")
     replay("openai_full_turn")
     assert not caplog.records
 

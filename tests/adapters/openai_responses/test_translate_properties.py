@@ -10,7 +10,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dsh_llm.adapters._responses.translate import ResponsesTranslator
+from dsh_llm.adapters.openai_responses.translate import ResponsesTranslator
 from dsh_llm.protocol import (
     BlockEnd,
     Finish,

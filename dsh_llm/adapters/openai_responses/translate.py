@@ -15,7 +15,7 @@ Contracts callers may rely on:
   indexes, or never send ``output_item.done`` still give blocks 0, 1, 2 in
   opening order, never interleaved, each ``block-end`` equal to its deltas.
 - ``response.completed`` / ``response.incomplete`` end what is open, then one
-  ``usage`` and the ``finish`` (``dsh_llm.adapters._responses.finish``); a
+  ``usage`` and the ``finish`` (``dsh_llm.adapters.openai_responses.finish``); a
   successful finish carries a ``ReplayEnvelope`` (``REPLAY_WIRE``) with one
   entry per block. ``response.failed`` and ``error`` raise their failure
   (``errors.stream_failure``), after the usage ``response.failed`` reported.
@@ -36,10 +36,6 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Any, Final, NoReturn
 
-from dsh_llm.adapters._responses.errors import stream_failure
-from dsh_llm.adapters._responses.finish import map_usage, terminal_finish
-from dsh_llm.adapters._responses.profiles import OPENAI, ResponsesProfile
-from dsh_llm.adapters._responses.request import REPLAY_WIRE
 from dsh_llm.adapters._wire.translator import WireTranslator
 from dsh_llm.adapters._wire.writer import (
     REASONING,
@@ -48,6 +44,10 @@ from dsh_llm.adapters._wire.writer import (
     Block,
     BlockKind,
 )
+from dsh_llm.adapters.openai_responses.errors import stream_failure
+from dsh_llm.adapters.openai_responses.finish import map_usage, terminal_finish
+from dsh_llm.adapters.openai_responses.profiles import OPENAI, ResponsesProfile
+from dsh_llm.adapters.openai_responses.request import REPLAY_WIRE
 from dsh_llm.errors import LlmError
 from dsh_llm.protocol import (
     FinishReason,
