@@ -10,10 +10,12 @@ Contracts callers may rely on:
   of ``docs/protocol.md``; nothing once ``finished`` (a ``[DONE]``, anything a
   server sends after its terminal event). ``close()`` at EOF raises
   ``STREAM_CLOSED`` unless ``finished``: the wire ends with a terminal event.
-- Items are tracked by ``item_id`` (``output_index`` only as a fallback for an
-  event without one), so items that overlap, finish out of order, reuse or skip
-  indexes, or never send ``output_item.done`` still give blocks 0, 1, 2 in
-  opening order, never interleaved, each ``block-end`` equal to its deltas.
+- Items are told apart by ``output_index`` (parts by ``content_index``); an
+  ``item_id`` the stream already gave an item names it (indexes may be reused
+  or skipped), an id never seen is no new item (GitHub Copilot's change on
+  every event). Items that overlap, finish out of order, reuse or skip indexes,
+  change ids or never send ``output_item.done`` give blocks 0, 1, 2 in opening
+  order, never interleaved, never twice, each ``block-end`` equal to its deltas.
 - ``response.completed`` / ``response.incomplete`` end what is open, then one
   ``usage`` and the ``finish`` (``dsh_llm.adapters.openai_responses.finish``); a
   successful finish carries a ``ReplayEnvelope`` (``REPLAY_WIRE``) with one
@@ -67,6 +69,9 @@ _ITEM_KINDS: Final[dict[str, BlockKind]] = {
     "reasoning": REASONING,
     "function_call": TOOL_CALL,
 }
+_ITEM_TYPES: Final[dict[BlockKind, str]] = {
+    kind: name for name, kind in _ITEM_KINDS.items()
+}
 _json_decode = json.JSONDecoder().decode
 
 
@@ -85,13 +90,17 @@ class _Item:
         "name",
         "segments",
         "summaries",
+        "type",
     )
 
-    def __init__(self, key: str, kind: BlockKind | None) -> None:
+    def __init__(self, key: str, kind: BlockKind | None, type_name: str) -> None:
         self.key = key
+        """The id it was first seen with (``#item-<n>`` when it had none)."""
         self.kind = kind
         """``TEXT``, ``REASONING``, ``TOOL_CALL``, or ``None`` for a kind without
         a block (hosted tools, MCP, unknown)."""
+        self.type = type_name
+        """The wire's item ``type`` (``message``, ``web_search_call``...)."""
         self.added: dict[str, Any] = {}
         self.final: dict[str, Any] | None = None
         """The item as ``output_item.done`` (else the terminal output) gave it."""
@@ -195,6 +204,12 @@ class ResponsesTranslator(WireTranslator[SseEvent]):
       done. A text or reasoning block that goes quiet while another item starts
       is ended at once, so the other streams live; content that later resumes
       for it opens a new block (no replay entry).
+    - An event's content goes to the item its ``item_id`` already named, else
+      to the item of its kind at its ``output_index``, else to a new item. An
+      ``output_item.done`` whose id is new finishes the unfinished item of its
+      type at its index. The terminal ``output`` is matched by id; when ids do
+      not name items (none, or ids that changed), by position, then in order
+      of type; what matches nothing never streamed.
     - A block ends at its provider end (``content_part.done``,
       ``function_call_arguments.done``, ``output_item.done``) or, when that
       never comes, at the terminal event, after the terminal ``output`` filled
@@ -233,9 +248,16 @@ class ResponsesTranslator(WireTranslator[SseEvent]):
             provider=profile.provider, empty_response_as_stop=empty_response_as_stop
         )
         self._profile = profile
+        # An item by every id it was announced or finished with, by the
+        # output_index it was last seen at, and in the order it was first seen.
         self._items: dict[str, _Item] = {}
         self._by_index: dict[int, _Item] = {}
+        self._order: list[_Item] = []
         self._synthetic = 0
+        # Whether an event named its item by output_index alone (no id, or an
+        # id never seen: GitHub Copilot's ids change on every event), so ids
+        # cannot match the terminal output to the items either.
+        self._positional = False
         # The segment at the head of the writer's line, and those waiting
         # behind it (only ever behind a call still receiving arguments).
         self._active: _Segment | None = None
@@ -345,7 +367,10 @@ class ResponsesTranslator(WireTranslator[SseEvent]):
 
     def _on_item_added(self, payload: dict[str, Any]) -> None:
         raw = self._item_payload(payload)
-        item = self._item_for_added(raw, payload.get("output_index"))
+        rid = raw.get("id")
+        item = self._items.get(rid) if isinstance(rid, str) and rid else None
+        if item is None:
+            item = self._new_item(raw, payload.get("output_index"))
         item.added = raw
         self._identify(item, raw)
         if item.kind is REASONING or item.kind is TOOL_CALL:
@@ -353,15 +378,25 @@ class ResponsesTranslator(WireTranslator[SseEvent]):
 
     def _on_item_done(self, payload: dict[str, Any]) -> None:
         raw = self._item_payload(payload)
-        rid = raw.get("id")
-        item: _Item | None
-        if isinstance(rid, str) and rid:
-            item = self._items.get(rid)
-        else:
-            item = self._indexed(payload.get("output_index"))
+        rid = raw.get("id") if _has_id(raw) else None
+        item = self._items.get(rid) if rid is not None else None
         if item is None:
-            item = self._item_for_added(raw, payload.get("output_index"))
-            item.added = raw
+            # An id never seen (or none): the unfinished item of this type at
+            # its output_index, else an item the stream never announced.
+            index = payload.get("output_index")
+            found = self._by_index.get(index) if type(index) is int else None
+            if (
+                found is not None
+                and found.final is None
+                and found.type == raw.get("type")
+            ):
+                item = found
+                self._positional = True
+                if rid is not None:
+                    self._items[rid] = item
+            else:
+                item = self._new_item(raw, index)
+                item.added = raw
         item.final = raw
         self._identify(item, raw)
         self._fill(item, raw)
@@ -372,49 +407,65 @@ class ResponsesTranslator(WireTranslator[SseEvent]):
             raise self.writer.malformed("an output item that is not an object")
         return raw
 
-    def _item_for_added(self, raw: dict[str, Any], output_index: object) -> _Item:
+    def _new_item(self, raw: dict[str, Any], output_index: object) -> _Item:
+        """An item first seen whole (``added``, ``done`` or the terminal output)."""
+        type_name = raw.get("type")
+        type_name = type_name if isinstance(type_name, str) else ""
         rid = raw.get("id")
-        kind_name = raw.get("type")
-        kind = _ITEM_KINDS.get(kind_name) if isinstance(kind_name, str) else None
-        if isinstance(rid, str) and rid:
-            item = self._items.get(rid)
-            if item is None:
-                item = self._items[rid] = _Item(rid, kind)
+        return self._register(
+            rid if isinstance(rid, str) else None,
+            _ITEM_KINDS.get(type_name),
+            type_name,
+            output_index,
+        )
+
+    def _register(
+        self,
+        rid: str | None,
+        kind: BlockKind | None,
+        type_name: str,
+        output_index: object,
+    ) -> _Item:
+        if rid:
+            key = rid
         else:
             self._synthetic += 1
             key = f"#item-{self._synthetic}"
-            item = self._items[key] = _Item(key, kind)
+        item = self._items[key] = _Item(key, kind, type_name)
+        self._order.append(item)
         if type(output_index) is int:
             self._by_index[output_index] = item
         return item
 
-    def _indexed(self, output_index: object) -> _Item | None:
-        return self._by_index.get(output_index) if type(output_index) is int else None
-
     def _item_of(self, payload: dict[str, Any], kind: BlockKind) -> _Item:
-        """The item an event names (``item_id``, else ``output_index``); one
-        the stream never announced is created (a server that skips ``added``)."""
+        """The item an event's content is for: the one its ``item_id`` already
+        named (indexes may be reused or skipped), else the item of this kind at
+        its ``output_index`` (an id never seen is no new item: some servers
+        change ids on every event), else a new one (a server that skips
+        ``added``)."""
         rid = payload.get("item_id")
-        if isinstance(rid, str) and rid:
-            item = self._items.get(rid)
-            if item is None:
-                item = self._items[rid] = _Item(rid, kind)
-                index = payload.get("output_index")
-                if type(index) is int:
-                    self._by_index[index] = item
-        elif rid is not None:
+        if rid is not None and type(rid) is not str:
             raise self.writer.malformed("an item_id that is not a string")
-        else:
-            found = self._indexed(payload.get("output_index"))
-            if found is None:
-                raise self.writer.malformed(
-                    "an event naming no item (no item_id, no output_index)"
-                )
-            item = found
-        if item.kind is not None and item.kind is not kind:
-            # Content of one kind for an item of another would be lost.
-            raise self.writer.malformed(f"{payload['type']} for a {item.kind} item")
-        return item
+        if rid:
+            item = self._items.get(rid)
+            if item is not None:
+                if item.kind is not None and item.kind is not kind:
+                    # Content of one kind for an item of another would be lost.
+                    raise self.writer.malformed(
+                        f"{payload['type']} for a {item.kind} item"
+                    )
+                return item
+        index = payload.get("output_index")
+        if type(index) is int:
+            found = self._by_index.get(index)
+            if found is not None and found.kind is kind:
+                self._positional = True
+                return found
+        elif not rid:
+            raise self.writer.malformed(
+                "an event naming no item (no item_id, no output_index)"
+            )
+        return self._register(rid, kind, _ITEM_TYPES[kind], index)
 
     def _identify(self, item: _Item, raw: Mapping[str, Any]) -> None:
         if item.kind is not TOOL_CALL:
@@ -744,18 +795,12 @@ class ResponsesTranslator(WireTranslator[SseEvent]):
         output = response.get("output")
         if output is not None and type(output) is not list:
             raise writer.malformed("a response output that is not a list")
-        incomplete = False
-        for raw in output or ():
+        items = output or []
+        for raw in items:
             if type(raw) is not dict:
                 raise writer.malformed("an output item that is not an object")
-            incomplete = incomplete or raw.get("status") == "incomplete"
-            rid = raw.get("id")
-            if not isinstance(rid, str) or not rid:
-                continue
-            item = self._items.get(rid)
-            if item is None:
-                item = self._item_for_added(raw, None)
-                item.added = raw
+        incomplete = any(raw.get("status") == "incomplete" for raw in items)
+        for raw, item in self._match_output(items):
             if item.final is None:
                 item.final = raw
             self._identify(item, raw)
@@ -786,6 +831,53 @@ class ResponsesTranslator(WireTranslator[SseEvent]):
             )
         else:
             writer.finish(reason, replay=self._replay)
+
+    def _match_output(
+        self, output: list[dict[str, Any]]
+    ) -> list[tuple[dict[str, Any], _Item]]:
+        """The terminal ``output``, each item with what streamed of it: the item
+        its id names; else, when ids did not name the items (an item without
+        one, or a stream whose events named items by ``output_index`` alone),
+        the unmatched streamed item of its type at its position, else the
+        first such item in stream order; else a new item (it never streamed)."""
+        found: list[_Item | None] = []
+        taken: set[int] = set()
+        for raw in output:
+            rid = raw.get("id")
+            item = self._items.get(rid) if isinstance(rid, str) and rid else None
+            if item is not None:
+                taken.add(id(item))
+            found.append(item)
+        loose = [
+            position
+            for position, raw in enumerate(output)
+            if found[position] is None and (self._positional or not _has_id(raw))
+        ]
+        for position in loose:
+            item = self._by_index.get(position)
+            if (
+                item is not None
+                and id(item) not in taken
+                and item.type == output[position].get("type")
+            ):
+                taken.add(id(item))
+                found[position] = item
+        for position in loose:
+            if found[position] is not None:
+                continue
+            wanted = output[position].get("type")
+            for item in self._order:
+                if id(item) not in taken and item.type == wanted:
+                    taken.add(id(item))
+                    found[position] = item
+                    break
+        pairs: list[tuple[dict[str, Any], _Item]] = []
+        for raw, item in zip(output, found, strict=True):
+            if item is None:
+                item = self._new_item(raw, None)
+                item.added = raw
+            pairs.append((raw, item))
+        return pairs
 
     def _on_failed(self, payload: dict[str, Any]) -> None:
         response = payload.get("response")
@@ -831,7 +923,7 @@ class ResponsesTranslator(WireTranslator[SseEvent]):
                 entries.append(
                     {
                         "type": "function_call",
-                        "id": None if item.key.startswith("#") else item.key,
+                        "id": _wire_id(item),
                         "call_id": self._call_id(item),
                         "name": item.name or "",
                     }
@@ -839,7 +931,7 @@ class ResponsesTranslator(WireTranslator[SseEvent]):
             else:
                 entry: dict[str, Any] = {
                     "type": "message",
-                    "id": None if item.key.startswith("#") else item.key,
+                    "id": _wire_id(item),
                     "part": "refusal" if segment.refusal else "output_text",
                 }
                 phase = (item.final or item.added).get("phase")
@@ -868,14 +960,30 @@ def _texts(parts: object, part_type: str) -> list[str]:
     ]
 
 
+def _has_id(raw: Mapping[str, Any]) -> bool:
+    rid = raw.get("id")
+    return isinstance(rid, str) and bool(rid)
+
+
+def _wire_id(item: _Item) -> str | None:
+    """The id to send ``item`` back with: the finished item's (``output_item.done``,
+    else the terminal output's), else the one it was first seen with."""
+    final = item.final
+    if final is not None and _has_id(final):
+        fid: str = final["id"]
+        return fid
+    return None if item.key.startswith("#") else item.key
+
+
 def _reasoning_entry(item: _Item) -> dict[str, Any] | None:
     """The reasoning item to send back: from ``output_item.done`` (or the
     terminal output), never ``encrypted_content`` from ``added`` (it may be
     partial there)."""
-    if item.key.startswith("#"):
+    rid = _wire_id(item)
+    if rid is None:
         return None
     source = item.final or {}
-    entry: dict[str, Any] = {"type": "reasoning", "id": item.key}
+    entry: dict[str, Any] = {"type": "reasoning", "id": rid}
     summary = source.get("summary")
     entry["summary"] = summary if isinstance(summary, list) else []
     encrypted = source.get("encrypted_content")

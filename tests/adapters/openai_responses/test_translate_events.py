@@ -4,6 +4,7 @@ arguments, [DONE] before the end, and the error classifiers."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -634,3 +635,241 @@ def test_a_call_id_that_changes_after_the_call_streamed_is_malformed():
     assert error is not None
     assert error.code == ErrorCode.MALFORMED_RESPONSE
     assert list(validate_stream(chunks, strict=True)) == chunks
+
+
+# --- items told apart by output_index ---------------------------------------------
+
+
+class _Rotating:
+    """Ids as GitHub Copilot's service writes them: a fresh one on every event."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def __call__(self, prefix: str) -> str:
+        self.count += 1
+        return f"{prefix}_{self.count:04d}"
+
+
+def _message_events(
+    ids: Callable[[str], str], index: int, pieces: list[str], *, done: bool = True
+) -> list[dict[str, Any]]:
+    events: list[dict[str, Any]] = [
+        {
+            "type": "response.output_item.added",
+            "output_index": index,
+            "item": {"id": ids("msg"), "type": "message", "content": []},
+        },
+        {
+            "type": "response.content_part.added",
+            "item_id": ids("msg"),
+            "output_index": index,
+            "content_index": 0,
+            "part": {"type": "output_text", "text": ""},
+        },
+    ]
+    events += [
+        {
+            "type": "response.output_text.delta",
+            "item_id": ids("msg"),
+            "output_index": index,
+            "content_index": 0,
+            "delta": piece,
+        }
+        for piece in pieces
+    ]
+    if done:
+        events.append(
+            {
+                "type": "response.output_item.done",
+                "output_index": index,
+                "item": _message(ids("msg"), "".join(pieces)),
+            }
+        )
+    return events
+
+
+def _message(mid: str | None, text: str) -> dict[str, Any]:
+    item: dict[str, Any] = {
+        "type": "message",
+        "content": [{"type": "output_text", "text": text}],
+    }
+    if mid is not None:
+        item["id"] = mid
+    return item
+
+
+def _call_events(
+    ids: Callable[[str], str], index: int, call_id: str, arguments: str
+) -> list[dict[str, Any]]:
+    return [
+        {
+            "type": "response.output_item.added",
+            "output_index": index,
+            "item": {
+                "id": ids("fc"),
+                "type": "function_call",
+                "call_id": call_id,
+                "name": "f",
+                "arguments": "",
+            },
+        },
+        {
+            "type": "response.function_call_arguments.delta",
+            "item_id": ids("fc"),
+            "output_index": index,
+            "delta": arguments,
+        },
+        {
+            "type": "response.function_call_arguments.done",
+            "item_id": ids("fc"),
+            "output_index": index,
+            "arguments": arguments,
+        },
+    ]
+
+
+def _call(fid: str, call_id: str, arguments: str) -> dict[str, Any]:
+    return {
+        "id": fid,
+        "type": "function_call",
+        "call_id": call_id,
+        "name": "f",
+        "arguments": arguments,
+    }
+
+
+def _completed(*output: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "response.completed", "response": {"output": list(output)}}
+
+
+def _ended(chunks: list[Any]) -> list[tuple[str, str]]:
+    return [
+        (
+            c.block.type,
+            c.block.arguments if c.block.type == "tool-call" else c.block.text,
+        )
+        for c in chunks
+        if c.type == "block-end"
+    ]
+
+
+@pytest.mark.parametrize("terminal_id", ["done", "fresh", "none"])
+def test_an_item_whose_id_changes_on_every_event_is_one_block(terminal_id):
+    ids = _Rotating()
+    events = _message_events(ids, 0, ["Hel", "lo"])
+    done_id = events[-1]["item"]["id"]
+    mid = {"done": done_id, "fresh": ids("msg"), "none": None}[terminal_id]
+    chunks, error = run(*events, _completed(_message(mid, "Hello")))
+    assert error is None
+    assert _ended(chunks) == [("text", "Hello")]
+    assert _texts_of(chunks) == ["Hel", "lo"]
+    assert list(validate_stream(chunks, strict=True)) == chunks
+    # The replay entry names the item as output_item.done gave it.
+    assert chunks[-1].replay_state.blocks[0]["id"] == done_id
+
+
+def test_changing_ids_with_non_dense_indexes_match_the_terminal_output_in_order():
+    ids = _Rotating()
+    events = [
+        *_call_events(ids, 0, "call_a", '{"city":"Oslo"}'),
+        *_message_events(ids, 2, ["Fetching two."], done=False),
+        *_call_events(ids, 5, "call_b", '{"city":"Rome"}'),
+    ]
+    terminal = _completed(
+        _call(ids("fc"), "call_a", '{"city":"Oslo"}'),
+        _message(ids("msg"), "Fetching two."),
+        _call(ids("fc"), "call_b", '{"city":"Rome"}'),
+    )
+    chunks, error = run(*events, terminal)
+    assert error is None
+    assert _ended(chunks) == [
+        ("tool-call", '{"city":"Oslo"}'),
+        ("text", "Fetching two."),
+        ("tool-call", '{"city":"Rome"}'),
+    ]
+    assert chunks[-1].reason == FinishReason.TOOL_CALLS
+
+
+def test_changing_ids_with_a_reused_index_keep_the_text_and_both_calls():
+    # Ollama's shape (text never closed, the first call reusing its index, the
+    # terminal output in another order), with ids that change on every event.
+    ids = _Rotating()
+    events = [
+        *_message_events(ids, 0, ["Let me check."], done=False),
+        *_call_events(ids, 0, "call_a", '{"city":"Lyon"}'),
+        *_call_events(ids, 1, "call_b", '{"tz":"UTC"}'),
+    ]
+    terminal = _completed(
+        _call(ids("fc"), "call_a", '{"city":"Lyon"}'),
+        _call(ids("fc"), "call_b", '{"tz":"UTC"}'),
+        _message(ids("msg"), "Let me check."),
+    )
+    chunks, error = run(*events, terminal)
+    assert error is None
+    assert _ended(chunks) == [
+        ("text", "Let me check."),
+        ("tool-call", '{"city":"Lyon"}'),
+        ("tool-call", '{"tz":"UTC"}'),
+    ]
+
+
+def test_deltas_without_an_item_id_match_their_done_and_terminal_items():
+    added = {
+        "type": "response.output_item.added",
+        "output_index": 0,
+        "item": {"type": "message", "content": []},
+    }
+    delta = {
+        "type": "response.output_text.delta",
+        "output_index": 0,
+        "content_index": 0,
+        "delta": "Hi.",
+    }
+    done = {
+        "type": "response.output_item.done",
+        "output_index": 0,
+        "item": _message("msg_1", "Hi."),
+    }
+    chunks, error = run(added, delta, done, _completed(_message("msg_1", "Hi.")))
+    assert error is None
+    assert _ended(chunks) == [("text", "Hi.")]
+    assert chunks[-1].replay_state.blocks[0]["id"] == "msg_1"
+
+
+def test_a_terminal_item_that_never_streamed_is_still_new_content():
+    ids = _Rotating()
+    events = _message_events(ids, 0, ["One."])
+    terminal = _completed(_message(ids("msg"), "One."), _message(ids("msg"), "Two."))
+    chunks, error = run(*events, terminal)
+    assert error is None
+    assert _ended(chunks) == [("text", "One."), ("text", "Two.")]
+    # With stable ids, an output item the stream never named is new as well.
+    events = _message_events(lambda prefix: "m1", 0, ["One."])
+    terminal = _completed(_message("m1", "One."), _message("m2", "Two."))
+    chunks, error = run(*events, terminal)
+    assert error is None
+    assert _ended(chunks) == [("text", "One."), ("text", "Two.")]
+
+
+def test_a_new_id_at_an_index_holding_another_kind_is_a_new_item():
+    chunks, error = run(
+        CALL_ADDED,
+        DELTA,
+        {
+            "type": "response.function_call_arguments.done",
+            "item_id": "fc_1",
+            "output_index": 0,
+            "arguments": '{"a":1',
+        },
+        {
+            "type": "response.output_text.delta",
+            "item_id": "msg_9",
+            "output_index": 0,
+            "content_index": 0,
+            "delta": "after",
+        },
+        END,
+    )
+    assert error is None
+    assert _ended(chunks) == [("tool-call", '{"a":1'), ("text", "after")]
