@@ -814,6 +814,50 @@ def test_changing_ids_with_a_reused_index_keep_the_text_and_both_calls():
     ]
 
 
+def test_ids_that_change_only_after_the_first_events_still_give_one_block():
+    # added and content_part.added share an id, the deltas do not, done and
+    # the terminal output use the first id again.
+    added = {
+        "type": "response.output_item.added",
+        "output_index": 0,
+        "item": {"id": "m", "type": "message", "content": []},
+    }
+    deltas = [
+        {
+            "type": "response.output_text.delta",
+            "item_id": f"m.{n}",
+            "output_index": 0,
+            "content_index": 0,
+            "delta": piece,
+        }
+        for n, piece in enumerate(["Hel", "lo"])
+    ]
+    chunks, error = run(
+        added,
+        _part(),
+        *deltas,
+        _item_done("Hello"),
+        _completed(_message("m", "Hello")),
+    )
+    assert error is None
+    assert _ended(chunks) == [("text", "Hello")]
+
+
+def test_terminal_calls_without_matching_ids_are_matched_by_call_id():
+    ids = _Rotating()
+    events = [
+        *_call_events(ids, 0, "call_a", '{"n":1}'),
+        *_call_events(ids, 1, "call_b", '{"n":2}'),
+    ]
+    terminal = _completed(
+        _call(ids("fc"), "call_b", '{"n":2}'),
+        _call(ids("fc"), "call_a", '{"n":1}'),
+    )
+    chunks, error = run(*events, terminal)
+    assert error is None
+    assert _ended(chunks) == [("tool-call", '{"n":1}'), ("tool-call", '{"n":2}')]
+
+
 def test_deltas_without_an_item_id_match_their_done_and_terminal_items():
     added = {
         "type": "response.output_item.added",
@@ -873,3 +917,155 @@ def test_a_new_id_at_an_index_holding_another_kind_is_a_new_item():
     )
     assert error is None
     assert _ended(chunks) == [("tool-call", '{"a":1'), ("text", "after")]
+
+
+# --- final texts are a check against what streamed ---------------------------------
+
+
+def _part_done(text: str, index: int = 0) -> dict[str, Any]:
+    return {
+        "type": "response.content_part.done",
+        "item_id": "m",
+        "output_index": 0,
+        "content_index": index,
+        "part": {"type": "output_text", "text": text},
+    }
+
+
+def _item_done(text: str) -> dict[str, Any]:
+    return {
+        "type": "response.output_item.done",
+        "output_index": 0,
+        "item": _message("m", text),
+    }
+
+
+@pytest.mark.parametrize("where", ["done", "terminal"])
+def test_a_final_text_contradicting_a_closed_block_is_malformed(where):
+    final = (
+        _item_done("Howdy") if where == "done" else _completed(_message("m", "Howdy"))
+    )
+    chunks, error = run(MSG, _part(), _text("Hello"), _part_done("Hello"), final)
+    assert error is not None
+    assert error.code == ErrorCode.MALFORMED_RESPONSE
+    assert error.message == (
+        "OpenAI (Responses API) sent a final message text that contradicts its "
+        "deltas in its stream"
+    )
+    # What streamed was written as it came; nothing is added or taken back.
+    assert [c.block.text for c in chunks if c.type == "block-end"] == ["Hello"]
+    assert chunks[-1].reason.failure.code == ErrorCode.MALFORMED_RESPONSE
+
+
+def test_a_final_text_that_is_part_of_what_streamed_keeps_the_streamed_text(caplog):
+    caplog.set_level("DEBUG", logger="dsh_llm.adapters.openai_responses.translate")
+    chunks, error = run(MSG, _part(), _text("Hello \n"), _part_done("Hello"), END)
+    assert error is None
+    assert [c.block.text for c in chunks if c.type == "block-end"] == ["Hello \n"]
+    assert chunks[-1].reason == FinishReason.STOP
+    (record,) = caplog.records
+    assert record.levelname == "WARNING"
+    assert record.getMessage() == (
+        "OpenAI (Responses API): a final message text of 5 characters is part of "
+        "the 7 streamed; the streamed text stands"
+    )
+
+
+def test_content_part_done_supplies_a_lost_tail_before_the_block_ends():
+    chunks, error = run(MSG, _part(), _text("Hel"), _part_done("Hello"), END)
+    assert error is None
+    assert _texts_of(chunks) == ["Hel", "lo"]
+    assert [c.block.text for c in chunks if c.type == "block-end"] == ["Hello"]
+
+
+def test_a_final_text_longer_than_an_ended_block_adds_the_rest_as_a_new_block():
+    chunks, error = run(
+        MSG, _part(), _text("Hel"), _part_done("Hel"), _item_done("Hello"), END
+    )
+    assert error is None
+    assert [c.block.text for c in chunks if c.type == "block-end"] == ["Hel", "lo"]
+    assert list(validate_stream(chunks, strict=True)) == chunks
+
+
+def test_a_part_resumed_after_an_early_close_is_checked_as_a_whole():
+    chunks, error = run(MSG, _text("a"), RS, _text("b"), _item_done("ab"), _completed())
+    assert error is None
+    ends = [c.block for c in chunks if c.type == "block-end"]
+    assert [(b.type, b.text) for b in ends] == [
+        ("text", "a"),
+        ("reasoning", ""),
+        ("text", "b"),
+    ]
+
+
+def test_the_parts_of_a_message_numbered_across_items_match_its_final_content():
+    # vLLM numbers content parts across items: this message's first part
+    # streams as content_index 5, its final content has it at position 0.
+    events = [
+        {
+            "type": "response.output_item.added",
+            "output_index": 1,
+            "item": {"id": "m", "type": "message", "content": []},
+        },
+        {
+            "type": "response.output_text.delta",
+            "item_id": "m",
+            "output_index": 1,
+            "content_index": 5,
+            "delta": "Hi.",
+        },
+        {
+            "type": "response.output_item.done",
+            "output_index": 1,
+            "item": _message("m", "Hi."),
+        },
+    ]
+    chunks, error = run(*events, _completed(_message("m", "Hi.")))
+    assert error is None
+    assert [c.block.text for c in chunks if c.type == "block-end"] == ["Hi."]
+
+
+def _args_done(arguments: str) -> dict[str, Any]:
+    return {
+        "type": "response.function_call_arguments.done",
+        "item_id": "fc_1",
+        "output_index": 0,
+        "arguments": arguments,
+    }
+
+
+def _call_done(arguments: str) -> dict[str, Any]:
+    return {
+        "type": "response.output_item.done",
+        "output_index": 0,
+        "item": _call("fc_1", "call_1", arguments),
+    }
+
+
+def test_arguments_contradicting_a_call_that_already_ended_are_malformed():
+    chunks, error = run(
+        CALL_ADDED, DELTA, _args_done('{"a":1'), _call_done('{"b":2}'), END
+    )
+    assert error is not None
+    assert error.code == ErrorCode.MALFORMED_RESPONSE
+    assert [c.block.arguments for c in chunks if c.type == "block-end"] == ['{"a":1']
+
+
+@pytest.mark.parametrize("final", ["", "{}"])
+def test_a_call_without_arguments_agrees_with_an_empty_or_braces_final(final):
+    chunks, error = run(CALL_ADDED, _args_done(""), _call_done(final), END)
+    assert error is None
+    assert [c.block.arguments for c in chunks if c.type == "block-end"] == ["{}"]
+
+
+def test_argument_deltas_the_done_event_contradicts_are_malformed_never_run():
+    # Reported of GitHub Copilot (some integrations): argument deltas that are
+    # not the arguments, the plain arguments only in .done, ids changing on
+    # every event. The call fails instead of running other arguments.
+    ids = _Rotating()
+    events = _call_events(ids, 0, "call_a", "x9Fq")
+    events[-1]["arguments"] = '{"city":"Lyon"}'
+    chunks, error = run(*events, END)
+    assert error is not None
+    assert error.code == ErrorCode.MALFORMED_RESPONSE
+    assert not [c for c in chunks if c.type == "block-end"]
