@@ -23,7 +23,7 @@ from typing import Any, Final
 
 import attrs
 
-from dsh_llm.adapters.common import adapter_field_order
+from dsh_llm.adapters import adapter_field_order
 from dsh_llm.adapters.openai_responses import (
     OpenAIResponsesAdapter,
     OpenAIResponsesConfig,

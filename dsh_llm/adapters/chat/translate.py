@@ -250,6 +250,7 @@ class ChatCompletionsTranslator(WireTranslator[SseEvent]):
         self._refused = False
         self._finish_reason: str | None = None
         self._usage: Mapping[str, Any] | None = None
+        self._usage_asked = profile.include_usage
         self._append = self.writer.append
 
     def _mapped_usage(self) -> TokenUsage | None:
@@ -290,11 +291,13 @@ class ChatCompletionsTranslator(WireTranslator[SseEvent]):
         return self.writer.take()
 
     def settle(self) -> list[StreamChunk]:
-        """The caller aborted before ``[DONE]``: when the provider's finish reason
-        already came (its last word), the answer ends as ``[DONE]`` would end it
-        (with the usage reported so far); else ``[]``."""
+        """The caller aborted before ``[DONE]``: when the provider's last word
+        came (its finish reason, and its usage when it was asked for), the answer
+        ends as ``[DONE]`` would end it; else ``[]`` (the abort stands)."""
         if self.finished or self._finish_reason is None:
             return []
+        if self._usage_asked and self._usage is None:
+            return []  # billed tokens still to come: not the last word yet
         return self.done()
 
     def done(self) -> list[StreamChunk]:

@@ -15,11 +15,10 @@ import pytest
 import responses
 
 from dsh_llm.adapter import LlmProviderInfo
+from dsh_llm.adapters import AdapterConfigError, CatalogModel
 from dsh_llm.adapters.openai_responses import (
     OpenAIResponsesAdapter,
     OpenAIResponsesConfig,
-    OpenAIResponsesConfigError,
-    OpenAIResponsesModel,
 )
 from dsh_llm.attribution import user_agent
 from dsh_llm.errors import ErrorCode, LlmError
@@ -235,14 +234,14 @@ def test_an_explicit_server_wins_over_the_guess():
     ],
 )
 def test_a_bad_option_is_keyed_by_its_config_key(options, key):
-    with pytest.raises(OpenAIResponsesConfigError) as caught:
+    with pytest.raises(AdapterConfigError) as caught:
         OpenAIResponsesConfig(**options)
     assert caught.value.key == key
     assert str(caught.value).startswith(f"llm-openai-responses: {key} ")
 
 
 def test_a_key_given_both_ways_is_refused():
-    with pytest.raises(OpenAIResponsesConfigError) as caught:
+    with pytest.raises(AdapterConfigError) as caught:
         OpenAIResponsesAdapter(api_key=KEY, api_key_env="K")
     assert caught.value.key == "apiKey"
 
@@ -285,7 +284,7 @@ def test_resolve_model_offers_the_profile_efforts_and_the_catalog_facts():
     adapter = OpenAIResponsesAdapter(
         server="lmstudio",
         models=[
-            OpenAIResponsesModel(
+            CatalogModel(
                 id="qwen3", name="Qwen3", context_window=32768, max_tokens=4096
             )
         ],

@@ -31,6 +31,8 @@ from dsh_llm.signal import AbortController
 from dsh_llm.testing import LoopbackServer, Pause, Reply, Stall
 from dsh_llm.validator import validate_stream
 
+from .test_translate_fixtures import server_of
+
 FIXTURES = Path(__file__).parents[2] / "fixtures" / "openai_responses"
 NAMES = sorted(p.stem for p in FIXTURES.glob("*.sse"))
 FAILED = (
@@ -127,7 +129,7 @@ def test_every_fixture_replays_to_its_expected_strict_chunks(
         chunk_to_dict(c) for c in read_jsonl(str(FIXTURES / f"{name}.chunks.jsonl"))
     ]
     server.enqueue(Reply(body=body, framing=framing, split=split))
-    with _adapter(server, server=name.split("_")[0]) as adapter:
+    with _adapter(server, server=server_of(name)) as adapter:
         chunks, error = _drain(adapter)
     # A failure is raised after what came before it (the usage reported
     # included); the runtime makes it the last finish, as the fixture shows.

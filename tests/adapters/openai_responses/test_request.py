@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from dsh_llm.adapters._responses.profiles import (
+from dsh_llm.adapters.openai_responses.profiles import (
     LMSTUDIO,
     OLLAMA,
     OPENAI,
@@ -18,7 +18,7 @@ from dsh_llm.adapters._responses.profiles import (
     guess_server,
     profile_for,
 )
-from dsh_llm.adapters._responses.request import build_responses_request
+from dsh_llm.adapters.openai_responses.request import build_responses_request
 from dsh_llm.assembler import assemble_stream
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import (

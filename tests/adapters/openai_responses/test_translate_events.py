@@ -4,17 +4,18 @@ arguments, [DONE] before the end, and the error classifiers."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
-from dsh_llm.adapters._responses.errors import (
+from dsh_llm.adapters.openai_responses.errors import (
     failure_code,
     stream_failure,
 )
-from dsh_llm.adapters._responses.finish import map_usage
-from dsh_llm.adapters._responses.profiles import OLLAMA, OPENAI
-from dsh_llm.adapters._responses.translate import ResponsesTranslator
+from dsh_llm.adapters.openai_responses.finish import map_usage
+from dsh_llm.adapters.openai_responses.profiles import OLLAMA, OPENAI
+from dsh_llm.adapters.openai_responses.translate import ResponsesTranslator
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import (
     BlockStart,
@@ -634,3 +635,437 @@ def test_a_call_id_that_changes_after_the_call_streamed_is_malformed():
     assert error is not None
     assert error.code == ErrorCode.MALFORMED_RESPONSE
     assert list(validate_stream(chunks, strict=True)) == chunks
+
+
+# --- items told apart by output_index ---------------------------------------------
+
+
+class _Rotating:
+    """Ids as GitHub Copilot's service writes them: a fresh one on every event."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def __call__(self, prefix: str) -> str:
+        self.count += 1
+        return f"{prefix}_{self.count:04d}"
+
+
+def _message_events(
+    ids: Callable[[str], str], index: int, pieces: list[str], *, done: bool = True
+) -> list[dict[str, Any]]:
+    events: list[dict[str, Any]] = [
+        {
+            "type": "response.output_item.added",
+            "output_index": index,
+            "item": {"id": ids("msg"), "type": "message", "content": []},
+        },
+        {
+            "type": "response.content_part.added",
+            "item_id": ids("msg"),
+            "output_index": index,
+            "content_index": 0,
+            "part": {"type": "output_text", "text": ""},
+        },
+    ]
+    events += [
+        {
+            "type": "response.output_text.delta",
+            "item_id": ids("msg"),
+            "output_index": index,
+            "content_index": 0,
+            "delta": piece,
+        }
+        for piece in pieces
+    ]
+    if done:
+        events.append(
+            {
+                "type": "response.output_item.done",
+                "output_index": index,
+                "item": _message(ids("msg"), "".join(pieces)),
+            }
+        )
+    return events
+
+
+def _message(mid: str | None, text: str) -> dict[str, Any]:
+    item: dict[str, Any] = {
+        "type": "message",
+        "content": [{"type": "output_text", "text": text}],
+    }
+    if mid is not None:
+        item["id"] = mid
+    return item
+
+
+def _call_events(
+    ids: Callable[[str], str], index: int, call_id: str, arguments: str
+) -> list[dict[str, Any]]:
+    return [
+        {
+            "type": "response.output_item.added",
+            "output_index": index,
+            "item": {
+                "id": ids("fc"),
+                "type": "function_call",
+                "call_id": call_id,
+                "name": "f",
+                "arguments": "",
+            },
+        },
+        {
+            "type": "response.function_call_arguments.delta",
+            "item_id": ids("fc"),
+            "output_index": index,
+            "delta": arguments,
+        },
+        {
+            "type": "response.function_call_arguments.done",
+            "item_id": ids("fc"),
+            "output_index": index,
+            "arguments": arguments,
+        },
+    ]
+
+
+def _call(fid: str, call_id: str, arguments: str) -> dict[str, Any]:
+    return {
+        "id": fid,
+        "type": "function_call",
+        "call_id": call_id,
+        "name": "f",
+        "arguments": arguments,
+    }
+
+
+def _completed(*output: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "response.completed", "response": {"output": list(output)}}
+
+
+def _ended(chunks: list[Any]) -> list[tuple[str, str]]:
+    return [
+        (
+            c.block.type,
+            c.block.arguments if c.block.type == "tool-call" else c.block.text,
+        )
+        for c in chunks
+        if c.type == "block-end"
+    ]
+
+
+@pytest.mark.parametrize("terminal_id", ["done", "fresh", "none"])
+def test_an_item_whose_id_changes_on_every_event_is_one_block(terminal_id):
+    ids = _Rotating()
+    events = _message_events(ids, 0, ["Hel", "lo"])
+    done_id = events[-1]["item"]["id"]
+    mid = {"done": done_id, "fresh": ids("msg"), "none": None}[terminal_id]
+    chunks, error = run(*events, _completed(_message(mid, "Hello")))
+    assert error is None
+    assert _ended(chunks) == [("text", "Hello")]
+    assert _texts_of(chunks) == ["Hel", "lo"]
+    assert list(validate_stream(chunks, strict=True)) == chunks
+    # The replay entry names the item as output_item.done gave it.
+    assert chunks[-1].replay_state.blocks[0]["id"] == done_id
+
+
+def test_changing_ids_with_non_dense_indexes_match_the_terminal_output_in_order():
+    ids = _Rotating()
+    events = [
+        *_call_events(ids, 0, "call_a", '{"city":"Oslo"}'),
+        *_message_events(ids, 2, ["Fetching two."], done=False),
+        *_call_events(ids, 5, "call_b", '{"city":"Rome"}'),
+    ]
+    terminal = _completed(
+        _call(ids("fc"), "call_a", '{"city":"Oslo"}'),
+        _message(ids("msg"), "Fetching two."),
+        _call(ids("fc"), "call_b", '{"city":"Rome"}'),
+    )
+    chunks, error = run(*events, terminal)
+    assert error is None
+    assert _ended(chunks) == [
+        ("tool-call", '{"city":"Oslo"}'),
+        ("text", "Fetching two."),
+        ("tool-call", '{"city":"Rome"}'),
+    ]
+    assert chunks[-1].reason == FinishReason.TOOL_CALLS
+
+
+def test_changing_ids_with_a_reused_index_keep_the_text_and_both_calls():
+    # Ollama's shape (text never closed, the first call reusing its index, the
+    # terminal output in another order), with ids that change on every event.
+    ids = _Rotating()
+    events = [
+        *_message_events(ids, 0, ["Let me check."], done=False),
+        *_call_events(ids, 0, "call_a", '{"city":"Lyon"}'),
+        *_call_events(ids, 1, "call_b", '{"tz":"UTC"}'),
+    ]
+    terminal = _completed(
+        _call(ids("fc"), "call_a", '{"city":"Lyon"}'),
+        _call(ids("fc"), "call_b", '{"tz":"UTC"}'),
+        _message(ids("msg"), "Let me check."),
+    )
+    chunks, error = run(*events, terminal)
+    assert error is None
+    assert _ended(chunks) == [
+        ("text", "Let me check."),
+        ("tool-call", '{"city":"Lyon"}'),
+        ("tool-call", '{"tz":"UTC"}'),
+    ]
+
+
+def test_ids_that_change_only_after_the_first_events_still_give_one_block():
+    # added and content_part.added share an id, the deltas do not, done and
+    # the terminal output use the first id again.
+    added = {
+        "type": "response.output_item.added",
+        "output_index": 0,
+        "item": {"id": "m", "type": "message", "content": []},
+    }
+    deltas = [
+        {
+            "type": "response.output_text.delta",
+            "item_id": f"m.{n}",
+            "output_index": 0,
+            "content_index": 0,
+            "delta": piece,
+        }
+        for n, piece in enumerate(["Hel", "lo"])
+    ]
+    chunks, error = run(
+        added,
+        _part(),
+        *deltas,
+        _item_done("Hello"),
+        _completed(_message("m", "Hello")),
+    )
+    assert error is None
+    assert _ended(chunks) == [("text", "Hello")]
+
+
+def test_terminal_calls_without_matching_ids_are_matched_by_call_id():
+    ids = _Rotating()
+    events = [
+        *_call_events(ids, 0, "call_a", '{"n":1}'),
+        *_call_events(ids, 1, "call_b", '{"n":2}'),
+    ]
+    terminal = _completed(
+        _call(ids("fc"), "call_b", '{"n":2}'),
+        _call(ids("fc"), "call_a", '{"n":1}'),
+    )
+    chunks, error = run(*events, terminal)
+    assert error is None
+    assert _ended(chunks) == [("tool-call", '{"n":1}'), ("tool-call", '{"n":2}')]
+
+
+def test_deltas_without_an_item_id_match_their_done_and_terminal_items():
+    added = {
+        "type": "response.output_item.added",
+        "output_index": 0,
+        "item": {"type": "message", "content": []},
+    }
+    delta = {
+        "type": "response.output_text.delta",
+        "output_index": 0,
+        "content_index": 0,
+        "delta": "Hi.",
+    }
+    done = {
+        "type": "response.output_item.done",
+        "output_index": 0,
+        "item": _message("msg_1", "Hi."),
+    }
+    chunks, error = run(added, delta, done, _completed(_message("msg_1", "Hi.")))
+    assert error is None
+    assert _ended(chunks) == [("text", "Hi.")]
+    assert chunks[-1].replay_state.blocks[0]["id"] == "msg_1"
+
+
+def test_a_terminal_item_that_never_streamed_is_still_new_content():
+    ids = _Rotating()
+    events = _message_events(ids, 0, ["One."])
+    terminal = _completed(_message(ids("msg"), "One."), _message(ids("msg"), "Two."))
+    chunks, error = run(*events, terminal)
+    assert error is None
+    assert _ended(chunks) == [("text", "One."), ("text", "Two.")]
+    # With stable ids, an output item the stream never named is new as well.
+    events = _message_events(lambda prefix: "m1", 0, ["One."])
+    terminal = _completed(_message("m1", "One."), _message("m2", "Two."))
+    chunks, error = run(*events, terminal)
+    assert error is None
+    assert _ended(chunks) == [("text", "One."), ("text", "Two.")]
+
+
+def test_a_new_id_at_an_index_holding_another_kind_is_a_new_item():
+    chunks, error = run(
+        CALL_ADDED,
+        DELTA,
+        {
+            "type": "response.function_call_arguments.done",
+            "item_id": "fc_1",
+            "output_index": 0,
+            "arguments": '{"a":1',
+        },
+        {
+            "type": "response.output_text.delta",
+            "item_id": "msg_9",
+            "output_index": 0,
+            "content_index": 0,
+            "delta": "after",
+        },
+        END,
+    )
+    assert error is None
+    assert _ended(chunks) == [("tool-call", '{"a":1'), ("text", "after")]
+
+
+# --- final texts are a check against what streamed ---------------------------------
+
+
+def _part_done(text: str, index: int = 0) -> dict[str, Any]:
+    return {
+        "type": "response.content_part.done",
+        "item_id": "m",
+        "output_index": 0,
+        "content_index": index,
+        "part": {"type": "output_text", "text": text},
+    }
+
+
+def _item_done(text: str) -> dict[str, Any]:
+    return {
+        "type": "response.output_item.done",
+        "output_index": 0,
+        "item": _message("m", text),
+    }
+
+
+@pytest.mark.parametrize("where", ["done", "terminal"])
+def test_a_final_text_contradicting_a_closed_block_is_malformed(where):
+    final = (
+        _item_done("Howdy") if where == "done" else _completed(_message("m", "Howdy"))
+    )
+    chunks, error = run(MSG, _part(), _text("Hello"), _part_done("Hello"), final)
+    assert error is not None
+    assert error.code == ErrorCode.MALFORMED_RESPONSE
+    assert error.message == (
+        "OpenAI (Responses API) sent a final message text that contradicts its "
+        "deltas in its stream"
+    )
+    # What streamed was written as it came; nothing is added or taken back.
+    assert [c.block.text for c in chunks if c.type == "block-end"] == ["Hello"]
+    assert chunks[-1].reason.failure.code == ErrorCode.MALFORMED_RESPONSE
+
+
+def test_a_final_text_that_is_part_of_what_streamed_keeps_the_streamed_text(caplog):
+    caplog.set_level("DEBUG", logger="dsh_llm.adapters.openai_responses.translate")
+    chunks, error = run(MSG, _part(), _text("Hello \n"), _part_done("Hello"), END)
+    assert error is None
+    assert [c.block.text for c in chunks if c.type == "block-end"] == ["Hello \n"]
+    assert chunks[-1].reason == FinishReason.STOP
+    (record,) = caplog.records
+    assert record.levelname == "WARNING"
+    assert record.getMessage() == (
+        "OpenAI (Responses API): a final message text of 5 characters is part of "
+        "the 7 streamed; the streamed text stands"
+    )
+
+
+def test_content_part_done_supplies_a_lost_tail_before_the_block_ends():
+    chunks, error = run(MSG, _part(), _text("Hel"), _part_done("Hello"), END)
+    assert error is None
+    assert _texts_of(chunks) == ["Hel", "lo"]
+    assert [c.block.text for c in chunks if c.type == "block-end"] == ["Hello"]
+
+
+def test_a_final_text_longer_than_an_ended_block_adds_the_rest_as_a_new_block():
+    chunks, error = run(
+        MSG, _part(), _text("Hel"), _part_done("Hel"), _item_done("Hello"), END
+    )
+    assert error is None
+    assert [c.block.text for c in chunks if c.type == "block-end"] == ["Hel", "lo"]
+    assert list(validate_stream(chunks, strict=True)) == chunks
+
+
+def test_a_part_resumed_after_an_early_close_is_checked_as_a_whole():
+    chunks, error = run(MSG, _text("a"), RS, _text("b"), _item_done("ab"), _completed())
+    assert error is None
+    ends = [c.block for c in chunks if c.type == "block-end"]
+    assert [(b.type, b.text) for b in ends] == [
+        ("text", "a"),
+        ("reasoning", ""),
+        ("text", "b"),
+    ]
+
+
+def test_the_parts_of_a_message_numbered_across_items_match_its_final_content():
+    # vLLM numbers content parts across items: this message's first part
+    # streams as content_index 5, its final content has it at position 0.
+    events = [
+        {
+            "type": "response.output_item.added",
+            "output_index": 1,
+            "item": {"id": "m", "type": "message", "content": []},
+        },
+        {
+            "type": "response.output_text.delta",
+            "item_id": "m",
+            "output_index": 1,
+            "content_index": 5,
+            "delta": "Hi.",
+        },
+        {
+            "type": "response.output_item.done",
+            "output_index": 1,
+            "item": _message("m", "Hi."),
+        },
+    ]
+    chunks, error = run(*events, _completed(_message("m", "Hi.")))
+    assert error is None
+    assert [c.block.text for c in chunks if c.type == "block-end"] == ["Hi."]
+
+
+def _args_done(arguments: str) -> dict[str, Any]:
+    return {
+        "type": "response.function_call_arguments.done",
+        "item_id": "fc_1",
+        "output_index": 0,
+        "arguments": arguments,
+    }
+
+
+def _call_done(arguments: str) -> dict[str, Any]:
+    return {
+        "type": "response.output_item.done",
+        "output_index": 0,
+        "item": _call("fc_1", "call_1", arguments),
+    }
+
+
+def test_arguments_contradicting_a_call_that_already_ended_are_malformed():
+    chunks, error = run(
+        CALL_ADDED, DELTA, _args_done('{"a":1'), _call_done('{"b":2}'), END
+    )
+    assert error is not None
+    assert error.code == ErrorCode.MALFORMED_RESPONSE
+    assert [c.block.arguments for c in chunks if c.type == "block-end"] == ['{"a":1']
+
+
+@pytest.mark.parametrize("final", ["", "{}"])
+def test_a_call_without_arguments_agrees_with_an_empty_or_braces_final(final):
+    chunks, error = run(CALL_ADDED, _args_done(""), _call_done(final), END)
+    assert error is None
+    assert [c.block.arguments for c in chunks if c.type == "block-end"] == ["{}"]
+
+
+def test_argument_deltas_the_done_event_contradicts_are_malformed_never_run():
+    # Reported of GitHub Copilot (some integrations): argument deltas that are
+    # not the arguments, the plain arguments only in .done, ids changing on
+    # every event. The call fails instead of running other arguments.
+    ids = _Rotating()
+    events = _call_events(ids, 0, "call_a", "x9Fq")
+    events[-1]["arguments"] = '{"city":"Lyon"}'
+    chunks, error = run(*events, END)
+    assert error is not None
+    assert error.code == ErrorCode.MALFORMED_RESPONSE
+    assert not [c for c in chunks if c.type == "block-end"]

@@ -5,14 +5,15 @@ case is about are asserted on their own as well."""
 
 from __future__ import annotations
 
+import json
 import random
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from dsh_llm.adapters._responses.profiles import PROFILES
-from dsh_llm.adapters._responses.translate import ResponsesTranslator
+from dsh_llm.adapters.openai_responses.profiles import PROFILES
+from dsh_llm.adapters.openai_responses.translate import ResponsesTranslator
 from dsh_llm.assembler import assemble_stream
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import (
@@ -43,6 +44,15 @@ FAILED = (
 )
 """Fixtures whose stream fails (the translator raises): an error event, a
 ``response.failed``, a body that ends before a terminal event."""
+SERVICES = {"copilot": "openai"}
+"""Responses-compatible services without a profile of their own (the fixture
+name's prefix), each with the profile its fixtures replay under."""
+
+
+def server_of(name: str) -> str:
+    """The profile fixture ``name`` replays under (its ``<server>_`` prefix)."""
+    prefix = name.split("_")[0]
+    return SERVICES.get(prefix, prefix)
 
 
 def _pieces(body: bytes, split: str) -> list[bytes]:
@@ -67,7 +77,7 @@ def replay(
     a runtime consumer sees (for a raised failure, what the translator owes
     before it and the error finish the runtime makes of it), and that error."""
     body = (FIXTURES / f"{name}.sse").read_bytes()
-    translator = ResponsesTranslator(PROFILES[name.split("_")[0]])
+    translator = ResponsesTranslator(PROFILES[server_of(name)])
     decoder = SseDecoder(terminal_data=None, provider="test")
     chunks: list[StreamChunk] = []
     try:
@@ -107,7 +117,7 @@ def test_every_fixture_has_its_expected_chunks_and_a_known_server():
         sorted(p.name.removesuffix(".chunks.jsonl") for p in FIXTURES.glob("*.jsonl"))
         == NAMES
     )
-    assert {name.split("_")[0] for name in NAMES} == set(PROFILES)
+    assert {name.split("_")[0] for name in NAMES} == set(PROFILES) | set(SERVICES)
 
 
 def _tail(name: str) -> tuple[Any, FinishReason, Any]:
@@ -339,7 +349,7 @@ def test_hosted_tools_mcp_audio_and_unknown_events_give_no_blocks():
 
 
 def test_sequence_gaps_repeats_and_minus_one_are_logged_not_fatal(caplog):
-    caplog.set_level("DEBUG", logger="dsh_llm.adapters._responses.translate")
+    caplog.set_level("DEBUG", logger="dsh_llm.adapters.openai_responses.translate")
     for name in ("openai_sequence_gap", "vllm_sequence_minus_one"):
         caplog.clear()
         chunks, error = replay(name)
@@ -352,9 +362,57 @@ def test_sequence_gaps_repeats_and_minus_one_are_logged_not_fatal(caplog):
 
 
 def test_a_dense_stream_logs_nothing(caplog):
-    caplog.set_level("DEBUG", logger="dsh_llm.adapters._responses.translate")
+    caplog.set_level("DEBUG", logger="dsh_llm.adapters.openai_responses.translate")
     replay("openai_full_turn")
     assert not caplog.records
+
+
+@pytest.mark.parametrize(
+    ("name", "kinds"),
+    [
+        ("copilot_item_ids_per_event", ["reasoning", "text"]),
+        ("copilot_call_ids_per_event", ["reasoning", "text", "tool-call"]),
+    ],
+)
+def test_ids_that_change_on_every_event_give_each_item_one_block(name, kinds):
+    # Every event of an item carries a fresh item_id (GitHub Copilot): items
+    # are the output_index's, and what output_item.done and the terminal
+    # output repeat adds nothing.
+    chunks, error = replay(name)
+    assert error is None
+    ends = _ends(name)
+    assert [b.type for b in ends] == kinds
+    assert ends[0].text == "Check the forecast.\n\nThen answer."
+    assert ends[1].text.startswith("Sunny in Lyon")
+    assert sum(isinstance(c, BlockStart) for c in chunks) == len(kinds)
+    streamed = "".join(c.text for c in chunks if isinstance(c, TextDelta))
+    assert streamed == ends[1].text
+    _, reason, replay_state = _tail(name)
+    assert reason == (
+        FinishReason.TOOL_CALLS if "tool-call" in kinds else FinishReason.STOP
+    )
+    # The entries carry the ids the finished items (output_item.done) had.
+    body = (FIXTURES / f"{name}.sse").read_text(encoding="utf-8")
+    done_ids = [
+        event["item"]["id"]
+        for event in _payloads(body)
+        if event["type"] == "response.output_item.done"
+    ]
+    assert [entry["id"] for entry in replay_state.blocks] == done_ids
+    assert replay_state.blocks[0]["encrypted_content"] == "gAAAAB-copilot-enc"
+    if "tool-call" in kinds:
+        assert (ends[2].id, ends[2].arguments) == (
+            "call_cp7Hq2",
+            '{"tz":"Europe/Paris"}',
+        )
+
+
+def _payloads(body: str) -> list[dict[str, Any]]:
+    return [
+        json.loads(line[len("data: ") :])
+        for line in body.splitlines()
+        if line.startswith("data: ")
+    ]
 
 
 def test_a_bare_error_payload_from_a_proxy_is_an_error_finish_with_its_status():

@@ -10,7 +10,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dsh_llm.adapters._responses.translate import ResponsesTranslator
+from dsh_llm.adapters.openai_responses.translate import ResponsesTranslator
 from dsh_llm.protocol import (
     BlockEnd,
     Finish,
@@ -121,3 +121,94 @@ def test_any_interleaving_gives_a_strict_lossless_stream(drawn):
     else:
         assert reason.failure is not None
         assert reason.failure.code == "EMPTY_RESPONSE"
+
+
+def _final(position: int, kind: str, count: int) -> dict[str, Any]:
+    text = "".join(f"<{position}.{k}>" for k in range(count))
+    if kind == "message":
+        return {"type": kind, "content": [{"type": "output_text", "text": text}]}
+    if kind == "reasoning":
+        summary = [{"type": "summary_text", "text": text}] if text else []
+        return {"type": kind, "summary": summary}
+    return {
+        "type": kind,
+        "call_id": f"call{position}",
+        "name": "f",
+        "arguments": text,
+    }
+
+
+@st.composite
+def repeating_streams(
+    draw: st.DrawFn,
+) -> tuple[list[dict[str, Any]], list[tuple[str, int]]]:
+    """Interleaved items whose ``done`` and terminal output repeat their whole
+    text, every event naming its item by ``output_index`` and an ``item_id``
+    that is either the item's own or new on every event (GitHub Copilot)."""
+    specs = draw(
+        st.lists(
+            st.tuples(st.sampled_from(KINDS), st.integers(0, 3), st.booleans()),
+            min_size=1,
+            max_size=4,
+        )
+    )
+    rotate = draw(st.booleans())
+    serial = iter(range(10_000))
+
+    def name(position: int) -> str:
+        return f"it{position}.{next(serial)}" if rotate else f"it{position}"
+
+    queues = []
+    for position, (kind, count, done) in enumerate(specs):
+        queue = []
+        for event in _events(position, kind, count, done):
+            event = {**event, "output_index": position}
+            if "item_id" in event:
+                event["item_id"] = name(position)
+            else:
+                item = {**event["item"], "id": name(position)}
+                if event["type"] == "response.output_item.done":
+                    item.update(_final(position, kind, count))
+                event["item"] = item
+            queue.append(event)
+        queues.append(queue)
+    merged: list[dict[str, Any]] = []
+    while any(queues):
+        live = [q for q in queues if q]
+        merged.append(draw(st.sampled_from(live)).pop(0))
+    output = [
+        {**_final(position, kind, count), "id": name(position)}
+        for position, (kind, count, _) in enumerate(specs)
+    ]
+    merged.append(
+        {"type": "response.completed", "response": {"output": output, "usage": None}}
+    )
+    return merged, [(kind, count) for kind, count, _ in specs]
+
+
+@settings(max_examples=300, deadline=None)
+@given(repeating_streams())
+def test_what_done_and_the_terminal_output_repeat_is_never_emitted_twice(drawn):
+    events, specs = drawn
+    translator = ResponsesTranslator()
+    chunks = [chunk for event in events for chunk in translator.feed_payload(event)]
+    assert list(validate_stream(chunks, strict=True)) == chunks
+    assert isinstance(chunks[-1], Finish)
+    ends = [c.block for c in chunks if isinstance(c, BlockEnd)]
+    texts = "".join(b.text for b in ends if isinstance(b, TextBlock))
+    thoughts = "".join(b.text for b in ends if isinstance(b, ReasoningBlock))
+    calls = [b for b in ends if isinstance(b, ToolCallBlock)]
+    # Each call once (blocks come in opening order, not output order).
+    assert sorted(str(b.id) for b in calls) == [
+        f"call{position}"
+        for position, (kind, _) in enumerate(specs)
+        if kind == "function_call"
+    ]
+    for position, (kind, count) in enumerate(specs):
+        pieces = [f"<{position}.{k}>" for k in range(count)]
+        if kind == "function_call":
+            (call,) = [b for b in calls if str(b.id) == f"call{position}"]
+            assert call.arguments == ("".join(pieces) or "{}")
+        else:
+            seen = texts if kind == "message" else thoughts
+            assert re.findall(rf"<{position}\.\d+>", seen) == pieces

@@ -23,19 +23,6 @@ from urllib.parse import urlsplit
 
 import attrs
 
-__all__ = [
-    "DEFAULT_SERVER",
-    "LMSTUDIO",
-    "OLLAMA",
-    "OPENAI",
-    "OPENROUTER",
-    "PROFILES",
-    "VLLM",
-    "ResponsesProfile",
-    "guess_server",
-    "profile_for",
-]
-
 OPENAI_EFFORTS: Final = ("none", "minimal", "low", "medium", "high", "xhigh", "max")
 """Every ``reasoning.effort`` the OpenAI 2026 types list."""
 

@@ -1,31 +1,27 @@
 """``ResponsesTranslator``: Responses API stream events in, what the wire said
-out, to a ``BlockWriter`` (which writes the protocol's chunks).
-
-A pure state machine fed one ``SseEvent`` at a time by the transport's read
-loop; no I/O, no redaction (the read loop redacts failure messages).
-
-Contracts callers may rely on:
+out, to a ``BlockWriter`` (which writes the protocol's chunks). A pure state
+machine fed one ``SseEvent`` at a time by the read loop (which redacts).
 
 - ``feed(event)`` returns the chunks one event completes, in the strict order
   of ``docs/protocol.md``; nothing once ``finished`` (a ``[DONE]``, anything a
   server sends after its terminal event). ``close()`` at EOF raises
   ``STREAM_CLOSED`` unless ``finished``: the wire ends with a terminal event.
-- Items are tracked by ``item_id`` (``output_index`` only as a fallback for an
-  event without one), so items that overlap, finish out of order, reuse or skip
-  indexes, or never send ``output_item.done`` still give blocks 0, 1, 2 in
-  opening order, never interleaved, each ``block-end`` equal to its deltas.
+- Items are told apart by ``output_index`` (parts by ``content_index``); an
+  ``item_id`` the stream already gave an item names it (indexes may be reused
+  or skipped), an id never seen is no new item (GitHub Copilot's change on
+  every event). Items that overlap, finish out of order, reuse or skip indexes,
+  change ids or never send ``output_item.done`` give blocks 0, 1, 2 in opening
+  order, never interleaved, never twice, each ``block-end`` equal to its deltas.
+- What ``*.done`` and the terminal output repeat is checked against what
+  streamed: a missing tail is added, a contradiction is ``MALFORMED_RESPONSE``.
 - ``response.completed`` / ``response.incomplete`` end what is open, then one
-  ``usage`` and the ``finish`` (``dsh_llm.adapters._responses.finish``); a
-  successful finish carries a ``ReplayEnvelope`` (``REPLAY_WIRE``) with one
-  entry per block. ``response.failed`` and ``error`` raise their failure
-  (``errors.stream_failure``), after the usage ``response.failed`` reported.
+  ``usage`` and the ``finish``; a successful finish carries a ``ReplayEnvelope``
+  (``REPLAY_WIRE``), one entry per block. ``response.failed`` and ``error``
+  raise their failure, after the usage ``response.failed`` reported.
 - A payload that is not JSON, not an object, or has fields of the wrong type
-  (content of one kind for an item of another included) raises ``LlmError``
-  ``MALFORMED_RESPONSE``; a ``[DONE]`` before the terminal event raises
-  ``STREAM_CLOSED`` (the answer was cut short). The event's JSON ``type``
-  decides, not the SSE ``event:`` line.
-- ``sequence_number`` gaps and repeats are logged (the first at WARNING, later
-  ones at DEBUG), never fatal.
+  raises ``MALFORMED_RESPONSE``; a ``[DONE]`` before the terminal event
+  ``STREAM_CLOSED``. The event's JSON ``type`` decides, not the SSE ``event:``.
+- ``sequence_number`` gaps and repeats are logged, never fatal.
 """
 
 from __future__ import annotations
@@ -36,10 +32,6 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Any, Final, NoReturn
 
-from dsh_llm.adapters._responses.errors import stream_failure
-from dsh_llm.adapters._responses.finish import map_usage, terminal_finish
-from dsh_llm.adapters._responses.profiles import OPENAI, ResponsesProfile
-from dsh_llm.adapters._responses.request import REPLAY_WIRE
 from dsh_llm.adapters._wire.translator import WireTranslator
 from dsh_llm.adapters._wire.writer import (
     REASONING,
@@ -48,6 +40,10 @@ from dsh_llm.adapters._wire.writer import (
     Block,
     BlockKind,
 )
+from dsh_llm.adapters.openai_responses.errors import stream_failure
+from dsh_llm.adapters.openai_responses.finish import map_usage, terminal_finish
+from dsh_llm.adapters.openai_responses.profiles import OPENAI, ResponsesProfile
+from dsh_llm.adapters.openai_responses.request import REPLAY_WIRE
 from dsh_llm.errors import LlmError
 from dsh_llm.protocol import (
     FinishReason,
@@ -67,6 +63,15 @@ _ITEM_KINDS: Final[dict[str, BlockKind]] = {
     "reasoning": REASONING,
     "function_call": TOOL_CALL,
 }
+_ITEM_TYPES: Final[dict[BlockKind, str]] = {
+    kind: name for name, kind in _ITEM_KINDS.items()
+}
+_FINAL_TEXTS: Final[dict[BlockKind, str]] = {
+    TEXT: "message text",
+    REASONING: "reasoning text",
+    TOOL_CALL: "function call arguments",
+}
+"""What a final text is called in messages, by block kind."""
 _json_decode = json.JSONDecoder().decode
 
 
@@ -85,13 +90,17 @@ class _Item:
         "name",
         "segments",
         "summaries",
+        "type",
     )
 
-    def __init__(self, key: str, kind: BlockKind | None) -> None:
+    def __init__(self, key: str, kind: BlockKind | None, type_name: str) -> None:
         self.key = key
+        """The id it was first seen with (``#item-<n>`` when it had none)."""
         self.kind = kind
         """``TEXT``, ``REASONING``, ``TOOL_CALL``, or ``None`` for a kind without
         a block (hosted tools, MCP, unknown)."""
+        self.type = type_name
+        """The wire's item ``type`` (``message``, ``web_search_call``...)."""
         self.added: dict[str, Any] = {}
         self.final: dict[str, Any] | None = None
         """The item as ``output_item.done`` (else the terminal output) gave it."""
@@ -110,20 +119,26 @@ class _Segment:
         "block",
         "closed",
         "complete",
-        "empty",
         "first",
         "held",
         "item",
+        "prior",
         "refusal",
+        "text",
     )
 
-    def __init__(self, item: _Item, block: Block, *, first: bool) -> None:
+    def __init__(
+        self, item: _Item, block: Block, *, first: bool, prior: str = ""
+    ) -> None:
         self.item = item
         self.block = block
         self.closed = False
         """Whether the block was ended (content that resumes opens a new one)."""
-        self.empty = False
-        """Whether the block had no content when it was ended."""
+        self.text = ""
+        """The block's text once it was ended (what its ``block-end`` carries)."""
+        self.prior = prior
+        """What the part's earlier blocks held (a part resumed after its block
+        was ended early), so a final text is checked against the whole part."""
         self.complete = False
         """Whether the provider said the part is done (it may still wait in line)."""
         self.first = first
@@ -167,6 +182,12 @@ def _streamed(segment: _Segment) -> str:
     return segment.block.buffer.value() + segment.held
 
 
+def _part_text(segment: _Segment) -> str:
+    """What the segment's part received so far, over all its blocks."""
+    own = segment.text if segment.closed else _streamed(segment)
+    return segment.prior + own if segment.prior else own
+
+
 def _rest(streamed: str, final: str) -> str | None:
     """What ``final`` holds after ``streamed`` (``""`` when equal), or ``None``
     when ``streamed`` is not its prefix; compared in UTF-16 code units, so a
@@ -195,13 +216,22 @@ class ResponsesTranslator(WireTranslator[SseEvent]):
       done. A text or reasoning block that goes quiet while another item starts
       is ended at once, so the other streams live; content that later resumes
       for it opens a new block (no replay entry).
+    - An event's content goes to the item its ``item_id`` already named, else
+      to the item of its kind at its ``output_index``, else to a new item; an
+      ``output_item.done`` whose id is new finishes the unfinished item of its
+      type (and ``call_id``) at its index. The terminal ``output`` is matched
+      by id, then by type and ``call_id``: at its position, else in stream
+      order; what matches nothing never streamed.
     - A block ends at its provider end (``content_part.done``,
       ``function_call_arguments.done``, ``output_item.done``) or, when that
       never comes, at the terminal event, after the terminal ``output`` filled
       in what was never streamed (items missing from the stream included).
-    - ``function_call_arguments.done`` (and the call's final item) is checked
-      against the deltas: equal, nothing; longer with the deltas as prefix, the
-      rest is one more delta; anything else ``MALFORMED_RESPONSE``.
+    - A final text (``content_part.done``, ``function_call_arguments.done``,
+      ``output_item.done``, the terminal output) is checked against what its
+      part streamed, never written twice: equal or empty, nothing; the deltas
+      then more, the rest (a new block once the part's ended); a text that is
+      part of what streamed, the streamed text stands (logged; arguments must
+      be equal); anything else ``MALFORMED_RESPONSE``.
     - Several summary parts join with ``"\\n\\n"`` in one reasoning block;
       raw ``reasoning_text.delta`` (vLLM, LM Studio) is reasoning too.
     - A refusal part is a text block; the finish is then the ``REFUSAL`` error
@@ -233,8 +263,11 @@ class ResponsesTranslator(WireTranslator[SseEvent]):
             provider=profile.provider, empty_response_as_stop=empty_response_as_stop
         )
         self._profile = profile
+        # An item by every id it was announced or finished with, by the
+        # output_index it was last seen at, and in the order it was first seen.
         self._items: dict[str, _Item] = {}
         self._by_index: dict[int, _Item] = {}
+        self._order: list[_Item] = []
         self._synthetic = 0
         # The segment at the head of the writer's line, and those waiting
         # behind it (only ever behind a call still receiving arguments).
@@ -245,6 +278,7 @@ class ResponsesTranslator(WireTranslator[SseEvent]):
         self._model: str | None = None
         self._sequence: int | None = None
         self._sequence_warned = False
+        self._difference_warned = False
 
     # -- input --
 
@@ -345,7 +379,10 @@ class ResponsesTranslator(WireTranslator[SseEvent]):
 
     def _on_item_added(self, payload: dict[str, Any]) -> None:
         raw = self._item_payload(payload)
-        item = self._item_for_added(raw, payload.get("output_index"))
+        rid = raw.get("id")
+        item = self._items.get(rid) if isinstance(rid, str) and rid else None
+        if item is None:
+            item = self._new_item(raw, payload.get("output_index"))
         item.added = raw
         self._identify(item, raw)
         if item.kind is REASONING or item.kind is TOOL_CALL:
@@ -353,15 +390,20 @@ class ResponsesTranslator(WireTranslator[SseEvent]):
 
     def _on_item_done(self, payload: dict[str, Any]) -> None:
         raw = self._item_payload(payload)
-        rid = raw.get("id")
-        item: _Item | None
-        if isinstance(rid, str) and rid:
-            item = self._items.get(rid)
-        else:
-            item = self._indexed(payload.get("output_index"))
+        rid = raw.get("id") if _has_id(raw) else None
+        item = self._items.get(rid) if rid is not None else None
         if item is None:
-            item = self._item_for_added(raw, payload.get("output_index"))
-            item.added = raw
+            # An id never seen (or none): the unfinished item of this type at
+            # its output_index, else an item the stream never announced.
+            index = payload.get("output_index")
+            found = self._by_index.get(index) if type(index) is int else None
+            if found is not None and found.final is None and _same(found, raw):
+                item = found
+                if rid is not None:
+                    self._items[rid] = item
+            else:
+                item = self._new_item(raw, index)
+                item.added = raw
         item.final = raw
         self._identify(item, raw)
         self._fill(item, raw)
@@ -372,49 +414,64 @@ class ResponsesTranslator(WireTranslator[SseEvent]):
             raise self.writer.malformed("an output item that is not an object")
         return raw
 
-    def _item_for_added(self, raw: dict[str, Any], output_index: object) -> _Item:
+    def _new_item(self, raw: dict[str, Any], output_index: object) -> _Item:
+        """An item first seen whole (``added``, ``done`` or the terminal output)."""
+        type_name = raw.get("type")
+        type_name = type_name if isinstance(type_name, str) else ""
         rid = raw.get("id")
-        kind_name = raw.get("type")
-        kind = _ITEM_KINDS.get(kind_name) if isinstance(kind_name, str) else None
-        if isinstance(rid, str) and rid:
-            item = self._items.get(rid)
-            if item is None:
-                item = self._items[rid] = _Item(rid, kind)
+        return self._register(
+            rid if isinstance(rid, str) else None,
+            _ITEM_KINDS.get(type_name),
+            type_name,
+            output_index,
+        )
+
+    def _register(
+        self,
+        rid: str | None,
+        kind: BlockKind | None,
+        type_name: str,
+        output_index: object,
+    ) -> _Item:
+        if rid:
+            key = rid
         else:
             self._synthetic += 1
             key = f"#item-{self._synthetic}"
-            item = self._items[key] = _Item(key, kind)
+        item = self._items[key] = _Item(key, kind, type_name)
+        self._order.append(item)
         if type(output_index) is int:
             self._by_index[output_index] = item
         return item
 
-    def _indexed(self, output_index: object) -> _Item | None:
-        return self._by_index.get(output_index) if type(output_index) is int else None
-
     def _item_of(self, payload: dict[str, Any], kind: BlockKind) -> _Item:
-        """The item an event names (``item_id``, else ``output_index``); one
-        the stream never announced is created (a server that skips ``added``)."""
+        """The item an event's content is for: the one its ``item_id`` already
+        named (indexes may be reused or skipped), else the item of this kind at
+        its ``output_index`` (an id never seen is no new item: some servers
+        change ids on every event), else a new one (a server that skips
+        ``added``)."""
         rid = payload.get("item_id")
-        if isinstance(rid, str) and rid:
-            item = self._items.get(rid)
-            if item is None:
-                item = self._items[rid] = _Item(rid, kind)
-                index = payload.get("output_index")
-                if type(index) is int:
-                    self._by_index[index] = item
-        elif rid is not None:
+        if rid is not None and type(rid) is not str:
             raise self.writer.malformed("an item_id that is not a string")
-        else:
-            found = self._indexed(payload.get("output_index"))
-            if found is None:
-                raise self.writer.malformed(
-                    "an event naming no item (no item_id, no output_index)"
-                )
-            item = found
-        if item.kind is not None and item.kind is not kind:
-            # Content of one kind for an item of another would be lost.
-            raise self.writer.malformed(f"{payload['type']} for a {item.kind} item")
-        return item
+        if rid:
+            item = self._items.get(rid)
+            if item is not None:
+                if item.kind is not None and item.kind is not kind:
+                    # Content of one kind for an item of another would be lost.
+                    raise self.writer.malformed(
+                        f"{payload['type']} for a {item.kind} item"
+                    )
+                return item
+        index = payload.get("output_index")
+        if type(index) is int:
+            found = self._by_index.get(index)
+            if found is not None and found.kind is kind:
+                return found
+        elif not rid:
+            raise self.writer.malformed(
+                "an event naming no item (no item_id, no output_index)"
+            )
+        return self._register(rid, kind, _ITEM_TYPES[kind], index)
 
     def _identify(self, item: _Item, raw: Mapping[str, Any]) -> None:
         if item.kind is not TOOL_CALL:
@@ -479,9 +536,20 @@ class ResponsesTranslator(WireTranslator[SseEvent]):
         item = self._item_of(payload, TEXT)
         if item.kind is not TEXT:
             return
-        segment = item.segments.get(self._part_index(payload, "content_index"))
-        if segment is not None:
-            self._complete(segment)
+        index = self._part_index(payload, "content_index")
+        refusal = part["type"] == "refusal"
+        value = part.get("refusal" if refusal else "text")
+        text = value if isinstance(value, str) else ""
+        segment = item.segments.get(index)
+        if segment is None and text:
+            segment = self._segment(item, index)
+        if segment is None:
+            return
+        if refusal and not segment.refusal:
+            segment.refusal = True
+            self._refused = True
+        self._supply(segment, text)
+        self._complete(segment)
 
     def _on_text_delta(self, payload: dict[str, Any]) -> None:
         text = payload.get("delta")
@@ -556,13 +624,19 @@ class ResponsesTranslator(WireTranslator[SseEvent]):
         self._complete(segment)
 
     def _reconcile(self, segment: _Segment, arguments: str) -> None:
-        """Check a call's final arguments against its deltas."""
-        if segment.closed or segment.complete:
-            return
-        rest = _rest(_streamed(segment), arguments)
-        if rest is not None:
-            self._append(segment, rest)
-            return
+        """Check a call's final arguments against its deltas: equal, nothing;
+        the deltas a prefix of them while the call is open, the rest is one
+        more delta; anything else ``MALFORMED_RESPONSE`` (a call runs with its
+        arguments exactly)."""
+        if segment.closed:
+            # Its block-end carried the deltas, "{}" when there were none.
+            if arguments == (segment.text or "{}") or not (arguments or segment.text):
+                return
+        else:
+            rest = _rest(_streamed(segment), arguments)
+            if rest is not None:
+                self._append(segment, rest)
+                return
         raise self.writer.malformed(
             "function call arguments that contradict the streamed deltas"
         )
@@ -587,45 +661,83 @@ class ResponsesTranslator(WireTranslator[SseEvent]):
             self._supply(segment, text)
             self._complete(segment)
         elif item.kind is TEXT:
-            content = raw.get("content")
-            if isinstance(content, list):
-                for position, part in enumerate(content):
-                    if not isinstance(part, dict):
-                        continue
-                    part_type = part.get("type")
-                    field = {"output_text": "text", "refusal": "refusal"}.get(
-                        part_type if isinstance(part_type, str) else ""
-                    )
-                    if field is None:
-                        continue
-                    value = part.get(field)
-                    text = value if isinstance(value, str) else ""
-                    existing = item.segments.get(position)
-                    if existing is None and not text:
-                        continue
-                    segment = self._segment(item, position)
-                    if field == "refusal" and not segment.refusal:
-                        segment.refusal = True
-                        self._refused = True
-                    self._supply(segment, text)
+            for part, refusal, text in self._final_parts(item, raw.get("content")):
+                existing = item.segments.get(part)
+                if existing is None and not text:
+                    continue
+                segment = self._segment(item, part)
+                if refusal and not segment.refusal:
+                    segment.refusal = True
+                    self._refused = True
+                self._supply(segment, text)
             for segment in list(item.segments.values()):
                 self._complete(segment)
 
-    def _supply(self, segment: _Segment, text: str) -> None:
-        """Add what a finished item's text holds beyond what streamed (a server
-        that sent only the final item, or lost the last deltas). Only a part's
-        first block is compared; text that contradicts the deltas is left alone,
-        the deltas are what the caller already has."""
-        if not segment.first or not text:
+    @staticmethod
+    def _final_parts(item: _Item, content: object) -> list[tuple[int, bool, str]]:
+        """A finished message's text and refusal parts as ``(part, refusal,
+        text)``, ``part`` the ``content_index`` it streamed under: its position
+        in ``content``, or, when the stream numbered its parts otherwise (vLLM
+        counts them across items), the streamed parts in order."""
+        if not isinstance(content, list):
+            return []
+        parts: list[tuple[int, bool, str]] = []
+        for position, part in enumerate(content):
+            if not isinstance(part, dict):
+                continue
+            part_type = part.get("type")
+            if part_type not in ("output_text", "refusal"):
+                continue
+            value = part.get("text" if part_type == "output_text" else "refusal")
+            text = value if isinstance(value, str) else ""
+            parts.append((position, part_type == "refusal", text))
+        streamed = sorted(item.segments)
+        if set(streamed) <= {position for position, _, _ in parts}:
+            return parts
+        extra = streamed[-1] + 1
+        renumbered: list[tuple[int, bool, str]] = []
+        for order, (_, refusal, text) in enumerate(parts):
+            if order < len(streamed):
+                renumbered.append((streamed[order], refusal, text))
+            else:
+                renumbered.append((extra, refusal, text))
+                extra += 1
+        return renumbered
+
+    def _supply(self, segment: _Segment, final: str) -> None:
+        """Check a final text (``content_part.done``, ``output_item.done``, the
+        terminal output) against what the part streamed, over all its blocks:
+
+        - empty or equal: nothing (a repeat is never new content);
+        - what streamed is its prefix: the rest is added (a server that sent
+          only the final item, or lost the last deltas), as a new block when
+          the part's block already ended;
+        - it is part of what streamed (a server that trimmed it): the streamed
+          text stands, nothing of the final one is lost; logged;
+        - else each holds text the other lacks: ``MALFORMED_RESPONSE``.
+        """
+        if not final:
             return
-        if segment.closed:
-            if segment.empty:
-                # Ended early with nothing in it: the text is a new block.
-                self._append(segment, text)
-            return
-        rest = _rest(_streamed(segment), text)
-        if rest:
+        streamed = _part_text(segment)
+        rest = _rest(streamed, final)
+        if rest is not None:
             self._append(segment, rest)
+            return
+        what = _FINAL_TEXTS[segment.block.kind]
+        if final in streamed:
+            level = logging.DEBUG if self._difference_warned else logging.WARNING
+            self._difference_warned = True
+            logger.log(
+                level,
+                "%s: a final %s of %d characters is part of the %d streamed; "
+                "the streamed text stands",
+                self.writer.provider,
+                what,
+                len(final),
+                len(streamed),
+            )
+            return
+        raise self.writer.malformed(f"a final {what} that contradicts its deltas")
 
     # -- blocks --
 
@@ -640,7 +752,9 @@ class ResponsesTranslator(WireTranslator[SseEvent]):
         item.segments[part] = segment
         return segment
 
-    def _open(self, item: _Item, kind: BlockKind, *, first: bool) -> _Segment:
+    def _open(
+        self, item: _Item, kind: BlockKind, *, first: bool, prior: str = ""
+    ) -> _Segment:
         """A new item of the writer for ``item``: live when nothing else is,
         else in line behind the live call (a quiet text or reasoning block
         ends so the new one streams live)."""
@@ -659,7 +773,7 @@ class ResponsesTranslator(WireTranslator[SseEvent]):
             )
         else:
             block = self.writer.open(kind)
-        segment = _Segment(item, block, first=first)
+        segment = _Segment(item, block, first=first, prior=prior)
         block.replay = segment
         if self._active is None and not self._pending:
             self._active = segment
@@ -679,6 +793,7 @@ class ResponsesTranslator(WireTranslator[SseEvent]):
                 item,
                 segment.block.kind,
                 first=segment.first and not segment.block.started,
+                prior=segment.prior + segment.text,
             )
             resumed.refusal = segment.refusal
             item.segments[part] = resumed
@@ -714,7 +829,8 @@ class ResponsesTranslator(WireTranslator[SseEvent]):
             held, segment.held = segment.held, ""
             self.writer.append(block, held)
         segment.closed = True
-        segment.empty = not len(block.buffer)
+        # Kept for the final texts' checks (the writer's buffer is cleared).
+        segment.text = block.buffer.value()
         if self._active is segment:
             self._active = None
         self.writer.end(block)
@@ -744,18 +860,12 @@ class ResponsesTranslator(WireTranslator[SseEvent]):
         output = response.get("output")
         if output is not None and type(output) is not list:
             raise writer.malformed("a response output that is not a list")
-        incomplete = False
-        for raw in output or ():
+        items = output or []
+        for raw in items:
             if type(raw) is not dict:
                 raise writer.malformed("an output item that is not an object")
-            incomplete = incomplete or raw.get("status") == "incomplete"
-            rid = raw.get("id")
-            if not isinstance(rid, str) or not rid:
-                continue
-            item = self._items.get(rid)
-            if item is None:
-                item = self._item_for_added(raw, None)
-                item.added = raw
+        incomplete = any(raw.get("status") == "incomplete" for raw in items)
+        for raw, item in self._match_output(items):
             if item.final is None:
                 item.final = raw
             self._identify(item, raw)
@@ -786,6 +896,46 @@ class ResponsesTranslator(WireTranslator[SseEvent]):
             )
         else:
             writer.finish(reason, replay=self._replay)
+
+    def _match_output(
+        self, output: list[dict[str, Any]]
+    ) -> list[tuple[dict[str, Any], _Item]]:
+        """The terminal ``output``, each item with what streamed of it: the item
+        its id names; else an unmatched streamed item of its type (and call id),
+        the one at its position first, else the first in stream order; else a
+        new item (it never streamed)."""
+        found: list[_Item | None] = []
+        taken: set[int] = set()
+        for raw in output:
+            rid = raw.get("id")
+            item = self._items.get(rid) if isinstance(rid, str) and rid else None
+            if item is not None:
+                taken.add(id(item))
+            found.append(item)
+        loose = [position for position, item in enumerate(found) if item is None]
+
+        def fits(item: _Item | None, raw: dict[str, Any]) -> bool:
+            return item is not None and id(item) not in taken and _same(item, raw)
+
+        for position in loose:
+            item = self._by_index.get(position)
+            if item is not None and fits(item, output[position]):
+                taken.add(id(item))
+                found[position] = item
+        for position in loose:
+            raw = output[position]
+            if found[position] is None:
+                item = next((item for item in self._order if fits(item, raw)), None)
+                if item is not None:
+                    taken.add(id(item))
+                    found[position] = item
+        pairs: list[tuple[dict[str, Any], _Item]] = []
+        for raw, item in zip(output, found, strict=True):
+            if item is None:
+                item = self._new_item(raw, None)
+                item.added = raw
+            pairs.append((raw, item))
+        return pairs
 
     def _on_failed(self, payload: dict[str, Any]) -> None:
         response = payload.get("response")
@@ -831,7 +981,7 @@ class ResponsesTranslator(WireTranslator[SseEvent]):
                 entries.append(
                     {
                         "type": "function_call",
-                        "id": None if item.key.startswith("#") else item.key,
+                        "id": _wire_id(item),
                         "call_id": self._call_id(item),
                         "name": item.name or "",
                     }
@@ -839,7 +989,7 @@ class ResponsesTranslator(WireTranslator[SseEvent]):
             else:
                 entry: dict[str, Any] = {
                     "type": "message",
-                    "id": None if item.key.startswith("#") else item.key,
+                    "id": _wire_id(item),
                     "part": "refusal" if segment.refusal else "output_text",
                 }
                 phase = (item.final or item.added).get("phase")
@@ -868,14 +1018,42 @@ def _texts(parts: object, part_type: str) -> list[str]:
     ]
 
 
+def _same(item: _Item, raw: Mapping[str, Any]) -> bool:
+    """Whether finished item ``raw`` may be ``item`` though no id says so: the
+    same type, and for a call the same ``call_id`` when both have one (the one
+    id that stays put where item ids change on every event)."""
+    if item.type != raw.get("type"):
+        return False
+    call_id = raw.get("call_id")
+    return not (item.call_id and isinstance(call_id, str) and call_id) or (
+        call_id == item.call_id
+    )
+
+
+def _has_id(raw: Mapping[str, Any]) -> bool:
+    rid = raw.get("id")
+    return isinstance(rid, str) and bool(rid)
+
+
+def _wire_id(item: _Item) -> str | None:
+    """The id to send ``item`` back with: the finished item's (``output_item.done``,
+    else the terminal output's), else the one it was first seen with."""
+    final = item.final
+    if final is not None and _has_id(final):
+        fid: str = final["id"]
+        return fid
+    return None if item.key.startswith("#") else item.key
+
+
 def _reasoning_entry(item: _Item) -> dict[str, Any] | None:
     """The reasoning item to send back: from ``output_item.done`` (or the
     terminal output), never ``encrypted_content`` from ``added`` (it may be
     partial there)."""
-    if item.key.startswith("#"):
+    rid = _wire_id(item)
+    if rid is None:
         return None
     source = item.final or {}
-    entry: dict[str, Any] = {"type": "reasoning", "id": item.key}
+    entry: dict[str, Any] = {"type": "reasoning", "id": rid}
     summary = source.get("summary")
     entry["summary"] = summary if isinstance(summary, list) else []
     encrypted = source.get("encrypted_content")

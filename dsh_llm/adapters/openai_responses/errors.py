@@ -37,8 +37,6 @@ from dsh_llm.errors import (
 from dsh_llm.protocol import LlmFailure
 from dsh_llm.transport.http_errors import error_code
 
-__all__ = ["failure_code", "stream_failure"]
-
 _IDENTIFIER: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}")
 _REQUEST_TOO_LARGE: Final = re.compile(r"\brequest too large\b", re.IGNORECASE)
 _INVALID_REQUEST_CODES: Final = frozenset(

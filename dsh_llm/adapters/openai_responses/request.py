@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any, Final
 
-from dsh_llm.adapters._responses.profiles import ResponsesProfile
+from dsh_llm.adapters.openai_responses.profiles import ResponsesProfile
 from dsh_llm.adapters.request_extras import (
     AttachmentReader,
     image_data,
@@ -44,16 +44,6 @@ from dsh_llm.protocol import (
     ToolResultBlock,
     content_has_image,
 )
-
-__all__ = [
-    "IMAGE_DETAIL",
-    "INCLUDE",
-    "NO_OUTPUT",
-    "REPLAY_WIRE",
-    "build_input",
-    "build_responses_request",
-    "replay_entries",
-]
 
 NO_OUTPUT: Final = "(no output)"
 """The output sent for a tool result without text (the wire needs some)."""

@@ -20,13 +20,11 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final
 
-from dsh_llm.adapters._responses.profiles import ResponsesProfile
 from dsh_llm.adapters._wire.values import wire_count
+from dsh_llm.adapters.openai_responses.profiles import ResponsesProfile
 from dsh_llm.errors import ErrorCode
 from dsh_llm.protocol import FinishReason, LlmFailure, TokenUsage
 from dsh_llm.protocol.checks import MAX_SAFE_INTEGER
-
-__all__ = ["MAX_SAFE_COUNT", "map_usage", "terminal_finish"]
 
 MAX_SAFE_COUNT: Final = MAX_SAFE_INTEGER
 """The largest token count taken as reported; a larger one is ``None``."""

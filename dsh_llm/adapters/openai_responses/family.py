@@ -1,0 +1,215 @@
+"""The OpenAI Responses API family value: config, endpoint, request and model facts.
+
+- ``OpenAIResponsesConfig`` is the one validated configuration (``package``
+  ``llm-openai-responses``); ``base_url`` follows ``api_root_url`` and may not
+  end in ``/responses``; the catalog is advisory and empty by default.
+- The server profile (``profiles``) is ``server``, else guessed from the base
+  URL; it is the ``Endpoint.profile`` and names the provider in messages. A key
+  given both as ``api_key`` and ``api_key_env`` is refused (``apiKey``).
+- Per call, before any I/O: the image checks, the body
+  (``request.build_responses_request``) and its refusals, the key (read now,
+  sent as ``authorization: Bearer``), then ``extra_headers``.
+- ``FAMILY`` names the parts ``WireAdapter`` streams with. User guide:
+  ``docs/openai-responses.md``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Final
+
+import attrs
+
+from dsh_llm.adapter import (
+    LlmModelReasoningInfo,
+    LlmReasoningEffortInfo,
+    LlmResolvedModelInfo,
+)
+from dsh_llm.adapters._wire.config import (
+    AdapterConfig,
+    AdapterConfigError,
+    CatalogModel,
+    adapter_field_order,
+    api_root_url,
+    catalog_entry,
+    endpoint_url,
+    model_catalog,
+)
+from dsh_llm.adapters._wire.family import (
+    Endpoint,
+    WireCall,
+    WireFamily,
+    WireRequest,
+    resolved_model_info,
+)
+from dsh_llm.adapters.openai_responses.profiles import (
+    PROFILES,
+    ResponsesProfile,
+    guess_server,
+)
+from dsh_llm.adapters.openai_responses.request import (
+    REPLAY_WIRE,
+    build_responses_request,
+)
+from dsh_llm.adapters.openai_responses.translate import ResponsesTranslator
+from dsh_llm.adapters.request_extras import request_headers
+from dsh_llm.config import RAW_METADATA, check_non_empty_str, check_one_of
+from dsh_llm.transport.call import url_repr
+from dsh_llm.transport.session import BearerAuth, NoAuth, stream_headers
+
+PACKAGE: Final = "llm-openai-responses"
+"""The plugin's name, named in config errors and credential messages."""
+DEFAULT_BASE_URL: Final = "https://api.openai.com/v1"
+"""The API root when none is given."""
+AUTHORIZATION: Final = "authorization"
+"""The key's header (``Bearer``), which ``extra_headers`` may not set when a
+key is sent."""
+RESPONSES_PATH: Final = "/responses"
+"""Appended to the API root to reach the endpoint."""
+SERVERS: Final = tuple(PROFILES)
+"""The ``server`` names: ``openai``, ``vllm``, ``ollama``, ``lmstudio``,
+``openrouter``."""
+DEFAULT_STREAM_IDLE_TIMEOUT_MS: Final = 300_000
+"""Default idle timeout: the longest silence while waiting for the next event
+(a reasoning model may think for minutes before its first summary)."""
+DEFAULT_KEEPALIVE_TIMEOUT_MS: Final = 600_000
+"""Default bound on a wait with keep-alive comments but no data (OpenRouter
+sends ``: OPENROUTER PROCESSING`` while a request is queued)."""
+
+
+def _catalog(value: object) -> tuple[CatalogModel, ...]:
+    return model_catalog(value, CatalogModel, package=PACKAGE)
+
+
+def _base_url(value: object) -> str:
+    return api_root_url(value, package=PACKAGE, endpoint=RESPONSES_PATH)
+
+
+@attrs.frozen(kw_only=True, field_transformer=adapter_field_order)
+class OpenAIResponsesConfig(AdapterConfig):
+    """The one ``OpenAIResponsesAdapter`` configuration (camelCase config keys:
+    ``baseURL``, ``apiKeyEnv``, ``server``...). Every field is checked (the base
+    URL normalised, models made ``CatalogModel`` values) on construction; a bad
+    value raises ``AdapterConfigError`` keyed by its config key. A config never
+    holds a key."""
+
+    package = PACKAGE
+    default_stream_idle_timeout_ms = DEFAULT_STREAM_IDLE_TIMEOUT_MS
+    default_stream_keepalive_timeout_ms = DEFAULT_KEEPALIVE_TIMEOUT_MS
+
+    base_url: str = attrs.field(
+        default=DEFAULT_BASE_URL, converter=_base_url, repr=url_repr
+    )
+    """The API root, e.g. ``http://127.0.0.1:11434/v1`` (credentials hidden in
+    the ``repr``)."""
+    api_key_env: str | None = attrs.field(
+        default=None, validator=attrs.validators.optional(check_non_empty_str)
+    )
+    """Environment variable read for the key at each request, or ``None``."""
+    server: str | None = attrs.field(
+        default=None, validator=attrs.validators.optional(check_one_of(*SERVERS))
+    )
+    """The server profile (``None``: guessed from ``base_url``, else ``openai``)."""
+    models: tuple[CatalogModel, ...] = attrs.field(
+        default=None, converter=_catalog, hash=False, metadata={RAW_METADATA: True}
+    )
+    """The advertised catalog (ids or mappings; default: none). An entry's
+    ``max_tokens`` is sent as ``max_output_tokens`` when a request names no cap;
+    with ``image`` in its inputs, images go as ``input_image`` data URLs."""
+
+    @property
+    def profile(self) -> ResponsesProfile:
+        """The server profile in force (``server``, else the guess)."""
+        return PROFILES[self.server or guess_server(self.base_url)]
+
+
+def _endpoint(
+    config: OpenAIResponsesConfig, *, explicit_key: bool, environ: Mapping[str, str]
+) -> Endpoint[ResponsesProfile]:
+    if explicit_key and config.api_key_env is not None:
+        raise AdapterConfigError(
+            "apiKey",
+            "and apiKeyEnv cannot both be set; give the key one way",
+            package=PACKAGE,
+        )
+    profile = config.profile
+    return Endpoint(
+        base_url=config.base_url, display_name=profile.provider, profile=profile
+    )
+
+
+def model_info(
+    config: OpenAIResponsesConfig,
+    endpoint: Endpoint[ResponsesProfile],
+    provider: str,
+    model: str,
+) -> LlmResolvedModelInfo:
+    """``resolve_model``'s answer: the catalog entry's context window, cap and
+    inputs (unknown, text only, for an unlisted id), the profile's efforts."""
+    entry = catalog_entry(config.models, model)
+    return resolved_model_info(
+        provider,
+        model,
+        entry,
+        context_window=entry.context_window if entry else None,
+        default_max_tokens=entry.max_tokens if entry else None,
+        reasoning=LlmModelReasoningInfo(
+            efforts=tuple(
+                LlmReasoningEffortInfo(id=effort, name=effort)
+                for effort in endpoint.profile.reasoning_efforts
+            )
+        ),
+    )
+
+
+def _request(call: WireCall[OpenAIResponsesConfig, ResponsesProfile]) -> WireRequest:
+    options, config, profile = call.options, call.config, call.endpoint.profile
+    entry = catalog_entry(config.models, options.model)
+    call.check_images(entry)
+    body = build_responses_request(
+        options,
+        profile=profile,
+        max_output_tokens=entry.max_tokens if entry else None,
+        attachments=call.attachments,
+    )
+    key = call.key()
+    headers = request_headers(
+        stream_headers(),
+        options,
+        provider=call.provider,
+        taken=() if key is None else (AUTHORIZATION,),
+    )
+    return WireRequest(
+        url=endpoint_url(call.endpoint.base_url, RESPONSES_PATH),
+        body=body,
+        headers=headers,
+        auth=NoAuth() if key is None else BearerAuth(key),
+    )
+
+
+def _translator(
+    call: WireCall[OpenAIResponsesConfig, ResponsesProfile],
+) -> ResponsesTranslator:
+    return ResponsesTranslator(
+        call.endpoint.profile,
+        empty_response_as_stop=call.config.empty_response_as_stop,
+    )
+
+
+def _describe(
+    config: OpenAIResponsesConfig, endpoint: Endpoint[ResponsesProfile]
+) -> str:
+    return f", server={endpoint.profile.server!r}"
+
+
+FAMILY: Final = WireFamily(
+    name=REPLAY_WIRE,
+    config_class=OpenAIResponsesConfig,
+    endpoint=_endpoint,
+    request=_request,
+    translator=_translator,
+    model_info=model_info,
+    describe=_describe,
+)
+"""The OpenAI Responses API wire family (a ``[DONE]`` after the terminal event
+reaches the translator, which has finished and ignores it)."""
