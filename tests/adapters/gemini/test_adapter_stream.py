@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from dsh_llm.adapters._gemini.request import build_generate_request
 from dsh_llm.adapters.gemini import PROVIDER_ROUTE, GeminiAdapter
+from dsh_llm.adapters.gemini.request import build_generate_request
 from dsh_llm.attribution import user_agent
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import Finish, GenerateOptions, TextDelta, create_user_message

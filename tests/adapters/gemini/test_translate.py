@@ -1,4 +1,4 @@
-"""GeminiTranslator (dsh_llm.adapters._gemini.translate): recorded SSE bodies in,
+"""GeminiTranslator (dsh_llm.adapters.gemini.translate): recorded SSE bodies in,
 the strict chunk sequence out, under every split; usage, finish and replay
 mapping; hostile payloads."""
 
@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from dsh_llm.adapters._gemini.translate import (
+from dsh_llm.adapters.gemini.translate import (
     GeminiTranslator,
     finish_failure,
     map_usage,

@@ -10,7 +10,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dsh_llm.adapters._gemini.translate import GeminiTranslator
+from dsh_llm.adapters.gemini.translate import GeminiTranslator
 from dsh_llm.protocol import BlockEnd, Finish, ReasoningBlock, TextBlock, ToolCallBlock
 from dsh_llm.transport.sse import SseDecoder
 

@@ -11,7 +11,7 @@ Contracts callers may rely on:
   end marker, its finish is a ``finishReason``, and a body without one was cut.
 - A payload that is not JSON, not an object, or has a field of the wrong type
   raises ``LlmError`` ``MALFORMED_RESPONSE``; an error object in the stream
-  raises its failure (classified by ``dsh_llm.adapters._gemini.errors``).
+  raises its failure (classified by ``dsh_llm.adapters.gemini.errors``).
 - ``usage_so_far`` is the usage reported so far (``None`` before any).
 - A ``finishReason`` other than ``STOP``/``MAX_TOKENS`` is the provider's
   unsuccessful finish: ``finish_failure`` (content filters are
@@ -26,8 +26,6 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import Any, Final, cast
 
-from dsh_llm.adapters._gemini.errors import gemini_stream_failure, parse_gemini_error
-from dsh_llm.adapters._gemini.replay import REPLAY_WIRE
 from dsh_llm.adapters._wire.translator import WireTranslator
 from dsh_llm.adapters._wire.values import wire_count
 from dsh_llm.adapters._wire.writer import (
@@ -37,6 +35,8 @@ from dsh_llm.adapters._wire.writer import (
     Block,
     BlockKind,
 )
+from dsh_llm.adapters.gemini.errors import gemini_stream_failure, parse_gemini_error
+from dsh_llm.adapters.gemini.replay import REPLAY_WIRE
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import (
     FinishReason,
@@ -112,13 +112,15 @@ def map_usage(usage: Mapping[str, Any]) -> TokenUsage:
     )
 
 
-def finish_failure(reason: str, message: str | None) -> LlmFailure:
+def finish_failure(
+    reason: str, message: str | None, *, provider: str = _PROVIDER
+) -> LlmFailure:
     """The failure of a ``finishReason`` that is not ``STOP``/``MAX_TOKENS``.
 
     Content filters (``CONTENT_FILTER_REASONS``) get ``CONTENT_FILTER``; another
     reason that is a short upper-case identifier is its own code
     (``MALFORMED_FUNCTION_CALL``, ``OTHER``); anything else
-    ``UNKNOWN_FINISH_REASON``. The message is ``"Gemini stopped: <reason>"``,
+    ``UNKNOWN_FINISH_REASON``. The message is ``"<provider> stopped: <reason>"``,
     with the candidate's ``finishMessage`` after a colon when given (each cut
     to 120 characters).
     """
@@ -128,7 +130,7 @@ def finish_failure(reason: str, message: str | None) -> LlmFailure:
         code = reason
     else:
         code = ErrorCode.UNKNOWN_FINISH_REASON.value
-    text = f"{_PROVIDER} stopped: {reason[:120]}"
+    text = f"{provider} stopped: {reason[:120]}"
     if message:
         text += f": {message[:120]}"
     return LlmFailure(message=text, code=code)
@@ -151,7 +153,7 @@ class GeminiTranslator(WireTranslator[SseEvent]):
       key order kept) and ended at once; its id is Gemini's, else
       ``call_<responseId>_<n>`` (``call_<random hex>`` without a response id).
     - ``thoughtSignature`` on any part is kept for replay
-      (``dsh_llm.adapters._gemini.replay``): on the part's own block; a
+      (``dsh_llm.adapters.gemini.replay``): on the part's own block; a
       signature on a part that opens no block (an empty text part, often in a
       later chunk) goes to the open text or reasoning block, else to the first
       call of the trailing run of calls when that one has none (a parallel
@@ -176,6 +178,7 @@ class GeminiTranslator(WireTranslator[SseEvent]):
       field) is a failure of the call: it is raised.
 
     Args:
+        provider: The display name messages use.
         empty_response_as_stop: Report a blockless ``STOP`` as a plain ``stop``.
         new_call_id: Makes the id of a call Gemini gave none, from the
             response id (or ``None``) and the call's 0-based ordinal.
@@ -184,11 +187,12 @@ class GeminiTranslator(WireTranslator[SseEvent]):
     def __init__(
         self,
         *,
+        provider: str = _PROVIDER,
         empty_response_as_stop: bool = False,
         new_call_id: Callable[[str | None, int], str] = _new_call_id,
     ) -> None:
         super().__init__(
-            provider=_PROVIDER, empty_response_as_stop=empty_response_as_stop
+            provider=provider, empty_response_as_stop=empty_response_as_stop
         )
         self._new_call_id = new_call_id
         self._open: Block | None = None
@@ -223,7 +227,9 @@ class GeminiTranslator(WireTranslator[SseEvent]):
             return []
         if event.error is not None:
             report = parse_gemini_error({"error": event.error}) or {}
-            raise LlmError.from_failure(gemini_stream_failure(report))
+            raise LlmError.from_failure(
+                gemini_stream_failure(report, provider=self.provider)
+            )
         data = event.data
         if not data or data.isspace():
             return []
@@ -235,7 +241,7 @@ class GeminiTranslator(WireTranslator[SseEvent]):
             # an echoed secret) as ``doc``: only its message is kept, and the
             # error is raised outside this block so the original is no context.
             error = LlmError(
-                f"malformed SSE payload from {_PROVIDER}: {data[:120]}",
+                f"malformed SSE payload from {self.provider}: {data[:120]}",
                 ErrorCode.MALFORMED_RESPONSE,
                 cause=ValueError(str(exc)),
             )
@@ -270,7 +276,9 @@ class GeminiTranslator(WireTranslator[SseEvent]):
         if "error" in payload:
             report = parse_gemini_error(payload)
             if report is not None:
-                raise LlmError.from_failure(gemini_stream_failure(report))
+                raise LlmError.from_failure(
+                    gemini_stream_failure(report, provider=self.provider)
+                )
         if self._response_id is None:
             response_id = payload.get("responseId")
             if type(response_id) is str and response_id:
@@ -346,7 +354,7 @@ class GeminiTranslator(WireTranslator[SseEvent]):
                 self._close_open()
                 writer.finish_unsuccessfully(
                     LlmFailure(
-                        message=f"{_PROVIDER} blocked the prompt: {reason[:120]}",
+                        message=f"{self.provider} blocked the prompt: {reason[:120]}",
                         code=CONTENT_FILTER_CODE,
                     )
                 )
@@ -367,7 +375,9 @@ class GeminiTranslator(WireTranslator[SseEvent]):
         elif reason == "MAX_TOKENS":
             writer.finish(FinishReason.MAX_TOKENS, replay=self._replay)
         else:
-            writer.finish_unsuccessfully(finish_failure(reason, message))
+            writer.finish_unsuccessfully(
+                finish_failure(reason, message, provider=self.provider)
+            )
 
     # -- parts -------------------------------------------------------------------------
 

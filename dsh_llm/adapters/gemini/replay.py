@@ -25,8 +25,6 @@ from typing import Any, Final
 
 from dsh_llm.protocol import Message, ModelSource, ToolCallBlock
 
-__all__ = ["REPLAY_WIRE", "replay_entries"]
-
 REPLAY_WIRE: Final = "gemini-generate-content"
 """The ``response.wire`` value of a Gemini replay envelope."""
 

@@ -27,15 +27,6 @@ from dsh_llm.protocol import (
     content_has_image,
 )
 
-__all__ = [
-    "PRE_MULTIMODAL_RESULT_PREFIXES",
-    "function_response_parts",
-    "inline_part",
-    "takes_tool_result_images",
-]
-
-_PROVIDER: Final = "Gemini"
-
 PRE_MULTIMODAL_RESULT_PREFIXES: Final = ("gemini-1.", "gemini-2.")
 """Model id prefixes of the families whose function responses are JSON only
 (multimodal function responses came with Gemini 3)."""
@@ -47,19 +38,25 @@ def takes_tool_result_images(model_id: str) -> bool:
     return not model_id.startswith(PRE_MULTIMODAL_RESULT_PREFIXES)
 
 
-def inline_part(block: ImageBlock, store: AttachmentReader | None) -> dict[str, Any]:
+def inline_part(
+    block: ImageBlock, store: AttachmentReader | None, *, provider: str
+) -> dict[str, Any]:
     """The ``inlineData`` part for ``block``.
 
     Raises:
-        LlmError: ``MISSING_ATTACHMENT`` when ``store`` is ``None`` or lacks the
-            attachment.
+        LlmError: ``MISSING_ATTACHMENT`` (naming ``provider``) when ``store`` is
+            ``None`` or lacks the attachment.
     """
-    media_type, encoded = image_data(block, store, provider=_PROVIDER)
+    media_type, encoded = image_data(block, store, provider=provider)
     return {"inlineData": {"mimeType": media_type, "data": encoded}}
 
 
 def function_response_parts(
-    result: ToolResultBlock, *, model_id: str, store: AttachmentReader | None
+    result: ToolResultBlock,
+    *,
+    model_id: str,
+    store: AttachmentReader | None,
+    provider: str,
 ) -> list[dict[str, Any]]:
     """The ``functionResponse.parts`` for ``result``'s images, in block order.
 
@@ -72,13 +69,13 @@ def function_response_parts(
         return []
     if not takes_tool_result_images(model_id):
         raise LlmError(
-            f'Gemini model "{model_id}" takes no images in tool results '
+            f'{provider} model "{model_id}" takes no images in tool results '
             "(multimodal function responses need Gemini 3 or later); send the "
             "image in a user message instead",
             ErrorCode.UNSUPPORTED_CONTENT,
         )
     return [
-        inline_part(block, store)
+        inline_part(block, store, provider=provider)
         for block in result.content
         if isinstance(block, ImageBlock)
     ]
