@@ -6,9 +6,11 @@ what it reports); the read loop feeds it one ``SseEvent`` at a time.
 Contracts callers may rely on:
 
 - ``feed(event)`` returns the chunks the event produced, in the strict order
-  of ``docs/protocol.md``, and nothing once ``finished``; ``close()`` (end of
-  body before the finish) raises ``LlmError`` ``STREAM_CLOSED``: Gemini has no
-  end marker, its finish is a ``finishReason``, and a body without one was cut.
+  of ``docs/protocol.md``, and nothing once ``finished``. Gemini has no end
+  marker and Vertex AI puts a ``finishReason`` on every chunk, so the answer
+  ends with the body: ``close()`` finishes it with the last ``finishReason``
+  seen (an error object before that fails the call), and raises ``LlmError``
+  ``STREAM_CLOSED`` when no chunk carried one (the answer was cut).
 - A payload that is not JSON, not an object, or has a field of the wrong type
   raises ``LlmError`` ``MALFORMED_RESPONSE``; an error object in the stream
   raises its failure (classified by ``dsh_llm.adapters.gemini.errors``).
@@ -167,13 +169,16 @@ class GeminiTranslator(WireTranslator[SseEvent]):
     - ``usageMetadata`` is a running total: each report is merged over the
       last, field by field (a chunk without it, or without a field, keeps
       the saved values).
-    - Only candidate 0 is read. Its ``finishReason`` ends the response (the
-      writer's finish: ``STOP`` is ``stop``, ``tool-calls`` or
-      ``EMPTY_RESPONSE``, ``MAX_TOKENS`` is ``max-tokens``); another reason is
-      the provider's unsuccessful finish (``finish_failure``). A successful
-      finish carries the replay envelope when anything needs replaying.
-    - ``promptFeedback.blockReason`` ends the response the same way, with the
-      ``CONTENT_FILTER`` error (``"Gemini blocked the prompt: <reason>"``).
+    - Only candidate 0 is read. Its last ``finishReason`` ends the response at
+      the end of the body (the writer's finish: ``STOP`` is ``stop``,
+      ``tool-calls`` or ``EMPTY_RESPONSE``, ``MAX_TOKENS`` is ``max-tokens``);
+      another reason is the provider's unsuccessful finish
+      (``finish_failure``). Text after a ``finishReason`` is still the answer.
+      A successful finish carries the replay envelope when anything needs
+      replaying.
+    - ``promptFeedback.blockReason`` (a blocked prompt: no candidate follows)
+      ends the response at once, with the ``CONTENT_FILTER`` error
+      (``"Gemini blocked the prompt: <reason>"``).
     - An error object in the stream (``{"error": {...}}``, or an SSE ``error``
       field) is a failure of the call: it is raised.
 
@@ -201,6 +206,9 @@ class GeminiTranslator(WireTranslator[SseEvent]):
         self._pending_signature: str | None = None
         self._response_id: str | None = None
         self._usage: dict[str, Any] | None = None
+        # The last finishReason and finishMessage seen: Vertex AI sends one on
+        # every chunk, so the answer ends only with the body.
+        self._reason: tuple[str, str | None] | None = None
         # Bound once: they run for every event.
         self._append = self.writer.append
         self._take = self.writer.take
@@ -248,7 +256,8 @@ class GeminiTranslator(WireTranslator[SseEvent]):
         if error is not None:
             raise error
         if type(payload) is list:
-            # Vertex and Code Assist wrap responses (and errors) in an array.
+            # Vertex and Code Assist wrap responses (and errors) in an array;
+            # a blocked prompt ends it.
             for item in payload:
                 if self.writer.finished:
                     break
@@ -258,16 +267,30 @@ class GeminiTranslator(WireTranslator[SseEvent]):
         return self._take()
 
     def close(self) -> list[StreamChunk]:
-        """The body ended.
+        """The body ended: the answer ends with the last ``finishReason`` seen.
 
         Raises:
-            LlmError: ``STREAM_CLOSED`` unless the response had finished.
+            LlmError: ``STREAM_CLOSED`` when no chunk carried a ``finishReason``.
         """
-        if self.writer.finished:
+        writer = self.writer
+        if writer.finished:
             return []
-        raise self.writer.stream_closed(
-            "stream ended without a finishReason (the answer was cut short)"
-        )
+        if self._reason is None:
+            raise writer.stream_closed(
+                "stream ended without a finishReason (the answer was cut short)"
+            )
+        reason, message = self._reason
+        # The provider's finish ends every part of the answer.
+        self._close_open()
+        if reason == "STOP":
+            writer.finish(FinishReason.STOP, replay=self._replay)
+        elif reason == "MAX_TOKENS":
+            writer.finish(FinishReason.MAX_TOKENS, replay=self._replay)
+        else:
+            writer.finish_unsuccessfully(
+                finish_failure(reason, message, provider=self.provider)
+            )
+        return self._take()
 
     def _payload(self, payload: Any) -> None:
         writer = self.writer
@@ -339,7 +362,7 @@ class GeminiTranslator(WireTranslator[SseEvent]):
                             self._part(part)
                 reason = candidate.get("finishReason")
                 if reason is not None:
-                    self._finish(reason, candidate.get("finishMessage"))
+                    self._note_finish(reason, candidate.get("finishMessage"))
                 return
         feedback = payload.get("promptFeedback")
         if feedback is not None:
@@ -359,8 +382,9 @@ class GeminiTranslator(WireTranslator[SseEvent]):
                     )
                 )
 
-    def _finish(self, reason: object, message: object) -> None:
-        """Candidate 0's ``finishReason`` (and ``finishMessage``) ends the answer."""
+    def _note_finish(self, reason: object, message: object) -> None:
+        """Candidate 0's ``finishReason`` (and ``finishMessage``): kept, the last
+        one wins at the end of the body (``close``)."""
         writer = self.writer
         if type(reason) is not str:
             raise writer.malformed("a finishReason that is not a string")
@@ -368,16 +392,7 @@ class GeminiTranslator(WireTranslator[SseEvent]):
             return
         if message is not None and type(message) is not str:
             raise writer.malformed("a finishMessage that is not a string")
-        # A finishReason ends every part of the answer.
-        self._close_open()
-        if reason == "STOP":
-            writer.finish(FinishReason.STOP, replay=self._replay)
-        elif reason == "MAX_TOKENS":
-            writer.finish(FinishReason.MAX_TOKENS, replay=self._replay)
-        else:
-            writer.finish_unsuccessfully(
-                finish_failure(reason, message, provider=self.provider)
-            )
+        self._reason = (reason, message)
 
     # -- parts -------------------------------------------------------------------------
 

@@ -20,6 +20,7 @@ from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import (
     BlockEnd,
     Finish,
+    TextBlock,
     TokenUsage,
     ToolCallBlock,
     UsageChunk,
@@ -100,18 +101,59 @@ def test_an_empty_body_is_stream_closed():
     assert caught.value.code == ErrorCode.STREAM_CLOSED
 
 
-def test_nothing_is_produced_after_the_finish_and_close_is_then_empty():
+def test_a_finish_reason_ends_the_answer_only_at_the_end_of_the_body():
+    # Vertex AI (and older Gemini API streams) put finishReason on every chunk:
+    # text after a STOP is still the answer, and the finish comes at EOF.
     translator = GeminiTranslator()
-    chunks = translator.feed(text_event("Hi", finishReason="STOP"))
-    assert isinstance(chunks[-1], Finish)
+    first = translator.feed(text_event("Hi", finishReason="STOP"))
+    assert [c.type for c in first] == ["block-start", "text-delta"]
+    assert not translator.finished
+    assert [
+        c.type for c in translator.feed(text_event(" there", finishReason="STOP"))
+    ] == ["text-delta"]
+    chunks = translator.close()
     assert translator.finished
+    assert chunks[0] == BlockEnd(index=0, block=TextBlock(text="Hi there"))
+    assert isinstance(chunks[-1], Finish)
+    assert chunks[-1].reason.kind == "stop"
     assert translator.feed(text_event("more")) == []
     assert translator.close() == []
 
 
+@pytest.mark.parametrize(
+    ("last", "code"),
+    [
+        ("SAFETY", "CONTENT_FILTER"),
+        ("RECITATION", "CONTENT_FILTER"),
+        ("OTHER", "OTHER"),
+        ("not a reason", ErrorCode.UNKNOWN_FINISH_REASON),
+    ],
+)
+def test_the_last_finish_reason_wins(last, code):
+    translator = GeminiTranslator()
+    translator.feed(text_event("Hi", finishReason="STOP"))
+    translator.feed(text_event("", finishReason=last))
+    finish = translator.close()[-1]
+    assert isinstance(finish, Finish)
+    assert finish.reason.failure is not None
+    assert finish.reason.failure.code == code
+
+
+def test_an_error_after_a_stop_fails_the_call():
+    translator = GeminiTranslator()
+    translator.feed(text_event("Hi", finishReason="STOP"))
+    with pytest.raises(LlmError) as caught:
+        translator.feed(
+            event({"error": {"code": 500, "message": "boom", "status": "INTERNAL"}})
+        )
+    assert caught.value.code == ErrorCode.SERVER
+    assert not translator.finished
+
+
 def test_empty_response_as_stop_turns_a_blockless_stop_into_stop():
     translator = GeminiTranslator(empty_response_as_stop=True)
-    chunks = translator.feed(text_event("", finishReason="STOP"))
+    assert translator.feed(text_event("", finishReason="STOP")) == []
+    chunks = translator.close()
     assert [c.type for c in chunks] == ["usage", "finish"]
     assert chunks[-1].reason.kind == "stop"  # type: ignore[union-attr]
 

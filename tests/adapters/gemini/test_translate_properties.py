@@ -38,15 +38,22 @@ _chunk = st.lists(_part, max_size=4)
 _reason = st.sampled_from([None, "STOP", "MAX_TOKENS", "SAFETY", "OTHER"])
 
 
-def _body(chunks: list[list[dict[str, Any]]], reason: str | None) -> bytes:
+def _body(
+    chunks: list[list[dict[str, Any]]], reason: str | None, early: str | None
+) -> bytes:
+    """The stream of ``chunks``, the last one carrying ``reason`` and every other
+    one ``early`` (Vertex AI sends ``STOP`` on every chunk; LiteLLM ``null``)."""
     out = b""
     for position, parts in enumerate(chunks):
         candidate: dict[str, Any] = {
             "content": {"parts": parts, "role": "model"},
             "index": 0,
         }
-        if reason is not None and position == len(chunks) - 1:
-            candidate["finishReason"] = reason
+        if position == len(chunks) - 1:
+            if reason is not None:
+                candidate["finishReason"] = reason
+        elif early != "absent":
+            candidate["finishReason"] = early
         payload = {
             "candidates": [candidate],
             "usageMetadata": {"promptTokenCount": 3},
@@ -60,11 +67,15 @@ def _body(chunks: list[list[dict[str, Any]]], reason: str | None) -> bytes:
 @given(
     chunks=st.lists(_chunk, min_size=1, max_size=5),
     reason=_reason,
+    early=st.sampled_from(["absent", None, "STOP"]),
     split=st.sampled_from(["whole", "1", "7", "random-a"]),
 )
-def test_generated_streams_are_strict_and_lossless(chunks, reason, split):
+def test_generated_streams_are_strict_and_lossless(chunks, reason, early, split):
     result = replay(
-        _body(chunks, reason), split, SseDecoder(terminal_data=None), GeminiTranslator()
+        _body(chunks, reason, early),
+        split,
+        SseDecoder(terminal_data=None),
+        GeminiTranslator(),
     )
     finish = result[-1]
     assert isinstance(finish, Finish)
@@ -72,6 +83,9 @@ def test_generated_streams_are_strict_and_lossless(chunks, reason, split):
     blocks = [c.block for c in result if isinstance(c, BlockEnd)]
     calls = [b for b in blocks if isinstance(b, ToolCallBlock)]
     expected_calls = [p["functionCall"] for p in parts if "functionCall" in p]
+    if reason is None and early == "STOP" and len(chunks) > 1:
+        # The last reason seen wins: an earlier chunk's STOP.
+        reason = "STOP"
     if reason is None:
         assert finish.reason.failure is not None
         assert finish.reason.failure.code == "STREAM_CLOSED"
