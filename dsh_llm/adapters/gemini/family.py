@@ -53,6 +53,7 @@ from dsh_llm.adapters.gemini.errors import gemini_http_error
 from dsh_llm.adapters.gemini.request import PROVIDER, build_generate_request
 from dsh_llm.adapters.gemini.translate import GeminiTranslator
 from dsh_llm.adapters.request_extras import request_headers
+from dsh_llm.attachments import AttachmentStore
 from dsh_llm.config import RAW_METADATA, check_non_empty_str, field_error
 from dsh_llm.transport.call import url_repr
 from dsh_llm.transport.session import ApiKeyAuth, NoAuth, stream_headers
@@ -215,8 +216,12 @@ def _request(call: WireCall[GeminiConfig, None]) -> WireRequest:
 
 
 def _translator(call: WireCall[GeminiConfig, None]) -> GeminiTranslator:
+    # The images a model returns go to the adapter's store when it can keep
+    # them (a reader without put only serves the images sent).
+    store = call.attachments
     return GeminiTranslator(
         provider=call.provider,
+        attachments=store if isinstance(store, AttachmentStore) else None,
         empty_response_as_stop=call.config.empty_response_as_stop,
     )
 

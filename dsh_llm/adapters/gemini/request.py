@@ -9,7 +9,8 @@ hook adds the URL and the credential), so another front door to the same models
   ``systemInstruction`` holds every system text; roles ``user``/``model``,
   consecutive messages of one role merged; calls and results as
   ``functionCall``/``functionResponse`` parts; thought signatures put back on the
-  parts they came on; images as ``inlineData`` parts (``images``); messages
+  parts they came on; images as ``inlineData`` parts (``images``), an image a
+  Gemini answer returned as the part it came in; messages
   name the ``provider`` given (default ``PROVIDER``).
 - Tools as ``functionDeclarations``; ``tool_choice`` as ``functionCallingConfig``;
   ``response_format`` as ``responseMimeType``/``responseJsonSchema``
@@ -31,7 +32,12 @@ from dsh_llm.adapters.gemini.catalog import (
     model_for,
     thinking_config,
 )
-from dsh_llm.adapters.gemini.images import function_response_parts, inline_part
+from dsh_llm.adapters.gemini.images import (
+    answer_image_part,
+    function_response_parts,
+    inline_part,
+    without_answer_images,
+)
 from dsh_llm.adapters.gemini.replay import replay_entries
 from dsh_llm.adapters.request_extras import (
     AttachmentReader,
@@ -75,7 +81,7 @@ def _refuse(
         )
     entry = catalog_entry(models, options.model)
     check_image_input(
-        options,
+        without_answer_images(options),
         provider=provider,
         modalities=None if entry is None else entry.input_modalities,
         store=attachments,
@@ -104,6 +110,8 @@ def _model_parts(message: Message, provider: str) -> list[dict[str, Any]]:
         elif isinstance(block, ReasoningBlock):
             if isinstance(signature, str) and block.text:
                 part = {"text": block.text, "thought": True}
+        elif isinstance(block, ImageBlock):
+            part = answer_image_part(entry)
         elif isinstance(block, ToolCallBlock):
             call: dict[str, Any] = {
                 "name": block.name,

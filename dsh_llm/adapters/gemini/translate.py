@@ -38,7 +38,9 @@ from dsh_llm.adapters._wire.writer import (
     BlockKind,
 )
 from dsh_llm.adapters.gemini.errors import gemini_stream_failure, parse_gemini_error
+from dsh_llm.adapters.gemini.images import returned_image
 from dsh_llm.adapters.gemini.replay import REPLAY_WIRE
+from dsh_llm.attachments import AttachmentStore
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import (
     FinishReason,
@@ -163,9 +165,13 @@ class GeminiTranslator(WireTranslator[SseEvent]):
       block when none came yet. A block that already has one keeps it, and
       the signature-only part is kept verbatim after it. Server-side parts
       (``toolCall``, ``toolResponse``, ``executableCode``,
-      ``codeExecutionResult``, ``inlineData``...) open no block: they end the
-      open one and are kept verbatim for replay after the block they follow
-      (text that resumes after them is a new block).
+      ``codeExecutionResult``...) and interim ``thought`` images open no
+      block: they end the open one and are kept verbatim for replay after the
+      block they follow (text that resumes after them is a new block).
+    - An ``inlineData`` part that is no thought is an image the model returned:
+      an image block (``images.returned_image``: the bytes put in
+      ``attachments``), its part kept for replay; content no image block can
+      carry (audio) raises ``UNSUPPORTED_CONTENT``, never silently dropped.
     - ``usageMetadata`` is a running total: each report is merged over the
       last, field by field (a chunk without it, or without a field, keeps
       the saved values).
@@ -184,6 +190,9 @@ class GeminiTranslator(WireTranslator[SseEvent]):
 
     Args:
         provider: The display name messages use.
+        attachments: Where the images the model returns are put (``None``:
+            nowhere; their blocks still come, the bytes stay in the replay
+            state).
         empty_response_as_stop: Report a blockless ``STOP`` as a plain ``stop``.
         new_call_id: Makes the id of a call Gemini gave none, from the
             response id (or ``None``) and the call's 0-based ordinal.
@@ -193,6 +202,7 @@ class GeminiTranslator(WireTranslator[SseEvent]):
         self,
         *,
         provider: str = _PROVIDER,
+        attachments: AttachmentStore | None = None,
         empty_response_as_stop: bool = False,
         new_call_id: Callable[[str | None, int], str] = _new_call_id,
     ) -> None:
@@ -200,6 +210,7 @@ class GeminiTranslator(WireTranslator[SseEvent]):
             provider=provider, empty_response_as_stop=empty_response_as_stop
         )
         self._new_call_id = new_call_id
+        self._store = attachments
         self._open: Block | None = None
         """The text or reasoning block being streamed."""
         self._before: list[dict[str, Any]] = []
@@ -406,8 +417,13 @@ class GeminiTranslator(WireTranslator[SseEvent]):
             return
         text = part.get("text")
         if text is None:
-            # A server-side part (toolCall, executableCode...): replay state,
-            # kept after the block before it, so that block ends here.
+            inline = part.get("inlineData")
+            if inline is not None and part.get("thought") is not True:
+                self._image(part, inline, signature)
+                return
+            # A server-side part (toolCall, executableCode...) or an interim
+            # image the model drew while thinking: replay state, kept after
+            # the block before it, so that block ends here.
             self._close_open()
             self._keep(part)
             return
@@ -427,6 +443,19 @@ class GeminiTranslator(WireTranslator[SseEvent]):
             block = self._open = self.writer.open(kind)
             self._adopt_pending(block)
         self._append(block, text)
+        if signature:
+            self._sign(block, part, signature)
+
+    def _image(
+        self, part: dict[str, Any], inline: object, signature: str | None
+    ) -> None:
+        """An image the model returned: an image block, its part kept for
+        replay (the bytes and the signature go back the way they came)."""
+        image = returned_image(inline, store=self._store, provider=self.provider)
+        self._close_open()
+        block = self.writer.open_image(image)
+        block.replay = {"inlineData": inline}
+        self._adopt_pending(block)
         if signature:
             self._sign(block, part, signature)
 

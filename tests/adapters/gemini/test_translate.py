@@ -4,6 +4,7 @@ mapping; hostile payloads."""
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 from pathlib import Path
@@ -16,9 +17,11 @@ from dsh_llm.adapters.gemini.translate import (
     finish_failure,
     map_usage,
 )
+from dsh_llm.attachments import MemoryAttachmentStore, attachment_id
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import (
     BlockEnd,
+    BlockStart,
     Finish,
     TextBlock,
     TokenUsage,
@@ -28,6 +31,7 @@ from dsh_llm.protocol import (
 from dsh_llm.serde import chunk_to_dict, read_jsonl
 from dsh_llm.transport.sse import SseDecoder, SseEvent
 
+from ...attachments.images import jpeg, png
 from ..wire_replay import SPLITS, feed_all, replay
 
 FIXTURES = Path(__file__).parent.parent.parent / "fixtures" / "gemini"
@@ -416,3 +420,67 @@ def test_an_error_after_text_in_one_event_leaves_the_text_and_usage_before_it():
         {"type": "usage", "usage": {"inputTokens": 4, "outputTokens": 0}},
     ]
     assert translator.before_failure() == []
+
+
+# --- images the model returns -------------------------------------------------------
+
+
+def image_event(inline: dict[str, Any], **part: Any) -> SseEvent:
+    return event(
+        {"candidates": [{"content": {"parts": [{"inlineData": inline, **part}]}}]}
+    )
+
+
+def test_a_returned_image_is_put_in_the_store_and_its_block_refers_to_it():
+    store = MemoryAttachmentStore()
+    data = png(4, 3)
+    translator = GeminiTranslator(attachments=store)
+    chunks = translator.feed(
+        image_event({"mimeType": "image/png", "data": base64.b64encode(data).decode()})
+    )
+    start, end = chunks
+    assert start == BlockStart(index=0, block_type="image")
+    assert isinstance(end, BlockEnd)
+    ref = end.block.attachment  # type: ignore[union-attr]
+    assert (ref.media_type, ref.width, ref.height, ref.bytes) == (
+        "image/png",
+        4,
+        3,
+        len(data),
+    )
+    assert store.get(ref.attachment_id) == data
+
+
+def test_url_safe_unpadded_base64_is_read_too():
+    data = jpeg(5, 7)
+    encoded = base64.urlsafe_b64encode(data).decode().rstrip("=")
+    chunks = GeminiTranslator().feed(
+        image_event({"mimeType": "image/jpeg", "data": encoded})
+    )
+    assert chunks[-1].block.attachment.attachment_id == attachment_id(data)  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    "inline",
+    [
+        {"mimeType": "image/png", "data": "not base64!"},
+        {"mimeType": "image/png", "data": ""},
+        {"mimeType": "image/png"},
+        {"data": "iVBORw0KGgo="},
+        "iVBORw0KGgo=",
+    ],
+)
+def test_an_unreadable_inline_data_part_is_malformed(inline):
+    with pytest.raises(LlmError) as caught:
+        GeminiTranslator().feed(image_event(inline))
+    assert caught.value.code == ErrorCode.MALFORMED_RESPONSE
+
+
+def test_content_no_image_block_carries_is_never_silent():
+    encoded = base64.b64encode(b"%PDF-1.7 ...").decode()
+    with pytest.raises(LlmError) as caught:
+        GeminiTranslator().feed(
+            image_event({"mimeType": "application/pdf", "data": encoded})
+        )
+    assert caught.value.code == ErrorCode.UNSUPPORTED_CONTENT
+    assert "application/pdf" in caught.value.message

@@ -4,6 +4,7 @@ finish follows rule 8."""
 
 from __future__ import annotations
 
+import base64
 import json
 from typing import Any
 
@@ -11,11 +12,20 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dsh_llm.adapters.gemini.translate import GeminiTranslator
-from dsh_llm.protocol import BlockEnd, Finish, ReasoningBlock, TextBlock, ToolCallBlock
+from dsh_llm.protocol import (
+    BlockEnd,
+    Finish,
+    ImageBlock,
+    ReasoningBlock,
+    TextBlock,
+    ToolCallBlock,
+)
 from dsh_llm.transport.sse import SseDecoder
 
+from ...attachments.images import png
 from ..wire_replay import replay
 
+_PNG = base64.b64encode(png(2, 2)).decode()
 _text = st.text(min_size=0, max_size=12)
 _args = st.dictionaries(
     st.text(max_size=5), st.integers() | st.text(max_size=5), max_size=3
@@ -33,6 +43,7 @@ _part = st.one_of(
         _args,
     ),
     st.just({"executableCode": {"language": "PYTHON", "code": "1"}}),
+    st.just({"inlineData": {"mimeType": "image/png", "data": _PNG}}),
 )
 _chunk = st.lists(_part, max_size=4)
 _reason = st.sampled_from([None, "STOP", "MAX_TOKENS", "SAFETY", "OTHER"])
@@ -99,6 +110,8 @@ def test_generated_streams_are_strict_and_lossless(chunks, reason, early, split)
         p["text"] for p in parts if "text" in p and not p.get("thought")
     )
     assert thoughts == "".join(p["text"] for p in parts if p.get("thought"))
+    images = [b for b in blocks if isinstance(b, ImageBlock)]
+    assert len(images) == sum("inlineData" in p for p in parts)
     if reason == "STOP":
         if calls:
             assert finish.reason.kind == "tool-calls"
