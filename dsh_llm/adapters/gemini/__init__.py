@@ -10,8 +10,9 @@
   the ``x-goog-api-key`` header and never appears in a URL, a message or a
   ``repr``.
 - The family's parts: ``family`` (config, endpoint, request hook, ``FAMILY``),
-  ``request`` (pure builder), ``translate`` (pure translator), ``images``,
-  ``replay``, ``errors``, ``catalog``. User guide: ``docs/gemini.md``.
+  ``request`` (pure builder), ``translate`` (pure translator), ``arguments``
+  (streamed call arguments), ``images``, ``replay``, ``errors``, ``catalog``.
+  User guide: ``docs/gemini.md``.
 """
 
 from __future__ import annotations

@@ -37,6 +37,7 @@ from dsh_llm.adapters._wire.writer import (
     Block,
     BlockKind,
 )
+from dsh_llm.adapters.gemini.arguments import StreamedArguments
 from dsh_llm.adapters.gemini.errors import gemini_stream_failure, parse_gemini_error
 from dsh_llm.adapters.gemini.images import returned_image
 from dsh_llm.adapters.gemini.replay import REPLAY_WIRE
@@ -156,6 +157,13 @@ class GeminiTranslator(WireTranslator[SseEvent]):
       delta with the whole arguments as compact JSON text (``{}`` when absent;
       key order kept) and ended at once; its id is Gemini's, else
       ``call_<responseId>_<n>`` (``call_<random hex>`` without a response id).
+    - A call whose arguments stream (Vertex AI's ``partialArgs``: a first part
+      with the name and ``willContinue``, then parts without a name) opens its
+      block at once and gets each piece of its JSON text as it arrives
+      (``arguments.StreamedArguments``); the part without ``willContinue``
+      ends it. Text meanwhile comes after it; another call meanwhile is
+      ``MALFORMED_RESPONSE``; an empty ``functionCall`` with no call streaming
+      is nothing.
     - ``thoughtSignature`` on any part is kept for replay
       (``dsh_llm.adapters.gemini.replay``): on the part's own block; a
       signature on a part that opens no block (an empty text part, often in a
@@ -211,6 +219,8 @@ class GeminiTranslator(WireTranslator[SseEvent]):
         )
         self._new_call_id = new_call_id
         self._store = attachments
+        # The call whose arguments stream (Vertex AI's partialArgs), if any.
+        self._streaming: tuple[Block, StreamedArguments] | None = None
         self._open: Block | None = None
         """The text or reasoning block being streamed."""
         self._before: list[dict[str, Any]] = []
@@ -463,33 +473,91 @@ class GeminiTranslator(WireTranslator[SseEvent]):
         writer = self.writer
         if type(call) is not dict:
             raise writer.malformed("a functionCall that is not an object")
-        name = call.get("name")
-        if type(name) is not str or not name:
-            raise writer.malformed("a functionCall without a name")
+        more = call.get("willContinue")
+        if more is not None and type(more) is not bool:
+            raise writer.malformed("a functionCall willContinue that is not a boolean")
+        partial = call.get("partialArgs")
+        if partial is not None and type(partial) is not list:
+            raise writer.malformed("functionCall partialArgs that are not a list")
         args = call.get("args")
         if args is not None and type(args) is not dict:
             raise writer.malformed("functionCall args that are not an object")
+        name = call.get("name")
+        if name is None:
+            if self._streaming is not None:
+                self._continue_call(args, partial, more, signature)
+                return
+            if not call.keys() - {"willContinue"}:
+                return  # the empty end marker of a streamed call that ended
+        if type(name) is not str or not name:
+            raise writer.malformed("a functionCall without a name")
+        if self._streaming is not None:
+            raise writer.malformed(
+                "a function call that began while another one's arguments were "
+                "still streaming"
+            )
         wire_id = call.get("id")
         if wire_id is not None and type(wire_id) is not str:
             raise writer.malformed("a functionCall id that is not a string")
-        try:
-            arguments = "{}" if not args else compact_json(args)
-        except ValueError:
-            raise writer.malformed("functionCall args with NaN or Infinity") from None
+        streamed = more or partial
+        arguments = ""
+        if not streamed:
+            try:
+                arguments = "{}" if not args else compact_json(args)
+            except ValueError:
+                raise writer.malformed(
+                    "functionCall args with NaN or Infinity"
+                ) from None
         self._close_open()
         call_id = wire_id or self._new_call_id(self._response_id, writer.tool_calls)
-        # The whole arguments come at once: they are the call's one delta.
+        # A whole call's arguments are its one delta; streamed arguments
+        # (Vertex AI's partialArgs) are appended as they arrive.
         block = writer.open(TOOL_CALL, call_id=call_id, name=name, text=arguments)
-        writer.end(block)
         entry: dict[str, Any] = {"callId": call_id}
         if wire_id:
             entry["id"] = wire_id
         block.replay = entry
         self._adopt_pending(block)
+        if streamed:
+            self._streaming = (block, StreamedArguments())
+            self._continue_call(args, partial, more, signature)
+            return
+        writer.end(block)
         if signature:
             self._sign(
                 block, {"functionCall": call, "thoughtSignature": signature}, signature
             )
+
+    def _continue_call(
+        self,
+        args: dict[str, Any] | None,
+        partial: list[Any] | None,
+        more: bool | None,
+        signature: str | None,
+    ) -> None:
+        """A part of the call whose arguments stream: its ``args`` and
+        ``partialArgs`` as JSON text; the call ends unless ``willContinue``."""
+        assert self._streaming is not None  # the caller checked
+        block, arguments = self._streaming
+        pieces: list[str] = []
+        try:
+            if args:
+                pieces.append(arguments.add_args(args))
+            pieces.extend(arguments.add(item) for item in partial or ())
+            if not more:
+                pieces.append(arguments.close())
+        except ValueError as exc:
+            raise self.writer.malformed(str(exc)) from None
+        for piece in pieces:
+            if piece:
+                self.writer.append(block, piece)
+        if signature:
+            # The call's parts are not kept: a signature goes back on the whole
+            # call, or as the signature-only part Gemini itself sends.
+            self._sign(block, {"text": "", "thoughtSignature": signature}, signature)
+        if not more:
+            self._streaming = None
+            self.writer.end(block)
 
     def _close_open(self) -> None:
         block = self._open

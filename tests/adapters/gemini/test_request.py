@@ -614,3 +614,27 @@ def test_a_result_before_its_call_is_refused():
             )
         )
     assert caught.value.code == ErrorCode.INVALID_REQUEST
+
+
+def test_a_streamed_call_goes_back_whole_with_its_signature():
+    answer = answered("vertex_streamed_function_call_args")
+    (call,) = [b for b in answer.content if isinstance(b, ToolCallBlock)]
+    body = build_generate_request(
+        options(
+            create_user_message("Save a note on Oslo."),
+            answer,
+            create_tool_result_message(call.id, "saved"),
+        )
+    )
+    assert body["contents"][1]["parts"][1] == {
+        "functionCall": {
+            "name": "write_file",
+            "args": {
+                "path": "notes/oslo.md",
+                "content": '# Oslo\nCapital of "Norway".',
+                "overwrite": True,
+                "mode": 420,
+            },
+        },
+        "thoughtSignature": "CtwBAY89a1/c3RyZWFtZWRDYWxsU2lnbmF0dXJlAAECAwQFBgcICQoL",
+    }

@@ -484,3 +484,105 @@ def test_content_no_image_block_carries_is_never_silent():
         )
     assert caught.value.code == ErrorCode.UNSUPPORTED_CONTENT
     assert "application/pdf" in caught.value.message
+
+
+# --- streamed function-call arguments (Vertex AI) ----------------------------------
+
+
+def call_part(**call: Any) -> dict[str, Any]:
+    return {"functionCall": call}
+
+
+def parts_event(*parts: dict[str, Any]) -> SseEvent:
+    return event({"candidates": [{"content": {"parts": list(parts)}}]})
+
+
+def test_streamed_arguments_are_deltas_as_they_arrive():
+    translator = GeminiTranslator(new_call_id=lambda rid, n: f"c{n}")
+    opened = translator.feed(parts_event(call_part(name="f", willContinue=True)))
+    assert [c.type for c in opened] == ["block-start", "tool-call-delta"]
+    piece = translator.feed(
+        parts_event(
+            call_part(
+                partialArgs=[{"jsonPath": "$.q", "stringValue": "x"}], willContinue=True
+            )
+        )
+    )
+    assert [c.arguments_delta for c in piece] == ['{"q":"x"']  # type: ignore[union-attr]
+    ended = translator.feed(parts_event(call_part()))
+    assert ended[-1] == BlockEnd(
+        index=0,
+        block=ToolCallBlock(id="c0", name="f", arguments='{"q":"x"}'),  # type: ignore[arg-type]
+    )
+
+
+def test_text_while_arguments_stream_comes_after_the_call():
+    translator = GeminiTranslator(new_call_id=lambda rid, n: f"c{n}")
+    chunks = feed_all(
+        translator,
+        [
+            parts_event(call_part(name="f", willContinue=True)),
+            parts_event({"text": "meanwhile"}),
+            parts_event(call_part(partialArgs=[{"jsonPath": "$.a", "numberValue": 1}])),
+            text_event(" more", finishReason="STOP"),
+        ],
+    )
+    ended = [c.block for c in chunks if isinstance(c, BlockEnd)]
+    assert ended == [
+        ToolCallBlock(id="c0", name="f", arguments='{"a":1}'),  # type: ignore[arg-type]
+        TextBlock(text="meanwhile more"),
+    ]
+    assert chunks[-1].reason.kind == "tool-calls"  # type: ignore[union-attr]
+
+
+def test_another_call_while_arguments_stream_is_malformed():
+    translator = GeminiTranslator()
+    translator.feed(parts_event(call_part(name="f", willContinue=True)))
+    with pytest.raises(LlmError) as caught:
+        translator.feed(parts_event(call_part(name="g", args={})))
+    assert caught.value.code == ErrorCode.MALFORMED_RESPONSE
+    assert "still streaming" in caught.value.message
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        {"name": "f", "willContinue": "yes"},
+        {"name": "f", "partialArgs": {"jsonPath": "$.a"}},
+        {"args": {}},
+    ],
+)
+def test_a_bad_streamed_call_part_is_malformed(call):
+    with pytest.raises(LlmError) as caught:
+        GeminiTranslator().feed(parts_event(call_part(**call)))
+    assert caught.value.code == ErrorCode.MALFORMED_RESPONSE
+
+
+def test_an_end_marker_with_no_call_streaming_is_nothing():
+    translator = GeminiTranslator()
+    assert translator.feed(parts_event(call_part(willContinue=False))) == []
+    assert translator.feed(parts_event(call_part())) == []
+
+
+def test_a_streamed_call_keeps_its_first_signature_and_later_ones_as_parts():
+    translator = GeminiTranslator(new_call_id=lambda rid, n: f"c{n}")
+    chunks = feed_all(
+        translator,
+        [
+            parts_event(
+                {**call_part(name="f", willContinue=True), "thoughtSignature": "S1"}
+            ),
+            parts_event({**call_part(), "thoughtSignature": "S2"}),
+            text_event("", finishReason="STOP"),
+        ],
+    )
+    finish = chunks[-1]
+    assert isinstance(finish, Finish)
+    assert finish.replay_state is not None
+    assert finish.replay_state.blocks == (
+        {
+            "callId": "c0",
+            "thoughtSignature": "S1",
+            "after": [{"text": "", "thoughtSignature": "S2"}],
+        },
+    )
