@@ -238,6 +238,22 @@ def test_abort_mid_stream_ends_with_aborted(server):
     assert time.monotonic() - started < 5
 
 
+def test_an_abort_after_a_stop_but_before_the_end_of_the_body_stays_aborted(server):
+    # Vertex AI sends finishReason STOP on every chunk: no chunk proves the
+    # answer whole, so an abort before the body ends is never a clean stop.
+    first = _text("The Oslofjord is ")
+    first["candidates"][0]["finishReason"] = "STOP"
+    server.enqueue(Reply(body=(sse_event(first), Stall())))
+    controller = AbortController()
+    with _adapter(server) as adapter:
+        stream = adapter.stream(_options(signal=controller.signal))
+        assert [next(stream).type, next(stream).type] == ["block-start", "text-delta"]
+        controller.abort()
+        with pytest.raises(LlmError) as caught:
+            next(stream)
+    assert caught.value.code == ErrorCode.ABORTED
+
+
 def test_a_silent_body_times_out(server):
     server.enqueue(Reply(body=(sse_event(_text("thinking")), Stall())))
     with _adapter(server, stream_idle_timeout_ms=150) as adapter:
