@@ -27,7 +27,7 @@ from functools import partial
 from _harness import arguments, best_of
 from _wires import cut, gemini_events, ollama_events
 
-from dsh_llm.adapters._gemini.translate import GeminiTranslator
+from dsh_llm.adapters.gemini.translate import GeminiTranslator
 from dsh_llm.adapters.ollama.translate import OllamaTranslator
 from dsh_llm.transport.ndjson import NdjsonDecoder
 from dsh_llm.transport.sse import SseDecoder

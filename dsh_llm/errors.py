@@ -221,7 +221,8 @@ ERROR_CODES: Final[dict[ErrorCode, ErrorCodeInfo]] = {
     ),
     ErrorCode.UNSUPPORTED_CONTENT: _info(
         "The request holds content the model or adapter cannot take (e.g. an "
-        "image for a text-only model)."
+        "image for a text-only model), or the answer holds content no block of "
+        "the chunk protocol carries (e.g. audio from a Gemini speech model)."
     ),
     ErrorCode.INVARIANT: _info(
         "A chunk stream broke the protocol's rules (see dsh_llm.validator)."

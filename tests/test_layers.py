@@ -12,7 +12,9 @@ import each other (any cycle). The layers, lowest first:
   ``assembler``, ``trace``, ``credentials``, ``attribution``), ``structure`` (the
   strict cattrs base of ``serde`` and ``config``), ``structured`` (reading a
   JSON answer: pure, used by the assembler's ``parsed``), ``config`` (the one
-  config mechanism, which adapters and retry policies use) and ``retry``: the retry
+  config mechanism, which adapters and retry policies use), ``attachments``
+  (the bytes behind an ``ImageBlock``: an adapter reads an image's header and
+  stores the images a model returns) and ``retry``: the retry
   policies are values with pure delay math, which ``adapter.py`` declares and
   the runtime captures, so they sit below both (``call_with_retry``, the loop
   that uses them, is a surface);
@@ -58,6 +60,9 @@ PRIMITIVES: Final = frozenset(
 CONTRACT: Final = frozenset(
     {
         "dsh_llm.assembler",
+        "dsh_llm.attachments",
+        "dsh_llm.attachments.images",
+        "dsh_llm.attachments.store",
         "dsh_llm.attribution",
         "dsh_llm.config",
         "dsh_llm.credentials",

@@ -17,6 +17,8 @@ from dsh_llm.protocol import (
     BlockStart,
     Finish,
     FinishReason,
+    ImageBlock,
+    ImageRef,
     LlmFailure,
     ReasoningBlock,
     ReplayEnvelope,
@@ -220,6 +222,65 @@ def test_a_provider_s_unsuccessful_finish_ends_the_blocks_then_usage() -> None:
     ]
     with pytest.raises(ValueError, match="already finished"):
         writer.open("text")
+
+
+IMAGE = ImageBlock(
+    attachment=ImageRef(
+        attachment_id="sha256:" + "ab" * 32,
+        media_type="image/png",
+        bytes=68,
+        width=1,
+        height=1,
+    )
+)
+
+
+def test_an_image_is_a_whole_block_in_opening_order() -> None:
+    writer = BlockWriter(provider="P")
+    text = writer.open("text", text="Here:")
+    image = writer.open_image(IMAGE)
+    first = writer.take()
+    assert first == [
+        BlockStart(index=0, block_type="text"),
+        TextDelta(index=0, text="Here:"),
+    ]  # behind the live text: held until it ends
+    assert image.ended
+    writer.end(text)
+    after = writer.open("text", text="done")
+    writer.end(after)
+    writer.finish(FinishReason.STOP)
+    chunks = strict(first + writer.take())
+    assert chunks[2:] == [
+        BlockEnd(index=0, block=TextBlock(text="Here:")),
+        BlockStart(index=1, block_type="image"),
+        BlockEnd(index=1, block=IMAGE),
+        BlockStart(index=2, block_type="text"),
+        TextDelta(index=2, text="done"),
+        BlockEnd(index=2, block=TextBlock(text="done")),
+        UsageChunk(usage=TokenUsage.unknown()),
+        Finish(reason=FinishReason.STOP),
+    ]
+    assert [block.index for block in writer.emitted] == [0, 1, 2]
+
+
+def test_an_image_alone_is_an_answer_and_takes_no_text() -> None:
+    writer = BlockWriter(provider="P")
+    image = writer.open_image(IMAGE)
+    with pytest.raises(ValueError, match="already ended"):
+        writer.append(image, "x")
+    with pytest.raises(ValueError, match="open_image"):
+        writer.open("image")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="ImageBlock"):
+        writer.open_image(TextBlock(text="x"))  # type: ignore[arg-type]
+    writer.finish(FinishReason.STOP)  # an image is content: no EMPTY_RESPONSE
+    assert strict(writer.take()) == [
+        BlockStart(index=0, block_type="image"),
+        BlockEnd(index=0, block=IMAGE),
+        UsageChunk(usage=TokenUsage.unknown()),
+        Finish(reason=FinishReason.STOP),
+    ]
+    with pytest.raises(ValueError, match="already finished"):
+        writer.open_image(IMAGE)
 
 
 def test_a_failure_is_never_written_as_a_finish() -> None:

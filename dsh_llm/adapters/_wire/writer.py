@@ -8,7 +8,9 @@ decides how a stream is shaped or ends lives here, once:
 - block indexes 0, 1, 2... in opening order, one block open at a time: the
   first open item streams live, an item the provider opens before the live one
   ended is buffered and flushed (one delta) once every item before it ended;
-  a text item shows only once it has text (an empty one is dropped);
+  a text item shows only once it has text (an empty one is dropped); an image
+  the model returned (``open_image``) is a whole item: its ``block-start`` and
+  ``block-end`` (carrying the ``ImageBlock``) go out together, no delta;
 - ``block-end`` carries exactly what the deltas added up to; a tool call that
   received no argument text ends with ``"{}"``, and one without a name is
   ``MALFORMED_RESPONSE``;
@@ -38,6 +40,7 @@ from dsh_llm.protocol import (
     ContentBlock,
     Finish,
     FinishReason,
+    ImageBlock,
     LlmFailure,
     ReasoningBlock,
     ReasoningDelta,
@@ -54,8 +57,9 @@ from dsh_llm.protocol.text_buffer import TextBuffer
 EMPTY_RESPONSE_MESSAGE: Final = "model returned a completed response with no content"
 """The message of the ``EMPTY_RESPONSE`` finish (the TypeScript harness's)."""
 
-BlockKind = Literal["text", "reasoning", "tool-call"]
-"""The kinds of item a writer turns into blocks (the block tags)."""
+BlockKind = Literal["text", "reasoning", "tool-call", "image"]
+"""The kinds of item a writer turns into blocks (the block tags); an image is
+opened with ``open_image``, the others with ``open``."""
 
 TEXT: Final = "text"
 """A text item (``TextBlock.TAG``)."""
@@ -63,6 +67,8 @@ REASONING: Final = "reasoning"
 """A reasoning item (``ReasoningBlock.TAG``)."""
 TOOL_CALL: Final = "tool-call"
 """A tool-call item (``ToolCallBlock.TAG``)."""
+IMAGE: Final = "image"
+"""An image item (``ImageBlock.TAG``), whole when opened."""
 
 _SUCCESS_KINDS: Final = frozenset({"stop", "tool-calls"})
 _KINDS: Final[dict[str, BlockKind]] = {
@@ -87,6 +93,7 @@ class Block:
         "buffer",
         "call_id",
         "ended",
+        "image",
         "index",
         "kind",
         "name",
@@ -100,7 +107,7 @@ class Block:
         self, kind: BlockKind, call_id: str, name: str, *, announce: bool = True
     ) -> None:
         self.kind: BlockKind = kind
-        """``text``, ``reasoning`` or ``tool-call``."""
+        """``text``, ``reasoning``, ``tool-call`` or ``image``."""
         # The text or arguments so far: a compact buffer, not one object per
         # fragment (a block may be a million fragments).
         self.buffer = TextBuffer()
@@ -119,6 +126,8 @@ class Block:
         self.announce = announce
         """Whether a tool call's ``block-start`` comes with a delta naming its id
         and name before any argument text."""
+        self.image: ImageBlock | None = None
+        """An image item's block (``BlockWriter.open_image``)."""
         # The id and name a delta already carried: fixed from then on.
         self.shown_id = ""
         self.shown_name = ""
@@ -192,14 +201,34 @@ class BlockWriter:
             raise ValueError("the writer already finished")
         canonical = _KINDS.get(kind)
         if canonical is None:
+            if kind == IMAGE:
+                raise ValueError("an image item opens with open_image")
             raise ValueError(f"unknown block kind {kind!r}")
         block = Block(canonical, call_id or "", name or "", announce=announce)
         if text:
             block.buffer.append(text)
+        self._enqueue(block)
+        return block
+
+    def open_image(self, image: ImageBlock) -> Block:
+        """An image the model returned, after every item opened so far: a whole
+        item (already ended, it takes no ``append``). Its ``block-start`` and its
+        ``block-end`` carrying ``image`` go out together, with no delta, once
+        every item before it ended."""
+        if self.finished:
+            raise ValueError("the writer already finished")
+        if not isinstance(image, ImageBlock):
+            raise TypeError(f"open_image takes an ImageBlock, got {image!r}")
+        block = Block(IMAGE, "", "")
+        block.image = image
+        block.ended = True
+        self._enqueue(block)
+        return block
+
+    def _enqueue(self, block: Block) -> None:
         self._queue.append(block)
         if len(self._queue) == 1:
             self._pump()
-        return block
 
     def append(self, block: Block, piece: str) -> None:
         """Content for ``block``: text, reasoning, or raw JSON argument text.
@@ -476,6 +505,9 @@ class BlockWriter:
             )
         elif block.kind is TEXT:
             ended = TextBlock(text=text)
-        else:
+        elif block.kind is REASONING:
             ended = ReasoningBlock(text=text)
+        else:
+            assert block.image is not None  # an image item holds its block
+            ended = block.image
         self._out.append(BlockEnd(index=block.index, block=ended))

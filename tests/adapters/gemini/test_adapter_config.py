@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 import responses
 
+from dsh_llm.adapters import AdapterConfigError
 from dsh_llm.adapters.gemini import (
     PROVIDER_ROUTE,
     PUBLIC_BASE_URL,
     GeminiAdapter,
     GeminiConfig,
-    GeminiConfigError,
 )
 from dsh_llm.attribution import user_agent
 from dsh_llm.cli.targets import open_routes
@@ -86,7 +86,7 @@ def test_a_bad_key_fails_the_load_naming_it(tmp_path, config, key):
 
 
 def test_config_errors_are_keyed_data():
-    with pytest.raises(GeminiConfigError) as caught:
+    with pytest.raises(AdapterConfigError) as caught:
         GeminiAdapter(stream_idle_timeout_ms=-1)
     assert caught.value.key == "streamIdleTimeoutMs"
     assert str(caught.value).startswith("llm-gemini: streamIdleTimeoutMs ")

@@ -5,19 +5,30 @@ stream is checked with ``validate_stream(strict=True)``."""
 
 from __future__ import annotations
 
+import base64
 import json
 import threading
 import time
+import types
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from dsh_llm.adapters._gemini.request import build_generate_request
 from dsh_llm.adapters.gemini import PROVIDER_ROUTE, GeminiAdapter
+from dsh_llm.adapters.gemini.request import build_generate_request
+from dsh_llm.assembler import collect
+from dsh_llm.attachments import MemoryAttachmentStore, attachment_id, image_block
 from dsh_llm.attribution import user_agent
 from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.protocol import Finish, GenerateOptions, TextDelta, create_user_message
+from dsh_llm.protocol import (
+    Finish,
+    GenerateOptions,
+    ImageBlock,
+    ModelSource,
+    TextDelta,
+    create_user_message,
+)
 from dsh_llm.runtime import LlmRuntime
 from dsh_llm.serde import chunk_to_dict, read_jsonl
 from dsh_llm.signal import AbortController
@@ -227,6 +238,22 @@ def test_abort_mid_stream_ends_with_aborted(server):
     assert time.monotonic() - started < 5
 
 
+def test_an_abort_after_a_stop_but_before_the_end_of_the_body_stays_aborted(server):
+    # Vertex AI sends finishReason STOP on every chunk: no chunk proves the
+    # answer whole, so an abort before the body ends is never a clean stop.
+    first = _text("The Oslofjord is ")
+    first["candidates"][0]["finishReason"] = "STOP"
+    server.enqueue(Reply(body=(sse_event(first), Stall())))
+    controller = AbortController()
+    with _adapter(server) as adapter:
+        stream = adapter.stream(_options(signal=controller.signal))
+        assert [next(stream).type, next(stream).type] == ["block-start", "text-delta"]
+        controller.abort()
+        with pytest.raises(LlmError) as caught:
+            next(stream)
+    assert caught.value.code == ErrorCode.ABORTED
+
+
 def test_a_silent_body_times_out(server):
     server.enqueue(Reply(body=(sse_event(_text("thinking")), Stall())))
     with _adapter(server, stream_idle_timeout_ms=150) as adapter:
@@ -243,3 +270,74 @@ def test_eof_without_a_finish_reason_is_never_a_success(server):
     assert isinstance(finish, Finish)
     assert finish.reason.failure is not None
     assert finish.reason.failure.code == ErrorCode.STREAM_CLOSED
+
+
+# --- images the model returns ---------------------------------------------------------
+
+
+def _returned_image(name: str) -> tuple[dict[str, Any], bytes]:
+    """The final image's ``inlineData`` in a recorded body, and its bytes."""
+    for line in (FIXTURES / f"{name}.sse").read_text().splitlines():
+        if not line.startswith("data: "):
+            continue
+        for part in json.loads(line[6:])["candidates"][0]["content"]["parts"]:
+            if "inlineData" in part and not part.get("thought"):
+                inline = part["inlineData"]
+                return inline, base64.b64decode(inline["data"])
+    raise AssertionError(name)
+
+
+def test_a_returned_image_is_a_block_whose_bytes_the_store_holds(server):
+    _, data = _returned_image("image_returned")
+    server.enqueue(Reply(body=(FIXTURES / "image_returned.sse").read_bytes()))
+    with _adapter(server) as adapter:
+        adapter.attachments = store = MemoryAttachmentStore()
+        reply = collect(validate_stream(adapter.stream(_options()), strict=True))
+    (image,) = [b for b in reply.message.content if isinstance(b, ImageBlock)]
+    assert store.get(image.attachment.attachment_id) == data
+    assert image.attachment == image_block(data).attachment
+
+
+def test_without_a_store_that_keeps_bytes_the_block_comes_all_the_same(server):
+    # A reader without put (or no store) keeps nothing: the block still comes,
+    # the bytes stay in the reply's replay state.
+    inline, data = _returned_image("image_returned")
+    server.enqueue(Reply(body=(FIXTURES / "image_returned.sse").read_bytes()))
+    reader = MemoryAttachmentStore()
+    with _adapter(server) as adapter:
+        adapter.attachments = types.SimpleNamespace(get=reader.get)
+        reply = collect(adapter.stream(_options()))
+    (image,) = [b for b in reply.message.content if isinstance(b, ImageBlock)]
+    assert image.attachment.attachment_id == attachment_id(data)
+    assert len(reader) == 0
+    source = reply.message.source
+    assert isinstance(source, ModelSource)
+    assert source.replay_state is not None
+    assert source.replay_state.blocks[1] == {"inlineData": inline}  # type: ignore[index]
+
+
+def test_a_returned_image_goes_back_as_the_part_it_came_in(server):
+    inline, _ = _returned_image("image_thought_draft_then_final_signed")
+    body = (FIXTURES / "image_thought_draft_then_final_signed.sse").read_bytes()
+    server.enqueue(Reply(body=body))
+    server.enqueue(Reply(body=(sse_event(_text("Done.")), sse_event(STOP))))
+    first = create_user_message("A small red banner, please.")
+    with _adapter(server) as adapter:
+        reply = collect(adapter.stream(_options(messages=(first,))))
+        again = create_user_message("Make it blue.")
+        chunks = consumed(
+            adapter.stream(_options(messages=(first, reply.message, again)))
+        )
+    assert chunks[-1].reason.kind == "stop"  # type: ignore[union-attr]
+    model_turn = server.requests[1].json()["contents"][1]
+    assert model_turn["role"] == "model"
+    parts = model_turn["parts"]
+    # The unsigned summary stays home; the draft kept after it goes back, then
+    # the final image with its signature.
+    assert [sorted(part) for part in parts] == [
+        ["inlineData", "thought"],
+        ["inlineData", "thoughtSignature"],
+    ]
+    assert parts[0]["inlineData"]["data"] != inline["data"]
+    assert parts[1]["inlineData"] == inline
+    assert parts[1]["thoughtSignature"].startswith("CvQBAY89")

@@ -1,4 +1,4 @@
-"""Gemini error classification (dsh_llm.adapters._gemini.errors): Google RPC
+"""Gemini error classification (dsh_llm.adapters.gemini.errors): Google RPC
 error bodies as the API sends them, to stable codes and retry delays."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from dsh_llm.adapters._gemini.errors import (
+from dsh_llm.adapters.gemini.errors import (
     gemini_error_code,
     gemini_http_error,
     gemini_stream_failure,

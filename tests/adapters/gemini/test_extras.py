@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 import responses
 
-from dsh_llm.adapters._gemini.catalog import GeminiModel
-from dsh_llm.adapters.gemini import GeminiAdapter, GeminiConfigError
+from dsh_llm.adapters import AdapterConfigError
+from dsh_llm.adapters.gemini import GeminiAdapter, GeminiModel
 from dsh_llm.attachments import MemoryAttachmentStore, image_block
 from dsh_llm.attribution import user_agent
 from dsh_llm.errors import ErrorCode, LlmError
@@ -364,6 +364,10 @@ def test_the_catalog_advertises_image_only_where_it_can_be_sent():
 
 
 def test_bad_input_modalities_are_refused_naming_the_key():
-    with pytest.raises(GeminiConfigError) as caught:
-        _adapter(models=[GeminiModel(id="m", input_modalities=("audio",))])
+    with pytest.raises(AdapterConfigError) as caught:
+        GeminiModel(id="m", input_modalities=("audio",))
+    assert caught.value.key == "inputModalities"
+    with pytest.raises(AdapterConfigError) as caught:
+        _adapter(models=[{"id": "m", "inputModalities": ["audio"]}])
     assert caught.value.key == "models[0].inputModalities"
+    assert str(caught.value).startswith("llm-gemini: models[0].inputModalities ")

@@ -1,4 +1,5 @@
-"""The Gemini request (dsh_llm.adapters._gemini.request): URL, key header, exact
+"""The Gemini request (dsh_llm.adapters.gemini.request and the family's request
+hook): URL, key header, exact
 bodies, refusals before any I/O, and the replay round trip of thought
 signatures from recorded answers."""
 
@@ -10,13 +11,13 @@ from typing import Any
 import pytest
 import requests
 
-from dsh_llm.adapters._gemini.catalog import DEFAULT_MODELS, GeminiModel, model_for
-from dsh_llm.adapters._gemini.request import (
-    GeminiKeyAuth,
-    build_generate_request,
-    stream_url,
-)
-from dsh_llm.adapters._gemini.translate import GeminiTranslator
+from dsh_llm.adapters import AdapterConfigError
+from dsh_llm.adapters._wire.family import WireCall, WireRequest
+from dsh_llm.adapters.gemini.catalog import DEFAULT_MODELS, GeminiModel, model_for
+from dsh_llm.adapters.gemini.family import FAMILY, GeminiConfig, stream_url
+from dsh_llm.adapters.gemini.request import build_generate_request
+from dsh_llm.adapters.gemini.translate import GeminiTranslator
+from dsh_llm.adapters.request_extras import AttachmentReader
 from dsh_llm.assembler import BlockAssembler
 from dsh_llm.credentials import Secret
 from dsh_llm.errors import ErrorCode, LlmError
@@ -86,15 +87,37 @@ def test_stream_url_quotes_the_model_and_asks_for_sse():
     )
 
 
+def test_a_base_url_query_is_kept_beside_alt_sse():
+    assert stream_url("https://proxy.example/g?tenant=a", MODEL) == (
+        "https://proxy.example/g/v1beta/models/gemini-3-flash-preview"
+        ":streamGenerateContent?tenant=a&alt=sse"
+    )
+
+
+def _hook_request(key: Secret | None) -> WireRequest:
+    config = GeminiConfig(base_url="https://g.example")
+    endpoint = FAMILY.endpoint(config, explicit_key=True, environ={})
+    store: AttachmentReader | None = None
+    call: WireCall[GeminiConfig, None] = WireCall(
+        options=options(),
+        config=config,
+        endpoint=endpoint,
+        attachments=store,
+        key=lambda: key,
+    )
+    return FAMILY.request(call)
+
+
 def test_the_key_travels_in_the_header_and_never_shows():
-    auth = GeminiKeyAuth(Secret("AIza-secret"))
+    request = _hook_request(Secret("AIza-secret"))
     prepared = requests.Request(
-        "POST", stream_url("https://g.example", MODEL), auth=auth
+        "POST", request.url, headers=request.headers, auth=request.auth
     ).prepare()
     assert prepared.headers["x-goog-api-key"] == "AIza-secret"
     assert "AIza-secret" not in (prepared.url or "")
-    assert "AIza-secret" not in repr(auth)
-    assert auth.key == Secret("AIza-secret")
+    assert "AIza-secret" not in repr(request.auth)
+    assert request.auth.secret == Secret("AIza-secret")  # type: ignore[attr-defined]
+    assert request.url == stream_url("https://g.example", MODEL)
 
 
 # --- bodies -----------------------------------------------------------------------
@@ -344,13 +367,27 @@ def test_what_cannot_be_sent_is_refused(fields, code):
     assert caught.value.code == code
 
 
-def test_a_catalog_effort_without_a_setting_is_refused():
-    odd = GeminiModel(id="odd", thinking="level", efforts=("off",))
-    with pytest.raises(LlmError) as caught:
-        build_generate_request(
-            options(model="odd", reasoning_effort="off"), models=(odd,)
-        )
-    assert caught.value.code == ErrorCode.UNSUPPORTED_REASONING_EFFORT
+def test_a_catalog_effort_without_a_setting_is_a_config_error():
+    with pytest.raises(AdapterConfigError) as caught:
+        GeminiModel(id="odd", thinking="level", efforts=("off",))
+    assert caught.value.key == "efforts"
+    assert 'for thinking "level"' in str(caught.value)
+    with pytest.raises(AdapterConfigError) as caught:
+        GeminiModel(id="odd", efforts=("low",), default_effort="high")
+    assert caught.value.key == "defaultEffort"
+    with pytest.raises(AdapterConfigError) as caught:
+        GeminiModel(id="odd", thinking="tokens")  # type: ignore[arg-type]
+    assert caught.value.key == "thinking"
+
+
+def test_a_budget_model_without_efforts_takes_the_budget_efforts():
+    assert GeminiModel(id="b", thinking="budget").efforts == (
+        "off",
+        "low",
+        "medium",
+        "high",
+        "auto",
+    )
 
 
 def test_model_for_reads_the_catalog_first():
@@ -577,3 +614,27 @@ def test_a_result_before_its_call_is_refused():
             )
         )
     assert caught.value.code == ErrorCode.INVALID_REQUEST
+
+
+def test_a_streamed_call_goes_back_whole_with_its_signature():
+    answer = answered("vertex_streamed_function_call_args")
+    (call,) = [b for b in answer.content if isinstance(b, ToolCallBlock)]
+    body = build_generate_request(
+        options(
+            create_user_message("Save a note on Oslo."),
+            answer,
+            create_tool_result_message(call.id, "saved"),
+        )
+    )
+    assert body["contents"][1]["parts"][1] == {
+        "functionCall": {
+            "name": "write_file",
+            "args": {
+                "path": "notes/oslo.md",
+                "content": '# Oslo\nCapital of "Norway".',
+                "overwrite": True,
+                "mode": 420,
+            },
+        },
+        "thoughtSignature": "CtwBAY89a1/c3RyZWFtZWRDYWxsU2lnbmF0dXJlAAECAwQFBgcICQoL",
+    }

@@ -1,9 +1,10 @@
-"""GeminiTranslator (dsh_llm.adapters._gemini.translate): recorded SSE bodies in,
+"""GeminiTranslator (dsh_llm.adapters.gemini.translate): recorded SSE bodies in,
 the strict chunk sequence out, under every split; usage, finish and replay
 mapping; hostile payloads."""
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 from pathlib import Path
@@ -11,15 +12,18 @@ from typing import Any
 
 import pytest
 
-from dsh_llm.adapters._gemini.translate import (
+from dsh_llm.adapters.gemini.translate import (
     GeminiTranslator,
     finish_failure,
     map_usage,
 )
+from dsh_llm.attachments import MemoryAttachmentStore, attachment_id
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import (
     BlockEnd,
+    BlockStart,
     Finish,
+    TextBlock,
     TokenUsage,
     ToolCallBlock,
     UsageChunk,
@@ -27,6 +31,7 @@ from dsh_llm.protocol import (
 from dsh_llm.serde import chunk_to_dict, read_jsonl
 from dsh_llm.transport.sse import SseDecoder, SseEvent
 
+from ...attachments.images import jpeg, png
 from ..wire_replay import SPLITS, feed_all, replay
 
 FIXTURES = Path(__file__).parent.parent.parent / "fixtures" / "gemini"
@@ -100,18 +105,59 @@ def test_an_empty_body_is_stream_closed():
     assert caught.value.code == ErrorCode.STREAM_CLOSED
 
 
-def test_nothing_is_produced_after_the_finish_and_close_is_then_empty():
+def test_a_finish_reason_ends_the_answer_only_at_the_end_of_the_body():
+    # Vertex AI (and older Gemini API streams) put finishReason on every chunk:
+    # text after a STOP is still the answer, and the finish comes at EOF.
     translator = GeminiTranslator()
-    chunks = translator.feed(text_event("Hi", finishReason="STOP"))
-    assert isinstance(chunks[-1], Finish)
+    first = translator.feed(text_event("Hi", finishReason="STOP"))
+    assert [c.type for c in first] == ["block-start", "text-delta"]
+    assert not translator.finished
+    assert [
+        c.type for c in translator.feed(text_event(" there", finishReason="STOP"))
+    ] == ["text-delta"]
+    chunks = translator.close()
     assert translator.finished
+    assert chunks[0] == BlockEnd(index=0, block=TextBlock(text="Hi there"))
+    assert isinstance(chunks[-1], Finish)
+    assert chunks[-1].reason.kind == "stop"
     assert translator.feed(text_event("more")) == []
     assert translator.close() == []
 
 
+@pytest.mark.parametrize(
+    ("last", "code"),
+    [
+        ("SAFETY", "CONTENT_FILTER"),
+        ("RECITATION", "CONTENT_FILTER"),
+        ("OTHER", "OTHER"),
+        ("not a reason", ErrorCode.UNKNOWN_FINISH_REASON),
+    ],
+)
+def test_the_last_finish_reason_wins(last, code):
+    translator = GeminiTranslator()
+    translator.feed(text_event("Hi", finishReason="STOP"))
+    translator.feed(text_event("", finishReason=last))
+    finish = translator.close()[-1]
+    assert isinstance(finish, Finish)
+    assert finish.reason.failure is not None
+    assert finish.reason.failure.code == code
+
+
+def test_an_error_after_a_stop_fails_the_call():
+    translator = GeminiTranslator()
+    translator.feed(text_event("Hi", finishReason="STOP"))
+    with pytest.raises(LlmError) as caught:
+        translator.feed(
+            event({"error": {"code": 500, "message": "boom", "status": "INTERNAL"}})
+        )
+    assert caught.value.code == ErrorCode.SERVER
+    assert not translator.finished
+
+
 def test_empty_response_as_stop_turns_a_blockless_stop_into_stop():
     translator = GeminiTranslator(empty_response_as_stop=True)
-    chunks = translator.feed(text_event("", finishReason="STOP"))
+    assert translator.feed(text_event("", finishReason="STOP")) == []
+    chunks = translator.close()
     assert [c.type for c in chunks] == ["usage", "finish"]
     assert chunks[-1].reason.kind == "stop"  # type: ignore[union-attr]
 
@@ -374,3 +420,169 @@ def test_an_error_after_text_in_one_event_leaves_the_text_and_usage_before_it():
         {"type": "usage", "usage": {"inputTokens": 4, "outputTokens": 0}},
     ]
     assert translator.before_failure() == []
+
+
+# --- images the model returns -------------------------------------------------------
+
+
+def image_event(inline: dict[str, Any], **part: Any) -> SseEvent:
+    return event(
+        {"candidates": [{"content": {"parts": [{"inlineData": inline, **part}]}}]}
+    )
+
+
+def test_a_returned_image_is_put_in_the_store_and_its_block_refers_to_it():
+    store = MemoryAttachmentStore()
+    data = png(4, 3)
+    translator = GeminiTranslator(attachments=store)
+    chunks = translator.feed(
+        image_event({"mimeType": "image/png", "data": base64.b64encode(data).decode()})
+    )
+    start, end = chunks
+    assert start == BlockStart(index=0, block_type="image")
+    assert isinstance(end, BlockEnd)
+    ref = end.block.attachment  # type: ignore[union-attr]
+    assert (ref.media_type, ref.width, ref.height, ref.bytes) == (
+        "image/png",
+        4,
+        3,
+        len(data),
+    )
+    assert store.get(ref.attachment_id) == data
+
+
+def test_url_safe_unpadded_base64_is_read_too():
+    data = jpeg(5, 7)
+    encoded = base64.urlsafe_b64encode(data).decode().rstrip("=")
+    chunks = GeminiTranslator().feed(
+        image_event({"mimeType": "image/jpeg", "data": encoded})
+    )
+    assert chunks[-1].block.attachment.attachment_id == attachment_id(data)  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    "inline",
+    [
+        {"mimeType": "image/png", "data": "not base64!"},
+        {"mimeType": "image/png", "data": ""},
+        {"mimeType": "image/png"},
+        {"data": "iVBORw0KGgo="},
+        "iVBORw0KGgo=",
+    ],
+)
+def test_an_unreadable_inline_data_part_is_malformed(inline):
+    with pytest.raises(LlmError) as caught:
+        GeminiTranslator().feed(image_event(inline))
+    assert caught.value.code == ErrorCode.MALFORMED_RESPONSE
+
+
+def test_content_no_image_block_carries_is_never_silent():
+    encoded = base64.b64encode(b"%PDF-1.7 ...").decode()
+    with pytest.raises(LlmError) as caught:
+        GeminiTranslator().feed(
+            image_event({"mimeType": "application/pdf", "data": encoded})
+        )
+    assert caught.value.code == ErrorCode.UNSUPPORTED_CONTENT
+    assert "application/pdf" in caught.value.message
+
+
+# --- streamed function-call arguments (Vertex AI) ----------------------------------
+
+
+def call_part(**call: Any) -> dict[str, Any]:
+    return {"functionCall": call}
+
+
+def parts_event(*parts: dict[str, Any]) -> SseEvent:
+    return event({"candidates": [{"content": {"parts": list(parts)}}]})
+
+
+def test_streamed_arguments_are_deltas_as_they_arrive():
+    translator = GeminiTranslator(new_call_id=lambda rid, n: f"c{n}")
+    opened = translator.feed(parts_event(call_part(name="f", willContinue=True)))
+    assert [c.type for c in opened] == ["block-start", "tool-call-delta"]
+    piece = translator.feed(
+        parts_event(
+            call_part(
+                partialArgs=[{"jsonPath": "$.q", "stringValue": "x"}], willContinue=True
+            )
+        )
+    )
+    assert [c.arguments_delta for c in piece] == ['{"q":"x"']  # type: ignore[union-attr]
+    ended = translator.feed(parts_event(call_part()))
+    assert ended[-1] == BlockEnd(
+        index=0,
+        block=ToolCallBlock(id="c0", name="f", arguments='{"q":"x"}'),  # type: ignore[arg-type]
+    )
+
+
+def test_text_while_arguments_stream_comes_after_the_call():
+    translator = GeminiTranslator(new_call_id=lambda rid, n: f"c{n}")
+    chunks = feed_all(
+        translator,
+        [
+            parts_event(call_part(name="f", willContinue=True)),
+            parts_event({"text": "meanwhile"}),
+            parts_event(call_part(partialArgs=[{"jsonPath": "$.a", "numberValue": 1}])),
+            text_event(" more", finishReason="STOP"),
+        ],
+    )
+    ended = [c.block for c in chunks if isinstance(c, BlockEnd)]
+    assert ended == [
+        ToolCallBlock(id="c0", name="f", arguments='{"a":1}'),  # type: ignore[arg-type]
+        TextBlock(text="meanwhile more"),
+    ]
+    assert chunks[-1].reason.kind == "tool-calls"  # type: ignore[union-attr]
+
+
+def test_another_call_while_arguments_stream_is_malformed():
+    translator = GeminiTranslator()
+    translator.feed(parts_event(call_part(name="f", willContinue=True)))
+    with pytest.raises(LlmError) as caught:
+        translator.feed(parts_event(call_part(name="g", args={})))
+    assert caught.value.code == ErrorCode.MALFORMED_RESPONSE
+    assert "still streaming" in caught.value.message
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        {"name": "f", "willContinue": "yes"},
+        {"name": "f", "partialArgs": {"jsonPath": "$.a"}},
+        {"args": {}},
+    ],
+)
+def test_a_bad_streamed_call_part_is_malformed(call):
+    with pytest.raises(LlmError) as caught:
+        GeminiTranslator().feed(parts_event(call_part(**call)))
+    assert caught.value.code == ErrorCode.MALFORMED_RESPONSE
+
+
+def test_an_end_marker_with_no_call_streaming_is_nothing():
+    translator = GeminiTranslator()
+    assert translator.feed(parts_event(call_part(willContinue=False))) == []
+    assert translator.feed(parts_event(call_part())) == []
+
+
+def test_a_streamed_call_keeps_its_first_signature_and_later_ones_as_parts():
+    translator = GeminiTranslator(new_call_id=lambda rid, n: f"c{n}")
+    chunks = feed_all(
+        translator,
+        [
+            parts_event(
+                {**call_part(name="f", willContinue=True), "thoughtSignature": "S1"}
+            ),
+            parts_event({**call_part(), "thoughtSignature": "S2"}),
+            text_event("", finishReason="STOP"),
+        ],
+    )
+    finish = chunks[-1]
+    assert isinstance(finish, Finish)
+    assert finish.replay_state is not None
+    assert finish.replay_state.blocks == (
+        {
+            "callId": "c0",
+            "thoughtSignature": "S1",
+            "after": [{"text": "", "thoughtSignature": "S2"}],
+        },
+    )

@@ -4,18 +4,28 @@ finish follows rule 8."""
 
 from __future__ import annotations
 
+import base64
 import json
 from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dsh_llm.adapters._gemini.translate import GeminiTranslator
-from dsh_llm.protocol import BlockEnd, Finish, ReasoningBlock, TextBlock, ToolCallBlock
+from dsh_llm.adapters.gemini.translate import GeminiTranslator
+from dsh_llm.protocol import (
+    BlockEnd,
+    Finish,
+    ImageBlock,
+    ReasoningBlock,
+    TextBlock,
+    ToolCallBlock,
+)
 from dsh_llm.transport.sse import SseDecoder
 
+from ...attachments.images import png
 from ..wire_replay import replay
 
+_PNG = base64.b64encode(png(2, 2)).decode()
 _text = st.text(min_size=0, max_size=12)
 _args = st.dictionaries(
     st.text(max_size=5), st.integers() | st.text(max_size=5), max_size=3
@@ -33,20 +43,28 @@ _part = st.one_of(
         _args,
     ),
     st.just({"executableCode": {"language": "PYTHON", "code": "1"}}),
+    st.just({"inlineData": {"mimeType": "image/png", "data": _PNG}}),
 )
 _chunk = st.lists(_part, max_size=4)
 _reason = st.sampled_from([None, "STOP", "MAX_TOKENS", "SAFETY", "OTHER"])
 
 
-def _body(chunks: list[list[dict[str, Any]]], reason: str | None) -> bytes:
+def _body(
+    chunks: list[list[dict[str, Any]]], reason: str | None, early: str | None
+) -> bytes:
+    """The stream of ``chunks``, the last one carrying ``reason`` and every other
+    one ``early`` (Vertex AI sends ``STOP`` on every chunk; LiteLLM ``null``)."""
     out = b""
     for position, parts in enumerate(chunks):
         candidate: dict[str, Any] = {
             "content": {"parts": parts, "role": "model"},
             "index": 0,
         }
-        if reason is not None and position == len(chunks) - 1:
-            candidate["finishReason"] = reason
+        if position == len(chunks) - 1:
+            if reason is not None:
+                candidate["finishReason"] = reason
+        elif early != "absent":
+            candidate["finishReason"] = early
         payload = {
             "candidates": [candidate],
             "usageMetadata": {"promptTokenCount": 3},
@@ -60,11 +78,15 @@ def _body(chunks: list[list[dict[str, Any]]], reason: str | None) -> bytes:
 @given(
     chunks=st.lists(_chunk, min_size=1, max_size=5),
     reason=_reason,
+    early=st.sampled_from(["absent", None, "STOP"]),
     split=st.sampled_from(["whole", "1", "7", "random-a"]),
 )
-def test_generated_streams_are_strict_and_lossless(chunks, reason, split):
+def test_generated_streams_are_strict_and_lossless(chunks, reason, early, split):
     result = replay(
-        _body(chunks, reason), split, SseDecoder(terminal_data=None), GeminiTranslator()
+        _body(chunks, reason, early),
+        split,
+        SseDecoder(terminal_data=None),
+        GeminiTranslator(),
     )
     finish = result[-1]
     assert isinstance(finish, Finish)
@@ -72,6 +94,9 @@ def test_generated_streams_are_strict_and_lossless(chunks, reason, split):
     blocks = [c.block for c in result if isinstance(c, BlockEnd)]
     calls = [b for b in blocks if isinstance(b, ToolCallBlock)]
     expected_calls = [p["functionCall"] for p in parts if "functionCall" in p]
+    if reason is None and early == "STOP" and len(chunks) > 1:
+        # The last reason seen wins: an earlier chunk's STOP.
+        reason = "STOP"
     if reason is None:
         assert finish.reason.failure is not None
         assert finish.reason.failure.code == "STREAM_CLOSED"
@@ -85,6 +110,8 @@ def test_generated_streams_are_strict_and_lossless(chunks, reason, split):
         p["text"] for p in parts if "text" in p and not p.get("thought")
     )
     assert thoughts == "".join(p["text"] for p in parts if p.get("thought"))
+    images = [b for b in blocks if isinstance(b, ImageBlock)]
+    assert len(images) == sum("inlineData" in p for p in parts)
     if reason == "STOP":
         if calls:
             assert finish.reason.kind == "tool-calls"

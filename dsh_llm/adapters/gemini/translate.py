@@ -6,12 +6,14 @@ what it reports); the read loop feeds it one ``SseEvent`` at a time.
 Contracts callers may rely on:
 
 - ``feed(event)`` returns the chunks the event produced, in the strict order
-  of ``docs/protocol.md``, and nothing once ``finished``; ``close()`` (end of
-  body before the finish) raises ``LlmError`` ``STREAM_CLOSED``: Gemini has no
-  end marker, its finish is a ``finishReason``, and a body without one was cut.
+  of ``docs/protocol.md``, and nothing once ``finished``. Gemini has no end
+  marker and Vertex AI puts a ``finishReason`` on every chunk, so the answer
+  ends with the body: ``close()`` finishes it with the last ``finishReason``
+  seen (an error object before that fails the call), and raises ``LlmError``
+  ``STREAM_CLOSED`` when no chunk carried one (the answer was cut).
 - A payload that is not JSON, not an object, or has a field of the wrong type
   raises ``LlmError`` ``MALFORMED_RESPONSE``; an error object in the stream
-  raises its failure (classified by ``dsh_llm.adapters._gemini.errors``).
+  raises its failure (classified by ``dsh_llm.adapters.gemini.errors``).
 - ``usage_so_far`` is the usage reported so far (``None`` before any).
 - A ``finishReason`` other than ``STOP``/``MAX_TOKENS`` is the provider's
   unsuccessful finish: ``finish_failure`` (content filters are
@@ -26,8 +28,6 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import Any, Final, cast
 
-from dsh_llm.adapters._gemini.errors import gemini_stream_failure, parse_gemini_error
-from dsh_llm.adapters._gemini.replay import REPLAY_WIRE
 from dsh_llm.adapters._wire.translator import WireTranslator
 from dsh_llm.adapters._wire.values import wire_count
 from dsh_llm.adapters._wire.writer import (
@@ -37,6 +37,11 @@ from dsh_llm.adapters._wire.writer import (
     Block,
     BlockKind,
 )
+from dsh_llm.adapters.gemini.arguments import StreamedArguments
+from dsh_llm.adapters.gemini.errors import gemini_stream_failure, parse_gemini_error
+from dsh_llm.adapters.gemini.images import returned_image
+from dsh_llm.adapters.gemini.replay import REPLAY_WIRE
+from dsh_llm.attachments import AttachmentStore
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import (
     FinishReason,
@@ -112,13 +117,15 @@ def map_usage(usage: Mapping[str, Any]) -> TokenUsage:
     )
 
 
-def finish_failure(reason: str, message: str | None) -> LlmFailure:
+def finish_failure(
+    reason: str, message: str | None, *, provider: str = _PROVIDER
+) -> LlmFailure:
     """The failure of a ``finishReason`` that is not ``STOP``/``MAX_TOKENS``.
 
     Content filters (``CONTENT_FILTER_REASONS``) get ``CONTENT_FILTER``; another
     reason that is a short upper-case identifier is its own code
     (``MALFORMED_FUNCTION_CALL``, ``OTHER``); anything else
-    ``UNKNOWN_FINISH_REASON``. The message is ``"Gemini stopped: <reason>"``,
+    ``UNKNOWN_FINISH_REASON``. The message is ``"<provider> stopped: <reason>"``,
     with the candidate's ``finishMessage`` after a colon when given (each cut
     to 120 characters).
     """
@@ -128,7 +135,7 @@ def finish_failure(reason: str, message: str | None) -> LlmFailure:
         code = reason
     else:
         code = ErrorCode.UNKNOWN_FINISH_REASON.value
-    text = f"{_PROVIDER} stopped: {reason[:120]}"
+    text = f"{provider} stopped: {reason[:120]}"
     if message:
         text += f": {message[:120]}"
     return LlmFailure(message=text, code=code)
@@ -150,8 +157,15 @@ class GeminiTranslator(WireTranslator[SseEvent]):
       delta with the whole arguments as compact JSON text (``{}`` when absent;
       key order kept) and ended at once; its id is Gemini's, else
       ``call_<responseId>_<n>`` (``call_<random hex>`` without a response id).
+    - A call whose arguments stream (Vertex AI's ``partialArgs``: a first part
+      with the name and ``willContinue``, then parts without a name) opens its
+      block at once and gets each piece of its JSON text as it arrives
+      (``arguments.StreamedArguments``); the part without ``willContinue``
+      ends it. Text meanwhile comes after it; another call meanwhile is
+      ``MALFORMED_RESPONSE``; an empty ``functionCall`` with no call streaming
+      is nothing.
     - ``thoughtSignature`` on any part is kept for replay
-      (``dsh_llm.adapters._gemini.replay``): on the part's own block; a
+      (``dsh_llm.adapters.gemini.replay``): on the part's own block; a
       signature on a part that opens no block (an empty text part, often in a
       later chunk) goes to the open text or reasoning block, else to the first
       call of the trailing run of calls when that one has none (a parallel
@@ -159,23 +173,34 @@ class GeminiTranslator(WireTranslator[SseEvent]):
       block when none came yet. A block that already has one keeps it, and
       the signature-only part is kept verbatim after it. Server-side parts
       (``toolCall``, ``toolResponse``, ``executableCode``,
-      ``codeExecutionResult``, ``inlineData``...) open no block: they end the
-      open one and are kept verbatim for replay after the block they follow
-      (text that resumes after them is a new block).
+      ``codeExecutionResult``...) and interim ``thought`` images open no
+      block: they end the open one and are kept verbatim for replay after the
+      block they follow (text that resumes after them is a new block).
+    - An ``inlineData`` part that is no thought is an image the model returned:
+      an image block (``images.returned_image``: the bytes put in
+      ``attachments``), its part kept for replay; content no image block can
+      carry (audio) raises ``UNSUPPORTED_CONTENT``, never silently dropped.
     - ``usageMetadata`` is a running total: each report is merged over the
       last, field by field (a chunk without it, or without a field, keeps
       the saved values).
-    - Only candidate 0 is read. Its ``finishReason`` ends the response (the
-      writer's finish: ``STOP`` is ``stop``, ``tool-calls`` or
-      ``EMPTY_RESPONSE``, ``MAX_TOKENS`` is ``max-tokens``); another reason is
-      the provider's unsuccessful finish (``finish_failure``). A successful
-      finish carries the replay envelope when anything needs replaying.
-    - ``promptFeedback.blockReason`` ends the response the same way, with the
-      ``CONTENT_FILTER`` error (``"Gemini blocked the prompt: <reason>"``).
+    - Only candidate 0 is read. Its last ``finishReason`` ends the response at
+      the end of the body (the writer's finish: ``STOP`` is ``stop``,
+      ``tool-calls`` or ``EMPTY_RESPONSE``, ``MAX_TOKENS`` is ``max-tokens``);
+      another reason is the provider's unsuccessful finish
+      (``finish_failure``). Text after a ``finishReason`` is still the answer.
+      A successful finish carries the replay envelope when anything needs
+      replaying.
+    - ``promptFeedback.blockReason`` (a blocked prompt: no candidate follows)
+      ends the response at once, with the ``CONTENT_FILTER`` error
+      (``"Gemini blocked the prompt: <reason>"``).
     - An error object in the stream (``{"error": {...}}``, or an SSE ``error``
       field) is a failure of the call: it is raised.
 
     Args:
+        provider: The display name messages use.
+        attachments: Where the images the model returns are put (``None``:
+            nowhere; their blocks still come, the bytes stay in the replay
+            state).
         empty_response_as_stop: Report a blockless ``STOP`` as a plain ``stop``.
         new_call_id: Makes the id of a call Gemini gave none, from the
             response id (or ``None``) and the call's 0-based ordinal.
@@ -184,19 +209,27 @@ class GeminiTranslator(WireTranslator[SseEvent]):
     def __init__(
         self,
         *,
+        provider: str = _PROVIDER,
+        attachments: AttachmentStore | None = None,
         empty_response_as_stop: bool = False,
         new_call_id: Callable[[str | None, int], str] = _new_call_id,
     ) -> None:
         super().__init__(
-            provider=_PROVIDER, empty_response_as_stop=empty_response_as_stop
+            provider=provider, empty_response_as_stop=empty_response_as_stop
         )
         self._new_call_id = new_call_id
+        self._store = attachments
+        # The call whose arguments stream (Vertex AI's partialArgs), if any.
+        self._streaming: tuple[Block, StreamedArguments] | None = None
         self._open: Block | None = None
         """The text or reasoning block being streamed."""
         self._before: list[dict[str, Any]] = []
         self._pending_signature: str | None = None
         self._response_id: str | None = None
         self._usage: dict[str, Any] | None = None
+        # The last finishReason and finishMessage seen: Vertex AI sends one on
+        # every chunk, so the answer ends only with the body.
+        self._reason: tuple[str, str | None] | None = None
         # Bound once: they run for every event.
         self._append = self.writer.append
         self._take = self.writer.take
@@ -223,7 +256,9 @@ class GeminiTranslator(WireTranslator[SseEvent]):
             return []
         if event.error is not None:
             report = parse_gemini_error({"error": event.error}) or {}
-            raise LlmError.from_failure(gemini_stream_failure(report))
+            raise LlmError.from_failure(
+                gemini_stream_failure(report, provider=self.provider)
+            )
         data = event.data
         if not data or data.isspace():
             return []
@@ -235,14 +270,15 @@ class GeminiTranslator(WireTranslator[SseEvent]):
             # an echoed secret) as ``doc``: only its message is kept, and the
             # error is raised outside this block so the original is no context.
             error = LlmError(
-                f"malformed SSE payload from {_PROVIDER}: {data[:120]}",
+                f"malformed SSE payload from {self.provider}: {data[:120]}",
                 ErrorCode.MALFORMED_RESPONSE,
                 cause=ValueError(str(exc)),
             )
         if error is not None:
             raise error
         if type(payload) is list:
-            # Vertex and Code Assist wrap responses (and errors) in an array.
+            # Vertex and Code Assist wrap responses (and errors) in an array;
+            # a blocked prompt ends it.
             for item in payload:
                 if self.writer.finished:
                     break
@@ -252,16 +288,30 @@ class GeminiTranslator(WireTranslator[SseEvent]):
         return self._take()
 
     def close(self) -> list[StreamChunk]:
-        """The body ended.
+        """The body ended: the answer ends with the last ``finishReason`` seen.
 
         Raises:
-            LlmError: ``STREAM_CLOSED`` unless the response had finished.
+            LlmError: ``STREAM_CLOSED`` when no chunk carried a ``finishReason``.
         """
-        if self.writer.finished:
+        writer = self.writer
+        if writer.finished:
             return []
-        raise self.writer.stream_closed(
-            "stream ended without a finishReason (the answer was cut short)"
-        )
+        if self._reason is None:
+            raise writer.stream_closed(
+                "stream ended without a finishReason (the answer was cut short)"
+            )
+        reason, message = self._reason
+        # The provider's finish ends every part of the answer.
+        self._close_open()
+        if reason == "STOP":
+            writer.finish(FinishReason.STOP, replay=self._replay)
+        elif reason == "MAX_TOKENS":
+            writer.finish(FinishReason.MAX_TOKENS, replay=self._replay)
+        else:
+            writer.finish_unsuccessfully(
+                finish_failure(reason, message, provider=self.provider)
+            )
+        return self._take()
 
     def _payload(self, payload: Any) -> None:
         writer = self.writer
@@ -270,7 +320,9 @@ class GeminiTranslator(WireTranslator[SseEvent]):
         if "error" in payload:
             report = parse_gemini_error(payload)
             if report is not None:
-                raise LlmError.from_failure(gemini_stream_failure(report))
+                raise LlmError.from_failure(
+                    gemini_stream_failure(report, provider=self.provider)
+                )
         if self._response_id is None:
             response_id = payload.get("responseId")
             if type(response_id) is str and response_id:
@@ -331,7 +383,7 @@ class GeminiTranslator(WireTranslator[SseEvent]):
                             self._part(part)
                 reason = candidate.get("finishReason")
                 if reason is not None:
-                    self._finish(reason, candidate.get("finishMessage"))
+                    self._note_finish(reason, candidate.get("finishMessage"))
                 return
         feedback = payload.get("promptFeedback")
         if feedback is not None:
@@ -346,13 +398,14 @@ class GeminiTranslator(WireTranslator[SseEvent]):
                 self._close_open()
                 writer.finish_unsuccessfully(
                     LlmFailure(
-                        message=f"{_PROVIDER} blocked the prompt: {reason[:120]}",
+                        message=f"{self.provider} blocked the prompt: {reason[:120]}",
                         code=CONTENT_FILTER_CODE,
                     )
                 )
 
-    def _finish(self, reason: object, message: object) -> None:
-        """Candidate 0's ``finishReason`` (and ``finishMessage``) ends the answer."""
+    def _note_finish(self, reason: object, message: object) -> None:
+        """Candidate 0's ``finishReason`` (and ``finishMessage``): kept, the last
+        one wins at the end of the body (``close``)."""
         writer = self.writer
         if type(reason) is not str:
             raise writer.malformed("a finishReason that is not a string")
@@ -360,14 +413,7 @@ class GeminiTranslator(WireTranslator[SseEvent]):
             return
         if message is not None and type(message) is not str:
             raise writer.malformed("a finishMessage that is not a string")
-        # A finishReason ends every part of the answer.
-        self._close_open()
-        if reason == "STOP":
-            writer.finish(FinishReason.STOP, replay=self._replay)
-        elif reason == "MAX_TOKENS":
-            writer.finish(FinishReason.MAX_TOKENS, replay=self._replay)
-        else:
-            writer.finish_unsuccessfully(finish_failure(reason, message))
+        self._reason = (reason, message)
 
     # -- parts -------------------------------------------------------------------------
 
@@ -381,8 +427,13 @@ class GeminiTranslator(WireTranslator[SseEvent]):
             return
         text = part.get("text")
         if text is None:
-            # A server-side part (toolCall, executableCode...): replay state,
-            # kept after the block before it, so that block ends here.
+            inline = part.get("inlineData")
+            if inline is not None and part.get("thought") is not True:
+                self._image(part, inline, signature)
+                return
+            # A server-side part (toolCall, executableCode...) or an interim
+            # image the model drew while thinking: replay state, kept after
+            # the block before it, so that block ends here.
             self._close_open()
             self._keep(part)
             return
@@ -405,37 +456,108 @@ class GeminiTranslator(WireTranslator[SseEvent]):
         if signature:
             self._sign(block, part, signature)
 
+    def _image(
+        self, part: dict[str, Any], inline: object, signature: str | None
+    ) -> None:
+        """An image the model returned: an image block, its part kept for
+        replay (the bytes and the signature go back the way they came)."""
+        image = returned_image(inline, store=self._store, provider=self.provider)
+        self._close_open()
+        block = self.writer.open_image(image)
+        block.replay = {"inlineData": inline}
+        self._adopt_pending(block)
+        if signature:
+            self._sign(block, part, signature)
+
     def _call(self, call: object, signature: str | None) -> None:
         writer = self.writer
         if type(call) is not dict:
             raise writer.malformed("a functionCall that is not an object")
-        name = call.get("name")
-        if type(name) is not str or not name:
-            raise writer.malformed("a functionCall without a name")
+        more = call.get("willContinue")
+        if more is not None and type(more) is not bool:
+            raise writer.malformed("a functionCall willContinue that is not a boolean")
+        partial = call.get("partialArgs")
+        if partial is not None and type(partial) is not list:
+            raise writer.malformed("functionCall partialArgs that are not a list")
         args = call.get("args")
         if args is not None and type(args) is not dict:
             raise writer.malformed("functionCall args that are not an object")
+        name = call.get("name")
+        if name is None:
+            if self._streaming is not None:
+                self._continue_call(args, partial, more, signature)
+                return
+            if not call.keys() - {"willContinue"}:
+                return  # the empty end marker of a streamed call that ended
+        if type(name) is not str or not name:
+            raise writer.malformed("a functionCall without a name")
+        if self._streaming is not None:
+            raise writer.malformed(
+                "a function call that began while another one's arguments were "
+                "still streaming"
+            )
         wire_id = call.get("id")
         if wire_id is not None and type(wire_id) is not str:
             raise writer.malformed("a functionCall id that is not a string")
-        try:
-            arguments = "{}" if not args else compact_json(args)
-        except ValueError:
-            raise writer.malformed("functionCall args with NaN or Infinity") from None
+        streamed = more or partial
+        arguments = ""
+        if not streamed:
+            try:
+                arguments = "{}" if not args else compact_json(args)
+            except ValueError:
+                raise writer.malformed(
+                    "functionCall args with NaN or Infinity"
+                ) from None
         self._close_open()
         call_id = wire_id or self._new_call_id(self._response_id, writer.tool_calls)
-        # The whole arguments come at once: they are the call's one delta.
+        # A whole call's arguments are its one delta; streamed arguments
+        # (Vertex AI's partialArgs) are appended as they arrive.
         block = writer.open(TOOL_CALL, call_id=call_id, name=name, text=arguments)
-        writer.end(block)
         entry: dict[str, Any] = {"callId": call_id}
         if wire_id:
             entry["id"] = wire_id
         block.replay = entry
         self._adopt_pending(block)
+        if streamed:
+            self._streaming = (block, StreamedArguments())
+            self._continue_call(args, partial, more, signature)
+            return
+        writer.end(block)
         if signature:
             self._sign(
                 block, {"functionCall": call, "thoughtSignature": signature}, signature
             )
+
+    def _continue_call(
+        self,
+        args: dict[str, Any] | None,
+        partial: list[Any] | None,
+        more: bool | None,
+        signature: str | None,
+    ) -> None:
+        """A part of the call whose arguments stream: its ``args`` and
+        ``partialArgs`` as JSON text; the call ends unless ``willContinue``."""
+        assert self._streaming is not None  # the caller checked
+        block, arguments = self._streaming
+        pieces: list[str] = []
+        try:
+            if args:
+                pieces.append(arguments.add_args(args))
+            pieces.extend(arguments.add(item) for item in partial or ())
+            if not more:
+                pieces.append(arguments.close())
+        except ValueError as exc:
+            raise self.writer.malformed(str(exc)) from None
+        for piece in pieces:
+            if piece:
+                self.writer.append(block, piece)
+        if signature:
+            # The call's parts are not kept: a signature goes back on the whole
+            # call, or as the signature-only part Gemini itself sends.
+            self._sign(block, {"text": "", "thoughtSignature": signature}, signature)
+        if not more:
+            self._streaming = None
+            self.writer.end(block)
 
     def _close_open(self) -> None:
         block = self._open

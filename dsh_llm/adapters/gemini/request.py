@@ -1,15 +1,17 @@
-"""The Gemini ``streamGenerateContent`` request: URL, credentials and body.
+"""The Gemini ``generateContent`` request body.
 
-Pure: ``GenerateOptions`` in, a JSON-ready body out; nothing here does I/O.
+Pure: ``GenerateOptions`` in, a JSON-ready body out; nothing here does I/O, and
+nothing knows where the body goes or how it is authorised (the family's request
+hook adds the URL and the credential), so another front door to the same models
+(Vertex AI) builds its bodies here too.
 
-- ``stream_url(base_url, model)``: the model id percent-quoted; the key never
-  goes in the URL (``GeminiKeyAuth`` sends ``x-goog-api-key``, its ``repr``
-  hides it).
 - ``build_generate_request``: a fixed key order, optional fields omitted;
   ``systemInstruction`` holds every system text; roles ``user``/``model``,
   consecutive messages of one role merged; calls and results as
   ``functionCall``/``functionResponse`` parts; thought signatures put back on the
-  parts they came on; images as ``inlineData`` parts (``_gemini.images``).
+  parts they came on; images as ``inlineData`` parts (``images``), an image a
+  Gemini answer returned as the part it came in; messages
+  name the ``provider`` given (default ``PROVIDER``).
 - Tools as ``functionDeclarations``; ``tool_choice`` as ``functionCallingConfig``;
   ``response_format`` as ``responseMimeType``/``responseJsonSchema``
   (``response_format_config``); ``extra_body`` merged last.
@@ -21,21 +23,22 @@ Pure: ``GenerateOptions`` in, a JSON-ready body out; nothing here does I/O.
 
 from __future__ import annotations
 
-import urllib.parse
 from typing import Any, Final
 
-import requests
-import requests.auth
-
-from dsh_llm.adapters._gemini.catalog import (
+from dsh_llm.adapters._wire.config import catalog_entry
+from dsh_llm.adapters.gemini.catalog import (
     DEFAULT_MODELS,
     GeminiModel,
     model_for,
     thinking_config,
 )
-from dsh_llm.adapters._gemini.images import function_response_parts, inline_part
-from dsh_llm.adapters._gemini.replay import replay_entries
-from dsh_llm.adapters.common import catalog_entry
+from dsh_llm.adapters.gemini.images import (
+    answer_image_part,
+    function_response_parts,
+    inline_part,
+    without_answer_images,
+)
+from dsh_llm.adapters.gemini.replay import replay_entries
 from dsh_llm.adapters.request_extras import (
     AttachmentReader,
     check_image_input,
@@ -47,7 +50,6 @@ from dsh_llm.adapters.tool_history import (
     record_calls,
     text_of,
 )
-from dsh_llm.credentials import Secret
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import (
     GenerateOptions,
@@ -59,74 +61,28 @@ from dsh_llm.protocol import (
     ToolResultBlock,
 )
 
-__all__ = [
-    "API_KEY_HEADER",
-    "MAX_STOP_SEQUENCES",
-    "PROVIDER",
-    "GeminiKeyAuth",
-    "build_contents",
-    "build_generate_request",
-    "response_format_config",
-    "stream_url",
-    "tool_config",
-]
-
 PROVIDER: Final = "Gemini"
-"""The display name used in messages."""
-API_KEY_HEADER: Final = "x-goog-api-key"
-"""The header that carries the key (what Google's SDK sends)."""
+"""The display name messages use by default."""
 MAX_STOP_SEQUENCES: Final = 5
 """The most ``stopSequences`` Gemini takes."""
-
-
-def stream_url(base_url: str, model: str) -> str:
-    """The streaming endpoint for ``model`` under ``base_url`` (see the module
-    docstring)."""
-    quoted = urllib.parse.quote(model, safe="")
-    return (
-        f"{base_url.rstrip('/')}/v1beta/models/{quoted}:streamGenerateContent?alt=sse"
-    )
-
-
-class GeminiKeyAuth(requests.auth.AuthBase):
-    """Sends the key as ``x-goog-api-key``; it never shows in a ``repr``."""
-
-    def __init__(self, key: Secret) -> None:
-        self._key = key
-
-    @property
-    def key(self) -> Secret:
-        """The key, still hidden."""
-        return self._key
-
-    @property
-    def secret(self) -> Secret:
-        """What ``StreamingCall`` redacts from server text: the key."""
-        return self._key
-
-    def __call__(self, request: requests.PreparedRequest) -> requests.PreparedRequest:
-        request.headers[API_KEY_HEADER] = self._key.reveal()
-        return request
-
-    def __repr__(self) -> str:
-        return "GeminiKeyAuth(key=***)"
 
 
 def _refuse(
     options: GenerateOptions,
     models: tuple[GeminiModel, ...],
     attachments: AttachmentReader | None,
+    provider: str,
 ) -> None:
     if options.stop is not None and len(options.stop) > MAX_STOP_SEQUENCES:
         raise LlmError(
-            f"Gemini takes at most {MAX_STOP_SEQUENCES} stop sequences, got "
+            f"{provider} takes at most {MAX_STOP_SEQUENCES} stop sequences, got "
             f"{len(options.stop)}",
             ErrorCode.UNSUPPORTED_OPTION,
         )
     entry = catalog_entry(models, options.model)
     check_image_input(
-        options,
-        provider=PROVIDER,
+        without_answer_images(options),
+        provider=provider,
         modalities=None if entry is None else entry.input_modalities,
         store=attachments,
     )
@@ -142,7 +98,7 @@ def _system_parts(options: GenerateOptions) -> list[dict[str, Any]]:
     return [{"text": text} for text in texts if text]
 
 
-def _model_parts(message: Message) -> list[dict[str, Any]]:
+def _model_parts(message: Message, provider: str) -> list[dict[str, Any]]:
     entries, before = replay_entries(message)
     parts: list[dict[str, Any]] = list(before)
     for block, entry in zip(message.content, entries, strict=True):
@@ -154,10 +110,12 @@ def _model_parts(message: Message) -> list[dict[str, Any]]:
         elif isinstance(block, ReasoningBlock):
             if isinstance(signature, str) and block.text:
                 part = {"text": block.text, "thought": True}
+        elif isinstance(block, ImageBlock):
+            part = answer_image_part(entry)
         elif isinstance(block, ToolCallBlock):
             call: dict[str, Any] = {
                 "name": block.name,
-                "args": arguments_object(block, provider=PROVIDER),
+                "args": arguments_object(block, provider=provider),
             }
             wire_id = entry.get("id") if entry else None
             if isinstance(wire_id, str) and wire_id:
@@ -195,6 +153,7 @@ def _user_parts(
     *,
     model_id: str,
     attachments: AttachmentReader | None,
+    provider: str,
 ) -> list[dict[str, Any]]:
     responses: list[dict[str, Any]] = []
     texts: list[dict[str, Any]] = []
@@ -203,15 +162,17 @@ def _user_parts(
             if block.text:
                 texts.append({"text": block.text})
         elif isinstance(block, ImageBlock):
-            texts.append(inline_part(block, attachments))
+            texts.append(inline_part(block, attachments, provider=provider))
         elif isinstance(block, ToolResultBlock):
-            call = answered_call(calls, block, provider=PROVIDER)
+            call = answered_call(calls, block, provider=provider)
             key = "error" if block.is_error else "output"
             response: dict[str, Any] = {
                 "name": call.name,
                 "response": {key: text_of(block.content)},
             }
-            parts = function_response_parts(block, model_id=model_id, store=attachments)
+            parts = function_response_parts(
+                block, model_id=model_id, store=attachments, provider=provider
+            )
             if parts:
                 response["parts"] = parts
             wire_id = wire_ids.get(block.tool_call_id)
@@ -222,20 +183,23 @@ def _user_parts(
 
 
 def build_contents(
-    options: GenerateOptions, *, attachments: AttachmentReader | None = None
+    options: GenerateOptions,
+    *,
+    attachments: AttachmentReader | None = None,
+    provider: str = PROVIDER,
 ) -> list[dict[str, Any]]:
     """The ``contents`` array for ``options`` (see the module docstring).
 
     Args:
         options: The request.
         attachments: Where image bytes are read (``None``: none can be).
+        provider: The display name messages use.
 
     Raises:
         LlmError: ``INVALID_REQUEST`` for a result of an unknown call or call
             arguments that are not a JSON object; ``MISSING_ATTACHMENT`` for an
             image whose bytes ``attachments`` lacks; ``UNSUPPORTED_CONTENT`` for
-            an image in a tool result the model cannot take
-            (``_gemini.images``).
+            an image in a tool result the model cannot take (``images``).
     """
     calls: dict[str, ToolCallBlock] = {}
     wire_ids = _wire_ids(options.messages)
@@ -245,7 +209,7 @@ def build_contents(
         if message.role == "system":
             continue
         if message.role == "assistant":
-            role, parts = "model", _model_parts(message)
+            role, parts = "model", _model_parts(message, provider)
         else:
             role = "user"
             parts = _user_parts(
@@ -254,6 +218,7 @@ def build_contents(
                 wire_ids,
                 model_id=options.model,
                 attachments=attachments,
+                provider=provider,
             )
         if not parts:
             continue
@@ -286,6 +251,7 @@ def build_generate_request(
     models: tuple[GeminiModel, ...] = DEFAULT_MODELS,
     max_output_tokens: int | None = None,
     attachments: AttachmentReader | None = None,
+    provider: str = PROVIDER,
 ) -> dict[str, Any]:
     """The request body for ``options`` (see the module docstring), with
     ``options.extra_body`` merged in last.
@@ -298,17 +264,18 @@ def build_generate_request(
         max_output_tokens: The cap to send when ``options.max_tokens`` is
             ``None`` (e.g. the model's); ``None`` omits it.
         attachments: Where image bytes are read (``adapter.attachments``).
+        provider: The display name messages use.
 
     Raises:
         LlmError: ``UNSUPPORTED_CONTENT``, ``MISSING_ATTACHMENT``,
             ``UNSUPPORTED_OPTION``, ``UNSUPPORTED_REASONING_EFFORT`` or
             ``INVALID_REQUEST`` (see the module docstring).
     """
-    _refuse(options, models, attachments)
+    _refuse(options, models, attachments, provider)
     model = model_for(options.model, models)
     thinking = thinking_config(model, options.reasoning_effort)
     body: dict[str, Any] = {
-        "contents": build_contents(options, attachments=attachments)
+        "contents": build_contents(options, attachments=attachments, provider=provider)
     }
     system = _system_parts(options)
     if system:

@@ -2,12 +2,12 @@
 
 Pure data and one lookup; no I/O. Contracts callers may rely on:
 
-- ``GeminiModel`` describes one advertised model: its context window, output
-  cap, how it takes thinking (``"level"``: Gemini 3's ``thinkingLevel``;
+- ``GeminiModel`` is a ``CatalogModel`` (validated like it) that adds how the
+  model takes thinking (``"level"``: Gemini 3's ``thinkingLevel``;
   ``"budget"``: Gemini 2.5's ``thinkingBudget``), the efforts it offers and the
-  default one, and its inputs. ``DEFAULT_MODELS`` is the catalog advertised
-  when none is configured (every model takes text and images); it is advisory
-  (any model id is sent as is, an unlisted one as text only).
+  default one. ``DEFAULT_MODELS`` is the catalog advertised when none is
+  configured (every model takes text and images); it is advisory (any model id
+  is sent as is, an unlisted one as text only).
 - ``model_for(model_id, models)`` is the listed entry, else the entry an
   unlisted id is treated as: ids starting ``gemini-2.`` take budgets
   (``UNLISTED_BUDGET_EFFORTS``), every other id takes levels
@@ -25,19 +25,9 @@ from typing import Any, Final, Literal
 
 import attrs
 
+from dsh_llm.adapters._wire.config import CatalogModel
+from dsh_llm.config import check_one_of, field_error
 from dsh_llm.errors import ErrorCode, LlmError
-
-__all__ = [
-    "DEFAULT_MODELS",
-    "EFFORT_BUDGETS",
-    "EFFORT_LEVELS",
-    "UNLISTED_BUDGET_EFFORTS",
-    "UNLISTED_LEVEL_EFFORTS",
-    "GeminiModel",
-    "ThinkingStyle",
-    "model_for",
-    "thinking_config",
-]
 
 ThinkingStyle = Literal["level", "budget"]
 """How a model takes its thinking setting."""
@@ -70,32 +60,59 @@ _OUTPUT: Final = 65_536
 _TEXT_AND_IMAGE: Final = ("text", "image")
 
 
-@attrs.frozen(kw_only=True)
-class GeminiModel:
-    """One advertised Gemini model."""
+def _efforts_tuple(value: Any) -> Any:
+    return tuple(value) if isinstance(value, list | tuple) else value
 
-    id: str
-    """The wire model id (``gemini-3-pro-preview``)."""
-    name: str | None = None
-    """Display name (default: the id)."""
-    description: str | None = None
-    """What sets it apart."""
-    context_window: int | None = None
-    """Input plus output tokens, when known."""
-    max_tokens: int | None = None
-    """The model's output cap, sent as ``maxOutputTokens`` when a request has
-    none; ``None``: the server's default."""
-    thinking: ThinkingStyle = "level"
+
+def _default_efforts(model: GeminiModel) -> tuple[str, ...]:
+    if model.thinking == "budget":
+        return UNLISTED_BUDGET_EFFORTS
+    return UNLISTED_LEVEL_EFFORTS
+
+
+def _check_efforts(
+    inst: GeminiModel, attribute: attrs.Attribute[Any], value: Any
+) -> None:
+    table = EFFORT_LEVELS if inst.thinking == "level" else EFFORT_BUDGETS
+    if not isinstance(value, tuple) or any(
+        type(effort) is not str or effort not in table for effort in value
+    ):
+        raise field_error(
+            inst,
+            attribute.name,
+            f'must contain only {", ".join(table)} for thinking "{inst.thinking}"',
+        )
+
+
+def _check_default_effort(
+    inst: GeminiModel, attribute: attrs.Attribute[Any], value: Any
+) -> None:
+    if value is not None and value not in inst.efforts:
+        raise field_error(inst, attribute.name, "must be one of the model's efforts")
+
+
+@attrs.frozen(kw_only=True)
+class GeminiModel(CatalogModel):
+    """One advertised Gemini model: a ``CatalogModel`` (checked like it, a bad
+    value raising ``AdapterConfigError`` keyed by its config key) with how it
+    takes thinking."""
+
+    thinking: ThinkingStyle = attrs.field(
+        default="level", validator=check_one_of("level", "budget")
+    )
     """How the model takes thinking (see the module docstring)."""
-    efforts: tuple[str, ...] = UNLISTED_LEVEL_EFFORTS
+    efforts: tuple[str, ...] = attrs.field(
+        default=attrs.Factory(_default_efforts, takes_self=True),
+        converter=_efforts_tuple,
+        validator=_check_efforts,
+    )
     """The efforts offered, in display order (keys of ``EFFORT_LEVELS`` or
-    ``EFFORT_BUDGETS``, by ``thinking``)."""
-    default_effort: str | None = None
+    ``EFFORT_BUDGETS``, by ``thinking``; default ``UNLISTED_LEVEL_EFFORTS`` or
+    ``UNLISTED_BUDGET_EFFORTS``)."""
+    default_effort: str | None = attrs.field(
+        default=None, validator=_check_default_effort
+    )
     """The effort advertised as the default (``None``: the model's own)."""
-    input_modalities: tuple[str, ...] = ("text",)
-    """Accepted inputs (``"text"``, ``"image"``); images are sent only to a
-    model whose entry lists ``"image"`` (a configured entry without
-    ``inputModalities`` is text only)."""
 
 
 DEFAULT_MODELS: Final = (
@@ -184,15 +201,10 @@ def thinking_config(model: GeminiModel, effort: str | None) -> dict[str, Any]:
             f'"{effort}" (offered: {offered})',
             ErrorCode.UNSUPPORTED_REASONING_EFFORT,
         )
-    if model.thinking == "budget" and effort in EFFORT_BUDGETS:
+    # A model's efforts are checked against its thinking style on construction.
+    if model.thinking == "budget":
         budget = EFFORT_BUDGETS[effort]
         if budget == 0:
             return {"thinkingBudget": 0}
         return {"thinkingBudget": budget, "includeThoughts": True}
-    if model.thinking == "level" and effort in EFFORT_LEVELS:
-        return {"thinkingLevel": EFFORT_LEVELS[effort], "includeThoughts": True}
-    raise LlmError(
-        f'Gemini model "{model.id}" lists reasoning effort "{effort}", which its '
-        f"thinking style ({model.thinking}) has no setting for",
-        ErrorCode.UNSUPPORTED_REASONING_EFFORT,
-    )
+    return {"thinkingLevel": EFFORT_LEVELS[effort], "includeThoughts": True}

@@ -7,10 +7,12 @@ The translator (``translate``) builds the envelope; the request builder
   with one entry per emitted block, in block order: ``None``, or an object with
   any of ``thoughtSignature`` (the opaque signature of that block's part),
   ``callId`` and ``id`` (a tool call's protocol id and the id Gemini itself gave,
-  absent when the id was synthesized) and ``after`` (parts kept verbatim that
-  followed the block: server-side ``toolCall``/``toolResponse``/code parts, or a
-  signature-only part that had no unsigned block to go to). ``response`` may
-  hold ``before``: such parts that came before any block.
+  absent when the id was synthesized), ``inlineData`` (the ``inlineData``
+  object an image block came in, bytes included) and ``after`` (parts kept
+  verbatim that followed the block: server-side ``toolCall``/``toolResponse``/
+  code parts, interim thought images, or a signature-only part that had no
+  unsigned block to go to). ``response`` may hold ``before``: such parts that
+  came before any block.
 - ``replay_entries(message)`` returns one entry (or ``None``) per block of
   ``message``, only for an envelope whose ``response.wire`` is
   ``REPLAY_WIRE`` (state from another wire is never sent to Gemini): matched by
@@ -24,8 +26,6 @@ from __future__ import annotations
 from typing import Any, Final
 
 from dsh_llm.protocol import Message, ModelSource, ToolCallBlock
-
-__all__ = ["REPLAY_WIRE", "replay_entries"]
 
 REPLAY_WIRE: Final = "gemini-generate-content"
 """The ``response.wire`` value of a Gemini replay envelope."""

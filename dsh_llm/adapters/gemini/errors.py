@@ -24,7 +24,7 @@ contracts callers may rely on:
   raises) the ``LlmError`` for a non-2xx answer: the message is Gemini's
   (through ``redact``), else ``"Gemini API error (HTTP <status>)"``; the
   redacted body is the cause.
-- ``gemini_stream_failure(report)`` is the ``LlmFailure`` for an error object
+- ``gemini_stream_failure(report, provider=)`` is the ``LlmFailure`` for an error object
   inside a 200 stream, classified the same way (the read loop redacts it).
 """
 
@@ -45,14 +45,6 @@ from dsh_llm.transport.http_errors import (
     request_id,
     retry_after_ms,
 )
-
-__all__ = [
-    "gemini_error_code",
-    "gemini_http_error",
-    "gemini_stream_failure",
-    "parse_gemini_error",
-    "retry_delay_ms",
-]
 
 _PROVIDER: Final = "Gemini"
 _DELAY: Final = re.compile(r"\s*([0-9]+(?:\.[0-9]+)?)s\s*")
@@ -213,13 +205,15 @@ def gemini_http_error(
     )
 
 
-def gemini_stream_failure(report: Mapping[str, Any]) -> LlmFailure:
+def gemini_stream_failure(
+    report: Mapping[str, Any], *, provider: str = _PROVIDER
+) -> LlmFailure:
     """The failure for an error object (``parse_gemini_error``) that arrived
-    inside a 200 stream."""
+    inside a 200 stream (``provider`` is named when the report has no message)."""
     code = report.get("code")
     status = code if type(code) is int and 100 <= code <= 599 else None
     return LlmFailure(
-        message=_message(report) or f"{_PROVIDER} stream reported an error",
+        message=_message(report) or f"{provider} stream reported an error",
         code=gemini_error_code(None, report),
         status=status,
         provider_retry_after_ms=retry_delay_ms(report),

@@ -1,0 +1,239 @@
+"""The Gemini API family value: config, endpoint, request and model facts.
+
+- ``GeminiConfig`` is the one validated configuration (``package``
+  ``llm-gemini``); the catalog is advisory (any model id is sent as is) and by
+  default lists ``catalog.DEFAULT_MODELS``.
+- The base URL is the explicit one, else ``https://generativelanguage.googleapis.com``;
+  each call is ``POST {base}/v1beta/models/{model}:streamGenerateContent?alt=sse``.
+- Per call, before any I/O: the body (``request.build_generate_request``, with
+  the configured default effort when the request names none) and its refusals,
+  the ``extra_headers`` check, then the key, sent as ``x-goog-api-key`` (never in
+  the URL; the call's redactor knows it). Only this hook knows the URL and the
+  credential: the builder and the translator serve any front door to the API.
+- ``FAMILY`` names the parts ``WireAdapter`` streams with. User guide:
+  ``docs/gemini.md``.
+"""
+
+from __future__ import annotations
+
+import urllib.parse
+from collections.abc import Mapping
+from typing import Any, Final
+
+import attrs
+
+from dsh_llm.adapter import (
+    LlmModelReasoningInfo,
+    LlmReasoningEffortInfo,
+    LlmResolvedModelInfo,
+)
+from dsh_llm.adapters._wire.config import (
+    AdapterConfig,
+    adapter_field_order,
+    api_root_url,
+    catalog_entry,
+    endpoint_url,
+    model_catalog,
+)
+from dsh_llm.adapters._wire.family import (
+    Endpoint,
+    WireCall,
+    WireFamily,
+    WireRequest,
+    resolved_model_info,
+)
+from dsh_llm.adapters.gemini.catalog import (
+    DEFAULT_MODELS,
+    EFFORT_BUDGETS,
+    EFFORT_LEVELS,
+    GeminiModel,
+    model_for,
+)
+from dsh_llm.adapters.gemini.errors import gemini_http_error
+from dsh_llm.adapters.gemini.request import PROVIDER, build_generate_request
+from dsh_llm.adapters.gemini.translate import GeminiTranslator
+from dsh_llm.adapters.request_extras import request_headers
+from dsh_llm.attachments import AttachmentStore
+from dsh_llm.config import RAW_METADATA, check_non_empty_str, field_error
+from dsh_llm.transport.call import url_repr
+from dsh_llm.transport.session import ApiKeyAuth, NoAuth, stream_headers
+
+PROVIDER_ROUTE: Final = "gemini"
+"""The one route this adapter serves."""
+DISPLAY_NAME: Final = PROVIDER
+"""The route's display name (``Gemini``, also the provider named in messages)."""
+PUBLIC_BASE_URL: Final = "https://generativelanguage.googleapis.com"
+"""The public API root (``/v1beta/models/...`` is appended)."""
+API_PATH: Final = "/v1beta"
+"""The API version path appended to the root (a root may not already end in it)."""
+API_KEY_HEADER: Final = "x-goog-api-key"
+"""The header that carries the key (what Google's SDK sends)."""
+DEFAULT_API_KEY_ENV: Final = "GEMINI_API_KEY"
+"""Environment variable the key is read from by default."""
+DEFAULT_STREAM_IDLE_TIMEOUT_MS: Final = 300_000
+"""Default idle timeout (a thinking model may be silent for minutes)."""
+PACKAGE: Final = "llm-gemini"
+"""The plugin's name, named in config errors and credential messages."""
+
+
+def _models(value: object) -> tuple[GeminiModel, ...]:
+    """The ``models`` option (``model_catalog``); ``None`` is ``DEFAULT_MODELS``."""
+    if value is None:
+        return DEFAULT_MODELS
+    return model_catalog(value, GeminiModel, package=PACKAGE)
+
+
+def _check_base_url(inst: object, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if value is not None:
+        api_root_url(value, package=PACKAGE, endpoint=API_PATH)
+
+
+def _check_effort(inst: object, attribute: attrs.Attribute[Any], value: Any) -> None:
+    known = (*EFFORT_LEVELS, *EFFORT_BUDGETS)
+    if value is not None and value not in known:
+        raise field_error(
+            inst, attribute.name, f"must be one of {', '.join(dict.fromkeys(known))}"
+        )
+
+
+@attrs.frozen(kw_only=True, field_transformer=adapter_field_order)
+class GeminiConfig(AdapterConfig):
+    """The one ``GeminiAdapter`` configuration: the constructor's keyword
+    arguments build it, ``GeminiAdapter.from_config`` takes it, and the
+    ``llm-gemini`` plugin structures its YAML entry into it (camelCase keys:
+    ``apiKeyEnv``, ``baseURL``, ``reasoningEffort``...). Every field is checked
+    on construction: a bad value raises ``AdapterConfigError`` keyed by its
+    config key. A config never holds a key: ``api_key_env`` names the variable."""
+
+    package = PACKAGE
+    default_stream_idle_timeout_ms = DEFAULT_STREAM_IDLE_TIMEOUT_MS
+    default_stream_keepalive_timeout_ms = None
+
+    api_key_env: str = attrs.field(
+        default=DEFAULT_API_KEY_ENV, validator=check_non_empty_str
+    )
+    """Environment variable holding the key."""
+    base_url: str | None = attrs.field(
+        default=None, repr=url_repr, validator=_check_base_url
+    )
+    """API root (``None``: ``PUBLIC_BASE_URL``); must not end in ``/v1beta``."""
+    reasoning_effort: str | None = attrs.field(default=None, validator=_check_effort)
+    """Default effort, used when a request names none and the model offers it."""
+    models: tuple[GeminiModel, ...] = attrs.field(
+        default=None, converter=_models, metadata={RAW_METADATA: True}
+    )
+    """The advertised catalog (``None``: ``DEFAULT_MODELS``; empty: none). An
+    entry is a ``GeminiModel``, a model id or its config mapping (``thinking``,
+    ``efforts``, ``defaultEffort`` beside the ``CatalogModel`` keys); a
+    configured entry without ``inputModalities`` is text only."""
+
+    def model(self, model_id: str) -> GeminiModel | None:
+        """The catalog entry for ``model_id``, if listed."""
+        return catalog_entry(self.models, model_id)
+
+
+def stream_url(base_url: str, model: str) -> str:
+    """The streaming endpoint for ``model`` under the API root ``base_url``:
+    ``{base}/v1beta/models/{model}:streamGenerateContent?alt=sse``, the model id
+    percent-quoted (a ``/``, ``?`` or ``#`` in it cannot change the path). The
+    key never goes in the URL."""
+    quoted = urllib.parse.quote(model, safe="")
+    url = endpoint_url(base_url, f"{API_PATH}/models/{quoted}:streamGenerateContent")
+    return url + ("&" if urllib.parse.urlsplit(url).query else "?") + "alt=sse"
+
+
+def _endpoint(
+    config: GeminiConfig, *, explicit_key: bool, environ: Mapping[str, str]
+) -> Endpoint[None]:
+    base_url = (
+        PUBLIC_BASE_URL
+        if config.base_url is None
+        else api_root_url(config.base_url, package=PACKAGE, endpoint=API_PATH)
+    )
+    return Endpoint(base_url=base_url, display_name=DISPLAY_NAME, profile=None)
+
+
+def _effort_name(effort: str) -> str:
+    return "Auto" if effort == "auto" else effort.capitalize()
+
+
+def default_effort(config: GeminiConfig, model: GeminiModel) -> str | None:
+    """The effort sent when a request names none: the configured
+    ``reasoning_effort`` when ``model`` offers it, else the model's default."""
+    if config.reasoning_effort in model.efforts:
+        return config.reasoning_effort
+    return model.default_effort
+
+
+def model_info(
+    config: GeminiConfig, endpoint: Endpoint[None], provider: str, model: str
+) -> LlmResolvedModelInfo:
+    """``resolve_model``'s answer: the entry's context window and output cap, the
+    model's efforts (``catalog.model_for``) and the effort in force by default."""
+    entry = config.model(model)
+    facts = model_for(model, config.models)
+    reasoning = LlmModelReasoningInfo(
+        efforts=tuple(
+            LlmReasoningEffortInfo(id=effort, name=_effort_name(effort))
+            for effort in facts.efforts
+        ),
+        default_effort=default_effort(config, facts),
+    )
+    return resolved_model_info(
+        provider,
+        model,
+        entry,
+        context_window=facts.context_window,
+        default_max_tokens=facts.max_tokens,
+        reasoning=reasoning,
+    )
+
+
+def _request(call: WireCall[GeminiConfig, None]) -> WireRequest:
+    options, config = call.options, call.config
+    model = model_for(options.model, config.models)
+    if options.reasoning_effort is None:
+        effort = default_effort(config, model)
+        if effort is not None:
+            options = attrs.evolve(options, reasoning_effort=effort)
+    body = build_generate_request(
+        options,
+        models=config.models,
+        max_output_tokens=model.max_tokens,
+        attachments=call.attachments,
+        provider=call.provider,
+    )
+    headers = request_headers(
+        stream_headers(), options, provider=call.provider, taken=(API_KEY_HEADER,)
+    )
+    key = call.key()
+    return WireRequest(
+        url=stream_url(call.endpoint.base_url, options.model),
+        body=body,
+        headers=headers,
+        auth=NoAuth() if key is None else ApiKeyAuth(key, header=API_KEY_HEADER),
+    )
+
+
+def _translator(call: WireCall[GeminiConfig, None]) -> GeminiTranslator:
+    # The images a model returns go to the adapter's store when it can keep
+    # them (a reader without put only serves the images sent).
+    store = call.attachments
+    return GeminiTranslator(
+        provider=call.provider,
+        attachments=store if isinstance(store, AttachmentStore) else None,
+        empty_response_as_stop=call.config.empty_response_as_stop,
+    )
+
+
+FAMILY: Final = WireFamily(
+    name="gemini-generate-content",
+    config_class=GeminiConfig,
+    endpoint=_endpoint,
+    request=_request,
+    translator=_translator,
+    model_info=model_info,
+    classify_error=gemini_http_error,
+    route=PROVIDER_ROUTE,
+)
+"""The Gemini API (``streamGenerateContent``) wire family."""
