@@ -226,6 +226,9 @@ class Recording:
         url = self._origin + path
         headers = {k: v for k, v in request.headers if k not in _HOP_BY_HOP}
         headers.setdefault("accept-encoding", "identity")
+        # One upstream connection per exchange: a pooled one can be closed by the
+        # upstream right after a stream (llama-server does) and fail the next call.
+        headers["connection"] = "close"
         start = time.perf_counter()
 
         def now_ms() -> float:
