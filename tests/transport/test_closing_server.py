@@ -30,7 +30,7 @@ from dsh_llm.adapters.openai_compat import OpenAICompatAdapter
 from dsh_llm.assembler import collect
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.signal import AbortController
-from dsh_llm.testing import LoopbackServer, Reply
+from dsh_llm.testing import LoopbackServer, Reply, record
 from dsh_llm.tools import run_tools
 from dsh_llm.transport.call import StreamingCall
 from dsh_llm.transport.session import (
@@ -476,3 +476,17 @@ def test_the_closing_origins_belong_to_their_session(closing):
     finally:
         one.close()
         other.close()
+
+
+def test_the_recorder_in_front_of_such_a_server_records_every_call(closing, tmp_path):
+    server = closing()
+    with (
+        record(server.url, tmp_path) as recording,
+        OpenAICompatAdapter(recording.base_url) as adapter,
+    ):
+        texts = _back_to_back(adapter, 3)
+    assert texts == ["answer 0", "answer 1", "answer 2"]
+    assert len(recording.paths) == 3
+    # One upstream connection per exchange: no request crossed a close.
+    assert server.dropped == 0
+    assert server.connections == 3
