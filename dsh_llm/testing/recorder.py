@@ -20,8 +20,8 @@ cassette file (``dsh_llm.testing.cassette``). Contracts callers may rely on:
   for a stalled upstream.
 - Each exchange goes upstream on a connection of its own (``Connection:
   close``), never a pooled one. Redirects are not followed; proxy variables are
-  honoured only for an upstream that is not on the loopback interface. An upstream that cannot be reached is
-  answered with a 502 and recorded nothing.
+  honoured only for an upstream that is not on the loopback interface. An
+  upstream that cannot be reached is answered with a 502 and recorded nothing.
 - Files: when ``where`` is a directory (or has no suffix) each call becomes
   ``call-001.jsonl``, ``call-002.jsonl``...; when it is a file path the first call
   is written there and later ones as ``<stem>-2<suffix>``... Every call whose
