@@ -117,6 +117,12 @@ class Server:
         self.log = Path(tempfile.gettempdir()) / f"record-{name}.log"
 
     def start(self) -> None:
+        try:
+            requests.get(self.ready_url, timeout=2)
+        except requests.RequestException:
+            pass
+        else:
+            raise RuntimeError(f"something already answers {self.ready_url}")
         with self.log.open("ab") as log:
             self.process = subprocess.Popen(
                 self.argv,
@@ -190,17 +196,28 @@ def llama_cpp_python(python: str, model: str) -> Server:
     )
 
 
+# LiteLLM's route for each upstream. ``openai/`` (its route for an OpenAI
+# server) sends /v1/responses, and /v1/messages too, to the upstream's own
+# /v1/responses, which llama-server has; llama-cpp-python has none (a 404), so
+# it gets ``llamafile/``, a chat-completions-only route through which LiteLLM
+# translates every wire into chat completions itself.
+LITELLM_ROUTES = {"llama-server": "openai", "llama-cpp-python": "llamafile"}
+
+
 def litellm(executable: str, upstream: str, upstream_port: int, key: str) -> Server:
     config = Path(tempfile.gettempdir()) / f"record-litellm-{upstream}.yaml"
     config.write_text(
         "model_list:\n"
         f"  - model_name: {MODEL}\n"
         "    litellm_params:\n"
-        f"      model: openai/{MODEL}\n"
+        f"      model: {LITELLM_ROUTES[upstream]}/{MODEL}\n"
         f"      api_base: http://127.0.0.1:{upstream_port}/v1\n"
         "      api_key: none\n"
         "litellm_settings:\n"
-        "  telemetry: false\n",
+        "  telemetry: false\n"
+        # One failed call must not make the next ones a 429 "in cooldown".
+        "router_settings:\n"
+        "  disable_cooldowns: true\n",
         encoding="utf-8",
     )
     port = LITELLM_PORTS[upstream]
@@ -473,6 +490,8 @@ def main() -> None:
     parser.add_argument("--litellm")
     parser.add_argument("targets", nargs="*")
     args = parser.parse_args()
+    # Stopped by a signal, the servers are still stopped (``finally`` below).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
     key = f"sk-{secrets.token_hex(24)}"
     upstreams: dict[str, Server] = {}
     if args.xllamacpp_python:
