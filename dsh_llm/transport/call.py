@@ -133,6 +133,17 @@ def _readable(sock: socket.socket) -> bool:
     return bool(readable)
 
 
+def _at_eof(sock: socket.socket) -> bool:
+    # Peeks at the TCP stream itself (under TLS too, where a close_notify or
+    # any other record is data): only an end of stream or a reset is a close.
+    try:
+        return not socket.socket.recv(sock, 1, socket.MSG_PEEK)
+    except BlockingIOError:
+        return False
+    except (OSError, ValueError):
+        return True
+
+
 def _reason_suffix(exc: BaseException) -> str:
     reason = reason_for_exception(exc)
     return "" if reason is None else f": {reason}"
@@ -625,11 +636,12 @@ class StreamingCall:
     def _server_closes(
         self, response: requests.Response, sock: socket.socket | None
     ) -> bool:
-        """Whether the server closes this connection after the stream (see
-        ``CLOSING_SERVERS``), either known from its ``Server`` header or seen:
-        the connection is readable at the end of the body (the server's close,
-        or bytes no request asked for). A close seen is remembered for the
-        session, so the next stream's connection is not pooled either."""
+        """Whether this connection is not pooled after the stream: the server
+        closes it (see ``CLOSING_SERVERS``), known from its ``Server`` header or
+        from an earlier close, or the connection is readable at the end of the
+        body (the server's close, or bytes no request asked for). A close seen
+        (the end of the TCP stream, or a reset) is remembered for the session,
+        so the next stream's connection is not pooled either."""
         product = response.headers.get("server", "").partition("/")[0]
         if product.strip().lower() in CLOSING_SERVERS:
             return True
@@ -637,7 +649,8 @@ class StreamingCall:
             return True
         if sock is None or not _readable(sock):
             return False
-        note_closes_after_stream(self._session, self._url)
+        if _at_eof(sock):
+            note_closes_after_stream(self._session, self._url)
         return True
 
     def close(self) -> None:

@@ -32,7 +32,7 @@ from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.signal import AbortController
 from dsh_llm.testing import LoopbackServer, Reply, record
 from dsh_llm.tools import run_tools
-from dsh_llm.transport.call import StreamingCall
+from dsh_llm.transport.call import StreamingCall, _at_eof, _readable
 from dsh_llm.transport.session import (
     NoAuth,
     SocketSlot,
@@ -48,10 +48,11 @@ Action = Literal["answer", "drop", "reset", "partial", "hold"]
 """What the server does with one request: answer it (a chunked SSE stream),
 close the connection without answering (``drop``: FIN, ``reset``: RST), send
 half a status line then close (``partial``), or never answer (``hold``)."""
-After = Literal["keep", "close", "close-on-next"]
+After = Literal["keep", "close", "close-on-next", "junk"]
 """What the server does with a connection after an answered stream: keep it,
-close it at once (``ClosingServer.closed`` is set once it did), or close it
-without answering when the next request on it arrives."""
+close it at once (``ClosingServer.closed`` is set once it did), close it
+without answering when the next request on it arrives, or keep it after
+sending bytes no request asked for (``ClosingServer.closed`` is set then)."""
 
 Body = Callable[[int], list[dict[str, Any]]]
 """The chat-completion chunks of the n-th answered request (0-based)."""
@@ -173,6 +174,9 @@ class ClosingServer:
                     return
                 self._answer(sock)
                 answered_here = True
+                if self.after == "junk":
+                    sock.sendall(b"junk")
+                    self.closed.set()
                 if self.after == "close":
                     sock.shutdown(socket.SHUT_WR)
                     self.closed.set()
@@ -307,6 +311,52 @@ def test_a_close_seen_at_the_end_of_a_stream_keeps_the_origin_out_of_the_pool(
     assert texts == [f"answer {n}" for n in range(1, 16)]
     assert server.dropped == 0
     assert server.connections == 16
+
+
+def test_bytes_after_a_stream_keep_that_connection_out_of_the_pool_only(
+    closing, session
+):
+    server = closing(after="junk")
+    for _ in range(2):
+        with _call(session, server.url, signal=None) as call:
+            call.open()
+            assert server.closed.wait(10)
+            for _ in call.chunks():
+                pass
+            call.finish()
+    # Not a close: the server is not taken for one that closes after streams.
+    assert not closes_after_stream(session, f"{server.url}/chat/completions")
+    assert server.connections == 2
+    assert server.dropped == 0
+
+
+def test_only_an_end_of_stream_or_a_reset_counts_as_a_close():
+    # What the end of a body may find on the connection, on a real socket pair.
+    for send, closed in ((b"x", False), (b"", True)):
+        ours, theirs = socket.socketpair()
+        with ours, theirs:
+            if send:
+                theirs.sendall(send)
+            else:
+                theirs.close()
+            assert _readable(ours)
+            assert _at_eof(ours) is closed
+    ours, theirs = socket.socketpair()
+    with ours, theirs:
+        assert not _readable(ours)
+        ours.setblocking(False)
+        assert _at_eof(ours) is False
+
+
+def test_a_close_seen_at_the_end_of_a_stream_is_remembered(closing, session):
+    server = closing(after="close")
+    with _call(session, server.url, signal=None) as call:
+        call.open()
+        assert server.closed.wait(10)
+        for _ in call.chunks():
+            pass
+        call.finish()
+    assert closes_after_stream(session, f"{server.url}/chat/completions")
 
 
 def test_a_tool_loop_of_several_steps_survives_the_closes(closing):
