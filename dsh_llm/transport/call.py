@@ -77,11 +77,11 @@ DRAIN_GRACE_S: Final = 0.05
 """How long ``finish()`` waits for the end of a body before closing the
 connection instead of reusing it."""
 NOT_A_STREAM_TYPES: Final = frozenset({"application/json", "text/html"})
+"""2xx media types that are an answer, not a stream (see the module docstring)."""
 CLOSING_SERVERS: Final = frozenset({"llama.cpp"})
 """Product tokens of a ``Server`` header whose server closes every connection
 that carried a stream while advertising keep-alive (llama.cpp's ``llama-server``
 sends ``Server: llama.cpp``): such connections are never pooled."""
-"""2xx media types that are an answer, not a stream (see the module docstring)."""
 _KNOWN_CODES: Final = frozenset(code.value for code in ErrorCode)
 _MAX_ERROR_BODY: Final = 1024 * 1024
 _DRAIN_LIMIT: Final = 64 * 1024
