@@ -18,9 +18,10 @@ cassette file (``dsh_llm.testing.cassette``). Contracts callers may rely on:
 - A client that leaves while the upstream is silent is noticed within ~20 ms
   and the upstream connection is shut down, so leaving ``record`` never waits
   for a stalled upstream.
-- Redirects are not followed; proxy variables are honoured only for an upstream
-  that is not on the loopback interface. An upstream that cannot be reached is
-  answered with a 502 and recorded nothing.
+- Each exchange goes upstream on a connection of its own (``Connection:
+  close``), never a pooled one. Redirects are not followed; proxy variables are
+  honoured only for an upstream that is not on the loopback interface. An
+  upstream that cannot be reached is answered with a 502 and recorded nothing.
 - Files: when ``where`` is a directory (or has no suffix) each call becomes
   ``call-001.jsonl``, ``call-002.jsonl``...; when it is a file path the first call
   is written there and later ones as ``<stem>-2<suffix>``... Every call whose
@@ -115,8 +116,7 @@ class Recording:
         self._secrets = tuple(secrets)
         self._adapter = adapter
         self._timeout = upstream_timeout_s
-        self._session = requests.Session()
-        self._session.trust_env = parts.hostname not in _LOOPBACK_HOSTS
+        self._trust_env = parts.hostname not in _LOOPBACK_HOSTS
         self._lock = threading.Lock()
         self._paths: list[Path] = []
         self._count = 0
@@ -181,7 +181,6 @@ class Recording:
         if self._listener is not None:
             self._listener.close()
             self._listener = None
-        self._session.close()
 
     # -- serving --------------------------------------------------------------------
 
@@ -226,6 +225,12 @@ class Recording:
         url = self._origin + path
         headers = {k: v for k, v in request.headers if k not in _HOP_BY_HOP}
         headers.setdefault("accept-encoding", "identity")
+        # One upstream connection per exchange (a session of its own): a pooled
+        # one may be closed by the upstream right after a stream, as llama-server
+        # does, and fail the next call.
+        headers["connection"] = "close"
+        session = requests.Session()
+        session.trust_env = self._trust_env
         start = time.perf_counter()
 
         def now_ms() -> float:
@@ -234,7 +239,7 @@ class Recording:
         with self._lock:
             self._awaiting_upstream.add(threading.current_thread())
         try:
-            response = self._session.request(
+            response = session.request(
                 request.method,
                 url,
                 headers=headers,
@@ -244,6 +249,7 @@ class Recording:
                 timeout=(self._timeout, self._timeout),
             )
         except requests.RequestException as exc:
+            session.close()
             self._upstream_answered()
             message = f"recording proxy: upstream unreachable: {type(exc).__name__}"
             _send(
@@ -256,6 +262,7 @@ class Recording:
             return True
         if not self._upstream_answered():
             response.close()
+            session.close()
             return False
         with response:
             head_ms = now_ms()
@@ -307,6 +314,7 @@ class Recording:
             finally:
                 watch.stop()
             end_ms = now_ms()
+        session.close()
         self._save(
             Cassette(
                 request=CassetteRequest(

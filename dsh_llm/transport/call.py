@@ -13,8 +13,12 @@ It owns the I/O of one model call; adapters own what the bytes mean.
 - ``failure(exc)``, ``redacted`` and ``redacted_finish`` classify and clean what
   goes up: secrets (the auth object's ``secret``, secret-named headers, URL
   credentials) never reach a message, a cause or a finish.
-- ``finish()`` drains a framed body briefly so its connection is reused;
-  ``close()`` always releases or closes the response.
+- A request that failed on a reused pooled connection which the server closed
+  before a single response byte is sent once more, on a new connection.
+- ``finish()`` drains a framed body briefly so its connection is reused, unless
+  the server closes connections after a stream (``Server: llama.cpp``, or its
+  close seen at the end of the body); ``close()`` always releases or closes the
+  response.
 - The full contract, point by point: ``docs/transport.md``.
 """
 
@@ -22,6 +26,8 @@ from __future__ import annotations
 
 import contextlib
 import http.client
+import select
+import socket
 import time
 import urllib.parse
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -42,10 +48,16 @@ from dsh_llm.transport.http_errors import (
     not_a_stream_error,
 )
 from dsh_llm.transport.redaction import Redactor, is_secret_name, may_quote_request
-from dsh_llm.transport.session import SocketSlot, capture_socket
+from dsh_llm.transport.session import (
+    SocketSlot,
+    capture_socket,
+    closes_after_stream,
+    note_closes_after_stream,
+)
 from dsh_llm.transport.watchdog import Expiry, StreamWatchdog
 
 __all__ = [
+    "CLOSING_SERVERS",
     "CONNECT_TIMEOUT_MS",
     "DRAIN_GRACE_S",
     "NOT_A_STREAM_TYPES",
@@ -66,6 +78,10 @@ DRAIN_GRACE_S: Final = 0.05
 connection instead of reusing it."""
 NOT_A_STREAM_TYPES: Final = frozenset({"application/json", "text/html"})
 """2xx media types that are an answer, not a stream (see the module docstring)."""
+CLOSING_SERVERS: Final = frozenset({"llama.cpp"})
+"""Product tokens of a ``Server`` header whose server closes every connection
+that carried a stream while advertising keep-alive (llama.cpp's ``llama-server``
+sends ``Server: llama.cpp``): such connections are never pooled."""
 _KNOWN_CODES: Final = frozenset(code.value for code in ErrorCode)
 _MAX_ERROR_BODY: Final = 1024 * 1024
 _DRAIN_LIMIT: Final = 64 * 1024
@@ -105,6 +121,27 @@ def _redact_query(query: str) -> str:
         secret = equals and is_secret_name(urllib.parse.unquote_plus(name))
         pairs.append(f"{name}=***" if secret else pair)
     return "&".join(pairs)
+
+
+def _readable(sock: socket.socket) -> bool:
+    # An idle connection is never readable: a close (FIN, reset, TLS
+    # close_notify) or stray bytes make it so (urllib3's own dropped test).
+    try:
+        readable, _, _ = select.select([sock], [], [], 0)
+    except (OSError, ValueError):
+        return True
+    return bool(readable)
+
+
+def _at_eof(sock: socket.socket) -> bool:
+    # Peeks at the TCP stream itself (under TLS too, where a close_notify or
+    # any other record is data): only an end of stream or a reset is a close.
+    try:
+        return not socket.socket.recv(sock, 1, socket.MSG_PEEK)
+    except BlockingIOError:
+        return False
+    except (OSError, ValueError):
+        return True
 
 
 def _reason_suffix(exc: BaseException) -> str:
@@ -240,29 +277,24 @@ class StreamingCall:
             if signal.aborted:
                 raise self._abort_error(None)
             self._remove_listener = signal.add_listener(self._on_abort)
-        remaining, _ = self.watchdog.remaining(_monotonic())
         failed: LlmError | None = None
-        try:
-            with capture_socket(self._slot):
-                response = self._session.request(
-                    self._method,
-                    self._url,
-                    data=self._body,
-                    headers=self._headers,
-                    auth=self._auth,
-                    stream=True,
-                    timeout=(
-                        min(remaining, self._connect_timeout_ms / 1000),
-                        remaining,
-                    ),
-                    allow_redirects=False,
-                )
-        except Exception as exc:
-            failed = self._send_failure(exc)
+        response: requests.Response | None = None
+        slot = self._slot
+        while response is None and failed is None:
+            try:
+                response = self._send()
+            except Exception as exc:
+                if self._may_resend():
+                    # The request crossed the server's close of an idle pooled
+                    # connection: the server never answered it (docs/transport.md).
+                    slot.fresh_connection = True
+                    continue
+                failed = self._send_failure(exc)
         if failed is not None:
             # Raised here, not in the except block, so the original (which may
             # quote a header) is not kept as __context__ either.
             raise failed
+        assert response is not None
         self._response = response
         if self._aborted:
             raise self._abort_error(None)
@@ -307,6 +339,37 @@ class StreamingCall:
                 redact=self.redact,
             )
         return response
+
+    def _send(self) -> requests.Response:
+        remaining, _ = self.watchdog.remaining(_monotonic())
+        with capture_socket(self._slot):
+            return self._session.request(
+                self._method,
+                self._url,
+                data=self._body,
+                headers=self._headers,
+                auth=self._auth,
+                stream=True,
+                timeout=(
+                    min(remaining, self._connect_timeout_ms / 1000),
+                    remaining,
+                ),
+                allow_redirects=False,
+            )
+
+    def _may_resend(self) -> bool:
+        """Whether the failed send is sent once more: it went on a reused pooled
+        connection the server closed before a single byte of an answer, it was
+        the first attempt, and the caller has not aborted."""
+        slot = self._slot
+        return (
+            slot.reused
+            and slot.closed_unanswered
+            and not slot.fresh_connection
+            and not self._aborted
+            and not (self._signal is not None and self._signal.aborted)
+            and self.watchdog.remaining(_monotonic())[0] > 0
+        )
 
     def _send_failure(self, exc: BaseException) -> LlmError:
         if self._aborted or (self._signal is not None and self._signal.aborted):
@@ -596,7 +659,29 @@ class StreamingCall:
                 self._inner.close()
         except Exception:
             return
+        if self._server_closes(response, sock):
+            return
         self._reusable = True
+
+    def _server_closes(
+        self, response: requests.Response, sock: socket.socket | None
+    ) -> bool:
+        """Whether this connection is not pooled after the stream: the server
+        closes it (see ``CLOSING_SERVERS``), known from its ``Server`` header or
+        from an earlier close, or the connection is readable at the end of the
+        body (the server's close, or bytes no request asked for). A close seen
+        (the end of the TCP stream, or a reset) is remembered for the session,
+        so the next stream's connection is not pooled either."""
+        product = response.headers.get("server", "").partition("/")[0]
+        if product.strip().lower() in CLOSING_SERVERS:
+            return True
+        if closes_after_stream(self._session, self._url):
+            return True
+        if sock is None or not _readable(sock):
+            return False
+        if _at_eof(sock):
+            note_closes_after_stream(self._session, self._url)
+        return True
 
     def close(self) -> None:
         """Release the connection to the pool after a complete read, else close it;

@@ -8,8 +8,13 @@
   the transport redacts and whose ``repr`` hides it.
 - ``is_header_name`` / ``is_header_value``: whether a header can be sent as given.
 - Loopback hosts never go through a proxy; other hosts honour the environment.
-- ``capture_socket(slot)`` makes a connection's socket reachable for an abort;
-  urllib3's DEBUG request line hides query values; informational responses are
+- ``capture_socket(slot)`` makes a connection's socket reachable for an abort
+  and tells ``slot`` whether the request went on a reused connection that the
+  server closed before answering (``SocketSlot.reused``, ``closed_unanswered``);
+  ``slot.fresh_connection`` makes the next request open a new connection.
+- ``closes_after_stream`` / ``note_closes_after_stream``: the servers (by origin)
+  whose connections are not pooled after a stream, per session.
+- urllib3's DEBUG request line hides query values; informational responses are
   skipped. Details: ``docs/transport.md``.
 """
 
@@ -52,10 +57,12 @@ __all__ = [
     "NoAuth",
     "SocketSlot",
     "capture_socket",
+    "closes_after_stream",
     "create_session",
     "is_header_name",
     "is_header_value",
     "is_loopback_host",
+    "note_closes_after_stream",
     "stream_headers",
 ]
 
@@ -83,7 +90,15 @@ class SocketSlot:
     progress once ``interrupted`` is set.
     """
 
-    __slots__ = ("_held", "_lock", "interrupted", "sock")
+    __slots__ = (
+        "_held",
+        "_lock",
+        "closed_unanswered",
+        "fresh_connection",
+        "interrupted",
+        "reused",
+        "sock",
+    )
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -91,6 +106,15 @@ class SocketSlot:
         """The attached socket, once the request was sent."""
         self.interrupted = False
         """Whether ``interrupt()`` was called."""
+        self.reused = False
+        """Whether the last request went on a pooled connection that had already
+        carried a response (set when the request is sent)."""
+        self.closed_unanswered = False
+        """Whether the server closed (or reset) the connection of the last request
+        before a single byte of its response arrived."""
+        self.fresh_connection = False
+        """Set by the caller: the next request opens a new connection instead of
+        taking an idle one from the pool."""
         self._held: socket.socket | None = None
 
     def hold(self, sock: socket.socket) -> None:
@@ -193,7 +217,24 @@ def _attach_current(sock: socket.socket | None) -> None:
 class _FinalResponse(http.client.HTTPResponse):
     """Skips informational responses (``103 Early Hints``...) before the final
     one; ``http.client`` itself skips only ``100 Continue``. ``101`` stays final:
-    it switches protocols."""
+    it switches protocols. Tells the current slot when the server closed the
+    connection before the first byte of the response."""
+
+    def begin(self) -> None:
+        slot = _SLOT.get()
+        if slot is not None:
+            # One read before http.client's: an end of stream or a reset here
+            # means the server sent nothing at all for this request.
+            try:
+                first = self.fp.peek(1)
+            except TimeoutError:
+                raise
+            except OSError:
+                slot.closed_unanswered = True
+                raise
+            if not first:
+                slot.closed_unanswered = True
+        super().begin()
 
     def _read_status(self) -> tuple[str, int, str]:
         while True:
@@ -243,34 +284,63 @@ class _AbortableConnect:
         return sock
 
     def request(self, *args: Any, **kwargs: Any) -> None:
-        # A reused connection: its socket can be shut down while the body is sent.
         sock = getattr(self, "sock", None)
-        if sock is not None:
-            _attach_current(sock)
+        slot = _SLOT.get()
+        if slot is not None:
+            # Reused: this very socket already carried a response (a new
+            # connection has no socket yet, or a new one over TLS).
+            slot.reused = sock is not None and sock is self._answered_sock
+            slot.closed_unanswered = False
+            if sock is not None:
+                # Its socket can be shut down while the body is sent.
+                slot.attach(sock)
         super().request(*args, **kwargs)  # type: ignore[misc]
+
+    _answered_sock: socket.socket | None = None
+
+    def _note_answered(self, sock: socket.socket | None) -> None:
+        self._answered_sock = sock
 
 
 class _HTTPConnection(_AbortableConnect, urllib3.connection.HTTPConnection):
     response_class = _FinalResponse
 
     def getresponse(self) -> urllib3.response.HTTPResponse:  # type: ignore[override]
-        _attach_current(self.sock)
-        return super().getresponse()
+        sock = self.sock
+        _attach_current(sock)
+        response = super().getresponse()
+        self._note_answered(sock)
+        return response
 
 
 class _HTTPSConnection(_AbortableConnect, urllib3.connection.HTTPSConnection):
     response_class = _FinalResponse
 
     def getresponse(self) -> urllib3.response.HTTPResponse:  # type: ignore[override]
-        _attach_current(self.sock)
-        return super().getresponse()
+        sock = self.sock
+        _attach_current(sock)
+        response = super().getresponse()
+        self._note_answered(sock)
+        return response
 
 
-class _HTTPPool(urllib3.connectionpool.HTTPConnectionPool):
+class _FreshWhenAsked:
+    """``_get_conn`` of urllib3's pools: with ``slot.fresh_connection`` set, an
+    idle pooled connection is closed first, so the request opens a new one."""
+
+    def _get_conn(self, timeout: float | None = None) -> Any:
+        conn = super()._get_conn(timeout)  # type: ignore[misc]
+        slot = _SLOT.get()
+        if slot is not None and slot.fresh_connection:
+            conn.close()
+        return conn
+
+
+class _HTTPPool(_FreshWhenAsked, urllib3.connectionpool.HTTPConnectionPool):
     ConnectionCls = _HTTPConnection
 
 
-class _HTTPSPool(urllib3.connectionpool.HTTPSConnectionPool):
+class _HTTPSPool(_FreshWhenAsked, urllib3.connectionpool.HTTPSConnectionPool):
     ConnectionCls = _HTTPSConnection
 
 
@@ -306,10 +376,32 @@ def _is_loopback_url(url: str | None) -> bool:
     return is_loopback_host(urllib.parse.urlsplit(url or "").hostname)
 
 
+def _origin(url: str) -> str:
+    parts = urllib.parse.urlsplit(url)
+    port = parts.port or (443 if parts.scheme.lower() == "https" else 80)
+    return f"{parts.scheme.lower()}://{(parts.hostname or '').lower()}:{port}"
+
+
 class _StreamingAdapter(requests.adapters.HTTPAdapter):
     """An ``HTTPAdapter`` whose connections report their socket (see
     ``capture_socket``), which never retries and which reaches loopback hosts
-    directly."""
+    directly. It remembers the origins whose server closes a connection after
+    each stream (``note_closes_after_stream``)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self._closing_lock = threading.Lock()
+        self._closing_origins: set[str] = set()
+        super().__init__(*args, **kwargs)
+
+    def closes_after_stream(self, url: str) -> bool:
+        """Whether ``url``'s origin was noted by ``note_closes_after_stream``."""
+        with self._closing_lock:
+            return _origin(url) in self._closing_origins
+
+    def note_closes_after_stream(self, url: str) -> None:
+        """Note that ``url``'s server closes a connection after each stream."""
+        with self._closing_lock:
+            self._closing_origins.add(_origin(url))
 
     def send(
         self,
@@ -389,6 +481,33 @@ def create_session(
     session.mount("http://", adapter)
     session.mount("https://", adapter)
     return session
+
+
+def _streaming_adapter(session: requests.Session, url: str) -> Any:
+    try:
+        adapter = session.get_adapter(url)
+    except requests.exceptions.InvalidSchema:
+        return None
+    return adapter if isinstance(adapter, _StreamingAdapter) else None
+
+
+def closes_after_stream(session: requests.Session, url: str) -> bool:
+    """Whether ``session`` (from ``create_session``) knows that the server of
+    ``url`` (its scheme, host and port) closes each connection that carried a
+    stream (``note_closes_after_stream``); ``False`` for any other session.
+    Malformed URLs raise ``ValueError``."""
+    adapter = _streaming_adapter(session, url)
+    return adapter is not None and bool(adapter.closes_after_stream(url))
+
+
+def note_closes_after_stream(session: requests.Session, url: str) -> None:
+    """Remember, for the life of ``session`` (from ``create_session``; any other
+    session is left alone), that the server of ``url`` closes each connection
+    that carried a stream: ``StreamingCall`` then closes such connections itself
+    instead of pooling them. Thread-safe."""
+    adapter = _streaming_adapter(session, url)
+    if adapter is not None:
+        adapter.note_closes_after_stream(url)
 
 
 def is_header_name(name: object) -> bool:
