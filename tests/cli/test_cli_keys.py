@@ -213,6 +213,19 @@ def test_a_missing_key_exits_2_naming_both_ways_to_give_one(tmp_path):
     )
 
 
+def test_a_session_without_its_key_ends_with_2_after_the_first_turn(tmp_path):
+    result = run_cli(
+        "chat", "-i", "--provider", "gemini", cwd=tmp_path, stdin="hi\nagain\n"
+    )
+
+    assert result.returncode == 2
+    assert result.stderr.count("error[MISSING_CREDENTIAL]") == 1
+    assert (
+        'no API key for route "gemini": export GEMINI_API_KEY=... in the '
+        "environment, or store it with: dsh-llm keys set gemini\n"
+    ) in result.stderr
+
+
 def test_the_library_keeps_its_own_message_for_python_callers(monkeypatch):
     from dsh_llm import GenerateOptions, collect, create_user_message
     from dsh_llm.adapters.anthropic import AnthropicAdapter
