@@ -40,3 +40,19 @@ def server() -> Iterator[LoopbackServer]:
     with LoopbackServer() as srv:
         yield srv
         assert srv.wait_until_idle(), "a connection was left open"
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _user_dir_outside_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Every test, and every ``dsh-llm`` process a test starts, keeps its logs,
+    keys and aliases in a temporary directory, never in the real home
+    (``DSH_LLM_USER_DIR``; the CLI tests get a fresh one per test)."""
+    from dsh_llm.cli.userdirs import USER_DIR_ENV
+
+    previous = os.environ.get(USER_DIR_ENV)
+    os.environ[USER_DIR_ENV] = str(tmp_path_factory.mktemp("dsh-llm-user"))
+    yield
+    if previous is None:
+        os.environ.pop(USER_DIR_ENV, None)
+    else:
+        os.environ[USER_DIR_ENV] = previous

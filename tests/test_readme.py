@@ -482,6 +482,42 @@ def test_plugin_is_used_by_the_command_line(tmp_path):
     assert result.stderr == "finish stop; usage: not reported\n"
 
 
+@covers("cli-memory")
+def test_cli_memory_examples_run(model, tmp_path):
+    user_dir = tmp_path / "user"
+    env = clean_env(
+        DEEPSEEK_BASE_URL=model.url,
+        MY_DEEPSEEK_KEY="sk-stored",
+        DSH_LLM_USER_DIR=str(user_dir),
+    )
+    before = len(model.requests)
+
+    result = run_shell(block("cli-memory").code, env, tmp_path)
+
+    assert result.returncode == 0, result.stderr
+    assert "sk-stored" not in result.stdout + result.stderr
+    requests = model.requests[before:]
+    assert [r.header("authorization") for r in requests] == ["Bearer sk-stored"] * 3
+    first, then, aliased = (r.json() for r in requests)
+    # -c sent the first turn back, its reasoning with it.
+    assert then["messages"] == [
+        *first["messages"],
+        {
+            "role": "assistant",
+            "content": "You said: Name a colour.",
+            "reasoning_content": "Echo it.",
+        },
+        {"role": "user", "content": "Another one?"},
+    ]
+    assert aliased["model"] == "deepseek-v4-pro"
+    # The logs show both calls of the conversation, oldest first.
+    shown = result.stdout
+    assert shown.index("## Prompt\n\nName a colour.") < shown.index(
+        "## Prompt\n\nAnother one?"
+    )
+    assert (user_dir / "logs.db").is_file()
+
+
 @covers("cli")
 def test_cli_examples_run(model, tmp_path):
     env = clean_env(DEEPSEEK_BASE_URL=model.url)

@@ -7,9 +7,10 @@ Contracts callers may rely on:
   ``stdin`` (telling a person at a terminal how to end the input); an empty or
   blank prompt, one that is not valid UTF-8, or a closed stdin raises
   ``UsageError``.
-- ``chat_options`` builds the request: one user message, the optional system
-  prompt, output cap, reasoning effort, temperature, response format and
-  provider options (``extra_body``), and the signal Ctrl-C aborts.
+- ``chat_options`` builds the request: the earlier messages of a continued
+  conversation, then one user message (the prompt, with any images), the
+  optional system prompt, output cap, reasoning effort, temperature, response
+  format and provider options (``extra_body``), and the signal Ctrl-C aborts.
 - ``provider_options`` reads ``-o key=value`` pairs (the value as JSON when it
   parses, else as a string); ``read_schema`` reads ``--schema FILE`` (a JSON
   object); both raise ``UsageError`` naming what is wrong.
@@ -17,8 +18,10 @@ Contracts callers may rely on:
   ``MISSING_CREDENTIAL`` and ``NO_ADAPTER`` included, arrives as the terminal
   ``finish``), checks every chunk with ``validate_stream`` (strict; a violation
   raises ``INVARIANT``), hands it to the sink as it arrives, and returns the
-  ``AssembledResponse`` (message, usage, finish). The stream is closed on
-  every path and the sink is ended.
+  ``AssembledResponse`` (message, usage, finish); the message's source is a
+  ``ModelSource`` naming the route and model, with the finish's replay state
+  when the call succeeded (so a continued conversation replays it). The stream
+  is closed on every path and the sink is ended.
 """
 
 from __future__ import annotations
@@ -35,6 +38,8 @@ from dsh_llm.protocol import (
     Finish,
     FinishReason,
     GenerateOptions,
+    Message,
+    ModelSource,
     ResponseFormat,
     create_user_message,
 )
@@ -122,8 +127,9 @@ def read_schema(path: str | None) -> ResponseFormat | None:
 
 def chat_options(
     target: Target,
-    prompt: str,
+    prompt: str | Message,
     *,
+    history: Sequence[Message] = (),
     system: str | None = None,
     max_tokens: int | None = None,
     reasoning_effort: str | None = None,
@@ -132,11 +138,13 @@ def chat_options(
     extra_body: dict[str, Any] | None = None,
     signal: AbortSignal | None = None,
 ) -> GenerateOptions:
-    """The request for one ``chat`` call."""
+    """The request for one ``chat`` call: ``history``, then ``prompt`` (text, or
+    the user message)."""
+    user = prompt if isinstance(prompt, Message) else create_user_message(prompt)
     return GenerateOptions(
         provider=target.route,
         model=target.model,
-        messages=(create_user_message(prompt),),
+        messages=(*history, user),
         system=system,
         max_tokens=max_tokens,
         reasoning_effort=reasoning_effort,
@@ -173,6 +181,9 @@ def stream_chat(
             sink.end()
     # A stream that passed validate_stream ended with its finish.
     assert finish is not None
-    return AssembledResponse(
-        message=assembler.message(), usage=assembler.usage, finish=finish
+    replay = None if finish.is_failure else assembler.replay_state
+    source = ModelSource(
+        provider=options.provider, model=options.model, replay_state=replay
     )
+    message = assembler.message(source)
+    return AssembledResponse(message=message, usage=assembler.usage, finish=finish)

@@ -1,7 +1,8 @@
 """Which model an OpenAI-compatible server serves: ``GET <base_url>/models``.
 
 This module owns ``server_model``, used when ``dsh-llm chat --base-url URL``
-is given without ``--model``. Contracts callers may rely on:
+is given without ``--model``, and ``server_models`` (``dsh-llm models
+--base-url URL``). Contracts callers may rely on:
 
 - One request, ``GET <base_url>/models`` (the OpenAI list shape ``{"data":
   [{"id": ...}, ...]}``), with the attribution ``user-agent`` and the key
@@ -13,6 +14,8 @@ is given without ``--model``. Contracts callers may rely on:
   shape, or no answer: ``DiscoveryError`` saying to pass ``--model``
   (``dsh_llm.cli.targets`` reports it as a usage error, exit 2).
 - Messages never show the key, and show the URL without its credentials.
+- ``server_models`` is the same request and checks, and returns every id
+  listed (``dsh-llm models --base-url URL``).
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import json
 from collections.abc import Mapping
 from typing import Any, Final
 
-__all__ = ["MODELS_TIMEOUT_S", "DiscoveryError", "server_model"]
+__all__ = ["MODELS_TIMEOUT_S", "DiscoveryError", "server_model", "server_models"]
 
 MODELS_TIMEOUT_S: Final = 10.0
 """How long the model list may take, from the request to its last byte."""
@@ -39,10 +42,10 @@ def _model_ids(payload: Any) -> list[str] | None:
     return [i for i in ids if isinstance(i, str) and i]
 
 
-def server_model(
+def server_models(
     base_url: str, *, api_key_env: str | None, environ: Mapping[str, str]
-) -> str:
-    """The id of the one model the server at ``base_url`` lists.
+) -> list[str]:
+    """The ids of the models the server at ``base_url`` lists (at least one).
 
     Raises:
         DiscoveryError: see the module docstring.
@@ -86,6 +89,18 @@ def server_model(
         raise DiscoveryError(f"{shown} did not answer a model list; pass --model NAME")
     if not ids:
         raise DiscoveryError(f"{shown} lists no models; pass --model NAME")
+    return ids
+
+
+def server_model(
+    base_url: str, *, api_key_env: str | None, environ: Mapping[str, str]
+) -> str:
+    """The id of the one model the server at ``base_url`` lists.
+
+    Raises:
+        DiscoveryError: see the module docstring.
+    """
+    ids = server_models(base_url, api_key_env=api_key_env, environ=environ)
     if len(ids) > 1:
         listed = "\n".join(f"  {model}" for model in ids)
         raise DiscoveryError(

@@ -13,23 +13,36 @@ This module owns ``run_session``. Contracts callers may rely on:
 - Ctrl-C while an answer streams aborts that answer only (``[aborted]``); the
   turn is not kept and the session goes on. Ctrl-C at the prompt drops the line.
 - A failed turn prints ``error[CODE]: message`` (with the key hint for
-  ``AUTH``) and the session goes on; its turn is not kept.
+  ``AUTH``) and the session goes on; its turn is not kept. A missing key
+  (``MISSING_CREDENTIAL``) ends the session with status 2, saying how to give
+  one: no turn could succeed without it.
+- ``messages`` starts the session from a continued conversation; ``images``
+  go with the first prompt; ``call_log`` logs every turn that got an answer,
+  failed ones included (``dsh_llm.cli.logs``).
 """
 
 from __future__ import annotations
 
 import contextlib
 import sys
+from collections.abc import Sequence
 from typing import Any, Final, TextIO
 
 from dsh_llm.cli.console import ChunkPrinter, summary_line
-from dsh_llm.cli.hints import failure_message
+from dsh_llm.cli.hints import failure_message, missing_key_message
 from dsh_llm.cli.interrupt import run_abortable
+from dsh_llm.cli.logs import CallLog, CallTimer
 from dsh_llm.cli.targets import Target
 from dsh_llm.conversation import Conversation
-from dsh_llm.errors import LlmError
-from dsh_llm.protocol import Finish, FinishReason, TokenUsage, UsageChunk
+from dsh_llm.errors import ErrorCode, LlmError
+from dsh_llm.protocol import (
+    ImageBlock,
+    Message,
+    TextBlock,
+    create_user_message,
+)
 from dsh_llm.signal import AbortController
+from dsh_llm.tools import ToolLoopResult
 
 __all__ = ["EXIT_WORDS", "PROMPT", "run_session"]
 
@@ -62,6 +75,10 @@ def run_session(
     stdin: TextIO | None = None,
     stdout: TextIO | None = None,
     stderr: TextIO | None = None,
+    messages: Sequence[Message] = (),
+    images: Sequence[ImageBlock] = (),
+    call_log: CallLog | None = None,
+    base_url: str | None = None,
     **options: Any,
 ) -> int:
     """Run the session until ``/exit`` or end of input; return the exit status.
@@ -69,6 +86,10 @@ def run_session(
     Args:
         target: The runtime, route and model.
         stdin, stdout, stderr: The streams (default: ``sys``'s).
+        messages: The conversation so far (a continued one).
+        images: Images sent with the first prompt.
+        call_log: Where each turn is logged (``None``: nowhere).
+        base_url: The ``--base-url`` server, for the log.
         options: ``GenerateOptions`` fields kept for every turn (``system``,
             ``temperature``, ``extra_body``...).
     """
@@ -77,12 +98,18 @@ def run_session(
     stderr = sys.stderr if stderr is None else stderr
     fields = {key: value for key, value in options.items() if value is not None}
     conversation = Conversation(
-        target.runtime, target.model, provider=target.route, **fields
+        target.runtime,
+        target.model,
+        provider=target.route,
+        messages=messages,
+        **fields,
     )
+    continued = f", {len(messages)} messages so far" if messages else ""
     stderr.write(
-        f"dsh-llm chat: {target.route} / {target.model}; /exit or Ctrl-D ends, "
-        "Ctrl-C aborts an answer\n"
+        f"dsh-llm chat: {target.route} / {target.model}{continued}; /exit or "
+        "Ctrl-D ends, Ctrl-C aborts an answer\n"
     )
+    pending = tuple(images)
     while True:
         try:
             line = _read_line(stdin, stderr)
@@ -97,48 +124,68 @@ def run_session(
             return 0
         if not text:
             continue
-        _turn(conversation, text, target, stdout, stderr)
+        user = create_user_message((TextBlock(text=text), *pending))
+        pending = ()
+        status = _turn(conversation, user, target, stdout, stderr, call_log, base_url)
+        if status is not None:
+            return status
 
 
 def _turn(
     conversation: Conversation,
-    text: str,
+    user: Message,
     target: Target,
     stdout: TextIO,
     stderr: TextIO,
-) -> None:
+    call_log: CallLog | None,
+    base_url: str | None,
+) -> int | None:
+    """One turn; an exit status when the session must end."""
     controller = AbortController()
-    printer = ChunkPrinter(stdout, stderr)
-    seen: dict[str, Any] = {}
+    timer = CallTimer(ChunkPrinter(stdout, stderr))
 
-    def work() -> None:
+    def work() -> ToolLoopResult:
+        stream = conversation.stream(user, signal=controller.signal)
         try:
-            for chunk in conversation.stream(text, signal=controller.signal):
-                printer.write(chunk)
-                if isinstance(chunk, UsageChunk):
-                    seen["usage"] = chunk.usage
-                elif isinstance(chunk, Finish):
-                    seen["finish"] = chunk.reason
+            while True:
+                try:
+                    timer.write(next(stream))
+                except StopIteration as stop:
+                    result: ToolLoopResult = stop.value
+                    return result
         finally:
-            printer.end()
+            stream.close()
+            timer.end()
 
+    options = conversation.options
     try:
-        run_abortable(work, controller)
+        result = run_abortable(work, controller)
     except KeyboardInterrupt:
         stderr.write("[aborted]\n")
-        return
+        return None
     except LlmError as exc:
         stderr.write(f"error[{exc.code}]: {exc.message}\n")
-        return
-    finish: FinishReason | None = seen.get("finish")
-    if finish is None:
-        return
+        return None
+    response = result.response
+    if call_log is not None:
+        call_log.write(
+            options=options,
+            user=user,
+            response=response,
+            timer=timer,
+            base_url=base_url,
+        )
+    finish = response.finish
     if finish.failure is not None:
         if finish.kind == "aborted":
             stderr.write("[aborted]\n")
-            return
+            return None
+        if finish.failure.code == ErrorCode.MISSING_CREDENTIAL:
+            message = missing_key_message(target) or finish.failure.message
+            stderr.write(f"error[{finish.failure.code}]: {message}\n")
+            return 2
         message = failure_message(finish.failure, target.key_hint)
         stderr.write(f"error[{finish.failure.code}]: {message}\n")
-        return
-    usage: TokenUsage | None = seen.get("usage")
-    stderr.write(summary_line(finish, usage) + "\n")
+        return None
+    stderr.write(summary_line(finish, response.usage) + "\n")
+    return None

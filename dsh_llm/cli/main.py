@@ -1,8 +1,11 @@
 """The ``dsh-llm`` command line (also ``python -m dsh_llm``).
 
 Commands: ``demo`` (a scripted DeepSeek stream on a loopback server, read by the
-real adapter: no key, no network), ``chat`` (stream one answer), ``providers``
-(the routes and their models), ``validate`` and ``trace`` (recorded streams).
+real adapter: no key, no network), ``chat`` (stream one answer, logged;
+``-c`` continues the last conversation), ``providers`` (the routes and their
+models), ``models`` and ``aliases`` (the default model, short names),
+``keys`` (stored API keys), ``logs`` (the logged calls), ``validate`` and
+``trace`` (recorded streams), ``batch``, ``record`` and ``replay``.
 ``-`` as ``chat``'s PROMPT or as the FILE of ``validate``/``trace`` reads stdin
 (chunks are read as UTF-8 bytes, as from a file).
 Streamed text goes to stdout as it arrives, reasoning to stderr, a summary line to
@@ -11,8 +14,11 @@ stderr.
 Exit status: 0 on success; 1 when the library reports an ``LlmError`` or a stream
 ends with an ``error``/``aborted`` finish (printed as ``error[CODE]: message`` on
 stderr, no traceback); 2 for usage errors, for a model that cannot be chosen
-(nothing configured, an unknown route) and for unreadable input (a chunk file, a
-composition file: ``error[PLUGIN_LOAD]: ...``); 130 when interrupted (Ctrl-C
+(nothing configured, an unknown route, a route without its key:
+``error[MISSING_CREDENTIAL]: ...`` saying how to give one) and for unreadable
+input (a chunk file, a composition file: ``error[PLUGIN_LOAD]: ...``); a
+misspelt subcommand or flag is a usage error suggesting the closest one; 130
+when interrupted (Ctrl-C
 aborts the request through its signal, so the connection is closed cleanly).
 A reader that goes away (``dsh-llm chat ... | head``) ends the command quietly
 with status 1. Commands that talk to a model import the adapters only when they run, so
@@ -27,10 +33,11 @@ import io
 import os
 import sys
 from collections.abc import Callable, Generator, Iterable, Sequence
-from typing import TYPE_CHECKING, Final, TypeAlias
+from typing import TYPE_CHECKING, Any, Final, TypeAlias, cast
 
 from dsh_llm._version import __version__
 from dsh_llm.cli.console import count_of
+from dsh_llm.cli.parser import SuggestingParser
 from dsh_llm.cli.targets import DEFAULT_CONFIG, UsageError, require_utf8
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import BlockStart, Finish, StreamChunk
@@ -40,8 +47,12 @@ from dsh_llm.trace import trace_stream
 from dsh_llm.validator import validate_stream
 
 if TYPE_CHECKING:
+    from dsh_llm.attachments import AttachmentStore
     from dsh_llm.cli.console import ChunkSink
+    from dsh_llm.cli.logs import CallLog, Continued
+    from dsh_llm.cli.targets import Target
     from dsh_llm.observe.cost import PriceTable
+    from dsh_llm.protocol import ImageBlock, Message, ResponseFormat
 
 __all__ = ["build_parser", "main"]
 
@@ -61,7 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
     Each subcommand sets ``handler`` (``Callable[[argparse.Namespace], int]``)
     with ``set_defaults``; ``main`` calls it and returns its exit status.
     """
-    parser = argparse.ArgumentParser(
+    parser = SuggestingParser(
         prog="dsh-llm",
         description=(
             "Stream any language model into one strict chunk protocol: "
@@ -69,10 +80,23 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     parser.add_argument("--version", action="version", version=f"dsh-llm {__version__}")
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    # The subcommands' parsers are SuggestingParsers too (argparse makes them of
+    # the parent's class); the adders only need an ArgumentParser's methods.
+    commands = cast(
+        "_Commands", parser.add_subparsers(dest="command", metavar="COMMAND")
+    )
     _add_demo_command(commands)
     _add_chat_command(commands)
     _add_providers_command(commands)
+    from dsh_llm.cli.models import add_parsers as _add_model_commands
+
+    _add_model_commands(commands)  # models, aliases
+    from dsh_llm.cli.keys import add_parser as _add_keys_command
+
+    _add_keys_command(commands)
+    from dsh_llm.cli.logs import add_parser as _add_logs_command
+
+    _add_logs_command(commands)
     _add_validate_command(commands)
     _add_trace_command(commands)
     from dsh_llm.cli.batch import add_parser as _add_batch_command
@@ -338,6 +362,35 @@ def _add_chat_command(commands: _Commands) -> None:
         action="store_true",
         help="write the chunks as JSON Lines to stdout instead",
     )
+    command.add_argument(
+        "-a",
+        "--attach",
+        metavar="FILE_OR_URL",
+        action="append",
+        dest="attachments",
+        help="an image (PNG, JPEG, GIF, WebP; a file, or an http(s) URL fetched "
+        "once, 20 MiB at most) sent with the prompt; repeatable",
+    )
+    command.add_argument(
+        "-c",
+        "--continue",
+        action="store_true",
+        dest="continue_conversation",
+        help="continue the last logged conversation (its route, model and "
+        "system prompt unless given)",
+    )
+    command.add_argument(
+        "--cid",
+        metavar="ID",
+        help="continue the logged conversation ID (or a unique prefix of it)",
+    )
+    logging = command.add_mutually_exclusive_group()
+    logging.add_argument("--no-log", action="store_true", help="do not log this call")
+    logging.add_argument(
+        "--log",
+        action="store_true",
+        help="log this call even when `dsh-llm logs off` turned logging off",
+    )
     command.set_defaults(handler=_run_chat)
 
 
@@ -359,67 +412,167 @@ def _positive_seconds(text: str) -> float:
 
 
 def _run_chat(args: argparse.Namespace) -> int:
-    from dsh_llm.cli.chat import (
-        chat_options,
-        provider_options,
-        read_prompt,
-        read_schema,
-        stream_chat,
-    )
-    from dsh_llm.cli.console import SilenceableSink, summary_line
-    from dsh_llm.cli.hints import failure_message
-    from dsh_llm.cli.interrupt import run_abortable
+    from dsh_llm.cli.chat import provider_options, read_schema
+    from dsh_llm.cli.keys import user_environ
+    from dsh_llm.cli.logs import CallLog, load_conversation, logging_on
+    from dsh_llm.cli.models import choose
     from dsh_llm.cli.targets import open_target
 
     if args.interactive and (args.prompt is not None or args.json):
         raise UsageError("--interactive reads prompts itself: drop PROMPT and --json")
+    continued: Continued | None = None
+    if args.continue_conversation or args.cid is not None:
+        continued = load_conversation(args.cid)
+    log_calls = args.log or (not args.no_log and logging_on())
+    if continued is not None and not log_calls:
+        print(
+            "dsh-llm: note: logging is off, so this turn will not be part of the "
+            "conversation next time (dsh-llm logs on)",
+            file=sys.stderr,
+        )
+    call_log = CallLog(
+        None if continued is None else continued.conversation_id, enabled=log_calls
+    )
+    choice = choose(
+        provider=args.provider,
+        model=args.model,
+        base_url=args.base_url,
+        wire=args.wire,
+        continued=continued,
+    )
     extra_body = provider_options(args.options)
     response_format = read_schema(args.schema)
     prices = _read_prices(args.prices)
-    controller = AbortController()
+    history = () if continued is None else continued.messages
+    store, images = _read_images(args.attachments or (), history, keep=log_calls)
+    system = args.system
+    if system is None and continued is not None:
+        system = continued.system
     with open_target(
-        provider=args.provider,
-        model=args.model,
+        provider=choice.provider,
+        model=choice.model,
         config=args.config,
-        base_url=args.base_url,
+        base_url=choice.base_url,
         api_key_env=args.api_key_env,
         reasoning_effort=args.reasoning_effort,
-        wire=args.wire,
+        wire=choice.wire,
         timeout_s=args.timeout,
+        environ=user_environ(),
+        origin=choice.origin,
     ) as target:
+        if store is not None:
+            _give_images(target, store)
         if args.interactive:
             from dsh_llm.cli.interactive import run_session
 
             return run_session(
                 target,
-                system=args.system,
+                messages=history,
+                images=images,
+                call_log=call_log,
+                base_url=choice.base_url,
+                system=system,
                 max_tokens=args.max_tokens,
                 reasoning_effort=args.reasoning_effort,
                 temperature=args.temperature,
                 response_format=response_format,
                 extra_body=extra_body,
             )
-        prompt = read_prompt(args.prompt, sys.stdin, sys.stderr)
-        options = chat_options(
+        return _one_answer(
+            args,
             target,
-            prompt,
-            system=args.system,
-            max_tokens=args.max_tokens,
-            reasoning_effort=args.reasoning_effort,
-            temperature=args.temperature,
+            history=history,
+            images=images,
+            system=system,
             response_format=response_format,
             extra_body=extra_body,
-            signal=controller.signal,
+            prices=prices,
+            call_log=call_log,
+            base_url=choice.base_url,
         )
-        sink = SilenceableSink(_sink(args.json))
-        outcome = run_abortable(
-            lambda: stream_chat(target.runtime, options, sink),
-            controller,
-            # An adapter that ignores the abort is left running, silenced.
-            on_abandon=sink.silence,
-        )
+
+
+def _read_images(
+    sources: Sequence[str], history: Sequence[Message], *, keep: bool
+) -> tuple[AttachmentStore | None, tuple[ImageBlock, ...]]:
+    """The store the images are read from (``None`` when no message has one) and
+    the blocks of ``-a``; the images of a logged call are kept on disk (so a
+    continued conversation sends them again from there)."""
+    from dsh_llm.cli.attach import image_store, read_image
+    from dsh_llm.protocol import ImageBlock
+
+    earlier = any(
+        isinstance(block, ImageBlock)
+        for message in history
+        for block in message.content
+    )
+    if not sources and not earlier:
+        return None, ()
+    store = image_store(keep or earlier)
+    return store, tuple(read_image(source, store) for source in sources)
+
+
+def _give_images(target: Target, store: AttachmentStore) -> None:
+    """Let every adapter of the target's runtime read images from ``store``."""
+    for route in target.runtime.registry.routes.values():
+        if hasattr(type(route.adapter), "attachments"):
+            route.adapter.attachments = store  # type: ignore[attr-defined]
+
+
+def _one_answer(
+    args: argparse.Namespace,
+    target: Target,
+    *,
+    history: Sequence[Message],
+    images: Sequence[ImageBlock],
+    system: str | None,
+    response_format: ResponseFormat | None,
+    extra_body: dict[str, Any] | None,
+    prices: PriceTable | None,
+    call_log: CallLog,
+    base_url: str | None,
+) -> int:
+    from dsh_llm.cli.chat import chat_options, read_prompt, stream_chat
+    from dsh_llm.cli.console import SilenceableSink, summary_line
+    from dsh_llm.cli.hints import failure_message, missing_key_message
+    from dsh_llm.cli.interrupt import run_abortable
+    from dsh_llm.cli.logs import CallTimer
+    from dsh_llm.protocol import TextBlock, create_user_message
+
+    prompt = read_prompt(args.prompt, sys.stdin, sys.stderr)
+    user = create_user_message((TextBlock(text=prompt), *images))
+    controller = AbortController()
+    options = chat_options(
+        target,
+        user,
+        history=history,
+        system=system,
+        max_tokens=args.max_tokens,
+        reasoning_effort=args.reasoning_effort,
+        temperature=args.temperature,
+        response_format=response_format,
+        extra_body=extra_body,
+        signal=controller.signal,
+    )
+    sink = SilenceableSink(_sink(args.json))
+    timer = CallTimer(sink)
+    outcome = run_abortable(
+        lambda: stream_chat(target.runtime, options, timer),
+        controller,
+        # An adapter that ignores the abort is left running, silenced.
+        on_abandon=sink.silence,
+    )
+    call_log.write(
+        options=options, user=user, response=outcome, timer=timer, base_url=base_url
+    )
     failure = outcome.finish.failure
     if failure is not None:
+        if failure.code == ErrorCode.MISSING_CREDENTIAL:
+            # The library's message is for Python callers ("pass api_key");
+            # on the command line a key is exported or stored.
+            message = missing_key_message(target) or failure.message
+            print(f"error[{failure.code}]: {message}", file=sys.stderr)
+            return EXIT_USAGE
         return _print_failure(failure.code, failure_message(failure, target.key_hint))
     if response_format is not None:
         from dsh_llm.structured import parse_json
@@ -461,7 +614,8 @@ def _add_providers_command(commands: _Commands) -> None:
         description=(
             "List the routes the composition file registers (--config, default "
             f"./{DEFAULT_CONFIG} when present), or the built-in routes, each with "
-            "the models its catalog advertises."
+            "the models its catalog advertises, then the composition's failover "
+            "aliases (llm-failover), each a route chat --provider takes."
         ),
     )
     command.add_argument(
@@ -514,6 +668,9 @@ def _run_providers(args: argparse.Namespace) -> int:
             name = route if row is None else row.display_name
             print(f"{route}  ({name}, {routes.origin})")
             print(f"  (not available here: {why})")
+        for alias, members in routes.failover.items():
+            tried = ", ".join(r if m is None else f"{r}/{m}" for r, m in members)
+            print(f"{alias}  (failover over {tried}; {routes.origin})")
     return status
 
 

@@ -9,9 +9,16 @@ routes (the README's "The command line" section lists every source and flag):
   ``openai-responses``), else the composition file (``--config``, else
   ``./dsh.yml``), else every built-in provider route of that table;
   ``--api-key-env`` names the chosen route's key.
-- The route is ``--provider``, else the only route, else ``deepseek-official``.
-  The model is ``--model``, else the route's first catalog model, else (with
-  ``--base-url``) the one model the server lists (``dsh_llm.cli.discover``).
+- The route is ``--provider``, else the only route, else ``deepseek-official``;
+  a failover alias of the composition (an ``llm-failover`` entry's ``alias``)
+  is a route too. The model is ``--model``, else the route's first catalog
+  model (an alias's: its first route's model, else that route's first catalog
+  model), else (with ``--base-url``) the one model the server lists
+  (``dsh_llm.cli.discover``).
+- Keys are read from ``environ``, by default the process environment with the
+  keys ``dsh-llm keys set`` stored standing in for unset variables
+  (``dsh_llm.cli.keys.user_environ``); the adapters, the composition and the
+  model list all read that one mapping.
 - ``--timeout SECONDS`` bounds the whole call for the built-in routes and
   ``--base-url``; ``Target.key_hint`` says where the key comes from (``AUTH``).
 - What the user must fix before a request can be sent raises ``UsageError``
@@ -25,7 +32,6 @@ routes (the README's "The command line" section lists every source and flag):
 from __future__ import annotations
 
 import contextlib
-import os
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
@@ -33,6 +39,8 @@ from typing import TYPE_CHECKING, Any, Final
 import attrs
 
 from dsh_llm.adapters import BUILTIN_FAMILIES, BuiltinFamily, builtin_family
+from dsh_llm.cli.keys import KeyedEnviron, user_environ
+from dsh_llm.cli.usage import UsageError
 from dsh_llm.runtime import LlmRuntime
 
 if TYPE_CHECKING:
@@ -75,17 +83,14 @@ _WIRE_WITHOUT_BASE_URL: Final = (
 )
 
 NOTHING_TO_TALK_TO: Final = (
-    "no model to talk to. Set DEEPSEEK_API_KEY to use DeepSeek (or "
-    "ANTHROPIC_API_KEY and pass --provider anthropic for Claude), or pass "
+    "no model to talk to. Set DEEPSEEK_API_KEY (or store the key: dsh-llm keys "
+    "set deepseek-official) to use DeepSeek (or ANTHROPIC_API_KEY and pass "
+    "--provider anthropic for Claude), or pass "
     "--base-url URL --model NAME for an OpenAI-compatible server (llama.cpp, "
     "Ollama, vLLM...), or --provider ROUTE with routes defined in dsh.yml "
     "(--config FILE). `dsh-llm demo` runs without any of these."
 )
 """What ``chat`` says when neither a key, a route nor a base URL is given."""
-
-
-class UsageError(Exception):
-    """The command cannot run as invoked; the message says what to set or pass."""
 
 
 def require_utf8(text: str, what: str) -> None:
@@ -117,6 +122,18 @@ class Routes:
     unavailable: tuple[tuple[str, str], ...] = ()
     """Built-in routes that cannot be built here (route, why): Bedrock without
     a region, say. Listed, never registered."""
+    environ: Mapping[str, str] = attrs.field(factory=dict, repr=False)
+    """Where the routes read their variables and keys."""
+    failover: Mapping[str, tuple[tuple[str, str | None], ...]] = attrs.field(
+        factory=dict
+    )
+    """The composition's failover aliases: each alias's ``(route, model)`` pairs
+    in the order they are tried (a model of ``None`` keeps the caller's)."""
+
+    def route_ids(self) -> tuple[str, ...]:
+        """The registered routes, then the failover aliases not registered."""
+        ids = tuple(info.id for info in self.runtime.list_providers())
+        return ids + tuple(alias for alias in self.failover if alias not in ids)
 
 
 @attrs.frozen(kw_only=True)
@@ -131,6 +148,11 @@ class Target:
     """The model id."""
     key_hint: str | None = None
     """Where the route's key comes from, in words."""
+    members: tuple[str, ...] = ()
+    """The registered routes that may serve the call: the route itself, or a
+    failover alias's routes in order."""
+    environ: Mapping[str, str] = attrs.field(factory=dict, repr=False)
+    """Where the routes read their variables and keys."""
 
 
 def find_config(explicit: str | None, cwd: Path | None = None) -> str | None:
@@ -152,19 +174,38 @@ def _builtin_key_env(row: BuiltinFamily, api_key_env: str | None) -> str | None:
 
 
 def _builtin_adapter(
-    row: BuiltinFamily, api_key_env: str | None, timeout_ms: float | None
+    row: BuiltinFamily,
+    api_key_env: str | None,
+    timeout_ms: float | None,
+    environ: Mapping[str, str],
 ) -> WireAdapter[Any]:
     """The built-in adapter of ``row``; ``api_key_env`` replaces its default key
     variable when given."""
     options: dict[str, Any] = {"total_timeout_ms": timeout_ms}
     if api_key_env is not None:
         options["api_key_env"] = api_key_env
-    return row.adapter_class()(**options)
+    return row.adapter_class()(environ=environ, **options)
+
+
+def _key_source(variable: str, environ: Mapping[str, str]) -> str:
+    """Where the key of ``variable`` comes from, in words."""
+    stored = (
+        environ.stored_name(variable) if isinstance(environ, KeyedEnviron) else None
+    )
+    if stored is not None:
+        return (
+            f"the key is the one stored with `dsh-llm keys set {stored}` "
+            f"({variable} is unset)"
+        )
+    return f"the key is read from {variable}"
 
 
 @contextlib.contextmanager
 def _builtin(
-    api_key_env: str | None, provider: str | None, timeout_s: float | None
+    api_key_env: str | None,
+    provider: str | None,
+    timeout_s: float | None,
+    environ: Mapping[str, str],
 ) -> Iterator[Routes]:
     # Every built-in route is there (none does I/O before a call), but one that
     # cannot be built here (no region for Bedrock) only when asked for;
@@ -177,7 +218,7 @@ def _builtin(
             key = api_key_env if row is chosen else None
             try:
                 adapter = stack.enter_context(
-                    _builtin_adapter(row, key, _timeout_ms(timeout_s))
+                    _builtin_adapter(row, key, _timeout_ms(timeout_s), environ)
                 )
             except ValueError as exc:
                 if row is chosen:
@@ -187,7 +228,8 @@ def _builtin(
             stack.callback(runtime.register_adapter([row.route], adapter).dispose)
         variable = _builtin_key_env(chosen, api_key_env)
         hint = (
-            f"the key is read from {variable}; --api-key-env VAR names another variable"
+            f"{_key_source(variable, environ)}; --api-key-env VAR names another "
+            "variable"
             if variable is not None
             else "no key is sent: pass --api-key-env VAR naming the variable that "
             "holds the key"
@@ -197,6 +239,7 @@ def _builtin(
             origin="built-in",
             key_hint=hint,
             unavailable=tuple(unavailable),
+            environ=environ,
         )
 
 
@@ -206,6 +249,7 @@ def _base_url_adapter(
     reasoning_effort: str | None,
     wire: str,
     timeout_ms: float | None,
+    environ: Mapping[str, str],
 ) -> WireAdapter[Any]:
     cls = _BY_WIRE[wire].adapter_class()
     options: dict[str, Any] = {
@@ -221,7 +265,7 @@ def _base_url_adapter(
         options["reasoning_efforts"] = (
             None if reasoning_effort is None else (reasoning_effort,)
         )
-    return cls(base_url, **options)
+    return cls(base_url, environ=environ, **options)
 
 
 @contextlib.contextmanager
@@ -231,16 +275,22 @@ def _base_url(
     reasoning_effort: str | None,
     wire: str,
     timeout_s: float | None,
+    environ: Mapping[str, str],
 ) -> Iterator[Routes]:
     try:
         adapter = _base_url_adapter(
-            base_url, api_key_env, reasoning_effort, wire, _timeout_ms(timeout_s)
+            base_url,
+            api_key_env,
+            reasoning_effort,
+            wire,
+            _timeout_ms(timeout_s),
+            environ,
         )
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
     route = _BY_WIRE[wire].route
     hint = (
-        f"the key is read from {api_key_env}"
+        _key_source(api_key_env, environ)
         if api_key_env
         else "no key is sent: pass --api-key-env VAR naming the variable that "
         "holds the server's key"
@@ -250,7 +300,10 @@ def _base_url(
         registration = runtime.register_adapter([route], adapter)
         try:
             yield Routes(
-                runtime=runtime, origin=f"--base-url {base_url}", key_hint=hint
+                runtime=runtime,
+                origin=f"--base-url {base_url}",
+                key_hint=hint,
+                environ=environ,
             )
         finally:
             registration.dispose()
@@ -259,14 +312,24 @@ def _base_url(
 
 
 @contextlib.contextmanager
-def _composition(path: str) -> Iterator[Routes]:
+def _composition(path: str, environ: Mapping[str, str]) -> Iterator[Routes]:
     from dsh_llm.plugins import load_composition
+    from dsh_llm.routing.config import FailoverConfig
 
-    with load_composition(path) as composition:
+    with load_composition(path, environ=environ) as composition:
+        failover = {
+            plugin.config.alias: tuple(
+                (route.provider, route.model) for route in plugin.config.routes
+            )
+            for plugin in composition.plugins
+            if isinstance(plugin.config, FailoverConfig)
+        }
         yield Routes(
             runtime=composition.runtime,
             origin=path,
             key_hint=f"the route's key is configured in {path} (apiKey or apiKeyEnv)",
+            environ=environ,
+            failover=failover,
         )
 
 
@@ -280,6 +343,7 @@ def open_routes(
     wire: str | None = None,
     provider: str | None = None,
     timeout_s: float | None = None,
+    environ: Mapping[str, str] | None = None,
 ) -> Iterator[Routes]:
     """Open the route source the options choose (see the module docstring).
 
@@ -295,18 +359,21 @@ def open_routes(
         provider: ``--provider``; without a composition it chooses which built-in
             route ``api_key_env`` is for, and adds ``gemini`` or ``ollama``.
         timeout_s: ``--timeout`` (not with a composition).
+        environ: Where variables and keys are read (default: ``os.environ``
+            with the stored keys, ``dsh_llm.cli.keys.user_environ``).
 
     Raises:
         UsageError: for options that do not go together.
         PluginLoadError: when the composition cannot be loaded.
     """
+    environ = user_environ() if environ is None else environ
     if wire is not None and wire not in WIRES:
         raise UsageError(f"--wire must be one of {', '.join(WIRES)}")
     if base_url is not None:
         if config is not None:
             raise UsageError("--base-url and --config cannot be combined")
         with _base_url(
-            base_url, api_key_env, reasoning_effort, wire or "chat", timeout_s
+            base_url, api_key_env, reasoning_effort, wire or "chat", timeout_s, environ
         ) as routes:
             yield routes
         return
@@ -314,7 +381,7 @@ def open_routes(
         raise UsageError(_WIRE_WITHOUT_BASE_URL)
     path = find_config(config)
     if path is None:
-        with _builtin(api_key_env, provider, timeout_s) as routes:
+        with _builtin(api_key_env, provider, timeout_s, environ) as routes:
             yield routes
         return
     if timeout_s is not None:
@@ -327,24 +394,22 @@ def open_routes(
             "--api-key-env applies to the built-in routes and to --base-url; "
             f"with a composition ({path}) name the variable in its config (apiKeyEnv)"
         )
-    with _composition(path) as routes:
+    with _composition(path, environ) as routes:
         yield routes
 
 
-def _route_ids(runtime: LlmRuntime) -> tuple[str, ...]:
-    return tuple(info.id for info in runtime.list_providers())
-
-
-def _choose_route(routes: Routes, provider: str | None) -> str:
-    ids = _route_ids(routes.runtime)
+def _choose_route(routes: Routes, provider: str | None, origin: str | None) -> str:
+    ids = routes.route_ids()
     listed = ", ".join(ids) or "none"
     if provider is not None:
         if provider not in ids:
+            chosen_by = f" (named by {origin})" if origin else ""
             missing = ", ".join(route for route, _ in routes.unavailable)
             also = f"; not available here: {missing}" if missing else ""
             raise UsageError(
-                f'no route "{provider}" in {routes.origin} routes (registered: '
-                f"{listed}{also}); define it in dsh.yml or pass --config FILE"
+                f'no route "{provider}"{chosen_by} in {routes.origin} routes '
+                f"(registered: {listed}{also}); define it in dsh.yml or pass "
+                "--config FILE"
             )
         return provider
     if len(ids) == 1:
@@ -359,10 +424,16 @@ def _choose_route(routes: Routes, provider: str | None) -> str:
     )
 
 
-def _choose_model(runtime: LlmRuntime, route: str, model: str | None) -> str:
+def _choose_model(routes: Routes, route: str, model: str | None) -> str:
     if model is not None:
         return model
-    catalog = runtime.list_models(route)
+    members = routes.failover.get(route)
+    if members is not None:
+        first, first_model = members[0]
+        if first_model is not None:
+            return first_model
+        route = first
+    catalog = routes.runtime.list_models(route)
     if not catalog:
         raise UsageError(f'route "{route}" lists no models; pass --model NAME')
     return catalog[0].id
@@ -380,6 +451,7 @@ def open_target(
     wire: str | None = None,
     timeout_s: float | None = None,
     environ: Mapping[str, str] | None = None,
+    origin: str | None = None,
 ) -> Iterator[Target]:
     """Open the routes and choose the route and model for one ``chat`` call.
 
@@ -392,15 +464,17 @@ def open_target(
         reasoning_effort: ``--reasoning-effort`` (see ``open_routes``).
         wire: ``--wire`` (see ``open_routes``).
         timeout_s: ``--timeout`` (see ``open_routes``).
-        environ: Where the DeepSeek key's presence is checked (default
-            ``os.environ``).
+        environ: Where variables and keys are read, the DeepSeek key's
+            presence checked (default: see ``open_routes``).
+        origin: What named ``provider`` when the user did not type it (``the
+            default model``...), for the message when there is no such route.
 
     Raises:
         UsageError: see the module docstring.
         PluginLoadError: when the composition cannot be loaded.
         LlmError: when a route's catalog cannot be listed.
     """
-    environ = os.environ if environ is None else environ
+    environ = user_environ() if environ is None else environ
     if wire is not None and base_url is None:
         raise UsageError(_WIRE_WITHOUT_BASE_URL)
     if base_url is not None:
@@ -424,8 +498,9 @@ def open_target(
         wire=wire,
         provider=provider,
         timeout_s=timeout_s,
+        environ=environ,
     ) as routes:
-        route = _choose_route(routes, provider)
+        route = _choose_route(routes, provider, origin)
         if base_url is not None and model is None:
             # After the adapter accepted the URL, so a bad one is named as such.
             from dsh_llm.cli.discover import DiscoveryError, server_model
@@ -434,9 +509,12 @@ def open_target(
                 model = server_model(base_url, api_key_env=api_key_env, environ=environ)
             except DiscoveryError as exc:
                 raise UsageError(str(exc)) from None
+        members = tuple(r for r, _ in routes.failover.get(route, ())) or (route,)
         yield Target(
             runtime=routes.runtime,
             route=route,
-            model=_choose_model(routes.runtime, route, model),
+            model=_choose_model(routes, route, model),
             key_hint=routes.key_hint,
+            members=members,
+            environ=environ,
         )

@@ -407,7 +407,7 @@ def test_chat_base_url_sends_the_key_named_by_api_key_env_and_the_effort(
     assert request.json()["reasoning_effort"] == "high"
 
 
-def test_chat_base_url_with_an_unset_key_variable_fails_the_call(
+def test_chat_base_url_with_an_unset_key_variable_is_a_usage_error(
     server, tmp_path, monkeypatch, capsys
 ):
     monkeypatch.chdir(tmp_path)
@@ -426,10 +426,11 @@ def test_chat_base_url_with_an_unset_key_variable_fails_the_call(
         ]
     )
 
-    assert status == 1
+    assert status == 2
     err = capsys.readouterr().err
     assert err.startswith("error[MISSING_CREDENTIAL]: ")
-    assert "LOCAL_KEY" in err
+    assert "export LOCAL_KEY=" in err
+    assert "dsh-llm keys set LOCAL_KEY" in err
     assert server.requests == ()
 
 

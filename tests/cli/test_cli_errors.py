@@ -193,15 +193,18 @@ def test_a_rejected_key_exits_1_with_the_error_code(server, tmp_path):
     _no_traceback(result)
 
 
-def test_an_explicit_route_without_its_key_exits_1_naming_the_variable(
+def test_an_explicit_route_without_its_key_exits_2_saying_both_ways_to_give_one(
     tmp_path, capsys, monkeypatch
 ):
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("DEEPSEEK_API_KEY", raising=False)
-    assert main(["chat", "--provider", "deepseek-official", "hi"]) == 1
+    assert main(["chat", "--provider", "deepseek-official", "hi"]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("error[MISSING_CREDENTIAL]: ")
-    assert "DEEPSEEK_API_KEY" in err
+    assert err == (
+        'error[MISSING_CREDENTIAL]: no API key for route "deepseek-official": '
+        "export DEEPSEEK_API_KEY=... in the environment, or store it with: "
+        "dsh-llm keys set deepseek-official\n"
+    )
 
 
 def test_an_unreachable_server_exits_1(tmp_path, capsys, monkeypatch):
