@@ -1,0 +1,154 @@
+"""``AzureOpenAIAdapter``: models deployed on Azure OpenAI, over chat
+completions or the Responses API.
+
+- One route, ``azure``, displayed as ``Azure OpenAI``; a call's model id is its
+  deployment's name (or a catalog id mapped to one); ``resolve_model`` needs no
+  I/O.
+- ``AzureOpenAIConfig`` is its one validated configuration (the constructor's
+  keywords build it; ``from_config`` takes one); a bad value raises
+  ``dsh_llm.adapters.AdapterConfigError`` keyed by its config key.
+- The v1 API (``https://<resource>.openai.azure.com/openai/v1``) by default;
+  the deployment paths with ``api_version``.
+- Auth per request: the API key (``api_key``, else ``AZURE_OPENAI_API_KEY``) in
+  the ``api-key`` header, else a Microsoft Entra ID token through azure-identity
+  (``pip install 'dsh-llm[azure]'``), refreshed before it expires. No key or
+  token appears in a message or a ``repr``.
+- The family's parts: ``family`` (config, endpoint, request hook, ``FAMILY``),
+  ``request`` (URLs and the body, pure), ``auth`` (Entra ID tokens),
+  ``errors``; the translators are the chat-completions and Responses wires'
+  own. User guide: ``docs/azure.md``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Self
+
+import attrs
+
+from dsh_llm.adapters._wire.adapter import WireAdapter
+from dsh_llm.adapters._wire.config import AdapterConfigError, config_from_options
+from dsh_llm.adapters.azure.auth import EntraIdTokens
+from dsh_llm.adapters.azure.family import (
+    DEFAULT_API_KEY_ENV,
+    ENDPOINT_ENV,
+    FAMILY,
+    PACKAGE,
+    PROVIDER_ROUTE,
+    AzureModel,
+    AzureOpenAIConfig,
+    AzureProfile,
+)
+from dsh_llm.credentials import Secret
+
+__all__ = [
+    "DEFAULT_API_KEY_ENV",
+    "ENDPOINT_ENV",
+    "FAMILY",
+    "PROVIDER_ROUTE",
+    "AzureModel",
+    "AzureOpenAIAdapter",
+    "AzureOpenAIConfig",
+]
+
+
+class AzureOpenAIAdapter(WireAdapter[AzureOpenAIConfig]):
+    """Streams models deployed on Azure OpenAI (see the module docstring).
+
+    The keyword arguments besides ``api_key``, ``credential`` and ``environ``
+    are ``AzureOpenAIConfig``'s fields (``resource``, ``base_url``,
+    ``api_version``, ``wire``, ``auth``, ``api_key_env``, ``token_scope``,
+    ``max_tokens_field``, ``include_usage``, ``models``, the three stream
+    timeouts, ``retry_policy``, ``pool_maxsize``, ``empty_response_as_stop``)
+    and build one; ``AzureOpenAIAdapter.from_config(config)`` takes one built
+    elsewhere.
+
+    Args:
+        api_key: The API key (``str`` or ``Secret``); ``None`` reads
+            ``api_key_env`` at each request, and uses an Entra ID token when it
+            is unset (``auth: auto``).
+        credential: An azure-core ``TokenCredential`` (``ClientSecretCredential``,
+            ``ManagedIdentityCredential``...) to get Entra ID tokens from, instead
+            of a ``DefaultAzureCredential``; requests then carry its tokens. The
+            caller closes it.
+        environ: Where variables are read (default ``os.environ``, live).
+            azure-identity reads the process environment itself.
+        **options: ``AzureOpenAIConfig`` fields.
+
+    Raises:
+        AdapterConfigError: for an invalid option, no endpoint, or a credential
+            given two ways.
+        TypeError: for a keyword that is not an ``AzureOpenAIConfig`` field.
+        LlmError: ``INVALID_CREDENTIAL`` for an explicit key no header can carry.
+    """
+
+    family = FAMILY
+
+    def __init__(
+        self,
+        api_key: str | Secret | None = None,
+        *,
+        credential: Any = None,
+        environ: Mapping[str, str] | None = None,
+        **options: Any,
+    ) -> None:
+        config = config_from_options(AzureOpenAIConfig, options)
+        self._setup(config, api_key=api_key, environ=environ)
+        if credential is not None:
+            self._use_credential(credential, api_key)
+
+    @classmethod
+    def from_config(
+        cls,
+        config: AzureOpenAIConfig,
+        *,
+        api_key: str | Secret | None = None,
+        credential: Any = None,
+        environ: Mapping[str, str] | None = None,
+    ) -> Self:
+        """An adapter over ``config`` (built and checked beforehand, e.g. by the
+        ``llm-azure`` plugin from YAML); ``credential`` as in the constructor.
+
+        Raises:
+            TypeError: for a ``config`` of another class.
+            AdapterConfigError: for what only the adapter can check (no
+                endpoint, a credential given two ways).
+        """
+        adapter = super().from_config(config, api_key=api_key, environ=environ)
+        if credential is not None:
+            adapter._use_credential(credential, api_key)
+        return adapter
+
+    def _use_credential(self, credential: Any, api_key: str | Secret | None) -> None:
+        config = self._config
+        if api_key is not None:
+            raise AdapterConfigError(
+                "apiKey", "and credential cannot both be given", package=PACKAGE
+            )
+        if config.auth == "api-key":
+            raise AdapterConfigError(
+                "auth",
+                "is api-key, which sends no Entra ID token: drop the credential "
+                "or set auth to entra-id",
+                package=PACKAGE,
+            )
+        if not callable(getattr(credential, "get_token", None)):
+            raise TypeError(
+                "credential must be an azure-core TokenCredential (with get_token), "
+                f"got {type(credential).__name__}"
+            )
+        profile: AzureProfile = self._endpoint.profile
+        tokens = EntraIdTokens(credential, scope=config.token_scope, package=PACKAGE)
+        self._endpoint = attrs.evolve(
+            self._endpoint,
+            profile=attrs.evolve(profile, auth="entra-id", tokens=tokens),
+        )
+
+    def close(self) -> None:
+        """Close the connection pool and an Entra ID credential the adapter made
+        (not one it was given); the adapter stays usable (see
+        ``WireAdapter.close``)."""
+        super().close()
+        profile: AzureProfile = self._endpoint.profile
+        if profile.tokens is not None:
+            profile.tokens.close()
