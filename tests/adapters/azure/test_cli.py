@@ -1,0 +1,68 @@
+"""The command line and the ``azure`` route: ``dsh-llm chat --provider azure``
+streams from ``AZURE_OPENAI_ENDPOINT`` with ``AZURE_OPENAI_API_KEY``, and
+``dsh-llm providers`` lists the route as not available without an endpoint.
+
+Both need the ``llm-azure`` row of ``dsh_llm.adapters.BUILTIN_FAMILIES``
+(``tests.adapters.azure.test_config.ROW``); until it is in the table they fail,
+as strict expected failures, so the row's arrival turns them into passes to
+unmark."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from dsh_llm.adapters import builtin_family
+from dsh_llm.testing import LoopbackServer, Reply
+
+from ...cli_run import clean_env, run_cli
+from .replay import body
+
+NEEDS_ROW = pytest.mark.xfail(
+    builtin_family("azure") is None,
+    reason="the llm-azure row is not in dsh_llm.adapters.BUILTIN_FAMILIES yet",
+    strict=True,
+)
+
+
+@NEEDS_ROW
+def test_chat_provider_azure_streams_from_the_endpoint(
+    server: LoopbackServer, tmp_path: Path
+) -> None:
+    server.enqueue(Reply(body=body("chat_async_filter_blocked")))
+    result = run_cli(
+        "chat",
+        "--provider",
+        "azure",
+        "--model",
+        "gpt-4o-prod",
+        "hi",
+        env=clean_env(
+            AZURE_OPENAI_ENDPOINT=f"{server.url}?api-version=2024-10-21",
+            AZURE_OPENAI_API_KEY="cli-key-0123456789",
+        ),
+        cwd=tmp_path,
+    )
+    assert result.returncode == 1, result.stderr
+    assert result.stdout.startswith("Hey Jude, don't")
+    assert "error[CONTENT_FILTER]: model stopped: content_filter" in result.stderr
+    (request,) = server.requests
+    assert request.path == (
+        "/openai/deployments/gpt-4o-prod/chat/completions?api-version=2024-10-21"
+    )
+    assert request.header("api-key") == "cli-key-0123456789"
+
+
+@NEEDS_ROW
+def test_providers_lists_azure_as_not_available_without_an_endpoint(
+    tmp_path: Path,
+) -> None:
+    result = run_cli("providers", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    at = lines.index("azure  (Azure OpenAI, built-in)")
+    assert lines[at + 1] == (
+        "  (not available here: llm-azure: resource is not set: set resource or "
+        "baseURL, or export AZURE_OPENAI_ENDPOINT)"
+    )
