@@ -62,7 +62,7 @@ from dsh_llm.adapters.azure.request import (
     resource_endpoint,
 )
 from dsh_llm.adapters.chat.request import WireProfile
-from dsh_llm.adapters.chat.translate import ChatCompletionsTranslator, chat_decoder
+from dsh_llm.adapters.chat.translate import chat_decoder, chat_translator
 from dsh_llm.adapters.openai_responses.profiles import OPENAI_EFFORTS, ResponsesProfile
 from dsh_llm.adapters.openai_responses.translate import ResponsesTranslator
 from dsh_llm.adapters.request_extras import request_headers
@@ -389,13 +389,26 @@ def _request(call: WireCall[AzureOpenAIConfig, AzureProfile]) -> WireRequest:
 def _translator(
     call: WireCall[AzureOpenAIConfig, AzureProfile],
 ) -> EventTranslator[Any]:
-    profile = call.endpoint.profile
-    empty_as_stop = call.config.empty_response_as_stop
+    endpoint = call.endpoint
+    profile = endpoint.profile
     if profile.wire == "responses":
         return ResponsesTranslator(
-            profile.responses, empty_response_as_stop=empty_as_stop
+            profile.responses,
+            empty_response_as_stop=call.config.empty_response_as_stop,
         )
-    return ChatCompletionsTranslator(profile.chat, empty_response_as_stop=empty_as_stop)
+    # The chat wire's own hook, on the same call seen with its chat profile.
+    chat_call: WireCall[AzureOpenAIConfig, WireProfile] = WireCall(
+        options=call.options,
+        config=call.config,
+        endpoint=Endpoint(
+            base_url=endpoint.base_url,
+            display_name=endpoint.display_name,
+            profile=profile.chat,
+        ),
+        attachments=call.attachments,
+        key=call.key,
+    )
+    return chat_translator(chat_call)
 
 
 def _describe(config: AzureOpenAIConfig, endpoint: Endpoint[AzureProfile]) -> str:

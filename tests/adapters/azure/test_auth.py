@@ -458,7 +458,11 @@ def test_no_managed_identity_is_missing_credential_naming_the_key(
 
 
 SCRIPT = """
-import json, sys
+import importlib, json, pkgutil, sys
+import dsh_llm
+for info in pkgutil.walk_packages(dsh_llm.__path__, "dsh_llm."):
+    if info.name not in ("dsh_llm.observe.otel", "dsh_llm.__main__"):
+        importlib.import_module(info.name)
 from dsh_llm.adapters.azure import AzureOpenAIAdapter
 from dsh_llm.protocol import GenerateOptions, create_user_message
 from dsh_llm.testing import LoopbackServer, Reply
@@ -476,7 +480,7 @@ print(json.dumps({"chunks": len(chunks), "azure": loaded}))
 """
 
 
-def test_an_api_key_call_never_imports_azure_identity() -> None:
+def test_the_core_and_an_api_key_call_never_import_azure_identity() -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     result = subprocess.run(
         [sys.executable, "-c", SCRIPT],
