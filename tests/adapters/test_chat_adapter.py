@@ -34,7 +34,7 @@ from dsh_llm.adapters.openai_compat import (
 )
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.plugins import PluginContext, PluginLoadError, load_composition
-from dsh_llm.plugins import deepseek as deepseek_plugin
+from dsh_llm.plugins.builtin import DEEPSEEK as deepseek_plugin
 from dsh_llm.protocol import GenerateOptions, create_user_message
 from dsh_llm.retry import NormalRetryPolicy
 from dsh_llm.runtime import LlmRuntime
