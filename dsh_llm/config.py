@@ -31,6 +31,7 @@ fields, ``ConfigError`` and the field validators. Contracts callers may rely on:
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, ClassVar, Final, cast
@@ -159,7 +160,7 @@ def structure_config(config_cls: type[Any], data: object) -> Any:
     if not isinstance(data, Mapping):
         raise ConfigError([("", f"must be a mapping, got {value_kind(data)}")])
     try:
-        return _new_converter().structure(dict(data), config_cls)
+        return _converter().structure(dict(data), config_cls)
     except Exception as exc:
         found = problems(exc, "", key_of=config_key)
         raise ConfigError(found or [("", "could not be read")]) from exc
@@ -268,7 +269,10 @@ def _raw(value: Any, _: Any) -> Any:
     return value
 
 
-def _new_converter() -> cattrs.Converter:
+@functools.cache
+def _converter() -> cattrs.Converter:
+    # One converter for every call: building one costs milliseconds, and the
+    # hooks it generates for a class are kept for the next config of that class.
     conv = strict_converter()
     conv.register_structure_hook(Secret, _secret)
     conv.register_structure_hook_factory(attrs.has, _class_factory)

@@ -64,7 +64,9 @@ def test_every_line_gets_one_row_good_and_malformed_alike(tmp_path: Path) -> Non
     assert rows[4]["failure"]["code"] == "INVALID_BATCH_REQUEST"
     assert rows[4]["failure"]["message"].startswith("line 4: $ is not JSON")
     assert rows[5]["id"] == "no-model"
-    assert rows[5]["failure"]["message"] == "line 5: $.model is required"
+    assert rows[5]["failure"]["message"] == (
+        "line 5: $.model is required (expected a string)"
+    )
     assert rows[6]["id"] is None
     assert rows[6]["failure"]["message"] == 'line 6: $.id "r0" repeats the id of line 1'
     assert rows[7]["id"] == "gone"
