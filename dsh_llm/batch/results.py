@@ -30,14 +30,13 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import threading
 from collections.abc import Iterable, Iterator
 from typing import Any, Final
 
-try:
+if sys.platform != "win32":
     import fcntl
-except ImportError:  # pragma: no cover - platforms without flock (Windows)
-    fcntl = None  # type: ignore[assignment]
 
 import attrs
 
@@ -228,7 +227,7 @@ class ResultsFileBusyError(OSError):
 
 def _lock(fd: int, path: str) -> None:
     """Take the file's exclusive lock, or raise ``ResultsFileBusyError``."""
-    if fcntl is None:  # pragma: no cover - platforms without flock
+    if sys.platform == "win32":  # pragma: no cover - no flock there
         return
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
