@@ -15,9 +15,11 @@ The same ``OpenAICompatAdapter`` serves every variant, at each concurrency
 - ``no fsync``: the same with ``fsync=False``.
 
 The variants run in interleaved rounds (a load change on the machine hits each
-alike) and the best wall time of each is kept. The table gives requests per
-second and ``x floor``, the variant's throughput over the floor's (1.00 is as
-fast as the bare loop; the target is at least 0.90 for ``run_jsonl``).
+alike) and the best wall time and the best CPU time of each are kept. The table
+gives requests per second and ``x floor``, the variant's throughput over the
+floor's (1.00 is as fast as the bare loop; the target is at least 0.90 for
+``run_jsonl``), then this process's CPU time per request and ``cpu x floor``,
+the floor's CPU time over the variant's (what a loaded machine disturbs least).
 
 With latency the request count is cut to ``concurrency * 40`` at most, so a
 round stays a few seconds long.
@@ -151,16 +153,19 @@ def _variants(
 
 def _best(
     variants: list[tuple[str, Callable[[], int]]], count: int, repeat: int
-) -> dict[str, float]:
-    best = {name: float("inf") for name, _ in variants}
+) -> dict[str, tuple[float, float]]:
+    """The best wall time and the best CPU time (this process) of each variant."""
+    inf = float("inf")
+    best = {name: (inf, inf) for name, _ in variants}
     for _ in range(repeat):
         for name, run in variants:
-            started = time.perf_counter()
+            started, cpu = time.perf_counter(), time.process_time()
             done = run()
-            wall = time.perf_counter() - started
+            wall, cpu = time.perf_counter() - started, time.process_time() - cpu
             if done != count:
                 raise SystemExit(f"{name}: {done} of {count} requests succeeded")
-            best[name] = min(best[name], wall)
+            best_wall, best_cpu = best[name]
+            best[name] = (min(best_wall, wall), min(best_cpu, cpu))
     return best
 
 
@@ -182,7 +187,8 @@ def main() -> None:
     print()
     header = (
         f"{'latency':>7} {'conc':>4} {'requests':>8} {'variant':<10} "
-        f"{'wall s':>7} {'req/s':>7} {'x floor':>8}"
+        f"{'wall s':>7} {'req/s':>7} {'x floor':>8} {'cpu us/req':>11} "
+        f"{'cpu x floor':>11}"
     )
     print(header)
     print("-" * len(header))
@@ -203,11 +209,12 @@ def main() -> None:
                     best = _best(variants, count, args.repeat)
                 finally:
                     adapter.close()
-                floor = best["floor"]
-                for name, wall in best.items():
+                floor_wall, floor_cpu = best["floor"]
+                for name, (wall, cpu) in best.items():
                     print(
                         f"{latency:>5.0f}ms {concurrency:>4} {count:>8} {name:<10} "
-                        f"{wall:>7.2f} {count / wall:>7.0f} {floor / wall:>8.2f}"
+                        f"{wall:>7.2f} {count / wall:>7.0f} {floor_wall / wall:>8.2f} "
+                        f"{cpu / count * 1e6:>11.0f} {floor_cpu / cpu:>11.2f}"
                     )
         finally:
             server.close()

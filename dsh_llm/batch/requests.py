@@ -49,17 +49,20 @@ from dsh_llm.protocol import (
 )
 from dsh_llm.protocol.checks import FieldError
 from dsh_llm.serde import InvalidValueError, compact_json, message_from_dict
+from dsh_llm.signal import AbortSignal
 
 __all__ = [
     "REQUEST_KEYS",
     "BatchRequest",
     "RequestId",
     "RequestLineError",
+    "decode_request_line",
     "id_key",
     "parse_request_line",
     "parse_request_object",
     "peek_id",
     "read_requests",
+    "request_id_of",
     "request_lines",
 ]
 
@@ -76,7 +79,8 @@ class BatchRequest:
     line: int
     """Where the line is in the requests file (from 1)."""
     options: GenerateOptions
-    """The request, without a signal (the runner adds its own)."""
+    """The request, with the signal the line was read with (the runner's own),
+    if any."""
 
 
 @attrs.frozen(kw_only=True)
@@ -203,7 +207,9 @@ def _bad_line(request_id: RequestId | None, line: int, detail: str) -> RequestLi
     return RequestLineError(id=request_id, line=line, failure=_failure(line, detail))
 
 
-def _request_id(data: object) -> RequestId | None:
+def request_id_of(data: object) -> RequestId | None:
+    """The usable id of a decoded request line (a non-empty string or an
+    integer), ``None`` when it has none."""
     if not isinstance(data, dict):
         return None
     value = data.get("id")
@@ -219,18 +225,20 @@ def peek_id(text: str | bytes) -> RequestId | None:
     the request (for counting what a results file already holds); ``None`` for
     a line that cannot be read, however hostile."""
     try:
-        return _request_id(json.loads(text))
+        return request_id_of(json.loads(text))
     except (ValueError, RecursionError):  # UnicodeDecodeError included
         return None
 
 
-def parse_request_line(text: str | bytes, line: int) -> BatchRequest | RequestLineError:
-    """Read one request line (JSON text, UTF-8 when bytes); never raises for bad
-    input, however hostile (see the module docstring)."""
+def decode_request_line(text: str | bytes, line: int) -> Any:
+    """The JSON value of one request line (UTF-8 when bytes), or the
+    ``RequestLineError`` of a line that is not JSON; never raises, however
+    hostile the line (``parse_request_line`` is this, then
+    ``parse_request_object``)."""
     try:
         if isinstance(text, bytes | bytearray):
             text = bytes(text).decode("utf-8")
-        data = json.loads(text)
+        return json.loads(text)
     except UnicodeDecodeError:
         return _bad_line(None, line, "$ is not UTF-8")
     except json.JSONDecodeError as exc:
@@ -239,15 +247,29 @@ def parse_request_line(text: str | bytes, line: int) -> BatchRequest | RequestLi
         return _bad_line(None, line, f"$ cannot be read: {exc}")
     except RecursionError:
         return _bad_line(None, line, "$ is nested too deeply")
-    return parse_request_object(data, line)
 
 
-def parse_request_object(data: object, line: int) -> BatchRequest | RequestLineError:
+def parse_request_line(
+    text: str | bytes, line: int, *, signal: AbortSignal | None = None
+) -> BatchRequest | RequestLineError:
+    """Read one request line (JSON text, UTF-8 when bytes); never raises for bad
+    input, however hostile (see the module docstring). ``signal`` is put in the
+    request's options."""
+    data = decode_request_line(text, line)
+    if isinstance(data, RequestLineError):
+        return data
+    return parse_request_object(data, line, signal=signal)
+
+
+def parse_request_object(
+    data: object, line: int, *, signal: AbortSignal | None = None
+) -> BatchRequest | RequestLineError:
     """Read one request from its decoded JSON value; never raises for bad input,
-    however hostile: what reading it raises is the line's failure."""
-    request_id = _request_id(data)
+    however hostile: what reading it raises is the line's failure. ``signal``
+    is put in the request's options."""
+    request_id = request_id_of(data)
     try:
-        options = _options(data)
+        options = _options(data, signal)
     except _Bad as exc:
         return _bad_line(request_id, line, f"{exc.key} {exc.detail}")
     except RecursionError:
@@ -307,7 +329,7 @@ def _tools(line: _Line) -> tuple[ToolSchema, ...] | None:
     return tuple(tools)
 
 
-def _options(data: object) -> GenerateOptions:
+def _options(data: object, signal: AbortSignal | None) -> GenerateOptions:
     if not isinstance(data, Mapping):
         # structure_config takes None for an empty mapping; a line never is one.
         raise _Bad("$", f"must be a mapping, got {value_kind(data)}")
@@ -325,6 +347,7 @@ def _options(data: object) -> GenerateOptions:
             max_tokens=line.max_tokens,
             stop=(stop,) if isinstance(stop, str) else stop,
             tools=_tools(line),
+            signal=signal,
         )
     except FieldError as exc:
         # The value classes name their field as data (``GenerateOptions.stop``).
@@ -348,12 +371,13 @@ def request_lines(path: str | os.PathLike[str]) -> Iterator[tuple[int, bytes]]:
 
 
 def read_requests(
-    path: str | os.PathLike[str],
+    path: str | os.PathLike[str], *, signal: AbortSignal | None = None
 ) -> Iterator[BatchRequest | RequestLineError]:
-    """Every non-blank line of ``path``, parsed, with its number from 1.
+    """Every non-blank line of ``path``, parsed (``signal`` put in each request),
+    with its number from 1.
 
     Raises:
         OSError: when the file cannot be opened or read.
     """
     for number, raw in request_lines(path):
-        yield parse_request_line(raw, number)
+        yield parse_request_line(raw, number, signal=signal)
