@@ -542,7 +542,16 @@ def _request_secrets(
     except ValueError:
         query = []
     found.extend(value for key, value in query if is_secret_name(key))
-    return [s for s in found if s]
+    # A key in a URL (or echoed from one) is percent-encoded: look for that too.
+    encoded = [
+        spelling
+        for secret in found
+        for spelling in (
+            urllib.parse.quote(secret, safe=""),
+            urllib.parse.quote_plus(secret, safe=""),
+        )
+    ]
+    return [s for s in (*found, *encoded) if s]
 
 
 def _redact_url(url: str, redact: Redactor) -> str:
@@ -553,9 +562,10 @@ def _redact_url(url: str, redact: Redactor) -> str:
     netloc = parts.netloc
     if "@" in netloc:
         netloc = f"{REDACTED}@{netloc.rsplit('@', 1)[1]}"
+    # Each value decoded, so a secret is found under any parameter name.
     query = urllib.parse.urlencode(
         [
-            (key, REDACTED if is_secret_name(key) else value)
+            (key, REDACTED if is_secret_name(key) else redact(value))
             for key, value in urllib.parse.parse_qsl(
                 parts.query, keep_blank_values=True
             )
