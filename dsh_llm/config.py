@@ -43,7 +43,7 @@ from cattrs.errors import ClassValidationError
 from cattrs.gen import make_dict_structure_fn, override
 
 from dsh_llm.credentials import Secret
-from dsh_llm.protocol.checks import MAX_SAFE_INTEGER, check_timeout_ms
+from dsh_llm.protocol.checks import MAX_SAFE_INTEGER, timeout_detail
 from dsh_llm.structure import (
     KeyProblem,
     LeafError,
@@ -352,17 +352,9 @@ def check_safe_positive_int(
         )
 
 
-def _timeout_detail(value: Any) -> str | None:
-    try:
-        check_timeout_ms("", value)
-    except ValueError as exc:
-        return str(exc).strip()
-    return None
-
-
 def check_timeout(inst: object, attribute: attrs.Attribute[Any], value: Any) -> None:
     """A timeout in ms: a finite number in (0, 2147483647]."""
-    detail = _timeout_detail(value)
+    detail = timeout_detail(value)
     if detail is not None:
         raise field_error(inst, attribute.name, detail)
 
