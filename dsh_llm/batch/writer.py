@@ -35,7 +35,7 @@ __all__ = ["DEFAULT_MAX_PENDING", "DEFAULT_WINDOW_S", "RowTally", "RowWriter"]
 
 DEFAULT_MAX_PENDING: Final = 4096
 """Rows that may wait for the writer before ``put`` blocks."""
-DEFAULT_WINDOW_S: Final = 0.02
+DEFAULT_WINDOW_S: Final = 0.05
 """How long the writer gathers rows after the first before writing them."""
 
 
