@@ -136,6 +136,9 @@ class RouteLimiter:
         self._wait = wait
         self._lock = threading.Lock()
         self._buckets: dict[str, _Bucket] = {}
+        # No rate and no back-off yet: nothing can hold a request, so acquire
+        # skips the lock every worker would otherwise queue on.
+        self._unlimited = self._rate is None
 
     @property
     def requests_per_minute(self) -> float | None:
@@ -177,6 +180,8 @@ class RouteLimiter:
         while True:
             if signal is not None and signal.aborted:
                 return False
+            if self._unlimited:
+                return True
             delay = self._try_take(route)
             if delay <= 0:
                 return True
@@ -191,6 +196,7 @@ class RouteLimiter:
         # min() first: an int too large for a float cannot be divided.
         seconds = min(delay_ms, self._max_back_off_ms) / 1000
         with self._lock:
+            self._unlimited = False
             now = self._clock()
             bucket = self._bucket(route, now)
             bucket.blocked_until = max(bucket.blocked_until, now + seconds)

@@ -52,6 +52,7 @@ __all__ = [
     "read_results",
     "result_from_dict",
     "result_to_dict",
+    "row_line",
 ]
 
 _NEWLINE: Final = b"\n"
@@ -98,6 +99,13 @@ def result_to_dict(result: BatchResult) -> dict[str, Any]:
     row["attempts"] = result.attempts
     row["durationMs"] = round(result.duration_ms, 3)
     return row
+
+
+def row_line(result: BatchResult | dict[str, Any]) -> bytes:
+    """The line ``ResultsFile`` writes for ``result`` (a dict as it is): compact
+    JSON, UTF-8, newline included."""
+    row = result_to_dict(result) if isinstance(result, BatchResult) else result
+    return compact_json(row).encode("utf-8") + _NEWLINE
 
 
 def result_from_dict(row: Any) -> BatchResult:
@@ -295,13 +303,16 @@ class ResultsFile:
         Raises:
             OSError: when the lines cannot be written; ``ValueError`` once closed.
         """
-        data = b"".join(
-            compact_json(
-                result_to_dict(row) if isinstance(row, BatchResult) else row
-            ).encode("utf-8")
-            + _NEWLINE
-            for row in results
-        )
+        self.append_lines(row_line(row) for row in results)
+
+    def append_lines(self, lines: Iterable[bytes]) -> None:
+        """Write lines ``row_line`` made, with one ``write``, then force them to
+        disk with one ``fsync`` (unless disabled), as ``append_many`` does.
+
+        Raises:
+            OSError: when the lines cannot be written; ``ValueError`` once closed.
+        """
+        data = b"".join(lines)
         if not data:
             return
         with self._lock:

@@ -5,11 +5,13 @@ A row used to be forced to disk by the worker that made it, before its request
 slot was freed, so every request waited for an ``fsync`` (a third of the run's
 speed at one request in flight). Contracts callers may rely on:
 
-- ``put(result)`` queues a row and returns at once (it waits only while
-  ``max_pending`` rows are queued, so a stalled disk stops the run instead of
-  filling memory). The writer thread gathers rows for up to ``window_s`` after
-  the first one (group commit; ``close`` ends the wait) and writes them with
-  ``ResultsFile.append_many``: one ``write`` and one ``fsync`` for all of them.
+- ``put(result)`` encodes the row in the caller's thread (short bursts between
+  its requests, not one long one in the writer holding the interpreter) and
+  queues it; it returns at once (it waits only while ``max_pending`` rows are
+  queued, so a stalled disk stops the run instead of filling memory). The
+  writer thread gathers rows for up to ``window_s`` after the first one (group
+  commit; ``close`` ends the wait) and writes them with
+  ``ResultsFile.append_lines``: one ``write`` and one ``fsync`` for all of them.
   An ``fsync`` costs milliseconds of waiting and a fifth of a millisecond of
   CPU, so sharing it keeps both off every request's bill.
 - A row is counted (``tally``, ``on_written``) only after ``append_many``
@@ -29,7 +31,7 @@ import time
 from collections.abc import Callable
 from typing import Final
 
-from dsh_llm.batch.results import BatchResult, ResultsFile
+from dsh_llm.batch.results import BatchResult, ResultsFile, row_line
 
 __all__ = ["DEFAULT_MAX_PENDING", "DEFAULT_WINDOW_S", "RowTally", "RowWriter"]
 
@@ -101,7 +103,7 @@ class RowWriter:
         self._on_error = on_error
         self._max_pending = max_pending
         self._cond = threading.Condition()
-        self._pending: list[BatchResult] = []
+        self._pending: list[tuple[BatchResult, bytes]] = []
         self._closing = False
         self._stopped = False
         self.tally = RowTally()
@@ -114,13 +116,18 @@ class RowWriter:
         self._thread.start()
 
     def put(self, result: BatchResult) -> None:
-        """Queue ``result`` to be written (dropped once the writer stopped)."""
+        """Queue ``result`` to be written (dropped once the writer stopped).
+
+        Raises:
+            ValueError, TypeError: when the row cannot be encoded as JSON.
+        """
+        line = row_line(result)
         with self._cond:
             while len(self._pending) >= self._max_pending and not self._stopped:
                 self._cond.wait()
             if self._stopped:
                 return
-            self._pending.append(result)
+            self._pending.append((result, line))
             if len(self._pending) == 1:
                 self._cond.notify_all()
 
@@ -131,7 +138,7 @@ class RowWriter:
             self._cond.notify_all()
         self._thread.join()
 
-    def _take(self) -> list[BatchResult]:
+    def _take(self) -> list[tuple[BatchResult, bytes]]:
         with self._cond:
             while not self._pending and not self._closing:
                 self._cond.wait()
@@ -153,8 +160,8 @@ class RowWriter:
             if not rows:
                 return
             try:
-                self._results.append_many(rows)
-                for row in rows:
+                self._results.append_lines(line for _, line in rows)
+                for row, _ in rows:
                     self.tally.add(row)
                     if self._on_written is not None:
                         self._on_written(row)

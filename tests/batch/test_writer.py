@@ -6,7 +6,6 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -34,16 +33,16 @@ class _GatedFile(ResultsFile):
         self.writing = threading.Event()
         self.batches: list[int] = []
 
-    def append_many(self, results: Iterable[BatchResult | dict[str, Any]]) -> None:
-        rows = list(results)
+    def append_lines(self, lines: Iterable[bytes]) -> None:
+        rows = list(lines)
         self.writing.set()
         assert self.gate.wait(20), "the test never opened the gate"
-        super().append_many(rows)
+        super().append_lines(rows)
         self.batches.append(len(rows))
 
 
 class _FullDisk(ResultsFile):
-    def append_many(self, results: Iterable[BatchResult | dict[str, Any]]) -> None:
+    def append_lines(self, lines: Iterable[bytes]) -> None:
         raise OSError(28, "No space left on device")
 
 
