@@ -9,6 +9,9 @@ The same ``OpenAICompatAdapter`` serves every variant, at each concurrency
 
 - ``floor``: ``pool.map`` of ``collect(adapter.stream(options))`` over the
   prompts, ``concurrency`` threads, nothing written (the README's recipe);
+- ``runtime``: the same loop through ``call_with_retry(runtime, options)``, the
+  path every batch request takes (routes, retry policy), nothing read or
+  written: what is left between it and ``run_jsonl`` is the batch's own cost;
 - ``run_jsonl``: ``run_jsonl`` at the same concurrency from a requests file into
   a fresh results file, every row on disk (``fsync``) before it is counted done
   (the default);
@@ -44,6 +47,7 @@ from pathlib import Path
 from dsh_llm import GenerateOptions, LlmRuntime, collect, create_user_message
 from dsh_llm.adapters.openai_compat import OpenAICompatAdapter
 from dsh_llm.batch import run_jsonl
+from dsh_llm.call import call_with_retry
 from dsh_llm.serde import compact_json
 from dsh_llm.testing import LoopbackServer, RecordedRequest, Reply, sse_events
 
@@ -130,6 +134,16 @@ def _variants(
         with ThreadPoolExecutor(max_workers=concurrency) as pool:
             return sum(pool.map(answer, prompts))
 
+    def through_runtime(prompt: str) -> bool:
+        options = GenerateOptions(
+            provider=ROUTE, model=MODEL, messages=(create_user_message(prompt),)
+        )
+        return call_with_retry(runtime, options).text == "ok"
+
+    def runtime_loop() -> int:
+        with ThreadPoolExecutor(max_workers=concurrency) as pool:
+            return sum(pool.map(through_runtime, prompts))
+
     runs = [0]
 
     def batch(fsync: bool) -> Callable[[], int]:
@@ -148,7 +162,12 @@ def _variants(
 
         return run
 
-    return [("floor", floor), ("run_jsonl", batch(True)), ("no fsync", batch(False))]
+    return [
+        ("floor", floor),
+        ("runtime", runtime_loop),
+        ("run_jsonl", batch(True)),
+        ("no fsync", batch(False)),
+    ]
 
 
 def _best(
