@@ -14,7 +14,7 @@ speed at one request in flight). Contracts callers may rely on:
   ``ResultsFile.append_lines``: one ``write`` and one ``fsync`` for all of them.
   An ``fsync`` costs milliseconds of waiting and a fifth of a millisecond of
   CPU, so sharing it keeps both off every request's bill.
-- A row is counted (``tally``, ``on_written``) only after ``append_many``
+- A row is counted (``tally``, ``on_written``) only after ``append_lines``
   returned: whatever a run reports done is on disk. A row still queued when the
   process dies is lost, but it was never reported, and a rerun sends it again.
 - When writing fails (a full disk), or ``on_written`` raises, the writer
