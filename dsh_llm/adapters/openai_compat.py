@@ -24,7 +24,7 @@ the chat-completions wire it shares with ``DeepSeekAdapter``
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, Self
 
 import attrs
 
@@ -60,6 +60,7 @@ from dsh_llm.adapters.chat.request import (
     chat_request,
     session_id_value,
 )
+from dsh_llm.adapters.chat.services import SERVICE_NAMES, SERVICES, HostedService
 from dsh_llm.adapters.chat.translate import chat_decoder, chat_translator
 from dsh_llm.adapters.request_extras import RESERVED_HEADER_NAMES
 from dsh_llm.config import (
@@ -176,6 +177,74 @@ def _base_url(value: object) -> str:
     return api_root_url(value, package=PACKAGE, endpoint=CHAT_COMPLETIONS_PATH)
 
 
+def _service(value: object) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or value not in SERVICES:
+        raise _refuse(
+            "service", "must name a hosted service: " + ", ".join(SERVICE_NAMES)
+        )
+    return value
+
+
+def hosted_service(config: OpenAICompatConfig) -> HostedService | None:
+    """The profile ``config.service`` names, ``None`` without one."""
+    return None if config.service is None else SERVICES[config.service]
+
+
+def _profile_of(config: Any) -> HostedService | None:
+    # Field defaults read the profile while the config is being built: only the
+    # fields before them (``service`` first) are set.
+    name = config.service
+    return None if name is None else SERVICES[name]
+
+
+def _default_base_url(config: Any) -> str:
+    profile = _profile_of(config)
+    if profile is None:
+        raise _refuse("baseURL", "is required (or name a hosted service in service)")
+    return profile.base_url
+
+
+def _default_key_env(config: Any) -> str | None:
+    profile = _profile_of(config)
+    return None if profile is None else profile.api_key_env
+
+
+def _default_display_name(config: Any) -> str:
+    profile = _profile_of(config)
+    return DEFAULT_DISPLAY_NAME if profile is None else profile.display_name
+
+
+def _default_models(config: Any) -> tuple[CatalogModel, ...] | None:
+    profile = _profile_of(config)
+    return None if profile is None else profile.models
+
+
+def _default_include_usage(config: Any) -> bool:
+    profile = _profile_of(config)
+    return True if profile is None else profile.include_usage
+
+
+def _default_max_tokens_field(config: Any) -> str:
+    profile = _profile_of(config)
+    return "max_tokens" if profile is None else profile.max_tokens_field
+
+
+def _default_response_format_style(config: Any) -> str:
+    profile = _profile_of(config)
+    return "json_schema" if profile is None else profile.response_format_style
+
+
+def _default_passback_field(config: Any) -> str | None:
+    profile = _profile_of(config)
+    return None if profile is None else profile.reasoning_passback_field
+
+
+def _from_profile(default: Any) -> Any:
+    return attrs.Factory(default, takes_self=True)
+
+
 def _raw() -> dict[str, Any]:
     return {RAW_METADATA: True}
 
@@ -196,13 +265,22 @@ class OpenAICompatConfig(AdapterConfig):
     default_stream_idle_timeout_ms = DEFAULT_STREAM_IDLE_TIMEOUT_MS
     default_stream_keepalive_timeout_ms = DEFAULT_KEEPALIVE_TIMEOUT_MS
 
-    base_url: str = attrs.field(converter=_base_url, repr=url_repr)
-    """The API root, e.g. ``http://127.0.0.1:8080/v1`` (credentials hidden in the
-    ``repr``)."""
-    api_key_env: str | None = attrs.field(
-        default=None, validator=attrs.validators.optional(check_non_empty_str)
+    service: str | None = attrs.field(default=None, converter=_service)
+    """A hosted service's profile (``SERVICE_NAMES``: ``groq``, ``mistral``,
+    ``xai``...): the defaults of the fields below (API root, key variable,
+    display name, catalog, request spellings) and the stream's quirks; ``None``:
+    a generic server. A field given explicitly wins over the profile."""
+    base_url: str = attrs.field(
+        default=_from_profile(_default_base_url), converter=_base_url, repr=url_repr
     )
-    """Environment variable read for the key at each request, or ``None``."""
+    """The API root, e.g. ``http://127.0.0.1:8080/v1`` (credentials hidden in the
+    ``repr``); required unless ``service`` gives it."""
+    api_key_env: str | None = attrs.field(
+        default=_from_profile(_default_key_env),
+        validator=attrs.validators.optional(check_non_empty_str),
+    )
+    """Environment variable read for the key at each request, or ``None``
+    (default: the service's, else none)."""
     headers: Mapping[str, str] = attrs.field(
         default=None,
         converter=_headers,
@@ -213,21 +291,32 @@ class OpenAICompatConfig(AdapterConfig):
     """Extra request headers (names may not be ``RESERVED_HEADERS``; the repr
     shows only the names: values may be credentials)."""
     display_name: str = attrs.field(
-        default=DEFAULT_DISPLAY_NAME, validator=_check_display_name
+        default=_from_profile(_default_display_name), validator=_check_display_name
     )
-    """The provider name in messages and ``provider_info``."""
+    """The provider name in messages and ``provider_info`` (default: the
+    service's, else ``DEFAULT_DISPLAY_NAME``)."""
     models: tuple[CatalogModel, ...] = attrs.field(
-        default=None, converter=_catalog, hash=False, metadata=_raw()
+        default=_from_profile(_default_models),
+        converter=_catalog,
+        hash=False,
+        metadata=_raw(),
     )
-    """The advertised catalog (``ModelSpec`` entries; default: none)."""
-    include_usage: bool = attrs.field(default=True, validator=check_bool)
-    """Send ``stream_options: {"include_usage": true}``."""
+    """The advertised catalog (``ModelSpec`` entries; default: the service's,
+    else none)."""
+    include_usage: bool = attrs.field(
+        default=_from_profile(_default_include_usage), validator=check_bool
+    )
+    """Send ``stream_options: {"include_usage": true}`` (default: the
+    service's, else ``True``)."""
     max_tokens_field: Literal["max_tokens", "max_completion_tokens"] = attrs.field(
-        default="max_tokens", validator=check_one_of(*MAX_TOKENS_FIELDS)
+        default=_from_profile(_default_max_tokens_field),
+        validator=check_one_of(*MAX_TOKENS_FIELDS),
     )
-    """The output-cap field the server reads."""
+    """The output-cap field the server reads (default: the service's, else
+    ``max_tokens``)."""
     response_format_style: ResponseFormatStyle = attrs.field(
-        default="json_schema", validator=check_one_of(*RESPONSE_FORMAT_STYLES)
+        default=_from_profile(_default_response_format_style),
+        validator=check_one_of(*RESPONSE_FORMAT_STYLES),
     )
     """How ``response_format`` is sent (config key ``responseFormatStyle``):
     ``json_schema`` (the OpenAI spelling), ``json_object_schema``
@@ -237,18 +326,19 @@ class OpenAICompatConfig(AdapterConfig):
     reasoning_efforts: tuple[str, ...] | None = attrs.field(
         default=None, converter=_efforts, metadata=_raw()
     )
-    """Effort ids the server takes as ``reasoning_effort`` (``None``: a requested
-    effort raises)."""
+    """Effort ids the server takes as ``reasoning_effort``, for every model
+    (``None``: a service's efforts for the models its catalog lists them for;
+    any other requested effort raises)."""
     reasoning_passback_field: Literal["reasoning_content", "reasoning"] | None = (
         attrs.field(
-            default=None,
+            default=_from_profile(_default_passback_field),
             validator=attrs.validators.optional(
                 check_one_of(*REASONING_PASSBACK_FIELDS)
             ),
         )
     )
     """Field that sends earlier reasoning back in assistant messages (``None``:
-    never)."""
+    never; default: the service's, else ``None``)."""
 
 
 def _endpoint(
@@ -261,7 +351,14 @@ def _endpoint(
         AdapterConfigError: keyed ``apiKey`` for a key given both ways, keyed
             ``headers.<name>`` for an ``authorization`` header beside a key.
     """
-    if explicit_key and config.api_key_env is not None:
+    service = hosted_service(config)
+    profile_key_env = None if service is None else service.api_key_env
+    # An explicit key replaces the service's own variable (not one set apart).
+    if (
+        explicit_key
+        and config.api_key_env is not None
+        and config.api_key_env != profile_key_env
+    ):
         raise _refuse(
             "apiKey", "and apiKeyEnv cannot both be set; give the key one way"
         )
@@ -283,8 +380,18 @@ def _endpoint(
             max_tokens_field=config.max_tokens_field,
             response_format_style=config.response_format_style,
             headers=config.headers,
+            **({} if service is None else service.wire_quirks()),
         ),
     )
+
+
+def model_efforts(config: OpenAICompatConfig, model: str) -> tuple[str, ...] | None:
+    """The efforts ``model`` takes: ``reasoning_efforts`` when configured, else
+    the service's for that model, else none."""
+    if config.reasoning_efforts is not None:
+        return config.reasoning_efforts
+    service = hosted_service(config)
+    return None if service is None else service.model_efforts.get(model)
 
 
 def model_info(
@@ -294,9 +401,9 @@ def model_info(
     model: str,
 ) -> LlmResolvedModelInfo:
     """``resolve_model``'s answer: the entry's context window and output cap (none
-    for an unlisted id) and the configured ``reasoning_efforts``."""
+    for an unlisted id) and the model's efforts (``model_efforts``)."""
     entry = catalog_entry(config.models, model)
-    efforts = config.reasoning_efforts
+    efforts = model_efforts(config, model)
     return resolved_model_info(
         provider,
         model,
@@ -321,7 +428,7 @@ def _request(call: WireCall[OpenAICompatConfig, WireProfile]) -> WireRequest:
     extra: dict[str, Any] = {}
     effort = options.reasoning_effort
     if effort is not None:
-        efforts = config.reasoning_efforts
+        efforts = model_efforts(config, options.model)
         if efforts is None or effort not in efforts:
             raise LlmError(
                 f"{profile.provider} adapter does not support reasoning "
@@ -349,7 +456,8 @@ def _request(call: WireCall[OpenAICompatConfig, WireProfile]) -> WireRequest:
 
 def _describe(config: OpenAICompatConfig, endpoint: Endpoint[WireProfile]) -> str:
     names = tuple(name.lower() for name in config.headers)
-    return f", headers={names!r}" if names else ""
+    service = "" if config.service is None else f", service={config.service!r}"
+    return service + (f", headers={names!r}" if names else "")
 
 
 FAMILY: Final = WireFamily(
@@ -395,13 +503,33 @@ class OpenAICompatAdapter(WireAdapter[OpenAICompatConfig]):
 
     def __init__(
         self,
-        base_url: str,
+        base_url: str | None = None,
         *,
         api_key: str | Secret | None = None,
         environ: Mapping[str, str] | None = None,
         **options: Any,
     ) -> None:
-        config = config_from_options(
-            OpenAICompatConfig, {"base_url": base_url, **options}
-        )
+        if base_url is not None:
+            options = {"base_url": base_url, **options}
+        config = config_from_options(OpenAICompatConfig, options)
         self._setup(config, api_key=api_key, environ=environ)
+
+    @classmethod
+    def for_service(
+        cls,
+        service: str,
+        *,
+        api_key: str | Secret | None = None,
+        environ: Mapping[str, str] | None = None,
+        **options: Any,
+    ) -> Self:
+        """An adapter for the hosted service ``service`` (``SERVICE_NAMES``):
+        ``OpenAICompatAdapter(service=service, **options)``; the keyword
+        arguments override the profile's (``base_url`` for a proxy,
+        ``api_key_env``, ``models``...).
+
+        Raises:
+            AdapterConfigError: keyed ``service`` for an unknown name, or for an
+                invalid option.
+        """
+        return cls(service=service, api_key=api_key, environ=environ, **options)
