@@ -1,7 +1,14 @@
 """``OpenAICompatAdapter``: any server that speaks the OpenAI chat-completions stream
-(OpenAI, vLLM, llama.cpp, Ollama ``/v1``, LM Studio, OpenRouter...), a family on
-the chat-completions wire it shares with ``DeepSeekAdapter``
+(OpenAI, vLLM, llama.cpp, Ollama ``/v1``, LM Studio, and the hosted services with
+a named profile: Groq, Mistral, xAI, OpenRouter...), a family on the
+chat-completions wire it shares with ``DeepSeekAdapter``
 (``dsh_llm.adapters.chat``), streamed by ``WireAdapter``.
+
+- ``service="groq"`` (or ``OpenAICompatAdapter.for_service("groq")``, or
+  ``service: groq`` in a composition entry) fills in a hosted service's profile
+  (``dsh_llm.adapters.chat.services``): API root, key variable, display name,
+  catalog, request spellings, stream quirks; explicit options win
+  (``docs/hosted-services.md``).
 
 - ``OpenAICompatConfig`` is the one validated configuration (``package``
   ``llm-openai-compatible``; ``base_url`` plus the constructor's keywords build
@@ -80,6 +87,7 @@ __all__ = [
     "FAMILY",
     "PURPOSE_HEADER",
     "RESERVED_HEADERS",
+    "SERVICE_NAMES",
     "SESSION_ID_HEADER",
     "ModelSpec",
     "OpenAICompatAdapter",
@@ -478,18 +486,19 @@ class OpenAICompatAdapter(WireAdapter[OpenAICompatConfig]):
     docstring).
 
     The keyword arguments besides ``api_key`` and ``environ`` are
-    ``OpenAICompatConfig``'s fields (``api_key_env``, ``headers``,
+    ``OpenAICompatConfig``'s fields (``service``, ``api_key_env``, ``headers``,
     ``display_name``, ``models``, ``include_usage``, ``max_tokens_field``,
     ``response_format_style``, ``reasoning_efforts``,
     ``reasoning_passback_field``, the three stream timeouts, ``retry_policy``,
     ``pool_maxsize``, ``empty_response_as_stop``) and build one with
     ``base_url``; ``OpenAICompatAdapter.from_config(config)`` takes one built
-    elsewhere.
+    elsewhere, ``OpenAICompatAdapter.for_service(name)`` names a hosted service.
 
     Args:
-        base_url: The API root, e.g. ``http://127.0.0.1:8080/v1``.
+        base_url: The API root, e.g. ``http://127.0.0.1:8080/v1`` (default: the
+            ``service``'s; one of the two is required).
         api_key: The key (``str`` or ``Secret``), or ``None``. Not together with
-            ``api_key_env``.
+            an ``api_key_env`` of one's own (it replaces a service's variable).
         environ: Where ``api_key_env`` is read (default ``os.environ``, live).
         **options: ``OpenAICompatConfig`` fields.
 

@@ -29,6 +29,7 @@ from dsh_llm.protocol import (
     ModelSource,
     ReasoningBlock,
     ReplayEnvelope,
+    ResponseFormat,
     ToolCallBlock,
     create_assistant_message,
     create_tool_result_message,
@@ -259,6 +260,29 @@ def test_each_service_gets_its_url_key_and_spellings(mocked, name):
     assert body[profile.max_tokens_field] == 100
     other = {"max_tokens", "max_completion_tokens"} - {profile.max_tokens_field}
     assert not other & set(body)
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("together", {"type": "json_object", "schema": {"type": "object"}}),
+        (
+            "groq",
+            {
+                "type": "json_schema",
+                "json_schema": {
+                    "name": "answer",
+                    "schema": {"type": "object"},
+                    "strict": False,
+                },
+            },
+        ),
+    ],
+)
+def test_response_format_is_spelled_as_the_service_reads_it(mocked, name, expected):
+    wanted = ResponseFormat(name="answer", schema={"type": "object"})
+    _, body = _sent(mocked, name, response_format=wanted)
+    assert body["response_format"] == expected
 
 
 def test_a_missing_key_names_the_services_variable():

@@ -23,8 +23,6 @@ import attrs
 from dsh_llm.adapters._wire.config import CatalogModel
 from dsh_llm.adapters.chat.request import ResponseFormatStyle
 
-__all__ = ["SERVICES", "SERVICE_NAMES", "HostedService", "service"]
-
 
 @attrs.frozen(kw_only=True)
 class HostedService:
@@ -171,9 +169,11 @@ TOGETHER: Final = HostedService(
         ("openai/gpt-oss-120b", "GPT-OSS 120B"),
     ),
     include_usage=False,
+    response_format_style="json_object_schema",
     finish_reasons={"eos": "stop"},
 )
-"""Together: ``finish_reason: "eos"`` for a natural stop; usage comes unasked."""
+"""Together: ``finish_reason: "eos"`` for a natural stop; usage comes unasked;
+JSON mode takes the schema as ``{type: json_object, schema}``."""
 
 FIREWORKS: Final = HostedService(
     name="fireworks",

@@ -17,7 +17,9 @@ Contracts callers may rely on:
   ``error:`` SSE field, an ``event: error`` frame) raises its failure,
   classified by ``dsh_llm.transport.http_errors.in_band_failure`` (the
   classifier HTTP errors use); ``[DONE]`` after content without any finish
-  reason raises ``STREAM_CLOSED``: a cut answer is never a success.
+  reason raises ``STREAM_CLOSED``: a cut answer is never a success. A successful
+  finish carries the kept ``reasoning_details`` as its replay state
+  (``CHAT_REPLAY_WIRE``) when the profile keeps them.
 - A finish reason other than ``stop``/``tool_calls``/``function_call``/
   ``length`` (``content_filter``...), and a refusal (code ``REFUSAL_CODE``), are
   the provider's own ``error`` finish, after the blocks and the usage.
@@ -191,16 +193,22 @@ class ChatCompletionsTranslator(WireTranslator[SseEvent]):
     Ollama, OpenRouter, DeepSeek; ``docs/local-servers.md`` tabulates them):
 
     - Tool calls are keyed by ``tool_calls[].index``. A call's id is its first
-      non-empty id and its name its first non-empty name: a server that repeats
-      both on every fragment (llama.cpp) or sends ``id: ""`` on continuations
-      (vLLM) does not start a new call or concatenate the name. A new non-empty id
-      on an index already in use starts a new call (Ollama and vLLM parsers number
-      parallel calls 0, 0, 0). A fragment without ``index`` continues the last
-      call unless it brings a new id. A whole call in one delta (Ollama ``/v1``)
-      is one call; arguments sent as a JSON object are re-serialised. A call that
-      received no argument text ends with ``"{}"``; deltas carry id and name
-      once known (a name or id that arrives after the call began fills the
-      empty one, which ``docs/protocol.md`` rule 5 allows).
+      non-empty id; its name grows with each piece a fragment brings ("ba" then
+      "sh" is ``bash``), but a piece equal to the whole name so far repeats it
+      (llama.cpp repeats id and name on every fragment) unless only the doubled
+      name is a tool of the request. While a streaming call has a name and no
+      argument text, its first delta waits for its next fragment (or anything
+      else written first), so it names the whole tool; a name piece after a
+      delta carried the shorter name is ``MALFORMED_RESPONSE``. ``id: ""``
+      continues a call (vLLM); a new non-empty id on an index already in use
+      starts a new call (Ollama and vLLM parsers number parallel calls 0, 0,
+      0). A fragment without ``index`` continues the last call unless it brings
+      a new id. A whole call in one delta (Ollama ``/v1``) is one call;
+      arguments sent as a JSON object are re-serialised. A call that received
+      no argument text ends with ``"{}"``; an id or a name that arrives after
+      the call's first delta fills the empty one (``docs/protocol.md`` rule 5).
+      A call whose ``type`` is not ``function`` (xAI's ``web_search_call``)
+      ran on the server: it is not reported.
     - The deprecated ``function_call`` delta is ignored once the response has
       used ``tool_calls`` (servers mirror one call in both); when a response
       uses only ``function_call``, it is the response's one tool call, with the
@@ -209,7 +217,16 @@ class ChatCompletionsTranslator(WireTranslator[SseEvent]):
       ``function_call`` is a ``tool-calls`` finish.
     - Reasoning is read from each of ``profile.reasoning_fields``, first
       non-empty wins. ``<think>`` tags left in ``content`` (reasoning parser
-      off) stay text: the translator never guesses at markup.
+      off) stay text: the translator never guesses at markup. ``content`` may
+      be a list of typed parts (Mistral): ``text`` parts are text, the text
+      parts of a ``thinking`` part reasoning, citation parts (``reference``,
+      ``tool_reference``) are passed over; any other part is
+      ``MALFORMED_RESPONSE``, never dropped.
+    - The profile's stream quirks (``WireProfile``): a server's own finish
+      reasons, usage and errors at further key paths (Groq's ``x_groq``), no
+      ``[DONE]`` (Perplexity), ``reasoning_details`` kept in the replay state
+      (OpenRouter), reasoning left out of ``completion_tokens`` (xAI;
+      ``map_usage``). ``docs/hosted-services.md`` lists them per service.
     - ``delta.refusal`` (OpenAI, with structured outputs) streams as a text
       block of its own, and the finish becomes an ``error`` with code
       ``REFUSAL`` (``"model stopped: refusal"``) unless it already is
@@ -240,6 +257,7 @@ class ChatCompletionsTranslator(WireTranslator[SseEvent]):
         profile: The server's profile.
         empty_response_as_stop: Report a blockless ``stop`` as a plain ``stop``
             (rule 9 of ``docs/protocol.md``) instead of ``EMPTY_RESPONSE``.
+        tool_names: The request's tool names (they settle a doubled name).
     """
 
     end_marker = "[DONE]"
