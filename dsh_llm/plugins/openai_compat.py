@@ -6,7 +6,8 @@ Contracts callers may rely on:
 - ``Config`` is ``OpenAICompatPluginConfig``: the adapter's ``OpenAICompatConfig``
   (structured and checked by the one config mechanism) plus ``providers`` and
   ``apiKey``; camelCase keys. ``providers`` (a
-  non-empty list of distinct routes) and ``baseURL`` are required; ``apiKey`` or
+  non-empty list of distinct routes) is required, and ``baseURL`` unless
+  ``service`` names a hosted service (whose profile fills it in); ``apiKey`` or
   ``apiKeyEnv`` (not both), ``headers``, ``displayName``, ``models`` (ids or
   mappings with ``id``, ``name``, ``description``, ``contextWindow``,
   ``maxTokens``, ``inputModalities``), ``includeUsage``, ``maxTokensField``,

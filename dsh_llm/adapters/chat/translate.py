@@ -686,7 +686,7 @@ class ChatCompletionsTranslator(WireTranslator[SseEvent]):
         if new_id is not None and type(new_id) is not str:
             raise self.writer.malformed("a tool call id that is not a string")
         kind = call.get("type")
-        if (type(kind) is str and kind and kind != "function") or (
+        if (kind is not None and kind != "function" and type(kind) is str and kind) or (
             self._server_calls and key in self._server_calls
         ):
             # A call the server ran itself (xAI's web_search_call...): the
