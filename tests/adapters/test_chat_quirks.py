@@ -4,13 +4,14 @@ strictly validated chunks out, without I/O."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from dsh_llm.adapters.chat.finish import map_usage, reasoning_left_out_of_completion
 from dsh_llm.adapters.chat.request import CHAT_REPLAY_WIRE, WireProfile
-from dsh_llm.adapters.chat.translate import ChatCompletionsTranslator
+from dsh_llm.adapters.chat.translate import ChatCompletionsTranslator, chat_decoder
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import (
     BlockStart,
@@ -523,3 +524,51 @@ def test_reasoning_details_of_the_wrong_shape_are_malformed(details, what):
     chunks = run(chunk({"reasoning_details": details}), profile=openrouter)
     assert chunks[-1].reason.failure.code == ErrorCode.MALFORMED_RESPONSE
     assert what in chunks[-1].reason.failure.message
+
+
+# --- the waiting delta on every recorded chat stream --------------------------------
+
+_FIXTURES = Path(__file__).parent.parent / "fixtures"
+_CHAT_STREAMS = sorted(
+    [
+        *(_FIXTURES / "openai_compat").glob("*.sse"),
+        *(_FIXTURES / "deepseek").glob("*.sse"),
+    ]
+)
+
+
+@pytest.mark.parametrize(
+    "path", _CHAT_STREAMS, ids=lambda p: f"{p.parent.name}/{p.stem}"
+)
+def test_only_an_empty_tool_delta_ever_waits(path):
+    # The name handling moves no chunk but a call's first delta without
+    # argument text: fed event by event, a call started with no delta gets that
+    # empty delta as the very next chunk, in the next event that writes
+    # anything (the events between wrote nothing: a finish reason, the usage).
+    translator = ChatCompletionsTranslator(
+        WireProfile(provider="P", reasoning_fields=("reasoning_content", "reasoning"))
+    )
+    decoder = chat_decoder("P")
+    feeds: list[list[Any]] = []
+    try:
+        for event in [*decoder.feed(path.read_bytes()), *decoder.close()]:
+            if not translator.finished:
+                feeds.append(translator.feed(event))
+        if not translator.finished:
+            feeds.append(translator.close())
+    except LlmError:
+        feeds.append(translator.before_failure())
+    for at, out in enumerate(feeds):
+        shown = {c.index for c in out if isinstance(c, ToolCallDelta)}
+        waiting = [
+            c.index
+            for c in out
+            if isinstance(c, BlockStart)
+            and c.block_type == "tool-call"
+            and c.index not in shown
+        ]
+        for index in waiting:
+            later = next(i for i in range(at + 1, len(feeds)) if feeds[i])
+            first = feeds[later][0]
+            assert isinstance(first, ToolCallDelta)
+            assert (first.index, first.arguments_delta) == (index, "")

@@ -512,10 +512,11 @@ class ChatCompletionsTranslator(WireTranslator[SseEvent]):
                 self._append(block, text)
             else:
                 self._text_fragment(key, text)
-        if self._details is not None:
+        kept = self._details
+        if kept is not None:
             details = delta.get("reasoning_details")
             if details:
-                self._reasoning_details(details)
+                self._reasoning_details(kept, details)
         calls = delta.get("tool_calls")
         if calls:
             if type(calls) is not list:
@@ -574,14 +575,14 @@ class ChatCompletionsTranslator(WireTranslator[SseEvent]):
         shown = kind if _PART_TYPE.fullmatch(kind) else "(unprintable)"
         return self.writer.malformed(f"a {shown} content part this adapter cannot read")
 
-    def _reasoning_details(self, details: object) -> None:
-        """Merge one delta's ``reasoning_details`` entries (OpenRouter) into the
-        response's, by ``index``: streamed ``text``, ``summary`` and ``data``
-        are joined, the other fields keep their latest value."""
+    def _reasoning_details(
+        self, kept: dict[object, dict[str, Any]], details: object
+    ) -> None:
+        """Merge one delta's ``reasoning_details`` entries (OpenRouter) into
+        ``kept``, by ``index``: streamed ``text``, ``summary`` and ``data`` are
+        joined, the other fields keep their latest value."""
         if type(details) is not list:
             raise self.writer.malformed("a reasoning_details field that is not a list")
-        kept = self._details
-        assert kept is not None
         for detail in details:
             if type(detail) is not dict:
                 raise self.writer.malformed("a reasoning detail that is not an object")
