@@ -195,62 +195,28 @@ def _service(value: object) -> str | None:
     return value
 
 
-def hosted_service(config: OpenAICompatConfig) -> HostedService | None:
-    """The profile ``config.service`` names, ``None`` without one."""
-    return None if config.service is None else SERVICES[config.service]
-
-
-def _profile_of(config: Any) -> HostedService | None:
-    # Field defaults read the profile while the config is being built: only the
-    # fields before them (``service`` first) are set.
+def _service_of(config: Any) -> HostedService | None:
+    """The profile ``config.service`` names, ``None`` without one (also while
+    the config is being built: ``service`` is its first field, set first)."""
     name = config.service
     return None if name is None else SERVICES[name]
 
 
+def _from_profile(name: str, fallback: Any) -> Any:
+    """A field default: the service profile's ``name``, else ``fallback``."""
+
+    def default(config: Any) -> Any:
+        profile = _service_of(config)
+        return fallback if profile is None else getattr(profile, name)
+
+    return attrs.Factory(default, takes_self=True)
+
+
 def _default_base_url(config: Any) -> str:
-    profile = _profile_of(config)
+    profile = _service_of(config)
     if profile is None:
         raise _refuse("baseURL", "is required (or name a hosted service in service)")
     return profile.base_url
-
-
-def _default_key_env(config: Any) -> str | None:
-    profile = _profile_of(config)
-    return None if profile is None else profile.api_key_env
-
-
-def _default_display_name(config: Any) -> str:
-    profile = _profile_of(config)
-    return DEFAULT_DISPLAY_NAME if profile is None else profile.display_name
-
-
-def _default_models(config: Any) -> tuple[CatalogModel, ...] | None:
-    profile = _profile_of(config)
-    return None if profile is None else profile.models
-
-
-def _default_include_usage(config: Any) -> bool:
-    profile = _profile_of(config)
-    return True if profile is None else profile.include_usage
-
-
-def _default_max_tokens_field(config: Any) -> str:
-    profile = _profile_of(config)
-    return "max_tokens" if profile is None else profile.max_tokens_field
-
-
-def _default_response_format_style(config: Any) -> str:
-    profile = _profile_of(config)
-    return "json_schema" if profile is None else profile.response_format_style
-
-
-def _default_passback_field(config: Any) -> str | None:
-    profile = _profile_of(config)
-    return None if profile is None else profile.reasoning_passback_field
-
-
-def _from_profile(default: Any) -> Any:
-    return attrs.Factory(default, takes_self=True)
 
 
 def _raw() -> dict[str, Any]:
@@ -279,12 +245,14 @@ class OpenAICompatConfig(AdapterConfig):
     display name, catalog, request spellings) and the stream's quirks; ``None``:
     a generic server. A field given explicitly wins over the profile."""
     base_url: str = attrs.field(
-        default=_from_profile(_default_base_url), converter=_base_url, repr=url_repr
+        default=attrs.Factory(_default_base_url, takes_self=True),
+        converter=_base_url,
+        repr=url_repr,
     )
     """The API root, e.g. ``http://127.0.0.1:8080/v1`` (credentials hidden in the
     ``repr``); required unless ``service`` gives it."""
     api_key_env: str | None = attrs.field(
-        default=_from_profile(_default_key_env),
+        default=_from_profile("api_key_env", None),
         validator=attrs.validators.optional(check_non_empty_str),
     )
     """Environment variable read for the key at each request, or ``None``
@@ -299,12 +267,13 @@ class OpenAICompatConfig(AdapterConfig):
     """Extra request headers (names may not be ``RESERVED_HEADERS``; the repr
     shows only the names: values may be credentials)."""
     display_name: str = attrs.field(
-        default=_from_profile(_default_display_name), validator=_check_display_name
+        default=_from_profile("display_name", DEFAULT_DISPLAY_NAME),
+        validator=_check_display_name,
     )
     """The provider name in messages and ``provider_info`` (default: the
     service's, else ``DEFAULT_DISPLAY_NAME``)."""
     models: tuple[CatalogModel, ...] = attrs.field(
-        default=_from_profile(_default_models),
+        default=_from_profile("models", None),
         converter=_catalog,
         hash=False,
         metadata=_raw(),
@@ -312,18 +281,18 @@ class OpenAICompatConfig(AdapterConfig):
     """The advertised catalog (``ModelSpec`` entries; default: the service's,
     else none)."""
     include_usage: bool = attrs.field(
-        default=_from_profile(_default_include_usage), validator=check_bool
+        default=_from_profile("include_usage", True), validator=check_bool
     )
     """Send ``stream_options: {"include_usage": true}`` (default: the
     service's, else ``True``)."""
     max_tokens_field: Literal["max_tokens", "max_completion_tokens"] = attrs.field(
-        default=_from_profile(_default_max_tokens_field),
+        default=_from_profile("max_tokens_field", "max_tokens"),
         validator=check_one_of(*MAX_TOKENS_FIELDS),
     )
     """The output-cap field the server reads (default: the service's, else
     ``max_tokens``)."""
     response_format_style: ResponseFormatStyle = attrs.field(
-        default=_from_profile(_default_response_format_style),
+        default=_from_profile("response_format_style", "json_schema"),
         validator=check_one_of(*RESPONSE_FORMAT_STYLES),
     )
     """How ``response_format`` is sent (config key ``responseFormatStyle``):
@@ -339,7 +308,7 @@ class OpenAICompatConfig(AdapterConfig):
     any other requested effort raises)."""
     reasoning_passback_field: Literal["reasoning_content", "reasoning"] | None = (
         attrs.field(
-            default=_from_profile(_default_passback_field),
+            default=_from_profile("reasoning_passback_field", None),
             validator=attrs.validators.optional(
                 check_one_of(*REASONING_PASSBACK_FIELDS)
             ),
@@ -359,7 +328,7 @@ def _endpoint(
         AdapterConfigError: keyed ``apiKey`` for a key given both ways, keyed
             ``headers.<name>`` for an ``authorization`` header beside a key.
     """
-    service = hosted_service(config)
+    service = _service_of(config)
     profile_key_env = None if service is None else service.api_key_env
     # An explicit key replaces the service's own variable (not one set apart).
     if (
@@ -398,7 +367,7 @@ def model_efforts(config: OpenAICompatConfig, model: str) -> tuple[str, ...] | N
     the service's for that model, else none."""
     if config.reasoning_efforts is not None:
         return config.reasoning_efforts
-    service = hosted_service(config)
+    service = _service_of(config)
     return None if service is None else service.model_efforts.get(model)
 
 

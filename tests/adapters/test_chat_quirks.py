@@ -572,3 +572,23 @@ def test_only_an_empty_tool_delta_ever_waits(path):
             first = feeds[later][0]
             assert isinstance(first, ToolCallDelta)
             assert (first.index, first.arguments_delta) == (index, "")
+
+
+def test_azure_style_filter_results_need_no_profile_field():
+    # Azure's first chunk has empty choices and prompt_filter_results; its
+    # chunks carry content_filter_results; a filtered answer ends
+    # content_filter. The generic profile already reads all of it.
+    first = {
+        "id": "",
+        "choices": [],
+        "prompt_filter_results": [
+            {"prompt_index": 0, "content_filter_results": {"hate": {"filtered": False}}}
+        ],
+    }
+    filtered = text("Once upon")
+    filtered["choices"][0]["content_filter_results"] = {
+        "violence": {"filtered": False, "severity": "safe"}
+    }
+    chunks = run(first, filtered, finish("content_filter"))
+    assert assemble(chunks).blocks() == (TextBlock(text="Once upon"),)
+    assert tail(chunks)[1].failure.code == "CONTENT_FILTER"
