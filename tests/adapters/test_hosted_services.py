@@ -36,7 +36,8 @@ from dsh_llm.protocol import (
     create_user_message,
 )
 from dsh_llm.serde import chunk_to_dict, read_jsonl
-from dsh_llm.testing import LoopbackServer, Reply, sse_body
+from dsh_llm.testing import LoopbackServer, Reply, assert_adapter_conforms, sse_body
+from dsh_llm.testing.conformance import GROUPS
 from dsh_llm.validator import validate_stream
 
 from .chat_chunks import finish, text
@@ -462,3 +463,26 @@ def test_a_generic_server_profile_gets_these_wrong(server, name, generic_code):
         assert chunks[-2] != expected[-2]
     else:
         assert chunks[-1].reason.failure.code == generic_code
+
+
+# --- the conformance kit on every profile ---------------------------------------------
+
+CASSETTE = (
+    FIXTURES.parent / "cassettes" / "openai_compat" / "openai_parallel_tool_calls.jsonl"
+)
+
+
+@pytest.mark.parametrize("name", SERVICE_NAMES)
+def test_every_profile_conforms(name):
+    def factory(base_url: str, **options: Any) -> OpenAICompatAdapter:
+        return OpenAICompatAdapter.for_service(
+            name, base_url=base_url, api_key="sk-test", **options
+        )
+
+    groups = GROUPS
+    if service(name).end_at_eof:
+        # A body cut after the finish reason is whole where no [DONE] comes:
+        # the truncation and end-marker groups assume [DONE] ends the stream.
+        groups = tuple(g for g in GROUPS if g not in ("truncation", "end-marker"))
+    report = assert_adapter_conforms(factory, CASSETTE, groups=groups)
+    assert "abort while waiting" in report.variants
