@@ -402,14 +402,14 @@ def test_the_constructor_builds_the_one_config_class_from_its_keywords():
         "empty_response_as_stop": True,
     }
     fields = {field.name for field in attrs.fields(OpenAICompatConfig)}
-    assert set(options) | {"base_url"} == fields
+    assert set(options) | {"base_url", "service"} == fields
     with OpenAICompatAdapter(BASE, environ={}, **options) as adapter:
         assert adapter.config == OpenAICompatConfig(base_url=BASE, **options)
         assert adapter.config.models == (CatalogModel(id="m1"),)
     with pytest.raises(TypeError) as caught:
         OpenAICompatAdapter(BASE, providers=("x",))
     assert "'providers'" in str(caught.value)
-    assert "OpenAICompatConfig fields: base_url, api_key_env, headers" in str(
+    assert "OpenAICompatConfig fields: service, base_url, api_key_env" in str(
         caught.value
     )
 
