@@ -184,6 +184,8 @@ def _builtin_adapter(
     options: dict[str, Any] = {"total_timeout_ms": timeout_ms}
     if api_key_env is not None:
         options["api_key_env"] = api_key_env
+    if row.service is not None:
+        options["service"] = row.service
     return row.adapter_class()(environ=environ, **options)
 
 

@@ -186,6 +186,26 @@ def test_replay_of_a_bad_cassette_exits_2_with_invalid_cassette(tmp_path, capsys
 
 
 @pytest.mark.parametrize(
+    ("line", "problem"),
+    [
+        ('{"dshCassette": 1' + "0" * 5000 + "}", "holds a number too long to read"),
+        ("[" * 100_000, "is nested too deeply"),
+    ],
+)
+def test_replay_of_a_hostile_cassette_exits_2_without_a_traceback(
+    line, problem, tmp_path
+):
+    hostile = tmp_path / "hostile.jsonl"
+    hostile.write_text(line + "\n", encoding="utf-8")
+    result = run_cli("replay", str(hostile), cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert result.stderr == (
+        f"error[INVALID_CASSETTE]: invalid cassette {hostile}: line 1: $: {problem}\n"
+    )
+
+
+@pytest.mark.parametrize(
     ("args", "message"),
     [
         (["--provider", "nope"], 'not "nope"'),
