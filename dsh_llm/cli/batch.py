@@ -23,12 +23,12 @@ import os
 import sys
 from typing import TYPE_CHECKING, TypeAlias
 
-from dsh_llm.cli.targets import DEFAULT_CONFIG, UsageError
+from dsh_llm.cli.targets import DEFAULT_CONFIG
+from dsh_llm.cli.usage import UsageError
 
 if TYPE_CHECKING:
     _Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
-__all__ = ["add_parser", "run_batch"]
 
 _EXIT_OK = 0
 _EXIT_FAILED = 1
