@@ -23,6 +23,7 @@
 
 from __future__ import annotations
 
+import datetime
 import re
 from collections.abc import Mapping
 from typing import Any, Final, Literal
@@ -145,6 +146,13 @@ def _check_optional_str(
         check_non_empty_str(inst, attribute, value)
 
 
+def _api_version(value: Any) -> Any:
+    # YAML reads an unquoted apiVersion (2024-10-21) as a date.
+    if isinstance(value, datetime.date):
+        return value.isoformat()
+    return value
+
+
 @attrs.frozen(kw_only=True, field_transformer=adapter_field_order)
 class AzureOpenAIConfig(AdapterConfig):
     """The one ``AzureOpenAIAdapter`` configuration: the constructor's keyword
@@ -167,7 +175,12 @@ class AzureOpenAIConfig(AdapterConfig):
     """The resource endpoint (any host: ``*.cognitiveservices.azure.com``, a
     gateway), or the v1 root ``.../openai/v1`` (default: ``resource``, else
     ``AZURE_OPENAI_ENDPOINT``)."""
-    api_version: str | None = attrs.field(default=None, validator=_check_optional_str)
+    api_version: str | None = attrs.field(
+        default=None,
+        converter=_api_version,
+        validator=_check_optional_str,
+        metadata={RAW_METADATA: True},
+    )
     """The ``api-version`` of the deployment paths (``2024-10-21``); ``None``:
     the v1 API (unless the endpoint's query names one)."""
     wire: Wire = attrs.field(default="chat", validator=check_one_of(*WIRES))

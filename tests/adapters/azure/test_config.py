@@ -5,6 +5,7 @@ an ``AdapterConfigError`` keyed by its config key (never echoing a URL); the
 
 from __future__ import annotations
 
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -275,3 +276,24 @@ def test_a_bad_composition_value_fails_the_load_keyed(tmp_path: Path) -> None:
         load_composition(composition)
     assert "resource" in str(caught.value)
     assert "cannot both be set" in str(caught.value)
+
+
+def test_an_unquoted_yaml_api_version_is_read_as_written(tmp_path: Path) -> None:
+    # YAML reads 2024-10-21 as a date: the config takes it back as the version.
+    composition = tmp_path / "dsh.yml"
+    composition.write_text(
+        "- id: azure\n"
+        "  name: tests.adapters.azure.test_config:PLUGIN\n"
+        "  config: {resource: contoso, apiVersion: 2024-10-21}\n",
+        encoding="utf-8",
+    )
+    with load_composition(composition, environ={}) as loaded:
+        (info,) = loaded.runtime.list_providers()
+    assert info.id == "azure"
+    config = structure_config(
+        AzureOpenAIConfig, {"resource": "contoso", "apiVersion": date(2024, 10, 21)}
+    )
+    assert config.api_version == "2024-10-21"
+    with pytest.raises(AdapterConfigError) as caught:
+        AzureOpenAIConfig(resource="contoso", api_version=20241021)  # type: ignore[arg-type]
+    assert caught.value.key == "apiVersion"
