@@ -12,7 +12,6 @@ import logging
 from dsh_llm._version import __version__
 from dsh_llm.adapter import LlmAdapter
 from dsh_llm.assembler import AssembledResponse, BlockAssembler, collect
-from dsh_llm.attribution import AppIdentity, attribution_headers
 from dsh_llm.conversation import Conversation
 from dsh_llm.errors import ErrorCode, HarnessError, LlmError, normalize_llm_failure
 from dsh_llm.protocol import (
@@ -54,6 +53,7 @@ from dsh_llm.signal import AbortController, AbortSignal
 from dsh_llm.structured import PartialJson, parse_json
 from dsh_llm.tools import run_tools
 from dsh_llm.trace import trace_stream
+from dsh_llm.transport.attribution import AppIdentity, attribution_headers
 from dsh_llm.validator import assert_chunk_sequence, validate_stream
 
 __all__ = [

@@ -3,7 +3,7 @@ classes, and the error that names the key.
 
 Adapters, retry policies and plugins are configured through it, so a key is read,
 checked and reported the same way wherever it is written. The leaf rules, the
-wording and the key-path flattener are ``dsh_llm.structure``'s (shared with
+wording and the key-path flattener are ``dsh_llm.converter``'s (shared with
 ``dsh_llm.serde``); this module adds the key spellings, ``Secret`` fields, raw
 fields, ``ConfigError`` and the field validators. Contracts callers may rely on:
 
@@ -12,7 +12,7 @@ fields, ``ConfigError`` and the field validators. Contracts callers may rely on:
   ``base_url`` accepts ``baseUrl`` and ``baseURL`` (the key is reported as
   ``baseURL``: ``url`` is spelt as in the TypeScript config). A field's
   ``metadata={KEY_METADATA: "exactKey"}`` pins one exact spelling instead.
-- Strict, by ``dsh_llm.structure``'s rules: a missing required key, an unknown
+- Strict, by ``dsh_llm.converter``'s rules: a missing required key, an unknown
   key (with a "did you mean" hint), a key given twice in two spellings, and a
   value of the wrong type are refused; nothing is coerced (``"8"`` is not an
   integer, a string is not a list, ``1`` is not a boolean). A ``Secret`` field
@@ -42,9 +42,7 @@ from cattrs import BaseConverter
 from cattrs.errors import ClassValidationError
 from cattrs.gen import make_dict_structure_fn, override
 
-from dsh_llm.credentials import Secret
-from dsh_llm.protocol.checks import MAX_SAFE_INTEGER, timeout_detail
-from dsh_llm.structure import (
+from dsh_llm.converter import (
     KeyProblem,
     LeafError,
     StructureError,
@@ -56,6 +54,8 @@ from dsh_llm.structure import (
     unknown_key_detail,
     value_kind,
 )
+from dsh_llm.credentials import Secret
+from dsh_llm.protocol.checks import MAX_SAFE_INTEGER, timeout_detail
 
 __all__ = [
     "KEY_METADATA",

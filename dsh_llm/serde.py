@@ -1,6 +1,6 @@
 """JSON for the protocol values, identical to what the TypeScript harness writes.
 
-One cattrs converter (``converter``) owns the mapping, built on ``dsh_llm.structure``
+One cattrs converter (``converter``) owns the mapping, built on ``dsh_llm.converter``
 (the strict leaves, the wording and the key-path flattener shared with
 ``dsh_llm.config``); this module adds the camelCase keys, the omitted optionals and
 the tagged unions. Contracts callers may rely on:
@@ -15,7 +15,7 @@ the tagged unions. Contracts callers may rely on:
   is strict: an unknown tag, a wrong type, a missing field or an unknown key raises
   ``LlmError`` with code ``INVALID_CHUNK`` (``INVALID_MESSAGE`` for messages) whose
   message names the offending key path and what is wrong in the wording of
-  ``dsh_llm.structure``, e.g. ``$.block.text: must be a string, got an integer``.
+  ``dsh_llm.converter``, e.g. ``$.block.text: must be a string, got an integer``.
   Nothing else leaks out (no ``KeyError``, no cattrs exception).
 - JSON text is compact and keeps non-ASCII characters, like ``JSON.stringify``.
 - JSON given as bytes is UTF-8, decoded strictly: bytes that are not UTF-8
@@ -35,6 +35,14 @@ import attrs
 from cattrs.errors import ClassValidationError, IterableValidationError
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
+from dsh_llm.converter import (
+    KeyProblem,
+    LeafError,
+    problems,
+    show,
+    strict_converter,
+    value_kind,
+)
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import (
     BLOCK_TYPES,
@@ -53,14 +61,6 @@ from dsh_llm.protocol import (
     StreamChunk,
     TokenUsage,
     ToolSchema,
-)
-from dsh_llm.structure import (
-    KeyProblem,
-    LeafError,
-    problems,
-    show,
-    strict_converter,
-    value_kind,
 )
 
 __all__ = [
@@ -85,7 +85,7 @@ T = TypeVar("T")
 
 converter: Final = strict_converter()
 """The one converter between protocol values and TypeScript-shaped JSON dicts
-(``dsh_llm.structure``'s strict leaves and containers, plus the value classes)."""
+(``dsh_llm.converter``'s strict leaves and containers, plus the value classes)."""
 
 _CAMEL = re.compile(r"_([a-z])")
 

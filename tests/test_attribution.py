@@ -1,4 +1,4 @@
-"""dsh_llm.attribution: the user-agent every provider request carries."""
+"""dsh_llm.transport.attribution: the user-agent every provider request carries."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import attrs
 import pytest
 
 import dsh_llm
-from dsh_llm.attribution import (
+from dsh_llm.transport.attribution import (
     APP_IDENTITY,
     PROJECT_URL,
     AppIdentity,

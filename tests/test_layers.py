@@ -2,27 +2,28 @@
 
 Every module of the package is parsed with ``ast`` (no import runs), and every
 import counts: at module level, inside functions and under ``TYPE_CHECKING``.
-The check fails when a module imports one of a higher layer, or when modules
-import each other (any cycle). The layers, lowest first:
+The check fails when a module imports one of a higher layer, when modules import
+each other (any cycle), when a private name or a private module is imported from
+outside its package, or when the package's top level holds more than 18 modules.
+The layers, lowest first:
 
-- primitives: ``signal``, ``sources``, ``_version`` (``GenerateOptions`` holds an
-  ``AbortSignal``, so these sit below the protocol values);
-- protocol: ``dsh_llm/protocol/*``;
-- contract: the contract modules (``errors``, ``serde``, ``validator``,
-  ``assembler``, ``trace``, ``credentials``, ``attribution``), ``structure`` (the
-  strict cattrs base of ``serde`` and ``config``), ``structured`` (reading a
-  JSON answer: pure, used by the assembler's ``parsed``), ``config`` (the one
-  config mechanism, which adapters and retry policies use), ``attachments``
-  (the bytes behind an ``ImageBlock``: an adapter reads an image's header and
-  stores the images a model returns) and ``retry``: the retry
-  policies are values with pure delay math, which ``adapter.py`` declares and
-  the runtime captures, so they sit below both (``call_with_retry``, the loop
-  that uses them, is a surface);
-- transport: ``dsh_llm/transport/*``;
+- primitives: ``signal``, ``sources``, ``_version``, ``protocol.text_buffer``
+  (``GenerateOptions`` holds an ``AbortSignal``, so these sit below the values);
+- protocol: ``dsh_llm/protocol/*``, the values;
+- contract: ``errors``, ``serde``, ``validator``, ``assembler``, ``trace``,
+  ``credentials``, ``converter`` (the strict cattrs base of ``serde`` and
+  ``config``), ``config``, ``structured`` (reading a JSON answer), ``attachments``
+  (the bytes behind an ``ImageBlock``) and ``retry``. DESIGN puts ``serde`` with
+  the values and "retry" in the runtime; here ``serde`` raises ``LlmError`` (so it
+  sits with the errors), and ``retry`` holds the retry *policies*, values with pure
+  delay math that adapter configs carry and the runtime captures: below both. The
+  retry *loops* (``call.call_with_retry``, ``routing.retrying``) are surfaces;
+- transport: ``dsh_llm/transport/*`` (``attribution`` included, as in DESIGN);
 - adapters: ``adapter.py``, ``dsh_llm/adapters/**``;
 - runtime: ``dsh_llm/runtime/*``;
-- surfaces: everything else (``call``, ``aio``, ``plugins/**``, ``cli/**``,
-  ``testing/**``, the package root ``dsh_llm`` and ``__main__``).
+- the surfaces, each above the ones before it: bridges (``call``, ``aio``,
+  ``conversation``, ``tools``), ``plugins``, ``routing``, ``observe``, ``batch``,
+  ``testing``, ``cli``, and the package root (``dsh_llm``, ``__main__``).
 
 An import of a package counts as an import of its ``__init__``; ``from pkg
 import name`` counts as an import of ``pkg.name`` when that is a module.
@@ -44,7 +45,14 @@ LAYERS: Final = (
     "transport",
     "adapters",
     "runtime",
-    "surfaces",
+    "bridges",
+    "plugins",
+    "routing",
+    "observe",
+    "batch",
+    "testing",
+    "cli",
+    "root",
 )
 """Lowest first: a module may import its own layer and the ones before it."""
 
@@ -63,13 +71,12 @@ CONTRACT: Final = frozenset(
         "dsh_llm.attachments",
         "dsh_llm.attachments.images",
         "dsh_llm.attachments.store",
-        "dsh_llm.attribution",
         "dsh_llm.config",
         "dsh_llm.credentials",
         "dsh_llm.errors",
         "dsh_llm.retry",
         "dsh_llm.serde",
-        "dsh_llm.structure",
+        "dsh_llm.converter",
         "dsh_llm.structured",
         "dsh_llm.structured.parse",
         "dsh_llm.structured.partial",
@@ -101,7 +108,24 @@ def layer_of(module: str) -> str:
         return "adapters"
     if len(parts) > 1 and parts[1] == "runtime":
         return "runtime"
-    return "surfaces"
+    if len(parts) > 1 and parts[1] in _SURFACE_PACKAGES:
+        return _SURFACE_PACKAGES[parts[1]]
+    return "root"
+
+
+_SURFACE_PACKAGES: Final = {
+    "call": "bridges",
+    "aio": "bridges",
+    "conversation": "bridges",
+    "tools": "bridges",
+    "plugins": "plugins",
+    "routing": "routing",
+    "observe": "observe",
+    "batch": "batch",
+    "testing": "testing",
+    "cli": "cli",
+}
+"""The surfaces by their module or package under ``dsh_llm``."""
 
 
 def module_name(path: pathlib.Path) -> str:
@@ -249,3 +273,76 @@ def test_the_check_sees_what_it_must(tmp_path: pathlib.Path) -> None:
     assert upward_imports({"dsh_llm.errors": {"dsh_llm.runtime"}}) == {
         ("dsh_llm.errors", "dsh_llm.runtime")
     }
+
+
+TOP_LEVEL_BOUND: Final = 18
+"""Modules directly in ``dsh_llm/`` (``__init__`` and ``__main__`` included)."""
+
+
+def test_the_top_level_stays_small() -> None:
+    top = sorted(path.name for path in PACKAGE.glob("*.py"))
+    assert len(top) <= TOP_LEVEL_BOUND, top
+
+
+def private_imports(module: str, path: pathlib.Path) -> Iterator[tuple[str, str]]:
+    """``(what, from where)`` for each private name ``module`` imports from
+    another module, and each private module it imports from outside that
+    module's package."""
+    is_package = path.name == "__init__.py"
+    home = module if is_package else module.rpartition(".")[0]
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = module.split(".")
+                base = base if is_package else base[:-1]
+                base = base[: len(base) - (node.level - 1)]
+                target = ".".join([*base, *([node.module] if node.module else [])])
+            else:
+                target = node.module or ""
+            if target.split(".")[0] != "dsh_llm":
+                continue
+            for alias in node.names:
+                name = alias.name
+                private = name.startswith("_") and not name.startswith("__")
+                # A private module imported by name is judged below, as a module.
+                if private and f"{target}.{name}" not in GRAPH:
+                    yield (name, target)
+            modules = [target]
+        elif isinstance(node, ast.Import):
+            modules = [a.name for a in node.names if a.name.startswith("dsh_llm")]
+        else:
+            continue
+        for target in modules:
+            parts = target.split(".")
+            for depth, part in enumerate(parts):
+                if part.startswith("_") and not part.startswith("__"):
+                    owner = ".".join(parts[:depth])
+                    if not (home == owner or home.startswith(owner + ".")):
+                        yield (target, owner)
+                    break
+
+
+def test_no_private_name_or_module_is_imported_from_outside_its_home() -> None:
+    found = [
+        f"{module} imports {what} (private to {where})"
+        for module, path in all_modules().items()
+        for what, where in private_imports(module, path)
+    ]
+    assert not found, "\n".join(found)
+
+
+def test_the_private_import_check_sees_what_it_must(tmp_path: pathlib.Path) -> None:
+    source = tmp_path / "mod.py"
+    source.write_text(
+        "from dsh_llm.adapters._wire.writer import BlockWriter\n"
+        "from dsh_llm.errors import _secret_helper\n"
+        "from dsh_llm._version import __version__\n",
+        encoding="utf-8",
+    )
+    outside = set(private_imports("dsh_llm.cli.mod", source))
+    assert outside == {
+        ("dsh_llm.adapters._wire.writer", "dsh_llm.adapters"),
+        ("_secret_helper", "dsh_llm.errors"),
+    }
+    inside = set(private_imports("dsh_llm.adapters.anthropic.mod", source))
+    assert inside == {("_secret_helper", "dsh_llm.errors")}

@@ -1,4 +1,4 @@
-"""dsh_llm.structure: the strict leaves, the one wording, the key-path flattener;
+"""dsh_llm.converter: the strict leaves, the one wording, the key-path flattener;
 and that serde and config speak it alike."""
 
 from __future__ import annotations
@@ -12,9 +12,7 @@ import pytest
 from cattrs.errors import ClassValidationError
 
 from dsh_llm.config import ConfigError, structure_config
-from dsh_llm.errors import LlmError
-from dsh_llm.serde import chunk_from_dict, message_from_dict
-from dsh_llm.structure import (
+from dsh_llm.converter import (
     StructureError,
     describe,
     join_key,
@@ -23,6 +21,8 @@ from dsh_llm.structure import (
     strict_converter,
     value_kind,
 )
+from dsh_llm.errors import LlmError
+from dsh_llm.serde import chunk_from_dict, message_from_dict
 
 
 class Mode(enum.Enum):

@@ -120,7 +120,7 @@ def fetch_image(
     """
     import requests
 
-    from dsh_llm.attribution import attribution_headers
+    from dsh_llm.transport.attribution import attribution_headers
     from dsh_llm.transport.call import redact_url
 
     shown = redact_url(url)

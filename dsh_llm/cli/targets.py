@@ -300,7 +300,7 @@ def _base_url(
 @contextlib.contextmanager
 def _composition(path: str, environ: Mapping[str, str]) -> Iterator[Routes]:
     from dsh_llm.plugins import load_composition
-    from dsh_llm.routing.config import FailoverConfig
+    from dsh_llm.routing.plugins import FailoverConfig
 
     with load_composition(path, environ=environ) as composition:
         failover = {

@@ -41,7 +41,7 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
 
-from dsh_llm import __version__
+from dsh_llm._version import __version__
 from dsh_llm.errors import LlmError
 from dsh_llm.observe.watch import CallRecord, watch_stream
 from dsh_llm.protocol import (

@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any, Final, cast
 import attrs
 
 from dsh_llm.adapters import BUILTIN_FAMILIES, BuiltinFamily
+from dsh_llm.config import PluginConfigError
 from dsh_llm.credentials import Secret, normalize_api_key
-from dsh_llm.plugins.config import PluginConfigError
 
 if TYPE_CHECKING:
     from dsh_llm.plugins.context import PluginContext

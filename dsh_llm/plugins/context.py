@@ -34,8 +34,8 @@ from dsh_llm.adapter import (
     LlmProviderInfo,
     LlmResolvedModelInfo,
 )
+from dsh_llm.config import quoted
 from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.plugins.config import quoted
 from dsh_llm.protocol import ChunkStream, GenerateOptions, LlmCallConfig
 from dsh_llm.retry import RetryPolicy
 from dsh_llm.runtime import (

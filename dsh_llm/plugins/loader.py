@@ -3,7 +3,7 @@
 This module owns loading: resolving each entry's plugin and applying a
 composition. The plugin contract (``Plugin``, ``PluginContext``,
 ``ScopedLlmRuntime``) is ``dsh_llm.plugins.context``'s and the config rules are
-``dsh_llm.plugins.config``'s; docs/plugins.md is the user guide. Contracts
+``dsh_llm.plugins.interpolation``'s; docs/plugins.md is the user guide. Contracts
 callers may rely on:
 
 - A composition is a YAML list of entries ``{id, name, config, disabled}``;
@@ -37,18 +37,18 @@ from typing import Any, Final
 import attrs
 import yaml
 
-from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.plugins.config import (
+from dsh_llm.config import (
     KEY_METADATA,
     ConfigError,
     PluginConfigError,
     config_key,
-    interpolate,
     quoted,
     structure_config,
     value_kind,
 )
+from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.plugins.context import Plugin, PluginContext, ScopedLlmRuntime
+from dsh_llm.plugins.interpolation import interpolate
 from dsh_llm.runtime import LlmRuntime
 
 __all__ = [

@@ -29,10 +29,10 @@ from typing import Final
 import attrs
 import requests
 
-from dsh_llm.attribution import attribution_headers
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol.checks import MAX_TIMEOUT_MS, check_timeout_ms
 from dsh_llm.signal import AbortController, AbortSignal
+from dsh_llm.transport.attribution import attribution_headers
 from dsh_llm.transport.call import StreamingCall
 from dsh_llm.transport.http_errors import HttpErrorClassifier
 from dsh_llm.transport.session import NoAuth

@@ -46,8 +46,8 @@ from urllib3.exceptions import (
 )
 from urllib3.util.retry import Retry
 
-from dsh_llm.attribution import APP_IDENTITY, AppIdentity, attribution_headers
 from dsh_llm.credentials import Secret
+from dsh_llm.transport.attribution import APP_IDENTITY, AppIdentity, attribution_headers
 from dsh_llm.transport.connect import open_connection
 
 __all__ = [

@@ -13,7 +13,6 @@ import responses
 
 from dsh_llm.adapters import CatalogModel
 from dsh_llm.adapters.deepseek import DeepSeekAdapter
-from dsh_llm.attribution import user_agent
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import (
     GenerateOptions,
@@ -23,6 +22,7 @@ from dsh_llm.protocol import (
     create_user_message,
 )
 from dsh_llm.testing import sse_body
+from dsh_llm.transport.attribution import user_agent
 from dsh_llm.validator import validate_stream
 
 from .chat_chunks import FIRST, finish, text

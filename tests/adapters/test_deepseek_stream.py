@@ -17,13 +17,13 @@ import pytest
 
 from dsh_llm.adapters.deepseek import PROVIDER_ROUTE, DeepSeekAdapter
 from dsh_llm.assembler import collect
-from dsh_llm.attribution import user_agent
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import Finish, FinishReason, GenerateOptions, create_user_message
 from dsh_llm.runtime import LlmRuntime
 from dsh_llm.serde import chunk_to_dict, read_jsonl
 from dsh_llm.signal import AbortController
 from dsh_llm.testing import Cut, LoopbackServer, Pause, Reply, Stall, sse_events
+from dsh_llm.transport.attribution import user_agent
 from dsh_llm.validator import validate_stream
 
 from ..proxy_env import use_proxy

@@ -13,7 +13,6 @@ import pytest
 import responses
 
 from dsh_llm.adapters.openai_compat import OpenAICompatAdapter
-from dsh_llm.attribution import user_agent
 from dsh_llm.credentials import Secret
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import (
@@ -29,6 +28,7 @@ from dsh_llm.protocol import (
     create_user_message,
 )
 from dsh_llm.testing import sse_body
+from dsh_llm.transport.attribution import user_agent
 from dsh_llm.validator import validate_stream
 
 from .chat_chunks import finish, text

@@ -1,4 +1,5 @@
-"""dsh_llm.plugins.config: camelCase keys, strict types, validators, ${VAR}."""
+"""The config mechanism as plugins use it (dsh_llm.config): camelCase keys, strict
+types, validators; and ${VAR} interpolation (dsh_llm.plugins.interpolation)."""
 
 from __future__ import annotations
 
@@ -11,16 +12,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dsh_llm.credentials import Secret
-from dsh_llm.plugins.config import (
+from dsh_llm.config import (
     KEY_METADATA,
     ConfigError,
     PluginConfigError,
     config_key,
-    interpolate,
     structure_config,
     value_kind,
 )
+from dsh_llm.credentials import Secret
+from dsh_llm.plugins.interpolation import interpolate
 from dsh_llm.protocol import checks as c
 
 

@@ -40,7 +40,7 @@ from dsh_llm.routing import (
     failover,
     retrying,
 )
-from dsh_llm.routing.config import RetryingConfig
+from dsh_llm.routing.plugins import RetryingConfig
 from dsh_llm.runtime import LlmRuntime, StreamNext
 from dsh_llm.signal import AbortController, AbortSignal
 from dsh_llm.testing import Cut, LoopbackServer, Reply, sse_events
@@ -584,13 +584,13 @@ def test_failover_and_retrying_load_from_yaml(
   name: llm-openai-compatible
   config: {{providers: [backup], baseURL: "{backup.url}/v1"}}
 - id: failover
-  name: dsh_llm.routing.config:FAILOVER_PLUGIN
+  name: dsh_llm.routing.plugins:FAILOVER_PLUGIN
   config:
     alias: chat
     routes: [{{provider: primary, model: model-a}}, {{provider: backup}}]
     onCodes: [QUOTA]
 - id: retrying
-  name: dsh_llm.routing.config:RETRYING_PLUGIN
+  name: dsh_llm.routing.plugins:RETRYING_PLUGIN
   config:
     policy:
       mode: normal
@@ -649,7 +649,8 @@ def test_bad_routing_config_is_a_load_error_naming_the_key(
 ) -> None:
     path = _composition(
         tmp_path,
-        f"- id: routing\n  name: dsh_llm.routing.config:{plugin}\n  config: {config}\n",
+        f"- id: routing\n  name: dsh_llm.routing.plugins:{plugin}\n"
+        f"  config: {config}\n",
     )
     runtime = LlmRuntime()
     with pytest.raises(PluginLoadError) as caught:
@@ -663,7 +664,7 @@ def test_every_bad_key_of_a_retry_policy_is_named_as_data(tmp_path: Path) -> Non
     config = "{policy: {mode: sometimes, retries: 3}}"  # two problems at once
     path = _composition(
         tmp_path,
-        "- id: routing\n  name: dsh_llm.routing.config:RETRYING_PLUGIN\n"
+        "- id: routing\n  name: dsh_llm.routing.plugins:RETRYING_PLUGIN\n"
         f"  config: {config}\n",
     )
     with pytest.raises(PluginLoadError) as caught:
@@ -682,7 +683,7 @@ def test_every_bad_key_of_a_retry_policy_is_named_as_data(tmp_path: Path) -> Non
 def test_disposing_the_plugin_removes_its_middleware(tmp_path: Path) -> None:
     path = _composition(
         tmp_path,
-        "- id: retrying\n  name: dsh_llm.routing.config:RETRYING_PLUGIN\n",
+        "- id: retrying\n  name: dsh_llm.routing.plugins:RETRYING_PLUGIN\n",
     )
     runtime = LlmRuntime()
     composition = load_composition(path, runtime, environ={})
@@ -695,7 +696,7 @@ def test_setup_cfg_declares_the_routing_entry_points() -> None:
     import configparser
 
     from dsh_llm.plugins import resolve_plugin
-    from dsh_llm.routing.config import FAILOVER_PLUGIN, RETRYING_PLUGIN
+    from dsh_llm.routing.plugins import FAILOVER_PLUGIN, RETRYING_PLUGIN
 
     parser = configparser.ConfigParser()
     parser.read(Path(__file__).parents[2] / "setup.cfg", encoding="utf-8")

@@ -18,11 +18,11 @@ from typing import Any
 import pytest
 import requests
 
-from dsh_llm.attribution import user_agent
 from dsh_llm.credentials import Secret
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.signal import AbortController
 from dsh_llm.testing import LoopbackServer, Reply, Stall
+from dsh_llm.transport.attribution import user_agent
 from dsh_llm.transport.fetch import MAX_BODY_BYTES, fetch
 from dsh_llm.transport.http_errors import Redact
 from dsh_llm.transport.session import BearerAuth, create_session

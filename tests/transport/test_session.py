@@ -9,9 +9,9 @@ import time
 import pytest
 import requests
 
-from dsh_llm.attribution import AppIdentity, attribution_headers
 from dsh_llm.credentials import Secret
 from dsh_llm.testing import LoopbackServer, Reply
+from dsh_llm.transport.attribution import AppIdentity, attribution_headers
 from dsh_llm.transport.session import (
     BearerAuth,
     NoAuth,

@@ -14,7 +14,6 @@ import responses
 
 from dsh_llm.adapters import CatalogModel
 from dsh_llm.adapters.anthropic import AnthropicAdapter
-from dsh_llm.attribution import user_agent
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import (
     GenerateOptions,
@@ -26,6 +25,7 @@ from dsh_llm.protocol import (
     create_assistant_message,
     create_user_message,
 )
+from dsh_llm.transport.attribution import user_agent
 from dsh_llm.validator import validate_stream
 
 from .replay import FIXTURES

@@ -15,7 +15,6 @@ import pytest
 
 from dsh_llm.adapters.anthropic import PROVIDER_ROUTE, AnthropicAdapter
 from dsh_llm.assembler import BlockAssembler
-from dsh_llm.attribution import user_agent
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import (
     BlockEnd,
@@ -35,6 +34,7 @@ from dsh_llm.runtime import LlmRuntime
 from dsh_llm.serde import chunk_to_dict, read_jsonl
 from dsh_llm.signal import AbortController
 from dsh_llm.testing import Cut, LoopbackServer, Pause, Reply, Stall
+from dsh_llm.transport.attribution import user_agent
 from dsh_llm.validator import validate_stream
 
 from .replay import FIXTURES, fixture_names

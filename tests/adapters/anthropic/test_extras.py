@@ -18,7 +18,6 @@ from dsh_llm.adapters.anthropic import (
     AnthropicAdapter,
 )
 from dsh_llm.attachments import MemoryAttachmentStore, image_block
-from dsh_llm.attribution import user_agent
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import (
     CallId,
@@ -33,6 +32,7 @@ from dsh_llm.protocol import (
     create_tool_result_message,
     create_user_message,
 )
+from dsh_llm.transport.attribution import user_agent
 from dsh_llm.validator import validate_stream
 
 from ...attachments.images import gif, png

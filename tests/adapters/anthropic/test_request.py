@@ -21,7 +21,6 @@ from dsh_llm.adapters.anthropic.request import (
     request_headers,
 )
 from dsh_llm.assembler import BlockAssembler
-from dsh_llm.attribution import user_agent
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import (
     CallId,
@@ -39,6 +38,7 @@ from dsh_llm.protocol import (
     create_tool_result_message,
     create_user_message,
 )
+from dsh_llm.transport.attribution import user_agent
 
 from .replay import FIXTURES, replay
 

@@ -19,7 +19,6 @@ from dsh_llm.adapters.gemini import PROVIDER_ROUTE, GeminiAdapter
 from dsh_llm.adapters.gemini.request import build_generate_request
 from dsh_llm.assembler import collect
 from dsh_llm.attachments import MemoryAttachmentStore, attachment_id, image_block
-from dsh_llm.attribution import user_agent
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import (
     Finish,
@@ -33,6 +32,7 @@ from dsh_llm.runtime import LlmRuntime
 from dsh_llm.serde import chunk_to_dict, read_jsonl
 from dsh_llm.signal import AbortController
 from dsh_llm.testing import LoopbackServer, Reply, Stall, sse_event
+from dsh_llm.transport.attribution import user_agent
 from dsh_llm.validator import validate_stream
 
 from ..adapter_replay import FRAMINGS, SPLIT_IDS, SPLITS, as_dicts, consumed

@@ -16,7 +16,6 @@ import responses
 from dsh_llm.adapters import AdapterConfigError
 from dsh_llm.adapters.gemini import GeminiAdapter, GeminiModel
 from dsh_llm.attachments import MemoryAttachmentStore, image_block
-from dsh_llm.attribution import user_agent
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import (
     CallId,
@@ -33,6 +32,7 @@ from dsh_llm.protocol import (
     create_user_message,
 )
 from dsh_llm.testing import sse_event
+from dsh_llm.transport.attribution import user_agent
 from dsh_llm.validator import validate_stream
 
 from ...attachments.images import gif, png

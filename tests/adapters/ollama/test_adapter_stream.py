@@ -20,7 +20,6 @@ from dsh_llm.adapters import CatalogModel
 from dsh_llm.adapters.ollama import PROVIDER_ROUTE, OllamaAdapter, OllamaConfig
 from dsh_llm.adapters.ollama.family import LIST_MODELS_TIMEOUT_MS, listing_timeout_ms
 from dsh_llm.adapters.ollama.request import build_chat_request
-from dsh_llm.attribution import user_agent
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import (
     Finish,
@@ -32,6 +31,7 @@ from dsh_llm.protocol import (
 from dsh_llm.serde import chunk_to_dict, read_jsonl
 from dsh_llm.signal import AbortController
 from dsh_llm.testing import LoopbackServer, Reply, Stall
+from dsh_llm.transport.attribution import user_agent
 from dsh_llm.transport.fetch import MAX_BODY_BYTES
 from dsh_llm.validator import validate_stream
 

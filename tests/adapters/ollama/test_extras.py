@@ -20,7 +20,6 @@ from dsh_llm.adapters.ollama import (
     OllamaAdapter,
 )
 from dsh_llm.attachments import MemoryAttachmentStore, image_block
-from dsh_llm.attribution import user_agent
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.plugins import load_composition
 from dsh_llm.protocol import (
@@ -37,6 +36,7 @@ from dsh_llm.protocol import (
     create_tool_result_message,
     create_user_message,
 )
+from dsh_llm.transport.attribution import user_agent
 from dsh_llm.validator import validate_stream
 
 from ...attachments.images import png

@@ -20,13 +20,13 @@ from dsh_llm.adapters.openai_responses import (
     OpenAIResponsesAdapter,
     OpenAIResponsesConfig,
 )
-from dsh_llm.attribution import user_agent
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.plugins import PluginContext, load_composition
 from dsh_llm.plugins.builtin import OPENAI_RESPONSES as plugin
 from dsh_llm.protocol import GenerateOptions, ToolSchema, create_user_message
 from dsh_llm.runtime import LlmRuntime
 from dsh_llm.testing import LoopbackServer, Reply
+from dsh_llm.transport.attribution import user_agent
 from dsh_llm.validator import validate_stream
 
 from ...plugin_loading import load_error

@@ -1,8 +1,8 @@
 """``failover`` and ``retrying`` from a composition file: configs and plugins.
 
 Two plugins, ``llm-failover`` and ``llm-retrying`` (entry points of group
-``dsh_llm.plugins``; also loadable as ``dsh_llm.routing.config:FAILOVER_PLUGIN``
-and ``dsh_llm.routing.config:RETRYING_PLUGIN``), each adding one middleware of
+``dsh_llm.plugins``; also loadable as ``dsh_llm.routing.plugins:FAILOVER_PLUGIN``
+and ``dsh_llm.routing.plugins:RETRYING_PLUGIN``), each adding one middleware of
 ``dsh_llm.routing`` with ``ctx.llm.use``. Contracts callers may rely on:
 
 - ``FailoverConfig`` and ``RetryingConfig`` are frozen attrs classes read with
@@ -27,7 +27,7 @@ from typing import Any, Final
 
 import attrs
 
-from dsh_llm.plugins.config import PluginConfigError
+from dsh_llm.config import PluginConfigError
 from dsh_llm.plugins.context import PluginContext
 from dsh_llm.retry import resolve_retry_policy
 from dsh_llm.routing import (

@@ -1,7 +1,7 @@
-"""``${VAR}`` interpolation in a composition file, over the one config mechanism.
+"""``${VAR}`` interpolation in a composition file.
 
-The strict structuring of a plugin's ``Config`` is ``dsh_llm.config``'s (re-exported
-here for plugin authors). This module adds what only a composition file needs:
+The strict structuring of a plugin's ``Config`` is ``dsh_llm.config``'s. This
+module adds what only a composition file needs:
 
 - ``interpolate`` replaces ``${VAR}`` and ``${VAR:-default}`` in every string
   (``$${`` is a literal ``${``); an unset variable without a default is a
@@ -14,29 +14,9 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final
 
-from dsh_llm.config import (
-    KEY_METADATA,
-    ConfigError,
-    PluginConfigError,
-    config_key,
-    join_key,
-    quoted,
-    render_problems,
-    structure_config,
-    value_kind,
-)
+from dsh_llm.config import ConfigError, join_key
 
-__all__ = [
-    "KEY_METADATA",
-    "ConfigError",
-    "PluginConfigError",
-    "config_key",
-    "interpolate",
-    "quoted",
-    "render_problems",
-    "structure_config",
-    "value_kind",
-]
+__all__ = ["interpolate"]
 
 # --- ${VAR} interpolation ---------------------------------------------------------
 
