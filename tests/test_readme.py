@@ -548,8 +548,9 @@ def test_cli_examples_run(model, tmp_path):
         "  (the server lists its models: pass --model to chat)",
     ]
     assert lines[32] == "groq  (Groq, built-in)"  # the hosted services follow
-    # No AWS region here: Bedrock is listed last, as not available.
-    assert lines[-2] == "bedrock  (Amazon Bedrock, built-in)"
+    # No AWS region nor Azure resource here: both listed last, not available.
+    assert lines[-4] == "bedrock  (Amazon Bedrock, built-in)"
+    assert lines[-2] == "azure  (Azure OpenAI, built-in)"
     assert lines[-1].startswith("  (not available here: ")
     recorded = (tmp_path / "answer.jsonl").read_text(encoding="utf-8")
     answer = [chunk_from_json(line) for line in recorded.splitlines()]

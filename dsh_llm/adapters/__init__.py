@@ -143,6 +143,13 @@ BUILTIN_FAMILIES: Final = (
         display_name="Amazon Bedrock",
         key_env="AWS_BEARER_TOKEN_BEDROCK",
     ),
+    BuiltinFamily(
+        route="azure",
+        plugin="llm-azure",
+        adapter="dsh_llm.adapters.azure:AzureOpenAIAdapter",
+        display_name="Azure OpenAI",
+        key_env="AZURE_OPENAI_API_KEY",
+    ),
     *(
         BuiltinFamily(
             route=name,

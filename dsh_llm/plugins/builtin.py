@@ -5,7 +5,7 @@ from its family's table row. Contracts callers may rely on:
 
 - ``Config`` is the family's config class (camelCase keys, all optional) for a
   provider's own route (``deepseek-official``, ``anthropic``, ``gemini``,
-  ``ollama``, ``bedrock``); for a family any server speaks (``llm-openai-compatible``,
+  ``ollama``, ``bedrock``, ``azure``); for a family any server speaks (``llm-openai-compatible``,
   ``llm-openai-responses``) it adds ``providers`` (the routes to serve, required)
   and ``apiKey`` (write ``${VAR}``; or ``apiKeyEnv``, not both).
 - ``apply`` builds the adapter with ``from_config`` and ``ctx.environ`` before
@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ANTHROPIC",
+    "AZURE",
     "BEDROCK",
     "DEEPSEEK",
     "GEMINI",
@@ -137,6 +138,8 @@ GEMINI: Final = PLUGINS["llm-gemini"]
 """``llm-gemini``: ``GeminiAdapter`` on ``gemini``."""
 OLLAMA: Final = PLUGINS["llm-ollama"]
 """``llm-ollama``: ``OllamaAdapter`` on ``ollama``."""
+AZURE: Final = PLUGINS["llm-azure"]
+"""``llm-azure``: ``AzureOpenAIAdapter`` on ``azure``."""
 BEDROCK: Final = PLUGINS["llm-bedrock"]
 """``llm-bedrock``: ``BedrockAdapter`` on ``bedrock``."""
 OPENAI_COMPATIBLE: Final = PLUGINS["llm-openai-compatible"]

@@ -58,14 +58,19 @@ def test_providers_lists_every_built_in_route_and_its_catalog(tmp_path):
     # Every built-in route has its heading, in the table's order (one that
     # cannot be built here last); the hosted services list their catalogs.
     headings = [line for line in lines if not line.startswith("  ")]
-    built = [route for route in BUILTIN_ROUTES if route != "bedrock"]
-    assert [h.split("  ")[0] for h in headings] == [*built, "bedrock"]
+    missing = ("bedrock", "azure")
+    built = [route for route in BUILTIN_ROUTES if route not in missing]
+    assert [h.split("  ")[0] for h in headings] == [*built, *missing]
     assert "xai  (xAI, built-in)" in headings
-    # No AWS region in the test's environment: listed last, not registered.
-    assert lines[-2:] == [
+    # No AWS region and no Azure resource in the test's environment: listed
+    # last, not registered.
+    assert lines[-4:] == [
         "bedrock  (Amazon Bedrock, built-in)",
         "  (not available here: llm-bedrock: region is not set: set region, or "
         "export AWS_REGION (or give the AWS profile a region))",
+        "azure  (Azure OpenAI, built-in)",
+        "  (not available here: llm-azure: resource is not set: set resource or "
+        "baseURL, or export AZURE_OPENAI_ENDPOINT)",
     ]
     assert "dsh-llm chat --base-url URL --model NAME" in result.stderr
 
@@ -179,7 +184,7 @@ def test_open_target_picks_deepseek_and_its_first_model_by_default(
         # Every built-in provider route is there (none does I/O before a call),
         # but Bedrock, which cannot be built without an AWS region.
         assert [p.id for p in target.runtime.list_providers()] == [
-            route for route in BUILTIN_ROUTES if route != "bedrock"
+            route for route in BUILTIN_ROUTES if route not in ("bedrock", "azure")
         ]
         assert BUILTIN_ROUTES[:4] == (
             "deepseek-official",

@@ -2,31 +2,18 @@
 streams from ``AZURE_OPENAI_ENDPOINT`` with ``AZURE_OPENAI_API_KEY``, and
 ``dsh-llm providers`` lists the route as not available without an endpoint.
 
-Both need the ``llm-azure`` row of ``dsh_llm.adapters.BUILTIN_FAMILIES``
-(``tests.adapters.azure.test_config.ROW``); until it is in the table they fail,
-as strict expected failures, so the row's arrival turns them into passes to
-unmark."""
+Both go through the ``llm-azure`` row of ``dsh_llm.adapters.BUILTIN_FAMILIES``."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
-from dsh_llm.adapters import builtin_family
 from dsh_llm.testing import LoopbackServer, Reply
 
 from ...cli_run import clean_env, run_cli
 from .replay import body
 
-NEEDS_ROW = pytest.mark.xfail(
-    builtin_family("azure") is None,
-    reason="the llm-azure row is not in dsh_llm.adapters.BUILTIN_FAMILIES yet",
-    strict=True,
-)
 
-
-@NEEDS_ROW
 def test_chat_provider_azure_streams_from_the_endpoint(
     server: LoopbackServer, tmp_path: Path
 ) -> None:
@@ -54,7 +41,6 @@ def test_chat_provider_azure_streams_from_the_endpoint(
     assert request.header("api-key") == "cli-key-0123456789"
 
 
-@NEEDS_ROW
 def test_providers_lists_azure_as_not_available_without_an_endpoint(
     tmp_path: Path,
 ) -> None:
