@@ -9,11 +9,13 @@ Contracts callers may rely on:
 
 - ``feed(event)`` returns the chunks the event completes, in the strict order of
   ``docs/protocol.md``; nothing once ``finished``. Events are dispatched on the
-  payload's ``type`` (the SSE event name only when the payload has none).
+  payload's ``type`` (the SSE event name only when the payload has none), but
+  ``event: error`` always on its name.
 - ``ping`` is a keep-alive, not data (``KEEPALIVE_EVENTS``). Unknown event,
   block and delta types are passed over; a ``server_tool_use`` block never
   becomes a tool call.
-- An ``event: error`` raises its failure (``errors.stream_failure``), as does
+- An ``event: error`` raises its failure (``errors.stream_failure``) whatever
+  its payload's type (a payload of type ``error`` does too), as does
   ``message_stop`` without a stop reason and a block the provider never closed
   (unless ``max_tokens`` cut it): a cut answer is never a success. A stop reason
   other than ``end_turn``/``stop_sequence``/``tool_use``/``max_tokens``/
@@ -167,6 +169,12 @@ class MessagesTranslator(WireTranslator[SseEvent]):
         writer = self.writer
         if writer.finished or not event.data:
             return []
+        if event.event == "error":
+            # An error frame is an error whatever its payload says (llama-server
+            # sends an OpenAI-style one whose type is "server_error").
+            raise LlmError.from_failure(
+                stream_failure(self._error_payload(event.data), provider=self.provider)
+            )
         payload = self._decoded(event.data)
         if type(payload) is not dict:
             raise writer.malformed(f"a {event.event} payload that is not an object")
@@ -192,6 +200,14 @@ class MessagesTranslator(WireTranslator[SseEvent]):
                 stream_failure(payload, provider=writer.provider)
             )
         return writer.take()
+
+    @staticmethod
+    def _error_payload(data: str) -> Any:
+        """An error frame's payload: its JSON, else its text (the message)."""
+        try:
+            return _json_decode(data)
+        except (ValueError, RecursionError):
+            return data
 
     def _decoded(self, data: str) -> Any:
         try:

@@ -343,6 +343,40 @@ def test_an_error_frame_with_a_block_open_keeps_the_usage_reported_before_it() -
     assert finish.replay_state is None
 
 
+@pytest.mark.parametrize(
+    ("data", "code", "message"),
+    [
+        # llama-server's /v1/messages: an OpenAI-style payload under event: error.
+        (
+            '{"code": 500, "message": "output does not match", "type": "server_error"}',
+            "SERVER",
+            "output does not match",
+        ),
+        (
+            '{"code": 400, "message": "bad grammar", "type": "invalid_request_error"}',
+            "INVALID_REQUEST",
+            "bad grammar",
+        ),
+        ('{"error": {"message": "upstream died"}}', "SERVER", "upstream died"),
+        ("upstream died", "SERVER", "upstream died"),
+        ('{"type": "message_stop"}', "SERVER", "Anthropic stream reported an error"),
+    ],
+)
+def test_an_error_frame_is_an_error_whatever_its_payload_says(
+    data: str, code: str, message: str
+) -> None:
+    chunks = run(
+        start(),
+        block_start(0, {"type": "text", "text": ""}),
+        block_delta(0, {"type": "text_delta", "text": "x"}),
+        SseEvent(data, "error"),
+    )
+    assert [type(c) for c in chunks] == [BlockStart, TextDelta, UsageChunk, Finish]
+    failure = chunks[-1].reason.failure  # type: ignore[union-attr]
+    assert failure is not None
+    assert (failure.code, failure.message) == (code, message)
+
+
 # --- stop reasons ---------------------------------------------------------------------
 
 
