@@ -21,6 +21,10 @@ Contracts callers may rely on:
   other than ``end_turn``/``stop_sequence``/``tool_use``/``max_tokens``/
   ``model_context_window_exceeded`` is the provider's unsuccessful finish
   (``REFUSAL``, ``PAUSE_TURN``, or the upper-cased reason).
+- A ``tool_use`` block that starts right after a call's block stopped, with
+  its id, continues that call (LiteLLM sends one block per argument fragment),
+  so a call's ``block-end`` waits for the next event. Joined arguments that are
+  not one JSON object, or any other repeated id, are ``MALFORMED_RESPONSE``.
 - A payload that is not JSON, or has a known field of the wrong type, raises
   ``LlmError`` ``MALFORMED_RESPONSE``.
 """
@@ -65,6 +69,9 @@ _REDACTED: Final = "redacted_thinking"
 _OPAQUE: Final = object()
 """A block the protocol has no place for (server tools, their results, unknown
 types): tracked by wire index so its deltas are recognised, never emitted."""
+_STOPPED: Final = object()
+"""A wire block the provider closed (``content_block_stop``): its late deltas
+are passed over."""
 
 _DELTA_KINDS: Final = {
     "text_delta": (TEXT, "text"),
@@ -147,6 +154,11 @@ class MessagesTranslator(WireTranslator[SseEvent]):
             provider=provider, empty_response_as_stop=empty_response_as_stop
         )
         self._blocks: dict[int, Block | object] = {}
+        # A tool call whose wire block stopped: it ends at the next event unless
+        # that event starts a block repeating its id, which continues it.
+        self._held: Block | None = None
+        self._joined: set[Block] = set()  # calls joined from several wire blocks
+        self._call_ids: set[str] = set()
         self._usage: dict[str, Any] | None = None
         self._stop_reason: str | None = None
         self._stop_details: Any = None
@@ -281,6 +293,8 @@ class MessagesTranslator(WireTranslator[SseEvent]):
             raise self.writer.malformed("a content_block_start without a content block")
         writer = self.writer
         wire_type = content.get("type")
+        if wire_type != "tool_use":
+            self._release()
         block: Block
         if wire_type == TEXT:
             block = writer.open(TEXT, text=self._string(content, "text"))
@@ -298,13 +312,60 @@ class MessagesTranslator(WireTranslator[SseEvent]):
             name = self._string(content, "name")
             # ``input`` is a placeholder (``{}``) when the input streams; a
             # non-empty one is a whole input sent at once.
-            initial = content.get("input")
-            whole = self._whole_input(initial)
+            whole = self._whole_input(content.get("input"))
+            held = self._held
+            if held is not None and call_id and call_id == held.call_id:
+                self._continue(index, held, name, whole)
+                return
+            self._release()
+            if call_id in self._call_ids:
+                raise writer.malformed(
+                    "a tool_use block repeating the id of an earlier call"
+                )
+            if call_id:
+                self._call_ids.add(call_id)
             block = writer.open(TOOL_CALL, call_id=call_id, name=name, text=whole)
         else:
             self._blocks[index] = _OPAQUE
             return
         self._blocks[index] = block
+
+    def _continue(self, index: int, call: Block, name: str, whole: str) -> None:
+        """A ``tool_use`` block right after the one that stopped, with its id:
+        the same call continues (LiteLLM sends a block per argument fragment)."""
+        if name and name != call.name:
+            raise self.writer.malformed(
+                "a tool_use block repeating a call's id with another name"
+            )
+        self._held = None
+        self._joined.add(call)
+        if whole:
+            self.writer.append(call, whole)
+        self._blocks[index] = call
+
+    def _release(self) -> None:
+        """End the held tool call: no block continues it.
+
+        Raises:
+            LlmError: ``MALFORMED_RESPONSE`` when the call was joined from several
+                wire blocks and its arguments are not one JSON object (unless the
+                output cap cut the answer).
+        """
+        call = self._held
+        if call is None:
+            return
+        self._held = None
+        if call in self._joined and self._stop_reason not in _CUT_REASONS:
+            try:
+                whole = _json_decode(call.buffer.value())
+            except (ValueError, RecursionError):
+                whole = None
+            if type(whole) is not dict:
+                raise self.writer.malformed(
+                    "tool_use blocks with one id whose joined input is not a "
+                    "JSON object"
+                )
+        self.writer.end(call)
 
     def _delta(self, payload: dict[str, Any]) -> None:
         index = self._index(payload)
@@ -313,11 +374,11 @@ class MessagesTranslator(WireTranslator[SseEvent]):
             raise self.writer.malformed(
                 f"a delta for block {index}, which never started"
             )
-        if block is _OPAQUE:
+        if block is _OPAQUE or block is _STOPPED:
             return
+        if self._held is not None:
+            self._release()
         assert isinstance(block, Block)
-        if block.ended:
-            return
         delta = payload.get("delta")
         if type(delta) is not dict:
             raise self.writer.malformed("a content_block_delta without a delta object")
@@ -367,8 +428,14 @@ class MessagesTranslator(WireTranslator[SseEvent]):
             raise self.writer.malformed(
                 f"a content_block_stop for block {index}, never started"
             )
-        if block is not _OPAQUE:
-            assert isinstance(block, Block)
+        if block is _OPAQUE or block is _STOPPED:
+            return
+        assert isinstance(block, Block)
+        self._blocks[index] = _STOPPED
+        self._release()
+        if block.kind is TOOL_CALL:
+            self._held = block
+        else:
             self.writer.end(block)
 
     def _message_delta(self, payload: dict[str, Any]) -> None:
@@ -386,9 +453,11 @@ class MessagesTranslator(WireTranslator[SseEvent]):
                     self._stop_reason = reason
             if delta.get("stop_details") is not None:
                 self._stop_details = delta.get("stop_details")
+        self._release()
         self._merge_usage(payload.get("usage"))
 
     def _message_stop(self) -> None:
+        self._release()
         reason = self._stop_reason
         writer = self.writer
         if reason is None:
