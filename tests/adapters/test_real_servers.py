@@ -289,7 +289,14 @@ def _finding(relative: str) -> str | None:
 
 
 FINDINGS = {relative: _finding(relative) for relative, _ in CASES}
-FIXED = frozenset({RESPONSES_EMPTY_PART, ANTHROPIC_FLAT_ERROR, ANTHROPIC_SPLIT_CALL})
+FIXED = frozenset(
+    {
+        RESPONSES_EMPTY_PART,
+        ANTHROPIC_FLAT_ERROR,
+        ANTHROPIC_SPLIT_CALL,
+        GEMINI_ZERO_USAGE,
+    }
+)
 """Findings the adapters now get right: their files replay to the right outcome
 instead of what the live call gave."""
 

@@ -14,7 +14,8 @@ Contracts callers may rely on:
 - A payload that is not JSON, not an object, or has a field of the wrong type
   raises ``LlmError`` ``MALFORMED_RESPONSE``; an error object in the stream
   raises its failure (classified by ``dsh_llm.adapters.gemini.errors``).
-- ``usage_so_far`` is the usage reported so far (``None`` before any).
+- ``usage_so_far`` is the usage reported so far (``None`` before any); a count
+  of 0 that the answer disproves is ``None`` (``_plausible_usage``).
 - A ``finishReason`` other than ``STOP``/``MAX_TOKENS`` is the provider's
   unsuccessful finish: ``finish_failure`` (content filters are
   ``CONTENT_FILTER``, other reasons their own name, ``docs/gemini.md``).
@@ -25,8 +26,10 @@ from __future__ import annotations
 import json
 import re
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, cast
+
+import attrs
 
 from dsh_llm.adapters._wire.translator import WireTranslator
 from dsh_llm.adapters._wire.values import wire_count
@@ -115,6 +118,30 @@ def map_usage(usage: Mapping[str, Any]) -> TokenUsage:
         cache_read_tokens=cached,
         reasoning_tokens=thoughts,
     )
+
+
+def _plausible_usage(usage: TokenUsage, emitted: Sequence[Block]) -> TokenUsage:
+    """``usage`` with the counts of 0 that the answer disproves taken as unknown.
+
+    A proxy may send ``usageMetadata`` of zeros whatever it generated (LiteLLM's
+    Gemini route does), and the protocol never under-reports: beside a generated
+    block, an output count of 0 is ``None``, and so is an input count of 0 (a
+    model that generated anything read a prompt of at least one token); beside
+    a reasoning block, a reasoning count of 0 is ``None`` and the output count
+    with it (it would leave the reasoning out). Without any block a 0 may be
+    true (the upstream may never have run the prompt) and stays.
+    """
+    if not emitted:
+        return usage
+    changes: dict[str, None] = {}
+    if usage.output_tokens == 0:
+        changes["output_tokens"] = None
+    if usage.input_tokens == 0:
+        changes["input_tokens"] = None
+    if usage.reasoning_tokens == 0 and any(b.kind is REASONING for b in emitted):
+        changes["reasoning_tokens"] = None
+        changes["output_tokens"] = None
+    return attrs.evolve(usage, **changes) if changes else usage
 
 
 def finish_failure(
@@ -235,7 +262,9 @@ class GeminiTranslator(WireTranslator[SseEvent]):
         self._take = self.writer.take
 
     def _mapped_usage(self) -> TokenUsage | None:
-        return None if self._usage is None else map_usage(self._usage)
+        if self._usage is None:
+            return None
+        return _plausible_usage(map_usage(self._usage), self.writer.emitted)
 
     # -- input -------------------------------------------------------------------------
 

@@ -335,6 +335,58 @@ def test_usage_comes_once_before_the_finish_with_the_latest_values():
     assert chunks.index(usages[0]) == len(chunks) - 2
 
 
+ZEROS = {"promptTokenCount": 0, "candidatesTokenCount": 0, "totalTokenCount": 0}
+"""LiteLLM's Gemini route: usageMetadata of zeros whatever was generated."""
+
+
+def answer(*parts: dict[str, Any], usage: dict[str, Any]) -> SseEvent:
+    candidate = {"content": {"parts": list(parts)}, "finishReason": "STOP"}
+    return event({"candidates": [candidate], "usageMetadata": usage})
+
+
+def _usage(chunks: list[Any]) -> TokenUsage:
+    (usage,) = [c.usage for c in chunks if isinstance(c, UsageChunk)]
+    return usage
+
+
+@pytest.mark.parametrize(
+    "parts",
+    [
+        [{"text": "Hello"}],
+        [{"functionCall": {"name": "f", "args": {"a": 1}}}],
+        [{"text": "hm", "thought": True}],
+    ],
+)
+def test_counts_of_zero_beside_a_generated_answer_are_unknown(parts):
+    usage = _usage(feed_all(GeminiTranslator(), [answer(*parts, usage=ZEROS)]))
+    assert (usage.input_tokens, usage.output_tokens) == (None, None)
+
+
+def test_counts_of_zero_without_any_block_may_be_true_and_stay():
+    chunks = feed_all(GeminiTranslator(), [answer({"text": ""}, usage=ZEROS)])
+    assert _usage(chunks) == TokenUsage(input_tokens=0, output_tokens=0)
+
+
+def test_a_reasoning_count_of_zero_beside_reasoning_is_unknown_and_the_output_too():
+    counts = {
+        "promptTokenCount": 5,
+        "candidatesTokenCount": 2,
+        "thoughtsTokenCount": 0,
+        "totalTokenCount": 7,
+    }
+    parts = [{"text": "hm", "thought": True}, {"text": "ok"}]
+    chunks = feed_all(GeminiTranslator(), [answer(*parts, usage=counts)])
+    assert _usage(chunks) == TokenUsage(
+        input_tokens=5, output_tokens=None, reasoning_tokens=None
+    )
+
+
+def test_counts_above_zero_beside_an_answer_are_kept():
+    counts = {"promptTokenCount": 5, "candidatesTokenCount": 2, "totalTokenCount": 7}
+    chunks = feed_all(GeminiTranslator(), [answer({"text": "ok"}, usage=counts)])
+    assert _usage(chunks) == TokenUsage(input_tokens=5, output_tokens=2)
+
+
 def test_an_empty_finish_or_block_reason_is_no_reason():
     translator = GeminiTranslator()
     assert [c.type for c in translator.feed(text_event("a", finishReason=""))] == [
@@ -417,7 +469,8 @@ def test_an_error_after_text_in_one_event_leaves_the_text_and_usage_before_it():
     assert [chunk_to_dict(c) for c in translator.before_failure()] == [
         {"type": "block-start", "index": 0, "blockType": "text"},
         {"type": "text-delta", "index": 0, "text": "Hal"},
-        {"type": "usage", "usage": {"inputTokens": 4, "outputTokens": 0}},
+        # The running total said 0 before "Hal" came: never under-reported.
+        {"type": "usage", "usage": {"inputTokens": 4, "outputTokens": None}},
     ]
     assert translator.before_failure() == []
 
