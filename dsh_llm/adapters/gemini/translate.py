@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import json
 import re
-import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, cast
 
@@ -49,6 +48,7 @@ from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import (
     FinishReason,
     LlmFailure,
+    Message,
     ReplayEnvelope,
     StreamChunk,
     TokenUsage,
@@ -171,7 +171,7 @@ def finish_failure(
 def _new_call_id(response_id: str | None, ordinal: int) -> str:
     if response_id:
         return f"call_{response_id}_{ordinal}"
-    return f"call_{uuid.uuid4().hex[:24]}"
+    return f"call_{ordinal}"
 
 
 class GeminiTranslator(WireTranslator[SseEvent]):
@@ -183,7 +183,10 @@ class GeminiTranslator(WireTranslator[SseEvent]):
     - Each ``functionCall`` part is one tool-call block, started, given one
       delta with the whole arguments as compact JSON text (``{}`` when absent;
       key order kept) and ended at once; its id is Gemini's, else
-      ``call_<responseId>_<n>`` (``call_<random hex>`` without a response id).
+      ``call_<responseId>_<n>`` (``call_<n>`` without a response id), ``n`` the
+      call's place in the response, moved on to the next free number while the
+      id is one the request's ``history`` or this response already holds: the
+      same request and bytes give the same ids, and each turn new ones.
     - A call whose arguments stream (Vertex AI's ``partialArgs``: a first part
       with the name and ``willContinue``, then parts without a name) opens its
       block at once and gets each piece of its JSON text as it arrives
@@ -231,6 +234,8 @@ class GeminiTranslator(WireTranslator[SseEvent]):
         empty_response_as_stop: Report a blockless ``STOP`` as a plain ``stop``.
         new_call_id: Makes the id of a call Gemini gave none, from the
             response id (or ``None``) and the call's 0-based ordinal.
+        history: The request's messages: an id made for a call never repeats
+            the id of a tool call in them.
     """
 
     def __init__(
@@ -240,11 +245,17 @@ class GeminiTranslator(WireTranslator[SseEvent]):
         attachments: AttachmentStore | None = None,
         empty_response_as_stop: bool = False,
         new_call_id: Callable[[str | None, int], str] = _new_call_id,
+        history: Sequence[Message] = (),
     ) -> None:
         super().__init__(
             provider=provider, empty_response_as_stop=empty_response_as_stop
         )
         self._new_call_id = new_call_id
+        self._history = history
+        # Tool-call ids a made id may not repeat: the history's (read when a
+        # call first needs an id) and this response's.
+        self._taken: set[str] | None = None
+        self._calls = 0
         self._store = attachments
         # The call whose arguments stream (Vertex AI's partialArgs), if any.
         self._streaming: tuple[Block, StreamedArguments] | None = None
@@ -538,7 +549,9 @@ class GeminiTranslator(WireTranslator[SseEvent]):
                     "functionCall args with NaN or Infinity"
                 ) from None
         self._close_open()
-        call_id = wire_id or self._new_call_id(self._response_id, writer.tool_calls)
+        call_id = wire_id or self._made_call_id()
+        self._calls += 1
+        self._taken_ids().add(call_id)
         # A whole call's arguments are its one delta; streamed arguments
         # (Vertex AI's partialArgs) are appended as they arrive.
         block = writer.open(TOOL_CALL, call_id=call_id, name=name, text=arguments)
@@ -556,6 +569,28 @@ class GeminiTranslator(WireTranslator[SseEvent]):
             self._sign(
                 block, {"functionCall": call, "thoughtSignature": signature}, signature
             )
+
+    def _taken_ids(self) -> set[str]:
+        taken = self._taken
+        if taken is None:
+            taken = self._taken = {
+                call.id for message in self._history for call in message.tool_calls
+            }
+        return taken
+
+    def _made_call_id(self) -> str:
+        """The id of a call Gemini gave none (see the class docstring): a
+        deterministic one, unique among the ids taken as long as ``new_call_id``
+        gives distinct ids for distinct ordinals."""
+        taken = self._taken_ids()
+        ordinal = self._calls
+        call_id = self._new_call_id(self._response_id, ordinal)
+        # One of len(taken) + 1 distinct ids is free.
+        for step in range(1, len(taken) + 1):
+            if call_id not in taken:
+                break
+            call_id = self._new_call_id(self._response_id, ordinal + step)
+        return call_id
 
     def _continue_call(
         self,

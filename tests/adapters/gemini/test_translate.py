@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import base64
 import json
-import re
 from pathlib import Path
 from typing import Any
 
@@ -22,11 +21,15 @@ from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import (
     BlockEnd,
     BlockStart,
+    CallId,
     Finish,
+    Message,
+    ModelSource,
     TextBlock,
     TokenUsage,
     ToolCallBlock,
     UsageChunk,
+    create_user_message,
 )
 from dsh_llm.serde import chunk_to_dict, read_jsonl
 from dsh_llm.transport.sse import SseDecoder, SseEvent
@@ -181,17 +184,44 @@ def test_an_sse_error_field_is_raised():
 # --- ids, usage, failures -----------------------------------------------------------
 
 
-def test_a_call_without_id_or_response_id_gets_a_random_call_id():
-    translator = GeminiTranslator()
-    chunks = translator.feed(calls_event({"name": "f"}, {"name": "g"}))
-    ids = [
+def _call_ids(chunks: list[Any]) -> list[str]:
+    return [
         c.block.id
         for c in chunks
         if isinstance(c, BlockEnd) and isinstance(c.block, ToolCallBlock)
     ]
-    assert len(ids) == 2
-    assert ids[0] != ids[1]
-    assert all(re.fullmatch(r"call_[0-9a-f]{24}", i) for i in ids)
+
+
+def test_a_call_without_id_or_response_id_gets_an_id_from_its_place():
+    two_calls = calls_event({"name": "f"}, {"name": "g"})
+    ids = _call_ids(GeminiTranslator().feed(two_calls))
+    assert ids == ["call_0", "call_1"]
+    # The same bytes give the same ids.
+    assert _call_ids(GeminiTranslator().feed(two_calls)) == ids
+
+
+def test_made_ids_never_repeat_the_history_or_a_wire_id_of_the_response():
+    earlier = Message(
+        role="assistant",
+        content=(
+            ToolCallBlock(id=CallId("call_0"), name="f", arguments="{}"),
+            ToolCallBlock(id=CallId("call_2"), name="f", arguments="{}"),
+        ),
+        source=ModelSource(provider="gemini", model="m"),
+    )
+    history = (create_user_message("hi"), earlier, create_user_message("again"))
+    translator = GeminiTranslator(history=history)
+    chunks = translator.feed(
+        calls_event({"name": "f", "id": "call_3"}, {"name": "g"}, {"name": "h"})
+    )
+    assert _call_ids(chunks) == ["call_3", "call_1", "call_4"]
+
+
+def test_a_response_id_names_the_calls_of_that_response():
+    chunks = GeminiTranslator().feed(
+        calls_event({"name": "f"}, {"name": "g"}, responseId="r1")
+    )
+    assert _call_ids(chunks) == ["call_r1_0", "call_r1_1"]
 
 
 def test_new_call_id_is_injectable():
