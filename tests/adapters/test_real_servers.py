@@ -63,6 +63,14 @@ FACTORIES: dict[str, Factory] = {
 }
 
 
+TARGET_OPTIONS: dict[str, dict[str, Any]] = {
+    # What a user tells the adapter about the server behind it (the recordings
+    # were made without it): llama-server's profile reads its unmarked cut.
+    "llama-server-responses": {"server": "llamacpp"},
+}
+"""Adapter keywords a target is replayed with (besides the factory's)."""
+
+
 def _target_dirs() -> list[Path]:
     return sorted(
         path
@@ -100,15 +108,18 @@ def _replay(path: Path) -> dict[str, Any]:
     replay per file for the whole module: the tests only read it)."""
     cassette = Cassette.load(path)
     assert cassette.adapter is not None
-    return _outcome(_runtime_chunks(cassette))
+    target = path.relative_to(CASSETTES).parts[0]
+    return _outcome(_runtime_chunks(cassette, **TARGET_OPTIONS.get(target, {})))
 
 
-def _runtime_chunks(cassette: Cassette) -> list[StreamChunk]:
+def _runtime_chunks(cassette: Cassette, **adapter_options: Any) -> list[StreamChunk]:
     """What a runtime consumer sees (a raised failure is the last finish, after
-    the usage the adapter reported), strictly validated."""
-    options = replay_options(cassette)
+    the usage the adapter reported), strictly validated. The request carries
+    the output cap the recording asked for."""
+    options = replay_options(cassette, max_tokens=_cap(cassette))
     with replay_server(cassette, 0.0) as server:
-        adapter = FACTORIES[cassette.adapter](replay_base_url(server, cassette))  # type: ignore[index]
+        factory = FACTORIES[cassette.adapter]  # type: ignore[index]
+        adapter = factory(replay_base_url(server, cassette), **adapter_options)
         runtime = LlmRuntime()
         try:
             runtime.register_adapter([options.provider], adapter)
@@ -296,6 +307,7 @@ FIXED = frozenset(
         ANTHROPIC_SPLIT_CALL,
         GEMINI_ZERO_USAGE,
         GEMINI_RANDOM_IDS,
+        RESPONSES_CUT,
     }
 )
 """Findings the adapters now get right: their files replay to the right outcome

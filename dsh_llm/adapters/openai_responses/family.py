@@ -50,6 +50,7 @@ from dsh_llm.adapters.openai_responses.profiles import (
 from dsh_llm.adapters.openai_responses.request import (
     REPLAY_WIRE,
     build_responses_request,
+    output_cap,
 )
 from dsh_llm.adapters.openai_responses.translate import ResponsesTranslator
 from dsh_llm.adapters.request_extras import request_headers
@@ -68,7 +69,7 @@ RESPONSES_PATH: Final = "/responses"
 """Appended to the API root to reach the endpoint."""
 SERVERS: Final = tuple(PROFILES)
 """The ``server`` names: ``openai``, ``vllm``, ``ollama``, ``lmstudio``,
-``openrouter``."""
+``openrouter``, ``llamacpp``."""
 DEFAULT_STREAM_IDLE_TIMEOUT_MS: Final = 300_000
 """Default idle timeout: the longest silence while waiting for the next event
 (a reasoning model may think for minutes before its first summary)."""
@@ -190,9 +191,15 @@ def _request(call: WireCall[OpenAIResponsesConfig, ResponsesProfile]) -> WireReq
 def _translator(
     call: WireCall[OpenAIResponsesConfig, ResponsesProfile],
 ) -> ResponsesTranslator:
+    profile, config = call.endpoint.profile, call.config
+    cap = None
+    if profile.unmarked_cap_cut:
+        entry = catalog_entry(config.models, call.options.model)
+        cap = output_cap(call.options, entry.max_tokens if entry else None)
     return ResponsesTranslator(
-        call.endpoint.profile,
-        empty_response_as_stop=call.config.empty_response_as_stop,
+        profile,
+        empty_response_as_stop=config.empty_response_as_stop,
+        unmarked_cap=cap,
     )
 
 
