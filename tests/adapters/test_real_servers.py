@@ -67,6 +67,9 @@ TARGET_OPTIONS: dict[str, dict[str, Any]] = {
     # What a user tells the adapter about the server behind it (the recordings
     # were made without it): llama-server's profile reads its unmarked cut.
     "llama-server-responses": {"server": "llamacpp"},
+    # LiteLLM's openai/ route passes llama-server's unmarked cut on, on both wires.
+    "litellm-llama-server-responses": {"unmarked_cap_cut": True},
+    "litellm-llama-server-messages": {"unmarked_cap_cut": True},
 }
 """Adapter keywords a target is replayed with (besides the factory's)."""
 
@@ -308,6 +311,7 @@ FIXED = frozenset(
         GEMINI_ZERO_USAGE,
         GEMINI_RANDOM_IDS,
         RESPONSES_CUT,
+        LITELLM_RESPONSES_CUT,
     }
 )
 """Findings the adapters now get right: their files replay to the right outcome

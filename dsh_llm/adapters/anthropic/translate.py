@@ -20,7 +20,9 @@ Contracts callers may rely on:
   (unless ``max_tokens`` cut it): a cut answer is never a success. A stop reason
   other than ``end_turn``/``stop_sequence``/``tool_use``/``max_tokens``/
   ``model_context_window_exceeded`` is the provider's unsuccessful finish
-  (``REFUSAL``, ``PAUSE_TURN``, or the upper-cased reason).
+  (``REFUSAL``, ``PAUSE_TURN``, or the upper-cased reason). With
+  ``unmarked_cap`` (the user said the server does not mark a cap cut), a
+  successful stop whose ``output_tokens`` reached it is ``max-tokens``.
 - A ``tool_use`` block that starts right after a call's block stopped, with
   its id, continues that call (LiteLLM sends one block per argument fragment),
   so a call's ``block-end`` waits for the next event. Joined arguments that are
@@ -138,21 +140,34 @@ class MessagesTranslator(WireTranslator[SseEvent]):
     "signature": ...}``, ``{"type": "redacted_thinking", "data": ...}``, or
     ``None`` (text, tool calls, a thinking block without signature).
 
+    With ``unmarked_cap``, an ``end_turn``/``stop_sequence``/``tool_use``
+    answer whose ``output_tokens`` reached that cap is ``max-tokens`` (a proxy
+    that ends a cap cut as ``end_turn``: LiteLLM's ``openai/`` route in front of
+    llama-server).
+
     Args:
         provider: Display name used in messages.
         empty_response_as_stop: Report a blockless ``end_turn`` (or
             ``stop_sequence``, ``tool_use``) as a plain ``stop`` instead of
             ``EMPTY_RESPONSE``.
+        unmarked_cap: The ``max_tokens`` the request sent, when the server is
+            known not to mark a cut at it (``None``: the stop reason alone
+            decides).
     """
 
     end_marker = "message_stop"
 
     def __init__(
-        self, *, provider: str = "Anthropic", empty_response_as_stop: bool = False
+        self,
+        *,
+        provider: str = "Anthropic",
+        empty_response_as_stop: bool = False,
+        unmarked_cap: int | None = None,
     ) -> None:
         super().__init__(
             provider=provider, empty_response_as_stop=empty_response_as_stop
         )
+        self._unmarked_cap = unmarked_cap
         self._blocks: dict[int, Block | object] = {}
         # A tool call whose wire block stopped: it ends at the next event unless
         # that event starts a block repeating its id, which continues it.
@@ -355,7 +370,7 @@ class MessagesTranslator(WireTranslator[SseEvent]):
         if call is None:
             return
         self._held = None
-        if call in self._joined and self._stop_reason not in _CUT_REASONS:
+        if call in self._joined and not self._cut():
             try:
                 whole = _json_decode(call.buffer.value())
             except (ValueError, RecursionError):
@@ -453,8 +468,8 @@ class MessagesTranslator(WireTranslator[SseEvent]):
                     self._stop_reason = reason
             if delta.get("stop_details") is not None:
                 self._stop_details = delta.get("stop_details")
-        self._release()
         self._merge_usage(payload.get("usage"))
+        self._release()
 
     def _message_stop(self) -> None:
         self._release()
@@ -464,7 +479,7 @@ class MessagesTranslator(WireTranslator[SseEvent]):
             raise writer.stream_closed(
                 "stream reached message_stop without a stop_reason"
             )
-        if reason in _CUT_REASONS:
+        if self._cut():
             writer.finish(FinishReason.MAX_TOKENS, replay=self._replay_state)
         elif reason in _STOP_REASONS:
             writer.finish(FinishReason.STOP, replay=self._replay_state)
@@ -472,6 +487,20 @@ class MessagesTranslator(WireTranslator[SseEvent]):
             writer.finish_unsuccessfully(self._failure(reason))
 
     # -- the end -----------------------------------------------------------------------
+
+    def _cut(self) -> bool:
+        """Whether the output cap cut the answer: the stop reason says so, or
+        (with ``unmarked_cap``) the usage reached the cap under a stop reason
+        that would otherwise be a success."""
+        reason = self._stop_reason
+        if reason in _CUT_REASONS:
+            return True
+        cap = self._unmarked_cap
+        if cap is None or reason not in _STOP_REASONS:
+            return False
+        usage = self._mapped_usage()
+        output = None if usage is None else usage.output_tokens
+        return output is not None and output >= cap
 
     def _failure(self, reason: str) -> LlmFailure:
         if reason == "refusal":

@@ -54,7 +54,7 @@ from dsh_llm.adapters.openai_responses.request import (
 )
 from dsh_llm.adapters.openai_responses.translate import ResponsesTranslator
 from dsh_llm.adapters.request_extras import request_headers
-from dsh_llm.config import RAW_METADATA, check_non_empty_str, check_one_of
+from dsh_llm.config import RAW_METADATA, check_bool, check_non_empty_str, check_one_of
 from dsh_llm.transport.call import url_repr
 from dsh_llm.transport.session import BearerAuth, NoAuth, stream_headers
 
@@ -117,6 +117,14 @@ class OpenAIResponsesConfig(AdapterConfig):
     """The advertised catalog (ids or mappings; default: none). An entry's
     ``max_tokens`` is sent as ``max_output_tokens`` when a request names no cap;
     with ``image`` in its inputs, images go as ``input_image`` data URLs."""
+    unmarked_cap_cut: bool | None = attrs.field(
+        default=None, validator=attrs.validators.optional(check_bool)
+    )
+    """Whether the server ends an answer cut at ``max_output_tokens`` as
+    ``completed``, so that a ``completed`` answer whose ``output_tokens``
+    reached the cap sent is ``max-tokens`` (even one whose natural end fell
+    exactly on it). ``None``: the profile's (on for ``llamacpp`` only); on for
+    a proxy in front of llama-server (LiteLLM's ``openai/`` route)."""
 
     @property
     def profile(self) -> ResponsesProfile:
@@ -192,8 +200,9 @@ def _translator(
     call: WireCall[OpenAIResponsesConfig, ResponsesProfile],
 ) -> ResponsesTranslator:
     profile, config = call.endpoint.profile, call.config
+    unmarked = config.unmarked_cap_cut
     cap = None
-    if profile.unmarked_cap_cut:
+    if profile.unmarked_cap_cut if unmarked is None else unmarked:
         entry = catalog_entry(config.models, call.options.model)
         cap = output_cap(call.options, entry.max_tokens if entry else None)
     return ResponsesTranslator(

@@ -406,6 +406,27 @@ def test_stop_reasons_map_to_finishes(reason: str, kind: str, code: str | None) 
     assert (finish.replay_state is None) == (kind == "error")
 
 
+@pytest.mark.parametrize(
+    ("cap", "reason", "kind"),
+    [
+        (5, "end_turn", "max-tokens"),
+        (4, "end_turn", "max-tokens"),
+        (5, "tool_use", "max-tokens"),
+        (6, "end_turn", "stop"),
+        (None, "end_turn", "stop"),
+        (5, "refusal", "error"),
+    ],
+)
+def test_an_unmarked_cap_reached_by_the_output_is_a_cut(
+    cap: int | None, reason: str, kind: str
+) -> None:
+    # message_delta reports output_tokens 5.
+    chunks = run(*text_turn(reason), unmarked_cap=cap)
+    finish = chunks[-1]
+    assert isinstance(finish, Finish)
+    assert finish.reason.kind == kind
+
+
 def test_a_refusal_without_details_says_refusal() -> None:
     finish = run(*text_turn("refusal"))[-1]
     assert isinstance(finish, Finish)

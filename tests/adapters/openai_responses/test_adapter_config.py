@@ -231,6 +231,7 @@ def test_an_explicit_server_wins_over_the_guess():
             "models[0].inputModalities",
         ),
         ({"retry_policy": {"mode": "sometimes"}}, "retryPolicy.mode"),
+        ({"unmarked_cap_cut": 1}, "unmarkedCapCut"),
     ],
 )
 def test_a_bad_option_is_keyed_by_its_config_key(options, key):

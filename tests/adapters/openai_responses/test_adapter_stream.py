@@ -170,8 +170,16 @@ LLAMA_SERVER_CUT = Path(__file__).parents[2] / (
         ),
         ({"server": "llamacpp"}, {"max_tokens": 17}, "stop"),
         ({"server": "llamacpp"}, {}, "stop"),
-        # Without the profile the wire's completed stands.
+        # Without the profile the wire's completed stands...
         ({"server": "openai"}, {"max_tokens": 16}, "stop"),
+        # ...unless the user says the server does not mark a cut (LiteLLM's
+        # openai/ route in front of llama-server), or says it does.
+        (
+            {"server": "openai", "unmarked_cap_cut": True},
+            {"max_tokens": 16},
+            "max-tokens",
+        ),
+        ({"server": "llamacpp", "unmarked_cap_cut": False}, {"max_tokens": 16}, "stop"),
     ],
 )
 def test_the_llamacpp_profile_reads_a_cut_at_the_cap_the_request_sent(
