@@ -252,9 +252,10 @@ class GeminiTranslator(WireTranslator[SseEvent]):
         )
         self._new_call_id = new_call_id
         self._history = history
-        # Tool-call ids a made id may not repeat: the history's (read when a
-        # call first needs an id) and this response's.
-        self._taken: set[str] | None = None
+        # Tool-call ids a made id may not repeat: this response's, and the
+        # history's (read only when a call first needs an id).
+        self._given: set[str] = set()
+        self._earlier: set[str] | None = None
         self._calls = 0
         self._store = attachments
         # The call whose arguments stream (Vertex AI's partialArgs), if any.
@@ -551,7 +552,7 @@ class GeminiTranslator(WireTranslator[SseEvent]):
         self._close_open()
         call_id = wire_id or self._made_call_id()
         self._calls += 1
-        self._taken_ids().add(call_id)
+        self._given.add(call_id)
         # A whole call's arguments are its one delta; streamed arguments
         # (Vertex AI's partialArgs) are appended as they arrive.
         block = writer.open(TOOL_CALL, call_id=call_id, name=name, text=arguments)
@@ -570,24 +571,21 @@ class GeminiTranslator(WireTranslator[SseEvent]):
                 block, {"functionCall": call, "thoughtSignature": signature}, signature
             )
 
-    def _taken_ids(self) -> set[str]:
-        taken = self._taken
-        if taken is None:
-            taken = self._taken = {
-                call.id for message in self._history for call in message.tool_calls
-            }
-        return taken
-
     def _made_call_id(self) -> str:
         """The id of a call Gemini gave none (see the class docstring): a
         deterministic one, unique among the ids taken as long as ``new_call_id``
         gives distinct ids for distinct ordinals."""
-        taken = self._taken_ids()
+        earlier = self._earlier
+        if earlier is None:
+            earlier = self._earlier = {
+                call.id for message in self._history for call in message.tool_calls
+            }
+        given = self._given
         ordinal = self._calls
         call_id = self._new_call_id(self._response_id, ordinal)
-        # One of len(taken) + 1 distinct ids is free.
-        for step in range(1, len(taken) + 1):
-            if call_id not in taken:
+        # One of len(earlier) + len(given) + 1 distinct ids is free.
+        for step in range(1, len(earlier) + len(given) + 1):
+            if call_id not in given and call_id not in earlier:
                 break
             call_id = self._new_call_id(self._response_id, ordinal + step)
         return call_id
