@@ -20,7 +20,8 @@ Contracts callers may rely on:
   ``retry-after``/``retry-after-ms`` delay and ``request-id`` header, with the code
   above; without the header, the body's ``request_id`` is kept.
 - ``stream_failure(payload, provider=...)`` is the ``LlmFailure`` of an
-  ``event: error`` payload (no status: the stream's 200 says nothing).
+  ``event: error`` payload, Anthropic's or a flat OpenAI-style one (a status
+  only when the payload carries one: the stream's 200 says nothing).
 - Server text passes through ``redact`` where one is taken; the stream side takes
   none (the transport's read loop redacts failure messages).
 """
@@ -141,10 +142,20 @@ def stream_failure(payload: Any, *, provider: str = "Anthropic") -> LlmFailure:
     """The failure of an ``event: error`` payload
     (``{"type": "error", "error": {"type": ..., "message": ...}}``).
 
-    The message is the provider's, else ``"<provider> stream reported an error"``
-    (``"... reported an <type>"`` when only the type is known).
+    A payload of another shape is read as the shared classifier reads an
+    in-stream error (``http_errors.parse_error_report``): llama-server sends an
+    OpenAI-style ``{"code": 500, "message": ..., "type": "server_error"}``, whose
+    ``code`` is an HTTP status (kept as the failure's ``status``: a 5xx is
+    ``SERVER``). The message is the provider's, else ``"<provider> stream
+    reported an error"`` (``"... reported an <type>"`` when only the type is
+    known).
     """
     kind, message, request = _report(payload)
+    status: int | None = None
+    if not (kind or message):
+        report = http_errors.parse_error_report(payload)
+        if report is not None:
+            kind, message, status = report.kind, report.message or "", report.status
     if not message:
         message = (
             f"{provider} stream reported an {kind}"
@@ -152,5 +163,8 @@ def stream_failure(payload: Any, *, provider: str = "Anthropic") -> LlmFailure:
             else f"{provider} stream reported an error"
         )
     return LlmFailure(
-        message=message, code=error_code(None, kind, message), request_id=request
+        message=message,
+        code=error_code(status, kind, message),
+        status=status,
+        request_id=request,
     )

@@ -47,6 +47,7 @@ from dsh_llm.adapters.anthropic.request import (
 from dsh_llm.adapters.anthropic.translate import WIRE_FAMILY, MessagesTranslator
 from dsh_llm.config import (
     RAW_METADATA,
+    check_bool,
     check_non_empty_str,
     check_one_of,
     check_positive_int,
@@ -194,6 +195,11 @@ class AnthropicConfig(AdapterConfig):
     """The advertised catalog (``None``: ``DEFAULT_MODELS``; empty: none). An
     entry names a model's context window, ``max_tokens`` and inputs (default:
     the built-in catalog's for a known id, else text only)."""
+    unmarked_cap_cut: bool = attrs.field(default=False, validator=check_bool)
+    """The server ends an answer cut at ``max_tokens`` with ``end_turn``
+    (LiteLLM's ``openai/`` route in front of llama-server): an answer whose
+    ``output_tokens`` reached the ``max_tokens`` sent is ``max-tokens``, even
+    one whose natural end fell exactly on the cap."""
 
     def model(self, model_id: str) -> CatalogModel | None:
         """The catalog entry for ``model_id``, if listed."""
@@ -280,9 +286,22 @@ def _request(call: WireCall[AnthropicConfig, None]) -> WireRequest:
 
 
 def _translator(call: WireCall[AnthropicConfig, None]) -> MessagesTranslator:
+    options, config = call.options, call.config
+    cap = None
+    if config.unmarked_cap_cut:
+        # The max_tokens the body sends (build_messages_request's rule, an
+        # extra_body value winning).
+        entry = config.model(options.model)
+        cap = options.max_tokens or (entry.max_tokens if entry else None)
+        cap = cap or config.max_tokens
+        extra = options.extra_body or {}
+        if "max_tokens" in extra:
+            value = extra["max_tokens"]
+            cap = value if type(value) is int and value > 0 else None
     return MessagesTranslator(
         provider=call.provider,
-        empty_response_as_stop=call.config.empty_response_as_stop,
+        empty_response_as_stop=config.empty_response_as_stop,
+        unmarked_cap=cap,
     )
 
 

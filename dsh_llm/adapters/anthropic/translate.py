@@ -9,16 +9,24 @@ Contracts callers may rely on:
 
 - ``feed(event)`` returns the chunks the event completes, in the strict order of
   ``docs/protocol.md``; nothing once ``finished``. Events are dispatched on the
-  payload's ``type`` (the SSE event name only when the payload has none).
+  payload's ``type`` (the SSE event name only when the payload has none), but
+  ``event: error`` always on its name.
 - ``ping`` is a keep-alive, not data (``KEEPALIVE_EVENTS``). Unknown event,
   block and delta types are passed over; a ``server_tool_use`` block never
   becomes a tool call.
-- An ``event: error`` raises its failure (``errors.stream_failure``), as does
+- An ``event: error`` raises its failure (``errors.stream_failure``) whatever
+  its payload's type (a payload of type ``error`` does too), as does
   ``message_stop`` without a stop reason and a block the provider never closed
   (unless ``max_tokens`` cut it): a cut answer is never a success. A stop reason
   other than ``end_turn``/``stop_sequence``/``tool_use``/``max_tokens``/
   ``model_context_window_exceeded`` is the provider's unsuccessful finish
-  (``REFUSAL``, ``PAUSE_TURN``, or the upper-cased reason).
+  (``REFUSAL``, ``PAUSE_TURN``, or the upper-cased reason). With
+  ``unmarked_cap`` (the user said the server does not mark a cap cut), a
+  successful stop whose ``output_tokens`` reached it is ``max-tokens``.
+- A ``tool_use`` block that starts right after a call's block stopped, with
+  its id, continues that call (LiteLLM sends one block per argument fragment),
+  so a call's ``block-end`` waits for the next event. Joined arguments that are
+  not one JSON object, or any other repeated id, are ``MALFORMED_RESPONSE``.
 - A payload that is not JSON, or has a known field of the wrong type, raises
   ``LlmError`` ``MALFORMED_RESPONSE``.
 """
@@ -63,6 +71,9 @@ _REDACTED: Final = "redacted_thinking"
 _OPAQUE: Final = object()
 """A block the protocol has no place for (server tools, their results, unknown
 types): tracked by wire index so its deltas are recognised, never emitted."""
+_STOPPED: Final = object()
+"""A wire block the provider closed (``content_block_stop``): its late deltas
+are passed over."""
 
 _DELTA_KINDS: Final = {
     "text_delta": (TEXT, "text"),
@@ -129,22 +140,40 @@ class MessagesTranslator(WireTranslator[SseEvent]):
     "signature": ...}``, ``{"type": "redacted_thinking", "data": ...}``, or
     ``None`` (text, tool calls, a thinking block without signature).
 
+    With ``unmarked_cap``, an ``end_turn``/``stop_sequence``/``tool_use``
+    answer whose ``output_tokens`` reached that cap is ``max-tokens`` (a proxy
+    that ends a cap cut as ``end_turn``: LiteLLM's ``openai/`` route in front of
+    llama-server).
+
     Args:
         provider: Display name used in messages.
         empty_response_as_stop: Report a blockless ``end_turn`` (or
             ``stop_sequence``, ``tool_use``) as a plain ``stop`` instead of
             ``EMPTY_RESPONSE``.
+        unmarked_cap: The ``max_tokens`` the request sent, when the server is
+            known not to mark a cut at it (``None``: the stop reason alone
+            decides).
     """
 
     end_marker = "message_stop"
 
     def __init__(
-        self, *, provider: str = "Anthropic", empty_response_as_stop: bool = False
+        self,
+        *,
+        provider: str = "Anthropic",
+        empty_response_as_stop: bool = False,
+        unmarked_cap: int | None = None,
     ) -> None:
         super().__init__(
             provider=provider, empty_response_as_stop=empty_response_as_stop
         )
+        self._unmarked_cap = unmarked_cap
         self._blocks: dict[int, Block | object] = {}
+        # A tool call whose wire block stopped: it ends at the next event unless
+        # that event starts a block repeating its id, which continues it.
+        self._held: Block | None = None
+        self._joined: set[Block] = set()  # calls joined from several wire blocks
+        self._call_ids: set[str] = set()
         self._usage: dict[str, Any] | None = None
         self._stop_reason: str | None = None
         self._stop_details: Any = None
@@ -167,6 +196,12 @@ class MessagesTranslator(WireTranslator[SseEvent]):
         writer = self.writer
         if writer.finished or not event.data:
             return []
+        if event.event == "error":
+            # An error frame is an error whatever its payload says (llama-server
+            # sends an OpenAI-style one whose type is "server_error").
+            raise LlmError.from_failure(
+                stream_failure(self._error_payload(event.data), provider=self.provider)
+            )
         payload = self._decoded(event.data)
         if type(payload) is not dict:
             raise writer.malformed(f"a {event.event} payload that is not an object")
@@ -192,6 +227,14 @@ class MessagesTranslator(WireTranslator[SseEvent]):
                 stream_failure(payload, provider=writer.provider)
             )
         return writer.take()
+
+    @staticmethod
+    def _error_payload(data: str) -> Any:
+        """An error frame's payload: its JSON, else its text (the message)."""
+        try:
+            return _json_decode(data)
+        except (ValueError, RecursionError):
+            return data
 
     def _decoded(self, data: str) -> Any:
         try:
@@ -265,6 +308,8 @@ class MessagesTranslator(WireTranslator[SseEvent]):
             raise self.writer.malformed("a content_block_start without a content block")
         writer = self.writer
         wire_type = content.get("type")
+        if wire_type != "tool_use":
+            self._release()
         block: Block
         if wire_type == TEXT:
             block = writer.open(TEXT, text=self._string(content, "text"))
@@ -282,13 +327,60 @@ class MessagesTranslator(WireTranslator[SseEvent]):
             name = self._string(content, "name")
             # ``input`` is a placeholder (``{}``) when the input streams; a
             # non-empty one is a whole input sent at once.
-            initial = content.get("input")
-            whole = self._whole_input(initial)
+            whole = self._whole_input(content.get("input"))
+            held = self._held
+            if held is not None and call_id and call_id == held.call_id:
+                self._continue(index, held, name, whole)
+                return
+            self._release()
+            if call_id in self._call_ids:
+                raise writer.malformed(
+                    "a tool_use block repeating the id of an earlier call"
+                )
+            if call_id:
+                self._call_ids.add(call_id)
             block = writer.open(TOOL_CALL, call_id=call_id, name=name, text=whole)
         else:
             self._blocks[index] = _OPAQUE
             return
         self._blocks[index] = block
+
+    def _continue(self, index: int, call: Block, name: str, whole: str) -> None:
+        """A ``tool_use`` block right after the one that stopped, with its id:
+        the same call continues (LiteLLM sends a block per argument fragment)."""
+        if name and name != call.name:
+            raise self.writer.malformed(
+                "a tool_use block repeating a call's id with another name"
+            )
+        self._held = None
+        self._joined.add(call)
+        if whole:
+            self.writer.append(call, whole)
+        self._blocks[index] = call
+
+    def _release(self) -> None:
+        """End the held tool call: no block continues it.
+
+        Raises:
+            LlmError: ``MALFORMED_RESPONSE`` when the call was joined from several
+                wire blocks and its arguments are not one JSON object (unless the
+                output cap cut the answer).
+        """
+        call = self._held
+        if call is None:
+            return
+        self._held = None
+        if call in self._joined and not self._cut():
+            try:
+                whole = _json_decode(call.buffer.value())
+            except (ValueError, RecursionError):
+                whole = None
+            if type(whole) is not dict:
+                raise self.writer.malformed(
+                    "tool_use blocks with one id whose joined input is not a "
+                    "JSON object"
+                )
+        self.writer.end(call)
 
     def _delta(self, payload: dict[str, Any]) -> None:
         index = self._index(payload)
@@ -297,11 +389,11 @@ class MessagesTranslator(WireTranslator[SseEvent]):
             raise self.writer.malformed(
                 f"a delta for block {index}, which never started"
             )
-        if block is _OPAQUE:
+        if block is _OPAQUE or block is _STOPPED:
             return
+        if self._held is not None:
+            self._release()
         assert isinstance(block, Block)
-        if block.ended:
-            return
         delta = payload.get("delta")
         if type(delta) is not dict:
             raise self.writer.malformed("a content_block_delta without a delta object")
@@ -351,8 +443,14 @@ class MessagesTranslator(WireTranslator[SseEvent]):
             raise self.writer.malformed(
                 f"a content_block_stop for block {index}, never started"
             )
-        if block is not _OPAQUE:
-            assert isinstance(block, Block)
+        if block is _OPAQUE or block is _STOPPED:
+            return
+        assert isinstance(block, Block)
+        self._blocks[index] = _STOPPED
+        self._release()
+        if block.kind is TOOL_CALL:
+            self._held = block
+        else:
             self.writer.end(block)
 
     def _message_delta(self, payload: dict[str, Any]) -> None:
@@ -371,15 +469,17 @@ class MessagesTranslator(WireTranslator[SseEvent]):
             if delta.get("stop_details") is not None:
                 self._stop_details = delta.get("stop_details")
         self._merge_usage(payload.get("usage"))
+        self._release()
 
     def _message_stop(self) -> None:
+        self._release()
         reason = self._stop_reason
         writer = self.writer
         if reason is None:
             raise writer.stream_closed(
                 "stream reached message_stop without a stop_reason"
             )
-        if reason in _CUT_REASONS:
+        if self._cut():
             writer.finish(FinishReason.MAX_TOKENS, replay=self._replay_state)
         elif reason in _STOP_REASONS:
             writer.finish(FinishReason.STOP, replay=self._replay_state)
@@ -387,6 +487,20 @@ class MessagesTranslator(WireTranslator[SseEvent]):
             writer.finish_unsuccessfully(self._failure(reason))
 
     # -- the end -----------------------------------------------------------------------
+
+    def _cut(self) -> bool:
+        """Whether the output cap cut the answer: the stop reason says so, or
+        (with ``unmarked_cap``) the usage reached the cap under a stop reason
+        that would otherwise be a success."""
+        reason = self._stop_reason
+        if reason in _CUT_REASONS:
+            return True
+        cap = self._unmarked_cap
+        if cap is None or reason not in _STOP_REASONS:
+            return False
+        usage = self._mapped_usage()
+        output = None if usage is None else usage.output_tokens
+        return output is not None and output >= cap
 
     def _failure(self, reason: str) -> LlmFailure:
         if reason == "refusal":

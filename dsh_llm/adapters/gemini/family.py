@@ -223,6 +223,7 @@ def _translator(call: WireCall[GeminiConfig, None]) -> GeminiTranslator:
         provider=call.provider,
         attachments=store if isinstance(store, AttachmentStore) else None,
         empty_response_as_stop=call.config.empty_response_as_stop,
+        history=call.options.messages,
     )
 
 

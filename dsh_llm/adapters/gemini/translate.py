@@ -14,7 +14,8 @@ Contracts callers may rely on:
 - A payload that is not JSON, not an object, or has a field of the wrong type
   raises ``LlmError`` ``MALFORMED_RESPONSE``; an error object in the stream
   raises its failure (classified by ``dsh_llm.adapters.gemini.errors``).
-- ``usage_so_far`` is the usage reported so far (``None`` before any).
+- ``usage_so_far`` is the usage reported so far (``None`` before any); a count
+  of 0 that the answer disproves is ``None`` (``_plausible_usage``).
 - A ``finishReason`` other than ``STOP``/``MAX_TOKENS`` is the provider's
   unsuccessful finish: ``finish_failure`` (content filters are
   ``CONTENT_FILTER``, other reasons their own name, ``docs/gemini.md``).
@@ -24,9 +25,10 @@ from __future__ import annotations
 
 import json
 import re
-import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, cast
+
+import attrs
 
 from dsh_llm.adapters._wire.translator import WireTranslator
 from dsh_llm.adapters._wire.values import wire_count
@@ -46,6 +48,7 @@ from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import (
     FinishReason,
     LlmFailure,
+    Message,
     ReplayEnvelope,
     StreamChunk,
     TokenUsage,
@@ -117,6 +120,30 @@ def map_usage(usage: Mapping[str, Any]) -> TokenUsage:
     )
 
 
+def _plausible_usage(usage: TokenUsage, emitted: Sequence[Block]) -> TokenUsage:
+    """``usage`` with the counts of 0 that the answer disproves taken as unknown.
+
+    A proxy may send ``usageMetadata`` of zeros whatever it generated (LiteLLM's
+    Gemini route does), and the protocol never under-reports: beside a generated
+    block, an output count of 0 is ``None``, and so is an input count of 0 (a
+    model that generated anything read a prompt of at least one token); beside
+    a reasoning block, a reasoning count of 0 is ``None`` and the output count
+    with it (it would leave the reasoning out). Without any block a 0 may be
+    true (the upstream may never have run the prompt) and stays.
+    """
+    if not emitted:
+        return usage
+    changes: dict[str, None] = {}
+    if usage.output_tokens == 0:
+        changes["output_tokens"] = None
+    if usage.input_tokens == 0:
+        changes["input_tokens"] = None
+    if usage.reasoning_tokens == 0 and any(b.kind is REASONING for b in emitted):
+        changes["reasoning_tokens"] = None
+        changes["output_tokens"] = None
+    return attrs.evolve(usage, **changes) if changes else usage
+
+
 def finish_failure(
     reason: str, message: str | None, *, provider: str = _PROVIDER
 ) -> LlmFailure:
@@ -144,7 +171,7 @@ def finish_failure(
 def _new_call_id(response_id: str | None, ordinal: int) -> str:
     if response_id:
         return f"call_{response_id}_{ordinal}"
-    return f"call_{uuid.uuid4().hex[:24]}"
+    return f"call_{ordinal}"
 
 
 class GeminiTranslator(WireTranslator[SseEvent]):
@@ -156,7 +183,10 @@ class GeminiTranslator(WireTranslator[SseEvent]):
     - Each ``functionCall`` part is one tool-call block, started, given one
       delta with the whole arguments as compact JSON text (``{}`` when absent;
       key order kept) and ended at once; its id is Gemini's, else
-      ``call_<responseId>_<n>`` (``call_<random hex>`` without a response id).
+      ``call_<responseId>_<n>`` (``call_<n>`` without a response id), ``n`` the
+      call's place in the response, moved on to the next free number while the
+      id is one the request's ``history`` or this response already holds: the
+      same request and bytes give the same ids, and each turn new ones.
     - A call whose arguments stream (Vertex AI's ``partialArgs``: a first part
       with the name and ``willContinue``, then parts without a name) opens its
       block at once and gets each piece of its JSON text as it arrives
@@ -204,6 +234,8 @@ class GeminiTranslator(WireTranslator[SseEvent]):
         empty_response_as_stop: Report a blockless ``STOP`` as a plain ``stop``.
         new_call_id: Makes the id of a call Gemini gave none, from the
             response id (or ``None``) and the call's 0-based ordinal.
+        history: The request's messages: an id made for a call never repeats
+            the id of a tool call in them.
     """
 
     def __init__(
@@ -213,11 +245,18 @@ class GeminiTranslator(WireTranslator[SseEvent]):
         attachments: AttachmentStore | None = None,
         empty_response_as_stop: bool = False,
         new_call_id: Callable[[str | None, int], str] = _new_call_id,
+        history: Sequence[Message] = (),
     ) -> None:
         super().__init__(
             provider=provider, empty_response_as_stop=empty_response_as_stop
         )
         self._new_call_id = new_call_id
+        self._history = history
+        # Tool-call ids a made id may not repeat: this response's, and the
+        # history's (read only when a call first needs an id).
+        self._given: set[str] = set()
+        self._earlier: set[str] | None = None
+        self._calls = 0
         self._store = attachments
         # The call whose arguments stream (Vertex AI's partialArgs), if any.
         self._streaming: tuple[Block, StreamedArguments] | None = None
@@ -235,7 +274,9 @@ class GeminiTranslator(WireTranslator[SseEvent]):
         self._take = self.writer.take
 
     def _mapped_usage(self) -> TokenUsage | None:
-        return None if self._usage is None else map_usage(self._usage)
+        if self._usage is None:
+            return None
+        return _plausible_usage(map_usage(self._usage), self.writer.emitted)
 
     # -- input -------------------------------------------------------------------------
 
@@ -509,7 +550,9 @@ class GeminiTranslator(WireTranslator[SseEvent]):
                     "functionCall args with NaN or Infinity"
                 ) from None
         self._close_open()
-        call_id = wire_id or self._new_call_id(self._response_id, writer.tool_calls)
+        call_id = wire_id or self._made_call_id()
+        self._calls += 1
+        self._given.add(call_id)
         # A whole call's arguments are its one delta; streamed arguments
         # (Vertex AI's partialArgs) are appended as they arrive.
         block = writer.open(TOOL_CALL, call_id=call_id, name=name, text=arguments)
@@ -527,6 +570,25 @@ class GeminiTranslator(WireTranslator[SseEvent]):
             self._sign(
                 block, {"functionCall": call, "thoughtSignature": signature}, signature
             )
+
+    def _made_call_id(self) -> str:
+        """The id of a call Gemini gave none (see the class docstring): a
+        deterministic one, unique among the ids taken as long as ``new_call_id``
+        gives distinct ids for distinct ordinals."""
+        earlier = self._earlier
+        if earlier is None:
+            earlier = self._earlier = {
+                call.id for message in self._history for call in message.tool_calls
+            }
+        given = self._given
+        ordinal = self._calls
+        call_id = self._new_call_id(self._response_id, ordinal)
+        # One of len(earlier) + len(given) + 1 distinct ids is free.
+        for step in range(1, len(earlier) + len(given) + 1):
+            if call_id not in given and call_id not in earlier:
+                break
+            call_id = self._new_call_id(self._response_id, ordinal + step)
+        return call_id
 
     def _continue_call(
         self,

@@ -1,14 +1,14 @@
 """``OpenAIResponsesAdapter``: ``POST <base_url>/responses`` streamed, for the
 servers that speak the Responses API (OpenAI, vLLM, Ollama, LM Studio,
-OpenRouter).
+OpenRouter, llama.cpp's llama-server).
 
 - ``OpenAIResponsesConfig`` is its one validated configuration (the
   constructor's ``base_url`` and keywords build it; ``from_config`` takes one);
   a bad value raises ``dsh_llm.adapters.AdapterConfigError`` keyed by its
   config key, its message starting ``llm-openai-responses: ``.
 - ``server`` names the server profile (``openai``, ``vllm``, ``ollama``,
-  ``lmstudio``, ``openrouter``); unset, it is guessed from the base URL, else
-  ``openai``. ``adapter.profile`` is the profile in force.
+  ``lmstudio``, ``openrouter``, ``llamacpp``); unset, it is guessed from the
+  base URL, else ``openai``. ``adapter.profile`` is the profile in force.
 - No key by default; ``api_key`` or ``api_key_env`` (read at each request),
   never both, sent as ``authorization: Bearer``; never in a message or ``repr``.
 - The family's parts: ``family`` (config, endpoint, request hook, ``FAMILY``),

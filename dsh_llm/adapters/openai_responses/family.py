@@ -50,10 +50,11 @@ from dsh_llm.adapters.openai_responses.profiles import (
 from dsh_llm.adapters.openai_responses.request import (
     REPLAY_WIRE,
     build_responses_request,
+    output_cap,
 )
 from dsh_llm.adapters.openai_responses.translate import ResponsesTranslator
 from dsh_llm.adapters.request_extras import request_headers
-from dsh_llm.config import RAW_METADATA, check_non_empty_str, check_one_of
+from dsh_llm.config import RAW_METADATA, check_bool, check_non_empty_str, check_one_of
 from dsh_llm.transport.call import url_repr
 from dsh_llm.transport.session import BearerAuth, NoAuth, stream_headers
 
@@ -68,7 +69,7 @@ RESPONSES_PATH: Final = "/responses"
 """Appended to the API root to reach the endpoint."""
 SERVERS: Final = tuple(PROFILES)
 """The ``server`` names: ``openai``, ``vllm``, ``ollama``, ``lmstudio``,
-``openrouter``."""
+``openrouter``, ``llamacpp``."""
 DEFAULT_STREAM_IDLE_TIMEOUT_MS: Final = 300_000
 """Default idle timeout: the longest silence while waiting for the next event
 (a reasoning model may think for minutes before its first summary)."""
@@ -116,6 +117,14 @@ class OpenAIResponsesConfig(AdapterConfig):
     """The advertised catalog (ids or mappings; default: none). An entry's
     ``max_tokens`` is sent as ``max_output_tokens`` when a request names no cap;
     with ``image`` in its inputs, images go as ``input_image`` data URLs."""
+    unmarked_cap_cut: bool | None = attrs.field(
+        default=None, validator=attrs.validators.optional(check_bool)
+    )
+    """Whether the server ends an answer cut at ``max_output_tokens`` as
+    ``completed``, so that a ``completed`` answer whose ``output_tokens``
+    reached the cap sent is ``max-tokens`` (even one whose natural end fell
+    exactly on it). ``None``: the profile's (on for ``llamacpp`` only); on for
+    a proxy in front of llama-server (LiteLLM's ``openai/`` route)."""
 
     @property
     def profile(self) -> ResponsesProfile:
@@ -190,9 +199,16 @@ def _request(call: WireCall[OpenAIResponsesConfig, ResponsesProfile]) -> WireReq
 def _translator(
     call: WireCall[OpenAIResponsesConfig, ResponsesProfile],
 ) -> ResponsesTranslator:
+    profile, config = call.endpoint.profile, call.config
+    unmarked = config.unmarked_cap_cut
+    cap = None
+    if profile.unmarked_cap_cut if unmarked is None else unmarked:
+        entry = catalog_entry(config.models, call.options.model)
+        cap = output_cap(call.options, entry.max_tokens if entry else None)
     return ResponsesTranslator(
-        call.endpoint.profile,
-        empty_response_as_stop=call.config.empty_response_as_stop,
+        profile,
+        empty_response_as_stop=config.empty_response_as_stop,
+        unmarked_cap=cap,
     )
 
 

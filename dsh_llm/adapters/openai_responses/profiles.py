@@ -3,17 +3,20 @@
 Contracts callers may rely on:
 
 - ``ResponsesProfile`` is frozen; ``PROFILES`` holds one per known server
-  (``openai``, ``vllm``, ``ollama``, ``lmstudio``, ``openrouter``), keyed by
-  ``ResponsesProfile.server``.
+  (``openai``, ``vllm``, ``ollama``, ``lmstudio``, ``openrouter``,
+  ``llamacpp``), keyed by ``ResponsesProfile.server``.
 - Only what changes the request or the meaning of a reported value is a switch
   (accepted reasoning efforts, ``tool_choice`` support, images in tool
-  results, zeros that mean "unknown"). Every stream quirk (items out of
+  results, zeros that mean "unknown", a cap cut the server does not mark).
+  Every stream quirk (items out of
   order, repeated first argument fragments, missing ``output_item.done``...)
   is absorbed for every server by the translator, since reading one server's
   quirk is harmless on another.
 - ``guess_server(base_url)`` is pure and total: OpenRouter's and OpenAI's hosts,
   then the default local ports (Ollama 11434, LM Studio 1234, vLLM 8000), else
-  ``openai``. ``profile_for(server)`` raises ``ValueError`` for an unknown name.
+  ``openai`` (never ``llamacpp``: its default port 8080 is too common, and its
+  profile reads a cut into the usage, which only the user may ask for).
+  ``profile_for(server)`` raises ``ValueError`` for an unknown name.
 """
 
 from __future__ import annotations
@@ -48,6 +51,15 @@ class ResponsesProfile:
     zero_means_unknown: bool = False
     """The server writes 0 for counts it does not track (Ollama: input on a
     KV-cache hit, cached and reasoning tokens always): a 0 there is ``None``."""
+    named_tool_choice: bool = True
+    """Whether the server honours a ``tool_choice`` naming one function; when
+    not (llama-server falls back to ``auto``), such a choice is sent as
+    ``required`` with only that function in ``tools``, which forces it."""
+    unmarked_cap_cut: bool = False
+    """The server ends an answer its output cap cut as ``completed``, with
+    nothing marking the cut (llama-server): a ``completed`` answer whose
+    ``usage.output_tokens`` reached the ``max_output_tokens`` sent is
+    ``max-tokens`` (one whose natural end fell exactly on the cap too)."""
 
 
 OPENAI: Final = ResponsesProfile(
@@ -89,8 +101,22 @@ OPENROUTER: Final = ResponsesProfile(
     reasoning_efforts=("none", "minimal", "low", "medium", "high", "xhigh"),
 )
 
+LLAMACPP: Final = ResponsesProfile(
+    server="llamacpp",
+    provider="llama.cpp (Responses API)",
+    # llama-server hands reasoning.effort to the chat template as
+    # reasoning_effort (gpt-oss templates read low/medium/high).
+    reasoning_efforts=("low", "medium", "high"),
+    # A named choice reaches its chat handler as an object where it wants a
+    # string, and falls back to auto; required is enforced.
+    named_tool_choice=False,
+    # A max_output_tokens cut ends status "completed", like a natural end.
+    unmarked_cap_cut=True,
+)
+
 PROFILES: Final[dict[str, ResponsesProfile]] = {
-    profile.server: profile for profile in (OPENAI, VLLM, OLLAMA, LMSTUDIO, OPENROUTER)
+    profile.server: profile
+    for profile in (OPENAI, VLLM, OLLAMA, LMSTUDIO, OPENROUTER, LLAMACPP)
 }
 """Every known profile by name."""
 

@@ -12,7 +12,9 @@
 - ``input`` follows the conversation (``input_text``/``input_image`` parts in
   block order, ``output_text`` parts, ``function_call`` and
   ``function_call_output`` items); tools are flat, sent with ``strict: false``;
-  ``response_format`` is ``text.format`` (``json_schema``).
+  a named ``tool_choice`` on a profile without ``named_tool_choice`` goes as
+  ``required`` with only that tool; ``response_format`` is ``text.format``
+  (``json_schema``). ``output_cap`` is the ``max_output_tokens`` a body sends.
 - Replay: this family's reasoning items go back, exactly as ``output_item.done``
   gave them, before the items they preceded.
 - Point by point: ``docs/openai-responses.md``.
@@ -85,6 +87,15 @@ def build_responses_request(
         options.messages, profile=profile, attachments=attachments
     )
     if options.tools:
+        choice = options.tool_choice
+        tools = options.tools
+        named = choice is not None and choice not in TOOL_CHOICE_KEYWORDS
+        if named and not profile.named_tool_choice:
+            # The server enforces only "required": with the named tool alone
+            # in the list, required forces exactly that one.
+            tools = tuple(tool for tool in tools if tool.name == choice)
+            choice = "required"
+            named = False
         body["tools"] = [
             {
                 "type": "function",
@@ -93,14 +104,11 @@ def build_responses_request(
                 "parameters": tool.parameters,
                 "strict": False,
             }
-            for tool in options.tools
+            for tool in tools
         ]
-        choice = options.tool_choice
         if choice is not None:
             body["tool_choice"] = (
-                choice
-                if choice in TOOL_CHOICE_KEYWORDS
-                else {"type": "function", "name": choice}
+                {"type": "function", "name": choice} if named else choice
             )
     effort = options.reasoning_effort
     if effort is not None:
@@ -128,6 +136,21 @@ def build_responses_request(
     body["include"] = list(INCLUDE)
     body["stream"] = True
     return merge_extra_body(body, options)
+
+
+def output_cap(
+    options: GenerateOptions, max_output_tokens: int | None = None
+) -> int | None:
+    """The ``max_output_tokens`` the body for ``options`` sends (the request's
+    cap, else ``max_output_tokens``, an ``extra_body`` value winning, as
+    ``build_responses_request`` writes it), or ``None`` when it sends none or
+    ``extra_body`` replaces it with something that is not a count."""
+    cap = options.max_tokens if options.max_tokens is not None else max_output_tokens
+    extra = options.extra_body or {}
+    if "max_output_tokens" in extra:
+        value = extra["max_output_tokens"]
+        cap = value if type(value) is int and value > 0 else None
+    return cap
 
 
 def _refuse(options: GenerateOptions, profile: ResponsesProfile) -> None:

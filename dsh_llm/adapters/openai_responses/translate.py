@@ -242,10 +242,17 @@ class ResponsesTranslator(WireTranslator[SseEvent]):
       lost. Final texts are compared with the deltas in UTF-16 code units.
     - Hosted-tool, MCP, audio and unknown events or items give no chunk.
 
+    - With ``unmarked_cap``, a ``completed`` response whose
+      ``usage.output_tokens`` is at least that cap is a cut: ``max-tokens``
+      (for a server that ends a cap cut like a natural end, llama-server).
+
     Args:
         profile: The server's profile (``zero_means_unknown``, messages).
         empty_response_as_stop: Report a blockless ``stop`` as ``stop``
             instead of the ``EMPTY_RESPONSE`` error finish.
+        unmarked_cap: The ``max_output_tokens`` the request sent, when the
+            server is known not to mark a cut at it (``None``: the terminal
+            status alone decides).
     """
 
     end_marker = (
@@ -258,11 +265,13 @@ class ResponsesTranslator(WireTranslator[SseEvent]):
         profile: ResponsesProfile = OPENAI,
         *,
         empty_response_as_stop: bool = False,
+        unmarked_cap: int | None = None,
     ) -> None:
         super().__init__(
             provider=profile.provider, empty_response_as_stop=empty_response_as_stop
         )
         self._profile = profile
+        self._unmarked_cap = unmarked_cap
         # An item by every id it was announced or finished with, by the
         # output_index it was last seen at, and in the order it was first seen.
         self._items: dict[str, _Item] = {}
@@ -853,10 +862,13 @@ class ResponsesTranslator(WireTranslator[SseEvent]):
             raise writer.malformed("a terminal event without a response object")
         self._remember(response)
         usage = response.get("usage")
+        output_tokens = None
         if isinstance(usage, dict):
             # Reported first: whatever fails below, the billed tokens go out
             # (none reported: the finish's usage is unknown, never invented).
-            writer.report_usage(map_usage(usage, profile=self._profile))
+            mapped = map_usage(usage, profile=self._profile)
+            writer.report_usage(mapped)
+            output_tokens = mapped.output_tokens
         output = response.get("output")
         if output is not None and type(output) is not list:
             raise writer.malformed("a response output that is not a list")
@@ -888,6 +900,14 @@ class ResponsesTranslator(WireTranslator[SseEvent]):
             details.get("reason") if isinstance(details, dict) else None,
             item_incomplete=incomplete,
         )
+        cap = self._unmarked_cap
+        if (
+            cap is not None
+            and reason.kind == FinishReason.STOP.kind
+            and output_tokens is not None
+            and output_tokens >= cap
+        ):
+            reason = FinishReason.MAX_TOKENS
         if reason.failure is not None:
             writer.finish_unsuccessfully(reason.failure)
         elif self._refused and reason.kind != FinishReason.MAX_TOKENS.kind:

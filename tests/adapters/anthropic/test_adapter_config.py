@@ -118,6 +118,7 @@ def test_configured_models_replace_the_catalog() -> None:
         ("beta", ["a,b"], "beta"),
         ("reasoning_effort", "extreme", "reasoningEffort"),
         ("empty_response_as_stop", 1, "emptyResponseAsStop"),
+        ("unmarked_cap_cut", "yes", "unmarkedCapCut"),
         ("models", [CatalogModel(id="a"), CatalogModel(id="a")], "models[1].id"),
     ],
 )

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any, Literal
 
 import pytest
@@ -33,7 +34,7 @@ from dsh_llm.protocol import (
 from dsh_llm.runtime import LlmRuntime
 from dsh_llm.serde import chunk_to_dict, read_jsonl
 from dsh_llm.signal import AbortController
-from dsh_llm.testing import Cut, LoopbackServer, Pause, Reply, Stall
+from dsh_llm.testing import Cassette, Cut, LoopbackServer, Pause, Reply, Stall
 from dsh_llm.transport.attribution import user_agent
 from dsh_llm.validator import validate_stream
 
@@ -222,6 +223,45 @@ def _error_body(kind: str, message: str) -> bytes:
             "request_id": "req_body_1",
         }
     ).encode()
+
+
+LITELLM_CUT = (
+    Path(__file__).parents[2]
+    / "fixtures/cassettes/litellm-llama-server-messages/length.jsonl"
+)
+
+
+@pytest.mark.parametrize(
+    ("options", "fields", "kind"),
+    [
+        # LiteLLM's openai/ route over llama-server: a cut at 16 says end_turn.
+        ({"unmarked_cap_cut": True}, {"max_tokens": 16}, "max-tokens"),
+        (
+            {"unmarked_cap_cut": True, "models": [{"id": MODEL, "maxTokens": 16}]},
+            {},
+            "max-tokens",
+        ),
+        (
+            {"unmarked_cap_cut": True},
+            {"max_tokens": 99, "extra_body": {"max_tokens": 16}},
+            "max-tokens",
+        ),
+        ({"unmarked_cap_cut": True}, {"max_tokens": 17}, "stop"),
+        ({}, {"max_tokens": 16}, "stop"),
+    ],
+)
+def test_an_unmarked_cap_cut_is_max_tokens_only_when_the_user_says_so(
+    server: LoopbackServer,
+    options: dict[str, Any],
+    fields: dict[str, Any],
+    kind: str,
+) -> None:
+    server.enqueue(Reply(body=Cassette.load(LITELLM_CUT).response.body))
+    with _adapter(server, **options) as adapter:
+        chunks = _outcome(adapter, **fields)
+    finish = chunks[-1]
+    assert isinstance(finish, Finish)
+    assert finish.reason.kind == kind
 
 
 @pytest.mark.parametrize(

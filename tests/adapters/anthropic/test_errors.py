@@ -125,6 +125,20 @@ def test_a_stream_error_without_a_message_names_its_type() -> None:
     )
 
 
+def test_a_flat_openai_style_stream_error_keeps_its_message_and_status() -> None:
+    # llama-server's /v1/messages sends this under event: error.
+    failure = stream_failure(
+        {"code": 503, "message": "loading model", "type": "unavailable_error"}
+    )
+    assert (failure.code, failure.message, failure.status) == (
+        "SERVER",
+        "loading model",
+        503,
+    )
+    failure = stream_failure({"code": 429, "message": "busy", "type": "x"})
+    assert (failure.code, failure.status) == ("RATE_LIMIT", 429)
+
+
 def test_the_type_table_wins_over_the_status() -> None:
     assert error_code(400, "rate_limit_error", "") == ErrorCode.RATE_LIMIT
     assert error_code(None, "", "") == ErrorCode.SERVER

@@ -23,7 +23,9 @@ from dsh_llm.adapters.anthropic.translate import (
 from dsh_llm.assembler import BlockAssembler
 from dsh_llm.errors import ErrorCode, LlmError, error_chain
 from dsh_llm.protocol import (
+    BlockEnd,
     BlockStart,
+    CallId,
     Finish,
     FinishReason,
     ReasoningBlock,
@@ -343,6 +345,40 @@ def test_an_error_frame_with_a_block_open_keeps_the_usage_reported_before_it() -
     assert finish.replay_state is None
 
 
+@pytest.mark.parametrize(
+    ("data", "code", "message"),
+    [
+        # llama-server's /v1/messages: an OpenAI-style payload under event: error.
+        (
+            '{"code": 500, "message": "output does not match", "type": "server_error"}',
+            "SERVER",
+            "output does not match",
+        ),
+        (
+            '{"code": 400, "message": "bad grammar", "type": "invalid_request_error"}',
+            "INVALID_REQUEST",
+            "bad grammar",
+        ),
+        ('{"error": {"message": "upstream died"}}', "SERVER", "upstream died"),
+        ("upstream died", "SERVER", "upstream died"),
+        ('{"type": "message_stop"}', "SERVER", "Anthropic stream reported an error"),
+    ],
+)
+def test_an_error_frame_is_an_error_whatever_its_payload_says(
+    data: str, code: str, message: str
+) -> None:
+    chunks = run(
+        start(),
+        block_start(0, {"type": "text", "text": ""}),
+        block_delta(0, {"type": "text_delta", "text": "x"}),
+        SseEvent(data, "error"),
+    )
+    assert [type(c) for c in chunks] == [BlockStart, TextDelta, UsageChunk, Finish]
+    failure = chunks[-1].reason.failure  # type: ignore[union-attr]
+    assert failure is not None
+    assert (failure.code, failure.message) == (code, message)
+
+
 # --- stop reasons ---------------------------------------------------------------------
 
 
@@ -368,6 +404,27 @@ def test_stop_reasons_map_to_finishes(reason: str, kind: str, code: str | None) 
     assert finish.reason.kind == kind
     assert (finish.reason.failure.code if finish.reason.failure else None) == code
     assert (finish.replay_state is None) == (kind == "error")
+
+
+@pytest.mark.parametrize(
+    ("cap", "reason", "kind"),
+    [
+        (5, "end_turn", "max-tokens"),
+        (4, "end_turn", "max-tokens"),
+        (5, "tool_use", "max-tokens"),
+        (6, "end_turn", "stop"),
+        (None, "end_turn", "stop"),
+        (5, "refusal", "error"),
+    ],
+)
+def test_an_unmarked_cap_reached_by_the_output_is_a_cut(
+    cap: int | None, reason: str, kind: str
+) -> None:
+    # message_delta reports output_tokens 5.
+    chunks = run(*text_turn(reason), unmarked_cap=cap)
+    finish = chunks[-1]
+    assert isinstance(finish, Finish)
+    assert finish.reason.kind == kind
 
 
 def test_a_refusal_without_details_says_refusal() -> None:
@@ -428,6 +485,128 @@ def test_deltas_carry_the_call_id_and_name() -> None:
     assert {(c.id, c.name) for c in calls} == {
         ("toolu_01A09q90qw90lq917835lq9", "get_weather")
     }
+
+
+# --- one call over several tool_use blocks (LiteLLM) --------------------------------
+
+
+def _split_call(
+    fragments: list[str], call_id: str = "call_1", name: str = "get_weather"
+) -> list[SseEvent]:
+    """LiteLLM's /v1/messages over a chat route: a tool_use block per argument
+    fragment, all with one id, then one more with no input."""
+    events: list[SseEvent] = []
+    for index, piece in enumerate([*fragments, None]):
+        opening = {"type": "tool_use", "id": call_id, "name": name, "input": {}}
+        events.append(block_start(index, opening))
+        if piece is not None:
+            delta = {"type": "input_json_delta", "partial_json": piece}
+            events.append(block_delta(index, delta))
+        events.append(block_stop(index))
+    return events
+
+
+def _calls(chunks: list[StreamChunk]) -> list[tuple[str, str, str]]:
+    assembler = BlockAssembler()
+    for chunk in chunks:
+        assembler.push(chunk)
+    return [
+        (block.id, block.name, block.arguments)
+        for block in assembler.blocks()
+        if isinstance(block, ToolCallBlock)
+    ]
+
+
+def test_tool_use_blocks_repeating_one_id_are_one_call_of_the_joined_input() -> None:
+    fragments = ['{"', "city", '":', ' "', "Paris", '"}']
+    chunks = run(start(), *_split_call(fragments), message_delta("tool_use"), STOP)
+    assert_chunk_sequence(chunks, strict=True)
+    assert _calls(chunks) == [("call_1", "get_weather", '{"city": "Paris"}')]
+    deltas = [c for c in chunks if isinstance(c, ToolCallDelta)]
+    assert {c.index for c in deltas} == {0}
+    finish = chunks[-1]
+    assert isinstance(finish, Finish)
+    assert finish.reason.kind == "tool-calls"
+
+
+def test_a_call_continued_then_followed_by_another_call_and_text() -> None:
+    events = [
+        *_split_call(['{"city": ', '"Paris"}']),
+        block_start(3, {"type": "tool_use", "id": "call_2", "name": "f", "input": {}}),
+        block_delta(3, {"type": "input_json_delta", "partial_json": '{"a": 1}'}),
+        block_stop(3),
+        block_start(4, {"type": "text", "text": ""}),
+        block_delta(4, {"type": "text_delta", "text": "done"}),
+        block_stop(4),
+    ]
+    chunks = run(start(), *events, message_delta("tool_use"), STOP)
+    assert _calls(chunks) == [
+        ("call_1", "get_weather", '{"city": "Paris"}'),
+        ("call_2", "f", '{"a": 1}'),
+    ]
+    assert "".join(c.text for c in chunks if isinstance(c, TextDelta)) == "done"
+
+
+@pytest.mark.parametrize(
+    "events",
+    [
+        # Joined, the fragments are not one JSON object.
+        _split_call(['{"a": 1}', '{"a": 2}']),
+        _split_call(['{"a": ']),
+        # The same id with another name.
+        [
+            *_split_call(['{"a": 1}'])[:3],
+            block_start(1, {"type": "tool_use", "id": "call_1", "name": "other"}),
+        ],
+        # The id of a call that already ended (another block came between).
+        [
+            *_split_call(['{"a": 1}'])[:3],
+            block_start(1, {"type": "text", "text": "x"}),
+            block_stop(1),
+            block_start(2, {"type": "tool_use", "id": "call_1", "name": "get_weather"}),
+        ],
+        # The id of a call whose block is still open.
+        [
+            block_start(0, {"type": "tool_use", "id": "call_1", "name": "f"}),
+            block_start(1, {"type": "tool_use", "id": "call_1", "name": "f"}),
+        ],
+    ],
+)
+def test_tool_use_blocks_repeating_an_id_otherwise_are_malformed(
+    events: list[SseEvent],
+) -> None:
+    chunks = run(start(), *events, message_delta("tool_use"), STOP)
+    finish = chunks[-1]
+    assert isinstance(finish, Finish)
+    assert finish.reason.failure is not None
+    assert finish.reason.failure.code == ErrorCode.MALFORMED_RESPONSE
+    assert_chunk_sequence(chunks, strict=True)
+
+
+def test_a_joined_call_cut_by_max_tokens_is_a_max_tokens_finish() -> None:
+    chunks = run(
+        start(), *_split_call(['{"ci', "ty"]), message_delta("max_tokens"), STOP
+    )
+    finish = chunks[-1]
+    assert isinstance(finish, Finish)
+    assert finish.reason.kind == "max-tokens"
+    assert [c.block for c in chunks if isinstance(c, BlockEnd)] == [
+        ToolCallBlock(id=CallId("call_1"), name="get_weather", arguments='{"city')
+    ]
+
+
+def test_a_delta_after_its_block_stopped_is_passed_over() -> None:
+    chunks = run(
+        start(),
+        block_start(0, {"type": "tool_use", "id": "call_1", "name": "f"}),
+        block_delta(0, {"type": "input_json_delta", "partial_json": "{}"}),
+        block_stop(0),
+        block_delta(0, {"type": "input_json_delta", "partial_json": "x"}),
+        block_stop(0),
+        message_delta("tool_use"),
+        STOP,
+    )
+    assert _calls(chunks) == [("call_1", "f", "{}")]
 
 
 # --- interleaved events, any order ----------------------------------------------------

@@ -26,6 +26,7 @@ from dsh_llm.protocol import (
     ImageBlock,
     ModelSource,
     TextDelta,
+    create_tool_result_message,
     create_user_message,
 )
 from dsh_llm.runtime import LlmRuntime
@@ -144,6 +145,29 @@ def test_the_runtime_streams_the_route(server):
         "finish",
     ]
     assert chunks[-1].reason.kind == "stop"  # type: ignore[union-attr]
+
+
+def test_calls_without_ids_get_new_ids_each_turn_of_a_tool_loop(server):
+    # LiteLLM's Gemini route: no functionCall id and no responseId.
+    call = {
+        "candidates": [
+            {
+                "content": {"parts": [{"functionCall": {"name": "f", "args": {}}}]},
+                "finishReason": "STOP",
+            }
+        ]
+    }
+    server.enqueue(Reply(body=(sse_event(call),)))
+    server.enqueue(Reply(body=(sse_event(call),)))
+    first = create_user_message("go")
+    with _adapter(server) as adapter:
+        turn = collect(adapter.stream(_options(messages=(first,))))
+        result = create_tool_result_message(turn.tool_calls[0].id, "done")
+        again = collect(
+            adapter.stream(_options(messages=(first, turn.message, result)))
+        )
+    assert [c.id for c in turn.tool_calls] == ["call_0"]
+    assert [c.id for c in again.tool_calls] == ["call_1"]
 
 
 def test_refusals_and_a_missing_key_come_before_any_request(server):

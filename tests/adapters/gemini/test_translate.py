@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import base64
 import json
-import re
 from pathlib import Path
 from typing import Any
 
@@ -22,11 +21,15 @@ from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import (
     BlockEnd,
     BlockStart,
+    CallId,
     Finish,
+    Message,
+    ModelSource,
     TextBlock,
     TokenUsage,
     ToolCallBlock,
     UsageChunk,
+    create_user_message,
 )
 from dsh_llm.serde import chunk_to_dict, read_jsonl
 from dsh_llm.transport.sse import SseDecoder, SseEvent
@@ -181,17 +184,44 @@ def test_an_sse_error_field_is_raised():
 # --- ids, usage, failures -----------------------------------------------------------
 
 
-def test_a_call_without_id_or_response_id_gets_a_random_call_id():
-    translator = GeminiTranslator()
-    chunks = translator.feed(calls_event({"name": "f"}, {"name": "g"}))
-    ids = [
+def _call_ids(chunks: list[Any]) -> list[str]:
+    return [
         c.block.id
         for c in chunks
         if isinstance(c, BlockEnd) and isinstance(c.block, ToolCallBlock)
     ]
-    assert len(ids) == 2
-    assert ids[0] != ids[1]
-    assert all(re.fullmatch(r"call_[0-9a-f]{24}", i) for i in ids)
+
+
+def test_a_call_without_id_or_response_id_gets_an_id_from_its_place():
+    two_calls = calls_event({"name": "f"}, {"name": "g"})
+    ids = _call_ids(GeminiTranslator().feed(two_calls))
+    assert ids == ["call_0", "call_1"]
+    # The same bytes give the same ids.
+    assert _call_ids(GeminiTranslator().feed(two_calls)) == ids
+
+
+def test_made_ids_never_repeat_the_history_or_a_wire_id_of_the_response():
+    earlier = Message(
+        role="assistant",
+        content=(
+            ToolCallBlock(id=CallId("call_0"), name="f", arguments="{}"),
+            ToolCallBlock(id=CallId("call_2"), name="f", arguments="{}"),
+        ),
+        source=ModelSource(provider="gemini", model="m"),
+    )
+    history = (create_user_message("hi"), earlier, create_user_message("again"))
+    translator = GeminiTranslator(history=history)
+    chunks = translator.feed(
+        calls_event({"name": "f", "id": "call_3"}, {"name": "g"}, {"name": "h"})
+    )
+    assert _call_ids(chunks) == ["call_3", "call_1", "call_4"]
+
+
+def test_a_response_id_names_the_calls_of_that_response():
+    chunks = GeminiTranslator().feed(
+        calls_event({"name": "f"}, {"name": "g"}, responseId="r1")
+    )
+    assert _call_ids(chunks) == ["call_r1_0", "call_r1_1"]
 
 
 def test_new_call_id_is_injectable():
@@ -335,6 +365,58 @@ def test_usage_comes_once_before_the_finish_with_the_latest_values():
     assert chunks.index(usages[0]) == len(chunks) - 2
 
 
+ZEROS = {"promptTokenCount": 0, "candidatesTokenCount": 0, "totalTokenCount": 0}
+"""LiteLLM's Gemini route: usageMetadata of zeros whatever was generated."""
+
+
+def answer(*parts: dict[str, Any], usage: dict[str, Any]) -> SseEvent:
+    candidate = {"content": {"parts": list(parts)}, "finishReason": "STOP"}
+    return event({"candidates": [candidate], "usageMetadata": usage})
+
+
+def _usage(chunks: list[Any]) -> TokenUsage:
+    (usage,) = [c.usage for c in chunks if isinstance(c, UsageChunk)]
+    return usage
+
+
+@pytest.mark.parametrize(
+    "parts",
+    [
+        [{"text": "Hello"}],
+        [{"functionCall": {"name": "f", "args": {"a": 1}}}],
+        [{"text": "hm", "thought": True}],
+    ],
+)
+def test_counts_of_zero_beside_a_generated_answer_are_unknown(parts):
+    usage = _usage(feed_all(GeminiTranslator(), [answer(*parts, usage=ZEROS)]))
+    assert (usage.input_tokens, usage.output_tokens) == (None, None)
+
+
+def test_counts_of_zero_without_any_block_may_be_true_and_stay():
+    chunks = feed_all(GeminiTranslator(), [answer({"text": ""}, usage=ZEROS)])
+    assert _usage(chunks) == TokenUsage(input_tokens=0, output_tokens=0)
+
+
+def test_a_reasoning_count_of_zero_beside_reasoning_is_unknown_and_the_output_too():
+    counts = {
+        "promptTokenCount": 5,
+        "candidatesTokenCount": 2,
+        "thoughtsTokenCount": 0,
+        "totalTokenCount": 7,
+    }
+    parts = [{"text": "hm", "thought": True}, {"text": "ok"}]
+    chunks = feed_all(GeminiTranslator(), [answer(*parts, usage=counts)])
+    assert _usage(chunks) == TokenUsage(
+        input_tokens=5, output_tokens=None, reasoning_tokens=None
+    )
+
+
+def test_counts_above_zero_beside_an_answer_are_kept():
+    counts = {"promptTokenCount": 5, "candidatesTokenCount": 2, "totalTokenCount": 7}
+    chunks = feed_all(GeminiTranslator(), [answer({"text": "ok"}, usage=counts)])
+    assert _usage(chunks) == TokenUsage(input_tokens=5, output_tokens=2)
+
+
 def test_an_empty_finish_or_block_reason_is_no_reason():
     translator = GeminiTranslator()
     assert [c.type for c in translator.feed(text_event("a", finishReason=""))] == [
@@ -417,7 +499,8 @@ def test_an_error_after_text_in_one_event_leaves_the_text_and_usage_before_it():
     assert [chunk_to_dict(c) for c in translator.before_failure()] == [
         {"type": "block-start", "index": 0, "blockType": "text"},
         {"type": "text-delta", "index": 0, "text": "Hal"},
-        {"type": "usage", "usage": {"inputTokens": 4, "outputTokens": 0}},
+        # The running total said 0 before "Hal" came: never under-reported.
+        {"type": "usage", "usage": {"inputTokens": 4, "outputTokens": None}},
     ]
     assert translator.before_failure() == []
 

@@ -221,7 +221,7 @@ def test_an_explicit_server_wins_over_the_guess():
     [
         ({"base_url": "ftp://x"}, "baseURL"),
         ({"base_url": "http://127.0.0.1:8000/v1/responses"}, "baseURL"),
-        ({"server": "llamacpp"}, "server"),
+        ({"server": "tgi"}, "server"),
         ({"api_key_env": ""}, "apiKeyEnv"),
         ({"stream_idle_timeout_ms": 0}, "streamIdleTimeoutMs"),
         ({"models": ["a", "a"]}, "models[1].id"),
@@ -231,6 +231,7 @@ def test_an_explicit_server_wins_over_the_guess():
             "models[0].inputModalities",
         ),
         ({"retry_policy": {"mode": "sometimes"}}, "retryPolicy.mode"),
+        ({"unmarked_cap_cut": 1}, "unmarkedCapCut"),
     ],
 )
 def test_a_bad_option_is_keyed_by_its_config_key(options, key):
@@ -378,7 +379,7 @@ def test_a_yaml_composition_streams_with_an_interpolated_key(tmp_path: Path):
     ("config", "key"),
     [
         ("{providers: [lab], baseURLL: http://x}", "baseURLL"),
-        ("{providers: [lab], server: llamacpp}", "server"),
+        ("{providers: [lab], server: tgi}", "server"),
         ("{providers: [], baseURL: 'http://127.0.0.1:1/v1'}", "providers"),
         ("{providers: [lab], baseURL: 'ftp://x'}", "baseURL"),
         ("{providers: [lab], models: [{id: a, maxTokens: 0}]}", "models[0].maxTokens"),

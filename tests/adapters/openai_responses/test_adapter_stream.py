@@ -28,7 +28,7 @@ from dsh_llm.protocol import (
 from dsh_llm.runtime import LlmRuntime
 from dsh_llm.serde import chunk_to_dict, read_jsonl
 from dsh_llm.signal import AbortController
-from dsh_llm.testing import LoopbackServer, Pause, Reply, Stall
+from dsh_llm.testing import Cassette, LoopbackServer, Pause, Reply, Stall
 from dsh_llm.validator import validate_stream
 
 from .test_translate_fixtures import server_of
@@ -151,6 +151,48 @@ def test_the_request_goes_to_the_responses_endpoint_with_the_key(server):
     assert request.header("authorization") == f"Bearer {KEY}"
     assert request.header("accept") == "text/event-stream"
     assert request.json()["store"] is False
+
+
+LLAMA_SERVER_CUT = Path(__file__).parents[2] / (
+    "fixtures/cassettes/llama-server-responses/length.jsonl"
+)
+
+
+@pytest.mark.parametrize(
+    ("options", "fields", "kind"),
+    [
+        # llama-server's own cut: completed, 16 output tokens of a cap of 16.
+        ({"server": "llamacpp"}, {"max_tokens": 16}, "max-tokens"),
+        (
+            {"server": "llamacpp", "models": [{"id": "gpt-5.2", "maxTokens": 16}]},
+            {},
+            "max-tokens",
+        ),
+        ({"server": "llamacpp"}, {"max_tokens": 17}, "stop"),
+        ({"server": "llamacpp"}, {}, "stop"),
+        # Without the profile the wire's completed stands...
+        ({"server": "openai"}, {"max_tokens": 16}, "stop"),
+        # ...unless the user says the server does not mark a cut (LiteLLM's
+        # openai/ route in front of llama-server), or says it does.
+        (
+            {"server": "openai", "unmarked_cap_cut": True},
+            {"max_tokens": 16},
+            "max-tokens",
+        ),
+        ({"server": "llamacpp", "unmarked_cap_cut": False}, {"max_tokens": 16}, "stop"),
+    ],
+)
+def test_the_llamacpp_profile_reads_a_cut_at_the_cap_the_request_sent(
+    server, options, fields, kind
+):
+    body = Cassette.load(LLAMA_SERVER_CUT).response.body
+    server.enqueue(Reply(body=body))
+    with _adapter(server, **options) as adapter:
+        chunks, error = _drain(adapter, **fields)
+    assert error is None
+    assert chunks[-1].reason.kind == kind  # type: ignore[union-attr]
+    sent = server.requests[0].json().get("max_output_tokens")
+    assert sent == (fields.get("max_tokens") or (16 if "models" in options else None))
 
 
 def test_a_keepalive_comment_and_an_empty_event_produce_nothing(server):

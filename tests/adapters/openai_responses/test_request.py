@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from dsh_llm.adapters.openai_responses.profiles import (
+    LLAMACPP,
     LMSTUDIO,
     OLLAMA,
     OPENAI,
@@ -18,7 +19,10 @@ from dsh_llm.adapters.openai_responses.profiles import (
     guess_server,
     profile_for,
 )
-from dsh_llm.adapters.openai_responses.request import build_responses_request
+from dsh_llm.adapters.openai_responses.request import (
+    build_responses_request,
+    output_cap,
+)
 from dsh_llm.assembler import assemble_stream
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import (
@@ -121,6 +125,48 @@ def test_a_named_tool_choice_is_a_flat_function_object():
     assert body["tool_choice"] == {"type": "function", "name": "get_weather"}
 
 
+TIME = ToolSchema(
+    name="get_time",
+    description="The time in a city.",
+    parameters={"type": "object", "properties": {"city": {"type": "string"}}},
+)
+
+
+def test_a_named_tool_choice_goes_to_llama_server_as_required_with_that_tool_alone():
+    body = build_responses_request(
+        _options(tools=(WEATHER, TIME), tool_choice="get_time"), profile=LLAMACPP
+    )
+    assert body["tool_choice"] == "required"
+    assert [tool["name"] for tool in body["tools"]] == ["get_time"]
+
+
+@pytest.mark.parametrize("choice", ["auto", "none", "required"])
+def test_llama_server_gets_every_tool_for_a_choice_that_names_none(choice):
+    body = build_responses_request(
+        _options(tools=(WEATHER, TIME), tool_choice=choice), profile=LLAMACPP
+    )
+    assert body["tool_choice"] == choice
+    assert [tool["name"] for tool in body["tools"]] == ["get_weather", "get_time"]
+
+
+@pytest.mark.parametrize(
+    ("fields", "default", "cap"),
+    [
+        ({}, None, None),
+        ({}, 99, 99),
+        ({"max_tokens": 5}, 99, 5),
+        ({"max_tokens": 5, "extra_body": {"max_output_tokens": 7}}, 99, 7),
+        ({"extra_body": {"max_output_tokens": "7"}}, 99, None),
+    ],
+)
+def test_output_cap_is_the_cap_the_body_sends(fields, default, cap):
+    options = _options(**fields)
+    assert output_cap(options, default) == cap
+    body = build_responses_request(options, profile=LLAMACPP, max_output_tokens=default)
+    sent = body.get("max_output_tokens")
+    assert (sent if type(sent) is int else None) == cap
+
+
 def test_effort_none_sends_no_summary_and_the_default_cap_applies():
     body = build_responses_request(
         _options(reasoning_effort="none"), profile=OPENAI, max_output_tokens=99
@@ -177,6 +223,11 @@ def test_an_image_without_its_bytes_is_a_missing_attachment(profile):
         (
             {"reasoning_effort": "xhigh"},
             LMSTUDIO,
+            ErrorCode.UNSUPPORTED_REASONING_EFFORT,
+        ),
+        (
+            {"reasoning_effort": "none"},
+            LLAMACPP,
             ErrorCode.UNSUPPORTED_REASONING_EFFORT,
         ),
     ],
@@ -372,6 +423,8 @@ def test_ollama_plain_thinking_goes_back_unchanged():
         ("http://localhost:1234/v1", "lmstudio"),
         ("http://gpu-box:8000/v1", "vllm"),
         ("https://gateway.example.com/v1", "openai"),
+        # llama-server's default port: too common to read a cut into usage.
+        ("http://127.0.0.1:8080/v1", "openai"),
         ("not a url", "openai"),
         ("http://[::1", "openai"),
     ],
@@ -381,6 +434,8 @@ def test_guess_server_from_the_base_url(url, server):
 
 
 def test_an_unknown_profile_name_is_a_value_error_listing_the_known_ones():
-    with pytest.raises(ValueError, match="openai, vllm, ollama, lmstudio, openrouter"):
-        profile_for("llamacpp")
+    known = "openai, vllm, ollama, lmstudio, openrouter, llamacpp"
+    with pytest.raises(ValueError, match=known):
+        profile_for("tgi")
     assert profile_for("vllm") is VLLM
+    assert profile_for("llamacpp") is LLAMACPP

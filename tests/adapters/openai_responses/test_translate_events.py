@@ -14,7 +14,7 @@ from dsh_llm.adapters.openai_responses.errors import (
     stream_failure,
 )
 from dsh_llm.adapters.openai_responses.finish import map_usage
-from dsh_llm.adapters.openai_responses.profiles import OLLAMA, OPENAI
+from dsh_llm.adapters.openai_responses.profiles import LLAMACPP, OLLAMA, OPENAI
 from dsh_llm.adapters.openai_responses.translate import ResponsesTranslator
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import (
@@ -1069,3 +1069,85 @@ def test_argument_deltas_the_done_event_contradicts_are_malformed_never_run():
     assert error is not None
     assert error.code == ErrorCode.MALFORMED_RESPONSE
     assert not [c for c in chunks if c.type == "block-end"]
+
+
+# --- a cap cut the server does not mark (llama-server) ------------------------------
+
+
+def _answer(text: str, output_tokens: int) -> list[dict[str, Any]]:
+    """llama-server's answer: a message item, deltas without output_index, and
+    ``completed`` whatever ended it."""
+    item = {"id": "msg_1", "type": "message", "role": "assistant", "content": []}
+    done = {
+        **item,
+        "status": "completed",
+        "content": [{"type": "output_text", "text": text}],
+    }
+    return [
+        {"type": "response.output_item.added", "item": item},
+        {"type": "response.output_text.delta", "item_id": "msg_1", "delta": text},
+        {
+            "type": "response.completed",
+            "response": {
+                "id": "resp_1",
+                "status": "completed",
+                "output": [done],
+                "usage": {"input_tokens": 3, "output_tokens": output_tokens},
+            },
+        },
+    ]
+
+
+@pytest.mark.parametrize(
+    ("cap", "output_tokens", "kind"),
+    [
+        (16, 16, "max-tokens"),
+        (16, 17, "max-tokens"),
+        (16, 15, "stop"),
+        (None, 16, "stop"),
+    ],
+)
+def test_a_completed_answer_that_reached_an_unmarked_cap_is_max_tokens(
+    cap, output_tokens, kind
+):
+    translator = ResponsesTranslator(LLAMACPP, unmarked_cap=cap)
+    chunks = feed_all(*_answer("Once upon", output_tokens), translator=translator)
+    assert list(validate_stream(chunks, strict=True)) == chunks
+    assert chunks[-1].reason.kind == kind
+    assert chunks[-2].usage.output_tokens == output_tokens
+
+
+def test_a_call_that_reached_an_unmarked_cap_is_max_tokens_not_tool_calls():
+    translator = ResponsesTranslator(LLAMACPP, unmarked_cap=4)
+    done = {**CALL_ADDED["item"], "arguments": '{"a":1', "status": "completed"}
+    chunks = feed_all(
+        CALL_ADDED,
+        DELTA,
+        {
+            "type": "response.completed",
+            "response": {
+                "status": "completed",
+                "output": [done],
+                "usage": {"input_tokens": 3, "output_tokens": 4},
+            },
+        },
+        translator=translator,
+    )
+    assert chunks[-1].reason.kind == "max-tokens"
+
+
+def test_an_unmarked_cap_never_turns_a_failure_into_a_cut():
+    translator = ResponsesTranslator(LLAMACPP, unmarked_cap=4)
+    chunks = feed_all(
+        {
+            "type": "response.incomplete",
+            "response": {
+                "status": "incomplete",
+                "incomplete_details": {"reason": "content_filter"},
+                "output": [],
+                "usage": {"input_tokens": 3, "output_tokens": 9},
+            },
+        },
+        translator=translator,
+    )
+    assert chunks[-1].reason.failure.code == "CONTENT_FILTER"
