@@ -5,9 +5,10 @@ from its family's table row. Contracts callers may rely on:
 
 - ``Config`` is the family's config class (camelCase keys, all optional) for a
   provider's own route (``deepseek-official``, ``anthropic``, ``gemini``,
-  ``ollama``, ``bedrock``, ``azure``); for a family any server speaks (``llm-openai-compatible``,
-  ``llm-openai-responses``) it adds ``providers`` (the routes to serve, required)
-  and ``apiKey`` (write ``${VAR}``; or ``apiKeyEnv``, not both).
+  ``ollama``, ``bedrock``, ``azure``); for a family any server speaks
+  (``llm-openai-compatible``, ``llm-openai-responses``) it adds ``providers``
+  (the routes to serve, required) and ``apiKey`` (write ``${VAR}``; or
+  ``apiKeyEnv``, not both).
 - ``apply`` builds the adapter with ``from_config`` and ``ctx.environ`` before
   registering anything, so a bad value (a bad ``*_BASE_URL`` variable included)
   fails the load keyed by its config key and nothing stays registered. Loading
