@@ -37,7 +37,7 @@ from dsh_llm.validator import validate_stream
 
 pytest.importorskip("google.auth")
 
-from .google import PROJECT, ServiceAccount, isolate_google, token_error  # noqa: E402
+from .google import PROJECT, ServiceAccount, isolate_google, token_error
 
 ROOT = Path(__file__).resolve().parents[3]
 MODEL = "gemini-3-flash-preview"
@@ -107,7 +107,7 @@ def _failure(adapter: VertexAdapter) -> LlmError:
     return caught.value
 
 
-# --- Application Default Credentials ---------------------------------------------------
+# --- Application Default Credentials --------------------------------------------------
 
 
 def test_adc_from_a_service_account_key_signs_in_and_names_the_project(
@@ -228,7 +228,7 @@ def test_credentials_with_a_quota_project_send_it(
     assert request.header("x-goog-user-project") == "billing-project"
 
 
-# --- the caller's own token -------------------------------------------------------------
+# --- the caller's own token -----------------------------------------------------------
 
 
 def test_an_explicit_token_is_sent_and_no_credentials_are_loaded(
@@ -277,7 +277,7 @@ def test_a_token_variable_without_a_project_fails_before_any_request(
     assert server.requests == ()
 
 
-# --- what is missing or refused ---------------------------------------------------------
+# --- what is missing or refused -------------------------------------------------------
 
 
 def test_no_credentials_anywhere_is_missing_credential_before_any_request(
@@ -372,7 +372,7 @@ def test_an_unreachable_token_endpoint_is_transport(
     assert server.requests == ()
 
 
-# --- secrecy ---------------------------------------------------------------------------
+# --- secrecy --------------------------------------------------------------------------
 
 
 def test_no_token_reaches_a_log_a_repr_or_a_cassette(
@@ -454,7 +454,7 @@ def test_the_credentials_repr_names_only_the_file() -> None:
     assert repr(credentials) == "GoogleCredentials(credentials_file='/k.json')"
 
 
-# --- the core install ------------------------------------------------------------------
+# --- the core install -----------------------------------------------------------------
 
 _WITHOUT_GOOGLE_AUTH = """
 import sys
@@ -463,7 +463,8 @@ from dsh_llm.adapters.vertex import VertexAdapter
 from dsh_llm.errors import LlmError
 from dsh_llm.protocol import GenerateOptions, create_user_message
 adapter = VertexAdapter(project="p", environ={})
-options = GenerateOptions(model="gemini-2.5-flash", messages=(create_user_message("hi"),))
+messages = (create_user_message("hi"),)
+options = GenerateOptions(model="gemini-2.5-flash", messages=messages)
 try:
     list(adapter.stream(options))
 except LlmError as error:
