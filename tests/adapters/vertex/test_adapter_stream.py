@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 
 from dsh_llm.adapters.anthropic.catalog import thinking_profile
@@ -19,6 +20,7 @@ from dsh_llm.adapters.anthropic.request import build_messages_request
 from dsh_llm.adapters.gemini.request import build_generate_request
 from dsh_llm.adapters.vertex import PROVIDER_ROUTE, VertexAdapter
 from dsh_llm.adapters.vertex.request import vertex_messages_body
+from dsh_llm.assembler import collect
 from dsh_llm.attribution import user_agent
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import GenerateOptions, TextDelta, create_user_message
@@ -446,3 +448,40 @@ def test_the_retry_after_header_wins_over_retry_info(server):
     with _adapter(server) as adapter, pytest.raises(LlmError) as caught:
         list(adapter.stream(_options(model=CLAUDE)))
     assert caught.value.provider_retry_after_ms == 3000.0
+
+
+# --- replay of reasoning in the next turn ---------------------------------------------
+
+
+def _next_turn(server: LoopbackServer, family: str, name: str, model: str) -> Any:
+    """The body of the request after a reply from fixture ``name``."""
+    body = (FIXTURES / family / f"{name}.sse").read_bytes()
+    server.enqueue(Reply(body=body))
+    server.enqueue(Reply(body=body))
+    with _adapter(server) as adapter:
+        first = _options(model=model, max_tokens=4000)
+        reply = collect(adapter.stream(first))
+        follow = attrs.evolve(
+            first,
+            messages=(*first.messages, reply.message, create_user_message("more")),
+        )
+        list(adapter.stream(follow))
+    return server.requests[1].json()
+
+
+def test_claude_thinking_and_its_signature_go_back_to_the_same_model(server):
+    body = _next_turn(server, "anthropic", "thinking_signature_text", CLAUDE)
+    assistant = body["messages"][1]
+    assert assistant["role"] == "assistant"
+    thinking = assistant["content"][0]
+    assert thinking["type"] == "thinking"
+    assert thinking["signature"].startswith("EqQBCkYIBxgCKkBv7lJ3")
+    assert "model" not in body
+
+
+def test_a_gemini_thought_signature_goes_back_on_its_call(server):
+    body = _next_turn(server, "gemini", "function_call_signed", GEMINI)
+    model_turn = body["contents"][1]
+    assert model_turn["role"] == "model"
+    call = next(part for part in model_turn["parts"] if "functionCall" in part)
+    assert call["thoughtSignature"].startswith("CiQBjz1rX2VnU2lnbmF0dXJlT25l")
