@@ -95,10 +95,10 @@ DEFAULT_MODELS: Final = tuple(_gemini_entry(model) for model in GEMINI_MODELS) +
 
 def configured_defaults(model_id: str) -> Mapping[str, Any]:
     """What a configured entry of ``model_id`` takes by default (config keys): a
-    Claude id reads images and has no Gemini efforts; a Gemini id nothing (an
-    entry without ``inputModalities`` is text only)."""
+    Claude id reads images; a Gemini id nothing (an entry without
+    ``inputModalities`` is text only)."""
     if publisher_of_id(model_id) == ANTHROPIC:
-        return {"inputModalities": ["text", "image"], "efforts": []}
+        return {"inputModalities": ["text", "image"]}
     return {}
 
 

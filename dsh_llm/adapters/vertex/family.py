@@ -330,7 +330,8 @@ def model_info(
     model: str,
 ) -> LlmResolvedModelInfo:
     """``resolve_model``'s answer, by publisher: a Gemini model's window, cap
-    and efforts (``gemini.catalog.model_for``); a Claude model's (its entry,
+    and efforts (``gemini.catalog.model_for``; none listed: no reasoning info);
+    a Claude model's (its entry,
     else the Anthropic catalog's, else 200,000 and 8,192) and its efforts
     (``anthropic.catalog.thinking_profile``)."""
     if publisher_for(model, config.models) == ANTHROPIC:
@@ -348,12 +349,16 @@ def model_info(
             ),
         )
     facts = model_for(model, config.models)
-    reasoning = LlmModelReasoningInfo(
-        efforts=tuple(
-            LlmReasoningEffortInfo(id=effort, name=_effort_name(effort))
-            for effort in facts.efforts
-        ),
-        default_effort=gemini_default_effort(config, facts),
+    reasoning = (
+        LlmModelReasoningInfo(
+            efforts=tuple(
+                LlmReasoningEffortInfo(id=effort, name=_effort_name(effort))
+                for effort in facts.efforts
+            ),
+            default_effort=gemini_default_effort(config, facts),
+        )
+        if facts.efforts
+        else None
     )
     return resolved_model_info(
         provider,
@@ -404,11 +409,9 @@ def _project(profile: VertexProfile, *, from_credentials: bool) -> str:
     if project is None and from_credentials:
         project = profile.credentials.project()
     if project is None:
-        where = (
-            "the Google credentials name none"
-            if from_credentials
-            else ("an access token names none")
-        )
+        where = "the Google credentials name none"
+        if not from_credentials:
+            where = "an access token names none"
         raise LlmError(
             f"{PACKAGE}: no Google Cloud project ({where}); set project, or "
             "export GOOGLE_CLOUD_PROJECT",

@@ -343,3 +343,14 @@ def test_the_plugin_s_config_errors_name_the_key():
         load_composition([entry], environ={})
     assert caught.value.key == "location"
     assert "must be a Vertex AI location" in caught.value.message
+
+
+def test_a_gemini_entry_without_efforts_resolves_without_reasoning_info():
+    from dsh_llm.runtime import LlmRuntime
+
+    runtime = LlmRuntime()
+    adapter = VertexAdapter(environ={}, models=[{"id": "plain", "efforts": []}])
+    runtime.register_adapter([PROVIDER_ROUTE], adapter)
+    info = runtime.resolve_model_info(PROVIDER_ROUTE, "plain")
+    assert info.reasoning is None
+    assert info.input_modalities == ("text",)
