@@ -221,6 +221,15 @@ def test_a_claude_request_has_no_model_and_the_vertex_anthropic_version(server):
     )
 
 
+def test_anthropic_beta_features_travel_in_extra_headers(server):
+    server.enqueue(_claude_reply())
+    beta = {"anthropic-beta": "context-1m-2025-08-07"}
+    with _adapter(server) as adapter:
+        list(adapter.stream(_options(model=CLAUDE, extra_headers=beta)))
+    (request,) = server.requests
+    assert request.header("anthropic-beta") == "context-1m-2025-08-07"
+
+
 def test_a_configured_effort_goes_to_each_model_that_offers_it(server):
     server.enqueue(Reply(body=(sse_event(GEMINI_STOP),)))
     server.enqueue(_claude_reply())
