@@ -31,6 +31,7 @@ fields, ``ConfigError`` and the field validators. Contracts callers may rely on:
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, ClassVar, Final, cast
@@ -42,7 +43,7 @@ from cattrs.errors import ClassValidationError
 from cattrs.gen import make_dict_structure_fn, override
 
 from dsh_llm.credentials import Secret
-from dsh_llm.protocol.checks import MAX_SAFE_INTEGER, check_timeout_ms
+from dsh_llm.protocol.checks import MAX_SAFE_INTEGER, timeout_detail
 from dsh_llm.structure import (
     KeyProblem,
     LeafError,
@@ -169,7 +170,7 @@ def structure_config(config_cls: type[Any], data: object) -> Any:
     if not isinstance(data, Mapping):
         raise ConfigError([("", f"must be a mapping, got {value_kind(data)}")])
     try:
-        return _new_converter().structure(dict(data), config_cls)
+        return _converter().structure(dict(data), config_cls)
     except Exception as exc:
         found = problems(exc, "", key_of=config_key)
         raise ConfigError(found or [("", "could not be read")]) from exc
@@ -278,7 +279,10 @@ def _raw(value: Any, _: Any) -> Any:
     return value
 
 
-def _new_converter() -> cattrs.Converter:
+@functools.cache
+def _converter() -> cattrs.Converter:
+    # One converter for every call: building one costs milliseconds, and the
+    # hooks it generates for a class are kept for the next config of that class.
     conv = strict_converter()
     conv.register_structure_hook(Secret, _secret)
     conv.register_structure_hook_factory(attrs.has, _class_factory)
@@ -364,17 +368,9 @@ def check_safe_positive_int(
         )
 
 
-def _timeout_detail(value: Any) -> str | None:
-    try:
-        check_timeout_ms("", value)
-    except ValueError as exc:
-        return str(exc).strip()
-    return None
-
-
 def check_timeout(inst: object, attribute: attrs.Attribute[Any], value: Any) -> None:
     """A timeout in ms: a finite number in (0, 2147483647]."""
-    detail = _timeout_detail(value)
+    detail = timeout_detail(value)
     if detail is not None:
         raise field_error(inst, attribute.name, detail)
 

@@ -64,6 +64,7 @@ from dsh_llm.structure import (
 )
 
 __all__ = [
+    "InvalidValueError",
     "chunk_from_dict",
     "chunk_from_json",
     "chunk_to_dict",
@@ -223,11 +224,36 @@ converter.register_structure_hook_factory(_is_value_class, _structure_factory)
 # --- error reporting --------------------------------------------------------------
 
 
+class InvalidValueError(LlmError):
+    """What a ``*_from_dict`` reader raises: an ``LlmError`` (``INVALID_CHUNK``,
+    ``INVALID_MESSAGE``, ``INVALID_OPTIONS``) that also carries every problem as
+    data, so a caller naming the key in its own words never parses the message.
+
+    Args:
+        message: The message (it names the first problem).
+        code: The code.
+        problems: Each ``(key path from "$", what is wrong)``, at least one.
+        cause: The structuring failure.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        code: str,
+        problems: Iterable[tuple[str, str]],
+        *,
+        cause: BaseException | None = None,
+    ) -> None:
+        super().__init__(message, code, cause=cause)
+        self.problems: tuple[tuple[str, str], ...] = tuple(problems)
+        """Each problem: its key path (``$.content[0].text``) and what is wrong
+        there (``must be a string, got an integer``)."""
+
+
 def _structure(value: Any, cls: Any, code: ErrorCode, what: str) -> Any:
     if not isinstance(value, dict):
-        raise LlmError(
-            f"invalid {what}: $ must be a mapping, got {value_kind(value)}", code
-        )
+        detail = f"must be a mapping, got {value_kind(value)}"
+        raise InvalidValueError(f"invalid {what}: $ {detail}", code, [("$", detail)])
     try:
         return converter.structure(value, cls)
     except (
@@ -237,11 +263,12 @@ def _structure(value: Any, cls: Any, code: ErrorCode, what: str) -> Any:
         TypeError,
         ValueError,
     ) as exc:
-        found = [
-            f"{path}: {detail}" for path, detail in problems(exc, "$", key_of=_key_of)
-        ] or ["$: is invalid"]
+        found = problems(exc, "$", key_of=_key_of) or [("$", "is invalid")]
         more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
-        raise LlmError(f"invalid {what}: {found[0]}{more}", code, cause=exc) from exc
+        path, detail = found[0]
+        raise InvalidValueError(
+            f"invalid {what}: {path}: {detail}{more}", code, found, cause=exc
+        ) from exc
 
 
 # --- public API ---------------------------------------------------------------------

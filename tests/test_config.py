@@ -17,11 +17,8 @@ from typing import Any, ClassVar
 import attrs
 import pytest
 
-from dsh_llm.adapters.common import (
-    AdapterConfigError,
-    config_from_options,
-    retry_policy_field,
-)
+from dsh_llm.adapters import AdapterConfig, AdapterConfigError, adapter_field_order
+from dsh_llm.adapters._wire.config import config_from_options
 from dsh_llm.config import (
     RAW_METADATA,
     ConfigError,
@@ -42,7 +39,6 @@ from dsh_llm.retry import (
     DEFAULT_RETRY_POLICY,
     AlwaysRetryPolicy,
     NormalRetryPolicy,
-    RetryPolicy,
 )
 from dsh_llm.runtime import LlmRuntime
 
@@ -278,17 +274,17 @@ def test_a_raw_field_reports_its_own_checks_under_its_key() -> None:
 # --- what every adapter config class shares -----------------------------------------
 
 
-class _AdapterError(AdapterConfigError):
+@attrs.frozen(kw_only=True, field_transformer=adapter_field_order)
+class _AdapterConfig(AdapterConfig):
     package = "llm-test"
-
-
-@attrs.frozen(kw_only=True)
-class _AdapterConfig:
-    config_error: ClassVar[type[AdapterConfigError]] = _AdapterError
+    default_stream_idle_timeout_ms = 1000
+    default_stream_keepalive_timeout_ms = None
 
     base_url: str = attrs.field(default="http://h", validator=check_non_empty_str)
-    retry_policy: RetryPolicy = retry_policy_field()  # noqa: RUF009
     _secret_name: str = attrs.field(default="K", alias="secret_name")
+
+
+_AdapterError = AdapterConfigError
 
 
 def test_config_from_options_builds_the_class_from_keywords() -> None:
@@ -306,7 +302,9 @@ def test_config_from_options_refuses_an_unknown_keyword_listing_the_fields() -> 
 
     assert str(caught.value) == (
         "unexpected keyword argument 'base_uri' (the options are the "
-        "_AdapterConfig fields: base_url, retry_policy, secret_name)"
+        "_AdapterConfig fields: base_url, secret_name, stream_idle_timeout_ms, "
+        "stream_keepalive_timeout_ms, total_timeout_ms, retry_policy, pool_maxsize, "
+        "empty_response_as_stop)"
     )
 
 

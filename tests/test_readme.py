@@ -547,8 +547,10 @@ def test_cli_examples_run(model, tmp_path):
         "ollama  (Ollama, built-in)",
         "  (the server lists its models: pass --model to chat)",
     ]
-    assert lines[32] == "bedrock  (Amazon Bedrock, built-in)"  # no AWS region here
-    assert len(lines) == 34
+    assert lines[32] == "groq  (Groq, built-in)"  # the hosted services follow
+    # No AWS region here: Bedrock is listed last, as not available.
+    assert lines[-2] == "bedrock  (Amazon Bedrock, built-in)"
+    assert lines[-1].startswith("  (not available here: ")
     recorded = (tmp_path / "answer.jsonl").read_text(encoding="utf-8")
     answer = [chunk_from_json(line) for line in recorded.splitlines()]
     assert_chunk_sequence(answer, strict=True)

@@ -94,6 +94,10 @@ class BuiltinFamily:
     provider's own route."""
     server_catalog: bool = False
     """Whether its model list comes from the server (only listed on request)."""
+    service: str | None = None
+    """For a hosted service on a shared family: the profile its adapter is built
+    with (``OpenAICompatAdapter(service=...)``); such a row has no plugin of its
+    own (a composition says ``service:`` in the family's entry)."""
 
     def adapter_class(self) -> type[WireAdapter[Any]]:
         """The adapter class (imports the family's package)."""
@@ -138,6 +142,27 @@ BUILTIN_FAMILIES: Final = (
         adapter="dsh_llm.adapters.bedrock:BedrockAdapter",
         display_name="Amazon Bedrock",
         key_env="AWS_BEARER_TOKEN_BEDROCK",
+    ),
+    *(
+        BuiltinFamily(
+            route=name,
+            plugin="llm-openai-compatible",
+            adapter="dsh_llm.adapters.openai_compat:OpenAICompatAdapter",
+            display_name=display,
+            key_env=key_env,
+            service=name,
+        )
+        for name, display, key_env in (
+            ("groq", "Groq", "GROQ_API_KEY"),
+            ("mistral", "Mistral", "MISTRAL_API_KEY"),
+            ("xai", "xAI", "XAI_API_KEY"),
+            ("openrouter", "OpenRouter", "OPENROUTER_API_KEY"),
+            ("together", "Together AI", "TOGETHER_API_KEY"),
+            ("fireworks", "Fireworks AI", "FIREWORKS_API_KEY"),
+            ("cerebras", "Cerebras", "CEREBRAS_API_KEY"),
+            ("deepinfra", "DeepInfra", "DEEPINFRA_TOKEN"),
+            ("perplexity", "Perplexity", "PERPLEXITY_API_KEY"),
+        )
     ),
     BuiltinFamily(
         route="openai-compatible",

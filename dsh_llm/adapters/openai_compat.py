@@ -1,7 +1,14 @@
 """``OpenAICompatAdapter``: any server that speaks the OpenAI chat-completions stream
-(OpenAI, vLLM, llama.cpp, Ollama ``/v1``, LM Studio, OpenRouter...), a family on
-the chat-completions wire it shares with ``DeepSeekAdapter``
+(OpenAI, vLLM, llama.cpp, Ollama ``/v1``, LM Studio, and the hosted services with
+a named profile: Groq, Mistral, xAI, OpenRouter...), a family on the
+chat-completions wire it shares with ``DeepSeekAdapter``
 (``dsh_llm.adapters.chat``), streamed by ``WireAdapter``.
+
+- ``service="groq"`` (or ``OpenAICompatAdapter.for_service("groq")``, or
+  ``service: groq`` in a composition entry) fills in a hosted service's profile
+  (``dsh_llm.adapters.chat.services``): API root, key variable, display name,
+  catalog, request spellings, stream quirks; explicit options win
+  (``docs/hosted-services.md``).
 
 - ``OpenAICompatConfig`` is the one validated configuration (``package``
   ``llm-openai-compatible``; ``base_url`` plus the constructor's keywords build
@@ -24,7 +31,7 @@ the chat-completions wire it shares with ``DeepSeekAdapter``
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, Self
 
 import attrs
 
@@ -60,6 +67,7 @@ from dsh_llm.adapters.chat.request import (
     chat_request,
     session_id_value,
 )
+from dsh_llm.adapters.chat.services import SERVICE_NAMES, SERVICES, HostedService
 from dsh_llm.adapters.chat.translate import chat_decoder, chat_translator
 from dsh_llm.adapters.request_extras import RESERVED_HEADER_NAMES
 from dsh_llm.config import (
@@ -79,6 +87,7 @@ __all__ = [
     "FAMILY",
     "PURPOSE_HEADER",
     "RESERVED_HEADERS",
+    "SERVICE_NAMES",
     "SESSION_ID_HEADER",
     "ModelSpec",
     "OpenAICompatAdapter",
@@ -176,6 +185,40 @@ def _base_url(value: object) -> str:
     return api_root_url(value, package=PACKAGE, endpoint=CHAT_COMPLETIONS_PATH)
 
 
+def _service(value: object) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or value not in SERVICES:
+        raise _refuse(
+            "service", "must name a hosted service: " + ", ".join(SERVICE_NAMES)
+        )
+    return value
+
+
+def _service_of(config: Any) -> HostedService | None:
+    """The profile ``config.service`` names, ``None`` without one (also while
+    the config is being built: ``service`` is its first field, set first)."""
+    name = config.service
+    return None if name is None else SERVICES[name]
+
+
+def _from_profile(name: str, fallback: Any) -> Any:
+    """A field default: the service profile's ``name``, else ``fallback``."""
+
+    def default(config: Any) -> Any:
+        profile = _service_of(config)
+        return fallback if profile is None else getattr(profile, name)
+
+    return attrs.Factory(default, takes_self=True)
+
+
+def _default_base_url(config: Any) -> str:
+    profile = _service_of(config)
+    if profile is None:
+        raise _refuse("baseURL", "is required (or name a hosted service in service)")
+    return profile.base_url
+
+
 def _raw() -> dict[str, Any]:
     return {RAW_METADATA: True}
 
@@ -196,13 +239,24 @@ class OpenAICompatConfig(AdapterConfig):
     default_stream_idle_timeout_ms = DEFAULT_STREAM_IDLE_TIMEOUT_MS
     default_stream_keepalive_timeout_ms = DEFAULT_KEEPALIVE_TIMEOUT_MS
 
-    base_url: str = attrs.field(converter=_base_url, repr=url_repr)
-    """The API root, e.g. ``http://127.0.0.1:8080/v1`` (credentials hidden in the
-    ``repr``)."""
-    api_key_env: str | None = attrs.field(
-        default=None, validator=attrs.validators.optional(check_non_empty_str)
+    service: str | None = attrs.field(default=None, converter=_service)
+    """A hosted service's profile (``SERVICE_NAMES``: ``groq``, ``mistral``,
+    ``xai``...): the defaults of the fields below (API root, key variable,
+    display name, catalog, request spellings) and the stream's quirks; ``None``:
+    a generic server. A field given explicitly wins over the profile."""
+    base_url: str = attrs.field(
+        default=attrs.Factory(_default_base_url, takes_self=True),
+        converter=_base_url,
+        repr=url_repr,
     )
-    """Environment variable read for the key at each request, or ``None``."""
+    """The API root, e.g. ``http://127.0.0.1:8080/v1`` (credentials hidden in the
+    ``repr``); required unless ``service`` gives it."""
+    api_key_env: str | None = attrs.field(
+        default=_from_profile("api_key_env", None),
+        validator=attrs.validators.optional(check_non_empty_str),
+    )
+    """Environment variable read for the key at each request, or ``None``
+    (default: the service's, else none)."""
     headers: Mapping[str, str] = attrs.field(
         default=None,
         converter=_headers,
@@ -213,21 +267,33 @@ class OpenAICompatConfig(AdapterConfig):
     """Extra request headers (names may not be ``RESERVED_HEADERS``; the repr
     shows only the names: values may be credentials)."""
     display_name: str = attrs.field(
-        default=DEFAULT_DISPLAY_NAME, validator=_check_display_name
+        default=_from_profile("display_name", DEFAULT_DISPLAY_NAME),
+        validator=_check_display_name,
     )
-    """The provider name in messages and ``provider_info``."""
+    """The provider name in messages and ``provider_info`` (default: the
+    service's, else ``DEFAULT_DISPLAY_NAME``)."""
     models: tuple[CatalogModel, ...] = attrs.field(
-        default=None, converter=_catalog, hash=False, metadata=_raw()
+        default=_from_profile("models", None),
+        converter=_catalog,
+        hash=False,
+        metadata=_raw(),
     )
-    """The advertised catalog (``ModelSpec`` entries; default: none)."""
-    include_usage: bool = attrs.field(default=True, validator=check_bool)
-    """Send ``stream_options: {"include_usage": true}``."""
+    """The advertised catalog (``ModelSpec`` entries; default: the service's,
+    else none)."""
+    include_usage: bool = attrs.field(
+        default=_from_profile("include_usage", True), validator=check_bool
+    )
+    """Send ``stream_options: {"include_usage": true}`` (default: the
+    service's, else ``True``)."""
     max_tokens_field: Literal["max_tokens", "max_completion_tokens"] = attrs.field(
-        default="max_tokens", validator=check_one_of(*MAX_TOKENS_FIELDS)
+        default=_from_profile("max_tokens_field", "max_tokens"),
+        validator=check_one_of(*MAX_TOKENS_FIELDS),
     )
-    """The output-cap field the server reads."""
+    """The output-cap field the server reads (default: the service's, else
+    ``max_tokens``)."""
     response_format_style: ResponseFormatStyle = attrs.field(
-        default="json_schema", validator=check_one_of(*RESPONSE_FORMAT_STYLES)
+        default=_from_profile("response_format_style", "json_schema"),
+        validator=check_one_of(*RESPONSE_FORMAT_STYLES),
     )
     """How ``response_format`` is sent (config key ``responseFormatStyle``):
     ``json_schema`` (the OpenAI spelling), ``json_object_schema``
@@ -237,18 +303,19 @@ class OpenAICompatConfig(AdapterConfig):
     reasoning_efforts: tuple[str, ...] | None = attrs.field(
         default=None, converter=_efforts, metadata=_raw()
     )
-    """Effort ids the server takes as ``reasoning_effort`` (``None``: a requested
-    effort raises)."""
+    """Effort ids the server takes as ``reasoning_effort``, for every model
+    (``None``: a service's efforts for the models its catalog lists them for;
+    any other requested effort raises)."""
     reasoning_passback_field: Literal["reasoning_content", "reasoning"] | None = (
         attrs.field(
-            default=None,
+            default=_from_profile("reasoning_passback_field", None),
             validator=attrs.validators.optional(
                 check_one_of(*REASONING_PASSBACK_FIELDS)
             ),
         )
     )
     """Field that sends earlier reasoning back in assistant messages (``None``:
-    never)."""
+    never; default: the service's, else ``None``)."""
 
 
 def _endpoint(
@@ -261,7 +328,14 @@ def _endpoint(
         AdapterConfigError: keyed ``apiKey`` for a key given both ways, keyed
             ``headers.<name>`` for an ``authorization`` header beside a key.
     """
-    if explicit_key and config.api_key_env is not None:
+    service = _service_of(config)
+    profile_key_env = None if service is None else service.api_key_env
+    # An explicit key replaces the service's own variable (not one set apart).
+    if (
+        explicit_key
+        and config.api_key_env is not None
+        and config.api_key_env != profile_key_env
+    ):
         raise _refuse(
             "apiKey", "and apiKeyEnv cannot both be set; give the key one way"
         )
@@ -283,8 +357,18 @@ def _endpoint(
             max_tokens_field=config.max_tokens_field,
             response_format_style=config.response_format_style,
             headers=config.headers,
+            **({} if service is None else service.wire_quirks()),
         ),
     )
+
+
+def model_efforts(config: OpenAICompatConfig, model: str) -> tuple[str, ...] | None:
+    """The efforts ``model`` takes: ``reasoning_efforts`` when configured, else
+    the service's for that model, else none."""
+    if config.reasoning_efforts is not None:
+        return config.reasoning_efforts
+    service = _service_of(config)
+    return None if service is None else service.model_efforts.get(model)
 
 
 def model_info(
@@ -294,9 +378,9 @@ def model_info(
     model: str,
 ) -> LlmResolvedModelInfo:
     """``resolve_model``'s answer: the entry's context window and output cap (none
-    for an unlisted id) and the configured ``reasoning_efforts``."""
+    for an unlisted id) and the model's efforts (``model_efforts``)."""
     entry = catalog_entry(config.models, model)
-    efforts = config.reasoning_efforts
+    efforts = model_efforts(config, model)
     return resolved_model_info(
         provider,
         model,
@@ -321,7 +405,7 @@ def _request(call: WireCall[OpenAICompatConfig, WireProfile]) -> WireRequest:
     extra: dict[str, Any] = {}
     effort = options.reasoning_effort
     if effort is not None:
-        efforts = config.reasoning_efforts
+        efforts = model_efforts(config, options.model)
         if efforts is None or effort not in efforts:
             raise LlmError(
                 f"{profile.provider} adapter does not support reasoning "
@@ -349,7 +433,8 @@ def _request(call: WireCall[OpenAICompatConfig, WireProfile]) -> WireRequest:
 
 def _describe(config: OpenAICompatConfig, endpoint: Endpoint[WireProfile]) -> str:
     names = tuple(name.lower() for name in config.headers)
-    return f", headers={names!r}" if names else ""
+    service = "" if config.service is None else f", service={config.service!r}"
+    return service + (f", headers={names!r}" if names else "")
 
 
 FAMILY: Final = WireFamily(
@@ -370,18 +455,19 @@ class OpenAICompatAdapter(WireAdapter[OpenAICompatConfig]):
     docstring).
 
     The keyword arguments besides ``api_key`` and ``environ`` are
-    ``OpenAICompatConfig``'s fields (``api_key_env``, ``headers``,
+    ``OpenAICompatConfig``'s fields (``service``, ``api_key_env``, ``headers``,
     ``display_name``, ``models``, ``include_usage``, ``max_tokens_field``,
     ``response_format_style``, ``reasoning_efforts``,
     ``reasoning_passback_field``, the three stream timeouts, ``retry_policy``,
     ``pool_maxsize``, ``empty_response_as_stop``) and build one with
     ``base_url``; ``OpenAICompatAdapter.from_config(config)`` takes one built
-    elsewhere.
+    elsewhere, ``OpenAICompatAdapter.for_service(name)`` names a hosted service.
 
     Args:
-        base_url: The API root, e.g. ``http://127.0.0.1:8080/v1``.
+        base_url: The API root, e.g. ``http://127.0.0.1:8080/v1`` (default: the
+            ``service``'s; one of the two is required).
         api_key: The key (``str`` or ``Secret``), or ``None``. Not together with
-            ``api_key_env``.
+            an ``api_key_env`` of one's own (it replaces a service's variable).
         environ: Where ``api_key_env`` is read (default ``os.environ``, live).
         **options: ``OpenAICompatConfig`` fields.
 
@@ -395,13 +481,33 @@ class OpenAICompatAdapter(WireAdapter[OpenAICompatConfig]):
 
     def __init__(
         self,
-        base_url: str,
+        base_url: str | None = None,
         *,
         api_key: str | Secret | None = None,
         environ: Mapping[str, str] | None = None,
         **options: Any,
     ) -> None:
-        config = config_from_options(
-            OpenAICompatConfig, {"base_url": base_url, **options}
-        )
+        if base_url is not None:
+            options = {"base_url": base_url, **options}
+        config = config_from_options(OpenAICompatConfig, options)
         self._setup(config, api_key=api_key, environ=environ)
+
+    @classmethod
+    def for_service(
+        cls,
+        service: str,
+        *,
+        api_key: str | Secret | None = None,
+        environ: Mapping[str, str] | None = None,
+        **options: Any,
+    ) -> Self:
+        """An adapter for the hosted service ``service`` (``SERVICE_NAMES``):
+        ``OpenAICompatAdapter(service=service, **options)``; the keyword
+        arguments override the profile's (``base_url`` for a proxy,
+        ``api_key_env``, ``models``...).
+
+        Raises:
+            AdapterConfigError: keyed ``service`` for an unknown name, or for an
+                invalid option.
+        """
+        return cls(service=service, api_key=api_key, environ=environ, **options)

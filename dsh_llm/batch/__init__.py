@@ -9,7 +9,9 @@ Contracts callers may rely on:
   ``dsh_llm.batch.results`` (messages, usage and finish as the protocol's JSON).
 - One bad line or one failed call is a failed result row, never a failed run.
 - A rerun skips what the results file already holds; killing a run loses
-  nothing already written (a torn last line is cut off on the next open).
+  nothing already written (a torn last line is cut off on the next open), and
+  a row counts done only once it is on disk. One run at a time per results
+  file (``ResultsFileBusyError`` for the second).
 - ``dsh_llm.batch.dask`` runs the same job on a Dask cluster; importing this
   package does not import Dask.
 """
@@ -27,6 +29,7 @@ from dsh_llm.batch.requests import (
 from dsh_llm.batch.results import (
     BatchResult,
     ResultsFile,
+    ResultsFileBusyError,
     read_results,
     result_from_dict,
     result_to_dict,
@@ -41,6 +44,7 @@ __all__ = [
     "ProgressBar",
     "RequestLineError",
     "ResultsFile",
+    "ResultsFileBusyError",
     "RouteLimiter",
     "parse_request_line",
     "read_requests",

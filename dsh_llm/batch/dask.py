@@ -14,9 +14,10 @@ rely on:
   time. A failed request comes back as a failed row, never as a failed task; a
   task that raises (a worker that cannot build its runtime) stops the run and
   its error is raised after the rows already gathered are written.
-- The client appends each row to ``results_path`` as it arrives, exactly as
-  ``run_jsonl`` does (same format, same resume and torn-line rules), so a run
-  may be resumed by either function.
+- The client writes each row as it arrives, exactly as ``run_jsonl`` does (same
+  format, same writer: a row counts once it is on disk; same lock, resume and
+  torn-line rules), so a run may be resumed by either function. A line no reader
+  can take (nested too deeply, a number too long) is the client's failed row.
 - The rate limit is per worker process: ``requests_per_minute`` each, so a
   cluster of N workers may start N times as many requests a minute per route.
 - ``signal`` (or Ctrl-C) stops the run: waiting tasks are cancelled; requests
@@ -44,7 +45,7 @@ from dsh_llm.batch.ratelimit import RouteLimiter
 from dsh_llm.batch.requests import (
     BatchRequest,
     RequestLineError,
-    parse_request_line,
+    decode_request_line,
     parse_request_object,
     request_lines,
 )
@@ -56,14 +57,14 @@ from dsh_llm.batch.results import (
 )
 from dsh_llm.batch.runner import (
     BatchSummary,
-    _bad_line,
-    _count,
-    _identity,
-    _progress,
-    _Tally,
+    bad_line_result,
     check_concurrency,
+    count_lines,
+    repeated_id,
+    resolve_progress,
     run_one,
 )
+from dsh_llm.batch.writer import RowWriter
 from dsh_llm.retry import RetryPolicy, resolve_retry_policy
 from dsh_llm.serde import compact_json
 from dsh_llm.signal import AbortSignal
@@ -138,7 +139,7 @@ def _run_task(config_json: str, key: str, request: Any, line: int) -> dict[str, 
     state = _state(config_json, key)
     item = parse_request_object(request, line)
     if isinstance(item, RequestLineError):
-        return result_to_dict(_bad_line(item))
+        return result_to_dict(bad_line_result(item))
     result = run_one(state.runtime, item, limiter=state.limiter, retry=state.retry)
     return result_to_dict(result)
 
@@ -179,12 +180,22 @@ def worker_config(
 
 def _pending(
     requests_path: PathLike, done: Any
-) -> Iterator[tuple[BatchRequest | RequestLineError, bytes]]:
+) -> Iterator[tuple[BatchRequest | RequestLineError, Any]]:
+    """Each line without a row, with its JSON value for the worker (the value
+    of a line that cannot be sent is not used: the client writes its row)."""
     first_lines: dict[str, int] = {}
     for number, raw in request_lines(requests_path):
-        item = _identity(parse_request_line(raw, number), first_lines)
+        data = decode_request_line(raw, number)
+        item = (
+            data
+            if isinstance(data, RequestLineError)
+            else parse_request_object(data, number)
+        )
+        repeated = repeated_id(item.id, number, first_lines)
+        if repeated is not None:
+            item = repeated
         if not done(item.id, item.line):
-            yield item, raw
+            yield item, data
 
 
 def run_jsonl_dask(
@@ -233,7 +244,7 @@ def run_jsonl_dask(
         threads = sum(untyped.nthreads().values())
         concurrency = max(2 * threads, 1)
     check_concurrency(concurrency)
-    reporter = _progress(progress)
+    reporter = resolve_progress(progress)
     with ResultsFile(results_path, fsync=fsync) as results:
         return _DaskRun(
             client, results, config_json, key, concurrency, reporter, signal
@@ -259,37 +270,36 @@ class _DaskRun:
         self.concurrency = concurrency
         self.progress = progress
         self.signal = signal
-        self.tally = _Tally()
         self.in_flight: set[distributed.Future[Any]] = set()
+        self.writer: RowWriter | None = None
 
     def record(self, result: BatchResult | dict[str, Any]) -> None:
         if isinstance(result, dict):
-            row = result
-            result = result_from_dict(row)
-        self.results.append(result)
-        self.tally.add(result)
-        if self.progress is not None:
-            self.progress.update(result)
+            result = result_from_dict(result)
+        assert self.writer is not None
+        self.writer.put(result)
 
     def aborted(self) -> bool:
+        if self.writer is not None and self.writer.error is not None:
+            return True  # a write failed: stop, and raise it
         return self.signal is not None and self.signal.aborted
 
     def fill(
-        self, pending: Iterator[tuple[BatchRequest | RequestLineError, bytes]]
+        self, pending: Iterator[tuple[BatchRequest | RequestLineError, Any]]
     ) -> None:
         while len(self.in_flight) < self.concurrency and not self.aborted():
             item = next(pending, None)
             if item is None:
                 return
-            request, raw = item
+            request, data = item
             if isinstance(request, RequestLineError):
-                self.record(_bad_line(request))
+                self.record(bad_line_result(request))
                 continue
             future = self.client.submit(
                 _run_task,
                 self.config,
                 self.key,
-                json.loads(raw),
+                data,
                 request.line,
                 pure=False,
                 retries=0,
@@ -297,7 +307,7 @@ class _DaskRun:
             self.in_flight.add(future)
 
     def gather(
-        self, pending: Iterator[tuple[BatchRequest | RequestLineError, bytes]]
+        self, pending: Iterator[tuple[BatchRequest | RequestLineError, Any]]
     ) -> None:
         self.fill(pending)
         while self.in_flight and not self.aborted():
@@ -316,31 +326,41 @@ class _DaskRun:
     def run(self, requests_path: PathLike) -> BatchSummary:
         started = time.perf_counter()
         index = self.results.index
-        total, skipped = _count(requests_path, index)
+        total, skipped = count_lines(requests_path, index)
         if self.progress is not None:
             self.progress.start(total, skipped)
         interrupted = False
+        writer = self.writer = RowWriter(
+            self.results,
+            on_written=None if self.progress is None else self.progress.update,
+        )
         try:
-            self.gather(_pending(requests_path, index.is_done))
-        except BaseException:
-            interrupted = True
-            raise
+            try:
+                self.gather(_pending(requests_path, index.is_done))
+            except BaseException:
+                interrupted = True
+                raise
+            finally:
+                if self.in_flight:
+                    self.client.cancel(list(self.in_flight))
+                    self.in_flight.clear()
+                writer.close()
         finally:
-            if self.in_flight:
-                self.client.cancel(list(self.in_flight))
-                self.in_flight.clear()
+            tally = writer.tally
             summary = BatchSummary(
                 results_path=self.results.path,
                 total=total,
                 skipped=skipped,
-                succeeded=self.tally.succeeded,
-                failed=self.tally.failed,
+                succeeded=tally.succeeded,
+                failed=tally.failed,
                 failed_before=index.failed,
-                input_tokens=self.tally.input_tokens,
-                output_tokens=self.tally.output_tokens,
+                input_tokens=tally.input_tokens,
+                output_tokens=tally.output_tokens,
                 duration_s=time.perf_counter() - started,
                 interrupted=interrupted or self.aborted(),
             )
             if self.progress is not None:
                 self.progress.close(summary)
+        if writer.error is not None:
+            raise writer.error
         return summary

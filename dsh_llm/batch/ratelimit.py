@@ -8,11 +8,17 @@ This module owns ``RouteLimiter``. Contracts callers may rely on:
   ``None`` sets no rate; only back-offs then hold requests.
 - ``back_off(route, delay_ms)`` holds every request of the route until
   ``delay_ms`` from now (a later back-off never shortens an earlier one); the
-  runner calls it with the provider's ``Retry-After`` on ``RATE_LIMIT``.
+  runner calls it with the provider's ``Retry-After`` on ``RATE_LIMIT``. A
+  server-given delay is never trusted as it is: it is clamped to
+  ``max_back_off_ms`` (default ``DEFAULT_MAX_BACK_OFF_MS``, 5 minutes), so an
+  absurd ``Retry-After: 99999999999`` holds the route 5 minutes, not forever.
 - ``acquire`` is thread-safe and waits through ``wait(seconds, signal)``
-  (default: ``signal.wait``, else ``time.sleep``); it returns ``False`` without
-  taking a token as soon as ``signal`` is aborted. ``clock`` and ``wait`` are
-  injectable so tests can run on a fake clock.
+  (default: ``signal.wait``, else ``time.sleep``) in steps of at most
+  ``MAX_WAIT_S``, so no wait is too long for the platform's timers; it returns
+  ``False`` without taking a token as soon as ``signal`` is aborted. ``clock``
+  and ``wait`` are injectable so tests can run on a fake clock.
+- ``LimiterError`` is what the runner raises when a limiter fails anyway: the
+  request it was for gets no row, so a rerun sends it.
 - The limiter lives in one process: a Dask worker has its own (see docs/batch.md).
 """
 
@@ -22,12 +28,25 @@ import math
 import threading
 import time
 from collections.abc import Callable
+from typing import Final
 
 import attrs
 
+from dsh_llm.protocol.checks import MAX_TIMEOUT_MS
 from dsh_llm.signal import AbortSignal
 
-__all__ = ["RouteLimiter", "Wait"]
+__all__ = [
+    "DEFAULT_MAX_BACK_OFF_MS",
+    "MAX_WAIT_S",
+    "LimiterError",
+    "RouteLimiter",
+    "Wait",
+]
+
+DEFAULT_MAX_BACK_OFF_MS: Final = 300_000
+"""The longest a back-off holds a route unless told otherwise (5 minutes)."""
+MAX_WAIT_S: Final = 60.0
+"""The longest single wait of ``acquire``; a longer one is waited in steps."""
 
 Wait = Callable[[float, AbortSignal | None], bool]
 """Waits up to the seconds given; returns ``True`` when the signal aborted."""
@@ -47,6 +66,25 @@ class _Bucket:
     blocked_until: float = -math.inf
 
 
+class LimiterError(RuntimeError):
+    """A route's limiter failed while a request waited for it or backed its
+    route off; the request gets no row (a rerun sends it).
+
+    Args:
+        route: The route.
+        cause: What the limiter raised (also ``__cause__``).
+    """
+
+    def __init__(self, route: str, cause: BaseException) -> None:
+        super().__init__(
+            f'the rate limiter of route "{route}" failed '
+            f"({type(cause).__name__}: {cause}); the request was not recorded"
+        )
+        self.route = route
+        """The route."""
+        self.__cause__ = cause
+
+
 class RouteLimiter:
     """Per-route token buckets with back-off (see the module docstring).
 
@@ -56,10 +94,13 @@ class RouteLimiter:
         burst: How many requests may start at once after an idle spell.
         clock: Seconds, monotonic.
         wait: How to wait (see ``Wait``).
+        max_back_off_ms: The longest ``back_off`` holds a route, whatever delay
+            it is given.
 
     Raises:
-        ValueError: for a rate that is not a positive finite number, or a
-            ``burst`` below 1.
+        ValueError: for a rate that is not a positive finite number, a
+            ``burst`` below 1, or a ``max_back_off_ms`` that is not a positive
+            number of at most 2147483647.
     """
 
     def __init__(
@@ -69,6 +110,7 @@ class RouteLimiter:
         burst: int = 1,
         clock: Callable[[], float] = time.monotonic,
         wait: Wait = _wait,
+        max_back_off_ms: float = DEFAULT_MAX_BACK_OFF_MS,
     ) -> None:
         if requests_per_minute is not None and (
             isinstance(requests_per_minute, bool)
@@ -79,12 +121,24 @@ class RouteLimiter:
             raise ValueError("requests_per_minute must be a positive number")
         if type(burst) is not int or burst < 1:
             raise ValueError("burst must be an integer >= 1")
+        if (
+            isinstance(max_back_off_ms, bool)
+            or not isinstance(max_back_off_ms, int | float)
+            or not 0 < max_back_off_ms <= MAX_TIMEOUT_MS
+        ):
+            raise ValueError(
+                f"max_back_off_ms must be a positive number <= {MAX_TIMEOUT_MS}"
+            )
+        self._max_back_off_ms = max_back_off_ms
         self._rate = None if requests_per_minute is None else requests_per_minute / 60
         self._burst = burst
         self._clock = clock
         self._wait = wait
         self._lock = threading.Lock()
         self._buckets: dict[str, _Bucket] = {}
+        # No rate and no back-off yet: nothing can hold a request, so acquire
+        # skips the lock every worker would otherwise queue on.
+        self._unlimited = self._rate is None
 
     @property
     def requests_per_minute(self) -> float | None:
@@ -126,20 +180,26 @@ class RouteLimiter:
         while True:
             if signal is not None and signal.aborted:
                 return False
+            if self._unlimited:
+                return True
             delay = self._try_take(route)
             if delay <= 0:
                 return True
-            if self._wait(delay, signal):
+            if self._wait(min(delay, MAX_WAIT_S), signal):
                 return False
 
     def back_off(self, route: str, delay_ms: float) -> None:
-        """Hold ``route``'s requests for ``delay_ms`` from now."""
-        if not delay_ms > 0 or not math.isfinite(delay_ms):
+        """Hold ``route``'s requests for ``delay_ms`` from now, at most
+        ``max_back_off_ms`` (a delay that is not a number above 0 is ignored)."""
+        if not delay_ms > 0:  # NaN included
             return
+        # min() first: an int too large for a float cannot be divided.
+        seconds = min(delay_ms, self._max_back_off_ms) / 1000
         with self._lock:
+            self._unlimited = False
             now = self._clock()
             bucket = self._bucket(route, now)
-            bucket.blocked_until = max(bucket.blocked_until, now + delay_ms / 1000)
+            bucket.blocked_until = max(bucket.blocked_until, now + seconds)
 
     def __repr__(self) -> str:
         return f"RouteLimiter(requests_per_minute={self.requests_per_minute!r})"

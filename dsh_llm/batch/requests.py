@@ -8,10 +8,13 @@ This module owns the request line format. Contracts callers may rely on:
   ``messages`` is a list of protocol messages (``dsh_llm.serde`` JSON) and
   ``prompt`` a string sent as one user message; exactly one of the two.
   ``tools`` holds ``{"name", "description", "parameters"}`` objects.
-- ``parse_request_line`` never raises for bad input: a line that is not UTF-8
-  JSON, not an object, or has an unknown, missing or ill-typed key gives a
-  ``RequestLineError`` whose failure has code ``INVALID_BATCH_REQUEST`` and a
-  message naming the line number and the key (``line 7: $.messages[0].role ...``).
+- The keys are read by the one config mechanism (``dsh_llm.config``), in its
+  wording, and the messages by ``dsh_llm.serde``; every problem is read as data.
+- ``parse_request_line`` never raises for bad input, however hostile: a line
+  that is not UTF-8 JSON, is nested too deeply, is not an object, or has an
+  unknown, missing or ill-typed key gives a ``RequestLineError`` whose failure
+  has code ``INVALID_BATCH_REQUEST`` and a message naming the line number and
+  the key (``line 7: $.messages[0].role ...``).
 - ``read_requests`` yields one item per non-blank line, numbered from 1 as in
   the file, lazily; blank lines are skipped.
 - ``id_key`` is the identity resume and duplicate checks compare: ``1`` and
@@ -27,7 +30,16 @@ from typing import Any, Final
 
 import attrs
 
-from dsh_llm.errors import ErrorCode, LlmError
+from dsh_llm.config import (
+    KEY_METADATA,
+    ConfigError,
+    check_non_empty_str,
+    check_positive_int,
+    field_error,
+    structure_config,
+    value_kind,
+)
+from dsh_llm.errors import ErrorCode
 from dsh_llm.protocol import (
     GenerateOptions,
     LlmFailure,
@@ -35,44 +47,27 @@ from dsh_llm.protocol import (
     ToolSchema,
     create_user_message,
 )
-from dsh_llm.serde import compact_json, message_from_dict
-from dsh_llm.structure import value_kind
+from dsh_llm.protocol.checks import FieldError
+from dsh_llm.serde import InvalidValueError, compact_json, message_from_dict
+from dsh_llm.signal import AbortSignal
 
 __all__ = [
     "REQUEST_KEYS",
     "BatchRequest",
     "RequestId",
     "RequestLineError",
+    "decode_request_line",
     "id_key",
     "parse_request_line",
     "parse_request_object",
     "peek_id",
     "read_requests",
+    "request_id_of",
     "request_lines",
 ]
 
 RequestId = str | int
 """A request's id as written in its line."""
-
-REQUEST_KEYS: Final = frozenset(
-    {
-        "id",
-        "provider",
-        "model",
-        "messages",
-        "prompt",
-        "system",
-        "max_tokens",
-        "temperature",
-        "reasoning_effort",
-        "stop",
-        "tools",
-        "tool_choice",
-    }
-)
-"""The keys a request line may hold."""
-
-_TOOL_KEYS: Final = frozenset({"name", "description", "parameters"})
 
 
 @attrs.frozen(kw_only=True)
@@ -84,7 +79,8 @@ class BatchRequest:
     line: int
     """Where the line is in the requests file (from 1)."""
     options: GenerateOptions
-    """The request, without a signal (the runner adds its own)."""
+    """The request, with the signal the line was read with (the runner's own),
+    if any."""
 
 
 @attrs.frozen(kw_only=True)
@@ -101,12 +97,104 @@ class RequestLineError:
 
 def id_key(request_id: RequestId) -> str:
     """The identity of ``request_id`` for resume and duplicate checks."""
+    if type(request_id) is int:
+        return str(request_id)  # what compact_json writes, without its cost
     return compact_json(request_id)
 
 
+# --- the line as the config mechanism reads it ------------------------------------
+
+
+def _exact(key: str) -> dict[str, str]:
+    # Request lines spell their keys in snake_case (``max_tokens``), as written.
+    return {KEY_METADATA: key}
+
+
+def _check_id(inst: object, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if value == "":
+        raise field_error(inst, attribute.name, "must be a non-empty string")
+
+
+def _check_messages(inst: object, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if value is not None and not value:
+        raise field_error(inst, attribute.name, "must be a non-empty list")
+
+
+def _check_max_tokens(
+    inst: object, attribute: attrs.Attribute[Any], value: Any
+) -> None:
+    if value is not None:
+        check_positive_int(inst, attribute, value)
+
+
+def _check_stop(inst: object, attribute: attrs.Attribute[Any], value: Any) -> None:
+    items = (value,) if isinstance(value, str) else value
+    if items is not None and (not items or "" in items):
+        raise field_error(
+            inst, attribute.name, "must be a non-empty string or a list of them"
+        )
+
+
+@attrs.frozen(kw_only=True)
+class _ToolLine:
+    """One ``tools`` entry: ``{"name", "description"?, "parameters"?}``."""
+
+    name: str
+    description: str = ""
+    parameters: dict[str, Any] = attrs.field(factory=lambda: {"type": "object"})
+
+
+@attrs.frozen(kw_only=True)
+class _Line:
+    """A request line as written (see the module docstring), read by
+    ``dsh_llm.config.structure_config``; the protocol's own rules (messages,
+    tools, sampling) are checked when the request is built from it."""
+
+    id: str | int = attrs.field(validator=_check_id)
+    provider: str = attrs.field(validator=check_non_empty_str)
+    model: str = attrs.field(validator=check_non_empty_str)
+    messages: tuple[dict[str, Any], ...] | None = attrs.field(
+        default=None, validator=_check_messages
+    )
+    prompt: str | None = None
+    system: str | None = None
+    max_tokens: int | None = attrs.field(
+        default=None, validator=_check_max_tokens, metadata=_exact("max_tokens")
+    )
+    temperature: float | None = None
+    reasoning_effort: str | None = attrs.field(
+        default=None, metadata=_exact("reasoning_effort")
+    )
+    stop: str | tuple[str, ...] | None = attrs.field(
+        default=None, validator=_check_stop
+    )
+    tools: tuple[_ToolLine, ...] | None = None
+    tool_choice: str | None = attrs.field(default=None, metadata=_exact("tool_choice"))
+
+    def __attrs_post_init__(self) -> None:
+        if (self.messages is None) == (self.prompt is None):
+            raise field_error(
+                self, "messages", 'or "prompt" is required (exactly one of them)'
+            )
+
+
+REQUEST_KEYS: Final = frozenset(
+    field.metadata.get(KEY_METADATA, field.name) for field in attrs.fields(_Line)
+)
+"""The keys a request line may hold."""
+_TOOL_KEYS: Final = frozenset(field.name for field in attrs.fields(_ToolLine))
+
+
+# --- reading ------------------------------------------------------------------------
+
+
 class _Bad(Exception):
+    """A key of the line is wrong: ``key`` (``$.tools[0].name``) and what."""
+
     def __init__(self, key: str, detail: str) -> None:
-        super().__init__(f"{key} {detail}")
+        super().__init__(key, detail)
+        self.key = key
+        self.detail = detail
 
 
 def _failure(line: int, detail: str) -> LlmFailure:
@@ -115,7 +203,15 @@ def _failure(line: int, detail: str) -> LlmFailure:
     )
 
 
-def _request_id(data: Mapping[str, Any]) -> RequestId | None:
+def _bad_line(request_id: RequestId | None, line: int, detail: str) -> RequestLineError:
+    return RequestLineError(id=request_id, line=line, failure=_failure(line, detail))
+
+
+def request_id_of(data: object) -> RequestId | None:
+    """The usable id of a decoded request line (a non-empty string or an
+    integer), ``None`` when it has none."""
+    if not isinstance(data, dict):
+        return None
     value = data.get("id")
     if isinstance(value, bool):
         return None
@@ -126,191 +222,137 @@ def _request_id(data: Mapping[str, Any]) -> RequestId | None:
 
 def peek_id(text: str | bytes) -> RequestId | None:
     """The id ``parse_request_line`` would give the line, read without building
-    the request (for counting what a results file already holds)."""
+    the request (for counting what a results file already holds); ``None`` for
+    a line that cannot be read, however hostile."""
     try:
-        data = json.loads(text)
-    except ValueError:  # UnicodeDecodeError included
+        return request_id_of(json.loads(text))
+    except (ValueError, RecursionError):  # UnicodeDecodeError included
         return None
-    return _request_id(data) if isinstance(data, dict) else None
 
 
-def parse_request_line(text: str | bytes, line: int) -> BatchRequest | RequestLineError:
-    """Read one request line (JSON text, UTF-8 when bytes); never raises for bad
-    input (see the module docstring)."""
+def decode_request_line(text: str | bytes, line: int) -> Any:
+    """The JSON value of one request line (UTF-8 when bytes), or the
+    ``RequestLineError`` of a line that is not JSON; never raises, however
+    hostile the line (``parse_request_line`` is this, then
+    ``parse_request_object``)."""
     try:
         if isinstance(text, bytes | bytearray):
             text = bytes(text).decode("utf-8")
-        data = json.loads(text)
+        return json.loads(text)
     except UnicodeDecodeError:
-        return RequestLineError(
-            id=None, line=line, failure=_failure(line, "$ is not UTF-8")
-        )
-    except ValueError as exc:
-        return RequestLineError(
-            id=None, line=line, failure=_failure(line, f"$ is not JSON: {exc}")
-        )
-    return parse_request_object(data, line)
+        return _bad_line(None, line, "$ is not UTF-8")
+    except json.JSONDecodeError as exc:
+        return _bad_line(None, line, f"$ is not JSON: {exc}")
+    except ValueError as exc:  # a number beyond the interpreter's digit limit
+        return _bad_line(None, line, f"$ cannot be read: {exc}")
+    except RecursionError:
+        return _bad_line(None, line, "$ is nested too deeply")
 
 
-def parse_request_object(data: object, line: int) -> BatchRequest | RequestLineError:
-    """Read one request from its decoded JSON value; never raises for bad input."""
-    if not isinstance(data, dict):
-        return RequestLineError(
-            id=None,
-            line=line,
-            failure=_failure(line, f"$ must be a mapping, got {value_kind(data)}"),
-        )
-    request_id = _request_id(data)
+def parse_request_line(
+    text: str | bytes, line: int, *, signal: AbortSignal | None = None
+) -> BatchRequest | RequestLineError:
+    """Read one request line (JSON text, UTF-8 when bytes); never raises for bad
+    input, however hostile (see the module docstring). ``signal`` is put in the
+    request's options."""
+    data = decode_request_line(text, line)
+    if isinstance(data, RequestLineError):
+        return data
+    return parse_request_object(data, line, signal=signal)
+
+
+def parse_request_object(
+    data: object, line: int, *, signal: AbortSignal | None = None
+) -> BatchRequest | RequestLineError:
+    """Read one request from its decoded JSON value; never raises for bad input,
+    however hostile: what reading it raises is the line's failure. ``signal``
+    is put in the request's options."""
+    request_id = request_id_of(data)
     try:
-        if request_id is None:
-            raise _Bad("$.id", "must be a non-empty string or an integer")
-        options = _options(data)
+        options = _options(data, signal)
     except _Bad as exc:
-        return RequestLineError(
-            id=request_id, line=line, failure=_failure(line, str(exc))
-        )
+        return _bad_line(request_id, line, f"{exc.key} {exc.detail}")
+    except RecursionError:
+        return _bad_line(request_id, line, "$ is nested too deeply")
+    except Exception as exc:  # any other failure of a hostile value: one bad row
+        return _bad_line(request_id, line, f"$ cannot be read ({type(exc).__name__})")
+    assert request_id is not None  # _Line checked it
     return BatchRequest(id=request_id, line=line, options=options)
 
 
-def _string(data: Mapping[str, Any], key: str) -> str | None:
-    value = data.get(key)
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        raise _Bad(f"$.{key}", f"must be a string, got {value_kind(value)}")
-    return value
+def _at(key: str) -> str:
+    """The JSON path of a config key path (``tools[0].name``: ``$.tools[0].name``)."""
+    return f"$.{key}" if key else "$"
 
 
-def _required(data: Mapping[str, Any], key: str) -> str:
-    value = data.get(key)
-    if not isinstance(value, str) or value == "":
-        if key not in data:
-            raise _Bad(f"$.{key}", "is required")
-        raise _Bad(f"$.{key}", f"must be a non-empty string, got {value_kind(value)}")
-    return value
+def _read(data: Mapping[str, Any]) -> _Line:
+    try:
+        parsed: _Line = structure_config(_Line, data)
+    except ConfigError as exc:
+        key, detail = exc.problems[0] if exc.problems else ("", "is invalid")
+        raise _Bad(_at(key), detail) from None
+    return parsed
 
 
-def _messages(data: Mapping[str, Any]) -> tuple[Message, ...]:
-    has_messages = data.get("messages") is not None
-    has_prompt = data.get("prompt") is not None
-    if has_messages == has_prompt:
-        raise _Bad("$.messages", 'or "prompt" is required (exactly one of them)')
-    if has_prompt:
-        prompt = _string(data, "prompt")
-        assert prompt is not None
-        return (create_user_message(prompt),)
-    raw = data["messages"]
-    if not isinstance(raw, list) or not raw:
-        raise _Bad("$.messages", f"must be a non-empty list, got {value_kind(raw)}")
+def _messages(line: _Line) -> tuple[Message, ...]:
+    if line.prompt is not None:
+        return (create_user_message(line.prompt),)
+    assert line.messages is not None
     messages = []
-    for position, item in enumerate(raw):
-        if not isinstance(item, dict):
-            raise _Bad(
-                f"$.messages[{position}]", f"must be a mapping, got {value_kind(item)}"
-            )
+    for position, item in enumerate(line.messages):
         try:
             messages.append(message_from_dict(item))
-        except LlmError as exc:
-            # serde says "invalid message: $.content[0].text: must be ...", the
-            # path from the message's root.
-            text = exc.message
-            path, _, detail = text[text.find("$") :].partition(": ")
-            key = f"$.messages[{position}]{path[1:]}"
-            raise _Bad(key, detail or text) from None
+        except InvalidValueError as exc:
+            # The problem's path is from the message's root ("$.content[0]").
+            path, detail = exc.problems[0]
+            raise _Bad(f"$.messages[{position}]{path[1:]}", detail) from None
     return tuple(messages)
 
 
-def _tools(data: Mapping[str, Any]) -> tuple[ToolSchema, ...] | None:
-    raw = data.get("tools")
-    if raw is None:
+def _tools(line: _Line) -> tuple[ToolSchema, ...] | None:
+    if line.tools is None:
         return None
-    if not isinstance(raw, list):
-        raise _Bad("$.tools", f"must be a list, got {value_kind(raw)}")
     tools = []
-    for position, item in enumerate(raw):
-        where = f"$.tools[{position}]"
-        if not isinstance(item, dict):
-            raise _Bad(where, f"must be a mapping, got {value_kind(item)}")
-        for key in item:
-            if key not in _TOOL_KEYS:
-                raise _Bad(f"{where}.{key}", "is not a tool key")
+    for position, item in enumerate(line.tools):
         try:
             tools.append(
                 ToolSchema(
-                    name=item.get("name", ""),
-                    description=item.get("description", ""),
-                    parameters=item.get("parameters", {"type": "object"}),
+                    name=item.name,
+                    description=item.description,
+                    parameters=item.parameters,
                 )
             )
-        except (TypeError, ValueError) as exc:
-            field = str(exc).partition(" ")[0].rpartition(".")[2]
-            key = f"{where}.{field}" if field in _TOOL_KEYS else where
-            raise _Bad(key, _detail(exc)) from None
+        except FieldError as exc:
+            where = f"$.tools[{position}]"
+            key = f"{where}.{exc.field}" if exc.field in _TOOL_KEYS else where
+            raise _Bad(key, exc.detail) from None
     return tuple(tools)
 
 
-def _number(data: Mapping[str, Any], key: str) -> float | None:
-    value = data.get(key)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise _Bad(f"$.{key}", f"must be a number, got {value_kind(value)}")
-    return value
-
-
-def _positive_int(data: Mapping[str, Any], key: str) -> int | None:
-    value = data.get(key)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise _Bad(f"$.{key}", "must be a positive integer")
-    return value
-
-
-def _stop(data: Mapping[str, Any]) -> tuple[str, ...] | None:
-    value = data.get("stop")
-    if value is None:
-        return None
-    if isinstance(value, str):
-        value = [value]
-    if not isinstance(value, list) or not all(
-        isinstance(item, str) and item for item in value
-    ):
-        raise _Bad("$.stop", "must be a non-empty string or a list of them")
-    return tuple(value)
-
-
-def _detail(exc: Exception) -> str:
-    """A value class's message without its ``Class.field`` prefix."""
-    head, _, rest = str(exc).partition(" ")
-    return rest if rest and "." in head else str(exc)
-
-
-def _options(data: Mapping[str, Any]) -> GenerateOptions:
-    for key in data:
-        if key not in REQUEST_KEYS:
-            raise _Bad(f"$.{key}", "is not a request key")
-    provider = _required(data, "provider")
-    model = _required(data, "model")
-    fields: dict[str, Any] = {
-        "system": _string(data, "system"),
-        "reasoning_effort": _string(data, "reasoning_effort"),
-        "tool_choice": _string(data, "tool_choice"),
-        "temperature": _number(data, "temperature"),
-        "max_tokens": _positive_int(data, "max_tokens"),
-        "stop": _stop(data),
-        "tools": _tools(data),
-    }
-    messages = _messages(data)
+def _options(data: object, signal: AbortSignal | None) -> GenerateOptions:
+    if not isinstance(data, Mapping):
+        # structure_config takes None for an empty mapping; a line never is one.
+        raise _Bad("$", f"must be a mapping, got {value_kind(data)}")
+    line = _read(data)
+    stop = line.stop
     try:
         return GenerateOptions(
-            provider=provider, model=model, messages=messages, **fields
+            provider=line.provider,
+            model=line.model,
+            messages=_messages(line),
+            system=line.system,
+            reasoning_effort=line.reasoning_effort,
+            tool_choice=line.tool_choice,
+            temperature=line.temperature,
+            max_tokens=line.max_tokens,
+            stop=(stop,) if isinstance(stop, str) else stop,
+            tools=_tools(line),
+            signal=signal,
         )
-    except (TypeError, ValueError) as exc:
-        # The value classes name the field: "GenerateOptions.temperature ...".
-        field = str(exc).partition(" ")[0].rpartition(".")[2]
-        key = f"$.{field}" if field in REQUEST_KEYS else "$"
-        raise _Bad(key, _detail(exc)) from None
+    except FieldError as exc:
+        # The value classes name their field as data (``GenerateOptions.stop``).
+        key = f"$.{exc.field}" if exc.field in REQUEST_KEYS else "$"
+        raise _Bad(key, exc.detail) from None
 
 
 def request_lines(path: str | os.PathLike[str]) -> Iterator[tuple[int, bytes]]:
@@ -329,12 +371,13 @@ def request_lines(path: str | os.PathLike[str]) -> Iterator[tuple[int, bytes]]:
 
 
 def read_requests(
-    path: str | os.PathLike[str],
+    path: str | os.PathLike[str], *, signal: AbortSignal | None = None
 ) -> Iterator[BatchRequest | RequestLineError]:
-    """Every non-blank line of ``path``, parsed, with its number from 1.
+    """Every non-blank line of ``path``, parsed (``signal`` put in each request),
+    with its number from 1.
 
     Raises:
         OSError: when the file cannot be opened or read.
     """
     for number, raw in request_lines(path):
-        yield parse_request_line(raw, number)
+        yield parse_request_line(raw, number, signal=signal)

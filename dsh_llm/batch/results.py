@@ -9,14 +9,20 @@ back. Contracts callers may rely on:
   present only for a successful call, ``failure`` (``{"message", "code", ...}``)
   only for a failed one. ``id`` is ``null`` only for a request line without a
   usable id (or one repeating an earlier line's id); ``line`` is its line number.
-- ``ResultsFile`` appends one whole line per ``append`` (one ``write`` of the
-  encoded line on a descriptor opened with ``O_APPEND``, under a lock, then an
-  ``fsync`` unless disabled), so a killed process leaves at most one torn last
-  line, and a row is on disk when ``append`` returns.
+- ``ResultsFile`` appends whole lines: ``append_many`` writes its rows with one
+  ``write`` on a descriptor opened with ``O_APPEND``, under a lock, then one
+  ``fsync`` unless disabled, so a killed process leaves at most one torn last
+  line, and the rows are on disk when it returns (``append`` is one row).
+- One ``ResultsFile`` per file at a time: opening takes an exclusive OS lock on
+  the file (``flock``; where the platform has none, no lock), held until
+  ``close``, and a second opening, in this process or another, raises
+  ``ResultsFileBusyError`` instead of waiting. The kernel drops the lock when the
+  process dies, so a run killed with SIGKILL leaves no stale lock.
 - Opening a ``ResultsFile`` reads what is there first: a last line without its
   newline (a torn write) is cut off the file, and lines that are not result
-  objects are skipped (counted in ``ResultsIndex.unreadable``), so the file stays
-  readable and a rerun continues after the last whole line.
+  objects (however hostile: nested too deeply, a number too long) are skipped
+  (counted in ``ResultsIndex.unreadable``), so the file stays readable and a
+  rerun continues after the last whole line.
 - ``read_results`` yields the readable rows of a file as ``BatchResult`` values.
 """
 
@@ -24,9 +30,13 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any, Final
+
+if sys.platform != "win32":
+    import fcntl
 
 import attrs
 
@@ -37,10 +47,12 @@ from dsh_llm.serde import compact_json, converter, message_from_dict, message_to
 __all__ = [
     "BatchResult",
     "ResultsFile",
+    "ResultsFileBusyError",
     "ResultsIndex",
     "read_results",
     "result_from_dict",
     "result_to_dict",
+    "row_line",
 ]
 
 _NEWLINE: Final = b"\n"
@@ -87,6 +99,13 @@ def result_to_dict(result: BatchResult) -> dict[str, Any]:
     row["attempts"] = result.attempts
     row["durationMs"] = round(result.duration_ms, 3)
     return row
+
+
+def row_line(result: BatchResult | dict[str, Any]) -> bytes:
+    """The line ``ResultsFile`` writes for ``result`` (a dict as it is): compact
+    JSON, UTF-8, newline included."""
+    row = result_to_dict(result) if isinstance(result, BatchResult) else result
+    return compact_json(row).encode("utf-8") + _NEWLINE
 
 
 def result_from_dict(row: Any) -> BatchResult:
@@ -173,7 +192,8 @@ def _scan(data: bytes) -> tuple[ResultsIndex, int]:
                 or not isinstance(ok, bool)
             ):
                 raise ValueError
-        except (ValueError, TypeError, KeyError):
+        except (ValueError, TypeError, KeyError, RecursionError):
+            # RecursionError: a line nested too deeply for the JSON reader.
             unreadable += 1
             continue
         rows += 1
@@ -193,14 +213,46 @@ def _scan(data: bytes) -> tuple[ResultsIndex, int]:
     return index, end
 
 
+class ResultsFileBusyError(OSError):
+    """The results file is already open for another run (this process or another
+    one holds its lock).
+
+    Args:
+        path: The results file.
+    """
+
+    def __init__(self, path: str) -> None:
+        super().__init__(
+            f"{path} is in use by another batch run (it holds the file's lock); "
+            "wait for that run to end, or write to another results file"
+        )
+        self.path = path
+        """The results file."""
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.path,))
+
+
+def _lock(fd: int, path: str) -> None:
+    """Take the file's exclusive lock, or raise ``ResultsFileBusyError``."""
+    if sys.platform == "win32":  # pragma: no cover - no flock there
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        raise ResultsFileBusyError(path) from None
+
+
 class ResultsFile:
-    """An append-only results file, opened for a run (see the module docstring).
+    """An append-only results file, opened and locked for a run (see the module
+    docstring).
 
     Args:
         path: The results file; created when missing.
         fsync: Whether each line is forced to disk before ``append`` returns.
 
     Raises:
+        ResultsFileBusyError: when another ``ResultsFile`` holds the file open.
         OSError: when the file cannot be opened, read or repaired.
     """
 
@@ -213,6 +265,9 @@ class ResultsFile:
         self._synced = 0
         fd = os.open(self._path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
         try:
+            # Locked before anything is read, so a second run never sees (or
+            # cuts) a line the first one is writing.
+            _lock(fd, self._path)
             with open(fd, "rb", closefd=False) as reader:
                 data = reader.read()
             index, end = _scan(data)
@@ -239,8 +294,27 @@ class ResultsFile:
         Raises:
             OSError: when the line cannot be written; ``ValueError`` once closed.
         """
-        row = result_to_dict(result) if isinstance(result, BatchResult) else result
-        data = compact_json(row).encode("utf-8") + _NEWLINE
+        self.append_many((result,))
+
+    def append_many(self, results: Iterable[BatchResult | dict[str, Any]]) -> None:
+        """Write rows as whole lines with one ``write``, then force them to disk
+        with one ``fsync`` (unless disabled); they are on disk when this returns.
+
+        Raises:
+            OSError: when the lines cannot be written; ``ValueError`` once closed.
+        """
+        self.append_lines(row_line(row) for row in results)
+
+    def append_lines(self, lines: Iterable[bytes]) -> None:
+        """Write lines ``row_line`` made, with one ``write``, then force them to
+        disk with one ``fsync`` (unless disabled), as ``append_many`` does.
+
+        Raises:
+            OSError: when the lines cannot be written; ``ValueError`` once closed.
+        """
+        data = b"".join(lines)
+        if not data:
+            return
         with self._lock:
             fd = self._fd
             if fd is None:
@@ -266,7 +340,8 @@ class ResultsFile:
             self._synced = target
 
     def close(self) -> None:
-        """Close the file; idempotent. No ``append`` may be running."""
+        """Close the file and release its lock; idempotent. No ``append`` may be
+        running."""
         with self._lock:
             fd, self._fd = self._fd, None
         if fd is not None:
@@ -294,9 +369,10 @@ def read_results(path: str | os.PathLike[str]) -> Iterator[BatchResult]:
             if not raw.endswith(_NEWLINE) or not raw.strip():
                 continue
             try:
-                yield result_from_dict(json.loads(raw.decode("utf-8")))
-            except ValueError:
+                row = result_from_dict(json.loads(raw.decode("utf-8")))
+            except (ValueError, RecursionError):
                 continue
+            yield row
 
 
 @attrs.frozen(kw_only=True)

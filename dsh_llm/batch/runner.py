@@ -2,25 +2,35 @@
 
 This module owns one machine's batch run. Contracts callers may rely on:
 
-- At most ``concurrency`` requests are in flight (one worker thread each). Each
-  goes through ``dsh_llm.call.call_with_retry`` with its route's retry policy
-  (or ``retry``, for every route); every attempt first waits for the route's
-  ``RouteLimiter`` token, and a ``RATE_LIMIT`` failure backs the route off by
-  the provider's ``Retry-After`` (else the retry's own delay).
-- Every request line gets exactly one row in the results file, written when it
-  ends, in completion order: a malformed line or a repeated id gets a failed row
+- At most ``concurrency`` requests are in flight (one worker thread each, each
+  reading the next line itself). Each goes through
+  ``dsh_llm.call.call_with_retry`` with its route's retry policy (or ``retry``,
+  for every route); every attempt first waits for the route's ``RouteLimiter``
+  token, and a ``RATE_LIMIT`` failure backs the route off by the provider's
+  ``Retry-After`` (else the retry's own delay), clamped by the limiter.
+- Every request line gets exactly one row in the results file, in completion
+  order: a malformed line or a repeated id gets a failed row
   (``INVALID_BATCH_REQUEST``) without being sent, and a failed call a failed row
   with its failure code; nothing raises for one request.
+- Rows are written by one writer thread (``dsh_llm.batch.writer``): a worker
+  frees its slot as soon as its row is queued, and rows finishing together share
+  one ``write`` and one ``fsync``. A row is counted done (summary, progress)
+  only once it is on disk.
 - Resumable: ids (and id-less lines) that already have a row are skipped, so a
   rerun after a crash or a kill does only what is missing. A torn last line is
-  cut off first (``dsh_llm.batch.results``).
+  cut off first (``dsh_llm.batch.results``). The results file is locked for the
+  run: a second run on it raises ``ResultsFileBusyError`` before sending anything.
 - ``signal`` (or Ctrl-C in the calling thread) stops the run: no new request
   starts, in-flight ones are aborted through their signal, and what they would
-  have written is dropped, so a rerun sends them again. Rows already written
-  stay. ``signal`` gives a summary with ``interrupted``; Ctrl-C raises
+  have written is dropped, so a rerun sends them again. Rows already finished
+  are written. ``signal`` gives a summary with ``interrupted``; Ctrl-C raises
   ``KeyboardInterrupt`` after the in-flight requests ended.
-- ``progress`` is told about the run (``dsh_llm.batch.progress``); its ``close``
-  runs however the run ends.
+- A write that fails (a full disk) or a limiter that fails (``LimiterError``)
+  stops the run the same way and is raised once it stopped; the request the
+  limiter failed for gets no row, so a rerun sends it.
+- ``progress`` is told about the run (``dsh_llm.batch.progress``): ``update``
+  from the writer's thread, once a row is on disk; its ``close`` runs however
+  the run ends.
 """
 
 from __future__ import annotations
@@ -30,23 +40,26 @@ import os
 import threading
 import time
 from collections.abc import Iterable, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Final, cast
 
 import attrs
 
 from dsh_llm.assembler import AssembledResponse
 from dsh_llm.batch.progress import BatchProgress, ProgressBar
-from dsh_llm.batch.ratelimit import RouteLimiter
+from dsh_llm.batch.ratelimit import LimiterError, RouteLimiter
 from dsh_llm.batch.requests import (
     BatchRequest,
+    RequestId,
     RequestLineError,
+    decode_request_line,
     id_key,
+    parse_request_object,
     peek_id,
-    read_requests,
+    request_id_of,
     request_lines,
 )
 from dsh_llm.batch.results import BatchResult, BatchSummary, ResultsFile, ResultsIndex
+from dsh_llm.batch.writer import RowWriter
 from dsh_llm.call import RetryEvent, call_with_retry
 from dsh_llm.errors import ErrorCode, normalize_llm_failure
 from dsh_llm.protocol import GenerateOptions, LlmCallConfig, LlmFailure, StreamChunk
@@ -54,7 +67,17 @@ from dsh_llm.retry import RetryPolicy, resolve_retry_policy
 from dsh_llm.runtime import LlmRuntime
 from dsh_llm.signal import AbortController, AbortSignal
 
-__all__ = ["DEFAULT_CONCURRENCY", "BatchSummary", "run_jsonl"]
+__all__ = [
+    "DEFAULT_CONCURRENCY",
+    "BatchSummary",
+    "bad_line_result",
+    "check_concurrency",
+    "count_lines",
+    "repeated_id",
+    "resolve_progress",
+    "run_jsonl",
+    "run_one",
+]
 
 DEFAULT_CONCURRENCY: Final = 8
 """Requests in flight when ``concurrency`` is not given."""
@@ -97,64 +120,42 @@ class _FixedPolicyRuntime:
         )
 
 
-def _identity(
-    item: BatchRequest | RequestLineError, first_lines: dict[str, int]
-) -> BatchRequest | RequestLineError:
-    """``item``, or a failed line when its id repeats an earlier line's."""
-    if item.id is None:
-        return item
-    key = id_key(item.id)
-    first = first_lines.setdefault(key, item.line)
-    if first == item.line:
-        return item
+def repeated_id(
+    request_id: RequestId | None, line: int, first_lines: dict[str, int]
+) -> RequestLineError | None:
+    """The failed line of a line whose id repeats an earlier line's, else
+    ``None`` (``first_lines`` maps each id's ``id_key`` to the line that used it
+    first; lines must be given in file order)."""
+    if request_id is None:
+        return None
+    key = id_key(request_id)
+    first = first_lines.setdefault(key, line)
+    if first == line:
+        return None
     return RequestLineError(
         id=None,
-        line=item.line,
+        line=line,
         failure=LlmFailure(
-            message=f"line {item.line}: $.id {key} repeats the id of line {first}",
+            message=f"line {line}: $.id {key} repeats the id of line {first}",
             code=ErrorCode.INVALID_BATCH_REQUEST.value,
         ),
     )
 
 
-def _count(requests_path: PathLike, index: ResultsIndex) -> tuple[int, int]:
+def count_lines(requests_path: PathLike, index: ResultsIndex) -> tuple[int, int]:
     """Request lines in the file, and how many of them already have a row."""
+    if not index.done_ids and not index.done_lines:
+        # Nothing is done yet: count the lines without reading them.
+        return sum(1 for _ in request_lines(requests_path)), 0
     total = skipped = 0
     first_lines: dict[str, int] = {}
     for line, raw in request_lines(requests_path):
         total += 1
         request_id = peek_id(raw)
-        if request_id is not None and (
-            first_lines.setdefault(id_key(request_id), line) != line
-        ):
+        if repeated_id(request_id, line, first_lines) is not None:
             request_id = None  # a repeated id: its row is the line's
         skipped += index.is_done(request_id, line)
     return total, skipped
-
-
-def _input_output(result: BatchResult) -> tuple[int, int]:
-    usage = result.usage
-    if usage is None:
-        return 0, 0
-    inputs = (usage.input_tokens, usage.cache_read_tokens, usage.cache_write_tokens)
-    return sum(n or 0 for n in inputs), usage.output_tokens or 0
-
-
-class _Tally:
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.succeeded = 0
-        self.failed = 0
-        self.input_tokens = 0
-        self.output_tokens = 0
-
-    def add(self, result: BatchResult) -> None:
-        inputs, outputs = _input_output(result)
-        with self.lock:
-            self.succeeded += result.ok
-            self.failed += not result.ok
-            self.input_tokens += inputs
-            self.output_tokens += outputs
 
 
 def _request_result(
@@ -182,28 +183,41 @@ def run_one(
     retry: RetryPolicy | None = None,
 ) -> BatchResult:
     """Send one request through ``call_with_retry`` and return its row; never
-    raises for a failure of the request (``prepare_call`` errors included)."""
+    raises for a failure of the request (``prepare_call`` errors included).
+
+    Raises:
+        LimiterError: when ``limiter`` fails; the request has no row then.
+    """
     started = time.perf_counter()
     target: Any = runtime if retry is None else _FixedPolicyRuntime(runtime, retry)
+    asked = request.options.call_config()
+    # call_with_retry adds the signal only when the options lack it; the run's
+    # reader puts it in when it reads the line, so nothing is copied here.
+    options = request.options
+    if signal is not None and options.signal is not signal:
+        options = options.evolve(signal=signal)
 
     def build(config: LlmCallConfig) -> GenerateOptions:
         # The limiter counts attempts, retries included; an abort while waiting
         # leaves the signal aborted, so the attempt ends at once as aborted.
-        limiter.acquire(config.provider, signal)
-        return request.options.evolve(**attrs.asdict(config, recurse=False))
+        try:
+            limiter.acquire(config.provider, signal)
+        except Exception as exc:
+            raise LimiterError(config.provider, exc) from exc
+        if config == asked:
+            return options
+        return options.evolve(**attrs.asdict(config, recurse=False))
 
     def on_retry(event: RetryEvent) -> None:
         if event.failure.code == ErrorCode.RATE_LIMIT:
-            limiter.back_off(event.provider, event.delay_ms)
+            _back_off(limiter, event.provider, event.delay_ms)
 
     try:
         outcome = call_with_retry(
-            cast(LlmRuntime, target),
-            request.options.call_config(),
-            build,
-            signal=signal,
-            on_retry=on_retry,
+            cast(LlmRuntime, target), asked, build, signal=signal, on_retry=on_retry
         )
+    except LimiterError:
+        raise
     except Exception as exc:  # preparation failures: the row says what they were
         return BatchResult(
             id=request.id,
@@ -215,12 +229,73 @@ def run_one(
     if failure is not None and failure.code == ErrorCode.RATE_LIMIT:
         retry_after = failure.provider_retry_after_ms
         if retry_after is not None:
-            limiter.back_off(request.options.provider, retry_after)
+            _back_off(limiter, request.options.provider, retry_after)
     return _request_result(request, outcome, started)
 
 
-def _bad_line(item: RequestLineError) -> BatchResult:
+def _back_off(limiter: RouteLimiter, route: str, delay_ms: float) -> None:
+    try:
+        limiter.back_off(route, delay_ms)
+    except Exception as exc:
+        raise LimiterError(route, exc) from exc
+
+
+def bad_line_result(item: RequestLineError) -> BatchResult:
+    """The failed row of a line that cannot be sent."""
     return BatchResult(id=item.id, line=item.line, failure=item.failure)
+
+
+def _stopped_by(signal: AbortSignal, result: BatchResult) -> bool:
+    """Whether the run's stop aborted the request: its row is dropped, so a
+    rerun sends it again."""
+    finish = result.finish
+    return signal.aborted and finish is not None and finish.kind == "aborted"
+
+
+class _Lines:
+    """The request lines still to do, taken one at a time by the workers.
+
+    Only what decides a line's fate is done under the lock, in file order (its
+    JSON, the duplicate-id check, the resume check); the request is built after
+    it, so the workers build theirs side by side.
+    """
+
+    def __init__(
+        self, requests_path: PathLike, index: ResultsIndex, signal: AbortSignal
+    ) -> None:
+        self._lock = threading.Lock()
+        self._lines = request_lines(requests_path)
+        self._index = index
+        self._signal = signal
+        self._first_lines: dict[str, int] = {}
+
+    def take(self) -> BatchRequest | RequestLineError | None:
+        """The next line without a row, ``None`` at the end of the file."""
+        with self._lock:
+            for number, raw in self._lines:
+                data = decode_request_line(raw, number)
+                if isinstance(data, RequestLineError):
+                    item: BatchRequest | RequestLineError | None = data
+                    request_id = data.id
+                else:
+                    item = None
+                    request_id = request_id_of(data)
+                repeated = repeated_id(request_id, number, self._first_lines)
+                if repeated is not None:
+                    item, request_id = repeated, None
+                if not self._index.is_done(request_id, number):
+                    break
+            else:
+                return None
+        if item is not None:
+            return item
+        return parse_request_object(data, number, signal=self._signal)
+
+    def close(self) -> None:
+        with self._lock:
+            close = getattr(self._lines, "close", None)
+            if callable(close):
+                close()
 
 
 class _Run:
@@ -247,102 +322,111 @@ class _Run:
             if signal is None
             else AbortSignal.any(signal, self.controller.signal)
         )
-        self.tally = _Tally()
-        self.slots = threading.BoundedSemaphore(concurrency)
-        self.write_error: list[BaseException] = []
+        self.errors: list[BaseException] = []
 
-    def record(self, result: BatchResult) -> None:
+    def fail(self, exc: BaseException) -> None:
+        """Stop the run because of ``exc`` (raised once it stopped)."""
+        self.errors.append(exc)
+        self.controller.abort(exc)
+
+    def work(self, lines: _Lines, writer: RowWriter) -> None:
         try:
-            self.results.append(result)
-        except BaseException as exc:  # a full disk: stop the run, report it
-            self.write_error.append(exc)
-            self.controller.abort(exc)
-            return
-        self.tally.add(result)
-        if self.progress is not None:
-            self.progress.update(result)
-
-    def one(self, request: BatchRequest) -> None:
-        try:
-            result = run_one(
-                self.runtime,
-                request,
-                limiter=self.limiter,
-                signal=self.signal,
-                retry=self.retry,
-            )
-            finish = result.finish
-            if self.signal.aborted and finish is not None and finish.kind == "aborted":
-                return  # stopped by the run: a rerun sends it again
-            self.record(result)
-        finally:
-            self.slots.release()
-
-    def take_slot(self) -> bool:
-        while not self.slots.acquire(timeout=_POLL_S):
-            if self.signal.aborted:
-                return False
-        if self.signal.aborted:
-            self.slots.release()
-            return False
-        return True
-
-    def feed(self, requests_path: PathLike, pool: ThreadPoolExecutor) -> None:
-        index = self.results.index
-        first_lines: dict[str, int] = {}
-        for item in read_requests(requests_path):
-            if self.signal.aborted:
-                return
-            item = _identity(item, first_lines)
-            if index.is_done(item.id, item.line):
-                continue
-            if isinstance(item, RequestLineError):
-                self.record(_bad_line(item))
-                continue
-            if not self.take_slot():
-                return
-            pool.submit(self.one, item)
+            while not self.signal.aborted:
+                item = lines.take()
+                if item is None:
+                    return
+                if isinstance(item, RequestLineError):
+                    writer.put(bad_line_result(item))
+                    continue
+                result = run_one(
+                    self.runtime,
+                    item,
+                    limiter=self.limiter,
+                    signal=self.signal,
+                    retry=self.retry,
+                )
+                if not _stopped_by(self.signal, result):
+                    writer.put(result)
+        except BaseException as exc:  # a limiter or the requests file failed
+            self.fail(exc)
 
     def run(self, requests_path: PathLike) -> BatchSummary:
         started = time.perf_counter()
         index = self.results.index
-        total, skipped = _count(requests_path, index)
+        total, skipped = count_lines(requests_path, index)
         if self.progress is not None:
             self.progress.start(total, skipped)
         interrupted = False
+        writer = RowWriter(
+            self.results,
+            on_written=None if self.progress is None else self.progress.update,
+            on_error=self.fail,
+        )
+        lines = _Lines(requests_path, index, self.signal)
+        count = min(self.concurrency, total - skipped)
+        done = threading.Event()
+        running = [count]
+        running_lock = threading.Lock()
+
+        def finished(workers: int) -> None:
+            with running_lock:
+                running[0] -= workers
+                if running[0] <= 0:
+                    done.set()
+
+        def work() -> None:
+            try:
+                self.work(lines, writer)
+            finally:
+                finished(1)
+
+        started = 0
+        finished(0)  # no line to do: nothing to wait for
         try:
-            with ThreadPoolExecutor(
-                self.concurrency, thread_name_prefix="dsh-llm-batch"
-            ) as pool:
-                try:
-                    self.feed(requests_path, pool)
-                except BaseException:
-                    # Ctrl-C (or a requests file that stops reading): abort the
-                    # in-flight requests; leaving the pool waits for them.
-                    interrupted = True
-                    self.controller.abort()
-                    raise
+            try:
+                while started < count:
+                    threading.Thread(
+                        target=work, name=f"dsh-llm-batch-{started}", daemon=True
+                    ).start()
+                    started += 1
+                # An Event, not Thread.join: an interrupted join can leave a
+                # thread reported as finished while it still runs (CPython 3.11).
+                while not done.wait(_POLL_S):
+                    pass
+            except BaseException:
+                # Ctrl-C: abort the in-flight requests and wait for them.
+                interrupted = True
+                self.controller.abort()
+                finished(count - started)  # workers that never started
+                while not done.wait(_POLL_S):
+                    pass
+                raise
+            finally:
+                lines.close()
+                writer.close()
         finally:
+            tally = writer.tally
             summary = BatchSummary(
                 results_path=self.results.path,
                 total=total,
                 skipped=skipped,
-                succeeded=self.tally.succeeded,
-                failed=self.tally.failed,
+                succeeded=tally.succeeded,
+                failed=tally.failed,
                 failed_before=index.failed,
-                input_tokens=self.tally.input_tokens,
-                output_tokens=self.tally.output_tokens,
+                input_tokens=tally.input_tokens,
+                output_tokens=tally.output_tokens,
                 duration_s=time.perf_counter() - started,
                 interrupted=interrupted or self.signal.aborted,
             )
             if self.progress is not None:
                 self.progress.close(summary)
-        if self.write_error:
-            raise self.write_error[0]
+        if self.errors:
+            raise self.errors[0]
         return summary
 
 
-def _progress(progress: BatchProgress | bool | None) -> BatchProgress | None:
+def resolve_progress(progress: BatchProgress | bool | None) -> BatchProgress | None:
+    """The reporter ``progress`` asks for: a ``ProgressBar`` for ``True``."""
     if progress is True:
         return ProgressBar()
     if progress is None or progress is False:
@@ -388,7 +472,8 @@ def run_jsonl(
         signal: Stops the run (see the module docstring).
         limiter: A ``RouteLimiter`` to use instead of one built from
             ``requests_per_minute`` (tests inject a clock through it).
-        fsync: Whether each result line is forced to disk.
+        fsync: Whether rows are forced to disk (``fsync``) before they count
+            as done; without it they count once written to the OS.
 
     Returns:
         The ``BatchSummary``; ``summary.ok`` says whether every line succeeded.
@@ -398,7 +483,9 @@ def run_jsonl(
             ``retry``, or both ``requests_per_minute`` and ``limiter``.
         TypeError: unless exactly one of ``runtime`` and ``composition`` is given.
         PluginLoadError: when ``composition`` cannot be loaded.
+        ResultsFileBusyError: when another run holds ``results_path``.
         OSError: when a file cannot be read or written.
+        LimiterError: when the rate limiter failed (see the module docstring).
         KeyboardInterrupt: on Ctrl-C, after the in-flight requests ended.
     """
     check_concurrency(concurrency)
@@ -422,7 +509,7 @@ def run_jsonl(
             concurrency=concurrency,
             limiter=limiter,
             retry=policy,
-            progress=_progress(progress),
+            progress=resolve_progress(progress),
             signal=signal,
         )
         return run.run(requests_path)

@@ -37,16 +37,6 @@ from dsh_llm.cli.userdirs import data_dir
 from dsh_llm.errors import LlmError
 from dsh_llm.protocol import ImageBlock
 
-__all__ = [
-    "ATTACHMENTS_DIR",
-    "FETCH_TIMEOUT_S",
-    "MAX_IMAGE_BYTES",
-    "READ_TIMEOUT_S",
-    "fetch_image",
-    "image_store",
-    "read_image",
-]
-
 MAX_IMAGE_BYTES: Final = 20 * 1024 * 1024
 """The largest image ``-a`` takes (20 MiB, the largest any built-in provider
 accepts inline)."""

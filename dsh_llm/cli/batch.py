@@ -9,23 +9,26 @@ This module owns the ``batch`` subcommand. Contracts callers may rely on:
   one summary line on stderr either way.
 - Exit status: 0 when every request line has a successful row; 1 when some
   failed (this run or an earlier one: the summary line says how many, and their
-  rows hold the failures); 2 for usage errors (an unreadable requests file, the
-  same file twice, a composition that cannot be loaded); 130 on Ctrl-C (in-flight
-  requests are aborted, rows already written are kept, a rerun resumes).
+  rows hold the failures), or the run stopped on a rate limiter's failure; 2 for
+  usage errors (an unreadable requests file, the same file twice, a composition
+  that cannot be loaded, a results file another run holds: nothing is sent);
+  130 on Ctrl-C (in-flight requests are aborted, rows already written are kept,
+  a rerun resumes).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import sys
 from typing import TYPE_CHECKING, TypeAlias
 
-from dsh_llm.cli.targets import DEFAULT_CONFIG, UsageError
+from dsh_llm.cli.targets import DEFAULT_CONFIG
+from dsh_llm.cli.usage import UsageError
 
 if TYPE_CHECKING:
     _Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
-__all__ = ["add_parser", "run_batch"]
 
 _EXIT_OK = 0
 _EXIT_FAILED = 1
@@ -110,6 +113,8 @@ def run_batch(args: argparse.Namespace) -> int:
     """Run ``dsh-llm batch``; returns the exit status (Ctrl-C raises
     ``KeyboardInterrupt``, which ``dsh_llm.cli.main`` turns into 130)."""
     from dsh_llm.batch import ProgressBar, run_jsonl
+    from dsh_llm.batch.ratelimit import LimiterError
+    from dsh_llm.batch.results import ResultsFileBusyError
     from dsh_llm.cli.interrupt import run_abortable
     from dsh_llm.cli.targets import open_routes
     from dsh_llm.signal import AbortController
@@ -118,16 +123,22 @@ def run_batch(args: argparse.Namespace) -> int:
     controller = AbortController()
     with open_routes(config=args.config) as routes:
         runtime = routes.runtime
-        summary = run_abortable(
-            lambda: run_jsonl(
-                args.requests_file,
-                args.results_file,
-                runtime=runtime,
-                concurrency=args.concurrency,
-                requests_per_minute=args.rpm,
-                progress=ProgressBar(),
-                signal=controller.signal,
-            ),
-            controller,
-        )
+        try:
+            summary = run_abortable(
+                lambda: run_jsonl(
+                    args.requests_file,
+                    args.results_file,
+                    runtime=runtime,
+                    concurrency=args.concurrency,
+                    requests_per_minute=args.rpm,
+                    progress=ProgressBar(),
+                    signal=controller.signal,
+                ),
+                controller,
+            )
+        except ResultsFileBusyError as exc:
+            raise UsageError(str(exc)) from None
+        except LimiterError as exc:
+            sys.stderr.write(f"error: {exc}; a rerun sends what has no row\n")
+            return _EXIT_FAILED
     return _EXIT_OK if summary.ok else _EXIT_FAILED

@@ -33,7 +33,8 @@ from typing import Any, TextIO
 
 from dsh_llm.assembler import AssembledResponse, BlockAssembler
 from dsh_llm.cli.console import ChunkSink
-from dsh_llm.cli.targets import Target, UsageError, require_utf8
+from dsh_llm.cli.targets import Target, require_utf8
+from dsh_llm.cli.usage import UsageError
 from dsh_llm.protocol import (
     Finish,
     FinishReason,
@@ -46,15 +47,6 @@ from dsh_llm.protocol import (
 from dsh_llm.runtime import LlmRuntime
 from dsh_llm.signal import AbortSignal
 from dsh_llm.validator import validate_stream
-
-__all__ = [
-    "chat_options",
-    "provider_options",
-    "read_prompt",
-    "read_schema",
-    "stream_chat",
-]
-
 
 # The PROMPT that means "read the prompt from stdin", as ``-`` does for files.
 _STDIN_PROMPT = "-"

@@ -42,19 +42,6 @@ from dsh_llm.protocol import (
 )
 from dsh_llm.serde import chunk_to_dict, compact_json
 
-__all__ = [
-    "REASONING_PREFIX",
-    "ChunkPrinter",
-    "ChunkSink",
-    "JsonLinesPrinter",
-    "SilenceableSink",
-    "count_of",
-    "format_usage",
-    "holds_unicode",
-    "summary_line",
-    "wants_color",
-]
-
 REASONING_PREFIX: Final = "[reasoning] "
 """What a reasoning block starts with on stderr."""
 

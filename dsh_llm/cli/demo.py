@@ -53,19 +53,6 @@ from dsh_llm.runtime import LlmRuntime
 from dsh_llm.signal import AbortSignal
 from dsh_llm.testing import LoopbackServer, Pause, Reply, sse_event
 
-__all__ = [
-    "DEMO_API_KEY",
-    "DEMO_MODEL",
-    "DEMO_PROMPT",
-    "WEATHER_TOOL",
-    "DemoResult",
-    "demo_options",
-    "demo_reply",
-    "demo_wire_events",
-    "print_report",
-    "run_demo",
-]
-
 DEMO_API_KEY: Final = "sk-dsh-llm-demo"
 """The key the demo sends to its own loopback server (not a real key)."""
 DEMO_MODEL: Final = "deepseek-v4-flash"

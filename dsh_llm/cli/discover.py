@@ -24,8 +24,6 @@ import json
 from collections.abc import Mapping
 from typing import Any, Final
 
-__all__ = ["MODELS_TIMEOUT_S", "DiscoveryError", "server_model", "server_models"]
-
 MODELS_TIMEOUT_S: Final = 10.0
 """How long the model list may take, from the request to its last byte."""
 

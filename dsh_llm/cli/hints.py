@@ -23,8 +23,6 @@ from dsh_llm.cli.targets import Target
 from dsh_llm.errors import ErrorCode
 from dsh_llm.protocol import LlmFailure
 
-__all__ = ["failure_message", "missing_key_message"]
-
 
 def failure_message(failure: LlmFailure, key_hint: str | None) -> str:
     """The message to print for ``failure`` (see the module docstring)."""

@@ -44,8 +44,6 @@ from dsh_llm.protocol import (
 from dsh_llm.signal import AbortController
 from dsh_llm.tools import ToolLoopResult
 
-__all__ = ["EXIT_WORDS", "PROMPT", "run_session"]
-
 PROMPT: Final = "you> "
 """What the session shows before each line."""
 EXIT_WORDS: Final = frozenset({"/exit", "/quit"})

@@ -31,8 +31,6 @@ from typing import Final, TypeVar
 
 from dsh_llm.signal import AbortController
 
-__all__ = ["INTERRUPT_GRACE_S", "run_abortable"]
-
 T = TypeVar("T")
 
 _POLL_S: Final = 0.05

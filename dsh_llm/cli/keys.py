@@ -38,15 +38,6 @@ from dsh_llm.credentials import normalize_api_key
 if TYPE_CHECKING:
     _Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
-__all__ = [
-    "KEYS_FILE",
-    "KeyStore",
-    "KeyedEnviron",
-    "add_parser",
-    "key_name",
-    "keys_path",
-    "user_environ",
-]
 
 KEYS_FILE: Final = "keys.json"
 """The file's name in the config directory."""

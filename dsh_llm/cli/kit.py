@@ -35,14 +35,14 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
-from dsh_llm.cli.targets import BASE_URL_ROUTE, DEEPSEEK_ROUTE, UsageError
+from dsh_llm.cli.targets import BASE_URL_ROUTE, DEEPSEEK_ROUTE
+from dsh_llm.cli.usage import UsageError
 
 if TYPE_CHECKING:
     from dsh_llm.adapter import LlmAdapter
     from dsh_llm.cli.console import ChunkSink
     from dsh_llm.testing.cassette import Cassette
 
-__all__ = ["REPLAY_PLACEHOLDER_KEY", "add_parsers", "run_record", "run_replay"]
 
 _Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 

@@ -49,19 +49,6 @@ from dsh_llm.protocol import (
 from dsh_llm.serde import chunk_from_dict, chunk_to_dict, message_from_dict
 from dsh_llm.serde import message_to_dict as _message_to_dict
 
-__all__ = [
-    "BUSY_TIMEOUT_S",
-    "LOGS_DB",
-    "MIGRATIONS",
-    "SCHEMA_VERSION",
-    "CallRecord",
-    "LogError",
-    "LogStore",
-    "LoggedCall",
-    "new_id",
-    "utc_now",
-]
-
 LOGS_DB: Final = "logs.db"
 """The database's file name in the user's data directory."""
 BUSY_TIMEOUT_S: Final = 5.0

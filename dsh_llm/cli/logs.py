@@ -54,18 +54,6 @@ if TYPE_CHECKING:
 
     _Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
-__all__ = [
-    "DEFAULT_COUNT",
-    "LOGS_OFF_FILE",
-    "CallLog",
-    "CallTimer",
-    "Continued",
-    "add_parser",
-    "load_conversation",
-    "logged_options",
-    "logging_on",
-    "logs_path",
-]
 
 LOGS_OFF_FILE: Final = "logs-off"
 """The file in the config directory whose presence turns logging off."""

@@ -38,7 +38,8 @@ from typing import TYPE_CHECKING, Any, Final, TypeAlias, cast
 from dsh_llm._version import __version__
 from dsh_llm.cli.console import count_of
 from dsh_llm.cli.parser import SuggestingParser
-from dsh_llm.cli.targets import DEFAULT_CONFIG, UsageError, require_utf8
+from dsh_llm.cli.targets import DEFAULT_CONFIG, require_utf8
+from dsh_llm.cli.usage import UsageError
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import BlockStart, Finish, StreamChunk
 from dsh_llm.serde import chunks_from_jsonl, read_jsonl
@@ -54,7 +55,6 @@ if TYPE_CHECKING:
     from dsh_llm.observe.cost import PriceTable
     from dsh_llm.protocol import ImageBlock, Message, ResponseFormat
 
-__all__ = ["build_parser", "main"]
 
 EXIT_OK = 0
 """The command did what was asked."""

@@ -44,15 +44,6 @@ if TYPE_CHECKING:
 
     _Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
-__all__ = [
-    "MODELS_FILE",
-    "Choice",
-    "ModelChoice",
-    "ModelSettings",
-    "add_parsers",
-    "choose",
-    "models_path",
-]
 
 MODELS_FILE: Final = "models.json"
 """The file's name in the config directory."""

@@ -17,8 +17,6 @@ import difflib
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["SuggestingParser", "closest"]
-
 
 def closest(word: str, candidates: Sequence[str]) -> str | None:
     """The candidate most like ``word`` (``difflib``'s ratio, at least 0.6)."""

@@ -46,22 +46,6 @@ from dsh_llm.runtime import LlmRuntime
 if TYPE_CHECKING:
     from dsh_llm.adapters import WireAdapter
 
-__all__ = [
-    "BASE_URL_ROUTE",
-    "BUILTIN_ROUTES",
-    "DEEPSEEK_ROUTE",
-    "DEFAULT_CONFIG",
-    "NOTHING_TO_TALK_TO",
-    "RESPONSES_ROUTE",
-    "WIRES",
-    "Routes",
-    "Target",
-    "UsageError",
-    "find_config",
-    "open_routes",
-    "open_target",
-    "require_utf8",
-]
 
 DEFAULT_CONFIG: Final = "dsh.yml"
 """The composition file used when present in the working directory."""
@@ -184,6 +168,8 @@ def _builtin_adapter(
     options: dict[str, Any] = {"total_timeout_ms": timeout_ms}
     if api_key_env is not None:
         options["api_key_env"] = api_key_env
+    if row.service is not None:
+        options["service"] = row.service
     return row.adapter_class()(environ=environ, **options)
 
 

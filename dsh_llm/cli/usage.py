@@ -7,8 +7,6 @@ every subcommand module, so each can raise it without importing another.
 
 from __future__ import annotations
 
-__all__ = ["UsageError"]
-
 
 class UsageError(Exception):
     """The command cannot run as invoked; the message says what to set or pass."""

@@ -30,16 +30,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
 
-__all__ = [
-    "APP_NAME",
-    "USER_DIR_ENV",
-    "UserFileError",
-    "config_dir",
-    "data_dir",
-    "read_json",
-    "write_json",
-]
-
 APP_NAME: Final = "dsh-llm"
 """The name of the directories under the platform's roots."""
 USER_DIR_ENV: Final = "DSH_LLM_USER_DIR"

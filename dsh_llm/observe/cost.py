@@ -14,9 +14,10 @@ Contracts callers may rely on:
   ``input_tokens`` holds all of it.
 - A price is looked up as ``"<provider>/<model>"`` first, then ``"<model>"``.
 - ``PriceTable.from_config`` reads the camelCase mapping a YAML file holds
-  (``from_file`` reads the file) and raises ``ValueError`` naming the key
-  path for a bad entry (a negative, non-finite or non-number price, an
-  unknown key); values are not echoed.
+  (``from_file`` reads the file) through the one config mechanism
+  (``dsh_llm.config``), and raises ``PriceConfigError`` (a ``ValueError``)
+  naming each bad key path as data (a negative, non-finite or non-number
+  price, an unknown key); values are not echoed.
 - ``PriceTable.cost_of(result)`` prices what ``collect`` or ``call_with_retry``
   returned, by the provider and model of its message's ``ModelSource``.
 - ``cost_middleware(table, on_cost)`` reports one ``CallCost`` per call when
@@ -33,6 +34,7 @@ from typing import Any, Final, Protocol
 import attrs
 import yaml
 
+from dsh_llm.config import ConfigError, field_error, join_key, structure_config
 from dsh_llm.observe.watch import CallRecord, watch_stream
 from dsh_llm.protocol import (
     GenerateOptions,
@@ -49,6 +51,7 @@ __all__ = [
     "CallCost",
     "Cost",
     "ModelPrice",
+    "PriceConfigError",
     "PriceTable",
     "cost_middleware",
     "format_cost",
@@ -56,15 +59,20 @@ __all__ = [
 
 PER_TOKENS: Final = 1_000_000
 """Prices are per this many tokens."""
-_PRICE_KEYS: Final = {
-    "input": "input",
-    "cacheRead": "cache_read",
-    "cacheWrite": "cache_write",
-    "output": "output",
-}
 
 
-def _price(_: object, attribute: attrs.Attribute[Any], value: object) -> None:
+class PriceConfigError(ConfigError):
+    """A price table cannot be read: ``problems`` lists each ``(key path, what is
+    wrong)`` as data (``prices.gpt-4o.cacheRead``); the message is
+    ``<key path> <what is wrong>`` for each, joined by ``"; "``."""
+
+    def _render(self) -> str:
+        return "; ".join(
+            f"{key} {detail}" if key else detail for key, detail in self.problems
+        )
+
+
+def _price(inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
     if value is None:
         return
     if (
@@ -73,12 +81,15 @@ def _price(_: object, attribute: attrs.Attribute[Any], value: object) -> None:
         or not math.isfinite(value)
         or value < 0
     ):
-        raise ValueError(f"{attribute.name} must be a finite number >= 0")
+        raise field_error(inst, attribute.name, "must be a finite number >= 0")
 
 
 @attrs.frozen(kw_only=True)
 class ModelPrice:
-    """One model's prices per million tokens; ``None`` where there is none."""
+    """One model's prices per million tokens; ``None`` where there is none.
+
+    A bad price raises a ``dsh_llm.config.PluginConfigError`` (a ``ValueError``)
+    keyed by its config key (``cacheRead``)."""
 
     input: float | None = attrs.field(default=None, validator=_price)
     """Uncached input."""
@@ -141,55 +152,41 @@ class PriceTable:
         """Read ``{model: {input?, cacheRead?, cacheWrite?, output?}}``.
 
         Raises:
-            ValueError: naming ``path.<model>.<key>`` for an unknown key or a bad
-                price, and ``path`` when ``config`` is not such a mapping.
+            PriceConfigError: naming ``path.<model>.<key>`` for an unknown key or
+                a bad price, and ``path`` when ``config`` is not such a mapping.
         """
         if not isinstance(config, Mapping):
-            raise ValueError(f"{path} must be a mapping of models to prices")
-        prices: dict[str, ModelPrice] = {}
-        for model, entry in config.items():
-            where = f"{path}.{model}"
-            if not isinstance(model, str) or model == "":
-                raise ValueError(f"{path} must be keyed by non-empty model names")
-            if not isinstance(entry, Mapping):
-                raise ValueError(f"{where} must be a mapping of prices")
-            fields: dict[str, Any] = {}
-            for key, value in entry.items():
-                if key not in _PRICE_KEYS:
-                    raise ValueError(f'{where} has the unknown key "{key}"')
-                fields[_PRICE_KEYS[key]] = value
-            try:
-                prices[model] = ModelPrice(**fields)
-            except ValueError as exc:
-                field = str(exc).split(" ", 1)[0]
-                key = next(k for k, v in _PRICE_KEYS.items() if v == field)
-                raise ValueError(f"{where}.{key} must be a finite number >= 0") from exc
-        return cls(prices, currency)
+            raise PriceConfigError([(path, "must be a mapping of models to prices")])
+        file = _read({"prices": config}, path)
+        return cls(file.prices, currency)
 
     @classmethod
     def from_file(cls, path: str | os.PathLike[str]) -> PriceTable:
         """Read a YAML (or JSON) file ``{currency?: "USD", prices: {model: {...}}}``.
 
         Raises:
-            ValueError: naming the key path for a bad entry, or saying the file
-                cannot be read or parsed (never quoting its text).
+            PriceConfigError: naming the key path for a bad entry, or saying the
+                file cannot be read or parsed (never quoting its text).
         """
         try:
             with open(path, encoding="utf-8") as handle:
                 data = yaml.safe_load(handle)
-        except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-            raise ValueError(
-                f'cannot read price file "{os.fspath(path)}": {type(exc).__name__}'
+        except (OSError, UnicodeDecodeError, yaml.YAMLError, RecursionError) as exc:
+            where = os.fspath(path)
+            raise PriceConfigError(
+                [
+                    (
+                        "",
+                        f'cannot read price file "{where}": {type(exc).__name__}',
+                    )
+                ]
             ) from exc
         if not isinstance(data, Mapping):
-            raise ValueError("a price file must hold a mapping with prices")
-        unknown = [key for key in data if key not in ("currency", "prices")]
-        if unknown:
-            raise ValueError(f'a price file has the unknown key "{unknown[0]}"')
-        currency = data.get("currency", "USD")
-        if not isinstance(currency, str) or currency == "":
-            raise ValueError("currency must be a non-empty string")
-        return cls.from_config(data.get("prices", {}), currency=currency)
+            raise PriceConfigError(
+                [("", "a price file must hold a mapping with prices")]
+            )
+        file = _read(data, "prices")
+        return cls(file.prices, file.currency)
 
     def price(self, model: str, provider: str | None = None) -> ModelPrice | None:
         """The price of ``model`` (``"provider/model"`` first), ``None`` when
@@ -238,6 +235,44 @@ class PriceTable:
         if not isinstance(source, ModelSource):
             return None
         return self.cost(result.usage, source.model, source.provider)
+
+
+def _model_names(inst: object, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if any(name == "" for name in value):
+        raise field_error(
+            inst, attribute.name, "must be keyed by non-empty model names"
+        )
+
+
+def _currency(inst: object, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if value == "":
+        raise field_error(inst, attribute.name, "must be a non-empty string")
+
+
+@attrs.frozen(kw_only=True)
+class _PriceFile:
+    """What a price file holds, read by ``dsh_llm.config.structure_config``."""
+
+    currency: str = attrs.field(default="USD", validator=_currency)
+    prices: dict[str, ModelPrice] = attrs.field(factory=dict, validator=_model_names)
+
+
+def _read(data: Mapping[str, Any], path: str) -> _PriceFile:
+    """``data`` as a price file, its ``prices`` key reported as ``path``."""
+    try:
+        parsed: _PriceFile = structure_config(_PriceFile, data)
+    except ConfigError as exc:
+        raise PriceConfigError(
+            [(_under(path, key), detail) for key, detail in exc.problems]
+        ) from None
+    return parsed
+
+
+def _under(path: str, key: str) -> str:
+    """A key path with its leading ``prices`` spelt as ``path``."""
+    if key == "prices" or key.startswith(("prices.", "prices[")):
+        return join_key(path, key[len("prices") :].lstrip("."))
+    return key
 
 
 class Assembled(Protocol):

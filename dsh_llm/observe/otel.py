@@ -13,8 +13,13 @@ Contracts callers may rely on:
   failure's code).
 - The span starts when the stream is first pulled and ends when the stream
   ends: exhausted, closed early by the consumer, aborted or failed; never
-  when ``stream()`` returns. It is the current span while the adapter runs,
-  so HTTP instrumentation nests under it.
+  when ``stream()`` returns. It is the current span while the adapter runs
+  (each pull, and closing it), so HTTP instrumentation nests under it, and
+  never while the consumer's own code runs between chunks.
+- The stream stays one generator layer (``dsh_llm.observe.watch``): the span is
+  made current by running each pull in a ``contextvars.Context`` that holds it
+  (OpenTelemetry's default, contextvars-based runtime context), not by an
+  attach and a detach around every chunk.
 - An ``error``/``aborted`` finish or a raised exception sets ``error.type`` and
   the ERROR status (its description is the code, never a message). A stream
   closed before its finish is not an error: ``dsh_llm.stream.ended`` says
@@ -26,9 +31,10 @@ Contracts callers may rely on:
 
 from __future__ import annotations
 
+import contextvars
 import json
 import time
-from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
 
 from opentelemetry import context as otel_context
@@ -149,23 +155,93 @@ def _messages(messages: Iterable[Message]) -> str:
     )
 
 
-def _pulled_in(span: Span, iterator: Iterator[StreamChunk]) -> Iterator[StreamChunk]:
-    """``iterator``, advanced with ``span`` as the current span."""
-    current = trace.set_span_in_context(span)
-    try:
-        while True:
-            token = otel_context.attach(current)
-            try:
-                chunk = next(iterator)
-            except StopIteration:
-                return
-            finally:
-                otel_context.detach(token)
-            yield chunk
-    finally:
-        close = getattr(iterator, "close", None)
-        if callable(close):
-            close()
+class _TracedCall:
+    """One call's span: started at the first pull (``enter``), ended with the
+    stream (``done``)."""
+
+    __slots__ = (
+        "_attributes",
+        "_capture",
+        "_name",
+        "_options",
+        "_tracer",
+        "blocks",
+        "span",
+    )
+
+    def __init__(
+        self,
+        tracer: Tracer,
+        options: GenerateOptions,
+        attributes: dict[str, Any],
+        capture_content: bool,
+    ) -> None:
+        self._tracer = tracer
+        self._options = options
+        self._name = f"{OPERATION} {options.model}"
+        self._attributes = attributes
+        self._capture = capture_content
+        self.span: Span | None = None
+        self.blocks: list[ContentBlock] = []
+
+    def enter(self) -> contextvars.Context:
+        """Start the span; the context the downstream stream runs in."""
+        span = self._tracer.start_span(
+            self._name, kind=SpanKind.CLIENT, attributes=self._attributes
+        )
+        self.span = span
+        options = self._options
+        if self._capture:
+            if options.system is not None:
+                span.set_attribute(
+                    "gen_ai.system_instructions",
+                    json.dumps(
+                        [{"type": "text", "content": options.system}],
+                        ensure_ascii=False,
+                    ),
+                )
+            span.set_attribute("gen_ai.input.messages", _messages(options.messages))
+        context = contextvars.copy_context()
+        # Attached in the copy only: the copy is dropped with the stream, so
+        # there is nothing to detach, and the consumer's context never sees it.
+        context.run(otel_context.attach, trace.set_span_in_context(span))
+        return context
+
+    def keep_block(self, chunk: StreamChunk) -> None:
+        if isinstance(chunk, BlockEnd):
+            self.blocks.append(chunk.block)
+
+    def done(self, record: CallRecord) -> None:
+        span = self.span
+        assert span is not None  # done comes after enter
+        try:
+            span.set_attributes(_usage_attributes(record))
+            span.set_attribute("dsh_llm.stream.ended", record.ended)
+            if record.time_to_first_chunk_s is not None:
+                span.set_attribute(
+                    "gen_ai.response.time_to_first_chunk",
+                    record.time_to_first_chunk_s,
+                )
+            if record.finish is not None:
+                span.set_attribute(
+                    "gen_ai.response.finish_reasons", [record.finish.kind]
+                )
+            if self._capture:
+                output: dict[str, Any] = {
+                    "role": "assistant",
+                    "parts": [_part(block) for block in self.blocks],
+                }
+                if record.finish is not None:
+                    output["finish_reason"] = record.finish.kind
+                span.set_attribute(
+                    "gen_ai.output.messages", json.dumps([output], ensure_ascii=False)
+                )
+            error_type = _error_type(record)
+            if error_type is not None:
+                span.set_attribute("error.type", error_type)
+                span.set_status(Status(StatusCode.ERROR, error_type))
+        finally:
+            span.end()
 
 
 def otel_middleware(
@@ -197,71 +273,21 @@ def otel_middleware(
         options: GenerateOptions, next_: StreamNext
     ) -> Iterable[StreamChunk]:
         attempt = current_attempt()
-        return _traced(options, next_(), attempt)
-
-    def _traced(
-        options: GenerateOptions, downstream: Iterator[StreamChunk], attempt: int
-    ) -> Generator[StreamChunk, None, None]:
         provider_name = names.get(options.provider, options.provider)
-        span = chosen.start_span(
-            f"{OPERATION} {options.model}",
-            kind=SpanKind.CLIENT,
-            attributes=_request_attributes(options, provider_name, attempt),
-        )
-        if capture_content:
-            if options.system is not None:
-                span.set_attribute(
-                    "gen_ai.system_instructions",
-                    json.dumps(
-                        [{"type": "text", "content": options.system}],
-                        ensure_ascii=False,
-                    ),
-                )
-            span.set_attribute("gen_ai.input.messages", _messages(options.messages))
-        blocks: list[ContentBlock] = []
-
-        def keep_block(chunk: StreamChunk) -> None:
-            if isinstance(chunk, BlockEnd):
-                blocks.append(chunk.block)
-
-        def done(record: CallRecord) -> None:
-            try:
-                span.set_attributes(_usage_attributes(record))
-                span.set_attribute("dsh_llm.stream.ended", record.ended)
-                if record.time_to_first_chunk_s is not None:
-                    span.set_attribute(
-                        "gen_ai.response.time_to_first_chunk",
-                        record.time_to_first_chunk_s,
-                    )
-                if record.finish is not None:
-                    span.set_attribute(
-                        "gen_ai.response.finish_reasons", [record.finish.kind]
-                    )
-                if capture_content:
-                    output = {
-                        "role": "assistant",
-                        "parts": [_part(block) for block in blocks],
-                    }
-                    if record.finish is not None:
-                        output["finish_reason"] = record.finish.kind
-                    span.set_attribute(
-                        "gen_ai.output.messages",
-                        json.dumps([output], ensure_ascii=False),
-                    )
-                error_type = _error_type(record)
-                if error_type is not None:
-                    span.set_attribute("error.type", error_type)
-                    span.set_status(Status(StatusCode.ERROR, error_type))
-            finally:
-                span.end()
-
-        yield from watch_stream(
+        call = _TracedCall(
+            chosen,
             options,
-            _pulled_in(span, downstream),
-            done,
+            _request_attributes(options, provider_name, attempt),
+            capture_content,
+        )
+        return watch_stream(
+            options,
+            next_(),
+            call.done,
             attempt=attempt,
-            on_chunk=keep_block if capture_content else None,
+            on_chunk=call.keep_block if capture_content else None,
             clock=clock,
+            enter=call.enter,
         )
 
     return middleware

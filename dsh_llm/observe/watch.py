@@ -15,24 +15,36 @@ Contracts callers may rely on:
 - The record holds the call's facts (route, model, usage, finish, error code),
   never message content; ``on_chunk`` sees each chunk for callers that want
   content.
+- ``enter()``, when given, runs once at the first pull, before the clock
+  starts; a ``contextvars.Context`` it returns is the one the source runs in:
+  every pull and its closing go through ``Context.run``, so the source sees
+  what ``enter`` set (a span as the current one) and the consumer never does.
 - What ``on_end`` raises propagates (an observer is the caller's code).
+- It is one generator layer, with no per-chunk work but its bookkeeping: it sits
+  on the per-token path of every observed call.
 """
 
 from __future__ import annotations
 
+import contextvars
 import time
-from collections.abc import Callable, Generator, Iterable
-from typing import Literal
+from collections.abc import Callable, Generator, Iterable, Iterator
+from typing import Final, Literal
 
 import attrs
 
 from dsh_llm.errors import normalize_llm_failure
 from dsh_llm.protocol import (
+    BlockEnd,
+    BlockStart,
     Finish,
     FinishReason,
     GenerateOptions,
+    ReasoningDelta,
     StreamChunk,
+    TextDelta,
     TokenUsage,
+    ToolCallDelta,
     UsageChunk,
 )
 
@@ -76,6 +88,12 @@ class CallRecord:
         return None
 
 
+_PLAIN: Final = frozenset(
+    {BlockStart, TextDelta, ReasoningDelta, ToolCallDelta, BlockEnd}
+)
+"""Chunks that change nothing in the record: one set lookup passes them."""
+
+
 def watch_stream(
     options: GenerateOptions,
     chunks: Iterable[StreamChunk],
@@ -84,8 +102,15 @@ def watch_stream(
     attempt: int = 1,
     on_chunk: Callable[[StreamChunk], object] | None = None,
     clock: Callable[[], float] = time.perf_counter,
+    enter: Callable[[], contextvars.Context | None] | None = None,
 ) -> Generator[StreamChunk, None, None]:
-    """Yield ``chunks`` and call ``on_end`` once with the call's ``CallRecord``."""
+    """Yield ``chunks`` and call ``on_end`` once with the call's ``CallRecord``
+    (see the module docstring for ``enter``)."""
+    try:
+        context = None if enter is None else enter()
+    except BaseException:
+        _close(iter(chunks), None)  # nothing will pull the source: release it
+        raise
     started = clock()
     first: float | None = None
     usage: TokenUsage | None = None
@@ -111,17 +136,26 @@ def watch_stream(
             )
         )
 
-    iterator = iter(chunks)
+    iterator: Iterator[StreamChunk] = iter(chunks)
+    pull = iterator.__next__
+    run = None if context is None else context.run
     try:
-        for chunk in iterator:
+        while True:
+            try:
+                chunk = pull() if run is None else run(pull)
+            except StopIteration:
+                break
             if first is None:
                 first = clock() - started
+            if on_chunk is not None:
+                on_chunk(chunk)
+            if chunk.__class__ in _PLAIN and finish is None:
+                yield chunk
+                continue
             if isinstance(chunk, UsageChunk):
                 usage = chunk.usage
             elif isinstance(chunk, Finish):
                 finish = chunk.reason
-            if on_chunk is not None:
-                on_chunk(chunk)
             if finish is not None:
                 # The finish is terminal: report before handing it over, so a
                 # consumer that stops there without closing still ends the call.
@@ -129,20 +163,26 @@ def watch_stream(
             yield chunk
     except GeneratorExit:
         try:
-            _close(iterator)
+            _close(iterator, context)
         finally:
             report("closed")
         raise
     except BaseException as exc:
         try:
-            _close(iterator)  # an observer raised; a failed source is closed already
+            _close(iterator, context)  # an observer raised; a failed source is closed
         finally:
             report("raised", exc)
         raise
     report("finished")
 
 
-def _close(iterator: Iterable[StreamChunk]) -> None:
+def _close(
+    iterator: Iterator[StreamChunk], context: contextvars.Context | None
+) -> None:
     close = getattr(iterator, "close", None)
-    if callable(close):
+    if not callable(close):
+        return
+    if context is None:
         close()
+    else:
+        context.run(close)

@@ -3,8 +3,10 @@
 - ``loader``: ``load_composition`` and ``resolve_plugin`` (entry points, files);
 - ``config``: the one strict mechanism that structures YAML into config classes;
 - ``context``: what a plugin's ``apply`` receives (a scoped runtime, the signal);
-- ``deepseek`` and ``openai_compat``: the built-in plugins (entry points
-  ``llm-deepseek`` and ``llm-openai-compatible``).
+- ``builtin``: the built-in plugins, one per row of
+  ``dsh_llm.adapters.BUILTIN_FAMILIES`` (entry points ``llm-deepseek``,
+  ``llm-anthropic``, ``llm-gemini``, ``llm-ollama``, ``llm-bedrock``,
+  ``llm-openai-compatible``, ``llm-openai-responses``).
 
 ``docs/plugins.md`` documents the composition file and the plugin contract.
 """

@@ -125,7 +125,9 @@ class BuiltinPlugin:
         return f"BuiltinPlugin({self.name!r})"
 
 
-PLUGINS: Final = {row.plugin: BuiltinPlugin(row) for row in BUILTIN_FAMILIES}
+PLUGINS: Final = {
+    row.plugin: BuiltinPlugin(row) for row in BUILTIN_FAMILIES if row.service is None
+}
 """Every built-in plugin by entry-point name."""
 DEEPSEEK: Final = PLUGINS["llm-deepseek"]
 """``llm-deepseek``: ``DeepSeekAdapter`` on ``deepseek-official``."""

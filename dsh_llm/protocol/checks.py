@@ -198,11 +198,9 @@ MAX_TIMEOUT_MS: Final = 2_147_483_647
 """The largest timeout accepted (the largest 32-bit timer delay, as in TS)."""
 
 
-def check_timeout_ms(name: str, value: float | None, *, optional: bool = False) -> None:
-    """Raise ``ValueError`` unless ``value`` is a finite number in
-    (0, 2147483647] (or ``None`` when ``optional``)."""
-    if value is None and optional:
-        return
+def timeout_detail(value: object) -> str | None:
+    """What is wrong with ``value`` as a timeout in ms (the rest of a sentence
+    after its name), or ``None`` when it is a finite number in (0, 2147483647]."""
     if (
         isinstance(value, bool)
         or not isinstance(value, int | float)
@@ -210,6 +208,15 @@ def check_timeout_ms(name: str, value: float | None, *, optional: bool = False) 
         or value <= 0
         or value > MAX_TIMEOUT_MS
     ):
-        raise ValueError(
-            f"{name} must be a positive finite number no greater than {MAX_TIMEOUT_MS}"
-        )
+        return f"must be a positive finite number no greater than {MAX_TIMEOUT_MS}"
+    return None
+
+
+def check_timeout_ms(name: str, value: float | None, *, optional: bool = False) -> None:
+    """Raise ``ValueError`` unless ``value`` is a finite number in
+    (0, 2147483647] (or ``None`` when ``optional``)."""
+    if value is None and optional:
+        return
+    detail = timeout_detail(value)
+    if detail is not None:
+        raise ValueError(f"{name} {detail}")

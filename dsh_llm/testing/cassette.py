@@ -14,7 +14,9 @@ Contracts callers may rely on:
 - ``Cassette.load``/``loads`` are strict: an unknown key, a missing or mistyped
   field, a line out of order or a second header raises ``LlmError`` with code
   ``INVALID_CASSETTE`` naming the file, the line and the key path
-  (``line 4: $.read.atMs: must be a number >= 0``). Nothing else escapes.
+  (``line 4: $.read.atMs: must be a number >= 0``). Nothing else escapes, however
+  hostile the file (a number of thousands of digits, nesting 100,000 deep), and
+  a message quotes at most ``_SHOWN`` characters of a value.
 - ``redact_exchange`` (applied by the recorder before anything is written)
   replaces the values of secret-named headers (``authorization``, ``x-api-key``,
   ``x-goog-api-key``, ``api-key``, ``cookie``, ``set-cookie``...), secret query
@@ -101,10 +103,11 @@ class CassetteRequest:
     """The request body."""
 
     def json(self) -> Any:
-        """The body parsed as JSON, or ``None`` when it is not JSON."""
+        """The body parsed as JSON, or ``None`` when it is not JSON (or cannot
+        be read: nested too deeply, a number too long)."""
         try:
             return json.loads(self.body)
-        except ValueError:
+        except (ValueError, RecursionError):
             return None
 
 
@@ -298,21 +301,37 @@ def _str(value: Any, path: str) -> str:
     return value
 
 
+_SHOWN: Final = 40
+"""The most characters of a value a message quotes."""
+
+
+def _shown(value: Any) -> str:
+    """``value`` as JSON for a message, cut to ``_SHOWN`` characters."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        text = str(value) if value.bit_length() < 128 else "a very long number"
+    elif isinstance(value, dict | list):
+        text = _kind(value)  # containers are named, never dumped
+    else:
+        text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= _SHOWN else text[: _SHOWN - 3] + "..."
+
+
 def _ms(value: Any, path: str) -> float:
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int | float)
-        or not math.isfinite(value)
-        or value < 0
-    ):
-        raise _Invalid(path, f"must be a number >= 0, got {json.dumps(value)}")
-    return float(value)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise _Invalid(path, f"must be a number >= 0, got {_shown(value)}")
+    try:
+        ms = float(value)
+    except OverflowError:  # an integer beyond the float range
+        ms = math.inf
+    if not math.isfinite(ms) or ms < 0:
+        raise _Invalid(path, f"must be a number >= 0, got {_shown(value)}")
+    return ms
 
 
 def _choice(value: Any, path: str, choices: tuple[str, ...]) -> Any:
-    if value not in choices:
+    if not isinstance(value, str) or value not in choices:
         listed = ", ".join(choices)
-        raise _Invalid(path, f"must be one of {listed}, got {json.dumps(value)}")
+        raise _Invalid(path, f"must be one of {listed}, got {_shown(value)}")
     return value
 
 
@@ -362,11 +381,23 @@ def _parse(text: str, name: str) -> Cassette:
             values.append((number, json.loads(line)))
         except json.JSONDecodeError as exc:
             raise _invalid(name, number, "$", f"not JSON ({exc.msg})") from None
+        except ValueError:  # a number beyond the interpreter's digit limit
+            raise _invalid(
+                name, number, "$", "holds a number too long to read"
+            ) from None
+        except RecursionError:
+            raise _invalid(name, number, "$", "is nested too deeply") from None
     cursor = _Cursor(values[0][0])
     try:
         return _build(values, cursor)
     except _Invalid as exc:
         raise _invalid(name, cursor.line, exc.path, exc.problem) from None
+    except RecursionError:
+        raise _invalid(name, cursor.line, "$", "is nested too deeply") from None
+    except Exception as exc:  # whatever else a hostile value makes a check raise
+        raise _invalid(
+            name, cursor.line, "$", f"cannot be read ({type(exc).__name__})"
+        ) from None
 
 
 class _Cursor:
@@ -393,7 +424,7 @@ def _build(values: list[tuple[int, Any]], at: _Cursor) -> Cassette:
     if version != FORMAT_VERSION or isinstance(version, bool):
         raise _Invalid(
             "$.dshCassette",
-            f"unsupported version {json.dumps(version)} (this library reads "
+            f"unsupported version {_shown(version)} (this library reads "
             f"{FORMAT_VERSION})",
         )
     base_path = _str(header.get("basePath", ""), "$.basePath")
@@ -439,8 +470,7 @@ def _build(values: list[tuple[int, Any]], at: _Cursor) -> Cassette:
         or not 100 <= status <= 599
     ):
         raise _Invalid(
-            "$.response.status",
-            f"must be an integer 100..599, got {json.dumps(status)}",
+            "$.response.status", f"must be an integer 100..599, got {_shown(status)}"
         )
     head = {
         "at_ms": _ms(raw["atMs"], "$.response.atMs"),
@@ -512,7 +542,16 @@ def _request_secrets(
     except ValueError:
         query = []
     found.extend(value for key, value in query if is_secret_name(key))
-    return [s for s in found if s]
+    # A key in a URL (or echoed from one) is percent-encoded: look for that too.
+    encoded = [
+        spelling
+        for secret in found
+        for spelling in (
+            urllib.parse.quote(secret, safe=""),
+            urllib.parse.quote_plus(secret, safe=""),
+        )
+    ]
+    return [s for s in (*found, *encoded) if s]
 
 
 def _redact_url(url: str, redact: Redactor) -> str:
@@ -523,9 +562,10 @@ def _redact_url(url: str, redact: Redactor) -> str:
     netloc = parts.netloc
     if "@" in netloc:
         netloc = f"{REDACTED}@{netloc.rsplit('@', 1)[1]}"
+    # Each value decoded, so a secret is found under any parameter name.
     query = urllib.parse.urlencode(
         [
-            (key, REDACTED if is_secret_name(key) else value)
+            (key, REDACTED if is_secret_name(key) else redact(value))
             for key, value in urllib.parse.parse_qsl(
                 parts.query, keep_blank_values=True
             )

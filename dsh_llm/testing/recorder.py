@@ -13,8 +13,12 @@ cassette file (``dsh_llm.testing.cassette``). Contracts callers may rely on:
   close-delimited stays close-delimited); an upstream that breaks mid-body is
   cut toward the client too (recorded ``ended: "cut"``), and a client that stops
   reading ends the upstream request (``ended: "client-closed"``).
+- The query string of ``upstream_base_url`` (``?api-version=...``, a key) is part
+  of ``base_url``, so the adapter sends it and the proxy forwards it as sent.
 - Secrets never reach the file: ``redact_exchange`` runs before it is written,
-  with ``secrets`` (the API key) and what the request's headers and URL show.
+  with ``secrets`` (the API key) and what the request's headers and URL show
+  (a secret-named query parameter included), in every spelling
+  (percent-encoded too), wherever they appear.
 - A client that leaves while the upstream is silent is noticed within ~20 ms
   and the upstream connection is shut down, so leaving ``record`` never waits
   for a stalled upstream.
@@ -110,8 +114,10 @@ class Recording:
                 f"upstream_base_url must be an http(s) URL, got {upstream_base_url!r}"
             )
         self._origin = f"{parts.scheme}://{parts.netloc}"
-        self._netloc = parts.netloc
+        # The host the upstream is named by, never the URL's credentials.
+        self._netloc = parts.netloc.rpartition("@")[2]
         self._base_path = parts.path.rstrip("/")
+        self._query = parts.query
         self._where = Path(where)
         self._secrets = tuple(secrets)
         self._adapter = adapter
@@ -131,8 +137,11 @@ class Recording:
 
     @property
     def base_url(self) -> str:
-        """The URL to give the adapter instead of the upstream's API root."""
-        return f"http://127.0.0.1:{self._port}{self._base_path}"
+        """The URL to give the adapter instead of the upstream's API root: the
+        proxy's, with the upstream's path and query string (Azure's
+        ``?api-version=``), which the adapter then sends and the proxy forwards."""
+        query = f"?{self._query}" if self._query else ""
+        return f"http://127.0.0.1:{self._port}{self._base_path}{query}"
 
     @property
     def paths(self) -> tuple[Path, ...]:

@@ -34,7 +34,7 @@ from dsh_llm.adapters.openai_compat import (
 )
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.plugins import PluginContext, PluginLoadError, load_composition
-from dsh_llm.plugins import deepseek as deepseek_plugin
+from dsh_llm.plugins.builtin import DEEPSEEK as deepseek_plugin
 from dsh_llm.protocol import GenerateOptions, create_user_message
 from dsh_llm.retry import NormalRetryPolicy
 from dsh_llm.runtime import LlmRuntime
@@ -460,7 +460,7 @@ def test_the_server_profile_and_headers_of_an_openai_compatible_endpoint():
 
 
 def test_the_chat_wire_modules_list_no_names_and_encode_no_body():
-    for name in ("request", "translate", "finish", "images"):
+    for name in ("request", "translate", "finish", "images", "services"):
         module = importlib.import_module(f"dsh_llm.adapters.chat.{name}")
         assert not hasattr(module, "__all__"), name
         assert not hasattr(module, "encode_body"), name

@@ -23,7 +23,7 @@ from dsh_llm.adapters.deepseek import (
 from dsh_llm.config import ConfigError
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.plugins import PluginContext, PluginLoadError, load_composition
-from dsh_llm.plugins import deepseek as deepseek_plugin
+from dsh_llm.plugins.builtin import DEEPSEEK as deepseek_plugin
 from dsh_llm.plugins.config import PluginConfigError
 from dsh_llm.protocol import GenerateOptions, LlmCallConfig, create_user_message
 from dsh_llm.retry import DEFAULT_RETRY_POLICY, NormalRetryPolicy, resolve_retry_policy

@@ -166,12 +166,14 @@ def test_a_stream_that_stops_mid_reasoning_with_the_socket_open_times_out(server
 
 
 def test_keepalives_alone_cannot_hold_the_stream_past_the_keepalive_bound(server):
+    # A keep-alive every 30 ms, far inside the 1 s idle bound whatever the
+    # machine's load, for longer than the 1.5 s keep-alive bound.
     body = tuple(
-        b": keep-alive\n\n" if i % 2 == 0 else Pause(seconds=0.03) for i in range(80)
+        b": keep-alive\n\n" if i % 2 == 0 else Pause(seconds=0.03) for i in range(400)
     )
     server.enqueue(Reply(body=body))
     with _adapter(
-        server, stream_idle_timeout_ms=100, stream_keepalive_timeout_ms=250
+        server, stream_idle_timeout_ms=1000, stream_keepalive_timeout_ms=1500
     ) as adapter:
         error = _failure(adapter)
     assert error.code == ErrorCode.TIMEOUT
@@ -179,15 +181,13 @@ def test_keepalives_alone_cannot_hold_the_stream_past_the_keepalive_bound(server
 
 
 def test_sse_comments_keep_an_idle_read_alive(server):
+    # Four quiet spells of 200 ms, each a third of the idle bound, 800 ms in all.
     body = (
-        b": keep-alive\n\n",
-        Pause(seconds=0.075),
-        b": keep-alive\n\n",
-        Pause(seconds=0.075),
+        *(step for _ in range(4) for step in (b": keep-alive\n\n", Pause(seconds=0.2))),
         *sse_events([FIRST, text("late"), finish()]),
     )
     server.enqueue(Reply(body=body))
-    with _adapter(server, stream_idle_timeout_ms=100) as adapter:
+    with _adapter(server, stream_idle_timeout_ms=600) as adapter:
         assert [c.type for c in _stream(adapter)] == [
             "block-start",
             "text-delta",

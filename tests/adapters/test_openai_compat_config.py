@@ -22,8 +22,7 @@ from dsh_llm.adapters.openai_compat import (
 from dsh_llm.credentials import Secret
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.plugins import PluginContext, PluginLoadError, load_composition
-from dsh_llm.plugins import openai_compat as openai_compat_plugin
-from dsh_llm.plugins.openai_compat import OpenAICompatPluginConfig
+from dsh_llm.plugins.builtin import OPENAI_COMPATIBLE as openai_compat_plugin
 from dsh_llm.protocol import GenerateOptions, create_user_message
 from dsh_llm.retry import DEFAULT_RETRY_POLICY, NormalRetryPolicy, resolve_retry_policy
 from dsh_llm.runtime import LlmRuntime
@@ -216,7 +215,7 @@ def test_the_config_repr_hides_credentials_in_the_base_url():
     url = "http://user:pw-secret@127.0.0.1:8080/v1"
     for config in (
         OpenAICompatConfig(base_url=url),
-        OpenAICompatPluginConfig(providers=("local",), base_url=url),
+        openai_compat_plugin.Config(providers=("local",), base_url=url),
     ):
         assert "pw-secret" not in repr(config)
         assert "base_url='http://***@127.0.0.1:8080/v1'" in repr(config)
@@ -370,14 +369,14 @@ def test_model_values_check_their_fields(fields, key, detail):
 def test_the_plugin_contract_names_and_entry_point():
     assert openai_compat_plugin.name == "llm-openai-compatible"
     assert openai_compat_plugin.inject == ("llm",)
-    assert openai_compat_plugin.Config is OpenAICompatPluginConfig
-    assert issubclass(OpenAICompatPluginConfig, OpenAICompatConfig)
+    assert issubclass(openai_compat_plugin.Config, OpenAICompatConfig)
+    assert openai_compat_plugin.Config.__name__ == "OpenAICompatPluginConfig"
     (entry,) = [
         e
         for e in importlib.metadata.entry_points(group="dsh_llm.plugins")
         if e.name == "llm-openai-compatible"
     ]
-    assert entry.value == "dsh_llm.plugins.openai_compat"
+    assert entry.value == "dsh_llm.plugins.builtin:OPENAI_COMPATIBLE"
 
 
 def test_the_constructor_builds_the_one_config_class_from_its_keywords():
@@ -403,14 +402,14 @@ def test_the_constructor_builds_the_one_config_class_from_its_keywords():
         "empty_response_as_stop": True,
     }
     fields = {field.name for field in attrs.fields(OpenAICompatConfig)}
-    assert set(options) | {"base_url"} == fields
+    assert set(options) | {"base_url", "service"} == fields
     with OpenAICompatAdapter(BASE, environ={}, **options) as adapter:
         assert adapter.config == OpenAICompatConfig(base_url=BASE, **options)
         assert adapter.config.models == (CatalogModel(id="m1"),)
     with pytest.raises(TypeError) as caught:
         OpenAICompatAdapter(BASE, providers=("x",))
     assert "'providers'" in str(caught.value)
-    assert "OpenAICompatConfig fields: base_url, api_key_env, headers" in str(
+    assert "OpenAICompatConfig fields: service, base_url, api_key_env" in str(
         caught.value
     )
 
@@ -434,7 +433,7 @@ def test_the_plugin_registers_every_route_and_unregisters_on_dispose():
     ctx = PluginContext(runtime, plugin_id="lab", environ={})
     openai_compat_plugin.apply(
         ctx,
-        OpenAICompatPluginConfig(
+        openai_compat_plugin.Config(
             providers=("lab-vllm", "lab-llama"),
             base_url=BASE,
             display_name="Lab",
@@ -602,7 +601,7 @@ def test_a_failed_load_leaves_nothing_registered(tmp_path: Path):
 
 
 def test_the_plugin_config_repr_shows_header_names_but_never_values() -> None:
-    config = OpenAICompatPluginConfig(
+    config = openai_compat_plugin.Config(
         providers=("p",),
         base_url="http://127.0.0.1:1/v1",
         headers={"X-Api-Key": "hdr-SECRET-VALUE", "X-Org": "org-1"},

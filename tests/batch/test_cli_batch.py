@@ -194,3 +194,37 @@ def test_a_killed_run_resumes_without_duplicates_past_a_torn_line(
     assert Counter(row["id"] for row in rows) == {f"r{n}": 1 for n in range(30)}
     assert all(row["ok"] for row in rows)
     assert resent.isdisjoint(f"p{row['line'] - 1}" for row in written)
+
+
+def test_a_second_run_on_one_results_file_exits_2_and_a_killed_one_holds_no_lock(
+    tmp_path: Path,
+) -> None:
+    requests = write_requests(tmp_path / "r.jsonl", prompts(3))
+    results = tmp_path / "results.jsonl"
+    with EchoServer() as server:
+        server.server.handler = lambda request: Reply(body=(Stall(seconds=60),))
+        config = _config(tmp_path, server.url)
+        args = (str(requests), str(results), "--config", str(config))
+        first = _start(tmp_path, *args)
+        try:
+            # The first run holds the file: its requests are in flight.
+            assert server.server.wait_for_requests(3, timeout=20), first.stderr
+            second = run_cli("batch", *args, cwd=tmp_path)
+            assert len(server.server.requests) == 3  # the second sent nothing
+            first.send_signal(signal.SIGKILL)
+            first.communicate(timeout=20)
+        finally:
+            first.kill()
+        assert second.returncode == 2, second.stderr
+        assert second.stderr == (
+            f"error: {results} is in use by another batch run (it holds the "
+            "file's lock); wait for that run to end, or write to another "
+            "results file\n"
+        )
+        # The kernel dropped the dead run's lock: the next run goes ahead.
+        server.server.handler = server.handle
+        third = run_cli("batch", *args, cwd=tmp_path)
+    assert third.returncode == 0, third.stderr
+    assert Counter(row["id"] for row in result_rows(results)) == {
+        f"r{n}": 1 for n in range(3)
+    }

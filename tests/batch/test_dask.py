@@ -75,6 +75,7 @@ def test_the_cluster_writes_the_rows_run_jsonl_writes(
         *prompts(12),
         "not json",
         {"id": "gone", "provider": "nowhere", "model": MODEL, "prompt": "x"},
+        "[" * 100_000,  # nested too deeply for any reader: one failed row
     ]
     requests = write_requests(tmp_path / "requests.jsonl", lines)
     with EchoServer() as server:
@@ -83,7 +84,7 @@ def test_the_cluster_writes_the_rows_run_jsonl_writes(
         )
         with echo_runtime(server.url) as runtime:
             run_jsonl(requests, tmp_path / "local.jsonl", runtime=runtime)
-    assert (summary.total, summary.succeeded, summary.failed) == (14, 12, 2)
+    assert (summary.total, summary.succeeded, summary.failed) == (15, 12, 3)
     on_cluster = sorted(
         map(_shape, result_rows(tmp_path / "dask.jsonl")), key=lambda r: r[1]
     )
@@ -95,6 +96,8 @@ def test_the_cluster_writes_the_rows_run_jsonl_writes(
         row for row in result_rows(tmp_path / "dask.jsonl") if row["id"] == "gone"
     ]
     assert failed[0]["failure"]["code"] == "NO_ADAPTER"
+    deep = [row for row in result_rows(tmp_path / "dask.jsonl") if row["line"] == 15]
+    assert deep[0]["failure"]["message"] == "line 15: $ is nested too deeply"
     # Each worker built its runtime once, however many requests it served.
     # Each worker built its runtime at most once (the scheduler may have given
     # every task to one of them), however many requests it served.

@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from dsh_llm.batch.ratelimit import RouteLimiter
+from dsh_llm.batch.ratelimit import DEFAULT_MAX_BACK_OFF_MS, MAX_WAIT_S, RouteLimiter
 from dsh_llm.signal import AbortController, AbortSignal
 
 
@@ -96,3 +96,79 @@ def test_an_abort_ends_a_wait_without_taking_a_token() -> None:
 def test_a_bad_rate_is_refused(rate: object) -> None:
     with pytest.raises(ValueError, match="requests_per_minute"):
         RouteLimiter(rate)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("delay_ms", [99999999999 * 1000, float("inf"), 10**400, 1e308])
+def test_an_absurd_back_off_is_clamped_to_the_documented_maximum(
+    delay_ms: float,
+) -> None:
+    clock = FakeClock()
+    limiter = RouteLimiter(clock=clock, wait=clock.wait)
+    limiter.back_off("a", delay_ms)
+    started = clock()
+    assert limiter.acquire("a")
+    assert clock() - started == pytest.approx(DEFAULT_MAX_BACK_OFF_MS / 1000)
+    assert max(clock.waits) <= MAX_WAIT_S
+
+
+def test_the_maximum_back_off_is_the_limiter_s_own() -> None:
+    clock = FakeClock()
+    limiter = RouteLimiter(clock=clock, wait=clock.wait, max_back_off_ms=2500)
+    limiter.back_off("a", 10_000)
+    started = clock()
+    assert limiter.acquire("a")
+    assert clock() - started == pytest.approx(2.5)
+    for bad in (0, -1, float("nan"), 2**31, True):
+        with pytest.raises(ValueError, match="max_back_off_ms"):
+            RouteLimiter(max_back_off_ms=bad)
+
+
+class RealWait:
+    """The default wait (``signal.wait``), telling when a wait has begun."""
+
+    def __init__(self) -> None:
+        self.begun = threading.Event()
+        self.waits: list[float] = []
+
+    def __call__(self, seconds: float, signal: AbortSignal | None) -> bool:
+        assert signal is not None
+        self.waits.append(seconds)
+        self.begun.set()
+        return signal.wait(seconds)
+
+
+def _acquire_until_aborted(limiter: RouteLimiter, wait: RealWait) -> list[object]:
+    controller = AbortController()
+    outcome: list[object] = []
+
+    def acquire() -> None:
+        try:
+            outcome.append(limiter.acquire("a", controller.signal))
+        except BaseException as exc:  # what the tests are about
+            outcome.append(exc)
+
+    waiter = threading.Thread(target=acquire)
+    waiter.start()
+    assert wait.begun.wait(10) or outcome, "the limiter never waited"
+    controller.abort()
+    waiter.join(10)
+    assert not waiter.is_alive()
+    return outcome
+
+
+def test_a_wait_beyond_the_platform_timers_is_waited_in_steps() -> None:
+    # One request per 10**12 minutes: the wait for the second token is longer
+    # than threading's TIMEOUT_MAX, which Event.wait refuses.
+    wait = RealWait()
+    limiter = RouteLimiter(1e-12, wait=wait)
+    assert limiter.acquire("a")
+    assert _acquire_until_aborted(limiter, wait) == [False]
+    assert wait.waits == [MAX_WAIT_S]
+
+
+def test_a_real_wait_after_an_absurd_retry_after_does_not_overflow() -> None:
+    wait = RealWait()
+    limiter = RouteLimiter(wait=wait)
+    limiter.back_off("a", 99999999999 * 1000)  # Retry-After: 99999999999
+    assert _acquire_until_aborted(limiter, wait) == [False]
+    assert wait.waits == [MAX_WAIT_S]

@@ -14,6 +14,8 @@ from dsh_llm.batch.requests import (
     RequestLineError,
     id_key,
     parse_request_line,
+    parse_request_object,
+    peek_id,
     read_requests,
 )
 from dsh_llm.protocol import TextBlock, ToolSchema, create_user_message
@@ -130,7 +132,7 @@ def test_a_malformed_line_names_its_line_and_key(row: Any, key: str) -> None:
         (["hi"], "line 7: $.messages[0] must be a mapping, got a string"),
         (
             {"role": "user"},
-            "line 7: $.messages must be a non-empty list, got a mapping",
+            "line 7: $.messages must be a list of mappings or null, got a mapping",
         ),
     ],
 )
@@ -140,6 +142,50 @@ def test_a_bad_message_is_named_by_its_path_in_the_shared_wording(
     item = _parse({**BASE, "messages": messages}, line=7)
     assert isinstance(item, RequestLineError)
     assert item.failure.message == message
+
+
+@pytest.mark.parametrize(
+    ("row", "message"),
+    [
+        (
+            {**BASE, "prompt": "x", "max_token": 5},
+            'line 3: $.max_token is not a known key (expected one of "id", '
+            '"provider", "model", "messages", "prompt", "system", "max_tokens", '
+            '"temperature", "reasoning_effort", "stop", "tools", "tool_choice"; '
+            'did you mean "max_tokens"?)',
+        ),
+        (
+            {"id": "a", "model": "m", "prompt": "x"},
+            "line 3: $.provider is required (expected a string)",
+        ),
+        (
+            {**BASE, "prompt": "x", "temperature": "hot"},
+            "line 3: $.temperature must be a number or null, got a string",
+        ),
+        (
+            {**BASE, "prompt": "x", "tools": [{"description": "d"}]},
+            "line 3: $.tools[0].name is required (expected a string)",
+        ),
+        (
+            {**BASE, "prompt": "x", "tools": [{"name": "f", "parameters": []}]},
+            "line 3: $.tools[0].parameters must be a mapping, got a list",
+        ),
+    ],
+)
+def test_keys_are_read_and_reported_by_the_config_mechanism(
+    row: Any, message: str
+) -> None:
+    item = _parse(row)
+    assert isinstance(item, RequestLineError)
+    assert item.failure.message == message
+
+
+def test_a_value_class_error_is_read_by_its_field_not_its_message() -> None:
+    item = _parse({**BASE, "prompt": "x", "tool_choice": "g"})
+    assert isinstance(item, RequestLineError)
+    assert item.failure.message == (
+        "line 3: $.tool_choice 'g' needs at least one tool in tools"
+    )
 
 
 def test_a_line_with_a_usable_id_keeps_it_in_its_failure() -> None:
@@ -156,6 +202,47 @@ def test_text_that_is_not_json_is_a_failure_too(text: bytes, detail: str) -> Non
     assert isinstance(item, RequestLineError)
     assert item.id is None
     assert item.failure.message.startswith(f"line 4: $ {detail}")
+
+
+DEEP = 100_000
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("[" * DEEP, "line 4: $ is nested too deeply"),
+        ("[" * DEEP + "]" * DEEP, "line 4: $ is nested too deeply"),
+        ('{"id": "a", "x": ' + "[" * DEEP, "line 4: $ is nested too deeply"),
+        ('{"id": 1' + "0" * 5000 + "}", "line 4: $ cannot be read: "),
+    ],
+)
+def test_a_hostile_line_is_one_failure_never_an_exception(
+    text: str, message: str
+) -> None:
+    for form in (text, text.encode()):
+        item = parse_request_line(form, 4)
+        assert isinstance(item, RequestLineError)
+        assert item.id is None
+        assert item.failure.code == "INVALID_BATCH_REQUEST"
+        assert item.failure.message.startswith(message)
+        assert peek_id(form) is None
+
+
+def _nested(depth: int) -> Any:
+    value: Any = "x"
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+def test_a_value_json_can_hold_but_too_deep_to_copy_is_one_failure() -> None:
+    # JSON parses it; copying the tool's schema into the request cannot.
+    parameters = {"type": "object", "x": _nested(950)}
+    row = {**BASE, "prompt": "x", "tools": [{"name": "f", "parameters": parameters}]}
+    item = parse_request_object(row, 9)
+    assert isinstance(item, RequestLineError)
+    assert item.id == "a"
+    assert item.failure.message == "line 9: $ is nested too deeply"
 
 
 def test_read_requests_numbers_lines_as_in_the_file_and_skips_blank_ones(

@@ -7,9 +7,12 @@ import json
 import threading
 from pathlib import Path
 
+import pytest
+
 from dsh_llm.batch.results import (
     BatchResult,
     ResultsFile,
+    ResultsFileBusyError,
     read_results,
     result_from_dict,
     result_to_dict,
@@ -122,6 +125,47 @@ def test_whole_lines_that_are_not_rows_are_skipped_and_counted(tmp_path: Path) -
         assert results.index.is_done("a", 1)
         assert not results.index.is_done("x", 2)
     assert [r.id for r in read_results(path)] == ["a"]
+
+
+def test_hostile_lines_are_skipped_on_resume_and_when_read(tmp_path: Path) -> None:
+    path = tmp_path / "results.jsonl"
+    row = json.dumps(result_to_dict(_ok("a", 1)))
+    deep = "[" * 100_000 + "]" * 100_000
+    huge = '{"id": 1' + "0" * 5000 + ', "line": 2, "ok": true}'
+    nested_row = json.dumps({"id": "n", "line": 3, "ok": True, "usage": {}})
+    nested_row = nested_row[:-1] + ', "x": ' + "[" * 50_000 + "]" * 50_000 + "}"
+    path.write_text(f"{deep}\n{huge}\n{row}\n{'{' * 100_000}\n")
+    with ResultsFile(path) as results:
+        assert (results.index.rows, results.index.unreadable) == (1, 3)
+        assert results.index.is_done("a", 1)
+    assert [r.id for r in read_results(path)] == ["a"]
+    path.write_text(f"{row}\n{nested_row}\n")
+    assert [r.id for r in read_results(path)] == ["a"]
+
+
+def test_a_second_opening_of_a_file_in_use_is_refused_until_it_closes(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "results.jsonl"
+    with ResultsFile(path) as results:
+        results.append(_ok("a", 1))
+        with pytest.raises(ResultsFileBusyError) as caught:
+            ResultsFile(path)
+        assert caught.value.path == str(path)
+        assert "in use by another batch run" in str(caught.value)
+        assert isinstance(caught.value, OSError)
+        results.append(_ok("b", 2))  # the first opening is untouched
+    with ResultsFile(path) as again:
+        assert again.index.rows == 2
+
+
+def test_append_many_writes_every_row_as_its_own_line(tmp_path: Path) -> None:
+    path = tmp_path / "results.jsonl"
+    with ResultsFile(path) as results:
+        results.append_many([_ok("a", 1), _failed(None, 2), _ok(3, 3)])
+        results.append_many([])
+    assert [r.id for r in read_results(path)] == ["a", None, 3]
+    assert path.read_bytes().count(b"\n") == 3
 
 
 def test_appends_from_many_threads_stay_whole_lines(tmp_path: Path) -> None:

@@ -4,13 +4,25 @@ bounded concurrency, rate limits, RATE_LIMIT back-off, resume, abort, progress."
 from __future__ import annotations
 
 import io
+import os
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
-from dsh_llm.batch import ProgressBar, RouteLimiter, run_jsonl
-from dsh_llm.signal import AbortController
+import pytest
+
+from dsh_llm.batch import (
+    BatchResult,
+    BatchSummary,
+    ProgressBar,
+    ResultsFileBusyError,
+    RouteLimiter,
+    run_jsonl,
+)
+from dsh_llm.batch.ratelimit import LimiterError
+from dsh_llm.signal import AbortController, AbortSignal
 from dsh_llm.testing import RecordedRequest, Reply, Stall
 
 from .servers import (
@@ -64,7 +76,9 @@ def test_every_line_gets_one_row_good_and_malformed_alike(tmp_path: Path) -> Non
     assert rows[4]["failure"]["code"] == "INVALID_BATCH_REQUEST"
     assert rows[4]["failure"]["message"].startswith("line 4: $ is not JSON")
     assert rows[5]["id"] == "no-model"
-    assert rows[5]["failure"]["message"] == "line 5: $.model is required"
+    assert rows[5]["failure"]["message"] == (
+        "line 5: $.model is required (expected a string)"
+    )
     assert rows[6]["id"] is None
     assert rows[6]["failure"]["message"] == 'line 6: $.id "r0" repeats the id of line 1'
     assert rows[7]["id"] == "gone"
@@ -262,3 +276,202 @@ def test_a_composition_file_is_loaded_for_the_run(tmp_path: Path) -> None:
         summary = run_jsonl(requests, tmp_path / "r.jsonl", composition=config)
     assert summary.ok
     assert summary.succeeded == 2
+
+
+class _GatedFsync:
+    """``os.fsync`` that holds every sync until ``release()`` (a slow disk)."""
+
+    def __init__(self, real: Callable[[int], None]) -> None:
+        self.real = real
+        self.gate = threading.Event()
+        self.entered = threading.Event()
+
+    def __call__(self, fd: int) -> None:
+        self.entered.set()
+        assert self.gate.wait(30), "the test never released the disk"
+        self.real(fd)
+
+    def release(self) -> None:
+        self.gate.set()
+
+
+class _Seen:
+    """A progress reporter that checks each row it is told about is on disk."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.updates: list[str | int | None] = []
+        self.missing: list[str | int | None] = []
+
+    def start(self, total: int, skipped: int) -> None:
+        pass
+
+    def update(self, result: BatchResult) -> None:
+        on_disk = {row["id"] for row in result_rows(self.path)}
+        if result.id not in on_disk:
+            self.missing.append(result.id)
+        self.updates.append(result.id)
+
+    def close(self, summary: BatchSummary) -> None:
+        pass
+
+
+def test_requests_never_wait_for_the_disk_and_a_row_counts_once_on_disk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    requests = write_requests(tmp_path / "requests.jsonl", prompts(6))
+    results = tmp_path / "results.jsonl"
+    fsync = _GatedFsync(os.fsync)
+    monkeypatch.setattr(os, "fsync", fsync)
+    seen = _Seen(results)
+    outcome: list[BatchSummary] = []
+    with EchoServer() as server, echo_runtime(server.url) as runtime:
+        worker = threading.Thread(
+            target=lambda: outcome.append(
+                run_jsonl(
+                    requests, results, runtime=runtime, concurrency=1, progress=seen
+                )
+            )
+        )
+        worker.start()
+        try:
+            # One request at a time, and the first row's sync is held: every
+            # request is still sent, and none is counted before its sync.
+            assert server.server.wait_for_requests(6, timeout=20)
+            assert fsync.entered.wait(20)
+            assert seen.updates == []
+        finally:
+            fsync.release()
+            worker.join(20)
+    (summary,) = outcome
+    assert summary.succeeded == 6
+    assert sorted(map(str, seen.updates)) == [f"r{n}" for n in range(6)]
+    assert seen.missing == []
+
+
+def test_an_absurd_retry_after_fails_its_row_and_the_route_goes_on(
+    tmp_path: Path,
+) -> None:
+    requests = write_requests(tmp_path / "requests.jsonl", prompts(4))
+    results = tmp_path / "results.jsonl"
+    with EchoServer() as server, echo_runtime(server.url) as runtime:
+        server.rate_limited.add("p0")
+        server.replies["p0"] = lambda: Reply(
+            status=429,
+            headers={"content-type": "application/json", "retry-after": "99999999999"},
+            body=b'{"error": {"message": "come back in 3000 years"}}',
+            framing="length",
+        )
+        server.rate_limited.discard("p0")
+        summary = run_jsonl(
+            requests,
+            results,
+            runtime=runtime,
+            concurrency=1,
+            limiter=RouteLimiter(max_back_off_ms=100),
+            retry={"mode": "normal", "maxRetries": 0},
+        )
+        sent = sorted(prompt for _, prompt in server.arrivals)
+    rows = {row["id"]: row for row in result_rows(results)}
+    assert rows["r0"]["failure"]["code"] == "RATE_LIMIT"
+    assert rows["r0"]["failure"]["providerRetryAfterMs"] == 99999999999000
+    assert [rows[f"r{n}"]["ok"] for n in range(1, 4)] == [True, True, True]
+    assert sent == ["p0", "p1", "p2", "p3"]
+    assert (summary.succeeded, summary.failed) == (3, 1)
+
+
+class _FailingLimiter(RouteLimiter):
+    """A limiter that breaks on its third token."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls = 0
+
+    def acquire(self, route: str, signal: AbortSignal | None = None) -> bool:
+        self.calls += 1
+        if self.calls == 3:
+            raise OverflowError("timeout value is too large")
+        return super().acquire(route, signal)
+
+
+def test_a_failing_limiter_stops_the_run_and_marks_no_unsent_row_done(
+    tmp_path: Path,
+) -> None:
+    requests = write_requests(tmp_path / "requests.jsonl", prompts(6))
+    results = tmp_path / "results.jsonl"
+    with EchoServer() as server, echo_runtime(server.url) as runtime:
+        with pytest.raises(LimiterError) as caught:
+            run_jsonl(
+                requests,
+                results,
+                runtime=runtime,
+                concurrency=1,
+                limiter=_FailingLimiter(),
+            )
+        assert isinstance(caught.value.__cause__, OverflowError)
+        assert caught.value.route == ROUTE
+        assert len(server.server.requests) == 2
+        assert sorted(row["id"] for row in result_rows(results)) == ["r0", "r1"]
+        server.arrivals.clear()
+        again = run_jsonl(requests, results, runtime=runtime)
+        resent = sorted(prompt for _, prompt in server.arrivals)
+    assert resent == ["p2", "p3", "p4", "p5"]
+    assert again.ok
+    assert Counter(row["id"] for row in result_rows(results)) == {
+        f"r{n}": 1 for n in range(6)
+    }
+
+
+def test_a_hostile_line_is_one_failed_row_and_the_run_goes_on(tmp_path: Path) -> None:
+    deep = "[" * 100_000
+    requests = write_requests(
+        tmp_path / "requests.jsonl",
+        [*prompts(2), deep, '{"id": 1' + "0" * 5000 + "}", *prompts(2, start=2)],
+    )
+    results = tmp_path / "results.jsonl"
+    with EchoServer() as server, echo_runtime(server.url) as runtime:
+        summary = run_jsonl(requests, results, runtime=runtime, concurrency=2)
+        assert (summary.succeeded, summary.failed) == (4, 2)
+        rows = {row["line"]: row for row in result_rows(results)}
+        assert rows[3]["failure"]["message"] == "line 3: $ is nested too deeply"
+        assert rows[4]["failure"]["message"].startswith("line 4: $ cannot be read: ")
+        # A hostile line in the results file is skipped on resume, not fatal.
+        with results.open("a") as out:
+            out.write(deep + "\n")
+        again = run_jsonl(requests, results, runtime=runtime)
+    assert again.skipped == 6
+    assert (again.succeeded, again.failed, again.failed_before) == (0, 0, 2)
+
+
+def _wait_until(condition: Callable[[], bool], timeout: float = 20) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "the condition never held"
+        time.sleep(0.01)
+
+
+def test_a_second_run_on_a_results_file_in_use_is_refused(tmp_path: Path) -> None:
+    requests = write_requests(tmp_path / "requests.jsonl", prompts(3))
+    results = tmp_path / "results.jsonl"
+    controller = AbortController()
+    with EchoServer() as server, echo_runtime(server.url) as runtime:
+        server.replies["p0"] = lambda: Reply(body=(Stall(seconds=30),))
+        first = threading.Thread(
+            target=lambda: run_jsonl(
+                requests, results, runtime=runtime, signal=controller.signal
+            )
+        )
+        first.start()
+        try:
+            _wait_until(lambda: results.exists() and len(result_rows(results)) == 2)
+            with pytest.raises(ResultsFileBusyError):
+                run_jsonl(requests, results, runtime=runtime)
+        finally:
+            controller.abort()
+            first.join(20)
+        assert len(server.server.requests) == 3  # the second run sent nothing
+        server.replies.clear()
+        again = run_jsonl(requests, results, runtime=runtime)
+        assert len(server.server.requests) == 4
+    assert again.ok
+    assert again.skipped == 2

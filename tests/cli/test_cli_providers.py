@@ -28,7 +28,8 @@ def test_providers_lists_every_built_in_route_and_its_catalog(tmp_path):
     result = run_cli("providers", cwd=tmp_path)
 
     assert result.returncode == 0, result.stderr
-    assert result.stdout.splitlines() == [
+    lines = result.stdout.splitlines()
+    first = [
         "deepseek-official  (DeepSeek, built-in)",
         "  deepseek-v4-flash             DeepSeek-V4-Flash",
         "  deepseek-v4-pro               DeepSeek-V4-Pro",
@@ -50,7 +51,18 @@ def test_providers_lists_every_built_in_route_and_its_catalog(tmp_path):
         "ollama  (Ollama, built-in)",
         # Its models come from a server that need not run: not asked.
         "  (the server lists its models: pass --model to chat)",
-        # No AWS region in the test's environment: listed, not registered.
+        "groq  (Groq, built-in)",
+        "  llama-3.3-70b-versatile  Llama 3.3 70B Versatile",
+    ]
+    assert lines[: len(first)] == first
+    # Every built-in route has its heading, in the table's order (one that
+    # cannot be built here last); the hosted services list their catalogs.
+    headings = [line for line in lines if not line.startswith("  ")]
+    built = [route for route in BUILTIN_ROUTES if route != "bedrock"]
+    assert [h.split("  ")[0] for h in headings] == [*built, "bedrock"]
+    assert "xai  (xAI, built-in)" in headings
+    # No AWS region in the test's environment: listed last, not registered.
+    assert lines[-2:] == [
         "bedrock  (Amazon Bedrock, built-in)",
         "  (not available here: llm-bedrock: region is not set: set region, or "
         "export AWS_REGION (or give the AWS profile a region))",
@@ -166,15 +178,17 @@ def test_open_target_picks_deepseek_and_its_first_model_by_default(
         )
         # Every built-in provider route is there (none does I/O before a call),
         # but Bedrock, which cannot be built without an AWS region.
-        assert [p.id for p in target.runtime.list_providers()] == list(
-            BUILTIN_ROUTES[:-1]
-        )
-        assert BUILTIN_ROUTES == (
+        assert [p.id for p in target.runtime.list_providers()] == [
+            route for route in BUILTIN_ROUTES if route != "bedrock"
+        ]
+        assert BUILTIN_ROUTES[:4] == (
             "deepseek-official",
             "anthropic",
             "gemini",
             "ollama",
-            "bedrock",
+        )
+        assert {"bedrock", "groq", "mistral", "xai", "perplexity"} <= set(
+            BUILTIN_ROUTES
         )
     # Leaving the block unregistered the route.
     assert target.runtime.list_providers() == ()

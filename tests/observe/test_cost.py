@@ -8,10 +8,12 @@ from pathlib import Path
 import pytest
 
 from dsh_llm.assembler import collect
+from dsh_llm.config import PluginConfigError
 from dsh_llm.observe.cost import (
     CallCost,
     Cost,
     ModelPrice,
+    PriceConfigError,
     PriceTable,
     cost_middleware,
     format_cost,
@@ -108,9 +110,17 @@ def test_unreported_or_zero_cache_counts_need_no_price() -> None:
         ({"m": {"input": -1}}, r"^prices\.m\.input must be a finite number >= 0$"),
         ({"m": {"output": "3"}}, r"^prices\.m\.output must be"),
         ({"m": {"cacheRead": float("nan")}}, r"^prices\.m\.cacheRead must be"),
-        ({"m": {"inputs": 1}}, r'^prices\.m has the unknown key "inputs"$'),
+        (
+            {"m": {"inputs": 1}},
+            r'^prices\.m\.inputs is not a known key \(expected one of "input", '
+            r'"cacheRead", "cacheWrite", "output"; did you mean "input"\?\)$',
+        ),
         ({"m": 3}, r"^prices\.m must be a mapping"),
         ({"": {}}, r"^prices must be keyed"),
+        (
+            {"m": {"input": -1}, "n": {"output": -2}},
+            r"^prices\.m\.input .*; prices\.n\.output must be a finite number >= 0$",
+        ),
     ],
 )
 def test_a_bad_price_config_names_the_key(config: object, message: str) -> None:
@@ -120,8 +130,22 @@ def test_a_bad_price_config_names_the_key(config: object, message: str) -> None:
 
 
 def test_model_price_refuses_a_negative_price() -> None:
-    with pytest.raises(ValueError, match=r"^output"):
+    with pytest.raises(ValueError, match=r"^output must be a finite number >= 0$"):
         ModelPrice(output=-0.5)
+    with pytest.raises(PluginConfigError) as caught:
+        ModelPrice(cache_read=float("inf"))
+    assert caught.value.key == "cacheRead"  # the config key, as data
+
+
+def test_every_bad_key_of_a_price_table_is_reported_as_data() -> None:
+    config = {"a": {"input": -1}, "b": {"ouptut": 2}, "c": {"cacheWrite": "x"}}
+    with pytest.raises(PriceConfigError) as caught:
+        PriceTable.from_config(config, path="costs")
+    assert sorted(key for key, _ in caught.value.problems) == [
+        "costs.a.input",
+        "costs.b.ouptut",
+        "costs.c.cacheWrite",
+    ]
 
 
 def test_cost_middleware_prices_every_attempt(
@@ -162,7 +186,7 @@ def test_a_price_file_is_read(tmp_path: Path) -> None:
     ("text", "message"),
     [
         ("prices: {m: {output: -1}}", r"^prices\.m\.output must be"),
-        ("price: {}", r'unknown key "price"$'),
+        ("price: {}", r'^price is not a known key \(expected one of "currency", '),
         ("[1, 2]", "must hold a mapping"),
         ("currency: ''\nprices: {}", "^currency must be"),
         ("prices: {m: [unclosed", r"^cannot read price file .*: \w+Error$"),

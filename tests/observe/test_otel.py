@@ -238,6 +238,63 @@ def test_the_span_is_current_while_the_adapter_side_runs(
     assert trace.get_current_span().get_span_context().is_valid is False
 
 
+def test_the_consumer_never_sees_the_span_and_closing_runs_inside_it(
+    runtime: LlmRuntime,
+    server: LoopbackServer,
+    provider: TracerProvider,
+    exporter: InMemorySpanExporter,
+) -> None:
+    closed_in: list[int] = []
+
+    def look(options: GenerateOptions, next_: StreamNext) -> Iterator[StreamChunk]:
+        try:
+            yield from next_()
+        finally:
+            closed_in.append(trace.get_current_span().get_span_context().span_id)
+
+    runtime.use(otel_middleware(tracer_provider=provider))
+    runtime.use(look)
+    server.enqueue(answer())
+
+    between: list[bool] = []
+    stream = runtime.stream(options())
+    for chunk in stream:
+        between.append(trace.get_current_span().get_span_context().is_valid)
+        if isinstance(chunk, TextDelta):
+            break
+    stream.close()
+
+    span = _only(exporter)
+    assert span.context is not None
+    assert between
+    assert not any(between)
+    assert closed_in == [span.context.span_id]
+    assert _attributes(span)["dsh_llm.stream.ended"] == "closed"
+
+
+def test_nested_calls_nest_their_spans_and_a_stream_never_pulled_has_none(
+    runtime: LlmRuntime,
+    server: LoopbackServer,
+    provider: TracerProvider,
+    exporter: InMemorySpanExporter,
+) -> None:
+    tracer = provider.get_tracer("test")
+    runtime.use(otel_middleware(tracer_provider=provider))
+    server.enqueue(answer())
+
+    never = runtime.stream(options())
+    with tracer.start_as_current_span("request handler") as parent:
+        chunks = list(runtime.stream(options()))
+    never.close()
+
+    assert isinstance(chunks[-1], Finish)
+    spans = {span.name: span for span in exporter.get_finished_spans()}
+    assert sorted(spans) == ["chat model-a", "request handler"]
+    child = spans["chat model-a"]
+    assert child.parent is not None
+    assert child.parent.span_id == parent.get_span_context().span_id
+
+
 def test_content_is_recorded_only_on_opt_in(
     runtime: LlmRuntime,
     server: LoopbackServer,

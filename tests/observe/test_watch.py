@@ -3,6 +3,7 @@ and closes its source when it stops before the source's end."""
 
 from __future__ import annotations
 
+import contextvars
 from collections.abc import Iterator
 
 import pytest
@@ -113,4 +114,52 @@ def test_an_observer_that_raises_closes_the_source() -> None:
 def test_a_stream_never_pulled_reports_nothing() -> None:
     records: list[CallRecord] = []
     watch_stream(options(), Source(CHUNKS), records.append).close()
+    assert records == []
+
+
+_WHERE: contextvars.ContextVar[str] = contextvars.ContextVar("where", default="out")
+
+
+def test_the_source_runs_in_the_context_enter_gives_and_the_consumer_never_does() -> (
+    None
+):
+    seen: list[str] = []
+
+    def source() -> Iterator[StreamChunk]:
+        try:
+            for chunk in CHUNKS:
+                seen.append(_WHERE.get())
+                yield chunk
+        finally:
+            seen.append(f"closed {_WHERE.get()}")
+
+    def enter() -> contextvars.Context:
+        context = contextvars.copy_context()
+        context.run(_WHERE.set, "in")
+        return context
+
+    records: list[CallRecord] = []
+    stream = watch_stream(options(), source(), records.append, enter=enter)
+    consumer = []
+    for _ in range(2):
+        next(stream)
+        consumer.append(_WHERE.get())
+    stream.close()
+    assert seen == ["in", "in", "closed in"]
+    assert consumer == ["out", "out"]
+    assert [r.ended for r in records] == ["closed"]
+
+
+def test_an_enter_that_raises_closes_the_source_and_reports_nothing() -> None:
+    source = Source(CHUNKS)
+    iterator = iter(source)
+    next(iterator)  # started, so closing it runs its finally
+
+    def enter() -> contextvars.Context:
+        raise RuntimeError("no tracer")
+
+    records: list[CallRecord] = []
+    with pytest.raises(RuntimeError, match="no tracer"):
+        list(watch_stream(options(), iterator, records.append, enter=enter))
+    assert source.closed
     assert records == []

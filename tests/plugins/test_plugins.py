@@ -386,7 +386,10 @@ def test_the_built_in_openai_compatible_config_stays_out_of_reprs() -> None:
         shown = repr(composition) + repr(composition.plugins)
     assert SECRET not in shown
     assert "hdr-ZZZSECRET" not in shown
-    assert "config=<OpenAICompatPluginConfig: base_url, api_key_env, headers, " in shown
+    assert (
+        "config=<OpenAICompatPluginConfig: service, base_url, api_key_env, headers, "
+        in shown
+    )
     assert ", providers, api_key>" in shown
 
 

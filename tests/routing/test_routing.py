@@ -16,6 +16,7 @@ import pytest
 
 from dsh_llm.adapters.openai_compat import OpenAICompatAdapter
 from dsh_llm.assembler import collect
+from dsh_llm.config import ConfigError
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.plugins import PluginLoadError, load_composition
 from dsh_llm.protocol import (
@@ -39,6 +40,7 @@ from dsh_llm.routing import (
     failover,
     retrying,
 )
+from dsh_llm.routing.config import RetryingConfig
 from dsh_llm.runtime import LlmRuntime, StreamNext
 from dsh_llm.signal import AbortController, AbortSignal
 from dsh_llm.testing import Cut, LoopbackServer, Reply, sse_events
@@ -655,6 +657,26 @@ def test_bad_routing_config_is_a_load_error_naming_the_key(
     assert caught.value.key == key
     assert f'config key "{key}"' in caught.value.message
     assert len(runtime._middleware) == 0
+
+
+def test_every_bad_key_of_a_retry_policy_is_named_as_data(tmp_path: Path) -> None:
+    config = "{policy: {mode: sometimes, retries: 3}}"  # two problems at once
+    path = _composition(
+        tmp_path,
+        "- id: routing\n  name: dsh_llm.routing.config:RETRYING_PLUGIN\n"
+        f"  config: {config}\n",
+    )
+    with pytest.raises(PluginLoadError) as caught:
+        load_composition(path, LlmRuntime(), environ={})
+    key = caught.value.key
+    assert key in {"policy.mode", "policy.retries"}
+    assert f'config key "{key}" ' in caught.value.message
+    with pytest.raises(ConfigError) as direct:
+        RetryingConfig(policy={"mode": "sometimes", "retries": 3})
+    assert {key for key, _ in direct.value.problems} == {
+        "policy.mode",
+        "policy.retries",
+    }
 
 
 def test_disposing_the_plugin_removes_its_middleware(tmp_path: Path) -> None:

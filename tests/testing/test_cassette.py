@@ -188,6 +188,54 @@ def test_a_bad_file_raises_invalid_cassette_naming_line_and_key(text, expected):
     assert expected in caught.value.message
 
 
+def _with_raw_line(index: int, text: str) -> str:
+    lines = list(GOOD)
+    lines[index] = text
+    return "\n".join(lines) + "\n"
+
+
+DEEP = "[" * 100_000
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            _with_raw_line(0, '{"dshCassette": 1' + "0" * 5000 + "}"),
+            "line 1: $: holds a number too long to read",
+        ),
+        (_with_raw_line(0, DEEP), "line 1: $: is nested too deeply"),
+        (_with_raw_line(2, DEEP + "]" * 100_000), "line 3: $: is nested too deeply"),
+        (
+            _with_raw_line(3, '{"read": {"atMs": 1' + "0" * 400 + ', "text": "x"}}'),
+            "line 4: $.read.atMs: must be a number >= 0, got a very long number",
+        ),
+        (
+            _with_line(0, {"dshCassette": "x" * 10_000}),
+            'line 1: $.dshCassette: unsupported version "xxxxxxxxxxxxxxxxxxxxxx'
+            "xxxxxxxxxxxxxx... (this library reads 1)",
+        ),
+        (
+            _with_line(4, {"end": {"ended": ["complete"]}}),
+            "line 5: $.end.ended: must be one of complete, cut, client-closed, "
+            "got an array",
+        ),
+    ],
+)
+def test_a_hostile_file_is_invalid_cassette_and_nothing_else_escapes(text, expected):
+    with pytest.raises(LlmError) as caught:
+        Cassette.loads(text, name="bad.jsonl")
+    assert caught.value.code == ErrorCode.INVALID_CASSETTE
+    assert expected in caught.value.message
+    assert len(caught.value.message) < 200
+
+
+def test_a_request_body_no_reader_can_take_is_not_json():
+    deep = _cassette(b"data: x\n\n").request
+    for body in (DEEP.encode(), b'{"n": 1' + b"0" * 5000 + b"}"):
+        assert CassetteRequest(method="POST", url=deep.url, body=body).json() is None
+
+
 def test_a_missing_or_non_utf8_file_is_invalid_cassette(tmp_path):
     with pytest.raises(LlmError) as caught:
         Cassette.load(tmp_path / "nope.jsonl")

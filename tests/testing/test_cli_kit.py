@@ -95,6 +95,44 @@ def test_record_base_url_then_replay_prints_the_strict_trace(server, tmp_path, c
     assert lines[-1] == "[cafe.jsonl] total chunks 5, order check passed"
 
 
+def test_record_forwards_the_query_of_base_url_and_keeps_every_key_out(
+    server, tmp_path
+):
+    server.enqueue(Reply(body=sse_events([_delta("ok"), _stop_event()])))
+    out = tmp_path / "azure.jsonl"
+    query_key = "az-query-key-5e6f7a8b9c0d"
+    result = run_cli(
+        "record",
+        "--base-url",
+        f"{server.url}/openai/deployments/d?api-version=2024-10-21&api-key={query_key}",
+        "--model",
+        "m",
+        "--api-key-env",
+        "AZURE_KEY",
+        "hi",
+        "-o",
+        str(out),
+        env=clean_env(AZURE_KEY=KEY),
+        cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "ok\n"
+    (request,) = server.requests
+    assert request.path == (
+        "/openai/deployments/d/chat/completions"
+        f"?api-version=2024-10-21&api-key={query_key}"
+    )
+    assert request.header("authorization") == f"Bearer {KEY}"
+    text = out.read_text(encoding="utf-8")
+    assert query_key not in text
+    assert KEY not in text
+    assert "api-version=2024-10-21" in text
+
+
+def _stop_event() -> dict[str, object]:
+    return {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
+
+
 def test_replay_with_an_adapter_class_and_a_label(capsys):
     path = cassette_path("deepseek", "tool_calls")
     status = main(
@@ -145,6 +183,26 @@ def test_replay_of_a_bad_cassette_exits_2_with_invalid_cassette(tmp_path, capsys
     assert main(["replay", str(bad)]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"error[INVALID_CASSETTE]: invalid cassette {bad}: line 1:")
+
+
+@pytest.mark.parametrize(
+    ("line", "problem"),
+    [
+        ('{"dshCassette": 1' + "0" * 5000 + "}", "holds a number too long to read"),
+        ("[" * 100_000, "is nested too deeply"),
+    ],
+)
+def test_replay_of_a_hostile_cassette_exits_2_without_a_traceback(
+    line, problem, tmp_path
+):
+    hostile = tmp_path / "hostile.jsonl"
+    hostile.write_text(line + "\n", encoding="utf-8")
+    result = run_cli("replay", str(hostile), cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert result.stderr == (
+        f"error[INVALID_CASSETTE]: invalid cassette {hostile}: line 1: $: {problem}\n"
+    )
 
 
 @pytest.mark.parametrize(

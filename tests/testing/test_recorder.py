@@ -7,6 +7,7 @@ from __future__ import annotations
 import socket
 import threading
 import time
+import urllib.parse
 from collections.abc import Iterator
 
 import attrs
@@ -15,13 +16,14 @@ import requests
 
 from dsh_llm.adapters.openai_compat import OpenAICompatAdapter
 from dsh_llm.errors import LlmError
-from dsh_llm.protocol import GenerateOptions, TextDelta, create_user_message
+from dsh_llm.protocol import Finish, GenerateOptions, TextDelta, create_user_message
 from dsh_llm.serde import chunk_to_dict
 from dsh_llm.testing import (
     Cassette,
     LoopbackServer,
     Mark,
     Pause,
+    RecordedRequest,
     Reply,
     Stall,
     record,
@@ -147,6 +149,67 @@ def test_a_recorded_cassette_never_contains_the_key(upstream, tmp_path):
     assert dict(cassette.request.headers)["authorization"] == "***"
     assert cassette.response.header("x-echo-key") == "***"
     assert b"you sent ***, " in cassette.response.body
+
+
+QUERY_KEY = "AIzaQueryKey-7Hk2Lm9Np4Qr"
+ODD_KEY = "k3y/with+odd=chars&more-0123456789"
+
+
+def test_the_query_string_of_the_upstream_url_is_forwarded(upstream, tmp_path):
+    upstream.enqueue(Reply(body=sse_events([_delta("hi"), _stop()])))
+    root = f"{upstream.url}/openai/deployments/gpt/"
+    with record(f"{root}?api-version=2024-10-21", tmp_path / "azure.jsonl") as rec:
+        assert rec.base_url.endswith("/openai/deployments/gpt?api-version=2024-10-21")
+        with OpenAICompatAdapter(rec.base_url) as adapter:
+            chunks = list(adapter.stream(_options()))
+    assert isinstance(chunks[-1], Finish)
+    assert chunks[-1].reason.kind == "stop"
+    sent = upstream.requests[0].path
+    assert sent == "/openai/deployments/gpt/chat/completions?api-version=2024-10-21"
+    cassette = Cassette.load(rec.paths[0])
+    assert cassette.request.url.endswith("/chat/completions?api-version=2024-10-21")
+    assert cassette.base_path == "/openai/deployments/gpt"
+
+
+def test_a_key_in_the_query_never_reaches_the_cassette(upstream, tmp_path):
+    # The upstream echoes the URL it was called with, as error pages do.
+    def handler(request: RecordedRequest) -> Reply:
+        return Reply(
+            headers={"x-called": request.path},
+            body=sse_events([_delta(f"called {request.path}"), _stop()]),
+        )
+
+    upstream.handler = handler
+    path = tmp_path / "keyed.jsonl"
+    query = f"api-version=1&key={QUERY_KEY}&code={urllib.parse.quote(ODD_KEY)}"
+    record_call(
+        lambda url: OpenAICompatAdapter(url),
+        _options(),
+        path,
+        upstream=f"{upstream.url}/v1?{query}",
+        secrets=[ODD_KEY],  # named by the caller: not a secret-looking parameter
+    )
+    assert QUERY_KEY in upstream.requests[0].path  # the key did reach upstream
+    text = path.read_text(encoding="utf-8")
+    for secret in (QUERY_KEY, ODD_KEY, urllib.parse.quote(ODD_KEY, safe="")):
+        assert secret not in text
+        assert secret[:16] not in text
+    cassette = Cassette.load(path)
+    assert "key=***" in cassette.request.url
+    assert "code=***" in cassette.request.url
+    assert "api-version=1" in cassette.request.url
+
+
+def test_credentials_in_the_upstream_url_stay_out_of_the_host_header(
+    upstream, tmp_path
+):
+    upstream.enqueue(Reply(body=sse_events([_stop()])))
+    netloc = upstream.url.removeprefix("http://")
+    with record(f"http://user:Zq7xW@{netloc}/v1", tmp_path / "c.jsonl") as rec:
+        requests.post(f"{rec.base_url}/chat/completions", json={}, timeout=10)
+    cassette = Cassette.load(rec.paths[0])
+    assert dict(cassette.request.headers)["host"] == netloc
+    assert "Zq7xW" not in rec.paths[0].read_text(encoding="utf-8")
 
 
 def test_every_call_becomes_its_own_cassette_in_a_directory(upstream, tmp_path):

@@ -318,17 +318,13 @@ def test_idle_timeout_while_waiting_for_headers(server, session):
 
 
 def test_keepalive_comments_keep_an_idle_read_alive(server, session):
+    # Four quiet spells of 200 ms, each a third of the idle bound, 800 ms in all.
     body = (
-        b": ka\n\n",
-        Pause(seconds=0.075),
-        b": ka\n\n",
-        Pause(seconds=0.075),
-        b": ka\n\n",
-        Pause(seconds=0.075),
+        *(step for _ in range(4) for step in (b": ka\n\n", Pause(seconds=0.2))),
         b"data: [DONE]\n\n",
     )
     server.enqueue(Reply(body=body))
-    with _call(session, server.url, idle=100, keepalive=10_000) as call:
+    with _call(session, server.url, idle=600, keepalive=10_000) as call:
         call.open()
         events = list(iter_sse(_guarded(call)))
     assert [e.data for e in events] == ["[DONE]"]
@@ -344,24 +340,27 @@ def _guarded(call: StreamingCall) -> Iterator[bytes]:
 def test_keepalive_comments_cannot_hold_a_stream_past_the_keepalive_bound(
     server, session
 ):
-    body = tuple(b": ka\n\n" if i % 2 == 0 else Pause(seconds=0.04) for i in range(60))
+    # A comment every 40 ms, far inside the 1 s idle bound whatever the
+    # machine's load, for longer than the 1.5 s keep-alive bound.
+    body = tuple(b": ka\n\n" if i % 2 == 0 else Pause(seconds=0.04) for i in range(300))
     server.enqueue(Reply(body=body))
-    with _call(session, server.url, idle=100, keepalive=250) as call:
+    with _call(session, server.url, idle=1000, keepalive=1500) as call:
         call.open()
         with pytest.raises(LlmError) as caught:
             list(iter_sse(_guarded(call)))
     assert caught.value.code == ErrorCode.TIMEOUT
-    assert "no data for 250ms, only keep-alive comments" in caught.value.message
+    assert "no data for 1500ms, only keep-alive comments" in caught.value.message
     assert server.wait_until_idle()
 
 
 def test_data_events_rearm_the_keepalive_bound(server, session):
+    # A data event every 300 ms, a third of the bounds, 1.8 s in all.
     body = []
     for _ in range(6):
-        body += [b": ka\n\n", Pause(seconds=0.03), b"data: {}\n\n", Pause(seconds=0.03)]
+        body += [b": ka\n\n", Pause(seconds=0.15), b"data: {}\n\n", Pause(seconds=0.15)]
     body.append(b"data: [DONE]\n\n")
     server.enqueue(Reply(body=tuple(body)))
-    with _call(session, server.url, idle=100, keepalive=100) as call:
+    with _call(session, server.url, idle=900, keepalive=900) as call:
         call.open()
         count = 0
         for event in iter_sse(_guarded(call)):

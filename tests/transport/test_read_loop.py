@@ -106,12 +106,14 @@ def test_no_usage_chunk_before_a_failure_when_none_was_reported(server, adapter)
 def test_empty_data_events_are_keep_alives_not_progress(server):
     # Each empty event arrives well inside the idle bound, but none is data, so
     # the keep-alive bound ends the stream.
-    body = tuple(b"data:\n\n" if i % 2 == 0 else Pause(seconds=0.03) for i in range(80))
+    body = tuple(
+        b"data:\n\n" if i % 2 == 0 else Pause(seconds=0.03) for i in range(400)
+    )
     server.enqueue(Reply(body=body))
     with OpenAICompatAdapter(
         f"{server.url}/v1",
-        stream_idle_timeout_ms=100,
-        stream_keepalive_timeout_ms=250,
+        stream_idle_timeout_ms=1000,
+        stream_keepalive_timeout_ms=1500,
     ) as adapter:
         chunks, error = _run(adapter)
     assert isinstance(error, LlmError)

@@ -5,5 +5,7 @@
 - ``request``: the ``WireProfile`` (how servers differ), the pure body builder,
   and the one ``POST <base_url>/chat/completions`` request of a call;
 - ``translate``: the pure translator and the family hooks that build it;
-- ``finish``: usage and finish-reason mapping; ``images``: ``image_url`` parts.
+- ``finish``: usage and finish-reason mapping; ``images``: ``image_url`` parts;
+- ``services``: the hosted services' named profiles (``OpenAICompatAdapter``'s
+  ``service=``).
 """

@@ -8,7 +8,9 @@ Contracts callers may rely on:
 
 - ``map_usage``: wire usage to disjoint ``TokenUsage`` (``docs/protocol.md``). A count
   that was not reported, is not a non-negative int, or is above ``2**53 - 1``, is
-  ``None``, never a guess.
+  ``None``, never a guess. ``output_tokens`` includes the reasoning tokens even
+  where a server leaves them out of ``completion_tokens`` (xAI): the arithmetic of
+  ``total_tokens`` shows the convention, a server profile declares it otherwise.
 - ``map_finish_reason``: a wire ``finish_reason`` to a ``FinishReason`` (the
   writer corrects ``stop``/``tool-calls`` by whether a tool-call block was
   emitted); a value outside the vocabulary is an ``error`` finish whose code is
@@ -25,6 +27,7 @@ from typing import Any, Final
 from dsh_llm.adapters._wire.values import wire_count
 from dsh_llm.errors import ErrorCode
 from dsh_llm.protocol import FinishReason, LlmFailure, TokenUsage
+from dsh_llm.protocol.checks import MAX_SAFE_INTEGER
 
 UNKNOWN_FINISH_REASON_CODE: Final = ErrorCode.UNKNOWN_FINISH_REASON.value
 """The code of a finish reason that cannot serve as a code itself."""
@@ -32,16 +35,25 @@ UNKNOWN_FINISH_REASON_CODE: Final = ErrorCode.UNKNOWN_FINISH_REASON.value
 _IDENTIFIER: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}")
 
 
-def map_usage(usage: Mapping[str, Any]) -> TokenUsage:
+def map_usage(
+    usage: Mapping[str, Any], *, reasoning_left_out: bool = False
+) -> TokenUsage:
     """Wire usage to disjoint ``TokenUsage`` (cached input apart from
-    ``input_tokens``; reasoning already inside ``output_tokens``).
+    ``input_tokens``; reasoning inside ``output_tokens``).
 
     ``cache_read`` is ``prompt_tokens_details.cached_tokens``, else
     ``prompt_cache_hit_tokens`` (DeepSeek); ``input = prompt_tokens - cache_read``;
-    ``output = completion_tokens`` (reasoning included); ``reasoning`` from
-    ``completion_tokens_details.reasoning_tokens``. A count not reported (or not
-    a non-negative int) is ``None``; an impossible input (cache above the prompt
-    total) is ``None`` rather than a negative number.
+    ``reasoning`` from ``completion_tokens_details.reasoning_tokens``;
+    ``output = completion_tokens``, plus ``reasoning`` where the server leaves
+    reasoning out of ``completion_tokens`` (``reasoning_left_out_of_completion``).
+    A count not reported (or not a non-negative int) is ``None``; an impossible
+    input (cache above the prompt total) is ``None`` rather than a negative
+    number.
+
+    Args:
+        usage: The wire ``usage`` object.
+        reasoning_left_out: The server's declared convention, used when the
+            counts themselves do not show it.
     """
     prompt = wire_count(usage.get("prompt_tokens"))
     details = usage.get("prompt_tokens_details")
@@ -56,13 +68,54 @@ def map_usage(usage: Mapping[str, Any]) -> TokenUsage:
         if isinstance(completion_details, dict)
         else None
     )
+    output = wire_count(usage.get("completion_tokens"))
+    if (
+        output is not None
+        and reasoning
+        and reasoning_left_out_of_completion(
+            prompt=prompt,
+            completion=output,
+            reasoning=reasoning,
+            total=wire_count(usage.get("total_tokens")),
+            declared=reasoning_left_out,
+        )
+    ):
+        output += reasoning
+        if output > MAX_SAFE_INTEGER:
+            output = None
     uncached = None if prompt is None else prompt - (cached or 0)
     return TokenUsage(
         input_tokens=uncached if uncached is None or uncached >= 0 else None,
-        output_tokens=wire_count(usage.get("completion_tokens")),
+        output_tokens=output,
         cache_read_tokens=cached,
         reasoning_tokens=reasoning,
     )
+
+
+def reasoning_left_out_of_completion(
+    *,
+    prompt: int | None,
+    completion: int,
+    reasoning: int,
+    total: int | None,
+    declared: bool,
+) -> bool:
+    """Whether ``completion_tokens`` leaves the ``reasoning`` tokens out.
+
+    The counts decide when they can: more reasoning than completion tokens, or
+    ``total == prompt + completion + reasoning``, means left out (xAI);
+    ``total == prompt + completion`` means included (OpenAI, DeepSeek). Otherwise
+    (no total, or a total that matches neither) the server's ``declared``
+    convention holds.
+    """
+    if reasoning > completion:
+        return True
+    if prompt is not None and total is not None:
+        if total == prompt + completion + reasoning:
+            return True
+        if total == prompt + completion:
+            return False
+    return declared
 
 
 def map_finish_reason(wire: str | None) -> FinishReason:

@@ -5,8 +5,11 @@ DeepSeek and the OpenAI-compatible servers send the same request with small
 differences; those are a ``WireProfile``, so each family is a profile plus its
 own config, never a copy of the wire code.
 
-- ``WireProfile``: the request-side switches (reasoning fields, passback field,
-  ``include_usage``, the output-cap spelling, fixed headers).
+- ``WireProfile``: how a server differs: the request-side switches (reasoning
+  fields, passback field, ``include_usage``, the output-cap spelling, fixed
+  headers) and the stream's quirks the translator reads (usage convention,
+  finish-reason spellings, extra usage and error places, no ``[DONE]``,
+  ``reasoning_details`` kept for the replay).
 - ``build_body`` and ``build_messages``: ``GenerateOptions`` to a JSON body in a
   fixed key order; optional fields are omitted, never ``null``.
 - ``response_format_wire`` (JSON schema, or JSON mode where the server does not
@@ -43,6 +46,7 @@ from dsh_llm.protocol import (
     GenerateOptions,
     ImageBlock,
     Message,
+    ModelSource,
     ReasoningBlock,
     TextBlock,
     ToolCallBlock,
@@ -58,6 +62,10 @@ from dsh_llm.transport.session import (
 
 CHAT_COMPLETIONS_PATH: Final = "/chat/completions"
 """Appended to an API root to reach the endpoint."""
+
+CHAT_REPLAY_WIRE: Final = "chat-completions"
+"""The ``response.wire`` of this wire's ``ReplayEnvelope``; state from another
+wire is never sent back here."""
 
 NO_OUTPUT: Final = "(no output)"
 """The content sent for a tool result without text (the wire needs some)."""
@@ -96,6 +104,27 @@ class WireProfile:
     headers: Mapping[str, str] = attrs.field(factory=dict, hash=False)
     """Headers sent on every request besides the adapter's own (a server's
     ``OpenAICompatConfig.headers``: names as written, sent lower-cased)."""
+    reasoning_left_out: bool = False
+    """Whether ``completion_tokens`` leaves the reasoning tokens out (xAI); used
+    only when ``total_tokens`` does not show the convention
+    (``dsh_llm.adapters.chat.finish.map_usage``)."""
+    finish_reasons: Mapping[str, str] = attrs.field(factory=dict, hash=False)
+    """A server's own ``finish_reason`` values, read as the OpenAI value they
+    stand for (Together's ``{"eos": "stop"}``); any other value is read as is."""
+    usage_paths: tuple[tuple[str, ...], ...] = ()
+    """Where else a chunk may carry a usage report besides ``usage``, as key
+    paths into the chunk (Groq: ``("x_groq", "usage")``)."""
+    error_paths: tuple[tuple[str, ...], ...] = ()
+    """Where else a chunk may report an in-stream error besides ``error``, as
+    key paths (Groq: ``("x_groq", "error")``, a string)."""
+    end_at_eof: bool = False
+    """Whether a body that ends after the finish reason without ``[DONE]`` is a
+    whole answer (Perplexity sends no ``[DONE]``); a body that ends before any
+    finish reason stays ``STREAM_CLOSED``."""
+    reasoning_details: bool = False
+    """Keep the ``reasoning_details`` entries a response streams (OpenRouter:
+    reasoning text with its signature, encrypted reasoning) in the finish's
+    replay state, and send them back on that assistant turn."""
 
 
 # --- request ----------------------------------------------------------------------
@@ -215,7 +244,26 @@ def _assistant_message(message: Message, profile: WireProfile) -> dict[str, Any]
         wire[profile.reasoning_passback_field] = reasoning
     if calls:
         wire["tool_calls"] = calls
+    if profile.reasoning_details:
+        details = replayed_reasoning_details(message)
+        if details:
+            wire["reasoning_details"] = details
     return wire
+
+
+def replayed_reasoning_details(message: Message) -> list[dict[str, Any]]:
+    """The ``reasoning_details`` entries kept in ``message``'s replay state (a
+    chat-completions ``ReplayEnvelope``), ``[]`` without."""
+    source = message.source
+    if not isinstance(source, ModelSource) or source.replay_state is None:
+        return []
+    response = source.replay_state.response
+    if not isinstance(response, dict) or response.get("wire") != CHAT_REPLAY_WIRE:
+        return []
+    details = response.get("reasoningDetails")
+    if not isinstance(details, list):
+        return []
+    return [detail for detail in details if isinstance(detail, dict)]
 
 
 def _user_messages(

@@ -17,7 +17,9 @@ Contracts callers may rely on:
   ``error:`` SSE field, an ``event: error`` frame) raises its failure,
   classified by ``dsh_llm.transport.http_errors.in_band_failure`` (the
   classifier HTTP errors use); ``[DONE]`` after content without any finish
-  reason raises ``STREAM_CLOSED``: a cut answer is never a success.
+  reason raises ``STREAM_CLOSED``: a cut answer is never a success. A successful
+  finish carries the kept ``reasoning_details`` as its replay state
+  (``CHAT_REPLAY_WIRE``) when the profile keeps them.
 - A finish reason other than ``stop``/``tool_calls``/``function_call``/
   ``length`` (``content_filter``...), and a refusal (code ``REFUSAL_CODE``), are
   the provider's own ``error`` finish, after the blocks and the usage.
@@ -30,6 +32,7 @@ Contracts callers may rely on:
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from typing import Any, Final, NoReturn
 
@@ -37,9 +40,15 @@ from dsh_llm.adapters._wire.family import WireCall
 from dsh_llm.adapters._wire.translator import WireTranslator
 from dsh_llm.adapters._wire.writer import REASONING, TEXT, TOOL_CALL, Block
 from dsh_llm.adapters.chat.finish import map_finish_reason, map_usage
-from dsh_llm.adapters.chat.request import WireProfile
+from dsh_llm.adapters.chat.request import CHAT_REPLAY_WIRE, WireProfile
 from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.protocol import FinishReason, LlmFailure, StreamChunk, TokenUsage
+from dsh_llm.protocol import (
+    FinishReason,
+    LlmFailure,
+    ReplayEnvelope,
+    StreamChunk,
+    TokenUsage,
+)
 from dsh_llm.serde import compact_json
 from dsh_llm.transport.http_errors import in_band_failure
 from dsh_llm.transport.read_loop import EventDecoder
@@ -81,9 +90,29 @@ _REFUSAL: Final = "refusal"
 """A refusal streams as a text block of its own, never merged with content."""
 _LEGACY_KEY: Final = "function_call"
 """The key of the one call a legacy ``function_call`` stream can hold."""
+_CUT_AT_EOF: Final = "stream ended before any finish_reason: the answer was cut short"
 _CUT: Final = (
     "ended its stream with [DONE] but no finish_reason: the answer was cut short"
 )
+
+
+_CITATION_PARTS: Final = frozenset({"reference", "tool_reference"})
+"""Content parts that cite sources (Mistral): passed over until the protocol
+types citations."""
+_PART_TYPE: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}")
+_DETAIL_FIELDS: Final = ("type", "id", "format", "text", "summary", "data", "signature")
+"""The ``reasoning_details`` fields kept for the replay (OpenRouter's)."""
+_STREAMED_DETAIL_FIELDS: Final = frozenset({"text", "summary", "data"})
+
+
+def _at(payload: Mapping[str, Any], path: tuple[str, ...]) -> Any:
+    """The value at ``path`` (keys into nested objects), ``None`` when absent."""
+    value: Any = payload
+    for key in path:
+        if type(value) is not dict:
+            return None
+        value = value.get(key)
+    return value
 
 
 _HIGH_SURROGATE: Final = "\ud800"
@@ -164,16 +193,22 @@ class ChatCompletionsTranslator(WireTranslator[SseEvent]):
     Ollama, OpenRouter, DeepSeek; ``docs/local-servers.md`` tabulates them):
 
     - Tool calls are keyed by ``tool_calls[].index``. A call's id is its first
-      non-empty id and its name its first non-empty name: a server that repeats
-      both on every fragment (llama.cpp) or sends ``id: ""`` on continuations
-      (vLLM) does not start a new call or concatenate the name. A new non-empty id
-      on an index already in use starts a new call (Ollama and vLLM parsers number
-      parallel calls 0, 0, 0). A fragment without ``index`` continues the last
-      call unless it brings a new id. A whole call in one delta (Ollama ``/v1``)
-      is one call; arguments sent as a JSON object are re-serialised. A call that
-      received no argument text ends with ``"{}"``; deltas carry id and name
-      once known (a name or id that arrives after the call began fills the
-      empty one, which ``docs/protocol.md`` rule 5 allows).
+      non-empty id; its name grows with each piece a fragment brings ("ba" then
+      "sh" is ``bash``), but a piece equal to the whole name so far repeats it
+      (llama.cpp repeats id and name on every fragment) unless only the doubled
+      name is a tool of the request. While a streaming call has a name and no
+      argument text, its first delta waits for its next fragment (or anything
+      else written first), so it names the whole tool; a name piece after a
+      delta carried the shorter name is ``MALFORMED_RESPONSE``. ``id: ""``
+      continues a call (vLLM); a new non-empty id on an index already in use
+      starts a new call (Ollama and vLLM parsers number parallel calls 0, 0,
+      0). A fragment without ``index`` continues the last call unless it brings
+      a new id. A whole call in one delta (Ollama ``/v1``) is one call;
+      arguments sent as a JSON object are re-serialised. A call that received
+      no argument text ends with ``"{}"``; an id or a name that arrives after
+      the call's first delta fills the empty one (``docs/protocol.md`` rule 5).
+      A call whose ``type`` is not ``function`` (xAI's ``web_search_call``)
+      ran on the server: it is not reported.
     - The deprecated ``function_call`` delta is ignored once the response has
       used ``tool_calls`` (servers mirror one call in both); when a response
       uses only ``function_call``, it is the response's one tool call, with the
@@ -182,7 +217,16 @@ class ChatCompletionsTranslator(WireTranslator[SseEvent]):
       ``function_call`` is a ``tool-calls`` finish.
     - Reasoning is read from each of ``profile.reasoning_fields``, first
       non-empty wins. ``<think>`` tags left in ``content`` (reasoning parser
-      off) stay text: the translator never guesses at markup.
+      off) stay text: the translator never guesses at markup. ``content`` may
+      be a list of typed parts (Mistral): ``text`` parts are text, the text
+      parts of a ``thinking`` part reasoning, citation parts (``reference``,
+      ``tool_reference``) are passed over; any other part is
+      ``MALFORMED_RESPONSE``, never dropped.
+    - The profile's stream quirks (``WireProfile``): a server's own finish
+      reasons, usage and errors at further key paths (Groq's ``x_groq``), no
+      ``[DONE]`` (Perplexity), ``reasoning_details`` kept in the replay state
+      (OpenRouter), reasoning left out of ``completion_tokens`` (xAI;
+      ``map_usage``). ``docs/hosted-services.md`` lists them per service.
     - ``delta.refusal`` (OpenAI, with structured outputs) streams as a text
       block of its own, and the finish becomes an ``error`` with code
       ``REFUSAL`` (``"model stopped: refusal"``) unless it already is
@@ -213,6 +257,7 @@ class ChatCompletionsTranslator(WireTranslator[SseEvent]):
         profile: The server's profile.
         empty_response_as_stop: Report a blockless ``stop`` as a plain ``stop``
             (rule 9 of ``docs/protocol.md``) instead of ``EMPTY_RESPONSE``.
+        tool_names: The request's tool names (they settle a doubled name).
     """
 
     end_marker = "[DONE]"
@@ -222,6 +267,7 @@ class ChatCompletionsTranslator(WireTranslator[SseEvent]):
         profile: WireProfile,
         *,
         empty_response_as_stop: bool = False,
+        tool_names: frozenset[str] = frozenset(),
     ) -> None:
         super().__init__(
             provider=profile.provider, empty_response_as_stop=empty_response_as_stop
@@ -246,15 +292,32 @@ class ChatCompletionsTranslator(WireTranslator[SseEvent]):
         # A call's argument fragment that ended in a high surrogate: held back
         # until the next fragment of the same call (see _argument_piece).
         self._held_args: dict[Block, str] = {}
+        # The streaming call whose delta waits while its name may grow.
+        self._unannounced: Block | None = None
+        self._tool_names = tool_names
         self._native_calls = False
         self._refused = False
+        # Wire keys of calls the server ran itself (a ``type`` other than
+        # ``function``): not the caller's to run, so not reported.
+        self._server_calls: set[object] = set()
         self._finish_reason: str | None = None
         self._usage: Mapping[str, Any] | None = None
         self._usage_asked = profile.include_usage
         self._append = self.writer.append
+        self._reasoning_left_out = profile.reasoning_left_out
+        self._finish_reasons = profile.finish_reasons
+        self._usage_paths = profile.usage_paths
+        self._error_paths = profile.error_paths
+        self._end_at_eof = profile.end_at_eof
+        # The reasoning_details entries by their index, merged (OpenRouter).
+        self._details: dict[object, dict[str, Any]] | None = (
+            {} if profile.reasoning_details else None
+        )
 
     def _mapped_usage(self) -> TokenUsage | None:
-        return None if self._usage is None else map_usage(self._usage)
+        if self._usage is None:
+            return None
+        return map_usage(self._usage, reasoning_left_out=self._reasoning_left_out)
 
     # -- input ----------------------------------------------------------------------
 
@@ -300,6 +363,29 @@ class ChatCompletionsTranslator(WireTranslator[SseEvent]):
             return []  # billed tokens still to come: not the last word yet
         return self.done()
 
+    def close(self) -> list[StreamChunk]:
+        """The body ended before ``[DONE]``: ``STREAM_CLOSED``, unless the
+        profile's ``end_at_eof`` lets a body end after the finish reason (then
+        the answer ends as ``[DONE]`` would end it)."""
+        if self.finished:
+            return []
+        if self._end_at_eof and self._finish_reason is not None:
+            # A server that never sends [DONE] (Perplexity): after its finish
+            # reason, the end of the body is the end of the answer.
+            return self.done()
+        if self._unannounced is not None:
+            self._announce()  # taken by before_failure, as it was written
+        if self._end_at_eof:
+            raise self.writer.stream_closed(_CUT_AT_EOF)
+        return super().close()
+
+    def before_failure(self) -> list[StreamChunk]:
+        """Right before a raised failure (an abort included): what was written,
+        the delta of a call that waited for its name first, then the usage."""
+        if not self.finished and self._unannounced is not None:
+            self._announce()
+        return super().before_failure()
+
     def done(self) -> list[StreamChunk]:
         """The end marker (``[DONE]``): every item ends, then usage and finish."""
         if self.writer.finished:
@@ -313,6 +399,10 @@ class ChatCompletionsTranslator(WireTranslator[SseEvent]):
         error = payload.get("error")
         if error is not None and _reports_error(error):
             self._fail_with(payload)
+        for path in self._error_paths:
+            error = _at(payload, path)
+            if error is not None and _reports_error(error):
+                self._fail_with(error)
         choices = payload.get("choices")
         if choices is not None:
             if type(choices) is not list:
@@ -346,11 +436,18 @@ class ChatCompletionsTranslator(WireTranslator[SseEvent]):
             self._fail_with(payload)
         usage = payload.get("usage")
         if usage and type(usage) is dict:
-            if self._usage is None:
-                self.writer.report_usage(self._mapped_usage)
-                self._usage = usage
-            else:
-                self._usage = _merged(self._usage, usage)
+            self._report_usage(usage)
+        for path in self._usage_paths:
+            usage = _at(payload, path)
+            if usage and type(usage) is dict:
+                self._report_usage(usage)
+
+    def _report_usage(self, usage: dict[str, Any]) -> None:
+        if self._usage is None:
+            self.writer.report_usage(self._mapped_usage)
+            self._usage = usage
+        else:
+            self._usage = _merged(self._usage, usage)
 
     def _done(self) -> None:
         writer = self.writer
@@ -363,7 +460,10 @@ class ChatCompletionsTranslator(WireTranslator[SseEvent]):
         self._release_halves()
         # The wire closes no item: the end marker ends them all.
         writer.end_all()
-        reason = map_finish_reason(self._finish_reason)
+        wire = self._finish_reason
+        reason = map_finish_reason(
+            self._finish_reasons.get(wire, wire) if wire else wire
+        )
         if reason.failure is not None:
             writer.finish_unsuccessfully(reason.failure)
         elif self._refused and reason != FinishReason.MAX_TOKENS:
@@ -374,7 +474,9 @@ class ChatCompletionsTranslator(WireTranslator[SseEvent]):
             # Without any finish reason a blockless answer is EMPTY_RESPONSE even
             # with empty_response_as_stop (vLLM's bare [DONE] after an error).
             writer.finish(
-                reason, empty_as_stop=False if self._finish_reason is None else None
+                reason,
+                replay=self._replay if self._details else None,
+                empty_as_stop=False if self._finish_reason is None else None,
             )
 
     def _fail_with(self, report: Any) -> NoReturn:
@@ -391,6 +493,9 @@ class ChatCompletionsTranslator(WireTranslator[SseEvent]):
             if not text:
                 continue
             if type(text) is not str:
+                if key is TEXT and type(text) is list:
+                    self._content_parts(text)
+                    continue
                 raise self.writer.malformed(f"a {field} that is not a string")
             if key is REASONING:
                 if reasoned:
@@ -410,6 +515,11 @@ class ChatCompletionsTranslator(WireTranslator[SseEvent]):
                 self._append(block, text)
             else:
                 self._text_fragment(key, text)
+        kept = self._details
+        if kept is not None:
+            details = delta.get("reasoning_details")
+            if details:
+                self._reasoning_details(kept, details)
         calls = delta.get("tool_calls")
         if calls:
             if type(calls) is not list:
@@ -423,6 +533,86 @@ class ChatCompletionsTranslator(WireTranslator[SseEvent]):
             legacy = delta.get("function_call")
             if legacy:
                 self._legacy_call(legacy, payload.get("id"))
+
+    def _content_parts(self, parts: list[Any]) -> None:
+        """``content`` as a list of typed parts (Mistral): ``text`` parts are
+        text, the text parts of a ``thinking`` part are reasoning, citations
+        (``reference``, ``tool_reference``) are passed over."""
+        for part in parts:
+            kind = self._part_type(part)
+            if kind == "text":
+                self._part_text(part, TEXT)
+            elif kind == "thinking":
+                thinking = part.get("thinking")
+                if type(thinking) is str:
+                    if thinking:
+                        self._text_fragment(REASONING, thinking)
+                elif type(thinking) is list:
+                    for inner in thinking:
+                        inner_kind = self._part_type(inner)
+                        if inner_kind == "text":
+                            self._part_text(inner, REASONING)
+                        elif inner_kind not in _CITATION_PARTS:
+                            raise self._unreadable_part(inner_kind)
+                elif thinking is not None:
+                    raise self.writer.malformed("a thinking part that is not a list")
+            elif kind not in _CITATION_PARTS:
+                raise self._unreadable_part(kind)
+
+    def _part_type(self, part: object) -> str:
+        if type(part) is not dict:
+            raise self.writer.malformed("a content part that is not an object")
+        kind = part.get("type")
+        if type(kind) is not str:
+            raise self.writer.malformed("a content part without a string type")
+        return kind
+
+    def _part_text(self, part: dict[str, Any], key: str) -> None:
+        text = part.get("text")
+        if text:
+            if type(text) is not str:
+                raise self.writer.malformed("a text part that is not a string")
+            self._text_fragment(key, text)
+
+    def _unreadable_part(self, kind: str) -> LlmError:
+        shown = kind if _PART_TYPE.fullmatch(kind) else "(unprintable)"
+        return self.writer.malformed(f"a {shown} content part this adapter cannot read")
+
+    def _reasoning_details(
+        self, kept: dict[object, dict[str, Any]], details: object
+    ) -> None:
+        """Merge one delta's ``reasoning_details`` entries (OpenRouter) into
+        ``kept``, by ``index``: streamed ``text``, ``summary`` and ``data`` are
+        joined, the other fields keep their latest value."""
+        if type(details) is not list:
+            raise self.writer.malformed("a reasoning_details field that is not a list")
+        for detail in details:
+            if type(detail) is not dict:
+                raise self.writer.malformed("a reasoning detail that is not an object")
+            index = detail.get("index")
+            key: object = index if type(index) is int else ("at", len(kept))
+            entry = kept.setdefault(key, {})
+            if type(index) is int:
+                entry["index"] = index
+            for field in _DETAIL_FIELDS:
+                value = detail.get(field)
+                if type(value) is not str or not value:
+                    continue
+                if field in _STREAMED_DETAIL_FIELDS:
+                    entry[field] = entry.get(field, "") + value
+                else:
+                    entry[field] = value
+
+    def _replay(self) -> ReplayEnvelope | None:
+        """The replay state of a successful answer: its reasoning details."""
+        if not self._details:
+            return None
+        return ReplayEnvelope(
+            response={
+                "wire": CHAT_REPLAY_WIRE,
+                "reasoningDetails": list(self._details.values()),
+            }
+        )
 
     def _text_fragment(self, key: str, text: str) -> None:
         held = self._held
@@ -440,6 +630,8 @@ class ChatCompletionsTranslator(WireTranslator[SseEvent]):
         self._text_piece(key, text)
 
     def _text_piece(self, key: str, text: str) -> None:
+        if self._unannounced is not None:
+            self._announce()
         block = self._text
         if block is not None and self._text_key is key:
             self._append(block, text)
@@ -453,7 +645,10 @@ class ChatCompletionsTranslator(WireTranslator[SseEvent]):
         self._text_key = key
 
     def _release_halves(self) -> None:
-        """Emit held high surrogates as they came: no low half followed them."""
+        """Emit held high surrogates as they came: no low half followed them (and
+        first the delta of a call that waited for its name)."""
+        if self._unannounced is not None:
+            self._announce()
         self._release_text_half()
         if self._held_args:
             for block, half in self._held_args.items():
@@ -494,6 +689,15 @@ class ChatCompletionsTranslator(WireTranslator[SseEvent]):
         new_id = call.get("id")
         if new_id is not None and type(new_id) is not str:
             raise self.writer.malformed("a tool call id that is not a string")
+        kind = call.get("type")
+        if (kind is not None and kind != "function" and type(kind) is str and kind) or (
+            self._server_calls and key in self._server_calls
+        ):
+            # A call the server ran itself (xAI's web_search_call...): the
+            # caller has nothing to run; its later fragments share its index.
+            if key is not None:
+                self._server_calls.add(key)
+            return
         name, fragment = self._function_parts(call.get("function"))
         if key is None:
             key = self._key_without_index(new_id or "")
@@ -532,42 +736,85 @@ class ChatCompletionsTranslator(WireTranslator[SseEvent]):
         if block is None:
             self._open_call(key, new_id, name, fragment)
             return
-        # A call's id and name are its first non-empty ones; one that arrives
-        # after the call began fills the empty one (rule 5 allows it).
+        if self._unannounced is not None and block is not self._unannounced:
+            self._announce()
+        writer = self.writer
+        # A call's id is its first non-empty one; one that arrives after the
+        # call began fills the empty one (rule 5 allows it).
         if new_id and not block.call_id:
-            self.writer.set_call_id(block, new_id)
-        if name and not block.name and type(name) is str:
-            self.writer.set_name(block, name)
+            writer.set_call_id(block, new_id)
+        if type(name) is str and name and (name != block.name or self._tool_names):
+            longer = self._grown_name(block.name, name)
+            if longer != block.name:
+                # MALFORMED_RESPONSE once a delta carried the shorter name.
+                writer.set_name(block, longer)
+                if not fragment and block.started and not block.ended:
+                    # A piece of the streaming call's name: its delta (no
+                    # argument text) waits, the name may grow again.
+                    self._unannounced = block
+                    return
+        if self._unannounced is not None:
+            self._announce()
         piece = self._argument_piece(block, fragment)
         if piece or block not in self._held_args:
             self._append(block, piece)
+
+    def _grown_name(self, name: str, piece: str) -> str:
+        """A call's name after a fragment that carries ``piece``: the first
+        non-empty one; a piece equal to the name so far repeats it (llama.cpp
+        sends the whole name with every fragment) unless only the doubled name
+        is a tool of the request; any other piece continues it."""
+        if not name:
+            return piece
+        joined = name + piece
+        if piece == name and not (
+            joined in self._tool_names and name not in self._tool_names
+        ):
+            return name
+        return joined
 
     def _open_call(
         self, key: object, call_id: str, name: object, fragment: str
     ) -> None:
         writer = self.writer
+        if self._unannounced is not None:
+            self._announce()
+        text = self._text
+        if text is not None:
+            self._text = None
+            writer.end(text)
         # The call's first delta carries its first fragment (a trailing high
         # surrogate held back for the next one).
         held = ""
         if fragment and _HIGH_SURROGATE <= fragment[-1] < _LOW_SURROGATE:
             held, fragment = fragment[-1], fragment[:-1]
+        named = name if type(name) is str else ""
+        # Streaming at once with a name and no argument text, the call's first
+        # delta waits: its name may still come in pieces.
+        owed = bool(named) and not fragment and not writer.open_blocks
         block = writer.open(
-            TOOL_CALL,
-            call_id=call_id,
-            name=name if type(name) is str else "",
-            text=fragment,
+            TOOL_CALL, call_id=call_id, name=named, text=fragment, announce=not owed
         )
+        if owed:
+            self._unannounced = block
         if held:
             self._held_args[block] = held
         self._calls[key] = block
         self._last_call = block
         self._last_key = key
-        text = self._text
-        if text is not None:
-            self._text = None
-            writer.end(text)
+
+    def _announce(self) -> None:
+        """The delta a streaming call owes while its name may grow (its id and
+        name, no argument text), written before anything else: the chunks come
+        out as if it had been written when the fragment came."""
+        block = self._unannounced
+        if block is not None:
+            self._unannounced = None
+            self.writer.append(block, "")
 
     def _end_call(self, block: Block) -> None:
+        if self._unannounced is not None:
+            self._announce()
         half = self._held_args.pop(block, None) if self._held_args else None
         if half:
             self.writer.append(block, half)
@@ -603,6 +850,7 @@ def chat_translator(call: WireCall[Any, WireProfile]) -> ChatCompletionsTranslat
     return ChatCompletionsTranslator(
         call.endpoint.profile,
         empty_response_as_stop=call.config.empty_response_as_stop,
+        tool_names=frozenset(tool.name for tool in call.options.tools or ()),
     )
 
 

@@ -20,7 +20,7 @@ from dsh_llm.adapters.anthropic import (
 )
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.plugins import PluginContext, PluginLoadError, load_composition
-from dsh_llm.plugins import anthropic as anthropic_plugin
+from dsh_llm.plugins.builtin import ANTHROPIC as anthropic_plugin
 from dsh_llm.protocol import GenerateOptions, create_user_message
 from dsh_llm.retry import NormalRetryPolicy
 from dsh_llm.runtime import LlmRuntime
@@ -29,7 +29,7 @@ from dsh_llm.validator import validate_stream
 
 from .replay import FIXTURES
 
-PLUGIN = "dsh_llm.plugins.anthropic"
+PLUGIN = "dsh_llm.plugins.builtin:ANTHROPIC"
 
 
 def test_the_default_catalog_is_the_claude_catalog_with_image_input() -> None:

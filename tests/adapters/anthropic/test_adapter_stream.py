@@ -357,16 +357,14 @@ def test_a_silent_stream_ends_with_the_idle_timeout(server: LoopbackServer) -> N
 
 
 def test_pings_keep_an_idle_read_alive(server: LoopbackServer) -> None:
+    # Four quiet spells of 200 ms, each a third of the idle bound, 800 ms in all.
     body = (
         _body(_start()),
-        PING,
-        Pause(seconds=0.08),
-        PING,
-        Pause(seconds=0.08),
+        *(step for _ in range(4) for step in (PING, Pause(seconds=0.2))),
         _body(_text_start(), _text("late"), _stop(), *_end()),
     )
     server.enqueue(Reply(body=body))
-    with _adapter(server, stream_idle_timeout_ms=120) as adapter:
+    with _adapter(server, stream_idle_timeout_ms=600) as adapter:
         chunks = _outcome(adapter)
     assert [c.text for c in chunks if isinstance(c, TextDelta)] == ["late"]
     assert chunks[-1].reason.kind == "stop"  # type: ignore[union-attr]
@@ -375,13 +373,15 @@ def test_pings_keep_an_idle_read_alive(server: LoopbackServer) -> None:
 def test_pings_alone_cannot_hold_the_stream_past_the_keepalive_bound(
     server: LoopbackServer,
 ) -> None:
+    # A ping every 30 ms, far inside the 1 s idle bound whatever the machine's
+    # load, for longer than the 1.5 s keep-alive bound.
     body = (
         _body(_start()),
-        *(PING if i % 2 == 0 else Pause(seconds=0.03) for i in range(80)),
+        *(PING if i % 2 == 0 else Pause(seconds=0.03) for i in range(400)),
     )
     server.enqueue(Reply(body=body))
     with _adapter(
-        server, stream_idle_timeout_ms=100, stream_keepalive_timeout_ms=250
+        server, stream_idle_timeout_ms=1000, stream_keepalive_timeout_ms=1500
     ) as adapter:
         error, _ = _failure(adapter)
     assert error.code == ErrorCode.TIMEOUT

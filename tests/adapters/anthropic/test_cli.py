@@ -84,7 +84,7 @@ def test_providers_lists_the_anthropic_route_from_a_composition(
     config = tmp_path / "dsh.yml"
     config.write_text(
         "- id: claude\n"
-        "  name: dsh_llm.plugins.anthropic\n"
+        "  name: dsh_llm.plugins.builtin:ANTHROPIC\n"
         "  config:\n"
         "    models: [{id: claude-haiku-4-5, name: Haiku},\n"
         "             {id: claude-3-haiku-20240307},\n"

@@ -20,7 +20,7 @@ from dsh_llm.adapters.gemini import (
 from dsh_llm.attribution import user_agent
 from dsh_llm.cli.targets import open_routes
 from dsh_llm.plugins import PluginLoadError, load_composition
-from dsh_llm.plugins import gemini as gemini_plugin
+from dsh_llm.plugins.builtin import GEMINI as gemini_plugin
 from dsh_llm.protocol import GenerateOptions, create_user_message
 from dsh_llm.runtime import LlmRuntime
 from dsh_llm.testing import sse_event
@@ -29,7 +29,7 @@ from dsh_llm.validator import validate_stream
 from ...cli_run import run_cli
 
 KEY = "AIzaSyCONFIG-0123456789abcdefghijklmn"
-PLUGIN = "dsh_llm.plugins.gemini"
+PLUGIN = "dsh_llm.plugins.builtin:GEMINI"
 
 
 def _compose(tmp_path: Path, config: str) -> Path:

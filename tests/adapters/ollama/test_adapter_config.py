@@ -20,14 +20,14 @@ from dsh_llm.adapters.ollama import (
 from dsh_llm.attribution import user_agent
 from dsh_llm.cli.targets import open_routes
 from dsh_llm.plugins import PluginLoadError, load_composition
-from dsh_llm.plugins import ollama as ollama_plugin
+from dsh_llm.plugins.builtin import OLLAMA as ollama_plugin
 from dsh_llm.protocol import GenerateOptions, create_user_message
 from dsh_llm.runtime import LlmRuntime
 from dsh_llm.validator import validate_stream
 
 from ...cli_run import run_cli
 
-PLUGIN = "dsh_llm.plugins.ollama"
+PLUGIN = "dsh_llm.plugins.builtin:OLLAMA"
 DONE = {
     "message": {"role": "assistant", "content": "ok"},
     "done": True,

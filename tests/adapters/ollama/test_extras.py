@@ -374,7 +374,7 @@ def test_a_bad_input_modalities_is_a_config_error(value):
 def test_yaml_input_modalities_reach_the_listing(tmp_path: Path):
     path = tmp_path / "dsh.yml"
     path.write_text(
-        "- id: o\n  name: dsh_llm.plugins.ollama\n  config:\n"
+        "- id: o\n  name: dsh_llm.plugins.builtin:OLLAMA\n  config:\n"
         "    models: [{id: llava, inputModalities: [text, image]}, {id: llama3.2}]\n"
     )
     with load_composition(path, environ={}) as composition:

@@ -23,7 +23,7 @@ from dsh_llm.adapters.openai_responses import (
 from dsh_llm.attribution import user_agent
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.plugins import PluginContext, load_composition
-from dsh_llm.plugins import openai_responses as plugin
+from dsh_llm.plugins.builtin import OPENAI_RESPONSES as plugin
 from dsh_llm.protocol import GenerateOptions, ToolSchema, create_user_message
 from dsh_llm.runtime import LlmRuntime
 from dsh_llm.testing import LoopbackServer, Reply
@@ -314,7 +314,7 @@ def test_the_plugin_contract_names():
 
 def test_the_entry_point_is_declared_in_setup_cfg():
     text = (Path(__file__).parents[3] / "setup.cfg").read_text(encoding="utf-8")
-    assert "llm-openai-responses = dsh_llm.plugins.openai_responses" in text
+    assert "llm-openai-responses = dsh_llm.plugins.builtin:OPENAI_RESPONSES" in text
 
 
 def test_the_plugin_registers_its_routes_and_unregisters_on_dispose():
@@ -343,7 +343,7 @@ def test_a_yaml_composition_streams_with_an_interpolated_key(tmp_path: Path):
         path.write_text(
             f"""
 - id: lab
-  name: dsh_llm.plugins.openai_responses
+  name: dsh_llm.plugins.builtin:OPENAI_RESPONSES
   config:
     providers: [lab]
     baseURL: {server.url}/v1/
@@ -387,7 +387,8 @@ def test_a_yaml_composition_streams_with_an_interpolated_key(tmp_path: Path):
 def test_a_bad_yaml_key_fails_the_load_naming_it(tmp_path: Path, config, key):
     path = tmp_path / "dsh.yml"
     path.write_text(
-        f"- id: lab\n  name: dsh_llm.plugins.openai_responses\n  config: {config}\n",
+        "- id: lab\n  name: dsh_llm.plugins.builtin:OPENAI_RESPONSES\n"
+        f"  config: {config}\n",
         encoding="utf-8",
     )
     error = load_error(str(path), environ={})

@@ -360,12 +360,14 @@ def test_the_idle_timeout_ends_a_silent_stream(server):
 
 
 def test_keepalives_alone_cannot_hold_the_stream_past_the_keepalive_bound(server):
+    # A keep-alive every 30 ms, far inside the 1 s idle bound whatever the
+    # machine's load, for longer than the 1.5 s keep-alive bound.
     body = tuple(
-        b": keep-alive\n\n" if i % 2 == 0 else Pause(seconds=0.03) for i in range(80)
+        b": keep-alive\n\n" if i % 2 == 0 else Pause(seconds=0.03) for i in range(400)
     )
     server.enqueue(Reply(body=body))
     with _adapter(
-        server, stream_idle_timeout_ms=100, stream_keepalive_timeout_ms=250
+        server, stream_idle_timeout_ms=1000, stream_keepalive_timeout_ms=1500
     ) as adapter:
         _, failure = _drain(adapter)
     assert failure is not None

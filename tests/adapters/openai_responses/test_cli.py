@@ -30,7 +30,7 @@ def test_providers_lists_the_routes_of_a_responses_composition(tmp_path):
     config = tmp_path / "dsh.yml"
     config.write_text(
         "- id: local\n"
-        "  name: dsh_llm.plugins.openai_responses\n"
+        "  name: dsh_llm.plugins.builtin:OPENAI_RESPONSES\n"
         "  config:\n"
         "    providers: [ollama-responses]\n"
         "    baseURL: http://127.0.0.1:11434/v1\n"
