@@ -1,0 +1,123 @@
+"""Vertex AI error reports over HTTP, to stable codes.
+
+Vertex answers with two shapes: Anthropic's own error body (``{"type":
+"error", "error": {"type": "overloaded_error", ...}}``) when Claude refused
+the call, and a Google RPC status (``{"error": {"code", "status", "message",
+"details"}}``, possibly in a one-element array) for everything else (the
+platform's auth, quota and routing, and every Gemini error). Pure functions:
+
+- ``http_error(status, headers, body, redact=...)`` returns (never raises)
+  the ``LlmError`` of a non-2xx answer: an Anthropic body is classified by
+  ``dsh_llm.adapters.anthropic.errors``; an RPC status by
+  ``gemini_error_code``, except that ``RESOURCE_EXHAUSTED`` is ``RATE_LIMIT``
+  (Vertex quotas are per minute) unless a quota violation or the message is
+  per day (``QUOTA``). The message is the server's (through ``redact``), else
+  ``"Vertex AI error (HTTP <status>)"``; the delay is ``Retry-After``, else the
+  RPC ``RetryInfo``; the redacted body is the cause.
+- Errors inside a 200 stream are the translators' (each wire's own).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Callable, Mapping
+from typing import Any, Final
+
+from dsh_llm.adapters.anthropic import errors as anthropic_errors
+from dsh_llm.adapters.gemini.errors import (
+    gemini_error_code,
+    parse_gemini_error,
+    retry_delay_ms,
+)
+from dsh_llm.errors import ErrorCode, LlmError
+from dsh_llm.transport.http_errors import Redact, request_id, retry_after_ms
+
+PROVIDER: Final = "Vertex AI"
+"""The display name errors without a server message use."""
+
+_PER_DAY: Final = re.compile(r"per[ _-]?day", re.IGNORECASE)
+
+
+def _unchanged(text: str) -> str:
+    return text
+
+
+def _decoded(text: str) -> Any:
+    try:
+        return json.loads(text) if text.strip() else None
+    except (ValueError, RecursionError):
+        return None
+
+
+def _anthropic_report(value: Any) -> bool:
+    if not isinstance(value, dict):
+        return False
+    error = value.get("error")
+    return (
+        value.get("type") == "error"
+        and isinstance(error, dict)
+        and isinstance(error.get("type"), str)
+    )
+
+
+def _per_day(report: Mapping[str, Any]) -> bool:
+    """Whether a quota report names a daily limit (a quota id, metric or the
+    message)."""
+    texts = [report.get("message")]
+    details = report.get("details")
+    for item in details if isinstance(details, list) else ():
+        violations = item.get("violations") if isinstance(item, dict) else None
+        for violation in violations if isinstance(violations, list) else ():
+            if isinstance(violation, dict):
+                texts += [violation.get("quotaId"), violation.get("quotaMetric")]
+    return any(isinstance(text, str) and _PER_DAY.search(text) for text in texts)
+
+
+def vertex_error_code(status: int | None, report: Mapping[str, Any]) -> str:
+    """The stable code of a Google RPC error report on Vertex AI (see the
+    module docstring)."""
+    code = gemini_error_code(status, report)
+    if code == ErrorCode.QUOTA.value and not _per_day(report):
+        return ErrorCode.RATE_LIMIT.value
+    return code
+
+
+def http_error(
+    status: int,
+    headers: Mapping[str, str],
+    body: bytes,
+    *,
+    now: Callable[[], float] = time.time,
+    redact: Redact = _unchanged,
+) -> LlmError:
+    """The ``LlmError`` for a non-2xx Vertex AI answer (returned, not raised).
+
+    Args:
+        status: The HTTP status.
+        headers: The response headers (``Retry-After``, request id).
+        body: The whole response body (possibly empty).
+        now: Current Unix time in seconds, for an HTTP-date ``Retry-After``.
+        redact: Applied to the message and the body kept as the cause.
+    """
+    text = body.decode("utf-8", "replace")
+    value = _decoded(text)
+    if _anthropic_report(value):
+        return anthropic_errors.http_error(
+            status, headers, body, provider=PROVIDER, now=now, redact=redact
+        )
+    report = parse_gemini_error(value) or {}
+    message = report.get("message")
+    shown = redact(message) if isinstance(message, str) else ""
+    delay = retry_after_ms(headers, now=now)
+    if delay is None:
+        delay = retry_delay_ms(report)
+    return LlmError(
+        shown or f"{PROVIDER} error (HTTP {status})",
+        vertex_error_code(status, report),
+        status=status if 100 <= status <= 599 else None,
+        provider_retry_after_ms=delay,
+        request_id=request_id(headers),
+        cause=Exception(redact(text) if text else f"{PROVIDER} HTTP {status}"),
+    )

@@ -1,0 +1,481 @@
+"""The Vertex AI family value: config, endpoint, request and model facts.
+
+- ``VertexConfig`` is the one validated configuration (``package``
+  ``llm-vertex``); the catalog is advisory (any model id is sent as is) and by
+  default lists the Gemini and Claude models (``catalog.DEFAULT_MODELS``).
+- Each call goes to its model's publisher (``catalog.publisher_for``): a
+  ``claude*`` id (or an entry saying ``publisher: anthropic``) to
+  ``publishers/anthropic/...:streamRawPredict`` with the Anthropic Messages
+  body (no ``model``, ``anthropic_version: vertex-2023-10-16``) and translator;
+  any other to ``publishers/google/...:streamGenerateContent?alt=sse`` with the
+  Gemini body and translator.
+- The location is the config's, else ``GOOGLE_CLOUD_LOCATION``, else
+  ``CLOUD_ML_REGION``, else ``global``; the API root is ``base_url``, else the
+  location's endpoint. The project is the config's, else
+  ``GOOGLE_CLOUD_PROJECT``, else ``ANTHROPIC_VERTEX_PROJECT_ID``, else (read at
+  the first call) the one the credentials name.
+- Auth, per request: an access token (the explicit ``api_key``, else the
+  variable ``api_key_env`` names, default ``GOOGLE_OAUTH_ACCESS_TOKEN``) as a
+  bearer token; else Application Default Credentials through google-auth
+  (``auth``), refreshed before they expire.
+- Per call, before any I/O: the body and its refusals, the ``extra_headers``
+  check, then the credential and the project. User guide: ``docs/vertex.md``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any, Final
+
+import attrs
+
+from dsh_llm.adapter import (
+    LlmModelReasoningInfo,
+    LlmReasoningEffortInfo,
+    LlmResolvedModelInfo,
+)
+from dsh_llm.adapters._wire.config import (
+    AdapterConfig,
+    AdapterConfigError,
+    adapter_field_order,
+    api_root_url,
+    catalog_entry,
+    model_catalog,
+)
+from dsh_llm.adapters._wire.family import (
+    Endpoint,
+    WireCall,
+    WireFamily,
+    WireRequest,
+    resolved_model_info,
+)
+from dsh_llm.adapters.anthropic import catalog as claude_catalog
+from dsh_llm.adapters.anthropic.family import (
+    DEFAULT_CONTEXT_WINDOW as DEFAULT_CLAUDE_CONTEXT_WINDOW,
+)
+from dsh_llm.adapters.anthropic.family import (
+    DEFAULT_MAX_TOKENS as DEFAULT_CLAUDE_MAX_TOKENS,
+)
+from dsh_llm.adapters.anthropic.family import REASONING_EFFORTS as CLAUDE_EFFORTS
+from dsh_llm.adapters.anthropic.request import build_messages_request
+from dsh_llm.adapters.anthropic.translate import MessagesTranslator
+from dsh_llm.adapters.gemini.catalog import (
+    EFFORT_BUDGETS,
+    EFFORT_LEVELS,
+    GeminiModel,
+    model_for,
+)
+from dsh_llm.adapters.gemini.request import build_generate_request
+from dsh_llm.adapters.gemini.translate import GeminiTranslator
+from dsh_llm.adapters.request_extras import request_headers
+from dsh_llm.adapters.vertex.auth import GoogleCredentials
+from dsh_llm.adapters.vertex.catalog import (
+    ANTHROPIC,
+    DEFAULT_MODELS,
+    VertexModel,
+    claude_entry,
+    claude_id,
+    configured_defaults,
+    publisher_for,
+)
+from dsh_llm.adapters.vertex.errors import http_error
+from dsh_llm.adapters.vertex.request import (
+    API_PATH,
+    GLOBAL_LOCATION,
+    model_url,
+    public_base_url,
+    vertex_messages_body,
+)
+from dsh_llm.attachments import AttachmentStore
+from dsh_llm.config import (
+    RAW_METADATA,
+    check_non_empty_str,
+    check_one_of,
+    field_error,
+)
+from dsh_llm.errors import ErrorCode, LlmError
+from dsh_llm.transport.call import url_repr
+from dsh_llm.transport.read_loop import EventTranslator
+from dsh_llm.transport.session import BearerAuth, stream_headers
+
+PROVIDER_ROUTE: Final = "vertex"
+"""The one route this adapter serves."""
+DISPLAY_NAME: Final = "Vertex AI"
+"""The route's display name (also the provider named in messages)."""
+PACKAGE: Final = "llm-vertex"
+"""The plugin's name, named in config errors and credential messages."""
+DEFAULT_API_KEY_ENV: Final = "GOOGLE_OAUTH_ACCESS_TOKEN"
+"""Environment variable an OAuth2 access token may be given in; when it is set,
+the token is sent instead of Application Default Credentials."""
+PROJECT_ENVS: Final = ("GOOGLE_CLOUD_PROJECT", "ANTHROPIC_VERTEX_PROJECT_ID")
+"""Environment variables the project is read from, in order."""
+LOCATION_ENVS: Final = ("GOOGLE_CLOUD_LOCATION", "CLOUD_ML_REGION")
+"""Environment variables the location is read from, in order."""
+DEFAULT_LOCATION: Final = GLOBAL_LOCATION
+"""The location when none is configured (the global endpoint)."""
+DEFAULT_STREAM_IDLE_TIMEOUT_MS: Final = 300_000
+"""Default idle timeout (a thinking model may be silent for minutes)."""
+DEFAULT_KEEPALIVE_TIMEOUT_MS: Final = 600_000
+"""Default bound on a wait with keep-alives (Claude's ``ping``) but no data."""
+REASONING_EFFORTS: Final = tuple(
+    dict.fromkeys((*EFFORT_LEVELS, *EFFORT_BUDGETS, *CLAUDE_EFFORTS))
+)
+"""Every effort some model takes (a configured default must be one; it is sent
+to the models that offer it)."""
+
+_LOCATION: Final = re.compile(r"[a-z]+(?:-[a-z0-9]+)*")
+_PROJECT: Final = re.compile(r"[^\s/]+")
+_LOCATION_DETAIL: Final = "must be a Vertex AI location (us-central1, global)"
+
+
+def _models(value: object) -> tuple[VertexModel, ...]:
+    if value is None:
+        return DEFAULT_MODELS
+    return model_catalog(
+        value, VertexModel, package=PACKAGE, defaults=configured_defaults
+    )
+
+
+def _check_base_url(inst: object, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if value is not None:
+        api_root_url(value, package=PACKAGE, endpoint=API_PATH)
+
+
+def _check_location(inst: object, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if value is not None and not (
+        isinstance(value, str) and _LOCATION.fullmatch(value)
+    ):
+        raise field_error(inst, attribute.name, _LOCATION_DETAIL)
+
+
+def _check_project(inst: object, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if value is not None and not (isinstance(value, str) and _PROJECT.fullmatch(value)):
+        raise field_error(
+            inst, attribute.name, "must be a Google Cloud project id (no spaces or /)"
+        )
+
+
+@attrs.frozen(kw_only=True, field_transformer=adapter_field_order)
+class VertexConfig(AdapterConfig):
+    """The one ``VertexAdapter`` configuration: the constructor's keyword
+    arguments build it, ``VertexAdapter.from_config`` takes it, and the
+    ``llm-vertex`` plugin structures its YAML entry into it (camelCase keys:
+    ``project``, ``location``, ``credentialsFile``, ``apiKeyEnv``, ``baseURL``...).
+    Every field is checked on construction: a bad value raises
+    ``AdapterConfigError`` keyed by its config key. A config never holds a
+    credential."""
+
+    package = PACKAGE
+    default_stream_idle_timeout_ms = DEFAULT_STREAM_IDLE_TIMEOUT_MS
+    default_stream_keepalive_timeout_ms = DEFAULT_KEEPALIVE_TIMEOUT_MS
+
+    project: str | None = attrs.field(default=None, validator=_check_project)
+    """The Google Cloud project (default: ``GOOGLE_CLOUD_PROJECT``,
+    ``ANTHROPIC_VERTEX_PROJECT_ID``, then the credentials')."""
+    location: str | None = attrs.field(default=None, validator=_check_location)
+    """The location (default: ``GOOGLE_CLOUD_LOCATION``, ``CLOUD_ML_REGION``,
+    then ``global``)."""
+    credentials_file: str | None = attrs.field(
+        default=None, validator=attrs.validators.optional(check_non_empty_str)
+    )
+    """A Google credentials file (a service account key, ``gcloud``'s
+    application default credentials...) to use instead of Application Default
+    Credentials."""
+    api_key_env: str = attrs.field(
+        default=DEFAULT_API_KEY_ENV, validator=check_non_empty_str
+    )
+    """Environment variable holding an OAuth2 access token; when it is set, the
+    token is sent instead of the Google credentials'."""
+    base_url: str | None = attrs.field(
+        default=None, repr=url_repr, validator=_check_base_url
+    )
+    """API root (default: the location's endpoint); must not end in ``/v1``."""
+    reasoning_effort: str | None = attrs.field(
+        default=None,
+        validator=attrs.validators.optional(check_one_of(*REASONING_EFFORTS)),
+    )
+    """Default effort when a request names none, sent to the models that offer
+    it (the others use their own default)."""
+    models: tuple[VertexModel, ...] = attrs.field(
+        default=None, converter=_models, metadata={RAW_METADATA: True}
+    )
+    """The advertised catalog (``None``: ``DEFAULT_MODELS``; empty: none). An
+    entry is a ``VertexModel``, a model id or its config mapping
+    (``publisher`` and, for Gemini, ``thinking``, ``efforts``, ``defaultEffort``
+    beside the ``CatalogModel`` keys); a configured Claude entry reads images by
+    default, a Gemini one is text only unless it says."""
+
+    def model(self, model_id: str) -> VertexModel | None:
+        """The catalog entry for ``model_id``, if listed."""
+        return catalog_entry(self.models, model_id)
+
+
+@attrs.frozen(kw_only=True)
+class VertexProfile:
+    """What a Vertex AI adapter fixes when it is built."""
+
+    project: str | None
+    """The project from the config or the environment (``None``: the
+    credentials', read at the first call)."""
+    location: str
+    """The location in force."""
+    credentials: GoogleCredentials
+    """The Google credentials (used when no access token is given)."""
+
+
+def _from_environ(
+    environ: Mapping[str, str], names: tuple[str, ...], pattern: re.Pattern[str]
+) -> str | None:
+    for name in names:
+        value = environ.get(name)
+        if value:
+            if not pattern.fullmatch(value):
+                key = "location" if names is LOCATION_ENVS else "project"
+                detail = (
+                    _LOCATION_DETAIL
+                    if names is LOCATION_ENVS
+                    else "must be a Google Cloud project id"
+                )
+                raise AdapterConfigError(
+                    key, f"{detail} (read from {name})", package=PACKAGE
+                )
+            return value
+    return None
+
+
+def resolve_location(config: VertexConfig, environ: Mapping[str, str]) -> str:
+    """The location in force (see the module docstring).
+
+    Raises:
+        AdapterConfigError: keyed ``location`` for an environment value that is
+            not a location.
+    """
+    if config.location is not None:
+        return config.location
+    return _from_environ(environ, LOCATION_ENVS, _LOCATION) or DEFAULT_LOCATION
+
+
+def resolve_project(config: VertexConfig, environ: Mapping[str, str]) -> str | None:
+    """The project the config or the environment names (``None``: neither).
+
+    Raises:
+        AdapterConfigError: keyed ``project`` for an environment value that is
+            not a project id.
+    """
+    if config.project is not None:
+        return config.project
+    return _from_environ(environ, PROJECT_ENVS, _PROJECT)
+
+
+def _endpoint(
+    config: VertexConfig, *, explicit_key: bool, environ: Mapping[str, str]
+) -> Endpoint[VertexProfile]:
+    location = resolve_location(config, environ)
+    project = resolve_project(config, environ)
+    if project is None and explicit_key:
+        raise AdapterConfigError(
+            "project",
+            "is not set: set project, or export GOOGLE_CLOUD_PROJECT (an access "
+            "token names no project)",
+            package=PACKAGE,
+        )
+    base = (
+        public_base_url(location)
+        if config.base_url is None
+        else api_root_url(config.base_url, package=PACKAGE, endpoint=API_PATH)
+    )
+    credentials = GoogleCredentials(
+        config.credentials_file, package=PACKAGE, token_env=config.api_key_env
+    )
+    return Endpoint(
+        base_url=base,
+        display_name=DISPLAY_NAME,
+        profile=VertexProfile(
+            project=project, location=location, credentials=credentials
+        ),
+    )
+
+
+# --- model facts ------------------------------------------------------------------
+
+
+def _effort_name(effort: str) -> str:
+    return "Auto" if effort == "auto" else effort.capitalize()
+
+
+def gemini_default_effort(config: VertexConfig, model: GeminiModel) -> str | None:
+    """The effort sent to Gemini ``model`` when a request names none: the
+    configured ``reasoning_effort`` when the model offers it, else the model's
+    default."""
+    if config.reasoning_effort in model.efforts:
+        return config.reasoning_effort
+    return model.default_effort
+
+
+def _claude_default_effort(config: VertexConfig, model: str) -> str | None:
+    profile = claude_catalog.thinking_profile(claude_id(model))
+    effort = config.reasoning_effort
+    return effort if effort in profile.efforts else None
+
+
+def _claude_max_tokens(entry: VertexModel | None) -> int:
+    return (entry.max_tokens if entry else None) or DEFAULT_CLAUDE_MAX_TOKENS
+
+
+def model_info(
+    config: VertexConfig,
+    endpoint: Endpoint[VertexProfile],
+    provider: str,
+    model: str,
+) -> LlmResolvedModelInfo:
+    """``resolve_model``'s answer, by publisher: a Gemini model's window, cap
+    and efforts (``gemini.catalog.model_for``; none listed: no reasoning info);
+    a Claude model's (its entry,
+    else the Anthropic catalog's, else 200,000 and 8,192) and its efforts
+    (``anthropic.catalog.thinking_profile``)."""
+    if publisher_for(model, config.models) == ANTHROPIC:
+        entry = claude_entry(model, config.models)
+        return resolved_model_info(
+            provider,
+            model,
+            entry,
+            context_window=(entry.context_window if entry else None)
+            or DEFAULT_CLAUDE_CONTEXT_WINDOW,
+            default_max_tokens=_claude_max_tokens(entry),
+            reasoning=claude_catalog.reasoning_info(
+                claude_catalog.thinking_profile(claude_id(model)),
+                config.reasoning_effort,
+            ),
+        )
+    facts = model_for(model, config.models)
+    reasoning = (
+        LlmModelReasoningInfo(
+            efforts=tuple(
+                LlmReasoningEffortInfo(id=effort, name=_effort_name(effort))
+                for effort in facts.efforts
+            ),
+            default_effort=gemini_default_effort(config, facts),
+        )
+        if facts.efforts
+        else None
+    )
+    return resolved_model_info(
+        provider,
+        model,
+        config.model(model),
+        context_window=facts.context_window,
+        default_max_tokens=facts.max_tokens,
+        reasoning=reasoning,
+    )
+
+
+# --- one call ---------------------------------------------------------------------
+
+
+def _gemini_body(call: WireCall[VertexConfig, VertexProfile]) -> dict[str, Any]:
+    options, config = call.options, call.config
+    model = model_for(options.model, config.models)
+    if options.reasoning_effort is None:
+        effort = gemini_default_effort(config, model)
+        if effort is not None:
+            options = attrs.evolve(options, reasoning_effort=effort)
+    return build_generate_request(
+        options,
+        models=config.models,
+        max_output_tokens=model.max_tokens,
+        attachments=call.attachments,
+        provider=call.provider,
+    )
+
+
+def _claude_body(call: WireCall[VertexConfig, VertexProfile]) -> dict[str, Any]:
+    options, config = call.options, call.config
+    entry = claude_entry(options.model, config.models)
+    call.check_images(entry)
+    body = build_messages_request(
+        options,
+        model_max_tokens=_claude_max_tokens(entry),
+        thinking=claude_catalog.thinking_profile(claude_id(options.model)),
+        default_effort=_claude_default_effort(config, options.model),
+        attachments=call.attachments,
+        provider=call.provider,
+    )
+    return vertex_messages_body(body)
+
+
+def _project(profile: VertexProfile, *, from_credentials: bool) -> str:
+    project = profile.project
+    if project is None and from_credentials:
+        project = profile.credentials.project()
+    if project is None:
+        where = "the Google credentials name none"
+        if not from_credentials:
+            where = "an access token names none"
+        raise LlmError(
+            f"{PACKAGE}: no Google Cloud project ({where}); set project, or "
+            "export GOOGLE_CLOUD_PROJECT",
+            ErrorCode.MISSING_CREDENTIAL,
+        )
+    return project
+
+
+def _request(call: WireCall[VertexConfig, VertexProfile]) -> WireRequest:
+    options, config = call.options, call.config
+    profile = call.endpoint.profile
+    publisher = publisher_for(options.model, config.models)
+    body = _claude_body(call) if publisher == ANTHROPIC else _gemini_body(call)
+    headers = request_headers(
+        stream_headers(), options, provider=call.provider, taken=("authorization",)
+    )
+    key = call.optional_key()
+    auth = BearerAuth(key) if key is not None else profile.credentials.auth()
+    project = _project(profile, from_credentials=key is None)
+    return WireRequest(
+        url=model_url(
+            call.endpoint.base_url,
+            project=project,
+            location=profile.location,
+            publisher=publisher,
+            model=options.model,
+        ),
+        body=body,
+        headers=headers,
+        auth=auth,
+    )
+
+
+def _translator(call: WireCall[VertexConfig, VertexProfile]) -> EventTranslator[Any]:
+    if publisher_for(call.options.model, call.config.models) == ANTHROPIC:
+        return MessagesTranslator(
+            provider=call.provider,
+            empty_response_as_stop=call.config.empty_response_as_stop,
+        )
+    # The images a Gemini model returns go to the adapter's store when it can
+    # keep them (a reader without put only serves the images sent).
+    store = call.attachments
+    return GeminiTranslator(
+        provider=call.provider,
+        attachments=store if isinstance(store, AttachmentStore) else None,
+        empty_response_as_stop=call.config.empty_response_as_stop,
+    )
+
+
+def _describe(config: VertexConfig, endpoint: Endpoint[VertexProfile]) -> str:
+    profile = endpoint.profile
+    project = "" if profile.project is None else f", project={profile.project!r}"
+    return f"{project}, location={profile.location!r}"
+
+
+FAMILY: Final = WireFamily(
+    name="vertex-ai",
+    config_class=VertexConfig,
+    endpoint=_endpoint,
+    request=_request,
+    translator=_translator,
+    model_info=model_info,
+    classify_error=http_error,
+    describe=_describe,
+    route=PROVIDER_ROUTE,
+)
+"""The Vertex AI wire family (Gemini and Claude publishers)."""
