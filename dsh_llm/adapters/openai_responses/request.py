@@ -1,8 +1,9 @@
 """The Responses API request: ``GenerateOptions`` to a ``POST /v1/responses`` body.
 
 - ``build_responses_request`` is pure and checks before it builds: ``stop``, a
-  forced ``tool_choice`` on a server that ignores it (``UNSUPPORTED_OPTION``),
-  an effort the profile does not list; while building, an image where the
+  forced ``tool_choice`` on a server that ignores it, a cache breakpoint or
+  ``cached_content`` (``UNSUPPORTED_OPTION``), an effort the profile does not
+  list; while building, an image where the
   wire has no place for it (``UNSUPPORTED_CONTENT``) or whose bytes are
   missing (``MISSING_ATTACHMENT``). Whether the model takes images at all is
   the adapter's check (its catalog), made before.
@@ -12,7 +13,8 @@
 - ``input`` follows the conversation (``input_text``/``input_image`` parts in
   block order, ``output_text`` parts, ``function_call`` and
   ``function_call_output`` items); tools are flat, sent with ``strict: false``;
-  ``response_format`` is ``text.format`` (``json_schema``).
+  ``response_format`` is ``text.format`` (``json_schema``); ``cache_key`` is
+  ``prompt_cache_key``.
 - Replay: this family's reasoning items go back, exactly as ``output_item.done``
   gave them, before the items they preceded.
 - Point by point: ``docs/openai-responses.md``.
@@ -28,6 +30,7 @@ from dsh_llm.adapters.request_extras import (
     AttachmentReader,
     image_data,
     merge_extra_body,
+    refuse_cache_controls,
     refuse_misplaced_images,
 )
 from dsh_llm.errors import ErrorCode, LlmError
@@ -124,6 +127,8 @@ def build_responses_request(
         body["max_output_tokens"] = cap
     if options.temperature is not None:
         body["temperature"] = options.temperature
+    if options.cache_key is not None:
+        body["prompt_cache_key"] = options.cache_key
     body["store"] = False
     body["include"] = list(INCLUDE)
     body["stream"] = True
@@ -132,6 +137,9 @@ def build_responses_request(
 
 def _refuse(options: GenerateOptions, profile: ResponsesProfile) -> None:
     provider = profile.provider
+    refuse_cache_controls(
+        options, provider=provider, wire="the Responses API", cache_key=True
+    )
     if options.stop is not None:
         raise LlmError(
             f"The {provider} adapter cannot honour stop sequences: the Responses "
