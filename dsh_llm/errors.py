@@ -256,8 +256,9 @@ ERROR_CODES: Final[dict[ErrorCode, ErrorCodeInfo]] = {
         "Never raised by this library."
     ),
     ErrorCode.UNSUPPORTED_OPTION: _info(
-        "A request field the adapter cannot honour was set; it is refused rather "
-        "than silently dropped."
+        "A request field the adapter cannot honour was set (a caching control the "
+        "wire lacks, too); it is refused rather than silently dropped. Also a "
+        "token count asked of a wire without a counting endpoint."
     ),
     ErrorCode.INVALID_CHUNK: _info(
         "JSON given to chunk_from_dict or a JSON Lines reader is not a valid "
