@@ -11,6 +11,8 @@ Contracts callers may rely on:
 - The metadata methods have working defaults (a route named after itself, no
   catalog, a model resolved to its own id, the normal retry policy) and may be
   overridden. They do no I/O unless an adapter documents otherwise.
+- ``count_tokens(options)`` counts a request's input tokens where the provider
+  can; the default refuses with ``UNSUPPORTED_OPTION``.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import Final
 
 import attrs
 
+from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import GenerateOptions, StreamChunk
 from dsh_llm.protocol import checks as c
 from dsh_llm.retry import RetryPolicy
@@ -171,6 +174,20 @@ class LlmAdapter(abc.ABC):
         """
         return PreparedAdapterCall(
             model=self.resolve_model(provider, model, signal), stream=self.stream
+        )
+
+    def count_tokens(self, options: GenerateOptions) -> int:
+        """The input tokens ``options`` would cost, counted by the provider
+        before any call (default: refused).
+
+        Raises:
+            LlmError: ``UNSUPPORTED_OPTION`` when the adapter cannot count
+                (the default); what counting raises otherwise.
+        """
+        raise LlmError(
+            f"the adapter for provider route {options.provider!r} cannot count "
+            "tokens before a call",
+            ErrorCode.UNSUPPORTED_OPTION,
         )
 
     @abc.abstractmethod

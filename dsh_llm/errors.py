@@ -22,7 +22,7 @@ from typing import Any, Final
 
 import attrs
 
-from dsh_llm.protocol import LlmFailure, TokenUsage
+from dsh_llm.protocol import LlmFailure, RateLimits, TokenUsage
 
 __all__ = [
     "CONTEXT_WINDOW_EXCEEDED_CODE",
@@ -256,8 +256,9 @@ ERROR_CODES: Final[dict[ErrorCode, ErrorCodeInfo]] = {
         "Never raised by this library."
     ),
     ErrorCode.UNSUPPORTED_OPTION: _info(
-        "A request field the adapter cannot honour was set; it is refused rather "
-        "than silently dropped."
+        "A request field the adapter cannot honour was set (a caching control the "
+        "wire lacks, too); it is refused rather than silently dropped. Also a "
+        "token count asked of a wire without a counting endpoint."
     ),
     ErrorCode.INVALID_CHUNK: _info(
         "JSON given to chunk_from_dict or a JSON Lines reader is not a valid "
@@ -395,6 +396,8 @@ class LlmError(HarnessError):
         status: HTTP status (int in 100..599), when there was a response.
         provider_retry_after_ms: Delay the provider asked for, finite and > 0.
         request_id: Provider-issued request id, non-empty.
+        rate_limits: The rate limits the refusing response reported (a 429's
+            headers).
         cause: The underlying exception, kept as ``__cause__``.
 
     Raises:
@@ -409,6 +412,7 @@ class LlmError(HarnessError):
         status: int | None = None,
         provider_retry_after_ms: float | None = None,
         request_id: str | None = None,
+        rate_limits: RateLimits | None = None,
         cause: BaseException | None = None,
     ) -> None:
         super().__init__(message, code, cause=cause)
@@ -418,6 +422,7 @@ class LlmError(HarnessError):
             status=status,
             provider_retry_after_ms=provider_retry_after_ms,
             request_id=request_id,
+            rate_limits=rate_limits,
         )
         """A frozen snapshot of the facts, ready for a ``Finish``."""
         self.usage: TokenUsage | None = None
@@ -437,6 +442,7 @@ class LlmError(HarnessError):
             status=failure.status,
             provider_retry_after_ms=failure.provider_retry_after_ms,
             request_id=failure.request_id,
+            rate_limits=failure.rate_limits,
             cause=cause,
         )
 
@@ -456,6 +462,11 @@ class LlmError(HarnessError):
         return self.failure.request_id
 
     @property
+    def rate_limits(self) -> RateLimits | None:
+        """The rate limits the refusing response reported, when it did."""
+        return self.failure.rate_limits
+
+    @property
     def retryable(self) -> bool:
         """Whether an identical retry may succeed: the code's ``retry_may_help``
         in ``ERROR_CODES`` (``False`` for a code outside the table). Advice for
@@ -468,7 +479,7 @@ class LlmError(HarnessError):
 
     def __repr__(self) -> str:
         parts = [repr(self.message), f"code={self.code!r}"]
-        for name in ("status", "provider_retry_after_ms", "request_id"):
+        for name in ("status", "provider_retry_after_ms", "request_id", "rate_limits"):
             value = getattr(self.failure, name)
             if value is not None:
                 parts.append(f"{name}={value!r}")

@@ -19,6 +19,7 @@ from dsh_llm.protocol import (
     ROLES,
     BlockEnd,
     BlockStart,
+    CacheBreakpoint,
     CallId,
     ContentBlock,
     ContextSnapshotSection,
@@ -33,6 +34,8 @@ from dsh_llm.protocol import (
     MessageSource,
     ModelSource,
     PluginSource,
+    RateLimit,
+    RateLimits,
     ReasoningBlock,
     ReasoningDelta,
     ReplayEnvelope,
@@ -191,14 +194,19 @@ message_sources: st.SearchStrategy[MessageSource] = st.one_of(
 )
 """Every source kind, every plugin form."""
 
+cache_breakpoints = st.builds(CacheBreakpoint, ttl=st.none() | non_empty_texts)
+"""Cache breakpoints with and without a lifetime."""
+
 messages = st.builds(
     Message,
     id=non_empty_texts,
     role=st.sampled_from(ROLES),
     content=st.lists(content_blocks, max_size=4).map(tuple),
     source=message_sources,
+    cache=st.none() | cache_breakpoints,
 )
-"""Messages with any role, blocks and source."""
+"""Messages with any role, blocks and source, with or without a cache
+breakpoint."""
 
 _status = st.none() | st.integers(min_value=100, max_value=599)
 _retry_after = (
@@ -207,6 +215,17 @@ _retry_after = (
     | st.floats(min_value=0, exclude_min=True, allow_infinity=False, allow_nan=False)
 )
 
+_reset_ms = (
+    st.none()
+    | st.integers(min_value=0, max_value=10**9)
+    | st.floats(min_value=0, allow_infinity=False, allow_nan=False)
+)
+_rate_limit = st.builds(RateLimit, limit=counts, remaining=counts, reset_ms=_reset_ms)
+rate_limits = st.builds(
+    RateLimits, requests=st.none() | _rate_limit, tokens=st.none() | _rate_limit
+)
+"""Rate limits with any mix of reported dimensions and values."""
+
 llm_failures = st.builds(
     LlmFailure,
     message=non_empty_texts,
@@ -214,6 +233,7 @@ llm_failures = st.builds(
     status=_status,
     provider_retry_after_ms=_retry_after,
     request_id=st.none() | non_empty_texts,
+    rate_limits=st.none() | rate_limits,
 )
 """Failures with every combination of optional facts."""
 
@@ -307,4 +327,6 @@ def generate_options(draw: st.DrawFn) -> GenerateOptions:
         stop=draw(st.none() | st.lists(non_empty_texts, max_size=3).map(tuple)),
         session_id=draw(st.none() | non_empty_texts),
         purpose=draw(st.none() | st.sampled_from(PURPOSES)),
+        cache_key=draw(st.none() | non_empty_texts),
+        cached_content=draw(st.none() | non_empty_texts),
     )

@@ -113,6 +113,7 @@ PROFILE: Final = WireProfile(
     reasoning_passback_field="reasoning_content",
     include_usage=True,
     response_format_style="json_object",
+    prompt_cache_key=False,
 )
 """How DeepSeek differs from the generic chat-completions wire."""
 

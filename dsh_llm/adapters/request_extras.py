@@ -13,6 +13,10 @@ on every wire; only where they land differs. The rules live here, once:
   the refusals (``UNSUPPORTED_CONTENT`` for a text-only model, an image
   outside a user message or nested in a result inside a result), all before
   any I/O.
+- ``refuse_cache_controls``, ``breakpoint_ttl`` and ``check_breakpoints``: the
+  prompt-caching controls (``Message.cache``, ``GenerateOptions.cache_key``,
+  ``cached_content``) a wire does not take are ``UNSUPPORTED_OPTION`` before
+  any I/O, never dropped (``docs/caching.md``).
 - Which field lands where, per adapter: ``docs/structured-output.md``.
 """
 
@@ -24,6 +28,7 @@ from typing import Any, Final, Protocol
 
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import (
+    CacheBreakpoint,
     GenerateOptions,
     ImageBlock,
     Message,
@@ -32,12 +37,16 @@ from dsh_llm.protocol import (
 )
 
 __all__ = [
+    "CACHE_TTLS",
     "RESERVED_HEADER_NAMES",
     "AttachmentReader",
+    "breakpoint_ttl",
+    "check_breakpoints",
     "check_image_input",
     "has_images",
     "image_data",
     "merge_extra_body",
+    "refuse_cache_controls",
     "refuse_misplaced_images",
     "request_headers",
 ]
@@ -56,6 +65,9 @@ RESERVED_HEADER_NAMES: Final = frozenset(
 )
 """Header names ``GenerateOptions.extra_headers`` may never set (the transport
 owns them; the user-agent carries the attribution every request keeps)."""
+
+CACHE_TTLS: Final = ("5m", "1h")
+"""The cache lifetimes Anthropic and Bedrock take on a breakpoint."""
 
 
 class AttachmentReader(Protocol):
@@ -227,3 +239,74 @@ def image_data(
             ErrorCode.MISSING_ATTACHMENT,
         )
     return ref.media_type, base64.b64encode(data).decode("ascii")
+
+
+def refuse_cache_controls(
+    options: GenerateOptions,
+    *,
+    provider: str,
+    wire: str,
+    breakpoints: bool = False,
+    cache_key: bool = False,
+    cached_content: bool = False,
+) -> None:
+    """Refuse the caching controls of ``options`` that the wire does not take
+    (each flag says the wire takes that control).
+
+    Raises:
+        LlmError: ``UNSUPPORTED_OPTION`` naming the control and ``wire`` (the
+            wire in words, e.g. ``"the Gemini API"``).
+    """
+    if not breakpoints:
+        for position, message in enumerate(options.messages):
+            if message.cache is not None:
+                raise LlmError(
+                    f"{provider} cannot honour the cache breakpoint of message "
+                    f"{position}: {wire} has no cache breakpoints",
+                    ErrorCode.UNSUPPORTED_OPTION,
+                )
+    if not cache_key and options.cache_key is not None:
+        raise LlmError(
+            f"{provider} cannot honour cache_key: {wire} has no prompt-cache key",
+            ErrorCode.UNSUPPORTED_OPTION,
+        )
+    if not cached_content and options.cached_content is not None:
+        raise LlmError(
+            f"{provider} cannot honour cached_content: {wire} has no cached-content "
+            "reference",
+            ErrorCode.UNSUPPORTED_OPTION,
+        )
+
+
+def check_breakpoints(options: GenerateOptions, *, provider: str, most: int) -> None:
+    """Refuse more than ``most`` cache breakpoints in one request.
+
+    Raises:
+        LlmError: ``UNSUPPORTED_OPTION`` saying how many were set.
+    """
+    count = sum(message.cache is not None for message in options.messages)
+    if count > most:
+        raise LlmError(
+            f"{provider} takes at most {most} cache breakpoints in one request, "
+            f"got {count}",
+            ErrorCode.UNSUPPORTED_OPTION,
+        )
+
+
+def breakpoint_ttl(
+    breakpoint: CacheBreakpoint, *, provider: str, position: int
+) -> str | None:
+    """The breakpoint's ``ttl`` when it is one of ``CACHE_TTLS`` (``None``
+    stays ``None``: the provider's default).
+
+    Raises:
+        LlmError: ``UNSUPPORTED_OPTION`` for another lifetime.
+    """
+    ttl = breakpoint.ttl
+    if ttl is not None and ttl not in CACHE_TTLS:
+        raise LlmError(
+            f"{provider} cannot honour the cache lifetime {ttl!r} of message "
+            f"{position}: it takes {' or '.join(CACHE_TTLS)}",
+            ErrorCode.UNSUPPORTED_OPTION,
+        )
+    return ttl

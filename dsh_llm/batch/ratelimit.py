@@ -12,6 +12,14 @@ This module owns ``RouteLimiter``. Contracts callers may rely on:
   server-given delay is never trusted as it is: it is clamped to
   ``max_back_off_ms`` (default ``DEFAULT_MAX_BACK_OFF_MS``, 5 minutes), so an
   absurd ``Retry-After: 99999999999`` holds the route 5 minutes, not forever.
+- ``observe(route, limits)`` paces a route by what its responses report
+  (``RateLimits``: ``x-ratelimit-*``, ``anthropic-ratelimit-*``), before it is
+  refused: the reported remaining requests (less ``low_water_requests``) are a
+  budget counted down by each request started after the response, and once it
+  is spent the route waits for that window's reset; remaining tokens at or
+  below ``low_water_tokens`` hold the route until the token window resets. A
+  report without a remaining count and a reset changes nothing; a reset is
+  clamped like a back-off.
 - ``acquire`` is thread-safe and waits through ``wait(seconds, signal)``
   (default: ``signal.wait``, else ``time.sleep``) in steps of at most
   ``MAX_WAIT_S``, so no wait is too long for the platform's timers; it returns
@@ -32,6 +40,7 @@ from typing import Final
 
 import attrs
 
+from dsh_llm.protocol import RateLimits
 from dsh_llm.protocol.checks import MAX_TIMEOUT_MS
 from dsh_llm.signal import AbortSignal
 
@@ -64,6 +73,10 @@ class _Bucket:
     tokens: float
     updated: float
     blocked_until: float = -math.inf
+    # The requests a response said are left, counted down per request started
+    # since, and when that window resets (-inf: no budget known).
+    budget: int = 0
+    budget_until: float = -math.inf
 
 
 class LimiterError(RuntimeError):
@@ -94,13 +107,18 @@ class RouteLimiter:
         burst: How many requests may start at once after an idle spell.
         clock: Seconds, monotonic.
         wait: How to wait (see ``Wait``).
-        max_back_off_ms: The longest ``back_off`` holds a route, whatever delay
-            it is given.
+        max_back_off_ms: The longest ``back_off`` (or a reported reset) holds
+            a route, whatever delay it is given.
+        low_water_requests: Requests of a reported budget held back (the route
+            waits for the reset once only this many are left).
+        low_water_tokens: The reported remaining tokens at or below which the
+            route waits for the token window's reset.
 
     Raises:
         ValueError: for a rate that is not a positive finite number, a
-            ``burst`` below 1, or a ``max_back_off_ms`` that is not a positive
-            number of at most 2147483647.
+            ``burst`` below 1, a ``max_back_off_ms`` that is not a positive
+            number of at most 2147483647, or a low-water mark that is not an
+            int >= 0.
     """
 
     def __init__(
@@ -111,6 +129,8 @@ class RouteLimiter:
         clock: Callable[[], float] = time.monotonic,
         wait: Wait = _wait,
         max_back_off_ms: float = DEFAULT_MAX_BACK_OFF_MS,
+        low_water_requests: int = 0,
+        low_water_tokens: int = 0,
     ) -> None:
         if requests_per_minute is not None and (
             isinstance(requests_per_minute, bool)
@@ -129,6 +149,14 @@ class RouteLimiter:
             raise ValueError(
                 f"max_back_off_ms must be a positive number <= {MAX_TIMEOUT_MS}"
             )
+        for name, mark in (
+            ("low_water_requests", low_water_requests),
+            ("low_water_tokens", low_water_tokens),
+        ):
+            if type(mark) is not int or mark < 0:
+                raise ValueError(f"{name} must be an integer >= 0")
+        self._low_water_requests = low_water_requests
+        self._low_water_tokens = low_water_tokens
         self._max_back_off_ms = max_back_off_ms
         self._rate = None if requests_per_minute is None else requests_per_minute / 60
         self._burst = burst
@@ -163,12 +191,16 @@ class RouteLimiter:
             bucket = self._bucket(route, now)
             if now < bucket.blocked_until:
                 return bucket.blocked_until - now
-            if self._rate is None:
-                return 0.0
-            if bucket.tokens >= 1:
+            budgeted = now < bucket.budget_until
+            if budgeted and bucket.budget <= self._low_water_requests:
+                return bucket.budget_until - now
+            if self._rate is not None:
+                if bucket.tokens < 1:
+                    return (1 - bucket.tokens) / self._rate
                 bucket.tokens -= 1
-                return 0.0
-            return (1 - bucket.tokens) / self._rate
+            if budgeted:
+                bucket.budget -= 1
+            return 0.0
 
     def acquire(self, route: str, signal: AbortSignal | None = None) -> bool:
         """Wait until ``route`` may start a request and count it.
@@ -200,6 +232,39 @@ class RouteLimiter:
             now = self._clock()
             bucket = self._bucket(route, now)
             bucket.blocked_until = max(bucket.blocked_until, now + seconds)
+
+    def observe(self, route: str, limits: RateLimits | None) -> None:
+        """Pace ``route`` by the rate limits a response of it reported (see the
+        module docstring); ``None`` changes nothing."""
+        if limits is None:
+            return
+        budget: tuple[int, float] | None = None
+        requests = limits.requests
+        if (
+            requests is not None
+            and requests.remaining is not None
+            and requests.reset_ms is not None
+        ):
+            budget = (requests.remaining, requests.reset_ms)
+        hold_ms: float | None = None
+        tokens = limits.tokens
+        if tokens is not None and tokens.exhausted(self._low_water_tokens):
+            hold_ms = tokens.reset_ms
+        if budget is None and hold_ms is None:
+            return
+        with self._lock:
+            self._unlimited = False
+            now = self._clock()
+            bucket = self._bucket(route, now)
+            if budget is not None:
+                bucket.budget = budget[0]
+                bucket.budget_until = now + self._clamped_s(budget[1])
+            if hold_ms is not None:
+                until = now + self._clamped_s(hold_ms)
+                bucket.blocked_until = max(bucket.blocked_until, until)
+
+    def _clamped_s(self, delay_ms: float) -> float:
+        return min(delay_ms, self._max_back_off_ms) / 1000
 
     def __repr__(self) -> str:
         return f"RouteLimiter(requests_per_minute={self.requests_per_minute!r})"

@@ -7,7 +7,10 @@ This module owns one machine's batch run. Contracts callers may rely on:
   ``dsh_llm.call.call_with_retry`` with its route's retry policy (or ``retry``,
   for every route); every attempt first waits for the route's ``RouteLimiter``
   token, and a ``RATE_LIMIT`` failure backs the route off by the provider's
-  ``Retry-After`` (else the retry's own delay), clamped by the limiter.
+  ``Retry-After`` (else the retry's own delay), clamped by the limiter. The
+  rate limits each response reports (its headers, or a refusal's) go to the
+  limiter as soon as they arrive (``RouteLimiter.observe``), so a route whose
+  budget is spent waits for its reset instead of being refused.
 - Every request line gets exactly one row in the results file, in completion
   order: a malformed line or a repeated id gets a failed row
   (``INVALID_BATCH_REQUEST``) without being sent, and a failed call a failed row
@@ -39,7 +42,7 @@ import contextlib
 import os
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, Final, cast
 
 import attrs
@@ -62,10 +65,19 @@ from dsh_llm.batch.results import BatchResult, BatchSummary, ResultsFile, Result
 from dsh_llm.batch.writer import RowWriter
 from dsh_llm.call import RetryEvent, call_with_retry
 from dsh_llm.errors import ErrorCode, normalize_llm_failure
-from dsh_llm.protocol import GenerateOptions, LlmCallConfig, LlmFailure, StreamChunk
+from dsh_llm.protocol import (
+    ChunkStream,
+    Finish,
+    GenerateOptions,
+    LlmCallConfig,
+    LlmFailure,
+    RateLimits,
+    StreamChunk,
+)
 from dsh_llm.retry import RetryPolicy, resolve_retry_policy
 from dsh_llm.runtime import LlmRuntime
 from dsh_llm.signal import AbortController, AbortSignal
+from dsh_llm.sources import close_source
 
 __all__ = [
     "DEFAULT_CONCURRENCY",
@@ -88,36 +100,75 @@ PathLike = str | os.PathLike[str]
 Composable = PathLike | Iterable[Mapping[str, Any]]
 
 
-class _FixedPolicyCall:
-    """A prepared call whose retry policy is the batch's ``retry``."""
+class _PacedCall:
+    """A prepared call whose stream tells the limiter the rate limits its
+    response reported, and whose retry policy is the batch's ``retry`` when
+    one is given."""
 
-    def __init__(self, prepared: Any, policy: RetryPolicy) -> None:
+    def __init__(
+        self, prepared: Any, limiter: RouteLimiter, policy: RetryPolicy | None
+    ) -> None:
         self._prepared = prepared
-        self.retry_policy = policy
+        self._limiter = limiter
+        self.retry_policy: RetryPolicy = (
+            prepared.retry_policy if policy is None else policy
+        )
 
     @property
     def config(self) -> LlmCallConfig:
         config: LlmCallConfig = self._prepared.config
         return config
 
-    def stream(self, options: GenerateOptions) -> Iterable[StreamChunk]:
-        chunks: Iterable[StreamChunk] = self._prepared.stream(options)
-        return chunks
+    def stream(self, options: GenerateOptions) -> Iterator[StreamChunk]:
+        return _paced(self._prepared.stream(options), self._limiter, options.provider)
 
 
-class _FixedPolicyRuntime:
-    """What ``call_with_retry`` uses of a runtime, with one policy for all routes."""
+class _PacedRuntime:
+    """What ``call_with_retry`` uses of a runtime, its calls paced by what their
+    responses report (and with one policy for all routes when one is given)."""
 
-    def __init__(self, runtime: LlmRuntime, policy: RetryPolicy) -> None:
+    def __init__(
+        self, runtime: LlmRuntime, limiter: RouteLimiter, policy: RetryPolicy | None
+    ) -> None:
         self._runtime = runtime
+        self._limiter = limiter
         self._policy = policy
 
     def prepare_call(
         self, config: LlmCallConfig, signal: AbortSignal | None = None
-    ) -> _FixedPolicyCall:
-        return _FixedPolicyCall(
-            self._runtime.prepare_call(config, signal), self._policy
+    ) -> _PacedCall:
+        return _PacedCall(
+            self._runtime.prepare_call(config, signal), self._limiter, self._policy
         )
+
+
+def _paced(
+    stream: Iterable[StreamChunk], limiter: RouteLimiter, route: str
+) -> Iterator[StreamChunk]:
+    """``stream``'s chunks; once the first is there (the response's headers
+    arrived, or the call failed) the limiter is told the rate limits reported
+    (a ``ChunkStream``'s, else a failure's)."""
+    iterator = iter(stream)
+    try:
+        first = next(iterator, None)
+        limits = stream.rate_limits if isinstance(stream, ChunkStream) else None
+        if limits is None and type(first) is Finish:
+            failure = first.reason.failure
+            limits = None if failure is None else failure.rate_limits
+        _observe(limiter, route, limits)
+        if first is None:
+            return
+        yield first
+        yield from iterator
+    finally:
+        close_source(iterator)
+
+
+def _observe(limiter: RouteLimiter, route: str, limits: RateLimits | None) -> None:
+    try:
+        limiter.observe(route, limits)
+    except Exception as exc:
+        raise LimiterError(route, exc) from exc
 
 
 def repeated_id(
@@ -189,7 +240,7 @@ def run_one(
         LimiterError: when ``limiter`` fails; the request has no row then.
     """
     started = time.perf_counter()
-    target: Any = runtime if retry is None else _FixedPolicyRuntime(runtime, retry)
+    target = _PacedRuntime(runtime, limiter, retry)
     asked = request.options.call_config()
     # call_with_retry adds the signal only when the options lack it; the run's
     # reader puts it in when it reads the line, so nothing is copied here.

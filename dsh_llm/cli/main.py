@@ -2,7 +2,8 @@
 
 Commands: ``demo`` (a scripted DeepSeek stream on a loopback server, read by the
 real adapter: no key, no network), ``chat`` (stream one answer, logged;
-``-c`` continues the last conversation), ``providers`` (the routes and their
+``-c`` continues the last conversation), ``count`` (a prompt's input tokens,
+counted by the provider), ``providers`` (the routes and their
 models), ``models`` and ``aliases`` (the default model, short names),
 ``keys`` (stored API keys), ``logs`` (the logged calls), ``validate`` and
 ``trace`` (recorded streams), ``batch``, ``record`` and ``replay``.
@@ -87,6 +88,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_demo_command(commands)
     _add_chat_command(commands)
+    from dsh_llm.cli.count import add_parser as _add_count_command
+
+    _add_count_command(commands)
     _add_providers_command(commands)
     from dsh_llm.cli.models import add_parsers as _add_model_commands
 

@@ -31,6 +31,7 @@ The chunk grammar (explained with examples in ``docs/protocol.md``;
 
 from __future__ import annotations
 
+from dsh_llm.protocol.caching import CacheBreakpoint
 from dsh_llm.protocol.chunks import (
     CHUNK_TYPES,
     FAILURE_KINDS,
@@ -84,6 +85,7 @@ from dsh_llm.protocol.message import (
     create_tool_result_message,
     create_user_message,
 )
+from dsh_llm.protocol.ratelimits import RateLimit, RateLimits
 from dsh_llm.protocol.request import (
     DIRECT_ROUTE,
     PURPOSES,
@@ -93,7 +95,7 @@ from dsh_llm.protocol.request import (
     ToolSchema,
     call_config_equals,
 )
-from dsh_llm.protocol.stream import ChunkStream
+from dsh_llm.protocol.stream import ChunkStream, ResponseInfo, StreamMetadata
 
 __all__ = [
     "BLOCK_TYPES",
@@ -109,6 +111,7 @@ __all__ = [
     "TOOL_CHOICE_KEYWORDS",
     "BlockEnd",
     "BlockStart",
+    "CacheBreakpoint",
     "CallId",
     "ChunkStream",
     "ContentBlock",
@@ -125,11 +128,15 @@ __all__ = [
     "MessageSource",
     "ModelSource",
     "PluginSource",
+    "RateLimit",
+    "RateLimits",
     "ReasoningBlock",
     "ReasoningDelta",
     "ReplayEnvelope",
     "ResponseFormat",
+    "ResponseInfo",
     "StreamChunk",
+    "StreamMetadata",
     "TextBlock",
     "TextDelta",
     "TokenUsage",

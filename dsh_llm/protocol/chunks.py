@@ -15,6 +15,7 @@ import attrs
 
 from dsh_llm.protocol import checks as c
 from dsh_llm.protocol.content import BLOCK_TYPES, CallId, ContentBlock, Tagged
+from dsh_llm.protocol.ratelimits import RateLimits
 
 __all__ = [
     "BlockEnd",
@@ -72,6 +73,11 @@ class LlmFailure:
         default=None, validator=c.optional(c.non_empty_str)
     )
     """Provider-issued request id, for diagnostics."""
+    rate_limits: RateLimits | None = attrs.field(
+        default=None, validator=c.optional(c.instance_of(RateLimits))
+    )
+    """The rate limits the refusing response reported (a 429's headers), when
+    it reported any."""
 
     @status.validator
     def _check_status(self, attribute: attrs.Attribute[Any], value: object) -> None:

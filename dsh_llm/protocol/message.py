@@ -14,6 +14,7 @@ from typing import Any, ClassVar, Final
 import attrs
 
 from dsh_llm.protocol import checks as c
+from dsh_llm.protocol.caching import CacheBreakpoint
 from dsh_llm.protocol.chunks import ReplayEnvelope
 from dsh_llm.protocol.content import (
     BLOCK_TYPES,
@@ -203,6 +204,12 @@ class Message:
     """The model-facing blocks, in order."""
     source: MessageSource = attrs.field(validator=c.instance_of(*_SOURCES))
     """Who produced the message."""
+    cache: CacheBreakpoint | None = attrs.field(
+        default=None, validator=c.optional(c.instance_of(CacheBreakpoint))
+    )
+    """A prompt-cache breakpoint: the request up to and including this message
+    is a prefix the provider may cache (``dsh_llm.protocol.caching``); ``None``
+    (the default, omitted from the JSON) sets none."""
 
     @property
     def text(self) -> str:
@@ -237,6 +244,9 @@ class Message:
             elif isinstance(block, ImageBlock):
                 parts.append(image_label(block))
         parts.append(f"from {source_label(self.source)}")
+        if self.cache is not None:
+            ttl = "" if self.cache.ttl is None else f" {self.cache.ttl}"
+            parts.append(f"cache breakpoint{ttl}")
         return f"Message({', '.join(parts)})"
 
     def _repr_markdown_(self) -> str:

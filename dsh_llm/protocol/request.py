@@ -175,6 +175,19 @@ class GenerateOptions:
     """Request headers added to the call (values may be credentials: they are
     never shown in a ``repr`` or a message). A name the adapter sets itself is
     refused with ``UNSUPPORTED_OPTION``, never silently replaced."""
+    cache_key: str | None = attrs.field(
+        default=None, validator=c.optional(c.non_empty_str)
+    )
+    """A prompt-cache key: requests sharing a key and a prefix are routed to
+    the same cache (OpenAI's ``prompt_cache_key``, chat completions and
+    Responses). A wire without one refuses it with ``UNSUPPORTED_OPTION``
+    (``docs/caching.md``)."""
+    cached_content: str | None = attrs.field(
+        default=None, validator=c.optional(c.non_empty_str)
+    )
+    """The name of content the provider already caches, used as the prompt's
+    prefix (Gemini's ``cachedContent``: ``cachedContents/...``). A wire without
+    one refuses it with ``UNSUPPORTED_OPTION``."""
 
     @classmethod
     def from_prompt(
@@ -246,6 +259,8 @@ class GenerateOptions:
             "stop",
             "session_id",
             "purpose",
+            "cache_key",
+            "cached_content",
         ):
             value = getattr(self, name)
             if value is not None:

@@ -14,6 +14,9 @@ picks the adapter. Who owns what:
   chain, the metadata calls) and ``PreparedLlmCall`` (one dispatch through the
   registration captured at preparation).
 
+``count_tokens(options)`` asks the route's adapter to count a request's input
+tokens (no middleware, one bounded request where the provider can count).
+
 ``stream(options)`` returns a lazy generator; a failed call ends with one
 ``Finish`` of kind ``error`` or ``aborted``, never raised. The runtime adds no
 retry, cache or rate limit (``dsh_llm.retry``, ``dsh_llm.call``), and imports no
@@ -34,7 +37,13 @@ from dsh_llm.adapter import (
     LlmResolvedModelInfo,
 )
 from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.protocol import ChunkStream, GenerateOptions, LlmCallConfig, StreamChunk
+from dsh_llm.protocol import (
+    ChunkStream,
+    GenerateOptions,
+    LlmCallConfig,
+    StreamChunk,
+    StreamMetadata,
+)
 from dsh_llm.retry import RetryPolicy
 from dsh_llm.runtime.prepare import (
     AdapterDefaults,
@@ -48,9 +57,11 @@ from dsh_llm.runtime.stream import (
     StreamMiddleware,
     StreamNext,
     adapter_errors,
+    bind,
     config_changed,
     prepare_dispatch,
     require_options,
+    rewrite,
     waterfall,
 )
 from dsh_llm.signal import AbortSignal
@@ -131,7 +142,12 @@ class PreparedLlmCall:
             if options.call_config() != self._dispatch.config:
                 raise config_changed()
             self._dispatched = True
-        return ChunkStream(self._runtime._stream(options, self._dispatch), options)
+        metadata = StreamMetadata()
+        return ChunkStream(
+            self._runtime._stream(options, self._dispatch, metadata),
+            options,
+            metadata,
+        )
 
     def __repr__(self) -> str:
         config = self._dispatch.config
@@ -325,18 +341,44 @@ class LlmRuntime:
             TypeError: when ``options`` is not a ``GenerateOptions``.
         """
         require_options(options)
-        return ChunkStream(self._stream(options, None), options)
+        metadata = StreamMetadata()
+        return ChunkStream(self._stream(options, None, metadata), options, metadata)
 
     def _stream(
-        self, options: GenerateOptions, prepared: PreparedDispatch | None
+        self,
+        options: GenerateOptions,
+        prepared: PreparedDispatch | None,
+        metadata: StreamMetadata,
     ) -> Generator[StreamChunk, None, None]:
         chain = tuple(mw for _, mw in self._middleware)
         registry = self._registry
 
         def run() -> Generator[StreamChunk, None, None]:
-            yield from waterfall(chain, 0, options, prepared, registry)
+            yield from waterfall(chain, 0, options, prepared, registry, metadata)
 
         return run()
+
+    def count_tokens(self, options: GenerateOptions) -> int:
+        """The input tokens ``options`` would cost on their route, counted by
+        the route's adapter (``LlmAdapter.count_tokens``) before any call.
+
+        The request is the one the adapter stage would give the adapter (the
+        model's defaults filled in, images projected to text for a text-only
+        model, foreign replay state removed); middleware does not run.
+
+        Raises:
+            TypeError: when ``options`` is not a ``GenerateOptions``.
+            LlmError: ``NO_ADAPTER``; the model-metadata codes of
+                ``prepare_call``; ``UNSUPPORTED_OPTION`` when the adapter cannot
+                count; what counting raises (an ``LlmError``; ``UNKNOWN`` for a
+                plain exception).
+        """
+        require_options(options)
+        routes = self._registry.routes
+        prepared, options = bind(options, None, routes)
+        options = rewrite(options, prepared, routes)
+        with adapter_errors(options.signal):
+            return prepared.route.adapter.count_tokens(options)
 
     def __repr__(self) -> str:
         return f"<LlmRuntime providers={list(self._registry.routes)}>"

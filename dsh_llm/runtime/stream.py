@@ -18,6 +18,8 @@ may rely on:
   (what closing raises is logged); an iterator that ends without a finish gets
   one with ``STREAM_CLOSED``, a value that is not a chunk one with
   ``INVALID_CHUNK``. Closing the stage closes the adapter's iterator.
+- An adapter stream that is a ``ChunkStream`` has its metadata (what its
+  response said: request id, rate limits) followed by the runtime stream's.
 - ``adapter_errors`` turns what an adapter's metadata method raises into an
   ``LlmError`` (the abort reason of an aborted signal passes unchanged).
 """
@@ -35,6 +37,7 @@ from dsh_llm.adapter import LlmAdapter, LlmResolvedModelInfo, PreparedAdapterCal
 from dsh_llm.errors import ErrorCode, LlmError, normalize_llm_failure
 from dsh_llm.protocol import (
     CHUNK_TYPES,
+    ChunkStream,
     Finish,
     FinishReason,
     GenerateOptions,
@@ -42,6 +45,7 @@ from dsh_llm.protocol import (
     Message,
     ModelSource,
     StreamChunk,
+    StreamMetadata,
     TokenUsage,
     UsageChunk,
 )
@@ -153,15 +157,17 @@ def waterfall(
     options: GenerateOptions,
     prepared: PreparedDispatch | None,
     registry: Registry,
+    metadata: StreamMetadata | None = None,
 ) -> Iterator[StreamChunk]:
-    """Run ``chain[position:]`` and then the adapter stage over ``options``."""
+    """Run ``chain[position:]`` and then the adapter stage over ``options``
+    (``metadata``: the runtime stream's, shown the adapter stream's)."""
     if position == len(chain):
-        return adapter_stage(options, prepared, registry)
+        return adapter_stage(options, prepared, registry, metadata)
 
     def next_(replacement: GenerateOptions | None = None) -> Iterator[StreamChunk]:
         chosen = options if replacement is None else replacement
         require_options(chosen)
-        return waterfall(chain, position + 1, chosen, prepared, registry)
+        return waterfall(chain, position + 1, chosen, prepared, registry, metadata)
 
     return iter(chain[position](options, next_))
 
@@ -170,15 +176,20 @@ def adapter_stage(
     options: GenerateOptions,
     prepared: PreparedDispatch | None,
     registry: Registry,
+    metadata: StreamMetadata | None = None,
 ) -> Iterator[StreamChunk]:
-    """``bind``, ``rewrite``, call the adapter and ``police`` its stream."""
+    """``bind``, ``rewrite``, call the adapter and ``police`` its stream; an
+    adapter stream's metadata (a ``ChunkStream``'s) is followed by ``metadata``."""
     try:
         # One snapshot serves both the lookup and the replay-state owners, so
         # a concurrent commit cannot mix two tables in one call.
         routes = registry.routes
         prepared, options = bind(options, prepared, routes)
         options = rewrite(options, prepared, routes)
-        iterator = iter(prepared.dispatch(options))
+        produced = prepared.dispatch(options)
+        if metadata is not None and isinstance(produced, ChunkStream):
+            metadata.follow(produced.metadata)
+        iterator = iter(produced)
     except Exception as exc:
         yield failure_finish(exc, options.signal)
         return

@@ -47,6 +47,7 @@ from dsh_llm.transport.http_errors import (
     http_error,
     not_a_stream_error,
 )
+from dsh_llm.transport.ratelimits import rate_limits
 from dsh_llm.transport.redaction import Redactor, is_secret_name, may_quote_request
 from dsh_llm.transport.session import (
     SocketSlot,
@@ -151,6 +152,25 @@ def _reason_suffix(exc: BaseException) -> str:
 
 def _ms(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else str(value)
+
+
+def _with_rate_limits(error: LlmError, headers: Mapping[str, str]) -> LlmError:
+    """``error`` carrying the rate limits ``headers`` report (``error`` itself
+    when they report none or it carries some already)."""
+    if error.rate_limits is not None:
+        return error
+    limits = rate_limits(headers)
+    if limits is None:
+        return error
+    return LlmError(
+        error.message,
+        error.code,
+        status=error.status,
+        provider_retry_after_ms=error.provider_retry_after_ms,
+        request_id=error.request_id,
+        rate_limits=limits,
+        cause=error.__cause__,
+    )
 
 
 class _DeadlinePassed(Exception):
@@ -315,7 +335,7 @@ class StreamingCall:
                     redact=self.redact,
                 )
             # Every field of the error is server text (a request id too).
-            raise self.redacted(error)
+            raise self.redacted(_with_rate_limits(error, response.headers))
         if not self._stream:
             return response
         if status == 204 or response.headers.get("content-length", "").strip() == "0":
@@ -534,6 +554,7 @@ class StreamingCall:
             status=error.status,
             provider_retry_after_ms=error.provider_retry_after_ms,
             request_id=request_id,
+            rate_limits=error.rate_limits,
             cause=None if cause is None else redact.cause(cause, withhold=True),
         )
 

@@ -1,8 +1,8 @@
 """``fetch``: one bounded request whose answer is a document, not a stream.
 
 Every non-streaming request the library makes goes through it (Ollama's
-``GET /api/tags``, the CLI's ``GET <base_url>/models``), so none is bounded only
-per read. Contracts callers may rely on:
+``GET /api/tags``, the CLI's ``GET <base_url>/models``, a family's token count
+``POST``), so none is bounded only per read. Contracts callers may rely on:
 
 - One overall deadline, ``timeout_ms``, covers the whole request: resolving,
   connecting, TLS, sending, the response headers and the body. A server that
@@ -23,12 +23,13 @@ per read. Contracts callers may rely on:
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Final
 
 import attrs
 import requests
 
+from dsh_llm.credentials import Secret
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol.checks import MAX_TIMEOUT_MS, check_timeout_ms
 from dsh_llm.signal import AbortController, AbortSignal
@@ -61,9 +62,13 @@ def _shown(ms: float) -> str:
     return str(int(ms)) if float(ms).is_integer() else str(ms)
 
 
-def _request_headers(extra: Mapping[str, str] | None) -> dict[str, str]:
+def _request_headers(
+    extra: Mapping[str, str] | None, *, has_body: bool
+) -> dict[str, str]:
     headers = attribution_headers()
     headers["accept"] = "application/json"
+    if has_body:
+        headers["content-type"] = "application/json"
     # A compressed answer would be inflated past what the cap counts on the wire.
     headers["accept-encoding"] = "identity"
     for name, value in (extra or {}).items():
@@ -108,9 +113,11 @@ def fetch(
     signal: AbortSignal | None = None,
     max_bytes: int = MAX_BODY_BYTES,
     classify_error: HttpErrorClassifier | None = None,
+    body: bytes | None = None,
+    secrets: Iterable[str | Secret] = (),
 ) -> Fetched:
-    """Send one request without a body and read its whole answer, within
-    ``timeout_ms`` (see the module docstring).
+    """Send one request (with a JSON ``body``, or none) and read its whole
+    answer, within ``timeout_ms`` (see the module docstring).
 
     Args:
         session: A session from ``dsh_llm.transport.session.create_session``.
@@ -127,6 +134,10 @@ def fetch(
         signal: Aborts the request.
         max_bytes: The cap on the body.
         classify_error: Builds the ``LlmError`` of a non-2xx answer.
+        body: The JSON request body (``content-type: application/json`` is
+            sent with it), or ``None`` for none.
+        secrets: Redacted from errors besides the auth object's own (a
+            signing key beside its session token).
 
     Returns:
         The status, headers and body of the 2xx answer.
@@ -149,8 +160,8 @@ def fetch(
     call = StreamingCall(
         session,
         url=url,
-        body=b"",
-        headers=_request_headers(headers),
+        body=b"" if body is None else body,
+        headers=_request_headers(headers, has_body=body is not None),
         auth=NoAuth() if auth is None else auth,
         provider=provider,
         endpoint=endpoint,
@@ -162,6 +173,7 @@ def fetch(
         connect_timeout_ms=backstop_ms,
         classify_error=classify_error,
         stream=False,
+        secrets=secrets,
     )
     failure: LlmError
     timer.start()
@@ -169,7 +181,7 @@ def fetch(
         with call:
             try:
                 response = call.open()
-                body = _body(call, response, max_bytes)
+                answer = _body(call, response, max_bytes)
             except LlmError as error:
                 failure = error
             except Exception as exc:
@@ -179,7 +191,7 @@ def fetch(
                 return Fetched(
                     status=response.status_code,
                     headers={k.lower(): v for k, v in response.headers.items()},
-                    body=body,
+                    body=answer,
                 )
     finally:
         timer.cancel()

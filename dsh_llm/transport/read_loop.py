@@ -23,14 +23,18 @@ the loop once, so no adapter copies it:
 - A failure is raised, never yielded; right before it comes what the
   translator owes (``translator.before_failure()``: the usage the provider
   already reported), so billed tokens are never lost.
+- ``on_open`` is told the response once its headers arrived (what it said
+  about itself reaches the stream's metadata before the first chunk).
 - The response is closed however the loop ends; after the terminal finish the rest
   of the body is drained (``call.finish()``) so the connection can be reused.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Final, Protocol, TypeVar
+
+import requests
 
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import BlockEnd, Finish, StreamChunk, UsageChunk
@@ -89,16 +93,28 @@ class EventTranslator(Protocol[E_contra]):
 
 
 def read_stream(
-    call: StreamingCall, decoder: EventDecoder[E], translator: EventTranslator[E]
+    call: StreamingCall,
+    decoder: EventDecoder[E],
+    translator: EventTranslator[E],
+    on_open: Callable[[requests.Response], object] | None = None,
 ) -> Iterator[StreamChunk]:
     """Send ``call`` and yield the translator's chunks (see the module docstring).
+
+    Args:
+        call: The request.
+        decoder: Bytes to events.
+        translator: Events to chunks.
+        on_open: Told the 2xx response once its headers arrived, before any
+            chunk (a stream's ``ResponseInfo``); it must not raise.
 
     Raises:
         LlmError: from the request (status, transport, timeout, abort), the decoder
             or the translator, after the usage reported so far.
     """
     try:
-        call.open()
+        response = call.open()
+        if on_open is not None:
+            on_open(response)
         reader = call.chunks()
         feed = translator.feed
         keepalive = translator.is_keepalive

@@ -9,6 +9,12 @@
   config per call; ``stream`` is a generator (checks run at the first ``next()``)
   that builds the family's request, sends it through the transport's
   ``StreamingCall`` and read loop, and yields its translator's chunks.
+- The returned ``ChunkStream`` shows what the response said about itself once
+  its headers arrived (``stream.response``: request id, rate limits).
+- ``count_tokens`` asks the family's token-counting endpoint (``WireFamily.
+  count_tokens``) about the conversation ``stream`` would send, through the
+  bounded ``dsh_llm.transport.fetch``; a family without one refuses with
+  ``UNSUPPORTED_OPTION``.
 - The key is read per request (``api_key``, else the config's ``api_key_env``) and
   never appears in a message or a ``repr``.
 """
@@ -16,9 +22,12 @@
 from __future__ import annotations
 
 import functools
+import json
 import os
 from collections.abc import Generator, Mapping
-from typing import Any, ClassVar, Generic, Self, TypeVar
+from typing import Any, ClassVar, Final, Generic, Self, TypeVar
+
+import requests
 
 from dsh_llm.adapter import (
     LlmAdapter,
@@ -44,15 +53,26 @@ from dsh_llm.adapters._wire.family import (
 from dsh_llm.adapters.request_extras import AttachmentReader
 from dsh_llm.credentials import Secret
 from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.protocol import ChunkStream, GenerateOptions, StreamChunk
+from dsh_llm.protocol import (
+    ChunkStream,
+    GenerateOptions,
+    StreamChunk,
+    StreamMetadata,
+)
 from dsh_llm.retry import RetryPolicy
 from dsh_llm.serde import compact_json
 from dsh_llm.signal import AbortSignal
 from dsh_llm.transport.call import StreamingCall, redact_url
+from dsh_llm.transport.fetch import fetch
+from dsh_llm.transport.ratelimits import response_info
 from dsh_llm.transport.read_loop import read_stream
 from dsh_llm.transport.session import create_session
 
 C = TypeVar("C", bound=AdapterConfig)
+
+COUNT_TOKENS_TIMEOUT_MS: Final = 60_000
+"""The longest a token count may take (never longer than the config's idle and
+total timeouts)."""
 
 
 def encode_body(body: Mapping[str, Any], *, provider: str) -> bytes:
@@ -242,7 +262,7 @@ class WireAdapter(LlmAdapter, Generic[C]):
         config = self._config
         return PreparedAdapterCall(
             model=self.family.model_info(config, self._endpoint, provider, model),
-            stream=lambda options: self._stream(options, config),
+            stream=lambda options: self._chunk_stream(options, config),
         )
 
     # -- streaming ---------------------------------------------------------------------
@@ -255,20 +275,30 @@ class WireAdapter(LlmAdapter, Generic[C]):
         Raises:
             LlmError: see the adapter's docs page and ``docs/errors.md``.
         """
-        return ChunkStream(self._stream(options, self._config), options)
+        return self._chunk_stream(options, self._config)
 
-    def _stream(
-        self, options: GenerateOptions, config: C
-    ) -> Generator[StreamChunk, None, None]:
-        family = self.family
-        endpoint = self._endpoint
-        call: WireCall[C, Any] = WireCall(
+    def _chunk_stream(self, options: GenerateOptions, config: C) -> ChunkStream:
+        metadata = StreamMetadata()
+        return ChunkStream(self._stream(options, config, metadata), options, metadata)
+
+    def _call(self, options: GenerateOptions, config: C) -> WireCall[C, Any]:
+        return WireCall(
             options=options,
             config=config,
-            endpoint=endpoint,
+            endpoint=self._endpoint,
             attachments=self.attachments,
             key=functools.partial(self._request_key, config, options),
         )
+
+    def _stream(
+        self,
+        options: GenerateOptions,
+        config: C,
+        metadata: StreamMetadata | None = None,
+    ) -> Generator[StreamChunk, None, None]:
+        family = self.family
+        endpoint = self._endpoint
+        call = self._call(options, config)
         request = family.request(call)
         provider = endpoint.display_name
         streaming = StreamingCall(
@@ -288,8 +318,69 @@ class WireAdapter(LlmAdapter, Generic[C]):
             secrets=request.secrets,
         )
         yield from read_stream(
-            streaming, family.decoder(provider), family.translator(call)
+            streaming,
+            family.decoder(provider),
+            family.translator(call),
+            None
+            if metadata is None
+            else functools.partial(_received, metadata, streaming),
         )
+
+    # -- token counting ----------------------------------------------------------------
+
+    def count_tokens(self, options: GenerateOptions) -> int:
+        """The input tokens of the request ``stream(options)`` would send, counted
+        by the provider's own endpoint (no generation, no output tokens); one
+        bounded request (``COUNT_TOKENS_TIMEOUT_MS``, ``options.signal``).
+
+        Raises:
+            LlmError: ``UNSUPPORTED_OPTION`` when the wire has no such endpoint;
+                the refusals ``stream`` would make before any I/O; the HTTP codes
+                of the answer; ``MALFORMED_RESPONSE`` for an answer without a
+                count.
+        """
+        family = self.family
+        provider = self._endpoint.display_name
+        if family.count_tokens is None:
+            raise LlmError(
+                f"{provider} has no token-counting endpoint (the "
+                f"{family.name} wire offers none)",
+                ErrorCode.UNSUPPORTED_OPTION,
+            )
+        config = self._config
+        counting = family.count_tokens(self._call(options, config))
+        request = counting.request
+        bounds = [COUNT_TOKENS_TIMEOUT_MS, config.stream_idle_timeout_ms]
+        if config.total_timeout_ms is not None:
+            bounds.append(config.total_timeout_ms)
+        fetched = fetch(
+            self._session,
+            request.url,
+            provider=provider,
+            endpoint=self._endpoint.base_url,
+            timeout_ms=min(bounds),
+            method="POST",
+            headers=request.headers,
+            auth=request.auth,
+            signal=options.signal,
+            classify_error=family.classify_error,
+            body=encode_body(request.body, provider=provider),
+            secrets=request.secrets,
+        )
+        try:
+            answer = json.loads(fetched.body)
+        except (ValueError, RecursionError) as exc:
+            raise LlmError(
+                f"{provider} token count answer is not JSON",
+                ErrorCode.MALFORMED_RESPONSE,
+            ) from exc
+        count = counting.read(answer)
+        if count is None:
+            raise LlmError(
+                f"{provider} token count answer holds no input token count",
+                ErrorCode.MALFORMED_RESPONSE,
+            )
+        return count
 
     # -- lifetime ----------------------------------------------------------------------
 
@@ -317,6 +408,14 @@ class WireAdapter(LlmAdapter, Generic[C]):
             f"{type(self).__name__}(base_url={redact_url(self.base_url)!r}"
             f"{extra}, {key})"
         )
+
+
+def _received(
+    metadata: StreamMetadata, call: StreamingCall, response: requests.Response
+) -> None:
+    """The stream's response arrived: what its headers say goes to the
+    stream's metadata."""
+    metadata.received(response_info(response.headers, redact=call.redact))
 
 
 def catalog_model_info(

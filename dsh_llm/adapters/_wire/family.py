@@ -12,7 +12,10 @@ streams any family with them, so no family copies a stream loop:
   a header, a bearer token, or request signing);
 - ``decoder(provider)`` and ``translator(call)``: bytes to events, events to what
   the wire said (a ``WireTranslator`` writing through a ``BlockWriter``);
-- ``classify_error``, ``model_info``, ``list_models`` and ``describe``.
+- ``classify_error``, ``model_info``, ``list_models`` and ``describe``;
+- ``count_tokens(call)``, where the provider has a token-counting endpoint: the
+  ``TokenCountRequest`` that asks it about the conversation ``request`` would
+  send (``None``: the wire has none, ``UNSUPPORTED_OPTION``).
 
 ``WireCall`` is what a request or translator hook reads: the options, the config
 snapshot, the endpoint, the attachment store, and the key (read per request).
@@ -33,6 +36,7 @@ from dsh_llm.adapter import (
     LlmResolvedModelInfo,
 )
 from dsh_llm.adapters._wire.config import AdapterConfig, CatalogEntry
+from dsh_llm.adapters._wire.values import wire_count
 from dsh_llm.adapters.request_extras import AttachmentReader, check_image_input
 from dsh_llm.credentials import Secret, assert_usable_api_key
 from dsh_llm.errors import ErrorCode, LlmError
@@ -74,6 +78,35 @@ class WireRequest:
     secrets: tuple[Secret, ...] = ()
     """Secrets the transport redacts from server text besides the auth's own
     ``secret`` (a signing key beside its session token)."""
+
+
+@attrs.frozen(kw_only=True)
+class TokenCountRequest:
+    """One token count, as a family's ``count_tokens`` hook builds it."""
+
+    request: WireRequest
+    """``POST <url>`` with a JSON body holding the conversation the stream
+    request would send (the family's own request builder made it)."""
+    read: Callable[[Any], int | None]
+    """The decoded JSON answer to its input token count (``None``: the answer
+    holds none, which the adapter reports as ``MALFORMED_RESPONSE``)."""
+
+
+def counting_request(
+    streamed: WireRequest, *, url: str, body: Mapping[str, Any]
+) -> WireRequest:
+    """``streamed`` (a family's stream request) sent to ``url`` with ``body``
+    instead, asking for a JSON answer; its headers and credential are kept."""
+    headers = {**streamed.headers, "accept": "application/json"}
+    return attrs.evolve(streamed, url=url, body=body, headers=headers)
+
+
+def answer_count(answer: Any, key: str) -> int | None:
+    """``answer[key]`` when ``answer`` is a JSON object and that is a token
+    count (``wire_count``), else ``None``."""
+    if not isinstance(answer, dict):
+        return None
+    return wire_count(answer.get(key))
 
 
 class WireCall(Generic[C, P]):
@@ -234,6 +267,11 @@ class WireFamily(Generic[C, P]):
     config's ``models`` (a server's own list); ``None``: the config's catalog."""
     describe: Callable[[C, Endpoint[P]], str] = _no_description
     """Extra ``repr`` fields (``", server='vllm'"``); never a key."""
+    count_tokens: Callable[[WireCall[C, P]], TokenCountRequest] | None = None
+    """``count_tokens(call)``: the request that counts the input tokens of the
+    conversation ``request`` would send, through the provider's own endpoint;
+    ``None``: the wire has none (``WireAdapter.count_tokens`` refuses with
+    ``UNSUPPORTED_OPTION``)."""
 
 
 def explicit_api_key(api_key: str | Secret | None, *, package: str) -> Secret | None:

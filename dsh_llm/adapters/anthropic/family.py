@@ -8,6 +8,9 @@
 - Per call, before any I/O: the image checks, the ``extra_headers`` check, the
   key (``x-api-key``, so an echo of it is redacted), then the body
   (``request.build_messages_request``) and its refusals.
+- ``count_tokens``: ``POST /v1/messages/count_tokens`` with the fields of the
+  stream request that endpoint takes (``COUNT_TOKENS_FIELDS``), same headers
+  and key; the answer's ``input_tokens``.
 - ``FAMILY`` names the parts ``WireAdapter`` streams with. User guide:
   ``docs/anthropic.md``.
 """
@@ -32,9 +35,12 @@ from dsh_llm.adapters._wire.config import (
 )
 from dsh_llm.adapters._wire.family import (
     Endpoint,
+    TokenCountRequest,
     WireCall,
     WireFamily,
     WireRequest,
+    answer_count,
+    counting_request,
     resolved_model_info,
 )
 from dsh_llm.adapters.anthropic import catalog
@@ -74,6 +80,25 @@ DEFAULT_API_KEY_ENV: Final = "ANTHROPIC_API_KEY"
 """Environment variable the key is read from by default."""
 MESSAGES_PATH: Final = "/v1/messages"
 """Appended to the API root to reach the endpoint."""
+COUNT_TOKENS_PATH: Final = "/v1/messages/count_tokens"
+"""Appended to the API root to reach the token-counting endpoint."""
+COUNT_TOKENS_FIELDS: Final = frozenset(
+    {
+        "model",
+        "messages",
+        "system",
+        "tools",
+        "tool_choice",
+        "thinking",
+        "output_config",
+        "cache_control",
+        "context_management",
+        "mcp_servers",
+    }
+)
+"""The body fields the token-counting endpoint takes; the stream request's
+others (``max_tokens``, ``stream``, sampling, ``metadata``) do not change the
+input and are left out."""
 DEFAULT_STREAM_IDLE_TIMEOUT_MS: Final = 300_000
 """Default idle timeout: the longest silence while waiting for the next event."""
 DEFAULT_KEEPALIVE_TIMEOUT_MS: Final = 600_000
@@ -285,6 +310,23 @@ def _request(call: WireCall[AnthropicConfig, None]) -> WireRequest:
     )
 
 
+def _count_tokens(call: WireCall[AnthropicConfig, None]) -> TokenCountRequest:
+    streamed = _request(call)
+    body = {k: v for k, v in streamed.body.items() if k in COUNT_TOKENS_FIELDS}
+    return TokenCountRequest(
+        request=counting_request(
+            streamed,
+            url=endpoint_url(call.endpoint.base_url, COUNT_TOKENS_PATH),
+            body=body,
+        ),
+        read=_input_tokens,
+    )
+
+
+def _input_tokens(answer: Any) -> int | None:
+    return answer_count(answer, "input_tokens")
+
+
 def _translator(call: WireCall[AnthropicConfig, None]) -> MessagesTranslator:
     options, config = call.options, call.config
     cap = None
@@ -314,5 +356,6 @@ FAMILY: Final = WireFamily(
     model_info=model_info,
     classify_error=http_error,
     route=PROVIDER_ROUTE,
+    count_tokens=_count_tokens,
 )
 """The Anthropic Messages wire family."""

@@ -14,6 +14,10 @@ Pure functions; each refusal they make is raised before any I/O.
   are ``image`` blocks in user turns and ``tool_result`` content
   (``extras``); ``extra_body`` is merged last, unchecked. ``session_id`` is
   ``metadata.user_id``.
+- A message's cache breakpoint (``Message.cache``) is ``cache_control`` on the
+  last block it sends (not a thinking block; none: ``UNSUPPORTED_OPTION``), at
+  most ``MAX_CACHE_BREAKPOINTS``; ``cache_key`` and ``cached_content`` are
+  ``UNSUPPORTED_OPTION``.
 - ``request_headers``: the stream headers plus ``anthropic-version`` (and
   ``anthropic-beta``) and ``extra_headers``; never the key.
 - Point by point: ``docs/anthropic.md``.
@@ -34,11 +38,15 @@ from dsh_llm.adapters.anthropic.extras import (
 from dsh_llm.adapters.anthropic.translate import WIRE_FAMILY
 from dsh_llm.adapters.request_extras import (
     AttachmentReader,
+    breakpoint_ttl,
+    check_breakpoints,
     merge_extra_body,
+    refuse_cache_controls,
     refuse_misplaced_images,
 )
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import (
+    CacheBreakpoint,
     ContentBlock,
     GenerateOptions,
     ImageBlock,
@@ -67,6 +75,8 @@ MIN_BUDGET_TOKENS: Final = 1_024
 """The smallest budget the API accepts."""
 METADATA_USER_ID_MAX_CHARS: Final = 256
 """The longest ``metadata.user_id`` the API accepts."""
+MAX_CACHE_BREAKPOINTS: Final = 4
+"""The most ``cache_control`` breakpoints one request may hold."""
 
 _WIRE: Final = WIRE_FAMILY
 
@@ -210,6 +220,10 @@ def build_messages_request(
             docstring lists them).
     """
     refuse_misplaced_images(options.messages, provider=provider)
+    refuse_cache_controls(
+        options, provider=provider, wire="the Messages API", breakpoints=True
+    )
+    check_breakpoints(options, provider=provider, most=MAX_CACHE_BREAKPOINTS)
     max_tokens = options.max_tokens or model_max_tokens
     fields, thinks = thinking_fields(
         options,
@@ -220,7 +234,7 @@ def build_messages_request(
     )
     _check_sampling(options, thinks=thinks, provider=provider)
     body: dict[str, Any] = {"model": options.model, "max_tokens": max_tokens}
-    system = _system(options)
+    system = _system(options, provider)
     if system is not None:
         body["system"] = system
     body["messages"] = _turns(options, attachments, provider)
@@ -283,30 +297,78 @@ def _text(blocks: Iterable[ContentBlock]) -> str:
     return "".join(block.text for block in blocks if isinstance(block, TextBlock))
 
 
-def _system(options: GenerateOptions) -> str | list[dict[str, Any]] | None:
-    extra = [
-        _text(message.content)
-        for message in options.messages
-        if message.role == "system"
-    ]
-    extra = [text for text in extra if text]
+def _system(
+    options: GenerateOptions, provider: str
+) -> str | list[dict[str, Any]] | None:
+    extra: list[dict[str, Any]] = []
+    for position, message in enumerate(options.messages):
+        if message.role != "system":
+            continue
+        block: dict[str, Any] = {"type": "text", "text": _text(message.content)}
+        if message.cache is not None:
+            _mark_last([block], message.cache, provider, position)
+        if block["text"]:
+            extra.append(block)
     if not extra:
         return options.system or None
-    texts = [options.system, *extra] if options.system else extra
-    return [{"type": "text", "text": text} for text in texts]
+    if options.system:
+        return [{"type": "text", "text": options.system}, *extra]
+    return extra
+
+
+def cache_control(
+    breakpoint: CacheBreakpoint, *, provider: str, position: int
+) -> dict[str, Any]:
+    """The ``cache_control`` of a message's breakpoint: ``{"type":
+    "ephemeral"}``, with ``ttl`` when one is asked for.
+
+    Raises:
+        LlmError: ``UNSUPPORTED_OPTION`` for a lifetime other than 5m or 1h.
+    """
+    control: dict[str, Any] = {"type": "ephemeral"}
+    ttl = breakpoint_ttl(breakpoint, provider=provider, position=position)
+    if ttl is not None:
+        control["ttl"] = ttl
+    return control
+
+
+_UNCACHEABLE: Final = frozenset({"thinking", "redacted_thinking"})
+
+
+def _mark_last(
+    content: list[dict[str, Any]],
+    breakpoint: CacheBreakpoint,
+    provider: str,
+    position: int,
+) -> None:
+    """Put the breakpoint on the last block of ``content`` that can carry one
+    (not a thinking block, not empty text)."""
+    for block in reversed(content):
+        if block["type"] not in _UNCACHEABLE and block.get("text") != "":
+            block["cache_control"] = cache_control(
+                breakpoint, provider=provider, position=position
+            )
+            return
+    raise LlmError(
+        f"{provider} cannot honour the cache breakpoint of message {position}: "
+        "the message sends no block that can carry one",
+        ErrorCode.UNSUPPORTED_OPTION,
+    )
 
 
 def _turns(
     options: GenerateOptions, attachments: AttachmentReader | None, provider: str
 ) -> list[dict[str, Any]]:
     turns: list[dict[str, Any]] = []
-    for message in options.messages:
+    for position, message in enumerate(options.messages):
         if message.role == "system":
             continue
         if message.role == "assistant":
             content = _assistant_content(message, options.model, provider)
         else:
             content = _user_content(message, attachments, provider)
+        if message.cache is not None:
+            _mark_last(content, message.cache, provider, position)
         if not content:
             continue
         if turns and turns[-1]["role"] == message.role:

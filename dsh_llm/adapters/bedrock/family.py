@@ -14,6 +14,9 @@ model facts.
   are there.
 - Per call, before any I/O: the image checks, the ``extra_headers`` check, the
   credential, then the body (``request.build_converse_request``).
+- ``count_tokens``: ``POST /model/{modelId}/count-tokens`` with the stream
+  body's conversation as ``{"input": {"converse": ...}}`` (``COUNT_TOKENS_FIELDS``),
+  signed or keyed like a stream; the answer's ``inputTokens``.
 - ``FAMILY`` names the parts ``WireAdapter`` streams with. User guide:
   ``docs/bedrock.md``.
 """
@@ -39,9 +42,12 @@ from dsh_llm.adapters._wire.config import (
 )
 from dsh_llm.adapters._wire.family import (
     Endpoint,
+    TokenCountRequest,
     WireCall,
     WireFamily,
     WireRequest,
+    answer_count,
+    counting_request,
     resolved_model_info,
 )
 from dsh_llm.adapters.anthropic.catalog import (
@@ -56,6 +62,7 @@ from dsh_llm.adapters.bedrock.request import (
     WIRE_FAMILY,
     build_converse_request,
     converse_path,
+    count_tokens_path,
     request_headers,
 )
 from dsh_llm.adapters.bedrock.translate import ConverseStreamTranslator
@@ -86,6 +93,15 @@ DEFAULT_STREAM_IDLE_TIMEOUT_MS: Final = 300_000
 DEFAULT_CLAUDE_MAX_TOKENS: Final = 8_192
 """``maxTokens`` sent to a Claude model the catalogs give no cap (thinking
 budgets are cut below it)."""
+
+COUNT_TOKENS_FIELDS: Final = (
+    "messages",
+    "system",
+    "toolConfig",
+    "additionalModelRequestFields",
+)
+"""The stream body's fields the token-counting endpoint takes (in its
+``input.converse``); the others do not change the input."""
 
 REASONING_EFFORTS: Final = tuple(dict.fromkeys((*BUDGET_EFFORTS, *ADAPTIVE_EFFORTS)))
 """Every effort some Claude model takes (a configured default must be one)."""
@@ -312,6 +328,22 @@ def _request(call: WireCall[BedrockConfig, BedrockProfile]) -> WireRequest:
     )
 
 
+def _count_tokens(call: WireCall[BedrockConfig, BedrockProfile]) -> TokenCountRequest:
+    streamed = _request(call)
+    converse = {k: streamed.body[k] for k in COUNT_TOKENS_FIELDS if k in streamed.body}
+    url = endpoint_url(call.endpoint.base_url, count_tokens_path(call.options.model))
+    return TokenCountRequest(
+        request=counting_request(
+            streamed, url=url, body={"input": {"converse": converse}}
+        ),
+        read=_input_tokens,
+    )
+
+
+def _input_tokens(answer: Any) -> int | None:
+    return answer_count(answer, "inputTokens")
+
+
 def _translator(
     call: WireCall[BedrockConfig, BedrockProfile],
 ) -> ConverseStreamTranslator:
@@ -343,5 +375,6 @@ FAMILY: Final = WireFamily(
     expected="an AWS event stream",
     describe=_describe,
     route=PROVIDER_ROUTE,
+    count_tokens=_count_tokens,
 )
 """The Amazon Bedrock ConverseStream wire family."""

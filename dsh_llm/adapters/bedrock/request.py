@@ -3,7 +3,8 @@
 Pure functions; each refusal they make is raised before any I/O.
 
 - ``converse_path(model)``: ``/model/{modelId}/converse-stream``, the id quoted
-  whole (an inference profile ARN's ``:`` and ``/`` too).
+  whole (an inference profile ARN's ``:`` and ``/`` too); ``count_tokens_path``
+  the same for ``/count-tokens``.
 - ``build_converse_request``: ``messages`` (consecutive turns of one role
   merged, tool results first in a user turn, empty text left out), ``system``,
   ``inferenceConfig`` (``maxTokens``, ``temperature``, ``stopSequences``),
@@ -20,6 +21,9 @@ Pure functions; each refusal they make is raised before any I/O.
   ``extra_body``.
 - Replay: this family's reasoning (text with its signature) and redacted
   reasoning go back in order, only to the model that produced them.
+- A message's cache breakpoint (``Message.cache``) is a ``cachePoint`` block
+  after what it sends (in ``system`` for a system message); ``cache_key`` and
+  ``cached_content`` are ``UNSUPPORTED_OPTION``.
 - ``extra_body`` is merged last at the top level of the body (one level deep:
   ``{"additionalModelRequestFields": {...}}`` adds to the adapter's).
 - ``request_headers``: the stream headers (``accept`` the event stream) and
@@ -39,12 +43,15 @@ from dsh_llm.adapters.anthropic.catalog import ThinkingProfile
 from dsh_llm.adapters.anthropic.request import thinking_fields
 from dsh_llm.adapters.request_extras import (
     AttachmentReader,
+    breakpoint_ttl,
     image_data,
     merge_extra_body,
+    refuse_cache_controls,
     refuse_misplaced_images,
 )
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import (
+    CacheBreakpoint,
     ContentBlock,
     GenerateOptions,
     ImageBlock,
@@ -85,6 +92,11 @@ REDACTED_CONTENT: Final = "redactedContent"
 def converse_path(model: str) -> str:
     """The ConverseStream path for ``model``, the id percent-encoded whole."""
     return f"/model/{urllib.parse.quote(model, safe='')}/converse-stream"
+
+
+def count_tokens_path(model: str) -> str:
+    """The CountTokens path for ``model``, the id percent-encoded whole."""
+    return f"/model/{urllib.parse.quote(model, safe='')}/count-tokens"
 
 
 def request_headers(
@@ -140,6 +152,9 @@ def build_converse_request(
             Bedrock would refuse.
     """
     refuse_misplaced_images(options.messages, provider=provider)
+    refuse_cache_controls(
+        options, provider=provider, wire="the Converse API", breakpoints=True
+    )
     cap = options.max_tokens or max_tokens
     fields: dict[str, Any] = {}
     thinks = False
@@ -160,7 +175,7 @@ def build_converse_request(
         )
     _check_sampling(options, thinks=thinks, provider=provider)
     body: dict[str, Any] = {"messages": _turns(options, attachments, provider)}
-    system = _system(options)
+    system = _system(options, provider)
     if system:
         body["system"] = system
     inference: dict[str, Any] = {}
@@ -248,23 +263,64 @@ def _text(blocks: Iterable[ContentBlock]) -> str:
     return "".join(block.text for block in blocks if isinstance(block, TextBlock))
 
 
-def _system(options: GenerateOptions) -> list[dict[str, Any]]:
-    texts = [options.system or ""]
-    texts += [_text(m.content) for m in options.messages if m.role == "system"]
-    return [{"text": text} for text in texts if text]
+def _system(options: GenerateOptions, provider: str) -> list[dict[str, Any]]:
+    blocks: list[dict[str, Any]] = []
+    if options.system:
+        blocks.append({"text": options.system})
+    for position, message in enumerate(options.messages):
+        if message.role != "system":
+            continue
+        text = _text(message.content)
+        if text:
+            blocks.append({"text": text})
+        if message.cache is not None:
+            blocks.append(_cache_point(message.cache, bool(text), provider, position))
+    return blocks
+
+
+def cache_point(
+    breakpoint: CacheBreakpoint, *, provider: str, position: int
+) -> dict[str, Any]:
+    """The ``cachePoint`` block of a message's breakpoint: ``{"cachePoint":
+    {"type": "default"}}``, with ``ttl`` when one is asked for.
+
+    Raises:
+        LlmError: ``UNSUPPORTED_OPTION`` for a lifetime other than 5m or 1h.
+    """
+    point: dict[str, Any] = {"type": "default"}
+    ttl = breakpoint_ttl(breakpoint, provider=provider, position=position)
+    if ttl is not None:
+        point["ttl"] = ttl
+    return {"cachePoint": point}
+
+
+def _cache_point(
+    breakpoint: CacheBreakpoint, sends: bool, provider: str, position: int
+) -> dict[str, Any]:
+    if not sends:
+        raise LlmError(
+            f"{provider} cannot honour the cache breakpoint of message "
+            f"{position}: the message sends no content to end a cached prefix",
+            ErrorCode.UNSUPPORTED_OPTION,
+        )
+    return cache_point(breakpoint, provider=provider, position=position)
 
 
 def _turns(
     options: GenerateOptions, attachments: AttachmentReader | None, provider: str
 ) -> list[dict[str, Any]]:
     turns: list[dict[str, Any]] = []
-    for message in options.messages:
+    for position, message in enumerate(options.messages):
         if message.role == "system":
             continue
         if message.role == "assistant":
             content = _assistant_content(message, options.model, provider)
         else:
             content = _user_content(message, attachments, provider)
+        if message.cache is not None:
+            content.append(
+                _cache_point(message.cache, bool(content), provider, position)
+            )
         if not content:
             continue
         if turns and turns[-1]["role"] == message.role:

@@ -42,7 +42,9 @@ def map_usage(
     ``input_tokens``; reasoning inside ``output_tokens``).
 
     ``cache_read`` is ``prompt_tokens_details.cached_tokens``, else
-    ``prompt_cache_hit_tokens`` (DeepSeek); ``input = prompt_tokens - cache_read``;
+    ``prompt_cache_hit_tokens`` (DeepSeek); ``cache_write`` is
+    ``prompt_tokens_details.cache_write_tokens`` (OpenRouter);
+    ``input = prompt_tokens - cache_read - cache_write``;
     ``reasoning`` from ``completion_tokens_details.reasoning_tokens``;
     ``output = completion_tokens``, plus ``reasoning`` where the server leaves
     reasoning out of ``completion_tokens`` (``reasoning_left_out_of_completion``).
@@ -57,9 +59,10 @@ def map_usage(
     """
     prompt = wire_count(usage.get("prompt_tokens"))
     details = usage.get("prompt_tokens_details")
-    cached = (
-        wire_count(details.get("cached_tokens")) if isinstance(details, dict) else None
-    )
+    cached = written = None
+    if isinstance(details, dict):
+        cached = wire_count(details.get("cached_tokens"))
+        written = wire_count(details.get("cache_write_tokens"))
     if cached is None:
         cached = wire_count(usage.get("prompt_cache_hit_tokens"))
     completion_details = usage.get("completion_tokens_details")
@@ -83,11 +86,12 @@ def map_usage(
         output += reasoning
         if output > MAX_SAFE_INTEGER:
             output = None
-    uncached = None if prompt is None else prompt - (cached or 0)
+    uncached = None if prompt is None else prompt - (cached or 0) - (written or 0)
     return TokenUsage(
         input_tokens=uncached if uncached is None or uncached >= 0 else None,
         output_tokens=output,
         cache_read_tokens=cached,
+        cache_write_tokens=written,
         reasoning_tokens=reasoning,
     )
 

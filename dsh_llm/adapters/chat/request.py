@@ -14,7 +14,9 @@ own config, never a copy of the wire code.
   fixed key order; optional fields are omitted, never ``null``.
 - ``response_format_wire`` (JSON schema, or JSON mode where the server does not
   enforce one) and ``request_headers`` (``extra_headers`` beside the adapter's);
-  ``extra_body`` is merged last, unchecked.
+  ``cache_key`` is ``prompt_cache_key`` (where the profile takes one); a cache
+  breakpoint and ``cached_content`` are ``UNSUPPORTED_OPTION`` (the wire caches
+  prefixes by itself); ``extra_body`` is merged last, unchecked.
 - ``chat_request``: ``POST <base_url>/chat/completions`` with the key as
   ``authorization: Bearer`` (none: no credentials, for local servers);
   ``session_id_value`` checks a session id that travels as a header.
@@ -36,6 +38,7 @@ from dsh_llm.adapters.chat.images import image_part
 from dsh_llm.adapters.request_extras import (
     AttachmentReader,
     merge_extra_body,
+    refuse_cache_controls,
     refuse_misplaced_images,
 )
 from dsh_llm.credentials import Secret
@@ -125,6 +128,10 @@ class WireProfile:
     """Keep the ``reasoning_details`` entries a response streams (OpenRouter:
     reasoning text with its signature, encrypted reasoning) in the finish's
     replay state, and send them back on that assistant turn."""
+    prompt_cache_key: bool = True
+    """Whether ``GenerateOptions.cache_key`` is sent as ``prompt_cache_key``
+    (OpenAI's spelling, which the server judges); when not, it is refused with
+    ``UNSUPPORTED_OPTION`` (DeepSeek caches without a key)."""
 
 
 # --- request ----------------------------------------------------------------------
@@ -321,8 +328,15 @@ def build_body(
     Raises:
         LlmError: ``UNSUPPORTED_CONTENT``/``MISSING_ATTACHMENT`` for an image
             (see ``build_messages``); ``UNSUPPORTED_OPTION`` as
-            ``response_format_wire``.
+            ``response_format_wire``; ``UNSUPPORTED_OPTION`` for a caching
+            control the profile does not take.
     """
+    refuse_cache_controls(
+        options,
+        provider=profile.provider,
+        wire="the chat-completions API",
+        cache_key=profile.prompt_cache_key,
+    )
     body: dict[str, Any] = {
         "model": options.model,
         "messages": build_messages(options, profile=profile, attachments=attachments),
@@ -355,6 +369,8 @@ def build_body(
         body["stop"] = list(options.stop)
     if options.response_format is not None:
         body["response_format"] = response_format_wire(options, profile=profile)
+    if options.cache_key is not None:
+        body["prompt_cache_key"] = options.cache_key
     return merge_extra_body(body, options)
 
 

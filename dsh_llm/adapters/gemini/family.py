@@ -10,6 +10,9 @@
   the ``extra_headers`` check, then the key, sent as ``x-goog-api-key`` (never in
   the URL; the call's redactor knows it). Only this hook knows the URL and the
   credential: the builder and the translator serve any front door to the API.
+- ``count_tokens``: ``POST {base}/v1beta/models/{model}:countTokens`` with the
+  stream body as ``generateContentRequest`` (its ``model`` ``models/{model}``),
+  same headers and key; the answer's ``totalTokens``.
 - ``FAMILY`` names the parts ``WireAdapter`` streams with. User guide:
   ``docs/gemini.md``.
 """
@@ -37,9 +40,12 @@ from dsh_llm.adapters._wire.config import (
 )
 from dsh_llm.adapters._wire.family import (
     Endpoint,
+    TokenCountRequest,
     WireCall,
     WireFamily,
     WireRequest,
+    answer_count,
+    counting_request,
     resolved_model_info,
 )
 from dsh_llm.adapters.gemini.catalog import (
@@ -132,6 +138,13 @@ class GeminiConfig(AdapterConfig):
         return catalog_entry(self.models, model_id)
 
 
+def model_url(base_url: str, model: str, method: str) -> str:
+    """``{base}/v1beta/models/{model}:{method}``, the model id percent-quoted
+    (a ``/``, ``?`` or ``#`` in it cannot change the path)."""
+    quoted = urllib.parse.quote(model, safe="")
+    return endpoint_url(base_url, f"{API_PATH}/models/{quoted}:{method}")
+
+
 def stream_url(base_url: str, model: str) -> str:
     """The streaming endpoint for ``model`` under the API root ``base_url``:
     ``{base}/v1beta/models/{model}:streamGenerateContent?alt=sse``, the model id
@@ -215,6 +228,25 @@ def _request(call: WireCall[GeminiConfig, None]) -> WireRequest:
     )
 
 
+def _count_tokens(call: WireCall[GeminiConfig, None]) -> TokenCountRequest:
+    streamed = _request(call)
+    model = call.options.model
+    return TokenCountRequest(
+        request=counting_request(
+            streamed,
+            url=model_url(call.endpoint.base_url, model, "countTokens"),
+            body={
+                "generateContentRequest": {"model": f"models/{model}", **streamed.body}
+            },
+        ),
+        read=_total_tokens,
+    )
+
+
+def _total_tokens(answer: Any) -> int | None:
+    return answer_count(answer, "totalTokens")
+
+
 def _translator(call: WireCall[GeminiConfig, None]) -> GeminiTranslator:
     # The images a model returns go to the adapter's store when it can keep
     # them (a reader without put only serves the images sent).
@@ -236,5 +268,6 @@ FAMILY: Final = WireFamily(
     model_info=model_info,
     classify_error=gemini_http_error,
     route=PROVIDER_ROUTE,
+    count_tokens=_count_tokens,
 )
 """The Gemini API (``streamGenerateContent``) wire family."""

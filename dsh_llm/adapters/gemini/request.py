@@ -14,10 +14,12 @@ hook adds the URL and the credential), so another front door to the same models
   name the ``provider`` given (default ``PROVIDER``).
 - Tools as ``functionDeclarations``; ``tool_choice`` as ``functionCallingConfig``;
   ``response_format`` as ``responseMimeType``/``responseJsonSchema``
-  (``response_format_config``); ``extra_body`` merged last.
+  (``response_format_config``); ``cached_content`` as ``cachedContent``;
+  ``extra_body`` merged last.
 - Refused before any I/O: images the model or the wire cannot take (or without
   their bytes), too many stop sequences, an effort the model does not offer, a
-  result for an unknown call.
+  result for an unknown call, a cache breakpoint or ``cache_key`` (the API has
+  neither: its caching is implicit or through ``cachedContent``).
 - Point by point: ``docs/gemini.md``.
 """
 
@@ -43,6 +45,7 @@ from dsh_llm.adapters.request_extras import (
     AttachmentReader,
     check_image_input,
     merge_extra_body,
+    refuse_cache_controls,
 )
 from dsh_llm.adapters.tool_history import (
     answered_call,
@@ -79,6 +82,9 @@ def _refuse(
             f"{len(options.stop)}",
             ErrorCode.UNSUPPORTED_OPTION,
         )
+    refuse_cache_controls(
+        options, provider=provider, wire="the Gemini API", cached_content=True
+    )
     entry = catalog_entry(models, options.model)
     check_image_input(
         without_answer_images(options),
@@ -307,6 +313,8 @@ def build_generate_request(
     generation.update(response_format_config(options))
     generation["thinkingConfig"] = thinking
     body["generationConfig"] = generation
+    if options.cached_content is not None:
+        body["cachedContent"] = options.cached_content
     return merge_extra_body(body, options)
 
 

@@ -23,7 +23,8 @@ on:
 - ``think`` from the effort (``EFFORT_THINK``); no effort sends no ``think``.
 - Refused before any I/O: misplaced images (``UNSUPPORTED_CONTENT``), another
   effort (``UNSUPPORTED_REASONING_EFFORT``), a forced ``tool_choice``
-  (``UNSUPPORTED_OPTION``: Ollama cannot force a call), a result for an unknown
+  (``UNSUPPORTED_OPTION``: Ollama cannot force a call), any caching control
+  (``UNSUPPORTED_OPTION``: Ollama has none), a result for an unknown
   call, non-object call arguments or a bad ``keep_alive`` (``INVALID_REQUEST``).
   The full table: ``docs/ollama.md``.
 """
@@ -37,6 +38,7 @@ from dsh_llm.adapters.request_extras import (
     AttachmentReader,
     image_data,
     merge_extra_body,
+    refuse_cache_controls,
     refuse_misplaced_images,
 )
 from dsh_llm.adapters.tool_history import (
@@ -77,6 +79,7 @@ negative number keeps the model loaded, ``0`` unloads it at once)."""
 
 def _refuse(options: GenerateOptions) -> None:
     refuse_misplaced_images(options.messages, provider=PROVIDER)
+    refuse_cache_controls(options, provider=PROVIDER, wire="the Ollama API")
     effort = options.reasoning_effort
     if effort is not None and effort not in EFFORT_THINK:
         raise LlmError(

@@ -9,6 +9,10 @@
 - Per call, before any I/O: the image checks, the body
   (``request.build_responses_request``) and its refusals, the key (read now,
   sent as ``authorization: Bearer``), then ``extra_headers``.
+- ``count_tokens`` (the ``openai`` server only; others have no such endpoint:
+  ``UNSUPPORTED_OPTION``): ``POST <base_url>/responses/input_tokens`` with the
+  fields of the stream request that endpoint takes (``COUNT_TOKENS_FIELDS``);
+  the answer's ``input_tokens``.
 - ``FAMILY`` names the parts ``WireAdapter`` streams with. User guide:
   ``docs/openai-responses.md``.
 """
@@ -16,7 +20,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Final
+from typing import Any, Final
 
 import attrs
 
@@ -37,9 +41,12 @@ from dsh_llm.adapters._wire.config import (
 )
 from dsh_llm.adapters._wire.family import (
     Endpoint,
+    TokenCountRequest,
     WireCall,
     WireFamily,
     WireRequest,
+    answer_count,
+    counting_request,
     resolved_model_info,
 )
 from dsh_llm.adapters.openai_responses.profiles import (
@@ -55,6 +62,7 @@ from dsh_llm.adapters.openai_responses.request import (
 from dsh_llm.adapters.openai_responses.translate import ResponsesTranslator
 from dsh_llm.adapters.request_extras import request_headers
 from dsh_llm.config import RAW_METADATA, check_bool, check_non_empty_str, check_one_of
+from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.transport.call import url_repr
 from dsh_llm.transport.session import BearerAuth, NoAuth, stream_headers
 
@@ -67,6 +75,28 @@ AUTHORIZATION: Final = "authorization"
 key is sent."""
 RESPONSES_PATH: Final = "/responses"
 """Appended to the API root to reach the endpoint."""
+COUNT_TOKENS_PATH: Final = "/responses/input_tokens"
+"""Appended to the API root to reach the token-counting endpoint."""
+COUNT_TOKENS_FIELDS: Final = frozenset(
+    {
+        "model",
+        "instructions",
+        "input",
+        "tools",
+        "tool_choice",
+        "reasoning",
+        "text",
+        "parallel_tool_calls",
+        "truncation",
+        "conversation",
+        "previous_response_id",
+    }
+)
+"""The body fields the token-counting endpoint takes; the stream request's
+others (``max_output_tokens``, ``stream``, ``store``, ``include``, sampling,
+``prompt_cache_key``) do not change the input and are left out."""
+COUNTING_SERVERS: Final = frozenset({"openai"})
+"""The server profiles known to offer ``/responses/input_tokens``."""
 SERVERS: Final = tuple(PROFILES)
 """The ``server`` names: ``openai``, ``vllm``, ``ollama``, ``lmstudio``,
 ``openrouter``, ``llamacpp``."""
@@ -196,6 +226,32 @@ def _request(call: WireCall[OpenAIResponsesConfig, ResponsesProfile]) -> WireReq
     )
 
 
+def _count_tokens(
+    call: WireCall[OpenAIResponsesConfig, ResponsesProfile],
+) -> TokenCountRequest:
+    profile = call.endpoint.profile
+    if profile.server not in COUNTING_SERVERS:
+        raise LlmError(
+            f"{profile.provider} has no token-counting endpoint (only OpenAI's "
+            "Responses API offers /responses/input_tokens)",
+            ErrorCode.UNSUPPORTED_OPTION,
+        )
+    streamed = _request(call)
+    body = {k: v for k, v in streamed.body.items() if k in COUNT_TOKENS_FIELDS}
+    return TokenCountRequest(
+        request=counting_request(
+            streamed,
+            url=endpoint_url(call.endpoint.base_url, COUNT_TOKENS_PATH),
+            body=body,
+        ),
+        read=_input_tokens,
+    )
+
+
+def _input_tokens(answer: Any) -> int | None:
+    return answer_count(answer, "input_tokens")
+
+
 def _translator(
     call: WireCall[OpenAIResponsesConfig, ResponsesProfile],
 ) -> ResponsesTranslator:
@@ -226,6 +282,7 @@ FAMILY: Final = WireFamily(
     translator=_translator,
     model_info=model_info,
     describe=_describe,
+    count_tokens=_count_tokens,
 )
 """The OpenAI Responses API wire family (a ``[DONE]`` after the terminal event
 reaches the translator, which has finished and ignores it)."""

@@ -1,8 +1,9 @@
 """The Responses API request: ``GenerateOptions`` to a ``POST /v1/responses`` body.
 
 - ``build_responses_request`` is pure and checks before it builds: ``stop``, a
-  forced ``tool_choice`` on a server that ignores it (``UNSUPPORTED_OPTION``),
-  an effort the profile does not list; while building, an image where the
+  forced ``tool_choice`` on a server that ignores it, a cache breakpoint or
+  ``cached_content`` (``UNSUPPORTED_OPTION``), an effort the profile does not
+  list; while building, an image where the
   wire has no place for it (``UNSUPPORTED_CONTENT``) or whose bytes are
   missing (``MISSING_ATTACHMENT``). Whether the model takes images at all is
   the adapter's check (its catalog), made before.
@@ -14,7 +15,8 @@
   ``function_call_output`` items); tools are flat, sent with ``strict: false``;
   a named ``tool_choice`` on a profile without ``named_tool_choice`` goes as
   ``required`` with only that tool; ``response_format`` is ``text.format``
-  (``json_schema``). ``output_cap`` is the ``max_output_tokens`` a body sends.
+  (``json_schema``); ``cache_key`` is ``prompt_cache_key``. ``output_cap`` is
+  the ``max_output_tokens`` a body sends.
 - Replay: this family's reasoning items go back, exactly as ``output_item.done``
   gave them, before the items they preceded.
 - Point by point: ``docs/openai-responses.md``.
@@ -30,6 +32,7 @@ from dsh_llm.adapters.request_extras import (
     AttachmentReader,
     image_data,
     merge_extra_body,
+    refuse_cache_controls,
     refuse_misplaced_images,
 )
 from dsh_llm.errors import ErrorCode, LlmError
@@ -132,6 +135,8 @@ def build_responses_request(
         body["max_output_tokens"] = cap
     if options.temperature is not None:
         body["temperature"] = options.temperature
+    if options.cache_key is not None:
+        body["prompt_cache_key"] = options.cache_key
     body["store"] = False
     body["include"] = list(INCLUDE)
     body["stream"] = True
@@ -155,6 +160,9 @@ def output_cap(
 
 def _refuse(options: GenerateOptions, profile: ResponsesProfile) -> None:
     provider = profile.provider
+    refuse_cache_controls(
+        options, provider=provider, wire="the Responses API", cache_key=True
+    )
     if options.stop is not None:
         raise LlmError(
             f"The {provider} adapter cannot honour stop sequences: the Responses "

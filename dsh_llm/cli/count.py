@@ -1,0 +1,178 @@
+"""``dsh-llm count PROMPT``: the input tokens a prompt would cost, counted by the
+provider before any call.
+
+This module owns the ``count`` subcommand. Contracts callers may rely on:
+
+- The route and model are chosen as for ``chat`` (``--provider``, ``--model``
+  or an alias, the default model, ``--config``, ``--base-url`` with ``--wire``;
+  ``dsh_llm.cli.models.choose`` and ``dsh_llm.cli.targets.open_target``); the
+  request is the one ``chat`` would send for PROMPT (``--system``,
+  ``--reasoning-effort``, ``-o`` fields), counted through
+  ``LlmRuntime.count_tokens`` (the provider's own endpoint: Anthropic, Gemini,
+  OpenAI Responses, Bedrock). No answer is generated.
+- stdout gets the count alone (``1234``), or with ``--json`` one object
+  ``{"provider", "model", "inputTokens"}``; stderr a note naming the route and
+  model.
+- Exit status: 0 with a count; 1 when the library reports an ``LlmError``
+  (``error[UNSUPPORTED_OPTION]: ...`` for a route that cannot count, the HTTP
+  codes of the provider's answer); 2 for usage errors (no model to talk to, an
+  empty prompt).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import TYPE_CHECKING, TypeAlias
+
+from dsh_llm.cli.targets import DEFAULT_CONFIG
+from dsh_llm.cli.usage import UsageError
+
+if TYPE_CHECKING:
+    _Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
+
+__all__ = ["add_parser", "run_count"]
+
+
+def _positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be more than 0 seconds, got {text}")
+    return value
+
+
+def _non_empty(text: str) -> str:
+    if not text:
+        raise argparse.ArgumentTypeError("must not be empty")
+    return text
+
+
+def add_parser(commands: _Commands) -> argparse.ArgumentParser:
+    """Add the ``count`` subcommand (its ``handler`` is ``run_count``)."""
+    command = commands.add_parser(
+        "count",
+        help="count a prompt's input tokens without generating an answer",
+        description=(
+            "Count the input tokens PROMPT (stdin when omitted or -) would cost, "
+            "through the provider's own counting endpoint (Anthropic, Gemini, "
+            "OpenAI Responses, Bedrock): the request chat would send, no answer "
+            "generated. The route and model are chosen as for chat. Prints the "
+            "count on stdout (--json: an object). Exit 1 with error[CODE]: "
+            "message when the route cannot count or the call fails, 2 when no "
+            "model can be chosen."
+        ),
+    )
+    command.add_argument(
+        "prompt", nargs="?", metavar="PROMPT", help="the prompt (omitted or -: stdin)"
+    )
+    command.add_argument("--provider", metavar="ROUTE", help="the route to use")
+    command.add_argument(
+        "--model",
+        metavar="NAME",
+        help="the model id or alias (default: as for chat)",
+    )
+    command.add_argument(
+        "--base-url", metavar="URL", help="an OpenAI-compatible API root"
+    )
+    command.add_argument(
+        "--wire",
+        choices=("chat", "responses"),
+        help="what the --base-url server is spoken to with (only responses "
+        "can count, on OpenAI)",
+    )
+    command.add_argument(
+        "--api-key-env",
+        metavar="VAR",
+        type=_non_empty,
+        help="environment variable holding the key (built-in route or --base-url)",
+    )
+    command.add_argument(
+        "--config",
+        metavar="FILE",
+        help=f"composition file (default: ./{DEFAULT_CONFIG} when present)",
+    )
+    command.add_argument("--system", metavar="TEXT", help="the system prompt")
+    command.add_argument(
+        "--reasoning-effort",
+        metavar="EFFORT",
+        type=_non_empty,
+        help="reasoning effort the route offers (part of what is counted)",
+    )
+    command.add_argument(
+        "-o",
+        "--option",
+        metavar="KEY=VALUE",
+        action="append",
+        dest="options",
+        help="a provider field sent as is in the request body; repeatable",
+    )
+    command.add_argument(
+        "--timeout",
+        metavar="SECONDS",
+        type=_positive_seconds,
+        help="longest whole call (built-in route and --base-url)",
+    )
+    command.add_argument("--json", action="store_true", help="print a JSON object")
+    command.set_defaults(handler=run_count)
+    return command
+
+
+def run_count(args: argparse.Namespace) -> int:
+    """Count PROMPT's input tokens (see the module docstring).
+
+    Raises:
+        UsageError: for an empty prompt or no model to talk to.
+        LlmError: what counting raises (``main`` prints it, exit status 1).
+    """
+    from dsh_llm.cli.chat import chat_options, provider_options, read_prompt
+    from dsh_llm.cli.keys import user_environ
+    from dsh_llm.cli.models import choose
+    from dsh_llm.cli.targets import open_target
+
+    if args.wire is not None and args.base_url is None:
+        raise UsageError("--wire applies to --base-url")
+    prompt = read_prompt(args.prompt, sys.stdin, sys.stderr)
+    extra_body = provider_options(args.options)
+    choice = choose(
+        provider=args.provider,
+        model=args.model,
+        base_url=args.base_url,
+        wire=args.wire,
+    )
+    with open_target(
+        provider=choice.provider,
+        model=choice.model,
+        config=args.config,
+        base_url=choice.base_url,
+        api_key_env=args.api_key_env,
+        reasoning_effort=args.reasoning_effort,
+        wire=choice.wire,
+        timeout_s=args.timeout,
+        environ=user_environ(),
+        origin=choice.origin,
+    ) as target:
+        options = chat_options(
+            target,
+            prompt,
+            system=args.system,
+            reasoning_effort=args.reasoning_effort,
+            extra_body=extra_body,
+        )
+        count = target.runtime.count_tokens(options)
+    if args.json:
+        print(
+            json.dumps(
+                {"provider": target.route, "model": target.model, "inputTokens": count}
+            )
+        )
+    else:
+        print(count)
+    print(
+        f"input tokens of route {target.route}, model {target.model}",
+        file=sys.stderr,
+    )
+    return 0
