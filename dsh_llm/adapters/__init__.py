@@ -104,6 +104,10 @@ class BuiltinFamily:
     """For a hosted service on a shared family: the profile its adapter is built
     with (``OpenAICompatAdapter(service=...)``); such a row has no plugin of its
     own (a composition says ``service:`` in the family's entry)."""
+    front_door: bool = False
+    """Whether it is a cloud front door to other providers' models (Bedrock,
+    Azure, Vertex AI): a bare model name its catalog shares with a provider's
+    own route goes to that route; ``--provider`` chooses the front door."""
 
     def adapter_class(self) -> type[WireAdapter[Any]]:
         """The adapter class (imports the family's package)."""
@@ -142,20 +146,6 @@ BUILTIN_FAMILIES: Final = (
         key_env=None,
         server_catalog=True,
     ),
-    BuiltinFamily(
-        route="bedrock",
-        plugin="llm-bedrock",
-        adapter="dsh_llm.adapters.bedrock:BedrockAdapter",
-        display_name="Amazon Bedrock",
-        key_env="AWS_BEARER_TOKEN_BEDROCK",
-    ),
-    BuiltinFamily(
-        route="azure",
-        plugin="llm-azure",
-        adapter="dsh_llm.adapters.azure:AzureOpenAIAdapter",
-        display_name="Azure OpenAI",
-        key_env="AZURE_OPENAI_API_KEY",
-    ),
     *(
         BuiltinFamily(
             route=name,
@@ -178,6 +168,30 @@ BUILTIN_FAMILIES: Final = (
         )
     ),
     BuiltinFamily(
+        route="bedrock",
+        plugin="llm-bedrock",
+        adapter="dsh_llm.adapters.bedrock:BedrockAdapter",
+        display_name="Amazon Bedrock",
+        key_env="AWS_BEARER_TOKEN_BEDROCK",
+        front_door=True,
+    ),
+    BuiltinFamily(
+        route="azure",
+        plugin="llm-azure",
+        adapter="dsh_llm.adapters.azure:AzureOpenAIAdapter",
+        display_name="Azure OpenAI",
+        key_env="AZURE_OPENAI_API_KEY",
+        front_door=True,
+    ),
+    BuiltinFamily(
+        route="vertex",
+        plugin="llm-vertex",
+        adapter="dsh_llm.adapters.vertex:VertexAdapter",
+        display_name="Vertex AI",
+        key_env="GOOGLE_OAUTH_ACCESS_TOKEN",
+        front_door=True,
+    ),
+    BuiltinFamily(
         route="openai-compatible",
         plugin="llm-openai-compatible",
         adapter="dsh_llm.adapters.openai_compat:OpenAICompatAdapter",
@@ -194,7 +208,9 @@ BUILTIN_FAMILIES: Final = (
         wire="responses",
     ),
 )
-"""Every built-in route, in the order the CLI lists them."""
+"""Every built-in route, in the order the CLI lists them: the providers' own
+routes, the hosted services, the cloud front doors, the families any server
+speaks."""
 
 
 _KIT: Final = {

@@ -15,7 +15,8 @@ Contracts callers may rely on:
   cannot be read on stderr and goes on without it.)
 - ``models default NAME`` and ``aliases set NAME MODEL`` take MODEL as an alias,
   or a model id whose route is ``--provider``, else the one route whose catalog
-  lists it (``UsageError`` when none or several do).
+  lists it (a provider's own built-in route before a cloud front door listing
+  the same id; ``UsageError`` when none or several do).
 - ``dsh-llm models`` prints ``ROUTE: MODEL  NAME`` per model of every route's
   catalog (or ``--provider``'s; a server-listed catalog such as Ollama's is
   asked for only then), marking the default and the aliases; with
@@ -239,6 +240,16 @@ def _catalog_ids(routes: Routes, route: str) -> tuple[str, ...] | None:
         return None
 
 
+def _without_front_doors(found: list[str]) -> list[str]:
+    """``found`` without the cloud front doors when a provider's own route is
+    among them (``claude-haiku-4-5`` is Anthropic's before it is Vertex's)."""
+    from dsh_llm.adapters import builtin_family
+
+    rows = [(route, builtin_family(route)) for route in found]
+    own = [route for route, row in rows if row is None or not row.front_door]
+    return own or found
+
+
 def _resolve(
     name: str, provider: str | None, config: str | None, settings: ModelSettings
 ) -> ModelChoice:
@@ -265,6 +276,8 @@ def _resolve(
                 )
             return ModelChoice(provider=provider, model=name)
         found = [r for r in ids if name in (_catalog_ids(routes, r) or ())]
+        if routes.origin == "built-in":
+            found = _without_front_doors(found)
     if len(found) == 1:
         return ModelChoice(provider=found[0], model=name)
     if not found:

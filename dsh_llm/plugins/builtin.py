@@ -5,7 +5,7 @@ from its family's table row. Contracts callers may rely on:
 
 - ``Config`` is the family's config class (camelCase keys, all optional) for a
   provider's own route (``deepseek-official``, ``anthropic``, ``gemini``,
-  ``ollama``, ``bedrock``, ``azure``); for a family any server speaks
+  ``ollama``, ``bedrock``, ``azure``, ``vertex``); for a family any server speaks
   (``llm-openai-compatible``, ``llm-openai-responses``) it adds ``providers``
   (the routes to serve, required) and ``apiKey`` (write ``${VAR}``; or
   ``apiKeyEnv``, not both).
@@ -39,6 +39,7 @@ __all__ = [
     "OPENAI_COMPATIBLE",
     "OPENAI_RESPONSES",
     "PLUGINS",
+    "VERTEX",
     "BuiltinPlugin",
 ]
 
@@ -141,6 +142,8 @@ OLLAMA: Final = PLUGINS["llm-ollama"]
 """``llm-ollama``: ``OllamaAdapter`` on ``ollama``."""
 AZURE: Final = PLUGINS["llm-azure"]
 """``llm-azure``: ``AzureOpenAIAdapter`` on ``azure``."""
+VERTEX: Final = PLUGINS["llm-vertex"]
+"""``llm-vertex``: ``VertexAdapter`` on ``vertex``."""
 BEDROCK: Final = PLUGINS["llm-bedrock"]
 """``llm-bedrock``: ``BedrockAdapter`` on ``bedrock``."""
 OPENAI_COMPATIBLE: Final = PLUGINS["llm-openai-compatible"]

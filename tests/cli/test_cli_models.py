@@ -80,6 +80,24 @@ def test_models_default_finds_the_route_that_lists_the_model(tmp_path, user_dir)
     )
 
 
+def test_a_cloud_front_door_yields_to_the_providers_own_route(tmp_path, user_dir):
+    # Vertex AI lists Gemini and Claude models too: the bare name stays the
+    # provider's own route's, and --provider chooses the front door.
+    for model, route in (
+        ("gemini-2.5-flash", "gemini"),
+        ("claude-haiku-4-5", "anthropic"),
+    ):
+        result = run_cli("models", "default", model, cwd=tmp_path)
+        assert result.stderr == f"default model: {model} (route {route})\n"
+    chosen = run_cli(
+        "models", "default", "gemini-2.5-flash", "--provider", "vertex", cwd=tmp_path
+    )
+    assert chosen.returncode == 0, chosen.stderr
+    assert run_cli("models", "default", cwd=tmp_path).stdout == (
+        "gemini-2.5-flash (route vertex)\n"
+    )
+
+
 def test_a_model_no_route_lists_needs_a_provider(tmp_path):
     unknown = run_cli("models", "default", "my-finetune", cwd=tmp_path)
     assert unknown.returncode == 2

@@ -21,12 +21,12 @@ from dsh_llm.adapters.gemini.request import build_generate_request
 from dsh_llm.adapters.vertex import PROVIDER_ROUTE, VertexAdapter
 from dsh_llm.adapters.vertex.request import vertex_messages_body
 from dsh_llm.assembler import collect
-from dsh_llm.attribution import user_agent
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import GenerateOptions, TextDelta, create_user_message
 from dsh_llm.runtime import LlmRuntime
 from dsh_llm.serde import chunk_to_dict, read_jsonl
 from dsh_llm.testing import LoopbackServer, Reply, sse_event
+from dsh_llm.transport.attribution import user_agent
 from dsh_llm.validator import validate_stream
 
 from ..adapter_replay import FRAMINGS, SPLIT_IDS, SPLITS, as_dicts, consumed
