@@ -10,7 +10,9 @@
   the two families on the chat-completions wire (``chat``).
 - The kit, for a new family or a hand-written ``stream()``: ``BlockWriter`` (the
   one writer of the protocol's rules), ``WireTranslator``, ``WireFamily``,
-  ``WireAdapter``, ``AdapterConfig``, ``CatalogModel``. See
+  ``WireAdapter``, ``AdapterConfig``, ``CatalogModel``, and the request
+  helpers every builder shares (``merge_extra_body``, ``request_headers``, the
+  image and cache-control checks, the tool-history readers). See
   ``docs/writing-an-adapter.md``.
 """
 
@@ -32,6 +34,18 @@ if TYPE_CHECKING:
         endpoint_url,
         model_catalog,
     )
+    from dsh_llm.adapters._wire.extras import (
+        AttachmentReader,
+        breakpoint_ttl,
+        check_breakpoints,
+        check_image_input,
+        has_images,
+        image_data,
+        merge_extra_body,
+        refuse_cache_controls,
+        refuse_misplaced_images,
+        request_headers,
+    )
     from dsh_llm.adapters._wire.family import (
         Endpoint,
         ServerAccess,
@@ -42,6 +56,12 @@ if TYPE_CHECKING:
         answer_count,
         counting_request,
         resolved_model_info,
+    )
+    from dsh_llm.adapters._wire.history import (
+        answered_call,
+        arguments_object,
+        call_index,
+        record_calls,
     )
     from dsh_llm.adapters._wire.translator import WireTranslator
     from dsh_llm.adapters._wire.writer import (
@@ -55,6 +75,7 @@ __all__ = [
     "EMPTY_RESPONSE_MESSAGE",
     "AdapterConfig",
     "AdapterConfigError",
+    "AttachmentReader",
     "Block",
     "BlockWriter",
     "BuiltinFamily",
@@ -69,12 +90,25 @@ __all__ = [
     "WireTranslator",
     "adapter_field_order",
     "answer_count",
+    "answered_call",
     "api_root_url",
+    "arguments_object",
+    "breakpoint_ttl",
     "builtin_family",
+    "call_index",
+    "check_breakpoints",
+    "check_image_input",
     "counting_request",
     "encode_body",
     "endpoint_url",
+    "has_images",
+    "image_data",
+    "merge_extra_body",
     "model_catalog",
+    "record_calls",
+    "refuse_cache_controls",
+    "refuse_misplaced_images",
+    "request_headers",
     "resolved_model_info",
 ]
 
@@ -236,6 +270,20 @@ _KIT: Final = {
     "endpoint_url": "config",
     "model_catalog": "config",
     "resolved_model_info": "family",
+    "AttachmentReader": "extras",
+    "breakpoint_ttl": "extras",
+    "check_breakpoints": "extras",
+    "check_image_input": "extras",
+    "has_images": "extras",
+    "image_data": "extras",
+    "merge_extra_body": "extras",
+    "refuse_cache_controls": "extras",
+    "refuse_misplaced_images": "extras",
+    "request_headers": "extras",
+    "answered_call": "history",
+    "arguments_object": "history",
+    "call_index": "history",
+    "record_calls": "history",
 }
 """Where each name of the kit lives: imported on first use, so reading the
 table (the CLI's start) imports neither the kit nor ``requests``."""

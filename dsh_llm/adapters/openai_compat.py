@@ -51,6 +51,7 @@ from dsh_llm.adapters._wire.config import (
     config_from_options,
     model_catalog,
 )
+from dsh_llm.adapters._wire.extras import RESERVED_HEADER_NAMES
 from dsh_llm.adapters._wire.family import (
     Endpoint,
     WireCall,
@@ -69,7 +70,6 @@ from dsh_llm.adapters.chat.request import (
 )
 from dsh_llm.adapters.chat.services import SERVICE_NAMES, SERVICES, HostedService
 from dsh_llm.adapters.chat.translate import chat_decoder, chat_translator
-from dsh_llm.adapters.request_extras import RESERVED_HEADER_NAMES
 from dsh_llm.config import (
     RAW_METADATA,
     check_bool,

@@ -242,9 +242,9 @@ def _base_url_adapter(
         "api_key_env": api_key_env,
         "total_timeout_ms": timeout_ms,
     }
-    # (Until every family is a WireAdapter, an older class names its config.)
-    config_class = getattr(cls, "config_class", None) or cls.family.config_class
-    if any(f.name == "reasoning_efforts" for f in attrs.fields(config_class)):
+    if any(
+        f.name == "reasoning_efforts" for f in attrs.fields(cls.family.config_class)
+    ):
         # A generic server advertises no efforts; the one asked for on the
         # command line is the user's statement that this server takes it.
         # (A server profile that lists its efforts has no such field.)

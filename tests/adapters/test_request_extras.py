@@ -8,7 +8,7 @@ import base64
 
 import pytest
 
-from dsh_llm.adapters.request_extras import (
+from dsh_llm.adapters import (
     check_image_input,
     has_images,
     image_data,

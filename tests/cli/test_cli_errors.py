@@ -78,8 +78,8 @@ def test_chat_names_an_unset_api_key_env(tmp_path, capsys, monkeypatch):
             ["--provider", "nowhere"],
             'error: no route "nowhere" in built-in routes (registered: '
             "deepseek-official, anthropic, gemini, ollama, groq, mistral, xai, "
-            "openrouter, together, fireworks, cerebras, deepinfra, perplexity, vertex; not "
-            "available here: bedrock, azure)",
+            "openrouter, together, fireworks, cerebras, deepinfra, perplexity, "
+            "vertex; not available here: bedrock, azure)",
         ),
     ],
 )

@@ -41,6 +41,7 @@ from dsh_llm.adapters._wire.config import (
     CatalogEntry,
     config_from_options,
 )
+from dsh_llm.adapters._wire.extras import AttachmentReader
 from dsh_llm.adapters._wire.family import (
     Endpoint,
     ServerAccess,
@@ -50,7 +51,6 @@ from dsh_llm.adapters._wire.family import (
     explicit_api_key,
     offered_modalities,
 )
-from dsh_llm.adapters.request_extras import AttachmentReader
 from dsh_llm.credentials import Secret
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import (

@@ -36,8 +36,8 @@ from dsh_llm.adapter import (
     LlmResolvedModelInfo,
 )
 from dsh_llm.adapters._wire.config import AdapterConfig, CatalogEntry
+from dsh_llm.adapters._wire.extras import AttachmentReader, check_image_input
 from dsh_llm.adapters._wire.values import wire_count
-from dsh_llm.adapters.request_extras import AttachmentReader, check_image_input
 from dsh_llm.credentials import Secret, assert_usable_api_key
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import GenerateOptions

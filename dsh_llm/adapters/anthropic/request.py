@@ -29,14 +29,8 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
-from dsh_llm.adapters import request_extras
-from dsh_llm.adapters.anthropic.catalog import BUDGET_THINKING, ThinkingProfile
-from dsh_llm.adapters.anthropic.extras import (
-    image_content,
-    output_format,
-)
-from dsh_llm.adapters.anthropic.translate import WIRE_FAMILY
-from dsh_llm.adapters.request_extras import (
+from dsh_llm.adapters._wire import extras as request_extras
+from dsh_llm.adapters._wire.extras import (
     AttachmentReader,
     breakpoint_ttl,
     check_breakpoints,
@@ -44,6 +38,12 @@ from dsh_llm.adapters.request_extras import (
     refuse_cache_controls,
     refuse_misplaced_images,
 )
+from dsh_llm.adapters.anthropic.catalog import BUDGET_THINKING, ThinkingProfile
+from dsh_llm.adapters.anthropic.extras import (
+    image_content,
+    output_format,
+)
+from dsh_llm.adapters.anthropic.translate import WIRE_FAMILY
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import (
     CacheBreakpoint,

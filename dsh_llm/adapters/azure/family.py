@@ -44,6 +44,7 @@ from dsh_llm.adapters._wire.config import (
     catalog_entry,
     model_catalog,
 )
+from dsh_llm.adapters._wire.extras import request_headers
 from dsh_llm.adapters._wire.family import (
     Endpoint,
     WireCall,
@@ -66,7 +67,6 @@ from dsh_llm.adapters.chat.request import WireProfile
 from dsh_llm.adapters.chat.translate import chat_decoder, chat_translator
 from dsh_llm.adapters.openai_responses.profiles import OPENAI_EFFORTS, ResponsesProfile
 from dsh_llm.adapters.openai_responses.translate import ResponsesTranslator
-from dsh_llm.adapters.request_extras import request_headers
 from dsh_llm.config import (
     RAW_METADATA,
     check_bool,

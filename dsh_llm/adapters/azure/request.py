@@ -31,10 +31,10 @@ from dsh_llm.adapters._wire.config import (
     api_root_url,
     endpoint_url,
 )
+from dsh_llm.adapters._wire.extras import AttachmentReader
 from dsh_llm.adapters.chat.request import CHAT_COMPLETIONS_PATH, WireProfile, build_body
 from dsh_llm.adapters.openai_responses.profiles import ResponsesProfile
 from dsh_llm.adapters.openai_responses.request import build_responses_request
-from dsh_llm.adapters.request_extras import AttachmentReader
 from dsh_llm.protocol import GenerateOptions
 
 Wire = Literal["chat", "responses"]

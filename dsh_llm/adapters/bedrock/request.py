@@ -38,10 +38,8 @@ import urllib.parse
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
-from dsh_llm.adapters import request_extras
-from dsh_llm.adapters.anthropic.catalog import ThinkingProfile
-from dsh_llm.adapters.anthropic.request import thinking_fields
-from dsh_llm.adapters.request_extras import (
+from dsh_llm.adapters._wire import extras as request_extras
+from dsh_llm.adapters._wire.extras import (
     AttachmentReader,
     breakpoint_ttl,
     image_data,
@@ -49,6 +47,8 @@ from dsh_llm.adapters.request_extras import (
     refuse_cache_controls,
     refuse_misplaced_images,
 )
+from dsh_llm.adapters.anthropic.catalog import ThinkingProfile
+from dsh_llm.adapters.anthropic.request import thinking_fields
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import (
     CacheBreakpoint,

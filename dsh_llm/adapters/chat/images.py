@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dsh_llm.adapters.request_extras import AttachmentReader, image_data
+from dsh_llm.adapters._wire.extras import AttachmentReader, image_data
 from dsh_llm.protocol import ImageBlock
 
 

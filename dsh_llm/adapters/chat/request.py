@@ -31,16 +31,16 @@ from typing import Any, Final, Literal
 
 import attrs
 
-from dsh_llm.adapters import request_extras
+from dsh_llm.adapters._wire import extras as request_extras
 from dsh_llm.adapters._wire.config import endpoint_url
-from dsh_llm.adapters._wire.family import WireCall, WireRequest
-from dsh_llm.adapters.chat.images import image_part
-from dsh_llm.adapters.request_extras import (
+from dsh_llm.adapters._wire.extras import (
     AttachmentReader,
     merge_extra_body,
     refuse_cache_controls,
     refuse_misplaced_images,
 )
+from dsh_llm.adapters._wire.family import WireCall, WireRequest
+from dsh_llm.adapters.chat.images import image_part
 from dsh_llm.credentials import Secret
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import (
@@ -417,7 +417,7 @@ def request_headers(
     has_key: bool,
 ) -> dict[str, str]:
     """``base`` (the adapter's headers) plus ``options.extra_headers``
-    (``dsh_llm.adapters.request_extras.request_headers``; ``authorization`` is
+    (``dsh_llm.adapters._wire.extras.request_headers``; ``authorization`` is
     taken when the adapter sends a key).
 
     Raises:

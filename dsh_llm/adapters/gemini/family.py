@@ -38,6 +38,7 @@ from dsh_llm.adapters._wire.config import (
     endpoint_url,
     model_catalog,
 )
+from dsh_llm.adapters._wire.extras import request_headers
 from dsh_llm.adapters._wire.family import (
     Endpoint,
     TokenCountRequest,
@@ -58,7 +59,6 @@ from dsh_llm.adapters.gemini.catalog import (
 from dsh_llm.adapters.gemini.errors import gemini_http_error
 from dsh_llm.adapters.gemini.request import PROVIDER, build_generate_request
 from dsh_llm.adapters.gemini.translate import GeminiTranslator
-from dsh_llm.adapters.request_extras import request_headers
 from dsh_llm.attachments import AttachmentStore
 from dsh_llm.config import RAW_METADATA, check_non_empty_str, field_error
 from dsh_llm.transport.call import url_repr

@@ -1,7 +1,7 @@
 """Images on the Gemini wire: ``inlineData`` parts with the bytes in base64.
 
 An ``ImageBlock`` is a reference; the bytes of an image sent come from the
-adapter's attachment store (``dsh_llm.adapters.request_extras``), those of an
+adapter's attachment store (``dsh_llm.adapters._wire.extras``), those of an
 image the model returns go to it. Nothing here does I/O but the store's own
 ``put``. Contracts callers may rely on:
 
@@ -32,8 +32,8 @@ from typing import Any, Final
 
 import attrs
 
+from dsh_llm.adapters._wire.extras import AttachmentReader, image_data
 from dsh_llm.adapters.gemini.replay import replay_entries
-from dsh_llm.adapters.request_extras import AttachmentReader, image_data
 from dsh_llm.attachments import AttachmentStore, attachment_id, sniff_image
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import (

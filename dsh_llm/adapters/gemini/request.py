@@ -28,6 +28,17 @@ from __future__ import annotations
 from typing import Any, Final
 
 from dsh_llm.adapters._wire.config import catalog_entry
+from dsh_llm.adapters._wire.extras import (
+    AttachmentReader,
+    check_image_input,
+    merge_extra_body,
+    refuse_cache_controls,
+)
+from dsh_llm.adapters._wire.history import (
+    answered_call,
+    arguments_object,
+    record_calls,
+)
 from dsh_llm.adapters.gemini.catalog import (
     DEFAULT_MODELS,
     GeminiModel,
@@ -41,18 +52,6 @@ from dsh_llm.adapters.gemini.images import (
     without_answer_images,
 )
 from dsh_llm.adapters.gemini.replay import replay_entries
-from dsh_llm.adapters.request_extras import (
-    AttachmentReader,
-    check_image_input,
-    merge_extra_body,
-    refuse_cache_controls,
-)
-from dsh_llm.adapters.tool_history import (
-    answered_call,
-    arguments_object,
-    record_calls,
-    text_of,
-)
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import (
     GenerateOptions,
@@ -62,6 +61,7 @@ from dsh_llm.protocol import (
     TextBlock,
     ToolCallBlock,
     ToolResultBlock,
+    text_of,
 )
 
 PROVIDER: Final = "Gemini"

@@ -40,6 +40,7 @@ from dsh_llm.adapters._wire.config import (
     endpoint_url,
     model_catalog,
 )
+from dsh_llm.adapters._wire.extras import request_headers
 from dsh_llm.adapters._wire.family import (
     Endpoint,
     ServerAccess,
@@ -56,7 +57,6 @@ from dsh_llm.adapters.ollama.request import (
     build_chat_request,
 )
 from dsh_llm.adapters.ollama.translate import OllamaTranslator
-from dsh_llm.adapters.request_extras import request_headers
 from dsh_llm.config import (
     RAW_METADATA,
     check_non_empty_str,

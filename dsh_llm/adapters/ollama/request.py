@@ -34,18 +34,17 @@ from __future__ import annotations
 import math
 from typing import Any, Final
 
-from dsh_llm.adapters.request_extras import (
+from dsh_llm.adapters._wire.extras import (
     AttachmentReader,
     image_data,
     merge_extra_body,
     refuse_cache_controls,
     refuse_misplaced_images,
 )
-from dsh_llm.adapters.tool_history import (
+from dsh_llm.adapters._wire.history import (
     answered_call,
     arguments_object,
     record_calls,
-    text_of,
 )
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import (
@@ -56,6 +55,7 @@ from dsh_llm.protocol import (
     ReasoningBlock,
     ToolCallBlock,
     ToolResultBlock,
+    text_of,
 )
 
 PROVIDER: Final = "Ollama"

@@ -39,6 +39,7 @@ from dsh_llm.adapters._wire.config import (
     endpoint_url,
     model_catalog,
 )
+from dsh_llm.adapters._wire.extras import request_headers
 from dsh_llm.adapters._wire.family import (
     Endpoint,
     TokenCountRequest,
@@ -60,7 +61,6 @@ from dsh_llm.adapters.openai_responses.request import (
     output_cap,
 )
 from dsh_llm.adapters.openai_responses.translate import ResponsesTranslator
-from dsh_llm.adapters.request_extras import request_headers
 from dsh_llm.config import RAW_METADATA, check_bool, check_non_empty_str, check_one_of
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.transport.call import url_repr

@@ -27,14 +27,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any, Final
 
-from dsh_llm.adapters.openai_responses.profiles import ResponsesProfile
-from dsh_llm.adapters.request_extras import (
+from dsh_llm.adapters._wire.extras import (
     AttachmentReader,
     image_data,
     merge_extra_body,
     refuse_cache_controls,
     refuse_misplaced_images,
 )
+from dsh_llm.adapters.openai_responses.profiles import ResponsesProfile
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import (
     TOOL_CHOICE_KEYWORDS,

@@ -43,6 +43,7 @@ from dsh_llm.adapters._wire.config import (
     catalog_entry,
     model_catalog,
 )
+from dsh_llm.adapters._wire.extras import request_headers
 from dsh_llm.adapters._wire.family import (
     Endpoint,
     WireCall,
@@ -68,7 +69,6 @@ from dsh_llm.adapters.gemini.catalog import (
 )
 from dsh_llm.adapters.gemini.request import build_generate_request
 from dsh_llm.adapters.gemini.translate import GeminiTranslator
-from dsh_llm.adapters.request_extras import request_headers
 from dsh_llm.adapters.vertex.auth import GoogleCredentials
 from dsh_llm.adapters.vertex.catalog import (
     ANTHROPIC,

@@ -11,13 +11,11 @@ from typing import Any
 import pytest
 import requests
 
-from dsh_llm.adapters import AdapterConfigError
-from dsh_llm.adapters._wire.family import WireCall, WireRequest
+from dsh_llm.adapters import AdapterConfigError, AttachmentReader, WireCall, WireRequest
 from dsh_llm.adapters.gemini.catalog import DEFAULT_MODELS, GeminiModel, model_for
 from dsh_llm.adapters.gemini.family import FAMILY, GeminiConfig, stream_url
 from dsh_llm.adapters.gemini.request import build_generate_request
 from dsh_llm.adapters.gemini.translate import GeminiTranslator
-from dsh_llm.adapters.request_extras import AttachmentReader
 from dsh_llm.assembler import BlockAssembler
 from dsh_llm.credentials import Secret
 from dsh_llm.errors import ErrorCode, LlmError

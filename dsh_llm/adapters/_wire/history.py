@@ -13,7 +13,6 @@ functions; contracts callers may rely on:
   raises ``INVALID_REQUEST`` (the wire needs the tool's name).
 - ``arguments_object(block, provider=...)`` parses a call's arguments, keeping
   key order; text that is not a JSON object raises ``INVALID_REQUEST``.
-- ``text_of(blocks)`` joins the text blocks (nested results are not descended).
 """
 
 from __future__ import annotations
@@ -24,9 +23,7 @@ from typing import Any
 
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import (
-    ContentBlock,
     Message,
-    TextBlock,
     ToolCallBlock,
     ToolResultBlock,
 )
@@ -36,13 +33,7 @@ __all__ = [
     "arguments_object",
     "call_index",
     "record_calls",
-    "text_of",
 ]
-
-
-def text_of(blocks: Iterable[ContentBlock]) -> str:
-    """The text blocks of ``blocks``, joined."""
-    return "".join(block.text for block in blocks if isinstance(block, TextBlock))
 
 
 def record_calls(calls: dict[str, ToolCallBlock], message: Message) -> None:
