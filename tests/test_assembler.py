@@ -12,7 +12,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from dsh_llm import (
-    AssembledResponse,
     BlockAssembler,
     BlockEnd,
     BlockStart,
@@ -24,7 +23,6 @@ from dsh_llm import (
     LlmFailure,
     ReasoningBlock,
     ReasoningDelta,
-    ReplayEnvelope,
     StreamChunk,
     TextBlock,
     TextDelta,
@@ -35,12 +33,18 @@ from dsh_llm import (
     collect,
     validate_stream,
 )
-from dsh_llm.assembler import ASSEMBLER_SOURCE, assemble_stream, unreachable_variant
+from dsh_llm.assembler import (
+    ASSEMBLER_SOURCE,
+    AssembledResponse,
+    assemble_stream,
+    unreachable_variant,
+)
 from dsh_llm.protocol import (
     ChunkStream,
     GenerateOptions,
     ModelSource,
     PluginSource,
+    ReplayEnvelope,
     create_assistant_message,
 )
 from tests.strategies import finish_reasons, indexes, token_usages

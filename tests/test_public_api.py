@@ -4,6 +4,11 @@ on, sorted and complete."""
 from __future__ import annotations
 
 import importlib
+import importlib.util
+import pkgutil
+import re
+from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -93,3 +98,37 @@ def test_exports_are_the_defining_objects() -> None:
 def test_version_is_a_string() -> None:
     assert isinstance(dsh_llm.__version__, str)
     assert dsh_llm.__version__.count(".") >= 2
+
+
+def _api_page() -> ModuleType:
+    path = Path(__file__).resolve().parent.parent / "tools" / "api_page.py"
+    spec = importlib.util.spec_from_file_location("api_page", path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_root_exports_at_most_40_names() -> None:
+    assert len(dsh_llm.__all__) <= 40
+
+
+def test_no_private_module_keeps_an_all() -> None:
+    # A private module's names are re-exported by its package, which is the
+    # one place to import them from.
+    for info in pkgutil.walk_packages(dsh_llm.__path__, "dsh_llm."):
+        if any(part.startswith("_") for part in info.name.split(".")):
+            module = importlib.import_module(info.name)
+            assert not hasattr(module, "__all__"), info.name
+
+
+def test_docs_api_lists_every_public_name_once() -> None:
+    page = _api_page()
+    text = page.PAGE.read_text(encoding="utf-8")
+    assert text == page.render(), "docs/api.md is out of date: python tools/api_page.py"
+    # Every root name and every name of a public module is on the page.
+    listed = set(re.findall(r"`([A-Za-z_][A-Za-z0-9_]*)`", text))
+    for module in page.public_modules():
+        for name in getattr(module, "__all__", ()):
+            assert name in listed, f"{module.__name__}.{name}"

@@ -23,12 +23,12 @@ from dsh_llm import (
     ToolSchema,
     UsageChunk,
     collect,
-    create_assistant_message,
     create_user_message,
     validate_stream,
 )
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.plugins import PluginContext, load_composition
+from dsh_llm.protocol import create_assistant_message
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 COMPOSITION = EXAMPLES / "my_llm_adapter.yml"

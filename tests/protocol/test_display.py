@@ -8,7 +8,6 @@ import re
 import pytest
 
 from dsh_llm import (
-    AssembledResponse,
     FinishReason,
     GenerateOptions,
     LlmFailure,
@@ -18,11 +17,11 @@ from dsh_llm import (
     TokenUsage,
     ToolCallBlock,
     ToolSchema,
-    create_assistant_message,
-    create_tool_result_message,
     create_user_message,
 )
+from dsh_llm.assembler import AssembledResponse
 from dsh_llm.observe.cost import ModelPrice, PriceTable
+from dsh_llm.protocol import create_assistant_message, create_tool_result_message
 from dsh_llm.protocol.display import clip, code, escaped, fenced
 from dsh_llm.signal import AbortController
 from dsh_llm.tools import ToolLoopResult

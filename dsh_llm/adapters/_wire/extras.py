@@ -36,21 +36,6 @@ from dsh_llm.protocol import (
     content_has_image,
 )
 
-__all__ = [
-    "CACHE_TTLS",
-    "RESERVED_HEADER_NAMES",
-    "AttachmentReader",
-    "breakpoint_ttl",
-    "check_breakpoints",
-    "check_image_input",
-    "has_images",
-    "image_data",
-    "merge_extra_body",
-    "refuse_cache_controls",
-    "refuse_misplaced_images",
-    "request_headers",
-]
-
 RESERVED_HEADER_NAMES: Final = frozenset(
     {
         "user-agent",

@@ -28,13 +28,6 @@ from dsh_llm.protocol import (
     ToolResultBlock,
 )
 
-__all__ = [
-    "answered_call",
-    "arguments_object",
-    "call_index",
-    "record_calls",
-]
-
 
 def record_calls(calls: dict[str, ToolCallBlock], message: Message) -> None:
     """Add the calls of ``message`` (when it is an assistant's) to ``calls``."""
