@@ -53,6 +53,7 @@ from dsh_llm.protocol import (
 )
 from dsh_llm.retry import NormalRetryPolicy, retry_delay_ms, retry_policy_key
 from dsh_llm.runtime import LlmRuntime
+from dsh_llm.runtime.prepare import sends_config
 from dsh_llm.signal import AbortSignal
 from dsh_llm.sources import close_source
 
@@ -149,9 +150,9 @@ def call_with_retry(
             # The request's own signal keeps working; the call's one is added.
             options = options.evolve(signal=_either(options.signal, signal))
         attempts += 1
-        result, started = _attempt(prepared.stream(options), prepared.config, attempts)
-        usages.append(result.usage)
-        result = attrs.evolve(result, attempt_usages=tuple(usages))
+        result, started = _attempt(
+            prepared.stream(options), prepared.config, attempts, usages
+        )
         failure = result.finish.failure
         if result.finish.kind != "error" or failure is None:
             return result
@@ -206,6 +207,8 @@ def _call_parts(
         combined = _either(request.signal, signal)
 
         def with_config(config: LlmCallConfig) -> GenerateOptions:
+            if combined is options.signal and sends_config(options, config):
+                return options  # the usual case: nothing to fill in, no copy
             return options.evolve(
                 **attrs.asdict(config, recurse=False), signal=combined
             )
@@ -234,9 +237,13 @@ def _either(
 
 
 def _attempt(
-    stream: Iterable[StreamChunk], config: LlmCallConfig, attempts: int
+    stream: Iterable[StreamChunk],
+    config: LlmCallConfig,
+    attempts: int,
+    usages: list[TokenUsage | None],
 ) -> tuple[AssembledResponse, bool]:
-    """The attempt's result, and whether content reached the consumer."""
+    """The attempt's result (its usage added to ``usages``, the earlier
+    attempts'), and whether content reached the consumer."""
     started: list[bool] = []
 
     def watched() -> Iterator[StreamChunk]:
@@ -257,8 +264,13 @@ def _attempt(
         model=config.model,
         replay_state=None if reason.is_failure else assembler.replay_state,
     )
+    usages.append(assembler.usage)
     result = AssembledResponse(
-        message=message, usage=assembler.usage, finish=reason, attempts=attempts
+        message=message,
+        usage=assembler.usage,
+        finish=reason,
+        attempts=attempts,
+        attempt_usages=tuple(usages),
     )
     return result, bool(started)
 

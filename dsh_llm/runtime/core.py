@@ -50,6 +50,7 @@ from dsh_llm.runtime.prepare import (
     checked_catalog,
     checked_model_info,
     resolve_call_config,
+    sends_config,
 )
 from dsh_llm.runtime.registry import AdapterRegistration, Registry, find_route
 from dsh_llm.runtime.stream import (
@@ -139,7 +140,7 @@ class PreparedLlmCall:
                     "a prepared LLM call can only be dispatched once",
                     ErrorCode.INVALID_PREPARED_CALL,
                 )
-            if options.call_config() != self._dispatch.config:
+            if not sends_config(options, self._dispatch.config):
                 raise config_changed()
             self._dispatched = True
         metadata = StreamMetadata()

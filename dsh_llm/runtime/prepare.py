@@ -58,6 +58,7 @@ __all__ = [
     "checked_model_info",
     "project_text_only",
     "resolve_call_config",
+    "sends_config",
 ]
 
 
@@ -185,6 +186,19 @@ def checked_model_info(
         else LlmModelContext(context_window=context.context_window),
         default_max_tokens=cap,
         reasoning=_checked_reasoning(resolved.reasoning, where),
+    )
+
+
+def sends_config(options: GenerateOptions, config: LlmCallConfig) -> bool:
+    """Whether ``options``' six call-config fields equal ``config``'s
+    (``options.call_config() == config``, without building a config)."""
+    return (
+        options.provider == config.provider
+        and options.model == config.model
+        and options.reasoning_effort == config.reasoning_effort
+        and options.temperature == config.temperature
+        and options.max_tokens == config.max_tokens
+        and options.stop == config.stop
     )
 
 
