@@ -20,7 +20,6 @@ chat-completions wire (``dsh_llm.adapters.chat``) streamed by ``WireAdapter``.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from typing import Any, Final, Literal
 
@@ -35,9 +34,9 @@ from dsh_llm.adapters._wire.adapter import WireAdapter
 from dsh_llm.adapters._wire.config import (
     AdapterConfig,
     AdapterConfigError,
+    BaseUrlRule,
     CatalogModel,
     adapter_field_order,
-    api_root_url,
     catalog_entry,
     model_catalog,
 )
@@ -146,15 +145,13 @@ def _models(value: object) -> tuple[CatalogModel, ...]:
     return model_catalog(value, CatalogModel, package=PACKAGE)
 
 
-def _root(value: object, source: str | None = None) -> str:
-    return api_root_url(
-        value, package=PACKAGE, source=source, endpoint=CHAT_COMPLETIONS_PATH
-    )
-
-
-def _check_base_url(inst: object, attribute: attrs.Attribute[Any], value: Any) -> None:
-    if value is not None:
-        _root(value)
+BASE_URL_RULE: Final = BaseUrlRule(
+    package=PACKAGE,
+    endpoint=CHAT_COMPLETIONS_PATH,
+    public=PUBLIC_BASE_URL,
+    env=BASE_URL_ENV,
+)
+"""Where the API root comes from (``resolve_base_url``)."""
 
 
 @attrs.frozen(kw_only=True, field_transformer=adapter_field_order)
@@ -176,7 +173,7 @@ class DeepSeekConfig(AdapterConfig):
     )
     """Environment variable holding the key."""
     base_url: str | None = attrs.field(
-        default=None, repr=url_repr, validator=_check_base_url
+        default=None, repr=url_repr, validator=BASE_URL_RULE.check
     )
     """API root; default ``DEEPSEEK_BASE_URL``, then the public URL (its
     credentials are hidden in the ``repr``)."""
@@ -225,12 +222,7 @@ def resolve_base_url(
         AdapterConfigError: keyed ``baseURL`` for a bad ``DEEPSEEK_BASE_URL``
             (the message names the variable, never the URL).
     """
-    environ = os.environ if environ is None else environ
-    if config.base_url is not None:
-        return _root(config.base_url)
-    if environ.get(BASE_URL_ENV):
-        return _root(environ[BASE_URL_ENV], source=BASE_URL_ENV)
-    return PUBLIC_BASE_URL
+    return BASE_URL_RULE.resolve(config.base_url, environ)
 
 
 def thinking_fields(

@@ -9,10 +9,14 @@
   extends only where it adds fields; ``model_catalog`` reads a ``models`` option
   into entries (ids, mappings or values) through the one config mechanism.
 - ``api_root_url``: the one rule for a ``baseURL``; messages never repeat the URL.
+  ``BaseUrlRule`` applies it for a family: the check of its config's
+  ``base_url`` and the root in force (the config's, else an environment
+  variable's, else the public one).
 """
 
 from __future__ import annotations
 
+import os
 import urllib.parse
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar, Final, Protocol, TypeVar
@@ -390,3 +394,58 @@ def endpoint_url(base_url: str, endpoint: str) -> str:
     parts = urllib.parse.urlsplit(base_url)
     path = parts.path.rstrip("/") + "/" + endpoint.lstrip("/")
     return urllib.parse.urlunsplit(parts._replace(path=path))
+
+
+@attrs.frozen(kw_only=True)
+class BaseUrlRule:
+    """Where a family's API root comes from: the configured ``base_url``, else
+    the variable ``env`` (when set and not empty), else ``public``; each checked
+    and normalised by ``api_root_url`` against ``endpoint``, naming ``package``.
+    """
+
+    package: str
+    """The config's package, named in the errors."""
+    endpoint: str
+    """The path appended to the root (a root may not already end in it)."""
+    public: str
+    """The root when neither the config nor the environment names one."""
+    env: str | None = None
+    """The environment variable that may name another root (``None``: none)."""
+
+    def check(self, inst: object, attribute: attrs.Attribute[Any], value: Any) -> None:
+        """The attrs validator of a config's ``base_url`` (``None`` passes).
+
+        Raises:
+            AdapterConfigError: keyed ``baseURL`` (``api_root_url``).
+        """
+        if value is not None:
+            self.root(value)
+
+    def root(self, value: object, source: str | None = None) -> str:
+        """``value`` checked and normalised as this family's API root
+        (``api_root_url``; ``source`` names where it was read, if not from
+        ``baseURL``).
+
+        Raises:
+            AdapterConfigError: keyed ``baseURL``.
+        """
+        return api_root_url(
+            value, package=self.package, source=source, endpoint=self.endpoint
+        )
+
+    def resolve(
+        self, base_url: str | None, environ: Mapping[str, str] | None = None
+    ) -> str:
+        """The API root in force for a config's ``base_url``, reading ``env``
+        from ``environ`` (default ``os.environ``).
+
+        Raises:
+            AdapterConfigError: keyed ``baseURL`` for a bad value of ``env``
+                (the message names the variable, never the URL).
+        """
+        environ = os.environ if environ is None else environ
+        if base_url is not None:
+            return self.root(base_url)
+        if self.env is not None and environ.get(self.env):
+            return self.root(environ[self.env], source=self.env)
+        return self.public

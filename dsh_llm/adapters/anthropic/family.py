@@ -17,7 +17,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
@@ -26,9 +25,9 @@ import attrs
 from dsh_llm.adapter import LlmResolvedModelInfo
 from dsh_llm.adapters._wire.config import (
     AdapterConfig,
+    BaseUrlRule,
     CatalogModel,
     adapter_field_order,
-    api_root_url,
     catalog_entry,
     endpoint_url,
     model_catalog,
@@ -114,6 +113,10 @@ REASONING_EFFORTS: Final = tuple(
 model accepts its own subset, ``resolve_model`` lists it)."""
 PACKAGE: Final = "llm-anthropic"
 """The plugin's name, named in config errors and credential messages."""
+BASE_URL_RULE: Final = BaseUrlRule(
+    package=PACKAGE, endpoint=MESSAGES_PATH, public=PUBLIC_BASE_URL, env=BASE_URL_ENV
+)
+"""Where the API root comes from (``resolve_base_url``)."""
 
 
 def _catalog_defaults(model_id: str) -> Mapping[str, Any]:
@@ -141,11 +144,6 @@ def _models(value: object) -> tuple[CatalogModel, ...]:
     return model_catalog(
         value, CatalogModel, package=PACKAGE, defaults=_catalog_defaults
     )
-
-
-def _check_base_url(inst: object, attribute: attrs.Attribute[Any], value: Any) -> None:
-    if value is not None:
-        api_root_url(value, package=PACKAGE, endpoint=MESSAGES_PATH)
 
 
 def _check_header_value(
@@ -189,7 +187,7 @@ class AnthropicConfig(AdapterConfig):
     )
     """Environment variable holding the key."""
     base_url: str | None = attrs.field(
-        default=None, repr=url_repr, validator=_check_base_url
+        default=None, repr=url_repr, validator=BASE_URL_RULE.check
     )
     """API root; default ``ANTHROPIC_BASE_URL``, then the public URL (its
     credentials are hidden in the ``repr``)."""
@@ -241,17 +239,7 @@ def resolve_base_url(
         AdapterConfigError: keyed ``baseURL`` for a bad ``ANTHROPIC_BASE_URL``
             (the message names the variable, never the URL).
     """
-    environ = os.environ if environ is None else environ
-    if config.base_url is not None:
-        return api_root_url(config.base_url, package=PACKAGE, endpoint=MESSAGES_PATH)
-    if environ.get(BASE_URL_ENV):
-        return api_root_url(
-            environ[BASE_URL_ENV],
-            package=PACKAGE,
-            source=BASE_URL_ENV,
-            endpoint=MESSAGES_PATH,
-        )
-    return PUBLIC_BASE_URL
+    return BASE_URL_RULE.resolve(config.base_url, environ)
 
 
 def _endpoint(

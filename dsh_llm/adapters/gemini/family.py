@@ -32,8 +32,8 @@ from dsh_llm.adapter import (
 )
 from dsh_llm.adapters._wire.config import (
     AdapterConfig,
+    BaseUrlRule,
     adapter_field_order,
-    api_root_url,
     catalog_entry,
     endpoint_url,
     model_catalog,
@@ -80,6 +80,10 @@ DEFAULT_STREAM_IDLE_TIMEOUT_MS: Final = 300_000
 """Default idle timeout (a thinking model may be silent for minutes)."""
 PACKAGE: Final = "llm-gemini"
 """The plugin's name, named in config errors and credential messages."""
+BASE_URL_RULE: Final = BaseUrlRule(
+    package=PACKAGE, endpoint=API_PATH, public=PUBLIC_BASE_URL
+)
+"""Where the API root comes from: ``base_url``, else ``PUBLIC_BASE_URL``."""
 
 
 def _models(value: object) -> tuple[GeminiModel, ...]:
@@ -87,11 +91,6 @@ def _models(value: object) -> tuple[GeminiModel, ...]:
     if value is None:
         return DEFAULT_MODELS
     return model_catalog(value, GeminiModel, package=PACKAGE)
-
-
-def _check_base_url(inst: object, attribute: attrs.Attribute[Any], value: Any) -> None:
-    if value is not None:
-        api_root_url(value, package=PACKAGE, endpoint=API_PATH)
 
 
 def _check_effort(inst: object, attribute: attrs.Attribute[Any], value: Any) -> None:
@@ -120,7 +119,7 @@ class GeminiConfig(AdapterConfig):
     )
     """Environment variable holding the key."""
     base_url: str | None = attrs.field(
-        default=None, repr=url_repr, validator=_check_base_url
+        default=None, repr=url_repr, validator=BASE_URL_RULE.check
     )
     """API root (``None``: ``PUBLIC_BASE_URL``); must not end in ``/v1beta``."""
     reasoning_effort: str | None = attrs.field(default=None, validator=_check_effort)
@@ -158,12 +157,11 @@ def stream_url(base_url: str, model: str) -> str:
 def _endpoint(
     config: GeminiConfig, *, explicit_key: bool, environ: Mapping[str, str]
 ) -> Endpoint[None]:
-    base_url = (
-        PUBLIC_BASE_URL
-        if config.base_url is None
-        else api_root_url(config.base_url, package=PACKAGE, endpoint=API_PATH)
+    return Endpoint(
+        base_url=BASE_URL_RULE.resolve(config.base_url, environ),
+        display_name=DISPLAY_NAME,
+        profile=None,
     )
-    return Endpoint(base_url=base_url, display_name=DISPLAY_NAME, profile=None)
 
 
 def _effort_name(effort: str) -> str:

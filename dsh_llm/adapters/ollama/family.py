@@ -33,9 +33,9 @@ from dsh_llm.adapter import (
 from dsh_llm.adapters._wire.adapter import catalog_model_info
 from dsh_llm.adapters._wire.config import (
     AdapterConfig,
+    BaseUrlRule,
     CatalogModel,
     adapter_field_order,
-    api_root_url,
     catalog_entry,
     endpoint_url,
     model_catalog,
@@ -89,6 +89,10 @@ CHAT_PATH: Final = "/api/chat"
 """Appended to the base URL to stream a chat."""
 TAGS_PATH: Final = "/api/tags"
 """Appended to the base URL to list the server's models."""
+BASE_URL_RULE: Final = BaseUrlRule(
+    package=PACKAGE, endpoint="/api", public=DEFAULT_BASE_URL
+)
+"""How a base URL is checked: it must not end in ``/api``."""
 
 
 def _models(value: object) -> tuple[CatalogModel, ...] | None:
@@ -99,7 +103,8 @@ def _models(value: object) -> tuple[CatalogModel, ...] | None:
 
 
 def _check_base_url(inst: object, attribute: attrs.Attribute[Any], value: Any) -> None:
-    api_root_url(value, package=PACKAGE, endpoint="/api")
+    # Not BASE_URL_RULE.check: the field has a default, so None is refused.
+    BASE_URL_RULE.root(value)
 
 
 def _check_keep_alive(
@@ -161,7 +166,7 @@ def _endpoint(
     config: OllamaConfig, *, explicit_key: bool, environ: Mapping[str, str]
 ) -> Endpoint[None]:
     return Endpoint(
-        base_url=api_root_url(config.base_url, package=PACKAGE, endpoint="/api"),
+        base_url=BASE_URL_RULE.root(config.base_url),
         display_name=DISPLAY_NAME,
         profile=None,
     )
