@@ -346,17 +346,11 @@ class _DaskRun:
                     self.in_flight.clear()
                 writer.close()
         finally:
-            tally = writer.tally
-            summary = BatchSummary(
-                results_path=self.results.path,
+            summary = writer.tally.summary(
+                self.results,
                 total=total,
                 skipped=skipped,
-                succeeded=tally.succeeded,
-                failed=tally.failed,
-                failed_before=index.failed,
-                input_tokens=tally.input_tokens,
-                output_tokens=tally.output_tokens,
-                duration_s=time.perf_counter() - started,
+                started=started,
                 interrupted=interrupted or self.aborted(),
             )
             if self.progress is not None:

@@ -431,15 +431,15 @@ class _Run:
             finally:
                 finished(1)
 
-        started = 0
+        launched = 0
         finished(0)  # no line to do: nothing to wait for
         try:
             try:
-                while started < count:
+                while launched < count:
                     threading.Thread(
-                        target=work, name=f"dsh-llm-batch-{started}", daemon=True
+                        target=work, name=f"dsh-llm-batch-{launched}", daemon=True
                     ).start()
-                    started += 1
+                    launched += 1
                 # An Event, not Thread.join: an interrupted join can leave a
                 # thread reported as finished while it still runs (CPython 3.11).
                 while not done.wait(_POLL_S):
@@ -448,7 +448,7 @@ class _Run:
                 # Ctrl-C: abort the in-flight requests and wait for them.
                 interrupted = True
                 self.controller.abort()
-                finished(count - started)  # workers that never started
+                finished(count - launched)  # workers that never started
                 while not done.wait(_POLL_S):
                     pass
                 raise
@@ -456,17 +456,11 @@ class _Run:
                 lines.close()
                 writer.close()
         finally:
-            tally = writer.tally
-            summary = BatchSummary(
-                results_path=self.results.path,
+            summary = writer.tally.summary(
+                self.results,
                 total=total,
                 skipped=skipped,
-                succeeded=tally.succeeded,
-                failed=tally.failed,
-                failed_before=index.failed,
-                input_tokens=tally.input_tokens,
-                output_tokens=tally.output_tokens,
-                duration_s=time.perf_counter() - started,
+                started=started,
                 interrupted=interrupted or self.signal.aborted,
             )
             if self.progress is not None:
