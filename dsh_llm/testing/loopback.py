@@ -44,6 +44,7 @@ from typing import Any, Final, Literal
 import attrs
 
 from dsh_llm.serde import compact_json
+from dsh_llm.testing._sockets import read_request, start_listening
 
 __all__ = [
     "Cut",
@@ -232,17 +233,15 @@ class LoopbackServer:
         """Bind an ephemeral port and start accepting connections."""
         if self._listener is not None:
             return self
-        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        listener.bind(("127.0.0.1", 0))
-        listener.listen(64)
-        listener.settimeout(_POLL_S * 5)
-        self._listener = listener
-        self._port = listener.getsockname()[1]
-        self._acceptor = threading.Thread(
-            target=self._accept_loop, name="loopback-accept", daemon=True
+        self._listener, self._acceptor = start_listening(
+            backlog=64,
+            poll_s=_POLL_S * 5,
+            stopping=self._stopping,
+            serve=self._serve,
+            accepted=self._accepted,
+            name="loopback",
         )
-        self._acceptor.start()
+        self._port = self._listener.getsockname()[1]
         return self
 
     def stop(self) -> None:
@@ -324,28 +323,13 @@ class LoopbackServer:
 
     # -- serving ------------------------------------------------------------------
 
-    def _accept_loop(self) -> None:
-        listener = self._listener
-        assert listener is not None
-        while not self._stopping.is_set():
-            try:
-                sock, _ = listener.accept()
-            except TimeoutError:
-                continue
-            except OSError:
-                return
-            sock.settimeout(None)
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            with self._lock:
-                self._opened += 1
-                self._sockets.add(sock)
-                self._lock.notify_all()
-            thread = threading.Thread(
-                target=self._serve, args=(sock,), name="loopback-conn", daemon=True
-            )
+    def _accepted(self, sock: socket.socket, thread: threading.Thread) -> None:
+        with self._lock:
+            self._opened += 1
+            self._sockets.add(sock)
+            self._lock.notify_all()
             self._threads = [t for t in self._threads if t.is_alive()]
             self._threads.append(thread)
-            thread.start()
 
     def _serve(self, sock: socket.socket) -> None:
         buffer = b""
@@ -370,36 +354,15 @@ class LoopbackServer:
     def _read_request(
         self, sock: socket.socket, buffer: bytes
     ) -> tuple[RecordedRequest | None, bytes]:
-        while b"\r\n\r\n" not in buffer:
-            if len(buffer) > _MAX_REQUEST_HEAD:
-                return None, b""
-            data = sock.recv(65536)
-            if not data:
-                return None, b""
-            buffer += data
-        head, _, rest = buffer.partition(b"\r\n\r\n")
-        lines = head.decode("latin-1").split("\r\n")
-        method, path, _version = [*lines[0].split(" ", 2), "", ""][:3]
-        headers = []
-        for line in lines[1:]:
-            name, _, value = line.partition(":")
-            headers.append((name.strip().lower(), value.strip()))
-        length = 0
-        for name, value in headers:
-            if name == "content-length":
-                length = int(value)
-        while len(rest) < length:
-            data = sock.recv(65536)
-            if not data:
-                return None, b""
-            rest += data
-        request = RecordedRequest(
-            method=method, path=path, headers=tuple(headers), body=rest[:length]
-        )
+        parts, rest = read_request(sock, buffer, max_head=_MAX_REQUEST_HEAD)
+        if parts is None:
+            return None, rest
+        method, path, headers, body = parts
+        request = RecordedRequest(method=method, path=path, headers=headers, body=body)
         with self._lock:
             self._requests.append(request)
             self._lock.notify_all()
-        return request, rest[length:]
+        return request, rest
 
     def _reply_for(self, request: RecordedRequest) -> Reply:
         with self._lock:

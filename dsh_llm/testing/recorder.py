@@ -49,6 +49,7 @@ import requests
 
 from dsh_llm.credentials import Secret
 from dsh_llm.protocol import GenerateOptions, StreamChunk
+from dsh_llm.testing._sockets import READ_SIZE, read_request, start_listening
 from dsh_llm.testing.cassette import (
     BodyRead,
     Cassette,
@@ -78,7 +79,6 @@ _HOP_BY_HOP: Final = frozenset(
         "host",
     }
 )
-_READ_SIZE: Final = 65536
 _MAX_HEAD: Final = 64 * 1024
 _LOOPBACK_HOSTS: Final = frozenset({"127.0.0.1", "localhost", "::1"})
 
@@ -151,17 +151,15 @@ class Recording:
 
     def start(self) -> Recording:
         """Bind an ephemeral port on 127.0.0.1 and start accepting."""
-        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        listener.bind(("127.0.0.1", 0))
-        listener.listen(16)
-        listener.settimeout(0.05)
-        self._listener = listener
-        self._port = listener.getsockname()[1]
-        self._acceptor = threading.Thread(
-            target=self._accept_loop, name="recorder-accept", daemon=True
+        self._listener, self._acceptor = start_listening(
+            backlog=16,
+            poll_s=0.05,
+            stopping=self._stopping,
+            serve=self._serve,
+            accepted=self._accepted,
+            name="recorder",
         )
-        self._acceptor.start()
+        self._port = self._listener.getsockname()[1]
         return self
 
     def stop(self) -> None:
@@ -193,25 +191,10 @@ class Recording:
 
     # -- serving --------------------------------------------------------------------
 
-    def _accept_loop(self) -> None:
-        listener = self._listener
-        assert listener is not None
-        while not self._stopping.is_set():
-            try:
-                sock, _ = listener.accept()
-            except TimeoutError:
-                continue
-            except OSError:
-                return
-            sock.settimeout(None)
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            with self._lock:
-                self._sockets.add(sock)
-            thread = threading.Thread(
-                target=self._serve, args=(sock,), name="recorder-conn", daemon=True
-            )
-            self._threads.append(thread)
-            thread.start()
+    def _accepted(self, sock: socket.socket, thread: threading.Thread) -> None:
+        with self._lock:
+            self._sockets.add(sock)
+        self._threads.append(thread)
 
     def _serve(self, sock: socket.socket) -> None:
         buffer = b""
@@ -433,7 +416,7 @@ def _body_reads(raw: Any, framing: Framing) -> Iterator[bytes]:
                 yield bytes(data)
         return
     while True:
-        data = raw.read1(_READ_SIZE, decode_content=True)
+        data = raw.read1(READ_SIZE, decode_content=True)
         if not data:
             return
         yield bytes(data)
@@ -449,35 +432,11 @@ def _send(sock: socket.socket, data: bytes) -> None:
 def _read_request(
     sock: socket.socket, buffer: bytes
 ) -> tuple[CassetteRequest | None, bytes]:
-    while b"\r\n\r\n" not in buffer:
-        if len(buffer) > _MAX_HEAD:
-            return None, b""
-        data = sock.recv(_READ_SIZE)
-        if not data:
-            return None, b""
-        buffer += data
-    head, _, rest = buffer.partition(b"\r\n\r\n")
-    lines = head.decode("latin-1").split("\r\n")
-    method, target = [*lines[0].split(" ", 2), "", ""][:2]
-    headers: list[tuple[str, str]] = []
-    length = 0
-    for line in lines[1:]:
-        name, _, value = line.partition(":")
-        name, value = name.strip().lower(), value.strip()
-        headers.append((name, value))
-        if name == "content-length":
-            if not value.isdigit():
-                return None, b""
-            length = int(value)
-    while len(rest) < length:
-        data = sock.recv(_READ_SIZE)
-        if not data:
-            return None, b""
-        rest += data
-    request = CassetteRequest(
-        method=method, url=target, headers=tuple(headers), body=rest[:length]
-    )
-    return request, rest[length:]
+    parts, rest = read_request(sock, buffer, max_head=_MAX_HEAD)
+    if parts is None:
+        return None, rest
+    method, target, headers, body = parts
+    return CassetteRequest(method=method, url=target, headers=headers, body=body), rest
 
 
 @contextlib.contextmanager
