@@ -9,6 +9,11 @@ read, so both go through here:
   daemon thread until the stop event is set or the listener is closed; every
   connection is blocking, has Nagle off, and is served on a daemon thread of
   its own, which ``accepted`` sees before it starts (to track it).
+- ``LocalServer`` is the base of both: ``start`` (idempotent) listens and
+  sets ``port``; a subclass names its backlog, poll interval and thread name
+  and fills ``_serve``, ``_accepted`` and ``_disconnected``. A connection
+  ends when ``_serve`` returns or the client leaves (``ClientGone``, or an
+  ``OSError``): the socket is closed, then ``_disconnected`` is told.
 - ``read_request`` reads a request head and a ``content-length`` body (no
   chunked request bodies); it returns ``None`` when the client leaves, the head
   passes ``max_head`` bytes or the length is not a number.
@@ -16,13 +21,31 @@ read, so both go through here:
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import threading
 from collections.abc import Callable
-from typing import Final
+from typing import ClassVar, Final, Self
 
 READ_SIZE: Final = 65536
 """Bytes asked of one ``recv``."""
+
+
+class ClientGone(Exception):
+    """The client closed its connection while the server was writing or
+    waiting."""
+
+
+def send(sock: socket.socket, data: bytes) -> None:
+    """All of ``data`` to the client.
+
+    Raises:
+        ClientGone: the client has left.
+    """
+    try:
+        sock.sendall(data)
+    except OSError as exc:
+        raise ClientGone from exc
 
 
 def start_listening(
@@ -72,6 +95,54 @@ def start_listening(
     acceptor = threading.Thread(target=accept_loop, name=f"{name}-accept", daemon=True)
     acceptor.start()
     return listener, acceptor
+
+
+class LocalServer:
+    """A server on an ephemeral port of 127.0.0.1 (see the module docstring)."""
+
+    _backlog: ClassVar[int]
+    _poll_s: ClassVar[float]
+    _thread_name: ClassVar[str]
+
+    def __init__(self) -> None:
+        self._stopping = threading.Event()
+        self._listener: socket.socket | None = None
+        self._acceptor: threading.Thread | None = None
+        self._port = 0
+
+    def start(self) -> Self:
+        """Bind an ephemeral port on 127.0.0.1 and start accepting connections
+        (a started server is left as it is)."""
+        if self._listener is None:
+            self._listener, self._acceptor = start_listening(
+                backlog=self._backlog,
+                poll_s=self._poll_s,
+                stopping=self._stopping,
+                serve=self._connection,
+                accepted=self._accepted,
+                name=self._thread_name,
+            )
+            self._port = self._listener.getsockname()[1]
+        return self
+
+    def _connection(self, sock: socket.socket) -> None:
+        try:
+            self._serve(sock)
+        except (ClientGone, OSError):
+            pass
+        finally:
+            with contextlib.suppress(OSError):
+                sock.close()
+            self._disconnected(sock)
+
+    def _serve(self, sock: socket.socket) -> None:
+        raise NotImplementedError
+
+    def _disconnected(self, sock: socket.socket) -> None:
+        raise NotImplementedError
+
+    def _accepted(self, sock: socket.socket, thread: threading.Thread) -> None:
+        raise NotImplementedError
 
 
 RequestParts = tuple[str, str, tuple[tuple[str, str], ...], bytes]

@@ -44,7 +44,12 @@ from typing import Any, Final, Literal
 import attrs
 
 from dsh_llm.serde import compact_json
-from dsh_llm.testing._sockets import read_request, start_listening
+from dsh_llm.testing._sockets import (
+    ClientGone,
+    LocalServer,
+    read_request,
+    send,
+)
 
 __all__ = [
     "Cut",
@@ -193,11 +198,7 @@ def sse_body(payloads: Iterable[Any], *, done: bool = True) -> bytes:
     return b"".join(sse_events(payloads, done=done))
 
 
-class _Disconnected(Exception):
-    """The client went away while the server was writing or stalling."""
-
-
-class LoopbackServer:
+class LoopbackServer(LocalServer):
     """A scripted HTTP server on 127.0.0.1 (see the module docstring).
 
     Example::
@@ -208,9 +209,14 @@ class LoopbackServer:
             assert server.requests[0].method == "POST"
     """
 
+    _backlog = 64
+    _poll_s = _POLL_S * 5
+    _thread_name = "loopback"
+
     def __init__(
         self, replies: Iterable[Reply] = (), *, handler: Handler | None = None
     ) -> None:
+        super().__init__()
         self._lock = threading.Condition()
         self._replies: deque[Reply] = deque(replies)
         self.handler: Handler | None = handler
@@ -220,29 +226,10 @@ class LoopbackServer:
         self._closed = 0
         self._sockets: set[socket.socket] = set()
         self._threads: list[threading.Thread] = []
-        self._stopping = threading.Event()
         self.marks: dict[str, float] = {}
         """``Mark`` steps reached, name to ``time.perf_counter()``."""
-        self._listener: socket.socket | None = None
-        self._acceptor: threading.Thread | None = None
-        self._port = 0
 
     # -- lifecycle ------------------------------------------------------------
-
-    def start(self) -> LoopbackServer:
-        """Bind an ephemeral port and start accepting connections."""
-        if self._listener is not None:
-            return self
-        self._listener, self._acceptor = start_listening(
-            backlog=64,
-            poll_s=_POLL_S * 5,
-            stopping=self._stopping,
-            serve=self._serve,
-            accepted=self._accepted,
-            name="loopback",
-        )
-        self._port = self._listener.getsockname()[1]
-        return self
 
     def stop(self) -> None:
         """Close every connection and the listener; join all threads."""
@@ -333,23 +320,19 @@ class LoopbackServer:
 
     def _serve(self, sock: socket.socket) -> None:
         buffer = b""
-        try:
-            while not self._stopping.is_set():
-                request, buffer = self._read_request(sock, buffer)
-                if request is None:
-                    return
-                reply = self._reply_for(request)
-                if not self._play(sock, reply):
-                    return
-        except (_Disconnected, OSError):
-            return
-        finally:
-            with contextlib.suppress(OSError):
-                sock.close()
-            with self._lock:
-                self._sockets.discard(sock)
-                self._closed += 1
-                self._lock.notify_all()
+        while not self._stopping.is_set():
+            request, buffer = self._read_request(sock, buffer)
+            if request is None:
+                return
+            reply = self._reply_for(request)
+            if not self._play(sock, reply):
+                return
+
+    def _disconnected(self, sock: socket.socket) -> None:
+        with self._lock:
+            self._sockets.discard(sock)
+            self._closed += 1
+            self._lock.notify_all()
 
     def _read_request(
         self, sock: socket.socket, buffer: bytes
@@ -396,7 +379,7 @@ class LoopbackServer:
         head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
         if reply.header_delay != 0:
             self._sleep(sock, reply.header_delay)
-        self._send(sock, head)
+        send(sock, head)
         first = True
         for step in reply.body:
             if isinstance(step, bytes):
@@ -408,7 +391,7 @@ class LoopbackServer:
                     piece = step[start : start + size]
                     if reply.framing == "chunked":
                         piece = b"%x\r\n%s\r\n" % (len(piece), piece)
-                    self._send(sock, piece)
+                    send(sock, piece)
             elif isinstance(step, Pause | Stall):
                 self._sleep(sock, step.seconds)
             elif isinstance(step, Mark):
@@ -424,7 +407,7 @@ class LoopbackServer:
                         sock.shutdown(socket.SHUT_RDWR)
                 return False
         if reply.framing == "chunked":
-            self._send(sock, b"0\r\n\r\n")
+            send(sock, b"0\r\n\r\n")
             return True
         if reply.framing == "length":
             return True
@@ -433,15 +416,9 @@ class LoopbackServer:
         self._linger_until_client_closes(sock)
         return False
 
-    def _send(self, sock: socket.socket, data: bytes) -> None:
-        try:
-            sock.sendall(data)
-        except OSError as exc:
-            raise _Disconnected from exc
-
     def _sleep(self, sock: socket.socket, seconds: float | None) -> None:
         """Wait ``seconds`` (forever when ``None``) unless the client disconnects or
-        the server stops; raise ``_Disconnected`` when the client went away."""
+        the server stops; raise ``ClientGone`` when the client went away."""
         deadline = None if seconds is None else time.monotonic() + seconds
         while not self._stopping.is_set():
             timeout = (
@@ -456,12 +433,12 @@ class LoopbackServer:
                 try:
                     data = sock.recv(65536, socket.MSG_PEEK)
                 except OSError as exc:
-                    raise _Disconnected from exc
+                    raise ClientGone from exc
                 if not data:
-                    raise _Disconnected
+                    raise ClientGone
                 # A pipelined request: leave it for the next read, keep waiting.
                 time.sleep(timeout)
-        raise _Disconnected
+        raise ClientGone
 
     def _linger_until_client_closes(self, sock: socket.socket) -> None:
         # After a close-delimited body the server has sent FIN; wait briefly for

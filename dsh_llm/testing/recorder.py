@@ -49,7 +49,13 @@ import requests
 
 from dsh_llm.credentials import Secret
 from dsh_llm.protocol import GenerateOptions, StreamChunk
-from dsh_llm.testing._sockets import READ_SIZE, read_request, start_listening
+from dsh_llm.testing._sockets import (
+    READ_SIZE,
+    ClientGone,
+    LocalServer,
+    read_request,
+    send,
+)
 from dsh_llm.testing.cassette import (
     BodyRead,
     Cassette,
@@ -83,11 +89,7 @@ _MAX_HEAD: Final = 64 * 1024
 _LOOPBACK_HOSTS: Final = frozenset({"127.0.0.1", "localhost", "::1"})
 
 
-class _ClientGone(Exception):
-    """The client closed its connection while the proxy was writing."""
-
-
-class Recording:
+class Recording(LocalServer):
     """A running recording proxy (what ``record`` yields).
 
     Args:
@@ -99,6 +101,10 @@ class Recording:
         upstream_timeout_s: Connect and per-read timeout toward the upstream.
     """
 
+    _backlog = 16
+    _poll_s = 0.05
+    _thread_name = "recorder"
+
     def __init__(
         self,
         upstream_base_url: str,
@@ -108,6 +114,7 @@ class Recording:
         adapter: str | None = None,
         upstream_timeout_s: float = 300.0,
     ) -> None:
+        super().__init__()
         parts = urllib.parse.urlsplit(upstream_base_url)
         if parts.scheme not in ("http", "https") or not parts.netloc:
             raise ValueError(
@@ -130,10 +137,6 @@ class Recording:
         self._awaiting_upstream: set[threading.Thread] = set()
         self._abandoned = False
         self._sockets: set[socket.socket] = set()
-        self._stopping = threading.Event()
-        self._listener: socket.socket | None = None
-        self._acceptor: threading.Thread | None = None
-        self._port = 0
 
     @property
     def base_url(self) -> str:
@@ -148,19 +151,6 @@ class Recording:
         """The cassette files written so far, in the order the calls ended."""
         with self._lock:
             return tuple(self._paths)
-
-    def start(self) -> Recording:
-        """Bind an ephemeral port on 127.0.0.1 and start accepting."""
-        self._listener, self._acceptor = start_listening(
-            backlog=16,
-            poll_s=0.05,
-            stopping=self._stopping,
-            serve=self._serve,
-            accepted=self._accepted,
-            name="recorder",
-        )
-        self._port = self._listener.getsockname()[1]
-        return self
 
     def stop(self) -> None:
         """Close every connection and wait for every cassette to be written;
@@ -198,18 +188,14 @@ class Recording:
 
     def _serve(self, sock: socket.socket) -> None:
         buffer = b""
-        try:
-            while True:
-                request, buffer = _read_request(sock, buffer)
-                if request is None or not self._exchange(sock, request):
-                    return
-        except (OSError, _ClientGone):
-            return
-        finally:
-            with contextlib.suppress(OSError):
-                sock.close()
-            with self._lock:
-                self._sockets.discard(sock)
+        while True:
+            request, buffer = _read_request(sock, buffer)
+            if request is None or not self._exchange(sock, request):
+                return
+
+    def _disconnected(self, sock: socket.socket) -> None:
+        with self._lock:
+            self._sockets.discard(sock)
 
     def _exchange(self, sock: socket.socket, request: CassetteRequest) -> bool:
         """Forward one request and record it; whether the connection may go on."""
@@ -244,7 +230,7 @@ class Recording:
             session.close()
             self._upstream_answered()
             message = f"recording proxy: upstream unreachable: {type(exc).__name__}"
-            _send(
+            send(
                 sock,
                 (
                     "HTTP/1.1 502 Bad Gateway\r\ncontent-type: text/plain\r\n"
@@ -284,19 +270,19 @@ class Recording:
                 lines.append("connection: close")
             reads: list[BodyRead] = []
             ended: Ended = "complete"
-            _send(sock, ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"))
+            send(sock, ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"))
             watch = _ClientWatch(sock, raw)
             try:
                 for data in _body_reads(raw, framing):
                     reads.append(BodyRead(at_ms=now_ms(), data=data))
                     try:
-                        _send(
+                        send(
                             sock,
                             b"%x\r\n%s\r\n" % (len(data), data)
                             if framing == "chunked"
                             else data,
                         )
-                    except _ClientGone:
+                    except ClientGone:
                         ended = "client-closed"
                         break
             except Exception:
@@ -338,7 +324,7 @@ class Recording:
                 sock.shutdown(socket.SHUT_RDWR)
             return False
         if framing == "chunked":
-            _send(sock, b"0\r\n\r\n")
+            send(sock, b"0\r\n\r\n")
             return True
         if framing == "length":
             return True
@@ -420,13 +406,6 @@ def _body_reads(raw: Any, framing: Framing) -> Iterator[bytes]:
         if not data:
             return
         yield bytes(data)
-
-
-def _send(sock: socket.socket, data: bytes) -> None:
-    try:
-        sock.sendall(data)
-    except OSError as exc:
-        raise _ClientGone from exc
 
 
 def _read_request(
