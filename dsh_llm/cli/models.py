@@ -12,7 +12,8 @@ Contracts callers may rely on:
   ``--provider`` names another route); else, with neither ``--provider`` nor
   ``--model``, the continued conversation's route, model and server, else the
   default model; else what was typed. (``chat`` reports a ``models.json`` that
-  cannot be read on stderr and goes on without it.)
+  cannot be read on stderr and goes on without it.) ``open_choice`` opens the
+  chosen route with the rest of a command's flags (``chat``, ``count``).
 - ``models default NAME`` and ``aliases set NAME MODEL`` take MODEL as an alias,
   or a model id whose route is ``--provider``, else the one route whose catalog
   lists it (a provider's own built-in route before a cloud front door listing
@@ -26,10 +27,11 @@ Contracts callers may rely on:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
@@ -41,7 +43,7 @@ from dsh_llm.errors import LlmError
 
 if TYPE_CHECKING:
     from dsh_llm.cli.logs import Continued
-    from dsh_llm.cli.targets import Routes
+    from dsh_llm.cli.targets import Routes, Target
 
     _Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
@@ -224,6 +226,58 @@ def choose(
 
 
 # --- naming a model -----------------------------------------------------------------
+
+
+def add_choice_arguments(
+    command: argparse.ArgumentParser,
+    *,
+    model: str,
+    base_url: str,
+    wire: str,
+    api_key_env: str,
+) -> None:
+    """Add the flags ``choose`` and ``open_choice`` read, in this order:
+    ``--provider``, ``--model``, ``--base-url``, ``--wire``, ``--api-key-env``,
+    ``--config``; ``model``, ``base_url``, ``wire`` and ``api_key_env`` are the
+    command's help texts of theirs."""
+    from dsh_llm.cli.parser import non_empty
+    from dsh_llm.cli.targets import DEFAULT_CONFIG
+
+    command.add_argument("--provider", metavar="ROUTE", help="the route to use")
+    command.add_argument("--model", metavar="NAME", help=model)
+    command.add_argument("--base-url", metavar="URL", help=base_url)
+    command.add_argument("--wire", choices=("chat", "responses"), help=wire)
+    command.add_argument(
+        "--api-key-env", metavar="VAR", type=non_empty, help=api_key_env
+    )
+    command.add_argument(
+        "--config",
+        metavar="FILE",
+        help=f"composition file (default: ./{DEFAULT_CONFIG} when present)",
+    )
+
+
+@contextlib.contextmanager
+def open_choice(args: argparse.Namespace, choice: Choice) -> Iterator[Target]:
+    """``open_target`` for what ``choose`` chose and the command's other flags
+    (``--config``, ``--api-key-env``, ``--reasoning-effort``, ``--timeout``),
+    keys read from the user's environment (``user_environ``)."""
+    from dsh_llm.cli.keys import user_environ
+    from dsh_llm.cli.targets import open_target
+
+    with open_target(
+        provider=choice.provider,
+        model=choice.model,
+        config=args.config,
+        base_url=choice.base_url,
+        api_key_env=args.api_key_env,
+        reasoning_effort=args.reasoning_effort,
+        wire=choice.wire,
+        timeout_s=args.timeout,
+        environ=user_environ(),
+        origin=choice.origin,
+    ) as target:
+        yield target
 
 
 def _catalog_ids(routes: Routes, route: str) -> tuple[str, ...] | None:

@@ -8,6 +8,10 @@ Contracts callers may rely on:
   ``--wire respones``) through argparse's "invalid choice" path, and a misspelt
   flag (``--modle``) by the flags of the (sub)command it was given to.
 - Nothing else changes: the same usage line, the same exit status 2.
+- The argument types the subcommands share (``positive_int``, ``non_empty``,
+  ``number``, ``positive_number``, ``positive_seconds``) raise
+  ``argparse.ArgumentTypeError`` with the value in the message, so argparse
+  reports it against its flag.
 """
 
 from __future__ import annotations
@@ -82,3 +86,48 @@ class SuggestingParser(argparse.ArgumentParser):
             for flag in action.option_strings
             if flag.startswith("--")
         ]
+
+
+# --- argument types ------------------------------------------------------------------
+
+
+def number(text: str) -> float:
+    """``text`` as a float (``inf`` and ``nan`` included: the caller bounds it)."""
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+
+
+def positive_int(text: str) -> int:
+    """An integer >= 1 (a token cap, a concurrency)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
+    return value
+
+
+def positive_number(text: str) -> float:
+    """A finite number > 0."""
+    value = number(text)
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text}")
+    return value
+
+
+def positive_seconds(text: str) -> float:
+    """A finite number of seconds > 0 (a timeout)."""
+    value = number(text)
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be more than 0 seconds, got {text}")
+    return value
+
+
+def non_empty(text: str) -> str:
+    """Any string but the empty one (a model id, a provider route)."""
+    if not text:
+        raise argparse.ArgumentTypeError("must not be empty")
+    return text
