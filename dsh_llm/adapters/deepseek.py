@@ -27,7 +27,6 @@ import attrs
 
 from dsh_llm.adapter import (
     LlmModelReasoningInfo,
-    LlmReasoningEffortInfo,
     LlmResolvedModelInfo,
 )
 from dsh_llm.adapters._wire.adapter import WireAdapter
@@ -45,6 +44,7 @@ from dsh_llm.adapters._wire.family import (
     WireCall,
     WireFamily,
     WireRequest,
+    effort_infos,
     resolved_model_info,
 )
 from dsh_llm.adapters.chat.request import (
@@ -140,9 +140,7 @@ DEFAULT_MODELS: Final = (
 
 def _models(value: object) -> tuple[CatalogModel, ...]:
     """The ``models`` option (``model_catalog``); ``None`` is ``DEFAULT_MODELS``."""
-    if value is None:
-        return DEFAULT_MODELS
-    return model_catalog(value, CatalogModel, package=PACKAGE)
+    return model_catalog(value, CatalogModel, package=PACKAGE, default=DEFAULT_MODELS)
 
 
 BASE_URL_RULE: Final = BaseUrlRule(
@@ -257,10 +255,7 @@ def thinking_fields(
     return {} if thinking is None else {"thinking": {"type": thinking}}
 
 
-_EFFORT_INFOS: Final = tuple(
-    LlmReasoningEffortInfo(id=effort, name=effort.capitalize())
-    for effort in REASONING_EFFORTS
-)
+_EFFORT_INFOS: Final = effort_infos(REASONING_EFFORTS, capitalize=True)
 
 
 def default_effort(snapshot: DeepSeekConfig) -> str:
@@ -290,9 +285,8 @@ def model_info(
         provider,
         model,
         entry,
-        context_window=(entry.context_window if entry else None)
-        or config.default_context_window,
-        default_max_tokens=(entry.max_tokens if entry else None) or config.max_tokens,
+        context_window=config.default_context_window,
+        default_max_tokens=config.max_tokens,
         reasoning=reasoning,
         image_input=False,
     )

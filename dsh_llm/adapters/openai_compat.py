@@ -37,7 +37,6 @@ import attrs
 
 from dsh_llm.adapter import (
     LlmModelReasoningInfo,
-    LlmReasoningEffortInfo,
     LlmResolvedModelInfo,
 )
 from dsh_llm.adapters._wire.adapter import WireAdapter
@@ -57,6 +56,7 @@ from dsh_llm.adapters._wire.family import (
     WireCall,
     WireFamily,
     WireRequest,
+    effort_infos,
     resolved_model_info,
 )
 from dsh_llm.adapters.chat.request import (
@@ -385,15 +385,9 @@ def model_info(
         provider,
         model,
         entry,
-        context_window=entry.context_window if entry else None,
-        default_max_tokens=entry.max_tokens if entry else None,
         reasoning=None
         if efforts is None
-        else LlmModelReasoningInfo(
-            efforts=tuple(
-                LlmReasoningEffortInfo(id=effort, name=effort) for effort in efforts
-            )
-        ),
+        else LlmModelReasoningInfo(efforts=effort_infos(efforts)),
     )
 
 

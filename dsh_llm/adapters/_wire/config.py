@@ -251,6 +251,16 @@ class CatalogEntry(Protocol):
         """Accepted inputs."""
         ...
 
+    @property
+    def context_window(self) -> int | None:
+        """Its context window in tokens, when known."""
+        ...
+
+    @property
+    def max_tokens(self) -> int | None:
+        """Its output cap, when known."""
+        ...
+
 
 _Entry = TypeVar("_Entry", bound=CatalogEntry)
 
@@ -268,10 +278,12 @@ def model_catalog(
     *,
     package: str,
     defaults: Callable[[str], Mapping[str, Any]] | None = None,
+    default: tuple[_Entry, ...] = (),
 ) -> tuple[_Entry, ...]:
     """A ``models`` option read into ``model_cls`` values: each entry a value, a
     model id or a config mapping (structured by the one config mechanism);
-    ``None`` is no catalog. ``defaults(id)`` gives per-id field values for what an
+    ``None`` is ``default`` (a family's built-in catalog; none by default).
+    ``defaults(id)`` gives per-id field values for what an
     id or a mapping leaves out (a family's built-in catalog).
 
     Raises:
@@ -279,7 +291,7 @@ def model_catalog(
             ``models[i].<key>`` for a bad entry or a repeated id.
     """
     if specs is None:
-        return ()
+        return default
     if isinstance(specs, str | Mapping) or not isinstance(specs, Sequence):
         raise AdapterConfigError("models", "must be a list of models", package=package)
     entries: list[_Entry] = []

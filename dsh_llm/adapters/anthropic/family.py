@@ -38,9 +38,8 @@ from dsh_llm.adapters._wire.family import (
     WireCall,
     WireFamily,
     WireRequest,
-    answer_count,
-    counting_request,
     resolved_model_info,
+    token_count,
 )
 from dsh_llm.adapters.anthropic import catalog
 from dsh_llm.adapters.anthropic.errors import http_error
@@ -139,10 +138,12 @@ DEFAULT_MODELS: Final = tuple(
 
 
 def _models(value: object) -> tuple[CatalogModel, ...]:
-    if value is None:
-        return DEFAULT_MODELS
     return model_catalog(
-        value, CatalogModel, package=PACKAGE, defaults=_catalog_defaults
+        value,
+        CatalogModel,
+        package=PACKAGE,
+        defaults=_catalog_defaults,
+        default=DEFAULT_MODELS,
     )
 
 
@@ -262,9 +263,8 @@ def model_info(
         provider,
         model,
         entry,
-        context_window=(entry.context_window if entry else None)
-        or config.default_context_window,
-        default_max_tokens=(entry.max_tokens if entry else None) or config.max_tokens,
+        context_window=config.default_context_window,
+        default_max_tokens=config.max_tokens,
         reasoning=catalog.reasoning_info(
             catalog.thinking_profile(model), config.reasoning_effort
         ),
@@ -300,19 +300,12 @@ def _request(call: WireCall[AnthropicConfig, None]) -> WireRequest:
 
 def _count_tokens(call: WireCall[AnthropicConfig, None]) -> TokenCountRequest:
     streamed = _request(call)
-    body = {k: v for k, v in streamed.body.items() if k in COUNT_TOKENS_FIELDS}
-    return TokenCountRequest(
-        request=counting_request(
-            streamed,
-            url=endpoint_url(call.endpoint.base_url, COUNT_TOKENS_PATH),
-            body=body,
-        ),
-        read=_input_tokens,
+    return token_count(
+        streamed,
+        url=endpoint_url(call.endpoint.base_url, COUNT_TOKENS_PATH),
+        body={k: v for k, v in streamed.body.items() if k in COUNT_TOKENS_FIELDS},
+        answer_key="input_tokens",
     )
-
-
-def _input_tokens(answer: Any) -> int | None:
-    return answer_count(answer, "input_tokens")
 
 
 def _translator(call: WireCall[AnthropicConfig, None]) -> MessagesTranslator:

@@ -33,7 +33,6 @@ import requests
 
 from dsh_llm.adapter import (
     LlmModelReasoningInfo,
-    LlmReasoningEffortInfo,
     LlmResolvedModelInfo,
 )
 from dsh_llm.adapters._wire.config import (
@@ -50,6 +49,7 @@ from dsh_llm.adapters._wire.family import (
     WireCall,
     WireFamily,
     WireRequest,
+    effort_infos,
     resolved_model_info,
 )
 from dsh_llm.adapters.azure.auth import DEFAULT_SCOPE, EntraIdTokens
@@ -339,14 +339,7 @@ def model_info(
         provider,
         model,
         entry,
-        context_window=entry.context_window if entry else None,
-        default_max_tokens=entry.max_tokens if entry else None,
-        reasoning=LlmModelReasoningInfo(
-            efforts=tuple(
-                LlmReasoningEffortInfo(id=effort, name=effort)
-                for effort in REASONING_EFFORTS
-            )
-        ),
+        reasoning=LlmModelReasoningInfo(efforts=effort_infos(REASONING_EFFORTS)),
     )
 
 

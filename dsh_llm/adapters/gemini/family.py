@@ -26,8 +26,6 @@ from typing import Any, Final
 import attrs
 
 from dsh_llm.adapter import (
-    LlmModelReasoningInfo,
-    LlmReasoningEffortInfo,
     LlmResolvedModelInfo,
 )
 from dsh_llm.adapters._wire.config import (
@@ -45,16 +43,17 @@ from dsh_llm.adapters._wire.family import (
     WireCall,
     WireFamily,
     WireRequest,
-    answer_count,
-    counting_request,
     resolved_model_info,
+    token_count,
 )
 from dsh_llm.adapters.gemini.catalog import (
     DEFAULT_MODELS,
     EFFORT_BUDGETS,
     EFFORT_LEVELS,
     GeminiModel,
+    effort_in_force,
     model_for,
+    reasoning_info,
 )
 from dsh_llm.adapters.gemini.errors import gemini_http_error
 from dsh_llm.adapters.gemini.request import PROVIDER, build_generate_request
@@ -88,9 +87,7 @@ BASE_URL_RULE: Final = BaseUrlRule(
 
 def _models(value: object) -> tuple[GeminiModel, ...]:
     """The ``models`` option (``model_catalog``); ``None`` is ``DEFAULT_MODELS``."""
-    if value is None:
-        return DEFAULT_MODELS
-    return model_catalog(value, GeminiModel, package=PACKAGE)
+    return model_catalog(value, GeminiModel, package=PACKAGE, default=DEFAULT_MODELS)
 
 
 def _check_effort(inst: object, attribute: attrs.Attribute[Any], value: Any) -> None:
@@ -164,16 +161,10 @@ def _endpoint(
     )
 
 
-def _effort_name(effort: str) -> str:
-    return "Auto" if effort == "auto" else effort.capitalize()
-
-
 def default_effort(config: GeminiConfig, model: GeminiModel) -> str | None:
     """The effort sent when a request names none: the configured
     ``reasoning_effort`` when ``model`` offers it, else the model's default."""
-    if config.reasoning_effort in model.efforts:
-        return config.reasoning_effort
-    return model.default_effort
+    return effort_in_force(model, config.reasoning_effort)
 
 
 def model_info(
@@ -183,20 +174,13 @@ def model_info(
     model's efforts (``catalog.model_for``) and the effort in force by default."""
     entry = config.model(model)
     facts = model_for(model, config.models)
-    reasoning = LlmModelReasoningInfo(
-        efforts=tuple(
-            LlmReasoningEffortInfo(id=effort, name=_effort_name(effort))
-            for effort in facts.efforts
-        ),
-        default_effort=default_effort(config, facts),
-    )
     return resolved_model_info(
         provider,
         model,
         entry,
         context_window=facts.context_window,
         default_max_tokens=facts.max_tokens,
-        reasoning=reasoning,
+        reasoning=reasoning_info(facts, config.reasoning_effort),
     )
 
 
@@ -229,20 +213,12 @@ def _request(call: WireCall[GeminiConfig, None]) -> WireRequest:
 def _count_tokens(call: WireCall[GeminiConfig, None]) -> TokenCountRequest:
     streamed = _request(call)
     model = call.options.model
-    return TokenCountRequest(
-        request=counting_request(
-            streamed,
-            url=model_url(call.endpoint.base_url, model, "countTokens"),
-            body={
-                "generateContentRequest": {"model": f"models/{model}", **streamed.body}
-            },
-        ),
-        read=_total_tokens,
+    return token_count(
+        streamed,
+        url=model_url(call.endpoint.base_url, model, "countTokens"),
+        body={"generateContentRequest": {"model": f"models/{model}", **streamed.body}},
+        answer_key="totalTokens",
     )
-
-
-def _total_tokens(answer: Any) -> int | None:
-    return answer_count(answer, "totalTokens")
 
 
 def _translator(call: WireCall[GeminiConfig, None]) -> GeminiTranslator:

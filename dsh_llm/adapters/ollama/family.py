@@ -27,7 +27,6 @@ import attrs
 from dsh_llm.adapter import (
     LlmModelInfo,
     LlmModelReasoningInfo,
-    LlmReasoningEffortInfo,
     LlmResolvedModelInfo,
 )
 from dsh_llm.adapters._wire.adapter import catalog_model_info
@@ -47,6 +46,7 @@ from dsh_llm.adapters._wire.family import (
     WireCall,
     WireFamily,
     WireRequest,
+    effort_infos,
     resolved_model_info,
 )
 from dsh_llm.adapters.ollama.errors import ollama_http_error
@@ -172,10 +172,7 @@ def _endpoint(
     )
 
 
-_EFFORT_INFOS: Final = tuple(
-    LlmReasoningEffortInfo(id=effort, name=effort.capitalize())
-    for effort in REASONING_EFFORTS
-)
+_EFFORT_INFOS: Final = effort_infos(REASONING_EFFORTS, capitalize=True)
 
 
 def model_info(
@@ -188,8 +185,6 @@ def model_info(
         provider,
         model,
         entry,
-        context_window=entry.context_window if entry else None,
-        default_max_tokens=entry.max_tokens if entry else None,
         reasoning=LlmModelReasoningInfo(
             efforts=_EFFORT_INFOS, default_effort=config.reasoning_effort
         ),

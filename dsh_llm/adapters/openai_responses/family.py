@@ -20,13 +20,12 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Final
 
 import attrs
 
 from dsh_llm.adapter import (
     LlmModelReasoningInfo,
-    LlmReasoningEffortInfo,
     LlmResolvedModelInfo,
 )
 from dsh_llm.adapters._wire.config import (
@@ -46,9 +45,9 @@ from dsh_llm.adapters._wire.family import (
     WireCall,
     WireFamily,
     WireRequest,
-    answer_count,
-    counting_request,
+    effort_infos,
     resolved_model_info,
+    token_count,
 )
 from dsh_llm.adapters.openai_responses.profiles import (
     PROFILES,
@@ -190,13 +189,8 @@ def model_info(
         provider,
         model,
         entry,
-        context_window=entry.context_window if entry else None,
-        default_max_tokens=entry.max_tokens if entry else None,
         reasoning=LlmModelReasoningInfo(
-            efforts=tuple(
-                LlmReasoningEffortInfo(id=effort, name=effort)
-                for effort in endpoint.profile.reasoning_efforts
-            )
+            efforts=effort_infos(endpoint.profile.reasoning_efforts)
         ),
     )
 
@@ -237,19 +231,12 @@ def _count_tokens(
             ErrorCode.UNSUPPORTED_OPTION,
         )
     streamed = _request(call)
-    body = {k: v for k, v in streamed.body.items() if k in COUNT_TOKENS_FIELDS}
-    return TokenCountRequest(
-        request=counting_request(
-            streamed,
-            url=endpoint_url(call.endpoint.base_url, COUNT_TOKENS_PATH),
-            body=body,
-        ),
-        read=_input_tokens,
+    return token_count(
+        streamed,
+        url=endpoint_url(call.endpoint.base_url, COUNT_TOKENS_PATH),
+        body={k: v for k, v in streamed.body.items() if k in COUNT_TOKENS_FIELDS},
+        answer_key="input_tokens",
     )
-
-
-def _input_tokens(answer: Any) -> int | None:
-    return answer_count(answer, "input_tokens")
 
 
 def _translator(
