@@ -34,9 +34,9 @@ from dsh_llm.adapters._wire.config import (
     AdapterConfig,
     AdapterConfigError,
     BaseUrlRule,
+    CatalogLookup,
     CatalogModel,
     adapter_field_order,
-    catalog_entry,
     model_catalog,
 )
 from dsh_llm.adapters._wire.family import (
@@ -153,7 +153,7 @@ BASE_URL_RULE: Final = BaseUrlRule(
 
 
 @attrs.frozen(kw_only=True, field_transformer=adapter_field_order)
-class DeepSeekConfig(AdapterConfig):
+class DeepSeekConfig(AdapterConfig, CatalogLookup[CatalogModel]):
     """The one ``DeepSeekAdapter`` configuration: the constructor's keyword
     arguments build it, ``DeepSeekAdapter.from_config`` takes it, and the
     ``llm-deepseek`` plugin structures its YAML entry into it (camelCase keys:
@@ -204,10 +204,6 @@ class DeepSeekConfig(AdapterConfig):
                 "configured when thinking is disabled)",
                 package=PACKAGE,
             )
-
-    def model(self, model_id: str) -> CatalogModel | None:
-        """The catalog entry for ``model_id``, if listed."""
-        return catalog_entry(self.models, model_id)
 
 
 def resolve_base_url(

@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 import urllib.parse
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, ClassVar, Final, Protocol, TypeVar
+from typing import Any, ClassVar, Final, Generic, Protocol, TypeVar
 
 import attrs
 
@@ -270,6 +270,23 @@ def catalog_entry(models: Sequence[_Entry] | None, model_id: str) -> _Entry | No
     if models is None:
         return None
     return next((entry for entry in models if entry.id == model_id), None)
+
+
+class CatalogLookup(Generic[_Entry]):
+    """What a config with a ``models`` field (entries of ``_Entry``) gets: its
+    ``model`` lookup. A family's config class lists it after ``AdapterConfig``
+    (``class GeminiConfig(AdapterConfig, CatalogLookup[GeminiModel])``)."""
+
+    __slots__ = ()
+
+    @property
+    def models(self) -> Sequence[_Entry] | None:
+        """The advertised catalog (the config's ``models`` field)."""
+        raise NotImplementedError
+
+    def model(self, model_id: str) -> _Entry | None:
+        """The catalog entry for ``model_id``, if listed."""
+        return catalog_entry(self.models, model_id)
 
 
 def model_catalog(

@@ -26,9 +26,9 @@ from dsh_llm.adapter import LlmResolvedModelInfo
 from dsh_llm.adapters._wire.config import (
     AdapterConfig,
     BaseUrlRule,
+    CatalogLookup,
     CatalogModel,
     adapter_field_order,
-    catalog_entry,
     endpoint_url,
     model_catalog,
 )
@@ -171,7 +171,7 @@ def _check_beta(inst: object, attribute: attrs.Attribute[Any], value: Any) -> No
 
 
 @attrs.frozen(kw_only=True, field_transformer=adapter_field_order)
-class AnthropicConfig(AdapterConfig):
+class AnthropicConfig(AdapterConfig, CatalogLookup[CatalogModel]):
     """The one ``AnthropicAdapter`` configuration: the constructor's keyword
     arguments build it, ``AnthropicAdapter.from_config`` takes it, and the
     ``llm-anthropic`` plugin structures its YAML entry into it (camelCase keys:
@@ -224,10 +224,6 @@ class AnthropicConfig(AdapterConfig):
     (LiteLLM's ``openai/`` route in front of llama-server): an answer whose
     ``output_tokens`` reached the ``max_tokens`` sent is ``max-tokens``, even
     one whose natural end fell exactly on the cap."""
-
-    def model(self, model_id: str) -> CatalogModel | None:
-        """The catalog entry for ``model_id``, if listed."""
-        return catalog_entry(self.models, model_id)
 
 
 def resolve_base_url(

@@ -31,8 +31,8 @@ from dsh_llm.adapter import (
 from dsh_llm.adapters._wire.config import (
     AdapterConfig,
     BaseUrlRule,
+    CatalogLookup,
     adapter_field_order,
-    catalog_entry,
     endpoint_url,
     model_catalog,
 )
@@ -99,7 +99,7 @@ def _check_effort(inst: object, attribute: attrs.Attribute[Any], value: Any) -> 
 
 
 @attrs.frozen(kw_only=True, field_transformer=adapter_field_order)
-class GeminiConfig(AdapterConfig):
+class GeminiConfig(AdapterConfig, CatalogLookup[GeminiModel]):
     """The one ``GeminiAdapter`` configuration: the constructor's keyword
     arguments build it, ``GeminiAdapter.from_config`` takes it, and the
     ``llm-gemini`` plugin structures its YAML entry into it (camelCase keys:
@@ -128,10 +128,6 @@ class GeminiConfig(AdapterConfig):
     entry is a ``GeminiModel``, a model id or its config mapping (``thinking``,
     ``efforts``, ``defaultEffort`` beside the ``CatalogModel`` keys); a
     configured entry without ``inputModalities`` is text only."""
-
-    def model(self, model_id: str) -> GeminiModel | None:
-        """The catalog entry for ``model_id``, if listed."""
-        return catalog_entry(self.models, model_id)
 
 
 def model_url(base_url: str, model: str, method: str) -> str:

@@ -33,9 +33,9 @@ from dsh_llm.adapters._wire.adapter import catalog_model_info
 from dsh_llm.adapters._wire.config import (
     AdapterConfig,
     BaseUrlRule,
+    CatalogLookup,
     CatalogModel,
     adapter_field_order,
-    catalog_entry,
     endpoint_url,
     model_catalog,
 )
@@ -122,7 +122,7 @@ def _check_keep_alive(
 
 
 @attrs.frozen(kw_only=True, field_transformer=adapter_field_order)
-class OllamaConfig(AdapterConfig):
+class OllamaConfig(AdapterConfig, CatalogLookup[CatalogModel]):
     """The one ``OllamaAdapter`` configuration: the constructor's keyword
     arguments build it, ``OllamaAdapter.from_config`` takes it, and the
     ``llm-ollama`` plugin structures its YAML entry into it (camelCase keys:
@@ -156,10 +156,6 @@ class OllamaConfig(AdapterConfig):
         default=None, converter=_models, metadata={RAW_METADATA: True}
     )
     """The advertised catalog; ``None``: ``list_models`` asks the server."""
-
-    def model(self, model_id: str) -> CatalogModel | None:
-        """The catalog entry for ``model_id``, if listed."""
-        return catalog_entry(self.models, model_id)
 
 
 def _endpoint(

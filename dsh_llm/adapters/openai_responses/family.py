@@ -31,10 +31,10 @@ from dsh_llm.adapter import (
 from dsh_llm.adapters._wire.config import (
     AdapterConfig,
     AdapterConfigError,
+    CatalogLookup,
     CatalogModel,
     adapter_field_order,
     api_root_url,
-    catalog_entry,
     endpoint_url,
     model_catalog,
 )
@@ -116,7 +116,7 @@ def _base_url(value: object) -> str:
 
 
 @attrs.frozen(kw_only=True, field_transformer=adapter_field_order)
-class OpenAIResponsesConfig(AdapterConfig):
+class OpenAIResponsesConfig(AdapterConfig, CatalogLookup[CatalogModel]):
     """The one ``OpenAIResponsesAdapter`` configuration (camelCase config keys:
     ``baseURL``, ``apiKeyEnv``, ``server``...). Every field is checked (the base
     URL normalised, models made ``CatalogModel`` values) on construction; a bad
@@ -184,7 +184,7 @@ def model_info(
 ) -> LlmResolvedModelInfo:
     """``resolve_model``'s answer: the catalog entry's context window, cap and
     inputs (unknown, text only, for an unlisted id), the profile's efforts."""
-    entry = catalog_entry(config.models, model)
+    entry = config.model(model)
     return resolved_model_info(
         provider,
         model,
@@ -197,7 +197,7 @@ def model_info(
 
 def _request(call: WireCall[OpenAIResponsesConfig, ResponsesProfile]) -> WireRequest:
     options, config, profile = call.options, call.config, call.endpoint.profile
-    entry = catalog_entry(config.models, options.model)
+    entry = config.model(options.model)
     call.check_images(entry)
     body = build_responses_request(
         options,
@@ -246,7 +246,7 @@ def _translator(
     unmarked = config.unmarked_cap_cut
     cap = None
     if profile.unmarked_cap_cut if unmarked is None else unmarked:
-        entry = catalog_entry(config.models, call.options.model)
+        entry = config.model(call.options.model)
         cap = output_cap(call.options, entry.max_tokens if entry else None)
     return ResponsesTranslator(
         profile,

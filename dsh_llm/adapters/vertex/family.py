@@ -36,9 +36,9 @@ from dsh_llm.adapter import (
 from dsh_llm.adapters._wire.config import (
     AdapterConfig,
     AdapterConfigError,
+    CatalogLookup,
     adapter_field_order,
     api_root_url,
-    catalog_entry,
     model_catalog,
 )
 from dsh_llm.adapters._wire.extras import request_headers
@@ -159,7 +159,7 @@ def _check_project(inst: object, attribute: attrs.Attribute[Any], value: Any) ->
 
 
 @attrs.frozen(kw_only=True, field_transformer=adapter_field_order)
-class VertexConfig(AdapterConfig):
+class VertexConfig(AdapterConfig, CatalogLookup[VertexModel]):
     """The one ``VertexAdapter`` configuration: the constructor's keyword
     arguments build it, ``VertexAdapter.from_config`` takes it, and the
     ``llm-vertex`` plugin structures its YAML entry into it (camelCase keys:
@@ -207,10 +207,6 @@ class VertexConfig(AdapterConfig):
     (``publisher`` and, for Gemini, ``thinking``, ``efforts``, ``defaultEffort``
     beside the ``CatalogModel`` keys); a configured Claude entry reads images by
     default, a Gemini one is text only unless it says."""
-
-    def model(self, model_id: str) -> VertexModel | None:
-        """The catalog entry for ``model_id``, if listed."""
-        return catalog_entry(self.models, model_id)
 
 
 @attrs.frozen(kw_only=True)
