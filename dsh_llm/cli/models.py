@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
 import attrs
 
+from dsh_llm.cli.parser import listing_actions
 from dsh_llm.cli.usage import UsageError
 from dsh_llm.cli.userdirs import UserFileError, config_dir, read_json, write_json
 from dsh_llm.errors import LlmError
@@ -391,12 +392,13 @@ def _add_models(commands: _Commands) -> None:
             "nor --model is given."
         ),
     )
-    _add_list_options(command)
-    command.set_defaults(handler=_run_models)
-    actions = command.add_subparsers(dest="models_command", metavar="ACTION")
-    listing = actions.add_parser("list", help="list the models (the default)")
-    _add_list_options(listing)
-    listing.set_defaults(handler=_run_models)
+    actions = listing_actions(
+        command,
+        dest="models_command",
+        list_help="list the models (the default)",
+        options=_add_list_options,
+        handler=_run_models,
+    )
     default = actions.add_parser(
         "default",
         help="show or set the model chat uses by default",
@@ -414,6 +416,10 @@ def _add_models(commands: _Commands) -> None:
     default.set_defaults(handler=_run_default)
 
 
+def _add_json_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true", help="print JSON")
+
+
 def _add_aliases(commands: _Commands) -> None:
     command = commands.add_parser(
         "aliases",
@@ -423,12 +429,13 @@ def _add_aliases(commands: _Commands) -> None:
             "claude-haiku-4-5`, then `dsh-llm chat --model fast ...`."
         ),
     )
-    command.add_argument("--json", action="store_true", help="print JSON")
-    command.set_defaults(handler=_run_aliases)
-    actions = command.add_subparsers(dest="aliases_command", metavar="ACTION")
-    listing = actions.add_parser("list", help="list the aliases (the default)")
-    listing.add_argument("--json", action="store_true", help="print JSON")
-    listing.set_defaults(handler=_run_aliases)
+    actions = listing_actions(
+        command,
+        dest="aliases_command",
+        list_help="list the aliases (the default)",
+        options=_add_json_option,
+        handler=_run_aliases,
+    )
     store = actions.add_parser(
         "set",
         help="name a route and a model",

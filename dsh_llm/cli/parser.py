@@ -8,6 +8,8 @@ Contracts callers may rely on:
   ``--wire respones``) through argparse's "invalid choice" path, and a misspelt
   flag (``--modle``) by the flags of the (sub)command it was given to.
 - Nothing else changes: the same usage line, the same exit status 2.
+- ``listing_actions`` gives a command ACTION subcommands whose default is
+  ``list`` (``logs``, ``models``, ``aliases``).
 - The argument types the subcommands share (``positive_int``, ``non_empty``,
   ``number``, ``positive_number``, ``positive_seconds``) raise
   ``argparse.ArgumentTypeError`` with the value in the message, so argparse
@@ -18,7 +20,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 
@@ -86,6 +88,26 @@ class SuggestingParser(argparse.ArgumentParser):
             for flag in action.option_strings
             if flag.startswith("--")
         ]
+
+
+def listing_actions(
+    command: argparse.ArgumentParser,
+    *,
+    dest: str,
+    list_help: str,
+    options: Callable[[argparse.ArgumentParser], None],
+    handler: Callable[[argparse.Namespace], int],
+) -> argparse._SubParsersAction[argparse.ArgumentParser]:
+    """Give ``command`` ACTION subcommands (named in ``dest``) of which ``list``
+    is the default: ``options`` adds the listing's flags to the command and to
+    ``list``, and both run ``handler``. Returns the actions, for the others."""
+    options(command)
+    command.set_defaults(handler=handler)
+    actions = command.add_subparsers(dest=dest, metavar="ACTION")
+    listing = actions.add_parser("list", help=list_help)
+    options(listing)
+    listing.set_defaults(handler=handler)
+    return actions
 
 
 # --- argument types ------------------------------------------------------------------
