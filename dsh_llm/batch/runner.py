@@ -42,7 +42,7 @@ import contextlib
 import os
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Final, cast
 
 import attrs
@@ -82,6 +82,7 @@ from dsh_llm.sources import close_source
 __all__ = [
     "DEFAULT_CONCURRENCY",
     "BatchSummary",
+    "RunLedger",
     "bad_line_result",
     "check_concurrency",
     "count_lines",
@@ -402,19 +403,13 @@ class _Run:
             self.fail(exc)
 
     def run(self, requests_path: PathLike) -> BatchSummary:
-        started = time.perf_counter()
-        index = self.results.index
-        total, skipped = count_lines(requests_path, index)
-        if self.progress is not None:
-            self.progress.start(total, skipped)
-        interrupted = False
-        writer = RowWriter(
-            self.results,
-            on_written=None if self.progress is None else self.progress.update,
-            on_error=self.fail,
+        ledger = RunLedger(
+            requests_path, self.results, self.progress, on_error=self.fail
         )
-        lines = _Lines(requests_path, index, self.signal)
-        count = min(self.concurrency, total - skipped)
+        writer = ledger.writer
+        interrupted = False
+        lines = _Lines(requests_path, self.results.index, self.signal)
+        count = min(self.concurrency, ledger.total - ledger.skipped)
         done = threading.Event()
         running = [count]
         running_lock = threading.Lock()
@@ -456,17 +451,59 @@ class _Run:
                 lines.close()
                 writer.close()
         finally:
-            summary = writer.tally.summary(
-                self.results,
-                total=total,
-                skipped=skipped,
-                started=started,
-                interrupted=interrupted or self.signal.aborted,
-            )
-            if self.progress is not None:
-                self.progress.close(summary)
+            summary = ledger.summary(interrupted=interrupted or self.signal.aborted)
         if self.errors:
             raise self.errors[0]
+        return summary
+
+
+class RunLedger:
+    """One run's books, from its start to its ``BatchSummary``: the lines to
+    send and those already done (``count_lines``), the clock, the progress
+    shown, and the ``RowWriter`` that writes and counts the rows. The thread
+    runner and the Dask runner keep them the same way.
+
+    Args:
+        requests_path: The requests file.
+        results: The results file (its index tells the lines done).
+        progress: The reporter, started here (``None``: none).
+        on_error: Told once when writing rows fails (``RowWriter``).
+    """
+
+    def __init__(
+        self,
+        requests_path: PathLike,
+        results: ResultsFile,
+        progress: BatchProgress | None,
+        *,
+        on_error: Callable[[BaseException], object] | None = None,
+    ) -> None:
+        self._started = time.perf_counter()
+        self._results = results
+        self._progress = progress
+        self.total, self.skipped = count_lines(requests_path, results.index)
+        """Request lines in the file, and how many of them already have a row."""
+        if progress is not None:
+            progress.start(self.total, self.skipped)
+        self.writer = RowWriter(
+            results,
+            on_written=None if progress is None else progress.update,
+            on_error=on_error,
+        )
+        """Writes and counts the run's rows."""
+
+    def summary(self, *, interrupted: bool) -> BatchSummary:
+        """The run's ``BatchSummary`` from the rows written (call it once the
+        writer is closed), also given to the progress reporter."""
+        summary = self.writer.tally.summary(
+            self._results,
+            total=self.total,
+            skipped=self.skipped,
+            started=self._started,
+            interrupted=interrupted,
+        )
+        if self._progress is not None:
+            self._progress.close(summary)
         return summary
 
 
