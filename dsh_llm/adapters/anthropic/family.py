@@ -115,7 +115,9 @@ PACKAGE: Final = "llm-anthropic"
 BASE_URL_RULE: Final = BaseUrlRule(
     package=PACKAGE, endpoint=MESSAGES_PATH, public=PUBLIC_BASE_URL, env=BASE_URL_ENV
 )
-"""Where the API root comes from (``resolve_base_url``)."""
+"""Where the API root comes from: ``base_url``, else ``ANTHROPIC_BASE_URL``, else
+``PUBLIC_BASE_URL`` (a bad ``ANTHROPIC_BASE_URL`` raises ``AdapterConfigError``
+keyed ``baseURL``, naming the variable, never the URL)."""
 
 
 def _catalog_defaults(model_id: str) -> Mapping[str, Any]:
@@ -226,24 +228,11 @@ class AnthropicConfig(AdapterConfig, CatalogLookup[CatalogModel]):
     one whose natural end fell exactly on the cap."""
 
 
-def resolve_base_url(
-    config: AnthropicConfig, environ: Mapping[str, str] | None = None
-) -> str:
-    """The API root in force: ``config.base_url``, else ``ANTHROPIC_BASE_URL``
-    from ``environ`` (default ``os.environ``), else ``PUBLIC_BASE_URL``.
-
-    Raises:
-        AdapterConfigError: keyed ``baseURL`` for a bad ``ANTHROPIC_BASE_URL``
-            (the message names the variable, never the URL).
-    """
-    return BASE_URL_RULE.resolve(config.base_url, environ)
-
-
 def _endpoint(
     config: AnthropicConfig, *, explicit_key: bool, environ: Mapping[str, str]
 ) -> Endpoint[None]:
     return Endpoint(
-        base_url=resolve_base_url(config, environ),
+        base_url=BASE_URL_RULE.resolve(config.base_url, environ),
         display_name=DISPLAY_NAME,
         profile=None,
     )
