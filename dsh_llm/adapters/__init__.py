@@ -28,6 +28,8 @@ if TYPE_CHECKING:
     from dsh_llm.adapters._wire.config import (
         AdapterConfig,
         AdapterConfigError,
+        BaseUrlRule,
+        CatalogLookup,
         CatalogModel,
         adapter_field_order,
         api_root_url,
@@ -55,7 +57,9 @@ if TYPE_CHECKING:
         WireRequest,
         answer_count,
         counting_request,
+        effort_infos,
         resolved_model_info,
+        token_count,
     )
     from dsh_llm.adapters._wire.history import (
         answered_call,
@@ -76,9 +80,11 @@ __all__ = [
     "AdapterConfig",
     "AdapterConfigError",
     "AttachmentReader",
+    "BaseUrlRule",
     "Block",
     "BlockWriter",
     "BuiltinFamily",
+    "CatalogLookup",
     "CatalogModel",
     "Endpoint",
     "ServerAccess",
@@ -99,6 +105,7 @@ __all__ = [
     "check_breakpoints",
     "check_image_input",
     "counting_request",
+    "effort_infos",
     "encode_body",
     "endpoint_url",
     "has_images",
@@ -110,6 +117,7 @@ __all__ = [
     "refuse_misplaced_images",
     "request_headers",
     "resolved_model_info",
+    "token_count",
 ]
 
 
@@ -250,6 +258,8 @@ speaks."""
 _KIT: Final = {
     "AdapterConfig": "config",
     "AdapterConfigError": "config",
+    "BaseUrlRule": "config",
+    "CatalogLookup": "config",
     "Block": "writer",
     "BlockWriter": "writer",
     "CatalogModel": "config",
@@ -266,10 +276,12 @@ _KIT: Final = {
     "answer_count": "family",
     "api_root_url": "config",
     "counting_request": "family",
+    "effort_infos": "family",
     "encode_body": "adapter",
     "endpoint_url": "config",
     "model_catalog": "config",
     "resolved_model_info": "family",
+    "token_count": "family",
     "AttachmentReader": "extras",
     "breakpoint_ttl": "extras",
     "check_breakpoints": "extras",

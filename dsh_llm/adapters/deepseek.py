@@ -20,7 +20,6 @@ chat-completions wire (``dsh_llm.adapters.chat``) streamed by ``WireAdapter``.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from typing import Any, Final, Literal
 
@@ -28,17 +27,16 @@ import attrs
 
 from dsh_llm.adapter import (
     LlmModelReasoningInfo,
-    LlmReasoningEffortInfo,
     LlmResolvedModelInfo,
 )
 from dsh_llm.adapters._wire.adapter import WireAdapter
 from dsh_llm.adapters._wire.config import (
     AdapterConfig,
     AdapterConfigError,
+    BaseUrlRule,
+    CatalogLookup,
     CatalogModel,
     adapter_field_order,
-    api_root_url,
-    catalog_entry,
     model_catalog,
 )
 from dsh_llm.adapters._wire.family import (
@@ -46,6 +44,7 @@ from dsh_llm.adapters._wire.family import (
     WireCall,
     WireFamily,
     WireRequest,
+    effort_infos,
     resolved_model_info,
 )
 from dsh_llm.adapters.chat.request import (
@@ -141,24 +140,20 @@ DEFAULT_MODELS: Final = (
 
 def _models(value: object) -> tuple[CatalogModel, ...]:
     """The ``models`` option (``model_catalog``); ``None`` is ``DEFAULT_MODELS``."""
-    if value is None:
-        return DEFAULT_MODELS
-    return model_catalog(value, CatalogModel, package=PACKAGE)
+    return model_catalog(value, CatalogModel, package=PACKAGE, default=DEFAULT_MODELS)
 
 
-def _root(value: object, source: str | None = None) -> str:
-    return api_root_url(
-        value, package=PACKAGE, source=source, endpoint=CHAT_COMPLETIONS_PATH
-    )
-
-
-def _check_base_url(inst: object, attribute: attrs.Attribute[Any], value: Any) -> None:
-    if value is not None:
-        _root(value)
+BASE_URL_RULE: Final = BaseUrlRule(
+    package=PACKAGE,
+    endpoint=CHAT_COMPLETIONS_PATH,
+    public=PUBLIC_BASE_URL,
+    env=BASE_URL_ENV,
+)
+"""Where the API root comes from (``resolve_base_url``)."""
 
 
 @attrs.frozen(kw_only=True, field_transformer=adapter_field_order)
-class DeepSeekConfig(AdapterConfig):
+class DeepSeekConfig(AdapterConfig, CatalogLookup[CatalogModel]):
     """The one ``DeepSeekAdapter`` configuration: the constructor's keyword
     arguments build it, ``DeepSeekAdapter.from_config`` takes it, and the
     ``llm-deepseek`` plugin structures its YAML entry into it (camelCase keys:
@@ -176,7 +171,7 @@ class DeepSeekConfig(AdapterConfig):
     )
     """Environment variable holding the key."""
     base_url: str | None = attrs.field(
-        default=None, repr=url_repr, validator=_check_base_url
+        default=None, repr=url_repr, validator=BASE_URL_RULE.check
     )
     """API root; default ``DEEPSEEK_BASE_URL``, then the public URL (its
     credentials are hidden in the ``repr``)."""
@@ -210,10 +205,6 @@ class DeepSeekConfig(AdapterConfig):
                 package=PACKAGE,
             )
 
-    def model(self, model_id: str) -> CatalogModel | None:
-        """The catalog entry for ``model_id``, if listed."""
-        return catalog_entry(self.models, model_id)
-
 
 def resolve_base_url(
     config: DeepSeekConfig, environ: Mapping[str, str] | None = None
@@ -225,12 +216,7 @@ def resolve_base_url(
         AdapterConfigError: keyed ``baseURL`` for a bad ``DEEPSEEK_BASE_URL``
             (the message names the variable, never the URL).
     """
-    environ = os.environ if environ is None else environ
-    if config.base_url is not None:
-        return _root(config.base_url)
-    if environ.get(BASE_URL_ENV):
-        return _root(environ[BASE_URL_ENV], source=BASE_URL_ENV)
-    return PUBLIC_BASE_URL
+    return BASE_URL_RULE.resolve(config.base_url, environ)
 
 
 def thinking_fields(
@@ -265,10 +251,7 @@ def thinking_fields(
     return {} if thinking is None else {"thinking": {"type": thinking}}
 
 
-_EFFORT_INFOS: Final = tuple(
-    LlmReasoningEffortInfo(id=effort, name=effort.capitalize())
-    for effort in REASONING_EFFORTS
-)
+_EFFORT_INFOS: Final = effort_infos(REASONING_EFFORTS, capitalize=True)
 
 
 def default_effort(snapshot: DeepSeekConfig) -> str:
@@ -298,9 +281,8 @@ def model_info(
         provider,
         model,
         entry,
-        context_window=(entry.context_window if entry else None)
-        or config.default_context_window,
-        default_max_tokens=(entry.max_tokens if entry else None) or config.max_tokens,
+        context_window=config.default_context_window,
+        default_max_tokens=config.max_tokens,
         reasoning=reasoning,
         image_input=False,
     )

@@ -37,17 +37,16 @@ import attrs
 
 from dsh_llm.adapter import (
     LlmModelReasoningInfo,
-    LlmReasoningEffortInfo,
     LlmResolvedModelInfo,
 )
 from dsh_llm.adapters._wire.adapter import WireAdapter
 from dsh_llm.adapters._wire.config import (
     AdapterConfig,
     AdapterConfigError,
+    CatalogLookup,
     CatalogModel,
     adapter_field_order,
     api_root_url,
-    catalog_entry,
     config_from_options,
     model_catalog,
 )
@@ -57,6 +56,7 @@ from dsh_llm.adapters._wire.family import (
     WireCall,
     WireFamily,
     WireRequest,
+    effort_infos,
     resolved_model_info,
 )
 from dsh_llm.adapters.chat.request import (
@@ -224,7 +224,7 @@ def _raw() -> dict[str, Any]:
 
 
 @attrs.frozen(kw_only=True, field_transformer=adapter_field_order)
-class OpenAICompatConfig(AdapterConfig):
+class OpenAICompatConfig(AdapterConfig, CatalogLookup[CatalogModel]):
     """The one ``OpenAICompatAdapter`` configuration: the constructor's arguments
     build it, ``OpenAICompatAdapter.from_config`` takes it, and the
     ``llm-openai-compatible`` plugin structures its YAML entry into it (camelCase
@@ -379,28 +379,22 @@ def model_info(
 ) -> LlmResolvedModelInfo:
     """``resolve_model``'s answer: the entry's context window and output cap (none
     for an unlisted id) and the model's efforts (``model_efforts``)."""
-    entry = catalog_entry(config.models, model)
+    entry = config.model(model)
     efforts = model_efforts(config, model)
     return resolved_model_info(
         provider,
         model,
         entry,
-        context_window=entry.context_window if entry else None,
-        default_max_tokens=entry.max_tokens if entry else None,
         reasoning=None
         if efforts is None
-        else LlmModelReasoningInfo(
-            efforts=tuple(
-                LlmReasoningEffortInfo(id=effort, name=effort) for effort in efforts
-            )
-        ),
+        else LlmModelReasoningInfo(efforts=effort_infos(efforts)),
     )
 
 
 def _request(call: WireCall[OpenAICompatConfig, WireProfile]) -> WireRequest:
     options, config = call.options, call.config
     profile = call.endpoint.profile
-    entry = catalog_entry(config.models, options.model)
+    entry = config.model(options.model)
     call.check_images(entry)  # before the effort check
     extra: dict[str, Any] = {}
     effort = options.reasoning_effort

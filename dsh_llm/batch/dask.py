@@ -33,7 +33,6 @@ import json
 import os
 import tempfile
 import threading
-import time
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, Final, cast
 
@@ -57,9 +56,9 @@ from dsh_llm.batch.results import (
 )
 from dsh_llm.batch.runner import (
     BatchSummary,
+    RunLedger,
     bad_line_result,
     check_concurrency,
-    count_lines,
     repeated_id,
     resolve_progress,
     run_one,
@@ -324,19 +323,12 @@ class _DaskRun:
             self.fill(pending)
 
     def run(self, requests_path: PathLike) -> BatchSummary:
-        started = time.perf_counter()
-        index = self.results.index
-        total, skipped = count_lines(requests_path, index)
-        if self.progress is not None:
-            self.progress.start(total, skipped)
+        ledger = RunLedger(requests_path, self.results, self.progress)
+        writer = self.writer = ledger.writer
         interrupted = False
-        writer = self.writer = RowWriter(
-            self.results,
-            on_written=None if self.progress is None else self.progress.update,
-        )
         try:
             try:
-                self.gather(_pending(requests_path, index.is_done))
+                self.gather(_pending(requests_path, self.results.index.is_done))
             except BaseException:
                 interrupted = True
                 raise
@@ -346,21 +338,7 @@ class _DaskRun:
                     self.in_flight.clear()
                 writer.close()
         finally:
-            tally = writer.tally
-            summary = BatchSummary(
-                results_path=self.results.path,
-                total=total,
-                skipped=skipped,
-                succeeded=tally.succeeded,
-                failed=tally.failed,
-                failed_before=index.failed,
-                input_tokens=tally.input_tokens,
-                output_tokens=tally.output_tokens,
-                duration_s=time.perf_counter() - started,
-                interrupted=interrupted or self.aborted(),
-            )
-            if self.progress is not None:
-                self.progress.close(summary)
+            summary = ledger.summary(interrupted=interrupted or self.aborted())
         if writer.error is not None:
             raise writer.error
         return summary

@@ -42,7 +42,7 @@ import contextlib
 import os
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Final, cast
 
 import attrs
@@ -82,6 +82,7 @@ from dsh_llm.sources import close_source
 __all__ = [
     "DEFAULT_CONCURRENCY",
     "BatchSummary",
+    "RunLedger",
     "bad_line_result",
     "check_concurrency",
     "count_lines",
@@ -402,19 +403,13 @@ class _Run:
             self.fail(exc)
 
     def run(self, requests_path: PathLike) -> BatchSummary:
-        started = time.perf_counter()
-        index = self.results.index
-        total, skipped = count_lines(requests_path, index)
-        if self.progress is not None:
-            self.progress.start(total, skipped)
-        interrupted = False
-        writer = RowWriter(
-            self.results,
-            on_written=None if self.progress is None else self.progress.update,
-            on_error=self.fail,
+        ledger = RunLedger(
+            requests_path, self.results, self.progress, on_error=self.fail
         )
-        lines = _Lines(requests_path, index, self.signal)
-        count = min(self.concurrency, total - skipped)
+        writer = ledger.writer
+        interrupted = False
+        lines = _Lines(requests_path, self.results.index, self.signal)
+        count = min(self.concurrency, ledger.total - ledger.skipped)
         done = threading.Event()
         running = [count]
         running_lock = threading.Lock()
@@ -431,15 +426,15 @@ class _Run:
             finally:
                 finished(1)
 
-        started = 0
+        launched = 0
         finished(0)  # no line to do: nothing to wait for
         try:
             try:
-                while started < count:
+                while launched < count:
                     threading.Thread(
-                        target=work, name=f"dsh-llm-batch-{started}", daemon=True
+                        target=work, name=f"dsh-llm-batch-{launched}", daemon=True
                     ).start()
-                    started += 1
+                    launched += 1
                 # An Event, not Thread.join: an interrupted join can leave a
                 # thread reported as finished while it still runs (CPython 3.11).
                 while not done.wait(_POLL_S):
@@ -448,7 +443,7 @@ class _Run:
                 # Ctrl-C: abort the in-flight requests and wait for them.
                 interrupted = True
                 self.controller.abort()
-                finished(count - started)  # workers that never started
+                finished(count - launched)  # workers that never started
                 while not done.wait(_POLL_S):
                     pass
                 raise
@@ -456,23 +451,59 @@ class _Run:
                 lines.close()
                 writer.close()
         finally:
-            tally = writer.tally
-            summary = BatchSummary(
-                results_path=self.results.path,
-                total=total,
-                skipped=skipped,
-                succeeded=tally.succeeded,
-                failed=tally.failed,
-                failed_before=index.failed,
-                input_tokens=tally.input_tokens,
-                output_tokens=tally.output_tokens,
-                duration_s=time.perf_counter() - started,
-                interrupted=interrupted or self.signal.aborted,
-            )
-            if self.progress is not None:
-                self.progress.close(summary)
+            summary = ledger.summary(interrupted=interrupted or self.signal.aborted)
         if self.errors:
             raise self.errors[0]
+        return summary
+
+
+class RunLedger:
+    """One run's books, from its start to its ``BatchSummary``: the lines to
+    send and those already done (``count_lines``), the clock, the progress
+    shown, and the ``RowWriter`` that writes and counts the rows. The thread
+    runner and the Dask runner keep them the same way.
+
+    Args:
+        requests_path: The requests file.
+        results: The results file (its index tells the lines done).
+        progress: The reporter, started here (``None``: none).
+        on_error: Told once when writing rows fails (``RowWriter``).
+    """
+
+    def __init__(
+        self,
+        requests_path: PathLike,
+        results: ResultsFile,
+        progress: BatchProgress | None,
+        *,
+        on_error: Callable[[BaseException], object] | None = None,
+    ) -> None:
+        self._started = time.perf_counter()
+        self._results = results
+        self._progress = progress
+        self.total, self.skipped = count_lines(requests_path, results.index)
+        """Request lines in the file, and how many of them already have a row."""
+        if progress is not None:
+            progress.start(self.total, self.skipped)
+        self.writer = RowWriter(
+            results,
+            on_written=None if progress is None else progress.update,
+            on_error=on_error,
+        )
+        """Writes and counts the run's rows."""
+
+    def summary(self, *, interrupted: bool) -> BatchSummary:
+        """The run's ``BatchSummary`` from the rows written (call it once the
+        writer is closed), also given to the progress reporter."""
+        summary = self.writer.tally.summary(
+            self._results,
+            total=self.total,
+            skipped=self.skipped,
+            started=self._started,
+            interrupted=interrupted,
+        )
+        if self._progress is not None:
+            self._progress.close(summary)
         return summary
 
 

@@ -31,7 +31,7 @@ import time
 from collections.abc import Callable
 from typing import Final
 
-from dsh_llm.batch.results import BatchResult, ResultsFile, row_line
+from dsh_llm.batch.results import BatchResult, BatchSummary, ResultsFile, row_line
 
 __all__ = ["DEFAULT_MAX_PENDING", "DEFAULT_WINDOW_S", "RowTally", "RowWriter"]
 
@@ -70,6 +70,31 @@ class RowTally:
                 + (usage.cache_write_tokens or 0)
             )
             self.output_tokens += usage.output_tokens or 0
+
+    def summary(
+        self,
+        results: ResultsFile,
+        *,
+        total: int,
+        skipped: int,
+        started: float,
+        interrupted: bool,
+    ) -> BatchSummary:
+        """The ``BatchSummary`` of a run that wrote these rows to ``results``:
+        ``total`` and ``skipped`` lines (``count_lines``), begun at ``started``
+        (``time.perf_counter()``)."""
+        return BatchSummary(
+            results_path=results.path,
+            total=total,
+            skipped=skipped,
+            succeeded=self.succeeded,
+            failed=self.failed,
+            failed_before=results.index.failed,
+            input_tokens=self.input_tokens,
+            output_tokens=self.output_tokens,
+            duration_s=time.perf_counter() - started,
+            interrupted=interrupted,
+        )
 
 
 class RowWriter:

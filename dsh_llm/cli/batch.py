@@ -23,6 +23,7 @@ import os
 import sys
 from typing import TYPE_CHECKING, TypeAlias
 
+from dsh_llm.cli.parser import positive_int, positive_number
 from dsh_llm.cli.targets import DEFAULT_CONFIG
 from dsh_llm.cli.usage import UsageError
 
@@ -32,26 +33,6 @@ if TYPE_CHECKING:
 
 _EXIT_OK = 0
 _EXIT_FAILED = 1
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
-    return value
-
-
-def _positive_number(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a positive number, got {text}")
-    return value
 
 
 def add_parser(subparsers: _Commands) -> argparse.ArgumentParser:
@@ -79,14 +60,14 @@ def add_parser(subparsers: _Commands) -> argparse.ArgumentParser:
     command.add_argument(
         "--concurrency",
         metavar="N",
-        type=_positive_int,
+        type=positive_int,
         default=8,
         help="requests in flight at most (default 8)",
     )
     command.add_argument(
         "--rpm",
         metavar="N",
-        type=_positive_number,
+        type=positive_number,
         help="requests per minute per route (default: no limit)",
     )
     command.set_defaults(handler=run_batch)

@@ -26,29 +26,14 @@ import json
 import sys
 from typing import TYPE_CHECKING, TypeAlias
 
-from dsh_llm.cli.targets import DEFAULT_CONFIG
+from dsh_llm.cli.models import add_choice_arguments
+from dsh_llm.cli.parser import non_empty, positive_seconds
 from dsh_llm.cli.usage import UsageError
 
 if TYPE_CHECKING:
     _Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
 __all__ = ["add_parser", "run_count"]
-
-
-def _positive_seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be more than 0 seconds, got {text}")
-    return value
-
-
-def _non_empty(text: str) -> str:
-    if not text:
-        raise argparse.ArgumentTypeError("must not be empty")
-    return text
 
 
 def add_parser(commands: _Commands) -> argparse.ArgumentParser:
@@ -69,37 +54,20 @@ def add_parser(commands: _Commands) -> argparse.ArgumentParser:
     command.add_argument(
         "prompt", nargs="?", metavar="PROMPT", help="the prompt (omitted or -: stdin)"
     )
-    command.add_argument("--provider", metavar="ROUTE", help="the route to use")
-    command.add_argument(
-        "--model",
-        metavar="NAME",
-        help="the model id or alias (default: as for chat)",
-    )
-    command.add_argument(
-        "--base-url", metavar="URL", help="an OpenAI-compatible API root"
-    )
-    command.add_argument(
-        "--wire",
-        choices=("chat", "responses"),
-        help="what the --base-url server is spoken to with (only responses "
+    add_choice_arguments(
+        command,
+        model="the model id or alias (default: as for chat)",
+        base_url="an OpenAI-compatible API root",
+        wire="what the --base-url server is spoken to with (only responses "
         "can count, on OpenAI)",
-    )
-    command.add_argument(
-        "--api-key-env",
-        metavar="VAR",
-        type=_non_empty,
-        help="environment variable holding the key (built-in route or --base-url)",
-    )
-    command.add_argument(
-        "--config",
-        metavar="FILE",
-        help=f"composition file (default: ./{DEFAULT_CONFIG} when present)",
+        api_key_env="environment variable holding the key (built-in route or "
+        "--base-url)",
     )
     command.add_argument("--system", metavar="TEXT", help="the system prompt")
     command.add_argument(
         "--reasoning-effort",
         metavar="EFFORT",
-        type=_non_empty,
+        type=non_empty,
         help="reasoning effort the route offers (part of what is counted)",
     )
     command.add_argument(
@@ -113,7 +81,7 @@ def add_parser(commands: _Commands) -> argparse.ArgumentParser:
     command.add_argument(
         "--timeout",
         metavar="SECONDS",
-        type=_positive_seconds,
+        type=positive_seconds,
         help="longest whole call (built-in route and --base-url)",
     )
     command.add_argument("--json", action="store_true", help="print a JSON object")
@@ -129,9 +97,7 @@ def run_count(args: argparse.Namespace) -> int:
         LlmError: what counting raises (``main`` prints it, exit status 1).
     """
     from dsh_llm.cli.chat import chat_options, provider_options, read_prompt
-    from dsh_llm.cli.keys import user_environ
-    from dsh_llm.cli.models import choose
-    from dsh_llm.cli.targets import open_target
+    from dsh_llm.cli.models import choose, open_choice
 
     if args.wire is not None and args.base_url is None:
         raise UsageError("--wire applies to --base-url")
@@ -143,18 +109,7 @@ def run_count(args: argparse.Namespace) -> int:
         base_url=args.base_url,
         wire=args.wire,
     )
-    with open_target(
-        provider=choice.provider,
-        model=choice.model,
-        config=args.config,
-        base_url=choice.base_url,
-        api_key_env=args.api_key_env,
-        reasoning_effort=args.reasoning_effort,
-        wire=choice.wire,
-        timeout_s=args.timeout,
-        environ=user_environ(),
-        origin=choice.origin,
-    ) as target:
+    with open_choice(args, choice) as target:
         options = chat_options(
             target,
             prompt,

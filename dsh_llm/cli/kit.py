@@ -35,6 +35,7 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
+from dsh_llm.cli.parser import number, positive_int
 from dsh_llm.cli.targets import BASE_URL_ROUTE, DEEPSEEK_ROUTE
 from dsh_llm.cli.usage import UsageError
 
@@ -71,22 +72,9 @@ def add_parsers(commands: _Commands) -> None:
 
 
 def _speed(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    value = number(text)
     if not 0 <= value < float("inf"):
         raise argparse.ArgumentTypeError(f"must be a number >= 0, got {text}")
-    return value
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
     return value
 
 
@@ -134,7 +122,7 @@ def _add_record(commands: _Commands) -> None:
     )
     command.add_argument("--system", metavar="TEXT", help="the system prompt")
     command.add_argument(
-        "--max-tokens", metavar="N", type=_positive_int, help="output cap in tokens"
+        "--max-tokens", metavar="N", type=positive_int, help="output cap in tokens"
     )
     command.add_argument(
         "--json",

@@ -43,6 +43,7 @@ from dsh_llm.cli.logdb import (
     new_id,
     utc_now,
 )
+from dsh_llm.cli.parser import listing_actions
 from dsh_llm.cli.usage import UsageError
 from dsh_llm.cli.userdirs import config_dir, data_dir
 from dsh_llm.errors import LlmError
@@ -292,12 +293,13 @@ def add_parser(commands: _Commands) -> None:
             "a key. Without ACTION, print the last calls (-n), oldest first."
         ),
     )
-    _add_list_options(command)
-    command.set_defaults(handler=_run_list)
-    actions = command.add_subparsers(dest="logs_command", metavar="ACTION")
-    listing = actions.add_parser("list", help="print the last calls (the default)")
-    _add_list_options(listing)
-    listing.set_defaults(handler=_run_list)
+    actions = listing_actions(
+        command,
+        dest="logs_command",
+        list_help="print the last calls (the default)",
+        options=_add_list_options,
+        handler=_run_list,
+    )
     actions.add_parser("on", help="log chat calls (the default)").set_defaults(
         handler=_run_on
     )

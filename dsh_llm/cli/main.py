@@ -38,7 +38,8 @@ from typing import TYPE_CHECKING, Any, Final, TypeAlias, cast
 
 from dsh_llm._version import __version__
 from dsh_llm.cli.console import count_of
-from dsh_llm.cli.parser import SuggestingParser
+from dsh_llm.cli.models import add_choice_arguments
+from dsh_llm.cli.parser import SuggestingParser, non_empty, number, positive_int
 from dsh_llm.cli.targets import DEFAULT_CONFIG, require_utf8
 from dsh_llm.cli.usage import UsageError
 from dsh_llm.errors import ErrorCode, LlmError
@@ -164,22 +165,6 @@ def _stdin_lines() -> Iterable[bytes] | Iterable[str]:
     return stdin if buffer is None else buffer
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
-    return value
-
-
-def _non_empty(text: str) -> str:
-    if not text:
-        raise argparse.ArgumentTypeError("must not be empty")
-    return text
-
-
 def _print_failure(code: str, message: str) -> int:
     print(f"error[{code}]: {message}", file=sys.stderr)
     return EXIT_LLM_ERROR
@@ -284,44 +269,25 @@ def _add_chat_command(commands: _Commands) -> None:
         metavar="PROMPT",
         help="the prompt (omitted or -: read stdin)",
     )
-    command.add_argument("--provider", metavar="ROUTE", help="the route to use")
-    command.add_argument(
-        "--model",
-        metavar="NAME",
-        help="the model id (default: the route's first catalog model)",
-    )
-    command.add_argument(
-        "--base-url",
-        metavar="URL",
-        help="an OpenAI-compatible API root, e.g. http://127.0.0.1:8080/v1",
-    )
-    command.add_argument(
-        "--wire",
-        choices=("chat", "responses"),
-        help="what the --base-url server is spoken to with: chat (POST "
+    add_choice_arguments(
+        command,
+        model="the model id (default: the route's first catalog model)",
+        base_url="an OpenAI-compatible API root, e.g. http://127.0.0.1:8080/v1",
+        wire="what the --base-url server is spoken to with: chat (POST "
         "/chat/completions, the default) or responses (POST /responses: OpenAI, "
         "vLLM, Ollama, LM Studio, OpenRouter)",
-    )
-    command.add_argument(
-        "--api-key-env",
-        metavar="VAR",
-        type=_non_empty,
-        help="environment variable holding the key (built-in DeepSeek route or "
-        "--base-url; default DEEPSEEK_API_KEY for DeepSeek, none for --base-url)",
-    )
-    command.add_argument(
-        "--config",
-        metavar="FILE",
-        help=f"composition file (default: ./{DEFAULT_CONFIG} when present)",
+        api_key_env="environment variable holding the key (built-in DeepSeek "
+        "route or --base-url; default DEEPSEEK_API_KEY for DeepSeek, none for "
+        "--base-url)",
     )
     command.add_argument("--system", metavar="TEXT", help="the system prompt")
     command.add_argument(
-        "--max-tokens", metavar="N", type=_positive_int, help="output cap in tokens"
+        "--max-tokens", metavar="N", type=positive_int, help="output cap in tokens"
     )
     command.add_argument(
         "--reasoning-effort",
         metavar="EFFORT",
-        type=_non_empty,
+        type=non_empty,
         help="reasoning effort the route offers (DeepSeek: off, low, high, max)",
     )
     command.add_argument(
@@ -399,10 +365,7 @@ def _add_chat_command(commands: _Commands) -> None:
 
 
 def _temperature(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    value = number(text)
     if not value >= 0 or value == float("inf"):
         raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text}")
     return value
@@ -417,10 +380,8 @@ def _positive_seconds(text: str) -> float:
 
 def _run_chat(args: argparse.Namespace) -> int:
     from dsh_llm.cli.chat import provider_options, read_schema
-    from dsh_llm.cli.keys import user_environ
     from dsh_llm.cli.logs import CallLog, load_conversation, logging_on
-    from dsh_llm.cli.models import choose
-    from dsh_llm.cli.targets import open_target
+    from dsh_llm.cli.models import choose, open_choice
 
     if args.interactive and (args.prompt is not None or args.json):
         raise UsageError("--interactive reads prompts itself: drop PROMPT and --json")
@@ -452,18 +413,7 @@ def _run_chat(args: argparse.Namespace) -> int:
     system = args.system
     if system is None and continued is not None:
         system = continued.system
-    with open_target(
-        provider=choice.provider,
-        model=choice.model,
-        config=args.config,
-        base_url=choice.base_url,
-        api_key_env=args.api_key_env,
-        reasoning_effort=args.reasoning_effort,
-        wire=choice.wire,
-        timeout_s=args.timeout,
-        environ=user_environ(),
-        origin=choice.origin,
-    ) as target:
+    with open_choice(args, choice) as target:
         if store is not None:
             _give_images(target, store)
         if args.interactive:

@@ -12,7 +12,8 @@ Contracts callers may rely on:
   ``--provider`` names another route); else, with neither ``--provider`` nor
   ``--model``, the continued conversation's route, model and server, else the
   default model; else what was typed. (``chat`` reports a ``models.json`` that
-  cannot be read on stderr and goes on without it.)
+  cannot be read on stderr and goes on without it.) ``open_choice`` opens the
+  chosen route with the rest of a command's flags (``chat``, ``count``).
 - ``models default NAME`` and ``aliases set NAME MODEL`` take MODEL as an alias,
   or a model id whose route is ``--provider``, else the one route whose catalog
   lists it (a provider's own built-in route before a cloud front door listing
@@ -26,22 +27,24 @@ Contracts callers may rely on:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
 import attrs
 
+from dsh_llm.cli.parser import listing_actions
 from dsh_llm.cli.usage import UsageError
 from dsh_llm.cli.userdirs import UserFileError, config_dir, read_json, write_json
 from dsh_llm.errors import LlmError
 
 if TYPE_CHECKING:
     from dsh_llm.cli.logs import Continued
-    from dsh_llm.cli.targets import Routes
+    from dsh_llm.cli.targets import Routes, Target
 
     _Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
@@ -226,6 +229,58 @@ def choose(
 # --- naming a model -----------------------------------------------------------------
 
 
+def add_choice_arguments(
+    command: argparse.ArgumentParser,
+    *,
+    model: str,
+    base_url: str,
+    wire: str,
+    api_key_env: str,
+) -> None:
+    """Add the flags ``choose`` and ``open_choice`` read, in this order:
+    ``--provider``, ``--model``, ``--base-url``, ``--wire``, ``--api-key-env``,
+    ``--config``; ``model``, ``base_url``, ``wire`` and ``api_key_env`` are the
+    command's help texts of theirs."""
+    from dsh_llm.cli.parser import non_empty
+    from dsh_llm.cli.targets import DEFAULT_CONFIG
+
+    command.add_argument("--provider", metavar="ROUTE", help="the route to use")
+    command.add_argument("--model", metavar="NAME", help=model)
+    command.add_argument("--base-url", metavar="URL", help=base_url)
+    command.add_argument("--wire", choices=("chat", "responses"), help=wire)
+    command.add_argument(
+        "--api-key-env", metavar="VAR", type=non_empty, help=api_key_env
+    )
+    command.add_argument(
+        "--config",
+        metavar="FILE",
+        help=f"composition file (default: ./{DEFAULT_CONFIG} when present)",
+    )
+
+
+@contextlib.contextmanager
+def open_choice(args: argparse.Namespace, choice: Choice) -> Iterator[Target]:
+    """``open_target`` for what ``choose`` chose and the command's other flags
+    (``--config``, ``--api-key-env``, ``--reasoning-effort``, ``--timeout``),
+    keys read from the user's environment (``user_environ``)."""
+    from dsh_llm.cli.keys import user_environ
+    from dsh_llm.cli.targets import open_target
+
+    with open_target(
+        provider=choice.provider,
+        model=choice.model,
+        config=args.config,
+        base_url=choice.base_url,
+        api_key_env=args.api_key_env,
+        reasoning_effort=args.reasoning_effort,
+        wire=choice.wire,
+        timeout_s=args.timeout,
+        environ=user_environ(),
+        origin=choice.origin,
+    ) as target:
+        yield target
+
+
 def _catalog_ids(routes: Routes, route: str) -> tuple[str, ...] | None:
     """The ids ``route`` lists, or ``None`` when it cannot say without asking a
     server (or fails to list)."""
@@ -337,12 +392,13 @@ def _add_models(commands: _Commands) -> None:
             "nor --model is given."
         ),
     )
-    _add_list_options(command)
-    command.set_defaults(handler=_run_models)
-    actions = command.add_subparsers(dest="models_command", metavar="ACTION")
-    listing = actions.add_parser("list", help="list the models (the default)")
-    _add_list_options(listing)
-    listing.set_defaults(handler=_run_models)
+    actions = listing_actions(
+        command,
+        dest="models_command",
+        list_help="list the models (the default)",
+        options=_add_list_options,
+        handler=_run_models,
+    )
     default = actions.add_parser(
         "default",
         help="show or set the model chat uses by default",
@@ -360,6 +416,10 @@ def _add_models(commands: _Commands) -> None:
     default.set_defaults(handler=_run_default)
 
 
+def _add_json_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true", help="print JSON")
+
+
 def _add_aliases(commands: _Commands) -> None:
     command = commands.add_parser(
         "aliases",
@@ -369,12 +429,13 @@ def _add_aliases(commands: _Commands) -> None:
             "claude-haiku-4-5`, then `dsh-llm chat --model fast ...`."
         ),
     )
-    command.add_argument("--json", action="store_true", help="print JSON")
-    command.set_defaults(handler=_run_aliases)
-    actions = command.add_subparsers(dest="aliases_command", metavar="ACTION")
-    listing = actions.add_parser("list", help="list the aliases (the default)")
-    listing.add_argument("--json", action="store_true", help="print JSON")
-    listing.set_defaults(handler=_run_aliases)
+    actions = listing_actions(
+        command,
+        dest="aliases_command",
+        list_help="list the aliases (the default)",
+        options=_add_json_option,
+        handler=_run_aliases,
+    )
     store = actions.add_parser(
         "set",
         help="name a route and a model",

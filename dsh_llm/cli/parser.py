@@ -8,13 +8,19 @@ Contracts callers may rely on:
   ``--wire respones``) through argparse's "invalid choice" path, and a misspelt
   flag (``--modle``) by the flags of the (sub)command it was given to.
 - Nothing else changes: the same usage line, the same exit status 2.
+- ``listing_actions`` gives a command ACTION subcommands whose default is
+  ``list`` (``logs``, ``models``, ``aliases``).
+- The argument types the subcommands share (``positive_int``, ``non_empty``,
+  ``number``, ``positive_number``, ``positive_seconds``) raise
+  ``argparse.ArgumentTypeError`` with the value in the message, so argparse
+  reports it against its flag.
 """
 
 from __future__ import annotations
 
 import argparse
 import difflib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 
@@ -82,3 +88,68 @@ class SuggestingParser(argparse.ArgumentParser):
             for flag in action.option_strings
             if flag.startswith("--")
         ]
+
+
+def listing_actions(
+    command: argparse.ArgumentParser,
+    *,
+    dest: str,
+    list_help: str,
+    options: Callable[[argparse.ArgumentParser], None],
+    handler: Callable[[argparse.Namespace], int],
+) -> argparse._SubParsersAction[argparse.ArgumentParser]:
+    """Give ``command`` ACTION subcommands (named in ``dest``) of which ``list``
+    is the default: ``options`` adds the listing's flags to the command and to
+    ``list``, and both run ``handler``. Returns the actions, for the others."""
+    options(command)
+    command.set_defaults(handler=handler)
+    actions = command.add_subparsers(dest=dest, metavar="ACTION")
+    listing = actions.add_parser("list", help=list_help)
+    options(listing)
+    listing.set_defaults(handler=handler)
+    return actions
+
+
+# --- argument types ------------------------------------------------------------------
+
+
+def number(text: str) -> float:
+    """``text`` as a float (``inf`` and ``nan`` included: the caller bounds it)."""
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+
+
+def positive_int(text: str) -> int:
+    """An integer >= 1 (a token cap, a concurrency)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
+    return value
+
+
+def positive_number(text: str) -> float:
+    """A finite number > 0."""
+    value = number(text)
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text}")
+    return value
+
+
+def positive_seconds(text: str) -> float:
+    """A finite number of seconds > 0 (a timeout)."""
+    value = number(text)
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be more than 0 seconds, got {text}")
+    return value
+
+
+def non_empty(text: str) -> str:
+    """Any string but the empty one (a model id, a provider route)."""
+    if not text:
+        raise argparse.ArgumentTypeError("must not be empty")
+    return text

@@ -69,15 +69,14 @@ def _macos(environ: Mapping[str, str]) -> Path:
     return _home(environ) / "Library" / "Application Support" / APP_NAME
 
 
-def config_dir(
-    environ: Mapping[str, str] | None = None, platform: str | None = None
+def _user_dir(
+    environ: Mapping[str, str] | None,
+    platform: str | None,
+    xdg_variable: str,
+    xdg_default: str,
 ) -> Path:
-    """The directory of the user's settings (see the module docstring).
-
-    Args:
-        environ: Where variables are read (default ``os.environ``).
-        platform: ``sys.platform``'s value to follow (default: this one's).
-    """
+    # Settings and data share one folder on Windows and macOS; only the XDG
+    # platforms keep them apart.
     environ = os.environ if environ is None else environ
     platform = sys.platform if platform is None else platform
     override = _override(environ)
@@ -87,7 +86,19 @@ def config_dir(
         return _windows(environ)
     if platform == "darwin":
         return _macos(environ)
-    return _xdg(environ, "XDG_CONFIG_HOME", ".config")
+    return _xdg(environ, xdg_variable, xdg_default)
+
+
+def config_dir(
+    environ: Mapping[str, str] | None = None, platform: str | None = None
+) -> Path:
+    """The directory of the user's settings (see the module docstring).
+
+    Args:
+        environ: Where variables are read (default ``os.environ``).
+        platform: ``sys.platform``'s value to follow (default: this one's).
+    """
+    return _user_dir(environ, platform, "XDG_CONFIG_HOME", ".config")
 
 
 def data_dir(
@@ -99,16 +110,9 @@ def data_dir(
         environ: Where variables are read (default ``os.environ``).
         platform: ``sys.platform``'s value to follow (default: this one's).
     """
-    environ = os.environ if environ is None else environ
-    platform = sys.platform if platform is None else platform
-    override = _override(environ)
-    if override is not None:
-        return override
-    if platform == "win32":
-        return _windows(environ)
-    if platform == "darwin":
-        return _macos(environ)
-    return _xdg(environ, "XDG_DATA_HOME", os.path.join(".local", "share"))
+    return _user_dir(
+        environ, platform, "XDG_DATA_HOME", os.path.join(".local", "share")
+    )
 
 
 def read_json(path: Path) -> dict[str, Any] | None:

@@ -137,6 +137,20 @@ def _value(text: str, i: int) -> tuple[Any, int, bool]:
     raise _Malformed(i, f"unexpected character {char!r}")
 
 
+def _after_item(text: str, i: int, close: str) -> tuple[int, bool | None]:
+    """Past a complete member or element of an object or array ending in
+    ``close``: ``(end, True)`` after ``close``, ``(end, False)`` when the text
+    ends first, ``(next, None)`` after a comma, at the next item."""
+    i = _skip(text, i)
+    if i >= len(text):
+        return i, False
+    if text[i] == close:
+        return i + 1, True
+    if text[i] != ",":
+        raise _Malformed(i, f"expected ',' or '{close}'")
+    return _skip(text, i + 1), None
+
+
 def _object(text: str, i: int) -> tuple[Any, int, bool]:
     result: dict[str, Any] = {}
     i = _skip(text, i + 1)
@@ -159,14 +173,9 @@ def _object(text: str, i: int) -> tuple[Any, int, bool]:
         result[key] = value
         if not done:
             return result, i, False
-        i = _skip(text, i)
-        if i >= len(text):
-            return result, i, False
-        if text[i] == "}":
-            return result, i + 1, True
-        if text[i] != ",":
-            raise _Malformed(i, "expected ',' or '}'")
-        i = _skip(text, i + 1)
+        i, closed = _after_item(text, i, "}")
+        if closed is not None:
+            return result, i, closed
 
 
 def _array(text: str, i: int) -> tuple[Any, int, bool]:
@@ -181,14 +190,9 @@ def _array(text: str, i: int) -> tuple[Any, int, bool]:
         result.append(value)
         if not done:
             return result, i, False
-        i = _skip(text, i)
-        if i >= len(text):
-            return result, i, False
-        if text[i] == "]":
-            return result, i + 1, True
-        if text[i] != ",":
-            raise _Malformed(i, "expected ',' or ']'")
-        i += 1
+        i, closed = _after_item(text, i, "]")
+        if closed is not None:
+            return result, i, closed
 
 
 class PartialJson:

@@ -44,6 +44,12 @@ from typing import Any, Final, Literal
 import attrs
 
 from dsh_llm.serde import compact_json
+from dsh_llm.testing._sockets import (
+    ClientGone,
+    LocalServer,
+    read_request,
+    send,
+)
 
 __all__ = [
     "Cut",
@@ -192,11 +198,7 @@ def sse_body(payloads: Iterable[Any], *, done: bool = True) -> bytes:
     return b"".join(sse_events(payloads, done=done))
 
 
-class _Disconnected(Exception):
-    """The client went away while the server was writing or stalling."""
-
-
-class LoopbackServer:
+class LoopbackServer(LocalServer):
     """A scripted HTTP server on 127.0.0.1 (see the module docstring).
 
     Example::
@@ -207,9 +209,14 @@ class LoopbackServer:
             assert server.requests[0].method == "POST"
     """
 
+    _backlog = 64
+    _poll_s = _POLL_S * 5
+    _thread_name = "loopback"
+
     def __init__(
         self, replies: Iterable[Reply] = (), *, handler: Handler | None = None
     ) -> None:
+        super().__init__()
         self._lock = threading.Condition()
         self._replies: deque[Reply] = deque(replies)
         self.handler: Handler | None = handler
@@ -219,31 +226,10 @@ class LoopbackServer:
         self._closed = 0
         self._sockets: set[socket.socket] = set()
         self._threads: list[threading.Thread] = []
-        self._stopping = threading.Event()
         self.marks: dict[str, float] = {}
         """``Mark`` steps reached, name to ``time.perf_counter()``."""
-        self._listener: socket.socket | None = None
-        self._acceptor: threading.Thread | None = None
-        self._port = 0
 
     # -- lifecycle ------------------------------------------------------------
-
-    def start(self) -> LoopbackServer:
-        """Bind an ephemeral port and start accepting connections."""
-        if self._listener is not None:
-            return self
-        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        listener.bind(("127.0.0.1", 0))
-        listener.listen(64)
-        listener.settimeout(_POLL_S * 5)
-        self._listener = listener
-        self._port = listener.getsockname()[1]
-        self._acceptor = threading.Thread(
-            target=self._accept_loop, name="loopback-accept", daemon=True
-        )
-        self._acceptor.start()
-        return self
 
     def stop(self) -> None:
         """Close every connection and the listener; join all threads."""
@@ -324,82 +310,42 @@ class LoopbackServer:
 
     # -- serving ------------------------------------------------------------------
 
-    def _accept_loop(self) -> None:
-        listener = self._listener
-        assert listener is not None
-        while not self._stopping.is_set():
-            try:
-                sock, _ = listener.accept()
-            except TimeoutError:
-                continue
-            except OSError:
-                return
-            sock.settimeout(None)
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            with self._lock:
-                self._opened += 1
-                self._sockets.add(sock)
-                self._lock.notify_all()
-            thread = threading.Thread(
-                target=self._serve, args=(sock,), name="loopback-conn", daemon=True
-            )
+    def _accepted(self, sock: socket.socket, thread: threading.Thread) -> None:
+        with self._lock:
+            self._opened += 1
+            self._sockets.add(sock)
+            self._lock.notify_all()
             self._threads = [t for t in self._threads if t.is_alive()]
             self._threads.append(thread)
-            thread.start()
 
     def _serve(self, sock: socket.socket) -> None:
         buffer = b""
-        try:
-            while not self._stopping.is_set():
-                request, buffer = self._read_request(sock, buffer)
-                if request is None:
-                    return
-                reply = self._reply_for(request)
-                if not self._play(sock, reply):
-                    return
-        except (_Disconnected, OSError):
-            return
-        finally:
-            with contextlib.suppress(OSError):
-                sock.close()
-            with self._lock:
-                self._sockets.discard(sock)
-                self._closed += 1
-                self._lock.notify_all()
+        while not self._stopping.is_set():
+            request, buffer = self._read_request(sock, buffer)
+            if request is None:
+                return
+            reply = self._reply_for(request)
+            if not self._play(sock, reply):
+                return
+
+    def _disconnected(self, sock: socket.socket) -> None:
+        with self._lock:
+            self._sockets.discard(sock)
+            self._closed += 1
+            self._lock.notify_all()
 
     def _read_request(
         self, sock: socket.socket, buffer: bytes
     ) -> tuple[RecordedRequest | None, bytes]:
-        while b"\r\n\r\n" not in buffer:
-            if len(buffer) > _MAX_REQUEST_HEAD:
-                return None, b""
-            data = sock.recv(65536)
-            if not data:
-                return None, b""
-            buffer += data
-        head, _, rest = buffer.partition(b"\r\n\r\n")
-        lines = head.decode("latin-1").split("\r\n")
-        method, path, _version = [*lines[0].split(" ", 2), "", ""][:3]
-        headers = []
-        for line in lines[1:]:
-            name, _, value = line.partition(":")
-            headers.append((name.strip().lower(), value.strip()))
-        length = 0
-        for name, value in headers:
-            if name == "content-length":
-                length = int(value)
-        while len(rest) < length:
-            data = sock.recv(65536)
-            if not data:
-                return None, b""
-            rest += data
-        request = RecordedRequest(
-            method=method, path=path, headers=tuple(headers), body=rest[:length]
-        )
+        parts, rest = read_request(sock, buffer, max_head=_MAX_REQUEST_HEAD)
+        if parts is None:
+            return None, rest
+        method, path, headers, body = parts
+        request = RecordedRequest(method=method, path=path, headers=headers, body=body)
         with self._lock:
             self._requests.append(request)
             self._lock.notify_all()
-        return request, rest[length:]
+        return request, rest
 
     def _reply_for(self, request: RecordedRequest) -> Reply:
         with self._lock:
@@ -433,7 +379,7 @@ class LoopbackServer:
         head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
         if reply.header_delay != 0:
             self._sleep(sock, reply.header_delay)
-        self._send(sock, head)
+        send(sock, head)
         first = True
         for step in reply.body:
             if isinstance(step, bytes):
@@ -445,7 +391,7 @@ class LoopbackServer:
                     piece = step[start : start + size]
                     if reply.framing == "chunked":
                         piece = b"%x\r\n%s\r\n" % (len(piece), piece)
-                    self._send(sock, piece)
+                    send(sock, piece)
             elif isinstance(step, Pause | Stall):
                 self._sleep(sock, step.seconds)
             elif isinstance(step, Mark):
@@ -461,7 +407,7 @@ class LoopbackServer:
                         sock.shutdown(socket.SHUT_RDWR)
                 return False
         if reply.framing == "chunked":
-            self._send(sock, b"0\r\n\r\n")
+            send(sock, b"0\r\n\r\n")
             return True
         if reply.framing == "length":
             return True
@@ -470,15 +416,9 @@ class LoopbackServer:
         self._linger_until_client_closes(sock)
         return False
 
-    def _send(self, sock: socket.socket, data: bytes) -> None:
-        try:
-            sock.sendall(data)
-        except OSError as exc:
-            raise _Disconnected from exc
-
     def _sleep(self, sock: socket.socket, seconds: float | None) -> None:
         """Wait ``seconds`` (forever when ``None``) unless the client disconnects or
-        the server stops; raise ``_Disconnected`` when the client went away."""
+        the server stops; raise ``ClientGone`` when the client went away."""
         deadline = None if seconds is None else time.monotonic() + seconds
         while not self._stopping.is_set():
             timeout = (
@@ -493,12 +433,12 @@ class LoopbackServer:
                 try:
                     data = sock.recv(65536, socket.MSG_PEEK)
                 except OSError as exc:
-                    raise _Disconnected from exc
+                    raise ClientGone from exc
                 if not data:
-                    raise _Disconnected
+                    raise ClientGone
                 # A pipelined request: leave it for the next read, keep waiting.
                 time.sleep(timeout)
-        raise _Disconnected
+        raise ClientGone
 
     def _linger_until_client_closes(self, sock: socket.socket) -> None:
         # After a close-delimited body the server has sent FIN; wait briefly for

@@ -49,6 +49,13 @@ import requests
 
 from dsh_llm.credentials import Secret
 from dsh_llm.protocol import GenerateOptions, StreamChunk
+from dsh_llm.testing._sockets import (
+    READ_SIZE,
+    ClientGone,
+    LocalServer,
+    read_request,
+    send,
+)
 from dsh_llm.testing.cassette import (
     BodyRead,
     Cassette,
@@ -78,16 +85,11 @@ _HOP_BY_HOP: Final = frozenset(
         "host",
     }
 )
-_READ_SIZE: Final = 65536
 _MAX_HEAD: Final = 64 * 1024
 _LOOPBACK_HOSTS: Final = frozenset({"127.0.0.1", "localhost", "::1"})
 
 
-class _ClientGone(Exception):
-    """The client closed its connection while the proxy was writing."""
-
-
-class Recording:
+class Recording(LocalServer):
     """A running recording proxy (what ``record`` yields).
 
     Args:
@@ -99,6 +101,10 @@ class Recording:
         upstream_timeout_s: Connect and per-read timeout toward the upstream.
     """
 
+    _backlog = 16
+    _poll_s = 0.05
+    _thread_name = "recorder"
+
     def __init__(
         self,
         upstream_base_url: str,
@@ -108,6 +114,7 @@ class Recording:
         adapter: str | None = None,
         upstream_timeout_s: float = 300.0,
     ) -> None:
+        super().__init__()
         parts = urllib.parse.urlsplit(upstream_base_url)
         if parts.scheme not in ("http", "https") or not parts.netloc:
             raise ValueError(
@@ -130,10 +137,6 @@ class Recording:
         self._awaiting_upstream: set[threading.Thread] = set()
         self._abandoned = False
         self._sockets: set[socket.socket] = set()
-        self._stopping = threading.Event()
-        self._listener: socket.socket | None = None
-        self._acceptor: threading.Thread | None = None
-        self._port = 0
 
     @property
     def base_url(self) -> str:
@@ -148,21 +151,6 @@ class Recording:
         """The cassette files written so far, in the order the calls ended."""
         with self._lock:
             return tuple(self._paths)
-
-    def start(self) -> Recording:
-        """Bind an ephemeral port on 127.0.0.1 and start accepting."""
-        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        listener.bind(("127.0.0.1", 0))
-        listener.listen(16)
-        listener.settimeout(0.05)
-        self._listener = listener
-        self._port = listener.getsockname()[1]
-        self._acceptor = threading.Thread(
-            target=self._accept_loop, name="recorder-accept", daemon=True
-        )
-        self._acceptor.start()
-        return self
 
     def stop(self) -> None:
         """Close every connection and wait for every cassette to be written;
@@ -193,40 +181,21 @@ class Recording:
 
     # -- serving --------------------------------------------------------------------
 
-    def _accept_loop(self) -> None:
-        listener = self._listener
-        assert listener is not None
-        while not self._stopping.is_set():
-            try:
-                sock, _ = listener.accept()
-            except TimeoutError:
-                continue
-            except OSError:
-                return
-            sock.settimeout(None)
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            with self._lock:
-                self._sockets.add(sock)
-            thread = threading.Thread(
-                target=self._serve, args=(sock,), name="recorder-conn", daemon=True
-            )
-            self._threads.append(thread)
-            thread.start()
+    def _accepted(self, sock: socket.socket, thread: threading.Thread) -> None:
+        with self._lock:
+            self._sockets.add(sock)
+        self._threads.append(thread)
 
     def _serve(self, sock: socket.socket) -> None:
         buffer = b""
-        try:
-            while True:
-                request, buffer = _read_request(sock, buffer)
-                if request is None or not self._exchange(sock, request):
-                    return
-        except (OSError, _ClientGone):
-            return
-        finally:
-            with contextlib.suppress(OSError):
-                sock.close()
-            with self._lock:
-                self._sockets.discard(sock)
+        while True:
+            request, buffer = _read_request(sock, buffer)
+            if request is None or not self._exchange(sock, request):
+                return
+
+    def _disconnected(self, sock: socket.socket) -> None:
+        with self._lock:
+            self._sockets.discard(sock)
 
     def _exchange(self, sock: socket.socket, request: CassetteRequest) -> bool:
         """Forward one request and record it; whether the connection may go on."""
@@ -261,7 +230,7 @@ class Recording:
             session.close()
             self._upstream_answered()
             message = f"recording proxy: upstream unreachable: {type(exc).__name__}"
-            _send(
+            send(
                 sock,
                 (
                     "HTTP/1.1 502 Bad Gateway\r\ncontent-type: text/plain\r\n"
@@ -301,19 +270,19 @@ class Recording:
                 lines.append("connection: close")
             reads: list[BodyRead] = []
             ended: Ended = "complete"
-            _send(sock, ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"))
+            send(sock, ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"))
             watch = _ClientWatch(sock, raw)
             try:
                 for data in _body_reads(raw, framing):
                     reads.append(BodyRead(at_ms=now_ms(), data=data))
                     try:
-                        _send(
+                        send(
                             sock,
                             b"%x\r\n%s\r\n" % (len(data), data)
                             if framing == "chunked"
                             else data,
                         )
-                    except _ClientGone:
+                    except ClientGone:
                         ended = "client-closed"
                         break
             except Exception:
@@ -355,7 +324,7 @@ class Recording:
                 sock.shutdown(socket.SHUT_RDWR)
             return False
         if framing == "chunked":
-            _send(sock, b"0\r\n\r\n")
+            send(sock, b"0\r\n\r\n")
             return True
         if framing == "length":
             return True
@@ -433,51 +402,20 @@ def _body_reads(raw: Any, framing: Framing) -> Iterator[bytes]:
                 yield bytes(data)
         return
     while True:
-        data = raw.read1(_READ_SIZE, decode_content=True)
+        data = raw.read1(READ_SIZE, decode_content=True)
         if not data:
             return
         yield bytes(data)
 
 
-def _send(sock: socket.socket, data: bytes) -> None:
-    try:
-        sock.sendall(data)
-    except OSError as exc:
-        raise _ClientGone from exc
-
-
 def _read_request(
     sock: socket.socket, buffer: bytes
 ) -> tuple[CassetteRequest | None, bytes]:
-    while b"\r\n\r\n" not in buffer:
-        if len(buffer) > _MAX_HEAD:
-            return None, b""
-        data = sock.recv(_READ_SIZE)
-        if not data:
-            return None, b""
-        buffer += data
-    head, _, rest = buffer.partition(b"\r\n\r\n")
-    lines = head.decode("latin-1").split("\r\n")
-    method, target = [*lines[0].split(" ", 2), "", ""][:2]
-    headers: list[tuple[str, str]] = []
-    length = 0
-    for line in lines[1:]:
-        name, _, value = line.partition(":")
-        name, value = name.strip().lower(), value.strip()
-        headers.append((name, value))
-        if name == "content-length":
-            if not value.isdigit():
-                return None, b""
-            length = int(value)
-    while len(rest) < length:
-        data = sock.recv(_READ_SIZE)
-        if not data:
-            return None, b""
-        rest += data
-    request = CassetteRequest(
-        method=method, url=target, headers=tuple(headers), body=rest[:length]
-    )
-    return request, rest[length:]
+    parts, rest = read_request(sock, buffer, max_head=_MAX_HEAD)
+    if parts is None:
+        return None, rest
+    method, target, headers, body = parts
+    return CassetteRequest(method=method, url=target, headers=headers, body=body), rest
 
 
 @contextlib.contextmanager

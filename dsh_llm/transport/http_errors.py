@@ -10,6 +10,8 @@
 - Every server text passes through ``redact``; ``HttpErrorClassifier`` is the
   shape of a family's own classifier (``StreamingCall(classify_error=...)``).
 - ``retry_after_ms`` and ``request_id`` read the headers.
+- A family's own classifier reads the body with ``json_body`` and builds its
+  error with ``answer_error``, as ``http_error`` does.
 - Rules and precedence in full: ``docs/transport.md``; codes: ``docs/errors.md``.
 """
 
@@ -38,9 +40,11 @@ __all__ = [
     "HttpErrorClassifier",
     "ProviderErrorReport",
     "Redact",
+    "answer_error",
     "error_code",
     "http_error",
     "in_band_failure",
+    "json_body",
     "not_a_stream_error",
     "parse_error_report",
     "request_id",
@@ -265,33 +269,59 @@ def http_error(
         redact: Applied to the message, the request id and the body kept as
             the cause.
     """
-    text = body.decode("utf-8", "replace")
-    report = _json_report(text)
-    message = redact(report.message if report and report.message else "") or (
-        f"{provider} API error (HTTP {status})"
-    )
-    code = error_code(
-        status, report.detail if report else "", report.kind if report else ""
-    )
-    cause = Exception(redact(text) if text else f"{provider} HTTP {status}")
-    return LlmError(
-        message,
-        code,
-        status=status if 100 <= status <= 599 else None,
-        provider_retry_after_ms=retry_after_ms(headers, now=now),
+    text, value = json_body(body)
+    report = None if value is None else parse_error_report(value)
+    return answer_error(
+        status,
+        text,
+        message=redact(report.message if report and report.message else ""),
+        code=error_code(
+            status, report.detail if report else "", report.kind if report else ""
+        ),
+        provider=provider,
+        retry_after_ms=retry_after_ms(headers, now=now),
         request_id=_redacted_id(headers, redact),
-        cause=cause,
+        redact=redact,
     )
 
 
-def _json_report(text: str) -> ProviderErrorReport | None:
+def json_body(body: bytes) -> tuple[str, Any]:
+    """A non-2xx answer's ``body`` as text (UTF-8, bad bytes replaced) and as
+    decoded JSON (``None`` when it is blank or not JSON)."""
+    text = body.decode("utf-8", "replace")
     if not text.strip():
-        return None
+        return text, None
     try:
-        return parse_error_report(json.loads(text))
+        return text, json.loads(text)
     except (ValueError, RecursionError):
         # RecursionError: JSON nested deeper than the parser can follow.
-        return None
+        return text, None
+
+
+def answer_error(
+    status: int,
+    text: str,
+    *,
+    message: str,
+    code: str,
+    provider: str,
+    retry_after_ms: float | None,
+    request_id: str | None,
+    redact: Redact,
+) -> LlmError:
+    """The ``LlmError`` of a non-2xx answer whose body ``text`` a classifier
+    has read: ``message`` (redacted already; empty: ``<provider> API error
+    (HTTP <status>)``) and ``code``, the status when it is one (100-599), the
+    delay and request id given, and the body, through ``redact``, kept as the
+    cause."""
+    return LlmError(
+        message or f"{provider} API error (HTTP {status})",
+        code,
+        status=status if 100 <= status <= 599 else None,
+        provider_retry_after_ms=retry_after_ms,
+        request_id=request_id,
+        cause=Exception(redact(text) if text else f"{provider} HTTP {status}"),
+    )
 
 
 def in_band_failure(
@@ -344,8 +374,11 @@ def not_a_stream_error(
         redact: Applied to the message, the request id and the body kept as
             the cause.
     """
-    text = body.decode("utf-8", "replace")
-    report = _json_report(text) if content_type == "application/json" else None
+    text, value = json_body(body)
+    if content_type != "application/json" or value is None:
+        report = None
+    else:
+        report = parse_error_report(value)
     cause = Exception(redact(text) if text else f"{provider} empty {content_type}")
     if report is None:
         return LlmError(

@@ -126,13 +126,13 @@ def parse_reset_ms(
     return max(delay, 0.0)
 
 
-def _limit(
-    limit: str | None, remaining: str | None, reset: str | None, now: Clock
-) -> RateLimit | None:
+def _limit(values: Mapping[str, str], prefix: str, now: Clock) -> RateLimit | None:
+    """The window of ``values``'s ``<prefix>limit``, ``<prefix>remaining`` and
+    ``<prefix>reset`` (``None``: none of them usable)."""
     value = RateLimit(
-        limit=_count(limit),
-        remaining=_count(remaining),
-        reset_ms=parse_reset_ms(reset, now=now),
+        limit=_count(values.get(prefix + "limit")),
+        remaining=_count(values.get(prefix + "remaining")),
+        reset_ms=parse_reset_ms(values.get(prefix + "reset"), now=now),
     )
     return None if value == _EMPTY else value
 
@@ -159,9 +159,7 @@ def _openai_style(headers: Mapping[str, str], now: Clock) -> dict[str, RateLimit
             windows.setdefault((dimension, window or ""), {})[kind] = value
     found: dict[str, RateLimit] = {}
     for (dimension, _), values in sorted(windows.items()):
-        limit = _limit(
-            values.get("limit"), values.get("remaining"), values.get("reset"), now
-        )
+        limit = _limit(values, "", now)
         best = _tighter(found.get(dimension), limit)
         if best is not None:
             found[dimension] = best
@@ -176,12 +174,7 @@ def _anthropic(lower: Mapping[str, str], now: Clock) -> dict[str, RateLimit]:
     ):
         for name in names:
             prefix = f"anthropic-ratelimit-{name}-"
-            limit = _limit(
-                lower.get(prefix + "limit"),
-                lower.get(prefix + "remaining"),
-                lower.get(prefix + "reset"),
-                now,
-            )
+            limit = _limit(lower, prefix, now)
             if limit is not None:
                 found[dimension] = limit
                 break
@@ -190,12 +183,7 @@ def _anthropic(lower: Mapping[str, str], now: Clock) -> dict[str, RateLimit]:
 
 def _single(lower: Mapping[str, str], now: Clock) -> RateLimit | None:
     for prefix in ("x-ratelimit-", "ratelimit-"):
-        limit = _limit(
-            lower.get(prefix + "limit"),
-            lower.get(prefix + "remaining"),
-            lower.get(prefix + "reset"),
-            now,
-        )
+        limit = _limit(lower, prefix, now)
         if limit is not None:
             return limit
     return None

@@ -298,30 +298,22 @@ class _AbortableConnect:
 
     _answered_sock: socket.socket | None = None
 
-    def _note_answered(self, sock: socket.socket | None) -> None:
+    def getresponse(self) -> Any:  # urllib3's HTTPResponse
+        sock: socket.socket | None = getattr(self, "sock", None)
+        _attach_current(sock)
+        response = super().getresponse()  # type: ignore[misc]
+        # The socket that carried this response, for ``request`` to tell a
+        # reused connection from a new one.
         self._answered_sock = sock
+        return response
 
 
 class _HTTPConnection(_AbortableConnect, urllib3.connection.HTTPConnection):
     response_class = _FinalResponse
 
-    def getresponse(self) -> urllib3.response.HTTPResponse:  # type: ignore[override]
-        sock = self.sock
-        _attach_current(sock)
-        response = super().getresponse()
-        self._note_answered(sock)
-        return response
-
 
 class _HTTPSConnection(_AbortableConnect, urllib3.connection.HTTPSConnection):
     response_class = _FinalResponse
-
-    def getresponse(self) -> urllib3.response.HTTPResponse:  # type: ignore[override]
-        sock = self.sock
-        _attach_current(sock)
-        response = super().getresponse()
-        self._note_answered(sock)
-        return response
 
 
 class _FreshWhenAsked:

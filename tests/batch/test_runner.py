@@ -50,9 +50,12 @@ def test_every_line_gets_one_row_good_and_malformed_alike(tmp_path: Path) -> Non
         ],
     )
     results = tmp_path / "results.jsonl"
+    begun = time.perf_counter()
     with EchoServer() as server, echo_runtime(server.url) as runtime:
         summary = run_jsonl(requests, results, runtime=runtime, concurrency=2)
         assert len(server.server.requests) == 3
+    # The run's wall time, not a clock reading less the worker count.
+    assert 0 < summary.duration_s <= time.perf_counter() - begun
     rows = {row["line"]: row for row in result_rows(results)}
     assert sorted(rows) == [1, 2, 3, 4, 5, 6, 7]
     for line in (1, 2, 3):

@@ -9,13 +9,17 @@
   extends only where it adds fields; ``model_catalog`` reads a ``models`` option
   into entries (ids, mappings or values) through the one config mechanism.
 - ``api_root_url``: the one rule for a ``baseURL``; messages never repeat the URL.
+  ``BaseUrlRule`` applies it for a family: the check of its config's
+  ``base_url`` and the root in force (the config's, else an environment
+  variable's, else the public one).
 """
 
 from __future__ import annotations
 
+import os
 import urllib.parse
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, ClassVar, Final, Protocol, TypeVar
+from typing import Any, ClassVar, Final, Generic, Protocol, TypeVar
 
 import attrs
 
@@ -247,6 +251,16 @@ class CatalogEntry(Protocol):
         """Accepted inputs."""
         ...
 
+    @property
+    def context_window(self) -> int | None:
+        """Its context window in tokens, when known."""
+        ...
+
+    @property
+    def max_tokens(self) -> int | None:
+        """Its output cap, when known."""
+        ...
+
 
 _Entry = TypeVar("_Entry", bound=CatalogEntry)
 
@@ -258,16 +272,35 @@ def catalog_entry(models: Sequence[_Entry] | None, model_id: str) -> _Entry | No
     return next((entry for entry in models if entry.id == model_id), None)
 
 
+class CatalogLookup(Generic[_Entry]):
+    """What a config with a ``models`` field (entries of ``_Entry``) gets: its
+    ``model`` lookup. A family's config class lists it after ``AdapterConfig``
+    (``class GeminiConfig(AdapterConfig, CatalogLookup[GeminiModel])``)."""
+
+    __slots__ = ()
+
+    @property
+    def models(self) -> Sequence[_Entry] | None:
+        """The advertised catalog (the config's ``models`` field)."""
+        raise NotImplementedError
+
+    def model(self, model_id: str) -> _Entry | None:
+        """The catalog entry for ``model_id``, if listed."""
+        return catalog_entry(self.models, model_id)
+
+
 def model_catalog(
     specs: object,
     model_cls: type[_Entry],
     *,
     package: str,
     defaults: Callable[[str], Mapping[str, Any]] | None = None,
+    default: tuple[_Entry, ...] = (),
 ) -> tuple[_Entry, ...]:
     """A ``models`` option read into ``model_cls`` values: each entry a value, a
     model id or a config mapping (structured by the one config mechanism);
-    ``None`` is no catalog. ``defaults(id)`` gives per-id field values for what an
+    ``None`` is ``default`` (a family's built-in catalog; none by default).
+    ``defaults(id)`` gives per-id field values for what an
     id or a mapping leaves out (a family's built-in catalog).
 
     Raises:
@@ -275,7 +308,7 @@ def model_catalog(
             ``models[i].<key>`` for a bad entry or a repeated id.
     """
     if specs is None:
-        return ()
+        return default
     if isinstance(specs, str | Mapping) or not isinstance(specs, Sequence):
         raise AdapterConfigError("models", "must be a list of models", package=package)
     entries: list[_Entry] = []
@@ -390,3 +423,58 @@ def endpoint_url(base_url: str, endpoint: str) -> str:
     parts = urllib.parse.urlsplit(base_url)
     path = parts.path.rstrip("/") + "/" + endpoint.lstrip("/")
     return urllib.parse.urlunsplit(parts._replace(path=path))
+
+
+@attrs.frozen(kw_only=True)
+class BaseUrlRule:
+    """Where a family's API root comes from: the configured ``base_url``, else
+    the variable ``env`` (when set and not empty), else ``public``; each checked
+    and normalised by ``api_root_url`` against ``endpoint``, naming ``package``.
+    """
+
+    package: str
+    """The config's package, named in the errors."""
+    endpoint: str
+    """The path appended to the root (a root may not already end in it)."""
+    public: str
+    """The root when neither the config nor the environment names one."""
+    env: str | None = None
+    """The environment variable that may name another root (``None``: none)."""
+
+    def check(self, inst: object, attribute: attrs.Attribute[Any], value: Any) -> None:
+        """The attrs validator of a config's ``base_url`` (``None`` passes).
+
+        Raises:
+            AdapterConfigError: keyed ``baseURL`` (``api_root_url``).
+        """
+        if value is not None:
+            self.root(value)
+
+    def root(self, value: object, source: str | None = None) -> str:
+        """``value`` checked and normalised as this family's API root
+        (``api_root_url``; ``source`` names where it was read, if not from
+        ``baseURL``).
+
+        Raises:
+            AdapterConfigError: keyed ``baseURL``.
+        """
+        return api_root_url(
+            value, package=self.package, source=source, endpoint=self.endpoint
+        )
+
+    def resolve(
+        self, base_url: str | None, environ: Mapping[str, str] | None = None
+    ) -> str:
+        """The API root in force for a config's ``base_url``, reading ``env``
+        from ``environ`` (default ``os.environ``).
+
+        Raises:
+            AdapterConfigError: keyed ``baseURL`` for a bad value of ``env``
+                (the message names the variable, never the URL).
+        """
+        environ = os.environ if environ is None else environ
+        if base_url is not None:
+            return self.root(base_url)
+        if self.env is not None and environ.get(self.env):
+            return self.root(environ[self.env], source=self.env)
+        return self.public

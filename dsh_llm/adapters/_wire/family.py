@@ -23,7 +23,8 @@ snapshot, the endpoint, the attachment store, and the key (read per request).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import functools
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Generic, TypeVar
 
 import attrs
@@ -33,6 +34,7 @@ from dsh_llm.adapter import (
     LlmModelContext,
     LlmModelInfo,
     LlmModelReasoningInfo,
+    LlmReasoningEffortInfo,
     LlmResolvedModelInfo,
 )
 from dsh_llm.adapters._wire.config import AdapterConfig, CatalogEntry
@@ -107,6 +109,18 @@ def answer_count(answer: Any, key: str) -> int | None:
     if not isinstance(answer, dict):
         return None
     return wire_count(answer.get(key))
+
+
+def token_count(
+    streamed: WireRequest, *, url: str, body: Mapping[str, Any], answer_key: str
+) -> TokenCountRequest:
+    """A count through a counting endpoint: ``streamed`` sent to ``url`` with
+    ``body`` (``counting_request``), the count read at ``answer_key`` of the
+    answer (``answer_count``)."""
+    return TokenCountRequest(
+        request=counting_request(streamed, url=url, body=body),
+        read=functools.partial(answer_count, key=answer_key),
+    )
 
 
 class WireCall(Generic[C, P]):
@@ -324,19 +338,37 @@ def offered_modalities(
     return tuple(m for m in entry.input_modalities if m != "image") or ("text",)
 
 
+def effort_infos(
+    efforts: Iterable[str], *, capitalize: bool = False
+) -> tuple[LlmReasoningEffortInfo, ...]:
+    """``efforts`` (wire values, in display order) as the ``efforts`` of an
+    ``LlmModelReasoningInfo``, each named by its value (``capitalize``: with a
+    capital first letter)."""
+    return tuple(
+        LlmReasoningEffortInfo(
+            id=effort, name=effort.capitalize() if capitalize else effort
+        )
+        for effort in efforts
+    )
+
+
 def resolved_model_info(
     provider: str,
     model: str,
     entry: CatalogEntry | None,
     *,
-    context_window: int | None,
-    default_max_tokens: int | None,
     reasoning: LlmModelReasoningInfo | None,
+    context_window: int | None = None,
+    default_max_tokens: int | None = None,
     image_input: bool = True,
 ) -> LlmResolvedModelInfo:
     """What ``resolve_model`` answers for ``model`` (``entry``: its catalog entry,
-    ``None`` when unlisted): the entry's name (else the id), description and input
-    modalities, and the given context window, output cap and efforts."""
+    ``None`` when unlisted): the entry's name (else the id), description, input
+    modalities, context window and output cap (else ``context_window`` and
+    ``default_max_tokens``, the family's defaults), and the given efforts."""
+    if entry is not None:
+        context_window = entry.context_window or context_window
+        default_max_tokens = entry.max_tokens or default_max_tokens
     return LlmResolvedModelInfo(
         provider=provider,
         id=model,

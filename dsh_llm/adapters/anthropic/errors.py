@@ -28,7 +28,6 @@ Contracts callers may rely on:
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from collections.abc import Callable, Mapping
@@ -98,13 +97,6 @@ def _report(value: Any) -> tuple[str, str, str | None]:
     )
 
 
-def _decoded(body: bytes) -> Any:
-    try:
-        return json.loads(body.decode("utf-8", "replace"))
-    except (ValueError, RecursionError):
-        return None
-
-
 def http_error(
     status: int,
     headers: Mapping[str, str],
@@ -127,7 +119,7 @@ def http_error(
     shared = http_errors.http_error(
         status, headers, body, provider=provider, now=now, redact=redact
     )
-    kind, message, body_request_id = _report(_decoded(body))
+    kind, message, body_request_id = _report(http_errors.json_body(body)[1])
     return LlmError(
         shared.message,
         error_code(status, kind, message),

@@ -17,7 +17,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
@@ -26,10 +25,10 @@ import attrs
 from dsh_llm.adapter import LlmResolvedModelInfo
 from dsh_llm.adapters._wire.config import (
     AdapterConfig,
+    BaseUrlRule,
+    CatalogLookup,
     CatalogModel,
     adapter_field_order,
-    api_root_url,
-    catalog_entry,
     endpoint_url,
     model_catalog,
 )
@@ -39,9 +38,8 @@ from dsh_llm.adapters._wire.family import (
     WireCall,
     WireFamily,
     WireRequest,
-    answer_count,
-    counting_request,
     resolved_model_info,
+    token_count,
 )
 from dsh_llm.adapters.anthropic import catalog
 from dsh_llm.adapters.anthropic.errors import http_error
@@ -114,6 +112,12 @@ REASONING_EFFORTS: Final = tuple(
 model accepts its own subset, ``resolve_model`` lists it)."""
 PACKAGE: Final = "llm-anthropic"
 """The plugin's name, named in config errors and credential messages."""
+BASE_URL_RULE: Final = BaseUrlRule(
+    package=PACKAGE, endpoint=MESSAGES_PATH, public=PUBLIC_BASE_URL, env=BASE_URL_ENV
+)
+"""Where the API root comes from: ``base_url``, else ``ANTHROPIC_BASE_URL``, else
+``PUBLIC_BASE_URL`` (a bad ``ANTHROPIC_BASE_URL`` raises ``AdapterConfigError``
+keyed ``baseURL``, naming the variable, never the URL)."""
 
 
 def _catalog_defaults(model_id: str) -> Mapping[str, Any]:
@@ -136,16 +140,13 @@ DEFAULT_MODELS: Final = tuple(
 
 
 def _models(value: object) -> tuple[CatalogModel, ...]:
-    if value is None:
-        return DEFAULT_MODELS
     return model_catalog(
-        value, CatalogModel, package=PACKAGE, defaults=_catalog_defaults
+        value,
+        CatalogModel,
+        package=PACKAGE,
+        defaults=_catalog_defaults,
+        default=DEFAULT_MODELS,
     )
-
-
-def _check_base_url(inst: object, attribute: attrs.Attribute[Any], value: Any) -> None:
-    if value is not None:
-        api_root_url(value, package=PACKAGE, endpoint=MESSAGES_PATH)
 
 
 def _check_header_value(
@@ -172,7 +173,7 @@ def _check_beta(inst: object, attribute: attrs.Attribute[Any], value: Any) -> No
 
 
 @attrs.frozen(kw_only=True, field_transformer=adapter_field_order)
-class AnthropicConfig(AdapterConfig):
+class AnthropicConfig(AdapterConfig, CatalogLookup[CatalogModel]):
     """The one ``AnthropicAdapter`` configuration: the constructor's keyword
     arguments build it, ``AnthropicAdapter.from_config`` takes it, and the
     ``llm-anthropic`` plugin structures its YAML entry into it (camelCase keys:
@@ -189,7 +190,7 @@ class AnthropicConfig(AdapterConfig):
     )
     """Environment variable holding the key."""
     base_url: str | None = attrs.field(
-        default=None, repr=url_repr, validator=_check_base_url
+        default=None, repr=url_repr, validator=BASE_URL_RULE.check
     )
     """API root; default ``ANTHROPIC_BASE_URL``, then the public URL (its
     credentials are hidden in the ``repr``)."""
@@ -226,39 +227,12 @@ class AnthropicConfig(AdapterConfig):
     ``output_tokens`` reached the ``max_tokens`` sent is ``max-tokens``, even
     one whose natural end fell exactly on the cap."""
 
-    def model(self, model_id: str) -> CatalogModel | None:
-        """The catalog entry for ``model_id``, if listed."""
-        return catalog_entry(self.models, model_id)
-
-
-def resolve_base_url(
-    config: AnthropicConfig, environ: Mapping[str, str] | None = None
-) -> str:
-    """The API root in force: ``config.base_url``, else ``ANTHROPIC_BASE_URL``
-    from ``environ`` (default ``os.environ``), else ``PUBLIC_BASE_URL``.
-
-    Raises:
-        AdapterConfigError: keyed ``baseURL`` for a bad ``ANTHROPIC_BASE_URL``
-            (the message names the variable, never the URL).
-    """
-    environ = os.environ if environ is None else environ
-    if config.base_url is not None:
-        return api_root_url(config.base_url, package=PACKAGE, endpoint=MESSAGES_PATH)
-    if environ.get(BASE_URL_ENV):
-        return api_root_url(
-            environ[BASE_URL_ENV],
-            package=PACKAGE,
-            source=BASE_URL_ENV,
-            endpoint=MESSAGES_PATH,
-        )
-    return PUBLIC_BASE_URL
-
 
 def _endpoint(
     config: AnthropicConfig, *, explicit_key: bool, environ: Mapping[str, str]
 ) -> Endpoint[None]:
     return Endpoint(
-        base_url=resolve_base_url(config, environ),
+        base_url=BASE_URL_RULE.resolve(config.base_url, environ),
         display_name=DISPLAY_NAME,
         profile=None,
     )
@@ -274,9 +248,8 @@ def model_info(
         provider,
         model,
         entry,
-        context_window=(entry.context_window if entry else None)
-        or config.default_context_window,
-        default_max_tokens=(entry.max_tokens if entry else None) or config.max_tokens,
+        context_window=config.default_context_window,
+        default_max_tokens=config.max_tokens,
         reasoning=catalog.reasoning_info(
             catalog.thinking_profile(model), config.reasoning_effort
         ),
@@ -312,19 +285,12 @@ def _request(call: WireCall[AnthropicConfig, None]) -> WireRequest:
 
 def _count_tokens(call: WireCall[AnthropicConfig, None]) -> TokenCountRequest:
     streamed = _request(call)
-    body = {k: v for k, v in streamed.body.items() if k in COUNT_TOKENS_FIELDS}
-    return TokenCountRequest(
-        request=counting_request(
-            streamed,
-            url=endpoint_url(call.endpoint.base_url, COUNT_TOKENS_PATH),
-            body=body,
-        ),
-        read=_input_tokens,
+    return token_count(
+        streamed,
+        url=endpoint_url(call.endpoint.base_url, COUNT_TOKENS_PATH),
+        body={k: v for k, v in streamed.body.items() if k in COUNT_TOKENS_FIELDS},
+        answer_key="input_tokens",
     )
-
-
-def _input_tokens(answer: Any) -> int | None:
-    return answer_count(answer, "input_tokens")
 
 
 def _translator(call: WireCall[AnthropicConfig, None]) -> MessagesTranslator:

@@ -33,15 +33,14 @@ import requests
 
 from dsh_llm.adapter import (
     LlmModelReasoningInfo,
-    LlmReasoningEffortInfo,
     LlmResolvedModelInfo,
 )
 from dsh_llm.adapters._wire.config import (
     AdapterConfig,
     AdapterConfigError,
+    CatalogLookup,
     CatalogModel,
     adapter_field_order,
-    catalog_entry,
     model_catalog,
 )
 from dsh_llm.adapters._wire.extras import request_headers
@@ -50,6 +49,7 @@ from dsh_llm.adapters._wire.family import (
     WireCall,
     WireFamily,
     WireRequest,
+    effort_infos,
     resolved_model_info,
 )
 from dsh_llm.adapters.azure.auth import DEFAULT_SCOPE, EntraIdTokens
@@ -154,7 +154,7 @@ def _api_version(value: Any) -> Any:
 
 
 @attrs.frozen(kw_only=True, field_transformer=adapter_field_order)
-class AzureOpenAIConfig(AdapterConfig):
+class AzureOpenAIConfig(AdapterConfig, CatalogLookup[AzureModel]):
     """The one ``AzureOpenAIAdapter`` configuration: the constructor's keyword
     arguments build it, ``AzureOpenAIAdapter.from_config`` takes it, and the
     ``llm-azure`` plugin structures its YAML entry into it (camelCase keys:
@@ -226,10 +226,6 @@ class AzureOpenAIConfig(AdapterConfig):
         if self.resource is not None:
             return resource_endpoint(self.resource)
         return self.base_url
-
-    def model(self, model_id: str) -> AzureModel | None:
-        """The catalog entry for ``model_id``, if listed."""
-        return catalog_entry(self.models, model_id)
 
     def deployment(self, model_id: str) -> str:
         """The deployment a call naming ``model_id`` goes to."""
@@ -339,14 +335,7 @@ def model_info(
         provider,
         model,
         entry,
-        context_window=entry.context_window if entry else None,
-        default_max_tokens=entry.max_tokens if entry else None,
-        reasoning=LlmModelReasoningInfo(
-            efforts=tuple(
-                LlmReasoningEffortInfo(id=effort, name=effort)
-                for effort in REASONING_EFFORTS
-            )
-        ),
+        reasoning=LlmModelReasoningInfo(efforts=effort_infos(REASONING_EFFORTS)),
     )
 
 

@@ -25,6 +25,7 @@ from typing import Any, Final, Literal
 
 import attrs
 
+from dsh_llm.adapter import LlmModelReasoningInfo, LlmReasoningEffortInfo
 from dsh_llm.adapters._wire.config import CatalogModel
 from dsh_llm.config import check_one_of, field_error
 from dsh_llm.errors import ErrorCode, LlmError
@@ -183,6 +184,29 @@ def model_for(
             id=model_id, thinking="budget", efforts=UNLISTED_BUDGET_EFFORTS
         )
     return GeminiModel(id=model_id, thinking="level", efforts=UNLISTED_LEVEL_EFFORTS)
+
+
+def effort_in_force(model: GeminiModel, configured: str | None) -> str | None:
+    """The effort sent to ``model`` when a request names none: ``configured``
+    (a config's ``reasoning_effort``) when the model offers it, else the
+    model's default."""
+    if configured in model.efforts:
+        return configured
+    return model.default_effort
+
+
+def reasoning_info(model: GeminiModel, configured: str | None) -> LlmModelReasoningInfo:
+    """``model``'s efforts as ``LlmModelReasoningInfo`` (``auto`` shown as
+    ``Auto``, the others capitalised), the default ``effort_in_force``."""
+    return LlmModelReasoningInfo(
+        efforts=tuple(
+            LlmReasoningEffortInfo(
+                id=effort, name="Auto" if effort == "auto" else effort.capitalize()
+            )
+            for effort in model.efforts
+        ),
+        default_effort=effort_in_force(model, configured),
+    )
 
 
 def thinking_config(model: GeminiModel, effort: str | None) -> dict[str, Any]:

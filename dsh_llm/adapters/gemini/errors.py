@@ -30,7 +30,6 @@ contracts callers may rely on:
 
 from __future__ import annotations
 
-import json
 import math
 import re
 import time
@@ -41,7 +40,9 @@ from dsh_llm.errors import ErrorCode, LlmError, is_context_window_exceeded_error
 from dsh_llm.protocol import LlmFailure
 from dsh_llm.transport.http_errors import (
     Redact,
+    answer_error,
     error_code,
+    json_body,
     request_id,
     retry_after_ms,
 )
@@ -185,23 +186,18 @@ def gemini_http_error(
         now: Current Unix time in seconds, for an HTTP-date ``Retry-After``.
         redact: Applied to the message and the body kept as the cause.
     """
-    text = body.decode("utf-8", "replace")
-    try:
-        report = parse_gemini_error(json.loads(text)) if text.strip() else None
-    except (ValueError, RecursionError):
-        report = None
-    report = report or {}
-    message = redact(_message(report)) or f"{_PROVIDER} API error (HTTP {status})"
+    text, value = json_body(body)
+    report = (None if value is None else parse_gemini_error(value)) or {}
     delay = retry_after_ms(headers, now=now)
-    if delay is None:
-        delay = retry_delay_ms(report)
-    return LlmError(
-        message,
-        gemini_error_code(status, report),
-        status=status if 100 <= status <= 599 else None,
-        provider_retry_after_ms=delay,
+    return answer_error(
+        status,
+        text,
+        message=redact(_message(report)),
+        code=gemini_error_code(status, report),
+        provider=_PROVIDER,
+        retry_after_ms=retry_delay_ms(report) if delay is None else delay,
         request_id=request_id(headers),
-        cause=Exception(redact(text) if text else f"{_PROVIDER} HTTP {status}"),
+        redact=redact,
     )
 
 

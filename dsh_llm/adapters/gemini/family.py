@@ -26,15 +26,13 @@ from typing import Any, Final
 import attrs
 
 from dsh_llm.adapter import (
-    LlmModelReasoningInfo,
-    LlmReasoningEffortInfo,
     LlmResolvedModelInfo,
 )
 from dsh_llm.adapters._wire.config import (
     AdapterConfig,
+    BaseUrlRule,
+    CatalogLookup,
     adapter_field_order,
-    api_root_url,
-    catalog_entry,
     endpoint_url,
     model_catalog,
 )
@@ -45,16 +43,17 @@ from dsh_llm.adapters._wire.family import (
     WireCall,
     WireFamily,
     WireRequest,
-    answer_count,
-    counting_request,
     resolved_model_info,
+    token_count,
 )
 from dsh_llm.adapters.gemini.catalog import (
     DEFAULT_MODELS,
     EFFORT_BUDGETS,
     EFFORT_LEVELS,
     GeminiModel,
+    effort_in_force,
     model_for,
+    reasoning_info,
 )
 from dsh_llm.adapters.gemini.errors import gemini_http_error
 from dsh_llm.adapters.gemini.request import PROVIDER, build_generate_request
@@ -80,18 +79,15 @@ DEFAULT_STREAM_IDLE_TIMEOUT_MS: Final = 300_000
 """Default idle timeout (a thinking model may be silent for minutes)."""
 PACKAGE: Final = "llm-gemini"
 """The plugin's name, named in config errors and credential messages."""
+BASE_URL_RULE: Final = BaseUrlRule(
+    package=PACKAGE, endpoint=API_PATH, public=PUBLIC_BASE_URL
+)
+"""Where the API root comes from: ``base_url``, else ``PUBLIC_BASE_URL``."""
 
 
 def _models(value: object) -> tuple[GeminiModel, ...]:
     """The ``models`` option (``model_catalog``); ``None`` is ``DEFAULT_MODELS``."""
-    if value is None:
-        return DEFAULT_MODELS
-    return model_catalog(value, GeminiModel, package=PACKAGE)
-
-
-def _check_base_url(inst: object, attribute: attrs.Attribute[Any], value: Any) -> None:
-    if value is not None:
-        api_root_url(value, package=PACKAGE, endpoint=API_PATH)
+    return model_catalog(value, GeminiModel, package=PACKAGE, default=DEFAULT_MODELS)
 
 
 def _check_effort(inst: object, attribute: attrs.Attribute[Any], value: Any) -> None:
@@ -103,7 +99,7 @@ def _check_effort(inst: object, attribute: attrs.Attribute[Any], value: Any) -> 
 
 
 @attrs.frozen(kw_only=True, field_transformer=adapter_field_order)
-class GeminiConfig(AdapterConfig):
+class GeminiConfig(AdapterConfig, CatalogLookup[GeminiModel]):
     """The one ``GeminiAdapter`` configuration: the constructor's keyword
     arguments build it, ``GeminiAdapter.from_config`` takes it, and the
     ``llm-gemini`` plugin structures its YAML entry into it (camelCase keys:
@@ -120,7 +116,7 @@ class GeminiConfig(AdapterConfig):
     )
     """Environment variable holding the key."""
     base_url: str | None = attrs.field(
-        default=None, repr=url_repr, validator=_check_base_url
+        default=None, repr=url_repr, validator=BASE_URL_RULE.check
     )
     """API root (``None``: ``PUBLIC_BASE_URL``); must not end in ``/v1beta``."""
     reasoning_effort: str | None = attrs.field(default=None, validator=_check_effort)
@@ -132,10 +128,6 @@ class GeminiConfig(AdapterConfig):
     entry is a ``GeminiModel``, a model id or its config mapping (``thinking``,
     ``efforts``, ``defaultEffort`` beside the ``CatalogModel`` keys); a
     configured entry without ``inputModalities`` is text only."""
-
-    def model(self, model_id: str) -> GeminiModel | None:
-        """The catalog entry for ``model_id``, if listed."""
-        return catalog_entry(self.models, model_id)
 
 
 def model_url(base_url: str, model: str, method: str) -> str:
@@ -158,24 +150,17 @@ def stream_url(base_url: str, model: str) -> str:
 def _endpoint(
     config: GeminiConfig, *, explicit_key: bool, environ: Mapping[str, str]
 ) -> Endpoint[None]:
-    base_url = (
-        PUBLIC_BASE_URL
-        if config.base_url is None
-        else api_root_url(config.base_url, package=PACKAGE, endpoint=API_PATH)
+    return Endpoint(
+        base_url=BASE_URL_RULE.resolve(config.base_url, environ),
+        display_name=DISPLAY_NAME,
+        profile=None,
     )
-    return Endpoint(base_url=base_url, display_name=DISPLAY_NAME, profile=None)
-
-
-def _effort_name(effort: str) -> str:
-    return "Auto" if effort == "auto" else effort.capitalize()
 
 
 def default_effort(config: GeminiConfig, model: GeminiModel) -> str | None:
     """The effort sent when a request names none: the configured
     ``reasoning_effort`` when ``model`` offers it, else the model's default."""
-    if config.reasoning_effort in model.efforts:
-        return config.reasoning_effort
-    return model.default_effort
+    return effort_in_force(model, config.reasoning_effort)
 
 
 def model_info(
@@ -185,20 +170,13 @@ def model_info(
     model's efforts (``catalog.model_for``) and the effort in force by default."""
     entry = config.model(model)
     facts = model_for(model, config.models)
-    reasoning = LlmModelReasoningInfo(
-        efforts=tuple(
-            LlmReasoningEffortInfo(id=effort, name=_effort_name(effort))
-            for effort in facts.efforts
-        ),
-        default_effort=default_effort(config, facts),
-    )
     return resolved_model_info(
         provider,
         model,
         entry,
         context_window=facts.context_window,
         default_max_tokens=facts.max_tokens,
-        reasoning=reasoning,
+        reasoning=reasoning_info(facts, config.reasoning_effort),
     )
 
 
@@ -231,20 +209,12 @@ def _request(call: WireCall[GeminiConfig, None]) -> WireRequest:
 def _count_tokens(call: WireCall[GeminiConfig, None]) -> TokenCountRequest:
     streamed = _request(call)
     model = call.options.model
-    return TokenCountRequest(
-        request=counting_request(
-            streamed,
-            url=model_url(call.endpoint.base_url, model, "countTokens"),
-            body={
-                "generateContentRequest": {"model": f"models/{model}", **streamed.body}
-            },
-        ),
-        read=_total_tokens,
+    return token_count(
+        streamed,
+        url=model_url(call.endpoint.base_url, model, "countTokens"),
+        body={"generateContentRequest": {"model": f"models/{model}", **streamed.body}},
+        answer_key="totalTokens",
     )
-
-
-def _total_tokens(answer: Any) -> int | None:
-    return answer_count(answer, "totalTokens")
 
 
 def _translator(call: WireCall[GeminiConfig, None]) -> GeminiTranslator:

@@ -34,12 +34,11 @@ import attrs
 
 from dsh_llm.adapters._wire.extras import AttachmentReader, image_data
 from dsh_llm.adapters.gemini.replay import replay_entries
-from dsh_llm.attachments import AttachmentStore, attachment_id, sniff_image
+from dsh_llm.attachments import AttachmentStore, image_block, sniff_image
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import (
     GenerateOptions,
     ImageBlock,
-    ImageRef,
     Message,
     ToolResultBlock,
     content_has_image,
@@ -128,23 +127,14 @@ def returned_image(
             ErrorCode.MALFORMED_RESPONSE,
         )
     try:
-        info = sniff_image(data)
+        sniff_image(data)
     except LlmError:
         raise LlmError(
             f"{provider} returned {mime[:80]} content, which no block of the chunk "
             "protocol carries (an image block takes PNG, JPEG, GIF or WebP)",
             ErrorCode.UNSUPPORTED_CONTENT,
         ) from None
-    key = attachment_id(data) if store is None else store.put(data)
-    return ImageBlock(
-        attachment=ImageRef(
-            attachment_id=key,
-            media_type=info.media_type,
-            bytes=len(data),
-            width=info.width,
-            height=info.height,
-        )
-    )
+    return image_block(data, store=store)
 
 
 def answer_image_part(entry: dict[str, Any] | None) -> dict[str, Any] | None:

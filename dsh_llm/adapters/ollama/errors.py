@@ -21,14 +21,20 @@ status when nothing was streamed yet, else as one more NDJSON line under the
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import LlmFailure
-from dsh_llm.transport.http_errors import Redact, error_code, request_id, retry_after_ms
+from dsh_llm.transport.http_errors import (
+    Redact,
+    answer_error,
+    error_code,
+    json_body,
+    request_id,
+    retry_after_ms,
+)
 
 _PROVIDER: Final = "Ollama"
 
@@ -72,19 +78,17 @@ def ollama_http_error(
         now: Current Unix time in seconds, for an HTTP-date ``Retry-After``.
         redact: Applied to the message and the body kept as the cause.
     """
-    raw = body.decode("utf-8", "replace")
-    try:
-        value = json.loads(raw) if raw.strip() else None
-    except (ValueError, RecursionError):
-        value = None
+    raw, value = json_body(body)
     text = error_text(value.get("error")) if isinstance(value, dict) else ""
-    return LlmError(
-        redact(text) or f"{_PROVIDER} API error (HTTP {status})",
-        ollama_error_code(status, text),
-        status=status if 100 <= status <= 599 else None,
-        provider_retry_after_ms=retry_after_ms(headers, now=now),
+    return answer_error(
+        status,
+        raw,
+        message=redact(text),
+        code=ollama_error_code(status, text),
+        provider=_PROVIDER,
+        retry_after_ms=retry_after_ms(headers, now=now),
         request_id=request_id(headers),
-        cause=Exception(redact(raw) if raw else f"{_PROVIDER} HTTP {status}"),
+        redact=redact,
     )
 
 

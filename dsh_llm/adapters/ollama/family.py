@@ -27,16 +27,15 @@ import attrs
 from dsh_llm.adapter import (
     LlmModelInfo,
     LlmModelReasoningInfo,
-    LlmReasoningEffortInfo,
     LlmResolvedModelInfo,
 )
 from dsh_llm.adapters._wire.adapter import catalog_model_info
 from dsh_llm.adapters._wire.config import (
     AdapterConfig,
+    BaseUrlRule,
+    CatalogLookup,
     CatalogModel,
     adapter_field_order,
-    api_root_url,
-    catalog_entry,
     endpoint_url,
     model_catalog,
 )
@@ -47,6 +46,7 @@ from dsh_llm.adapters._wire.family import (
     WireCall,
     WireFamily,
     WireRequest,
+    effort_infos,
     resolved_model_info,
 )
 from dsh_llm.adapters.ollama.errors import ollama_http_error
@@ -89,6 +89,10 @@ CHAT_PATH: Final = "/api/chat"
 """Appended to the base URL to stream a chat."""
 TAGS_PATH: Final = "/api/tags"
 """Appended to the base URL to list the server's models."""
+BASE_URL_RULE: Final = BaseUrlRule(
+    package=PACKAGE, endpoint="/api", public=DEFAULT_BASE_URL
+)
+"""How a base URL is checked: it must not end in ``/api``."""
 
 
 def _models(value: object) -> tuple[CatalogModel, ...] | None:
@@ -99,7 +103,8 @@ def _models(value: object) -> tuple[CatalogModel, ...] | None:
 
 
 def _check_base_url(inst: object, attribute: attrs.Attribute[Any], value: Any) -> None:
-    api_root_url(value, package=PACKAGE, endpoint="/api")
+    # Not BASE_URL_RULE.check: the field has a default, so None is refused.
+    BASE_URL_RULE.root(value)
 
 
 def _check_keep_alive(
@@ -117,7 +122,7 @@ def _check_keep_alive(
 
 
 @attrs.frozen(kw_only=True, field_transformer=adapter_field_order)
-class OllamaConfig(AdapterConfig):
+class OllamaConfig(AdapterConfig, CatalogLookup[CatalogModel]):
     """The one ``OllamaAdapter`` configuration: the constructor's keyword
     arguments build it, ``OllamaAdapter.from_config`` takes it, and the
     ``llm-ollama`` plugin structures its YAML entry into it (camelCase keys:
@@ -152,25 +157,18 @@ class OllamaConfig(AdapterConfig):
     )
     """The advertised catalog; ``None``: ``list_models`` asks the server."""
 
-    def model(self, model_id: str) -> CatalogModel | None:
-        """The catalog entry for ``model_id``, if listed."""
-        return catalog_entry(self.models, model_id)
-
 
 def _endpoint(
     config: OllamaConfig, *, explicit_key: bool, environ: Mapping[str, str]
 ) -> Endpoint[None]:
     return Endpoint(
-        base_url=api_root_url(config.base_url, package=PACKAGE, endpoint="/api"),
+        base_url=BASE_URL_RULE.root(config.base_url),
         display_name=DISPLAY_NAME,
         profile=None,
     )
 
 
-_EFFORT_INFOS: Final = tuple(
-    LlmReasoningEffortInfo(id=effort, name=effort.capitalize())
-    for effort in REASONING_EFFORTS
-)
+_EFFORT_INFOS: Final = effort_infos(REASONING_EFFORTS, capitalize=True)
 
 
 def model_info(
@@ -183,8 +181,6 @@ def model_info(
         provider,
         model,
         entry,
-        context_window=entry.context_window if entry else None,
-        default_max_tokens=entry.max_tokens if entry else None,
         reasoning=LlmModelReasoningInfo(
             efforts=_EFFORT_INFOS, default_effort=config.reasoning_effort
         ),

@@ -20,22 +20,21 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Final
 
 import attrs
 
 from dsh_llm.adapter import (
     LlmModelReasoningInfo,
-    LlmReasoningEffortInfo,
     LlmResolvedModelInfo,
 )
 from dsh_llm.adapters._wire.config import (
     AdapterConfig,
     AdapterConfigError,
+    CatalogLookup,
     CatalogModel,
     adapter_field_order,
     api_root_url,
-    catalog_entry,
     endpoint_url,
     model_catalog,
 )
@@ -46,9 +45,9 @@ from dsh_llm.adapters._wire.family import (
     WireCall,
     WireFamily,
     WireRequest,
-    answer_count,
-    counting_request,
+    effort_infos,
     resolved_model_info,
+    token_count,
 )
 from dsh_llm.adapters.openai_responses.profiles import (
     PROFILES,
@@ -117,7 +116,7 @@ def _base_url(value: object) -> str:
 
 
 @attrs.frozen(kw_only=True, field_transformer=adapter_field_order)
-class OpenAIResponsesConfig(AdapterConfig):
+class OpenAIResponsesConfig(AdapterConfig, CatalogLookup[CatalogModel]):
     """The one ``OpenAIResponsesAdapter`` configuration (camelCase config keys:
     ``baseURL``, ``apiKeyEnv``, ``server``...). Every field is checked (the base
     URL normalised, models made ``CatalogModel`` values) on construction; a bad
@@ -185,25 +184,20 @@ def model_info(
 ) -> LlmResolvedModelInfo:
     """``resolve_model``'s answer: the catalog entry's context window, cap and
     inputs (unknown, text only, for an unlisted id), the profile's efforts."""
-    entry = catalog_entry(config.models, model)
+    entry = config.model(model)
     return resolved_model_info(
         provider,
         model,
         entry,
-        context_window=entry.context_window if entry else None,
-        default_max_tokens=entry.max_tokens if entry else None,
         reasoning=LlmModelReasoningInfo(
-            efforts=tuple(
-                LlmReasoningEffortInfo(id=effort, name=effort)
-                for effort in endpoint.profile.reasoning_efforts
-            )
+            efforts=effort_infos(endpoint.profile.reasoning_efforts)
         ),
     )
 
 
 def _request(call: WireCall[OpenAIResponsesConfig, ResponsesProfile]) -> WireRequest:
     options, config, profile = call.options, call.config, call.endpoint.profile
-    entry = catalog_entry(config.models, options.model)
+    entry = config.model(options.model)
     call.check_images(entry)
     body = build_responses_request(
         options,
@@ -237,19 +231,12 @@ def _count_tokens(
             ErrorCode.UNSUPPORTED_OPTION,
         )
     streamed = _request(call)
-    body = {k: v for k, v in streamed.body.items() if k in COUNT_TOKENS_FIELDS}
-    return TokenCountRequest(
-        request=counting_request(
-            streamed,
-            url=endpoint_url(call.endpoint.base_url, COUNT_TOKENS_PATH),
-            body=body,
-        ),
-        read=_input_tokens,
+    return token_count(
+        streamed,
+        url=endpoint_url(call.endpoint.base_url, COUNT_TOKENS_PATH),
+        body={k: v for k, v in streamed.body.items() if k in COUNT_TOKENS_FIELDS},
+        answer_key="input_tokens",
     )
-
-
-def _input_tokens(answer: Any) -> int | None:
-    return answer_count(answer, "input_tokens")
 
 
 def _translator(
@@ -259,7 +246,7 @@ def _translator(
     unmarked = config.unmarked_cap_cut
     cap = None
     if profile.unmarked_cap_cut if unmarked is None else unmarked:
-        entry = catalog_entry(config.models, call.options.model)
+        entry = config.model(call.options.model)
         cap = output_cap(call.options, entry.max_tokens if entry else None)
     return ResponsesTranslator(
         profile,

@@ -19,7 +19,6 @@ platform's auth, quota and routing, and every Gemini error). Pure functions:
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from collections.abc import Callable, Mapping
@@ -32,7 +31,13 @@ from dsh_llm.adapters.gemini.errors import (
     retry_delay_ms,
 )
 from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.transport.http_errors import Redact, request_id, retry_after_ms
+from dsh_llm.transport.http_errors import (
+    Redact,
+    answer_error,
+    json_body,
+    request_id,
+    retry_after_ms,
+)
 
 PROVIDER: Final = "Vertex AI"
 """The display name errors without a server message use."""
@@ -42,13 +47,6 @@ _PER_DAY: Final = re.compile(r"per[ _-]?day", re.IGNORECASE)
 
 def _unchanged(text: str) -> str:
     return text
-
-
-def _decoded(text: str) -> Any:
-    try:
-        return json.loads(text) if text.strip() else None
-    except (ValueError, RecursionError):
-        return None
 
 
 def _anthropic_report(value: Any) -> bool:
@@ -101,8 +99,7 @@ def http_error(
         now: Current Unix time in seconds, for an HTTP-date ``Retry-After``.
         redact: Applied to the message and the body kept as the cause.
     """
-    text = body.decode("utf-8", "replace")
-    value = _decoded(text)
+    text, value = json_body(body)
     if _anthropic_report(value):
         return anthropic_errors.http_error(
             status, headers, body, provider=PROVIDER, now=now, redact=redact
@@ -111,13 +108,13 @@ def http_error(
     message = report.get("message")
     shown = redact(message) if isinstance(message, str) else ""
     delay = retry_after_ms(headers, now=now)
-    if delay is None:
-        delay = retry_delay_ms(report)
-    return LlmError(
-        shown or f"{PROVIDER} error (HTTP {status})",
-        vertex_error_code(status, report),
-        status=status if 100 <= status <= 599 else None,
-        provider_retry_after_ms=delay,
+    return answer_error(
+        status,
+        text,
+        message=shown or f"{PROVIDER} error (HTTP {status})",
+        code=vertex_error_code(status, report),
+        provider=PROVIDER,
+        retry_after_ms=retry_delay_ms(report) if delay is None else delay,
         request_id=request_id(headers),
-        cause=Exception(redact(text) if text else f"{PROVIDER} HTTP {status}"),
+        redact=redact,
     )

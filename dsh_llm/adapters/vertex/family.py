@@ -31,16 +31,14 @@ from typing import Any, Final
 import attrs
 
 from dsh_llm.adapter import (
-    LlmModelReasoningInfo,
-    LlmReasoningEffortInfo,
     LlmResolvedModelInfo,
 )
 from dsh_llm.adapters._wire.config import (
     AdapterConfig,
     AdapterConfigError,
+    CatalogLookup,
     adapter_field_order,
     api_root_url,
-    catalog_entry,
     model_catalog,
 )
 from dsh_llm.adapters._wire.extras import request_headers
@@ -65,7 +63,9 @@ from dsh_llm.adapters.gemini.catalog import (
     EFFORT_BUDGETS,
     EFFORT_LEVELS,
     GeminiModel,
+    effort_in_force,
     model_for,
+    reasoning_info,
 )
 from dsh_llm.adapters.gemini.request import build_generate_request
 from dsh_llm.adapters.gemini.translate import GeminiTranslator
@@ -130,10 +130,12 @@ _LOCATION_DETAIL: Final = "must be a Vertex AI location (us-central1, global)"
 
 
 def _models(value: object) -> tuple[VertexModel, ...]:
-    if value is None:
-        return DEFAULT_MODELS
     return model_catalog(
-        value, VertexModel, package=PACKAGE, defaults=configured_defaults
+        value,
+        VertexModel,
+        package=PACKAGE,
+        defaults=configured_defaults,
+        default=DEFAULT_MODELS,
     )
 
 
@@ -157,7 +159,7 @@ def _check_project(inst: object, attribute: attrs.Attribute[Any], value: Any) ->
 
 
 @attrs.frozen(kw_only=True, field_transformer=adapter_field_order)
-class VertexConfig(AdapterConfig):
+class VertexConfig(AdapterConfig, CatalogLookup[VertexModel]):
     """The one ``VertexAdapter`` configuration: the constructor's keyword
     arguments build it, ``VertexAdapter.from_config`` takes it, and the
     ``llm-vertex`` plugin structures its YAML entry into it (camelCase keys:
@@ -205,10 +207,6 @@ class VertexConfig(AdapterConfig):
     (``publisher`` and, for Gemini, ``thinking``, ``efforts``, ``defaultEffort``
     beside the ``CatalogModel`` keys); a configured Claude entry reads images by
     default, a Gemini one is text only unless it says."""
-
-    def model(self, model_id: str) -> VertexModel | None:
-        """The catalog entry for ``model_id``, if listed."""
-        return catalog_entry(self.models, model_id)
 
 
 @attrs.frozen(kw_only=True)
@@ -300,17 +298,11 @@ def _endpoint(
 # --- model facts ------------------------------------------------------------------
 
 
-def _effort_name(effort: str) -> str:
-    return "Auto" if effort == "auto" else effort.capitalize()
-
-
 def gemini_default_effort(config: VertexConfig, model: GeminiModel) -> str | None:
     """The effort sent to Gemini ``model`` when a request names none: the
     configured ``reasoning_effort`` when the model offers it, else the model's
     default."""
-    if config.reasoning_effort in model.efforts:
-        return config.reasoning_effort
-    return model.default_effort
+    return effort_in_force(model, config.reasoning_effort)
 
 
 def _claude_default_effort(config: VertexConfig, model: str) -> str | None:
@@ -340,9 +332,8 @@ def model_info(
             provider,
             model,
             entry,
-            context_window=(entry.context_window if entry else None)
-            or DEFAULT_CLAUDE_CONTEXT_WINDOW,
-            default_max_tokens=_claude_max_tokens(entry),
+            context_window=DEFAULT_CLAUDE_CONTEXT_WINDOW,
+            default_max_tokens=DEFAULT_CLAUDE_MAX_TOKENS,
             reasoning=claude_catalog.reasoning_info(
                 claude_catalog.thinking_profile(claude_id(model)),
                 config.reasoning_effort,
@@ -350,15 +341,7 @@ def model_info(
         )
     facts = model_for(model, config.models)
     reasoning = (
-        LlmModelReasoningInfo(
-            efforts=tuple(
-                LlmReasoningEffortInfo(id=effort, name=_effort_name(effort))
-                for effort in facts.efforts
-            ),
-            default_effort=gemini_default_effort(config, facts),
-        )
-        if facts.efforts
-        else None
+        reasoning_info(facts, config.reasoning_effort) if facts.efforts else None
     )
     return resolved_model_info(
         provider,
