@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dsh_llm.protocol import CallId, ReasoningDelta, TextDelta, ToolCallDelta
 from dsh_llm.protocol.checks import MAX_SAFE_INTEGER
+from dsh_llm.protocol.citations import Citation
 
 
 def wire_count(value: object) -> int | None:
@@ -35,6 +36,20 @@ def unchecked_delta(
     chunk: TextDelta | ReasoningDelta = _new(cls)
     _set(chunk, "index", index)
     _set(chunk, "text", text)
+    if cls is TextDelta:
+        _set(chunk, "citations", ())
+    return chunk
+
+
+def unchecked_text_delta(
+    index: int, text: str, citations: tuple[Citation, ...]
+) -> TextDelta:
+    """``TextDelta(index=..., text=..., citations=...)`` without the validators
+    (only for values the caller already guarantees: a tuple of ``Citation``)."""
+    chunk: TextDelta = _new(TextDelta)
+    _set(chunk, "index", index)
+    _set(chunk, "text", text)
+    _set(chunk, "citations", citations)
     return chunk
 
 
