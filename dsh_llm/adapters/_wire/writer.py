@@ -338,16 +338,13 @@ class BlockWriter:
         """
         if block is self._live:
             block.buffer.append(piece)
-            if block.kind is TOOL_CALL:
+            kind = block.kind
+            if kind is TEXT:
+                self._out.append(unchecked_text_delta(block.index, piece))
+            elif kind is TOOL_CALL:
                 self._out.append(self._tool_delta(block, piece))
             else:
-                self._out.append(
-                    unchecked_delta(
-                        TextDelta if block.kind is TEXT else ReasoningDelta,
-                        block.index,
-                        piece,
-                    )
-                )
+                self._out.append(unchecked_delta(ReasoningDelta, block.index, piece))
             return
         if block.ended:
             raise ValueError(f"{block!r} already ended")

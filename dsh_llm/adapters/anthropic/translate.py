@@ -471,20 +471,6 @@ class MessagesTranslator(WireTranslator[SseEvent]):
         if type(delta) is not dict:
             raise self.writer.malformed("a content_block_delta without a delta object")
         delta_type = delta.get("type")
-        if block.kind is SERVER_TOOL_CALL:
-            if delta_type == "input_json_delta":
-                # Gathered, not streamed: the block goes out whole at its stop.
-                self._server_calls[block][1].append(self._string(delta, "partial_json"))
-            return
-        if delta_type == "citations_delta":
-            if block.kind is not TEXT:
-                raise self.writer.malformed(
-                    f"a citations_delta on a {self._wire_kind(block)} block"
-                )
-            citation = citation_of(delta.get("citation"))
-            if citation is not None:
-                self.writer.cite(block, (citation,))
-            return
         if delta_type == "signature_delta":
             if block.kind is not REASONING or type(block.replay) is dict:
                 raise self.writer.malformed(
@@ -495,15 +481,33 @@ class MessagesTranslator(WireTranslator[SseEvent]):
             return
         expected = _DELTA_KINDS.get(delta_type) if type(delta_type) is str else None
         if expected is None:
+            if delta_type == "citations_delta":
+                self._citation(block, delta)
             return  # unknown deltas: metadata, not content
         kind, field = expected
         if block.kind is not kind or type(block.replay) is dict:
+            if block.kind is SERVER_TOOL_CALL:
+                # Its input is gathered, not streamed: the block goes out
+                # whole at its stop.
+                if delta_type == "input_json_delta":
+                    pieces = self._server_calls[block][1]
+                    pieces.append(self._string(delta, field))
+                return
             raise self.writer.malformed(
                 f"a {delta_type} on a {self._wire_kind(block)} block"
             )
         piece = self._string(delta, field)
         if piece:
             self.writer.append(block, piece)
+
+    def _citation(self, block: Block, delta: dict[str, Any]) -> None:
+        if block.kind is not TEXT:
+            raise self.writer.malformed(
+                f"a citations_delta on a {self._wire_kind(block)} block"
+            )
+        citation = citation_of(delta.get("citation"))
+        if citation is not None:
+            self.writer.cite(block, (citation,))
 
     def _whole_input(self, initial: object) -> str:
         if type(initial) is not dict or not initial:
