@@ -330,3 +330,16 @@ def test_a_reserved_item_waits_for_its_block_and_holds_its_place() -> None:
         BlockEnd(index=0, block=CALL),
         BlockStart(index=1, block_type="text"),
     ]
+
+
+def test_a_reply_repr_counts_its_citations() -> None:
+    reply = collect(
+        [
+            BlockStart(index=0, block_type="text"),
+            TextDelta(index=0, text="a", citations=(WEB, PAGE)),
+            USAGE,
+            Finish(reason=FinishReason.STOP),
+        ]
+    )
+    assert "citations=2" in repr(reply)
+    assert "citations=2" in repr(reply.message)
