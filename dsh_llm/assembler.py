@@ -39,6 +39,7 @@ from dsh_llm.protocol import (
     BlockEnd,
     BlockStart,
     CallId,
+    Citation,
     ContentBlock,
     Finish,
     FinishReason,
@@ -59,6 +60,7 @@ from dsh_llm.protocol import (
     ToolCallDelta,
     UsageChunk,
     checks,
+    citations_of,
     create_assistant_message,
     create_message,
     reasoning_of,
@@ -118,7 +120,14 @@ def unreachable_variant(value: object, context: str | None = None) -> NoReturn:
 class _Partial:
     """What one index has received so far; ``block`` set means closed."""
 
-    __slots__ = ("block", "block_type", "parts", "tool_call_id", "tool_call_name")
+    __slots__ = (
+        "block",
+        "block_type",
+        "citations",
+        "parts",
+        "tool_call_id",
+        "tool_call_name",
+    )
 
     def __init__(self, block_type: str) -> None:
         self.block_type = block_type
@@ -126,6 +135,8 @@ class _Partial:
         """Text, or a tool call's argument fragments, in order."""
         self.tool_call_id: CallId | None = None
         self.tool_call_name: str | None = None
+        self.citations: list[Citation] | None = None
+        """A text block's citations so far (``None`` while it has none)."""
         self.block: ContentBlock | None = None
         """The authoritative block from the first ``block-end``."""
 
@@ -175,6 +186,10 @@ class BlockAssembler:
                 partial = self._ensure(chunk.index, block_type)
                 if partial.block is None:
                     partial.parts.append(chunk.text)
+                    if isinstance(chunk, TextDelta) and chunk.citations:
+                        if partial.citations is None:
+                            partial.citations = []
+                        partial.citations.extend(chunk.citations)
             case ToolCallDelta():
                 partial = self._ensure(chunk.index, ToolCallBlock.TAG)
                 if partial.block is None:
@@ -216,7 +231,9 @@ class BlockAssembler:
         if partial.block is not None:
             return partial.block
         if partial.block_type == TextBlock.TAG:
-            return TextBlock(text=partial.joined())
+            return TextBlock(
+                text=partial.joined(), citations=tuple(partial.citations or ())
+            )
         if partial.block_type == ReasoningBlock.TAG:
             return ReasoningBlock(text=partial.joined())
         if partial.block_type == ToolCallBlock.TAG:
@@ -438,6 +455,11 @@ class AssembledResponse:
         """The message's tool calls, in order."""
         return self.message.tool_calls
 
+    @property
+    def citations(self) -> tuple[Citation, ...]:
+        """The citations of the message's text blocks, in order."""
+        return citations_of(self.message.content)
+
     def parsed_tool_calls(self) -> tuple[ParsedToolCall, ...]:
         """The message's tool calls with their arguments parsed, in order.
 
@@ -493,6 +515,8 @@ class AssembledResponse:
             parts.append(f"reasoning={len(self.reasoning)} chars")
         if self.tool_calls:
             parts.append(f"tool_calls=[{', '.join(c.name for c in self.tool_calls)}]")
+        if self.citations:
+            parts.append(f"citations={len(self.citations)}")
         parts.append(f"usage={usage_text(self.usage)}")
         if self.attempts > 1:
             parts.append(f"attempts={self.attempts}")

@@ -8,8 +8,9 @@ the tagged unions. Contracts callers may rely on:
 - Keys are the TypeScript camelCase names (``blockType``, ``argumentsDelta``,
   ``inputTokens``, ``providerRetryAfterMs``); chunks and blocks carry a ``type``
   tag first, sources and finish reasons a ``kind`` tag.
-- Absent optional fields are omitted, never ``null``. The one exception is token
-  counts: ``inputTokens``/``outputTokens`` are always present and ``null`` when the
+- Absent optional fields are omitted, never ``null``; so are empty
+  ``citations`` and ``sources`` lists. The one exception is token counts:
+  ``inputTokens``/``outputTokens`` are always present and ``null`` when the
   provider did not report them (rule 7 of ``docs/protocol.md``).
 - ``*_to_dict`` returns fresh plain dicts and lists (JSON-ready); ``*_from_dict``
   is strict: an unknown tag, a wrong type, a missing field or an unknown key raises
@@ -49,6 +50,7 @@ from dsh_llm.protocol import (
     CHUNK_TYPES,
     SOURCE_TYPES,
     CacheBreakpoint,
+    Citation,
     ContentBlock,
     FinishReason,
     GenerateOptions,
@@ -61,10 +63,12 @@ from dsh_llm.protocol import (
     RateLimits,
     ReplayEnvelope,
     ResponseFormat,
+    Source,
     StreamChunk,
     TokenUsage,
     ToolSchema,
 )
+from dsh_llm.protocol.content import OMIT_EMPTY
 
 __all__ = [
     "InvalidValueError",
@@ -142,6 +146,8 @@ _TAGS: Final[dict[type, tuple[str, str] | None]] = dict.fromkeys(
     (
         ImageDimensions,
         ImageRef,
+        Citation,
+        Source,
         RateLimit,
         RateLimits,
         LlmFailure,
@@ -179,7 +185,9 @@ def _overrides(cls: type) -> dict[str, Any]:
             # Not compared, not serialised (GenerateOptions.signal).
             overrides[field.name] = override(omit=True)
             continue
-        omit = field.default is None
+        # None optionals are omitted, and so are the tuples marked to be
+        # omitted while empty (TextBlock.citations): older JSON stays identical.
+        omit = field.default is None or bool(field.metadata.get(OMIT_EMPTY))
         if camel != field.name or omit:
             overrides[field.name] = override(
                 rename=camel if camel != field.name else None,

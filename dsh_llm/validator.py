@@ -48,7 +48,14 @@ from dsh_llm.protocol import (
     UsageChunk,
 )
 from dsh_llm.protocol.checks import MAX_SAFE_INTEGER
-from dsh_llm.protocol.content import ImageBlock, ReasoningBlock, TextBlock
+from dsh_llm.protocol.citations import Citation
+from dsh_llm.protocol.content import (
+    ImageBlock,
+    ReasoningBlock,
+    ServerToolCallBlock,
+    ServerToolResultBlock,
+    TextBlock,
+)
 from dsh_llm.protocol.text_buffer import TextBuffer
 from dsh_llm.sources import chunk_source, close_source
 
@@ -66,9 +73,17 @@ _DELTA_BLOCK_TYPE: Final[dict[type, str]] = {
     ToolCallDelta: ToolCallBlock.TAG,
 }
 
-_STREAMED_BLOCK_TYPES: Final = frozenset({*_DELTA_BLOCK_TYPE.values(), ImageBlock.TAG})
+_STREAMED_BLOCK_TYPES: Final = frozenset(
+    {
+        *_DELTA_BLOCK_TYPE.values(),
+        ImageBlock.TAG,
+        ServerToolCallBlock.TAG,
+        ServerToolResultBlock.TAG,
+    }
+)
 """The block types an assistant's stream may carry (strict mode); an image
-block has no deltas, its ``block-end`` carries it whole."""
+block and the server tool blocks have no deltas, their ``block-end`` carries
+them whole."""
 
 _SHOWN_CHARS: Final = 40
 
@@ -205,13 +220,23 @@ class _Rules(abc.ABC):
 class _OpenBlock:
     """The one open block of a strict stream, with what its deltas added up to."""
 
-    __slots__ = ("block_type", "call_id", "call_name", "content", "deltas", "index")
+    __slots__ = (
+        "block_type",
+        "call_id",
+        "call_name",
+        "citations",
+        "content",
+        "deltas",
+        "index",
+    )
 
     def __init__(self, index: int, block_type: str) -> None:
         self.index = index
         self.block_type = block_type
         self.content = TextBuffer()
         self.deltas = 0
+        self.citations: list[Citation] | None = None
+        """A text block's citations so far (``None`` while it has none)."""
         self.call_id: str | None = None
         self.call_name: str | None = None
 
@@ -269,6 +294,10 @@ class _StrictRules(_Rules):
                     self.tool_call_delta(chunk, block)
                 else:
                     block.content.append(chunk.text)
+                    if isinstance(chunk, TextDelta) and chunk.citations:
+                        if block.citations is None:
+                            block.citations = []
+                        block.citations.extend(chunk.citations)
                 block.deltas += 1
             case BlockEnd():
                 self.block_end(chunk)
@@ -318,7 +347,8 @@ class _StrictRules(_Rules):
                 chunk,
                 "unknown block type",
                 f'block {index} has the type "{chunk.block_type}"; a stream carries '
-                "text, reasoning, tool-call and image blocks only (rule 1)",
+                "text, reasoning, tool-call, image, server-tool-call and "
+                "server-tool-result blocks only (rule 1)",
             )
         self.open = _OpenBlock(index, chunk.block_type)
         self.next_index += 1
@@ -410,6 +440,17 @@ class _StrictRules(_Rules):
             )
         if isinstance(ended, TextBlock | ReasoningBlock):
             self.compare(chunk, "text", ended.text, block.content)
+        if isinstance(ended, TextBlock):
+            streamed = tuple(block.citations or ())
+            if ended.citations != streamed:
+                self.violation(
+                    chunk,
+                    "block-end differs from deltas",
+                    f"its {_count(len(ended.citations), 'citation')} are not the "
+                    f"{_count(len(streamed), 'citation')} its deltas carried, in "
+                    "order; block-end carries exactly what the deltas added up to "
+                    "(rule 5)",
+                )
         elif isinstance(ended, ToolCallBlock):
             if not (len(block.content) == 0 and ended.arguments == "{}"):
                 self.compare(chunk, "arguments", ended.arguments, block.content)

@@ -204,6 +204,7 @@ class TextDeltaConfig:
 
     index: int
     text: str
+    citations: tuple[Any, ...] = ()
 
 
 @attrs.frozen(kw_only=True)

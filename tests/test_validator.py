@@ -460,7 +460,8 @@ STRICT_VIOLATIONS: dict[str, tuple[list[StreamChunk], tuple[str, ...]]] = {
         (
             "chunk #1 (block-start, index 0): unknown block type",
             'block 0 has the type "tool-result"',
-            "text, reasoning, tool-call and image blocks only",
+            "text, reasoning, tool-call, image, server-tool-call and "
+            "server-tool-result blocks only",
         ),
     ),
     "block of an unknown type": (

@@ -12,8 +12,11 @@ Contracts callers may rely on:
   dimmed, each write closed by a reset so no styling leaks. A tool call is written
   to ``out`` at its ``block-end`` as one line of JSON, the block as the protocol
   serialises it (``{"type":"tool-call","id":...,"name":...,"arguments":...}``),
-  on a line of its own. ``end()`` finishes an open line, so what follows starts
-  at the left margin.
+  on a line of its own. A text block's citations follow it on ``out``, one
+  numbered line each (``[1] Title <https://...>``); a tool the provider ran and
+  its result are one bracketed line each on ``err``
+  (``[server tool web_search '{"query":"x"}']``). ``end()`` finishes an open
+  line, so what follows starts at the left margin.
 - ``JsonLinesPrinter`` writes every chunk as one compact JSON line (the
   TypeScript harness's JSON, ``dsh_llm.serde.chunk_to_json``), flushed per chunk.
   On an output whose encoding is not a UTF encoding (an ASCII or cp1252
@@ -33,13 +36,18 @@ from typing import Final, Protocol, TextIO
 from dsh_llm.protocol import (
     BlockEnd,
     BlockStart,
+    Citation,
     FinishReason,
     ReasoningDelta,
+    ServerToolCallBlock,
+    ServerToolResultBlock,
     StreamChunk,
+    TextBlock,
     TextDelta,
     TokenUsage,
     ToolCallBlock,
 )
+from dsh_llm.protocol.display import citation_label, server_tool_label
 from dsh_llm.serde import chunk_to_dict, compact_json
 
 REASONING_PREFIX: Final = "[reasoning] "
@@ -142,13 +150,25 @@ class ChunkPrinter:
         elif isinstance(chunk, BlockEnd):
             if chunk.index in self._reasoning_started:
                 self._finish_err_line()
-            if isinstance(chunk.block, ToolCallBlock):
+            ended = chunk.block
+            if isinstance(ended, ToolCallBlock):
                 self._finish_out_line()
                 block = chunk_to_dict(chunk)["block"]
                 self._out.write(
                     compact_json(block, ensure_ascii=self._ascii_json) + "\n"
                 )
                 self._out.flush()
+            elif isinstance(ended, TextBlock) and ended.citations:
+                self._finish_out_line()
+                for number, citation in enumerate(ended.citations, start=1):
+                    self._out.write(f"[{number}] {_citation_line(citation)}\n")
+                self._out.flush()
+            elif isinstance(ended, ServerToolCallBlock | ServerToolResultBlock):
+                # What the provider did on its side: a status line, like reasoning.
+                self._finish_out_line()
+                self._finish_err_line()
+                self._err.write(f"[{server_tool_label(ended)}]\n")
+                self._err.flush()
 
     def end(self) -> None:
         """End any line left open on ``out`` or ``err``."""
@@ -187,6 +207,14 @@ class ChunkPrinter:
             self._err.write("\n")
             self._err.flush()
             self._err_mid_line = False
+
+
+def _citation_line(citation: Citation) -> str:
+    """``Title <https://...>``, or the citation's label when it has no URL."""
+    label = citation_label(citation)
+    if citation.url and citation.url != label:
+        return f"{label} <{citation.url}>"
+    return label
 
 
 class JsonLinesPrinter:

@@ -18,7 +18,9 @@ The chunk grammar (explained with examples in ``docs/protocol.md``;
    is never reopened; text resuming later is a new block.
 4. A delta carries its block's index and matches its block's type.
 5. ``block-end`` carries the complete block, equal to the concatenated deltas
-   (``text``, or ``arguments`` for tool calls; ``id`` and ``name`` agree).
+   (``text``, or ``arguments`` for tool calls; ``id`` and ``name`` agree; a
+   text block's ``citations`` are its deltas' citations, in order). An image
+   and the server tool blocks have no deltas: ``block-end`` carries them whole.
 6. ``arguments_delta`` is raw JSON text; a call without arguments ends with
    ``arguments == "{}"``.
 7. After the last block: exactly one ``usage``, then exactly one ``finish``, last,
@@ -49,6 +51,7 @@ from dsh_llm.protocol.chunks import (
     UsageChunk,
     is_token_delta,
 )
+from dsh_llm.protocol.citations import CITATION_KINDS, Citation, Source
 from dsh_llm.protocol.content import (
     BLOCK_TYPES,
     IMAGE_MEDIA_TYPES,
@@ -58,9 +61,12 @@ from dsh_llm.protocol.content import (
     ImageDimensions,
     ImageRef,
     ReasoningBlock,
+    ServerToolCallBlock,
+    ServerToolResultBlock,
     TextBlock,
     ToolCallBlock,
     ToolResultBlock,
+    citations_of,
     content_has_image,
     reasoning_of,
     text_of,
@@ -100,6 +106,7 @@ from dsh_llm.protocol.stream import ChunkStream, ResponseInfo, StreamMetadata
 __all__ = [
     "BLOCK_TYPES",
     "CHUNK_TYPES",
+    "CITATION_KINDS",
     "CONTEXT_FORMS",
     "CONTEXT_SUMMARY_MAX_CHARS",
     "DIRECT_ROUTE",
@@ -114,6 +121,7 @@ __all__ = [
     "CacheBreakpoint",
     "CallId",
     "ChunkStream",
+    "Citation",
     "ContentBlock",
     "ContextSnapshotSection",
     "Finish",
@@ -135,6 +143,9 @@ __all__ = [
     "ReplayEnvelope",
     "ResponseFormat",
     "ResponseInfo",
+    "ServerToolCallBlock",
+    "ServerToolResultBlock",
+    "Source",
     "StreamChunk",
     "StreamMetadata",
     "TextBlock",
@@ -149,6 +160,7 @@ __all__ = [
     "UserSource",
     "bound_context_summary",
     "call_config_equals",
+    "citations_of",
     "content_has_image",
     "create_assistant_message",
     "create_message",

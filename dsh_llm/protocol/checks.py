@@ -220,3 +220,48 @@ def check_timeout_ms(name: str, value: float | None, *, optional: bool = False) 
     detail = timeout_detail(value)
     if detail is not None:
         raise ValueError(f"{name} {detail}")
+
+
+def json_copy(value: Any, owner: str, field: str, where: str = "") -> Any:
+    """A detached copy of JSON value ``value``; tuples become lists.
+
+    ``owner`` and ``field`` name the value's class and field in the errors.
+    Raises the field's ``TypeError``/``ValueError`` for anything JSON cannot
+    carry, so a bad envelope fails when it is built, not when it is logged.
+    """
+    if value is None or isinstance(value, str | bool | int):
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise FieldValueError(
+                owner,
+                field,
+                f"must hold finite numbers, got {value}{_at(where)}",
+            )
+        return value
+    if isinstance(value, list | tuple):
+        return [
+            json_copy(item, owner, field, f"{where}[{position}]")
+            for position, item in enumerate(value)
+        ]
+    if isinstance(value, dict):
+        copied: dict[str, Any] = {}
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise FieldTypeError(
+                    owner,
+                    field,
+                    f"must hold objects with str keys, got a key of type "
+                    f"{type(key).__name__}{_at(where)}",
+                )
+            copied[key] = json_copy(item, owner, field, f"{where}[{key!r}]")
+        return copied
+    raise FieldTypeError(
+        owner,
+        field,
+        f"must hold only JSON values, got {type(value).__name__}{_at(where)}",
+    )
+
+
+def _at(where: str) -> str:
+    return f" at {where}" if where else ""

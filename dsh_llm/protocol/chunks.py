@@ -14,7 +14,14 @@ from typing import Any, ClassVar, Final
 import attrs
 
 from dsh_llm.protocol import checks as c
-from dsh_llm.protocol.content import BLOCK_TYPES, CallId, ContentBlock, Tagged
+from dsh_llm.protocol.citations import Citation
+from dsh_llm.protocol.content import (
+    BLOCK_TYPES,
+    CallId,
+    ContentBlock,
+    Tagged,
+    omit_empty,
+)
 from dsh_llm.protocol.ratelimits import RateLimits
 
 __all__ = [
@@ -208,52 +215,8 @@ def _shown(count: int | None) -> str:
     return "?" if count is None else str(count)
 
 
-def _json_copy(value: Any, field: str, where: str) -> Any:
-    """A detached copy of JSON value ``value``; tuples become lists.
-
-    Raises the field's ``TypeError``/``ValueError`` for anything JSON cannot
-    carry, so a bad envelope fails when it is built, not when it is logged.
-    """
-    if value is None or isinstance(value, str | bool | int):
-        return value
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            raise c.FieldValueError(
-                "ReplayEnvelope",
-                field,
-                f"must hold finite numbers, got {value}{_at(where)}",
-            )
-        return value
-    if isinstance(value, list | tuple):
-        return [
-            _json_copy(item, field, f"{where}[{position}]")
-            for position, item in enumerate(value)
-        ]
-    if isinstance(value, dict):
-        copied: dict[str, Any] = {}
-        for key, item in value.items():
-            if not isinstance(key, str):
-                raise c.FieldTypeError(
-                    "ReplayEnvelope",
-                    field,
-                    f"must hold objects with str keys, got a key of type "
-                    f"{type(key).__name__}{_at(where)}",
-                )
-            copied[key] = _json_copy(item, field, f"{where}[{key!r}]")
-        return copied
-    raise c.FieldTypeError(
-        "ReplayEnvelope",
-        field,
-        f"must hold only JSON values, got {type(value).__name__}{_at(where)}",
-    )
-
-
-def _at(where: str) -> str:
-    return f" at {where}" if where else ""
-
-
 def _detached_response(value: Any) -> Any:
-    return _json_copy(value, "response", "")
+    return c.json_copy(value, "ReplayEnvelope", "response")
 
 
 def _detached_blocks(value: Any) -> tuple[Any, ...] | None:
@@ -265,7 +228,7 @@ def _detached_blocks(value: Any) -> tuple[Any, ...] | None:
             "blocks",
             f"must be a tuple or list, got {type(value).__name__}",
         )
-    return tuple(_json_copy(list(value), "blocks", ""))
+    return tuple(c.json_copy(list(value), "ReplayEnvelope", "blocks"))
 
 
 @attrs.frozen(kw_only=True)
@@ -317,7 +280,15 @@ class TextDelta(Tagged):
     index: int = _index_field()
     """The open text block this delta extends."""
     text: str = attrs.field(validator=c.is_str)
-    """The next piece of text."""
+    """The next piece of text (``""`` for a delta carrying only citations)."""
+    citations: tuple[Citation, ...] = attrs.field(
+        default=(),
+        converter=c.to_tuple,
+        validator=c.tuple_of(Citation),
+        metadata=omit_empty(),
+    )
+    """The citations arriving with this piece, in order (omitted from the JSON
+    when empty); the block's ``TextBlock.citations`` is all of them."""
 
 
 @attrs.frozen(kw_only=True)

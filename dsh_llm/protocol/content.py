@@ -17,6 +17,7 @@ from typing import Any, ClassVar, Final, NewType
 import attrs
 
 from dsh_llm.protocol import checks as c
+from dsh_llm.protocol.citations import Citation, Source
 
 __all__ = [
     "BLOCK_TYPES",
@@ -26,10 +27,14 @@ __all__ = [
     "ImageDimensions",
     "ImageRef",
     "ReasoningBlock",
+    "ServerToolCallBlock",
+    "ServerToolResultBlock",
     "TextBlock",
     "ToolCallBlock",
     "ToolResultBlock",
+    "citations_of",
     "content_has_image",
+    "omit_empty",
     "reasoning_of",
     "text_of",
     "tool_calls_of",
@@ -42,6 +47,24 @@ IMAGE_MEDIA_TYPES: Final = ("image/png", "image/jpeg", "image/webp", "image/gif"
 """The raster formats an ``ImageRef`` may name."""
 
 _ATTACHMENT_ID = re.compile(r"sha256:[0-9a-f]{64}")
+
+OMIT_EMPTY: Final = "dsh_llm.omit_empty"
+"""attrs metadata key of a tuple field the JSON leaves out while it is empty."""
+
+
+def omit_empty() -> dict[str, bool]:
+    """The metadata of a tuple field left out of the JSON while empty
+    (``dsh_llm.serde`` reads it): new optional lists keep older JSON identical."""
+    return {OMIT_EMPTY: True}
+
+
+def _citations_field() -> Any:
+    return attrs.field(
+        default=(),
+        converter=c.to_tuple,
+        validator=c.tuple_of(Citation),
+        metadata=omit_empty(),
+    )
 
 
 class Tagged:
@@ -66,6 +89,9 @@ class TextBlock(Tagged):
 
     text: str = attrs.field(validator=c.is_str)
     """The text, exactly as produced."""
+    citations: tuple[Citation, ...] = _citations_field()
+    """The locations supporting the text, in arrival order (omitted from the
+    JSON when empty)."""
 
 
 @attrs.frozen(kw_only=True)
@@ -161,7 +187,71 @@ class ToolResultBlock(Tagged):
     """``True`` when the tool failed; ``None`` when the producer did not say."""
 
 
-ContentBlock = TextBlock | ReasoningBlock | ToolCallBlock | ToolResultBlock | ImageBlock
+def _call_data(value: Any) -> Any:
+    return c.json_copy(value, "ServerToolCallBlock", "data")
+
+
+def _result_data(value: Any) -> Any:
+    return c.json_copy(value, "ServerToolResultBlock", "data")
+
+
+@attrs.frozen(kw_only=True)
+class ServerToolCallBlock(Tagged):
+    """A tool the provider ran itself (web search, code execution, an MCP
+    server's tool): shown and replayed, never run by the caller.
+
+    ``tool_calls_of``, ``run_tools`` and the ``tool-calls`` finish ignore it.
+    """
+
+    TAG: ClassVar[str] = "server-tool-call"
+
+    id: CallId = attrs.field(validator=c.is_str)
+    """The provider's id of the call; its ``ServerToolResultBlock`` names it."""
+    name: str = attrs.field(validator=c.is_str)
+    """The provider's tool name: ``web_search``, ``code_execution``,
+    ``file_search``, ``google_search``, ``mcp:<server>/<tool>``..."""
+    input: str = attrs.field(validator=c.is_str)
+    """The input as raw JSON text (like ``ToolCallBlock.arguments``)."""
+    data: Any = attrs.field(default=None, converter=_call_data, hash=False)
+    """The provider's own item as received (a detached JSON value), what a
+    replay to the same provider sends back; ``None`` (omitted) when none."""
+
+
+@attrs.frozen(kw_only=True)
+class ServerToolResultBlock(Tagged):
+    """What a provider-run tool returned (``ServerToolCallBlock``)."""
+
+    TAG: ClassVar[str] = "server-tool-result"
+
+    tool_call_id: CallId = attrs.field(validator=c.is_str)
+    """The ``ServerToolCallBlock.id`` this result answers."""
+    name: str = attrs.field(validator=c.is_str)
+    """The provider's tool name (as on the call)."""
+    output: str | None = attrs.field(default=None, validator=c.optional(c.is_str))
+    """Text output (code stdout, an MCP tool's output), when there is some."""
+    sources: tuple[Source, ...] = attrs.field(
+        default=(),
+        converter=c.to_tuple,
+        validator=c.tuple_of(Source),
+        metadata=omit_empty(),
+    )
+    """The results found (web search, file search), in the provider's order."""
+    is_error: bool | None = attrs.field(default=None, validator=c.optional(c.is_bool))
+    """``True`` when the tool failed; ``None`` when the provider did not say."""
+    data: Any = attrs.field(default=None, converter=_result_data, hash=False)
+    """The provider's own result item (a detached JSON value, encrypted content
+    included), what a replay sends back; ``None`` (omitted) when none."""
+
+
+ContentBlock = (
+    TextBlock
+    | ReasoningBlock
+    | ToolCallBlock
+    | ToolResultBlock
+    | ImageBlock
+    | ServerToolCallBlock
+    | ServerToolResultBlock
+)
 """Any complete content block."""
 
 _BLOCK_CLASSES: Final = (
@@ -170,6 +260,8 @@ _BLOCK_CLASSES: Final = (
     ToolCallBlock,
     ToolResultBlock,
     ImageBlock,
+    ServerToolCallBlock,
+    ServerToolResultBlock,
 )
 
 BLOCK_TYPES: Final[dict[str, type[ContentBlock]]] = {
@@ -199,8 +291,19 @@ def reasoning_of(blocks: Iterable[ContentBlock]) -> str:
 
 
 def tool_calls_of(blocks: Iterable[ContentBlock]) -> tuple[ToolCallBlock, ...]:
-    """The tool-call blocks of ``blocks``, in order."""
+    """The tool-call blocks of ``blocks``, in order (the caller's tools only:
+    a ``ServerToolCallBlock`` is not one)."""
     return tuple(block for block in blocks if isinstance(block, ToolCallBlock))
+
+
+def citations_of(blocks: Iterable[ContentBlock]) -> tuple[Citation, ...]:
+    """The citations of the text blocks of ``blocks`` (top level), in order."""
+    return tuple(
+        citation
+        for block in blocks
+        if isinstance(block, TextBlock)
+        for citation in block.citations
+    )
 
 
 def detached_json(value: Any) -> Any:

@@ -10,7 +10,9 @@ methods share. Contracts callers may rely on:
   model's text is usually Markdown), reasoning folded in ``<details>`` (also
   as it is), tool
   calls with their arguments (indented JSON when they parse) and tool results
-  in fenced code blocks, images by name and size.
+  in fenced code blocks, images by name and size; a text block's citations
+  as numbered links under it; a tool the provider ran and its result one
+  line each (``server_tool_label``).
 - Nothing here shows a header value, an ``extra_body`` value or a replay
   envelope: they may hold secrets or opaque provider state.
 """
@@ -23,10 +25,13 @@ from collections.abc import Iterable
 from typing import Final
 
 from dsh_llm.protocol.chunks import FinishReason, TokenUsage
+from dsh_llm.protocol.citations import Citation
 from dsh_llm.protocol.content import (
     ContentBlock,
     ImageBlock,
     ReasoningBlock,
+    ServerToolCallBlock,
+    ServerToolResultBlock,
     TextBlock,
     ToolCallBlock,
     ToolResultBlock,
@@ -35,6 +40,7 @@ from dsh_llm.protocol.content import (
 __all__ = [
     "CLIP",
     "blocks_markdown",
+    "citation_label",
     "clip",
     "code",
     "escaped",
@@ -42,6 +48,7 @@ __all__ = [
     "finish_text",
     "footer_markdown",
     "image_label",
+    "server_tool_label",
     "usage_text",
 ]
 
@@ -100,9 +107,63 @@ def code(text: str) -> str:
     return f"{ticks}{pad}{text}{pad}{ticks}"
 
 
+def citation_label(citation: Citation) -> str:
+    """A citation in a few words: its title, URL or file, else its kind, with
+    the quoted text (clipped) when there is one."""
+    name = citation.title or citation.url or citation.filename or citation.file_id or ""
+    where = name or citation.kind
+    if citation.cited_text:
+        return f"{where}: {clip(citation.cited_text)}"
+    return where
+
+
+_UNSAFE_URL: Final = re.compile(r"[<>\s]")
+
+
+def _citation_markdown(number: int, citation: Citation) -> str:
+    label = escaped(citation_label(citation))
+    url = citation.url
+    if not url:
+        return f"{number}. {label}"
+    if _UNSAFE_URL.search(url):
+        # Not a link a Markdown reader would keep whole: shown as text.
+        return f"{number}. {label} ({escaped(url)})"
+    return f"{number}. [{label}](<{url}>)"
+
+
+def _text_markdown(block: TextBlock) -> str:
+    if not block.citations:
+        return block.text
+    lines = [
+        _citation_markdown(number, citation)
+        for number, citation in enumerate(block.citations, start=1)
+    ]
+    return f"{block.text}\n\n" + "\n".join(lines)
+
+
+def server_tool_label(block: ServerToolCallBlock | ServerToolResultBlock) -> str:
+    """One line for a tool the provider ran (``server tool web_search
+    {"query":"oslo"}``) or its result (``server tool result web_search: 5
+    sources``)."""
+    if isinstance(block, ServerToolCallBlock):
+        return f"server tool {block.name} {clip(block.input)}"
+    facts: list[str] = []
+    if block.is_error:
+        facts.append("error")
+    if block.sources:
+        count = len(block.sources)
+        facts.append(f"{count} source{'' if count == 1 else 's'}")
+    if block.output:
+        facts.append(clip(block.output))
+    shown = ", ".join(facts) if facts else "done"
+    return f"server tool result {block.name}: {shown}"
+
+
 def _block_markdown(block: ContentBlock) -> str:
     if isinstance(block, TextBlock):
-        return block.text
+        return _text_markdown(block)
+    if isinstance(block, ServerToolCallBlock | ServerToolResultBlock):
+        return f"*{escaped(server_tool_label(block))}*"
     if isinstance(block, ReasoningBlock):
         return (
             f"<details><summary>Reasoning ({len(block.text)} characters)</summary>"

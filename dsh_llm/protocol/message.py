@@ -16,19 +16,29 @@ import attrs
 from dsh_llm.protocol import checks as c
 from dsh_llm.protocol.caching import CacheBreakpoint
 from dsh_llm.protocol.chunks import ReplayEnvelope
+from dsh_llm.protocol.citations import Citation
 from dsh_llm.protocol.content import (
     BLOCK_TYPES,
     CallId,
     ContentBlock,
     ImageBlock,
+    ServerToolCallBlock,
+    ServerToolResultBlock,
     TextBlock,
     ToolCallBlock,
     ToolResultBlock,
+    citations_of,
     reasoning_of,
     text_of,
     tool_calls_of,
 )
-from dsh_llm.protocol.display import blocks_markdown, clip, escaped, image_label
+from dsh_llm.protocol.display import (
+    blocks_markdown,
+    clip,
+    escaped,
+    image_label,
+    server_tool_label,
+)
 
 __all__ = [
     "CONTEXT_SUMMARY_MAX_CHARS",
@@ -226,6 +236,11 @@ class Message:
         """The tool-call blocks, in order."""
         return tool_calls_of(self.content)
 
+    @property
+    def citations(self) -> tuple[Citation, ...]:
+        """The citations of the text blocks, in order."""
+        return citations_of(self.content)
+
     def __repr__(self) -> str:
         """``Message(assistant, 'The answer…', tool_calls=[get_weather], from
         route/model)``: role, text, what else it holds, its source; no id."""
@@ -243,6 +258,10 @@ class Message:
                 parts.append(f"result{error} for {block.tool_call_id}: {result}")
             elif isinstance(block, ImageBlock):
                 parts.append(image_label(block))
+            elif isinstance(block, ServerToolCallBlock | ServerToolResultBlock):
+                parts.append(server_tool_label(block))
+        if self.citations:
+            parts.append(f"citations={len(self.citations)}")
         parts.append(f"from {source_label(self.source)}")
         if self.cache is not None:
             ttl = "" if self.cache.ttl is None else f" {self.cache.ttl}"

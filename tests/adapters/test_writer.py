@@ -268,7 +268,7 @@ def test_an_image_alone_is_an_answer_and_takes_no_text() -> None:
     image = writer.open_image(IMAGE)
     with pytest.raises(ValueError, match="already ended"):
         writer.append(image, "x")
-    with pytest.raises(ValueError, match="open_image"):
+    with pytest.raises(ValueError, match="open_whole"):
         writer.open("image")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="ImageBlock"):
         writer.open_image(TextBlock(text="x"))  # type: ignore[arg-type]

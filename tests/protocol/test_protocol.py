@@ -432,13 +432,17 @@ def test_chunk_tags_match_the_typescript_protocol() -> None:
         "usage",
         "finish",
     ]
-    assert set(BLOCK_TYPES) == {
+    # The TypeScript harness's five, then the two server tool blocks it reads
+    # as unknown block types (docs/protocol.md).
+    assert list(BLOCK_TYPES) == [
         "text",
         "reasoning",
         "tool-call",
         "tool-result",
         "image",
-    }
+        "server-tool-call",
+        "server-tool-result",
+    ]
     assert set(SOURCE_TYPES) == {"user", "plugin", "model", "tool"}
     for tag, cls in CHUNK_TYPES.items():
         assert tag == cls.TAG

@@ -8,17 +8,24 @@ decides how a stream is shaped or ends lives here, once:
 - block indexes 0, 1, 2... in opening order, one block open at a time: the
   first open item streams live, an item the provider opens before the live one
   ended is buffered and flushed (one delta) once every item before it ended;
-  a text item shows only once it has text (an empty one is dropped); an image
-  the model returned (``open_image``) is a whole item: its ``block-start`` and
-  ``block-end`` (carrying the ``ImageBlock``) go out together, no delta;
+  a text item shows only once it has text or a citation (an empty one is
+  dropped); an image the model returned, a tool the provider ran itself and
+  its result (``open_whole``) are whole items: the ``block-start`` and the
+  ``block-end`` carrying the block go out together, no delta; a whole item
+  whose block is not known yet keeps its place (``reserve``, ``complete``),
+  and is dropped when it never completes;
+- citations (``cite``) stream in order with their text item: a ``text-delta``
+  with ``text=""`` and the citations when the item is live, attached to the
+  item's first delta when it was buffered; ``block-end`` carries them all;
 - ``block-end`` carries exactly what the deltas added up to; a tool call that
   received no argument text ends with ``"{}"``, and one without a name is
   ``MALFORMED_RESPONSE``;
 - the finish: blocks ended, one ``usage`` (unknown counts when none was
   reported), then one ``finish``, the kind corrected to ``tool-calls`` iff a
-  tool-call block was emitted, a blockless ``stop`` reported as
-  ``EMPTY_RESPONSE``; an item the provider never closed, unless the output cap
-  cut it, is a cut answer (``STREAM_CLOSED``), never a success;
+  tool-call block was emitted (a server tool call is not one), a blockless
+  ``stop`` reported as ``EMPTY_RESPONSE``; an item the provider never closed,
+  unless the output cap cut it, is a cut answer (``STREAM_CLOSED``), never a
+  success;
 - failures are raised, never yielded: ``before_failure()`` is the usage already
   reported, which comes right before the raised failure (rule 7).
 
@@ -31,12 +38,17 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Final, Literal
 
-from dsh_llm.adapters._wire.values import unchecked_delta, unchecked_tool_delta
+from dsh_llm.adapters._wire.values import (
+    unchecked_delta,
+    unchecked_text_delta,
+    unchecked_tool_delta,
+)
 from dsh_llm.errors import EMPTY_RESPONSE_CODE, ErrorCode, LlmError
 from dsh_llm.protocol import (
     BlockEnd,
     BlockStart,
     CallId,
+    Citation,
     ContentBlock,
     Finish,
     FinishReason,
@@ -45,6 +57,8 @@ from dsh_llm.protocol import (
     ReasoningBlock,
     ReasoningDelta,
     ReplayEnvelope,
+    ServerToolCallBlock,
+    ServerToolResultBlock,
     StreamChunk,
     TextBlock,
     TextDelta,
@@ -57,9 +71,12 @@ from dsh_llm.protocol.text_buffer import TextBuffer
 EMPTY_RESPONSE_MESSAGE: Final = "model returned a completed response with no content"
 """The message of the ``EMPTY_RESPONSE`` finish (the TypeScript harness's)."""
 
-BlockKind = Literal["text", "reasoning", "tool-call", "image"]
-"""The kinds of item a writer turns into blocks (the block tags); an image is
-opened with ``open_image``, the others with ``open``."""
+BlockKind = Literal[
+    "text", "reasoning", "tool-call", "image", "server-tool-call", "server-tool-result"
+]
+"""The kinds of item a writer turns into blocks (the block tags); an image and
+the server tool blocks are opened whole with ``open_whole``, the others with
+``open``."""
 
 TEXT: Final = "text"
 """A text item (``TextBlock.TAG``)."""
@@ -69,6 +86,21 @@ TOOL_CALL: Final = "tool-call"
 """A tool-call item (``ToolCallBlock.TAG``)."""
 IMAGE: Final = "image"
 """An image item (``ImageBlock.TAG``), whole when opened."""
+SERVER_TOOL_CALL: Final = "server-tool-call"
+"""A tool the provider ran (``ServerToolCallBlock.TAG``), whole when opened."""
+SERVER_TOOL_RESULT: Final = "server-tool-result"
+"""Its result (``ServerToolResultBlock.TAG``), whole when opened."""
+
+WholeBlock = ImageBlock | ServerToolCallBlock | ServerToolResultBlock
+"""A block ``BlockWriter.open_whole`` takes: one with no deltas."""
+
+_WHOLE_KINDS: Final[dict[type, BlockKind]] = {
+    ImageBlock: IMAGE,
+    ServerToolCallBlock: SERVER_TOOL_CALL,
+    ServerToolResultBlock: SERVER_TOOL_RESULT,
+}
+
+_WHOLE_KIND_SET: Final = frozenset(_WHOLE_KINDS.values())
 
 _SUCCESS_KINDS: Final = frozenset({"stop", "tool-calls"})
 _KINDS: Final[dict[str, BlockKind]] = {
@@ -92,8 +124,8 @@ class Block:
         "announce",
         "buffer",
         "call_id",
+        "citations",
         "ended",
-        "image",
         "index",
         "kind",
         "name",
@@ -101,13 +133,14 @@ class Block:
         "shown_id",
         "shown_name",
         "started",
+        "whole",
     )
 
     def __init__(
         self, kind: BlockKind, call_id: str, name: str, *, announce: bool = True
     ) -> None:
         self.kind: BlockKind = kind
-        """``text``, ``reasoning``, ``tool-call`` or ``image``."""
+        """``text``, ``reasoning``, ``tool-call``, or a whole block's tag."""
         # The text or arguments so far: a compact buffer, not one object per
         # fragment (a block may be a million fragments).
         self.buffer = TextBuffer()
@@ -126,8 +159,10 @@ class Block:
         self.announce = announce
         """Whether a tool call's ``block-start`` comes with a delta naming its id
         and name before any argument text."""
-        self.image: ImageBlock | None = None
-        """An image item's block (``BlockWriter.open_image``)."""
+        self.whole: WholeBlock | None = None
+        """A whole item's block (``BlockWriter.open_whole``)."""
+        self.citations: list[Citation] | None = None
+        """A text item's citations so far (``None`` while it has none)."""
         # The id and name a delta already carried: fixed from then on.
         self.shown_id = ""
         self.shown_name = ""
@@ -201,8 +236,8 @@ class BlockWriter:
             raise ValueError("the writer already finished")
         canonical = _KINDS.get(kind)
         if canonical is None:
-            if kind == IMAGE:
-                raise ValueError("an image item opens with open_image")
+            if kind in _WHOLE_KINDS.values():
+                raise ValueError(f"a {kind} item opens with open_whole")
             raise ValueError(f"unknown block kind {kind!r}")
         block = Block(canonical, call_id or "", name or "", announce=announce)
         if text:
@@ -210,20 +245,87 @@ class BlockWriter:
         self._enqueue(block)
         return block
 
-    def open_image(self, image: ImageBlock) -> Block:
-        """An image the model returned, after every item opened so far: a whole
-        item (already ended, it takes no ``append``). Its ``block-start`` and its
-        ``block-end`` carrying ``image`` go out together, with no delta, once
-        every item before it ended."""
+    def open_whole(self, whole: WholeBlock) -> Block:
+        """A whole block after every item opened so far: an image the model
+        returned, a tool the provider ran itself or its result. Already ended,
+        it takes no ``append``; its ``block-start`` and its ``block-end``
+        carrying ``whole`` go out together, with no delta, once every item
+        before it ended."""
         if self.finished:
             raise ValueError("the writer already finished")
-        if not isinstance(image, ImageBlock):
-            raise TypeError(f"open_image takes an ImageBlock, got {image!r}")
-        block = Block(IMAGE, "", "")
-        block.image = image
+        kind = _WHOLE_KINDS.get(type(whole))
+        if kind is None:
+            raise TypeError(
+                "open_whole takes an ImageBlock, ServerToolCallBlock or "
+                f"ServerToolResultBlock, got {whole!r}"
+            )
+        block = Block(kind, "", "")
+        block.whole = whole
         block.ended = True
         self._enqueue(block)
         return block
+
+    def reserve(self, kind: BlockKind) -> Block:
+        """A whole item of ``kind`` (``server-tool-call``, ...) whose block is
+        not known yet (a server tool call whose input still streams), in its
+        place after every item opened so far; ``complete`` gives the block.
+        Items after it wait for it, as they wait for a live item."""
+        if self.finished:
+            raise ValueError("the writer already finished")
+        if kind not in _WHOLE_KIND_SET:
+            raise ValueError(f"only a whole item is reserved, not {kind!r}")
+        block = Block(kind, "", "")
+        self._enqueue(block)
+        return block
+
+    def complete(self, block: Block, whole: WholeBlock) -> None:
+        """Give a reserved item (``reserve``) its block, which ends it.
+
+        Raises:
+            ValueError: for an item that was not reserved, or already completed.
+            TypeError: for a block whose tag is not the item's kind.
+        """
+        if block.kind not in _WHOLE_KIND_SET or block.ended:
+            raise ValueError(f"{block!r} is not a reserved item waiting for its block")
+        if _WHOLE_KINDS.get(type(whole)) != block.kind:
+            raise TypeError(f"a {block.kind} item takes no {whole!r}")
+        block.whole = whole
+        self.end(block)
+
+    def open_image(self, image: ImageBlock) -> Block:
+        """An image the model returned: ``open_whole`` for an ``ImageBlock``."""
+        if not isinstance(image, ImageBlock):
+            raise TypeError(f"open_image takes an ImageBlock, got {image!r}")
+        return self.open_whole(image)
+
+    def cite(self, block: Block, citations: Sequence[Citation]) -> None:
+        """Citations for text item ``block``, after the text appended so far.
+
+        Streams at once as a ``text-delta`` with ``text=""`` when ``block`` is
+        live; otherwise they are kept and the item's first delta carries them.
+        Nothing happens for no citations.
+
+        Raises:
+            ValueError: for an item that is not text, or that already ended.
+            TypeError: for an item of ``citations`` that is not a ``Citation``.
+        """
+        if block.kind is not TEXT:
+            raise ValueError(f"only a text item takes citations, not {block!r}")
+        if not citations:
+            return
+        given = tuple(citations)
+        for citation in given:
+            if not isinstance(citation, Citation):
+                raise TypeError(f"cite takes Citation values, got {citation!r}")
+        if block is not self._live and block.ended:
+            raise ValueError(f"{block!r} already ended")
+        if block.citations is None:
+            block.citations = []
+        block.citations.extend(given)
+        if block is self._live:
+            self._out.append(unchecked_text_delta(block.index, "", given))
+        elif not block.started and self._queue and block is self._queue[0]:
+            self._pump()
 
     def _enqueue(self, block: Block) -> None:
         self._queue.append(block)
@@ -238,16 +340,13 @@ class BlockWriter:
         """
         if block is self._live:
             block.buffer.append(piece)
-            if block.kind is TOOL_CALL:
+            kind = block.kind
+            if kind is TEXT:
+                self._out.append(unchecked_text_delta(block.index, piece))
+            elif kind is TOOL_CALL:
                 self._out.append(self._tool_delta(block, piece))
             else:
-                self._out.append(
-                    unchecked_delta(
-                        TextDelta if block.kind is TEXT else ReasoningDelta,
-                        block.index,
-                        piece,
-                    )
-                )
+                self._out.append(unchecked_delta(ReasoningDelta, block.index, piece))
             return
         if block.ended:
             raise ValueError(f"{block!r} already ended")
@@ -448,10 +547,22 @@ class BlockWriter:
         while queue:
             block = queue[0]
             if not block.started:
-                if block.kind is TEXT and not len(block.buffer):
+                if (
+                    block.kind is TEXT
+                    and not len(block.buffer)
+                    and block.citations is None
+                ):
                     if not block.ended:
                         self._live = None
                         return  # an empty text item may still get text
+                    queue.popleft()
+                    continue
+                if block.whole is None and block.kind in _WHOLE_KIND_SET:
+                    # A reserved item waits for its block (``complete``); one
+                    # never completed is a cut answer (``finish``).
+                    if not block.ended:
+                        self._live = None
+                        return
                     queue.popleft()
                     continue
                 self._start(block)
@@ -475,6 +586,8 @@ class BlockWriter:
             self._tool_blocks += 1
             if text or block.announce:
                 out.append(self._tool_delta(block, text))
+        elif block.citations is not None:
+            out.append(unchecked_text_delta(index, text, tuple(block.citations)))
         elif text:
             out.append(
                 unchecked_delta(
@@ -504,10 +617,15 @@ class BlockWriter:
                 id=CallId(block.call_id), name=block.name, arguments=text
             )
         elif block.kind is TEXT:
-            ended = TextBlock(text=text)
+            citations = block.citations
+            ended = (
+                TextBlock(text=text)
+                if citations is None
+                else TextBlock(text=text, citations=tuple(citations))
+            )
         elif block.kind is REASONING:
             ended = ReasoningBlock(text=text)
         else:
-            assert block.image is not None  # an image item holds its block
-            ended = block.image
+            assert block.whole is not None  # a whole item holds its block
+            ended = block.whole
         self._out.append(BlockEnd(index=block.index, block=ended))
