@@ -157,8 +157,8 @@ class TextBuffer:
         if self._data:
             with memoryview(self._data) as view:  # released if abandoned
                 yield view
-        if self._tail:
-            yield "".join(self._tail).encode("utf-8", "surrogatepass")
+        for fragment in self._tail:  # one at a time: none of them joined
+            yield fragment.encode("utf-8", "surrogatepass")
 
     def clear(self) -> None:
         """Drop the text: the buffer is empty again."""

@@ -218,19 +218,27 @@ def _part_rest(segment: _Segment, final: str) -> str | None:
 
 def _utf8_windows(raw: bytearray, start: int, end: int) -> Iterator[bytes]:
     """The UTF-8 (``surrogatepass``) of the value of JSON string body
-    ``raw[start:end]``, decoded a window at a time, each cut after a space
-    (inside no escape, no UTF-8 sequence and no surrogate pair).
+    ``raw[start:end]``, decoded a window at a time, each cut after a space or
+    before the first byte of a character of several (text without spaces),
+    so inside no escape, no UTF-8 sequence and no surrogate pair.
 
     Raises:
         ValueError: for a window that is not a JSON string's body, or that has
-            no space to be cut after.
+            nowhere to be cut.
     """
     while start < end:
         stop = end
         if end - start > _WINDOW:
-            stop = raw.rfind(b" ", start + _WINDOW // 2, start + _WINDOW) + 1
+            limit = start + _WINDOW
+            stop = raw.rfind(b" ", start + _WINDOW // 2, limit) + 1
             if not stop:
-                raise ValueError("no space to cut a long string at")
+                # A lead byte is within 4 bytes of any point of such text.
+                stop = next(
+                    (at for at in range(limit - 1, limit - 5, -1) if raw[at] >= 0xC0),
+                    0,
+                )
+                if stop <= start:
+                    raise ValueError("nowhere to cut a long string at")
         body = raw[start:stop].decode("utf-8", "replace")
         value = _json_decode(f'"{body}"')
         yield value.encode("utf-8", "surrogatepass")

@@ -4,8 +4,11 @@ is taken from it (the event's bytes then cleared), any other is decoded."""
 
 from __future__ import annotations
 
+import gc
 import itertools
 import json
+import sys
+import tracemalloc
 from collections.abc import Iterator
 from typing import Any
 
@@ -21,10 +24,12 @@ from dsh_llm.adapters.openai_responses.translate import (
 )
 from dsh_llm.errors import LlmError
 from dsh_llm.protocol import BlockEnd, StreamChunk, TextBlock
+from dsh_llm.protocol.text_buffer import TextBuffer
 from dsh_llm.transport.sse import SseDecoder, SseEvent
 
 # Spaces (where a long string is cut into windows), what JSON escapes, and
-# characters of 2, 3 and 4 UTF-8 bytes; NUL too (no stand-in may be mistaken).
+# characters of 2, 3 and 4 UTF-8 bytes (where text without spaces is cut);
+# NUL too (no stand-in may be mistaken).
 _CHARS = st.sampled_from(
     [
         " ",
@@ -146,8 +151,8 @@ def test_long_events_translate_as_the_same_events_decoded_as_text(
     assert got == expected
 
 
-def _answer(text: str, final: str) -> bytes:
-    """A message streamed in one delta, then two final texts."""
+def _answer(text: str, final: str, deltas: int = 1) -> bytes:
+    """A message streamed in ``deltas`` deltas, then two final texts."""
     where = {"item_id": "m", "output_index": 0, "content_index": 0}
     message = {"type": "message", "id": "m", "role": "assistant"}
     part = {"type": "output_text", "text": final}
@@ -156,31 +161,72 @@ def _answer(text: str, final: str) -> bytes:
         _named(name, payload, False)
         for name, payload in [
             ("response.output_item.added", {"output_index": 0, "item": message}),
-            ("response.output_text.delta", {**where, "delta": text}),
+            *(
+                ("response.output_text.delta", {**where, "delta": piece})
+                for piece in _split(text, deltas)
+            ),
             ("response.content_part.done", {**where, "part": part}),
             ("response.output_item.done", {"output_index": 0, "item": done}),
         ]
     )
 
 
+def _split(text: str, count: int) -> list[str]:
+    size = -(-len(text) // count)
+    return [text[at : at + size] for at in range(0, len(text), size)]
+
+
 _LONG = "caf\u00e9 \U0001f680 " * 60_000
 """480,000 characters: its final texts are long events."""
 
 
-def test_a_long_final_text_equal_to_the_deltas_is_their_string_not_a_copy() -> None:
-    events = FAMILY.decoder("OpenAI").feed(_answer(_LONG, _LONG))
-    # The delta is a long event too: no text equals it, so it is decoded.
-    assert [event.raw is not None for event in events] == [False, True, True, True]
-    sizes = [len(event.raw or b"") for event in events]
-    assert min(sizes[2:]) > RAW_EVENT_BYTES
+def _final_texts(text: str, final: str) -> tuple[list[StreamChunk], float]:
+    """The chunks of ``_answer(text, final)`` in 1,000 deltas through the
+    family's decoder, and the peak memory its two final texts (long events)
+    cost above decoding the streamed text once, in strings of ``text``."""
+    string = sys.getsizeof(text)
+    once = TextBuffer()
+    for piece in _split(text, 1_000):
+        once.append(piece)
+    events = FAMILY.decoder("OpenAI").feed(_answer(text, final, 1_000))
+    assert [event.raw is not None for event in events[-3:]] == [False, True, True]
+    assert all(len(event.raw or b"") > RAW_EVENT_BYTES for event in events[-2:])
     translator = ResponsesTranslator()
-    chunks = [chunk for event in events for chunk in translator.feed(event)]
-    (ended,) = [c for c in chunks if type(c) is BlockEnd]
-    assert ended.block == TextBlock(text=_LONG)
-    # Both taken from the deltas (the first while its block was open, the
-    # second from the string the block-end carries): no copy was decoded, and
-    # each event's bytes were let go before the text was taken.
-    assert [len(event.raw or b"") for event in events[2:]] == [0, 0]
+    chunks = [chunk for event in events[:-2] for chunk in translator.feed(event)]
+    gc.collect()
+    tracemalloc.start()
+    try:
+        assert once.value() == text
+        decoding = tracemalloc.get_traced_memory()[1]
+        del once
+        tracemalloc.reset_peak()
+        start = tracemalloc.get_traced_memory()[0]
+        chunks += [chunk for event in events[-2:] for chunk in translator.feed(event)]
+        peak = tracemalloc.get_traced_memory()[1] - start
+    finally:
+        tracemalloc.stop()
+    # The events' bytes were let go before any text was taken.
+    assert [len(event.raw or b"") for event in events[-2:]] == [0, 0]
+    return chunks, (peak - decoding) / string
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "caf\u00e9 \U0001f680 " * 60_000,
+        "長い答え、é\U0001f680。" * 60_000,  # no space: cut before a character
+    ],
+)
+def test_a_long_final_text_equal_to_the_deltas_is_their_string_not_a_copy(
+    text: str,
+) -> None:
+    chunks, extra = _final_texts(text, text)
+    assert [c.block for c in chunks if type(c) is BlockEnd] == [TextBlock(text=text)]
+    # Taken from the deltas (the first while the block was open, the second
+    # from the string its block-end carries): what decoding the streamed text
+    # once costs, and little more. Decoded from the events, each would cost
+    # its JSON string and the text beside it, 2x more at least.
+    assert extra < 0.5, f"the final texts cost {extra:.2f}x the string more"
 
 
 @pytest.mark.parametrize(
@@ -189,8 +235,5 @@ def test_a_long_final_text_equal_to_the_deltas_is_their_string_not_a_copy() -> N
 )
 def test_a_long_final_text_that_differs_is_decoded_as_any_other(final: str) -> None:
     body = _answer(_LONG, final)
-    events = FAMILY.decoder("OpenAI").feed(body)
     expected = _outcome(iter(SseDecoder(terminal_data=None).feed(body)))
-    assert _outcome(iter(events)) == expected
-    # Decoded whole: nothing was cleared.
-    assert all(len(event.raw) > RAW_EVENT_BYTES for event in events if event.raw)
+    assert _outcome(iter(FAMILY.decoder("OpenAI").feed(body))) == expected
