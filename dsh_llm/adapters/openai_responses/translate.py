@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Final, NoReturn
@@ -84,10 +83,6 @@ _LONG_LITERAL: Final = 64 * 1024
 the texts the stream holds before it is decoded."""
 _WINDOW: Final = 16 * 1024
 """Bytes of a long JSON string decoded at a time."""
-_LITERAL: Final = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"([ \t\n\r]*:)?', re.DOTALL)
-"""A JSON string, then the colon that makes it a key (outside strings JSON has
-no quote: matched from the start of a payload, one after the other, these are
-its strings)."""
 
 
 # --- state ---------------------------------------------------------------------------
@@ -214,6 +209,37 @@ def _part_rest(segment: _Segment, final: str) -> str | None:
         if own.prefix_of(final):
             return final[len(own) :] if len(final) > len(own) else ""
     return _rest(_part_text(segment), final)
+
+
+_BACKSLASH: Final = 0x5C
+_WHITESPACE: Final = b" \t\n\r"
+
+
+def _strings(raw: bytearray) -> Iterator[tuple[int, int, bool]]:
+    """Where JSON payload ``raw``'s strings are, quotes included, and whether
+    each is a key (a colon follows). Outside strings JSON has no quote, so
+    they are found from the start one after the other; inside, a quote ends
+    the string unless an odd run of backslashes is before it. Only quotes are
+    looked at (``find``), never each character. For a payload that is not
+    JSON, whatever is found is judged again when it is decoded."""
+    size = len(raw)
+    at = 0
+    while (start := raw.find(b'"', at)) >= 0:
+        end = start
+        while True:
+            end = raw.find(b'"', end + 1)
+            if end < 0:
+                return
+            run = end
+            while raw[run - 1] == _BACKSLASH:
+                run -= 1
+            if (end - run) % 2 == 0:
+                break
+        at = end + 1
+        after = at
+        while after < size and raw[after] in _WHITESPACE:
+            after += 1
+        yield start, at, raw[after : after + 1] == b":"
 
 
 def _utf8_windows(raw: bytearray, start: int, end: int) -> Iterator[bytes]:
@@ -461,9 +487,9 @@ class ResponsesTranslator(WireTranslator[SseEvent]):
         if b"\\u0000" in raw:
             return None  # a NUL could pass for a stand-in below
         spans = [
-            match.span()
-            for match in _LITERAL.finditer(raw)
-            if match.end() - match.start() > _LONG_LITERAL and not match[1]
+            (start, end)
+            for start, end, key in _strings(raw)
+            if end - start > _LONG_LITERAL and not key
         ]
         if not spans:
             return None

@@ -125,6 +125,48 @@ def bodies(draw: st.DrawFn) -> bytes:
     return b"".join(_named(name, payload, ascii_only) for name, payload in events)
 
 
+def _document_strings(value: Any) -> Iterator[tuple[str, bool]]:
+    """The strings of ``value`` in the order ``json.dumps`` writes them, and
+    whether each is a key."""
+    if isinstance(value, str):
+        yield value, False
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield key, True
+            yield from _document_strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _document_strings(item)
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | _TEXT | st.just(""),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(_TEXT | st.just(""), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+
+
+@given(value=_JSON, ascii_only=st.booleans(), indent=st.sampled_from([None, 1]))
+def test_strings_are_found_by_their_quotes(
+    value: Any, ascii_only: bool, indent: int | None
+) -> None:
+    if not ascii_only:
+        value = json.loads(json.dumps(value).replace("\\ud83d", "x"))
+    raw = bytearray(
+        json.dumps(value, ensure_ascii=ascii_only, indent=indent).encode(
+            "utf-8", "surrogatepass"
+        )
+    )
+    found = [
+        (json.loads(raw[start:end].decode("utf-8", "surrogatepass")), key)
+        for start, end, key in translate._strings(raw)
+    ]
+    assert found == list(_document_strings(value))
+
+
 def _outcome(events: Iterator[SseEvent]) -> tuple[list[StreamChunk], str | None]:
     translator = ResponsesTranslator()
     chunks: list[StreamChunk] = []
