@@ -116,8 +116,6 @@ def read_stream(
         if on_open is not None:
             on_open(response)
         reader = call.chunks()
-        feed = translator.feed
-        keepalive = translator.is_keepalive
         while not translator.finished:
             error: LlmError | None = None
             out: list[StreamChunk] = []
@@ -129,13 +127,11 @@ def read_stream(
                     events = decoder.feed(data)
                     if not events:
                         continue
-                progress = False
-                for event in events:
-                    if _finished(translator):
-                        break
-                    if not progress and not keepalive(event):
-                        progress = True
-                    out.extend(feed(event))
+                progress = _feed_all(translator, events, out)
+                # No event outlives its turn: a long one (a whole text repeated
+                # at the end of a Responses answer) is dropped before the next
+                # is decoded, and before the consumer gets these chunks.
+                del events
                 if data is None and not _finished(translator):
                     out.extend(translator.close())
                 if progress:
@@ -150,6 +146,7 @@ def read_stream(
                 last = out[-1]
                 if type(last) is Finish and last.reason.failure is not None:
                     out[-1] = call.redacted_finish(last)
+                del last
                 call.pause()
                 done = _finished(translator)
                 for at, chunk in enumerate(out):
@@ -161,6 +158,9 @@ def read_stream(
                         error = error or call.abort_error()
                         break
                     yield chunk
+                    # Not held while the next events are read (a block-end's
+                    # string may be a whole answer).
+                    del chunk
                 else:
                     if error is None:
                         call.resume()
@@ -183,6 +183,23 @@ def read_stream(
             # the end. The finish itself went out without waiting for it.
             call.finish()
         call.close()
+
+
+def _feed_all(
+    translator: EventTranslator[E], events: list[E], out: list[StreamChunk]
+) -> bool:
+    """Feed ``events`` to ``translator`` until it finished, its chunks onto
+    ``out``; whether one of them was progress (not a keep-alive)."""
+    feed = translator.feed
+    keepalive = translator.is_keepalive
+    progress = False
+    for event in events:
+        if _finished(translator):
+            break
+        if not progress and not keepalive(event):
+            progress = True
+        out.extend(feed(event))
+    return progress
 
 
 _ENDING: Final = (BlockEnd, UsageChunk, Finish)

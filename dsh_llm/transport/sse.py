@@ -16,7 +16,7 @@ The shim closes sseclient-py's gaps, following the WHATWG event-stream rules:
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from typing import Final, NamedTuple
+from typing import Final, NamedTuple, cast
 
 from sseclient import SSEClient
 
@@ -57,6 +57,10 @@ class SseEvent(NamedTuple):
     """The ``retry`` field of this block, when it was all ASCII digits."""
     error: str | None = None
     """The value of an ``error`` field in this block (old llama.cpp), if any."""
+    raw: bytearray | None = None
+    """For a decoder made with ``raw_over``, a one-``data``-line event longer
+    than that: its data as the UTF-8 bytes that came (``data`` is then ``""``).
+    The event's only copy of them: a consumer may clear it once read."""
 
 
 _new_event = tuple.__new__
@@ -68,7 +72,7 @@ CommentCallback = Callable[[str], object]
 
 
 def parse_block_with_sseclient(
-    block: bytes,
+    block: bytes | bytearray,
 ) -> tuple[str, str, str | None, str | None] | None:
     """Parse one complete, LF-normalised event block (without its blank line) with
     sseclient-py; return ``(data, event, id, retry)`` or ``None`` when the block
@@ -79,7 +83,7 @@ def parse_block_with_sseclient(
     return None
 
 
-def _named_event(block: bytes, last_id: str | None) -> SseEvent | None:
+def _named_event(block: bytes | bytearray, last_id: str | None) -> SseEvent | None:
     """A block that is exactly ``event:<name>`` then ``data:<value>``, parsed as
     sseclient-py parses it; ``None`` for any other block."""
     if block[:6] != b"event:":
@@ -101,7 +105,37 @@ def _named_event(block: bytes, last_id: str | None) -> SseEvent | None:
             last_id,
             None,
             None,
+            None,
         ),
+    )
+
+
+def _raw_event(block: bytes | bytearray, last_id: str | None) -> SseEvent | None:
+    """A block that is one ``data`` line, after one ``event`` line or not, as
+    an event whose data stays bytes (``SseEvent.raw``); ``None`` for any other
+    block. The fields are read as the fast paths read them. A ``bytearray``
+    block (the decoder's own) becomes the data itself, else it is copied."""
+    start = 0
+    while block[start : start + 1] == b"\n":
+        start += 1
+    name: bytes | bytearray = b""
+    if block[start : start + 6] == b"event:":
+        end = block.find(b"\n", start)
+        name = block[start + 6 : end]
+        if name[:1] == b" ":
+            name = name[1:]
+        start = end + 1
+    if block[start : start + 5] != b"data:" or block.find(b"\n", start) >= 0:
+        return None
+    start += 6 if block[start + 5 : start + 6] == b" " else 5
+    if type(block) is bytearray:
+        del block[:start]  # at the front: nothing is copied
+        data = block
+    else:
+        with memoryview(block) as view:
+            data = bytearray(view[start:])
+    return SseEvent(
+        "", name.decode("utf-8", "replace") or "message", last_id, None, None, data
     )
 
 
@@ -115,6 +149,11 @@ class SseDecoder:
         provider: Display name used in error messages.
         max_event_bytes: The largest event accepted (``MAX_EVENT_BYTES``); a
             larger one raises ``LlmError`` ``MALFORMED_RESPONSE``.
+        raw_over: Events (their block's bytes) longer than this that are one
+            ``data`` line, after an ``event`` line or not, keep their data
+            undecoded in ``SseEvent.raw`` (``None``: never). A whole answer
+            repeated in one event then costs its UTF-8, not a ``str`` that one
+            emoji makes 4 bytes a character.
     """
 
     __slots__ = (
@@ -125,8 +164,8 @@ class SseDecoder:
         "_on_comment",
         "_oversize",
         "_pending",
-        "_pending_size",
         "_provider",
+        "_raw_over",
         "_skip_lf",
         "_terminal",
         "terminated",
@@ -139,16 +178,19 @@ class SseDecoder:
         terminal_data: str | None = DONE,
         provider: str = "SSE",
         max_event_bytes: int = MAX_EVENT_BYTES,
+        raw_over: int | None = None,
     ) -> None:
         self._on_comment = on_comment
+        self._raw_over = max_event_bytes if raw_over is None else raw_over
         self._terminal = terminal_data
         self._provider = provider
         self._max_event_bytes = max_event_bytes
         self._buf = b""
-        # Reads that completed no event, joined once a blank line arrives, so
-        # a long event costs linear time however many reads bring it.
-        self._pending: list[bytes] = []
-        self._pending_size = 0
+        # An event that came in several reads, the first with ``_buf``'s
+        # bytes, then the reads that completed no event: appended in place, so
+        # a long event costs linear time however many reads bring it, and no
+        # copy of it is made when its blank line arrives.
+        self._pending = bytearray()
         # An event over the size cap, raised once the events before it are out.
         self._oversize: LlmError | None = None
         self._bom_pending: bytes | None = b""
@@ -185,21 +227,37 @@ class SseDecoder:
             data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
         buf = self._buf
         pending = self._pending
-        last = pending[-1][-1:] if pending else buf[-1:]
+        last = pending[-1:] if pending else buf[-1:]
         # A blank line may straddle the old buffer's end and the new data.
         if b"\n\n" not in data and not (last == b"\n" and data[:1] == b"\n"):
-            pending.append(data)
-            self._pending_size += len(data)
-            if len(buf) + self._pending_size > self._max_event_bytes:
+            if not pending:
+                pending += buf
+                self._buf = b""
+            pending += data
+            if len(pending) > self._max_event_bytes:
                 raise self._too_large()
             return []
+        blocks: list[bytes | bytearray]
         if pending:
-            buf = b"".join((buf, *pending))
-            pending.clear()
-            self._pending_size = 0
-        parts = (buf + data).split(b"\n\n")
-        self._buf = parts.pop()
-        events = self._dispatch(parts)
+            # The event the pending bytes began ends in this read: it is split
+            # off where it is, never copied (``split`` would copy a whole
+            # answer repeated in one event).
+            start = len(pending) - 1
+            pending += data
+            cut = pending.find(b"\n\n", start)
+            rest = bytes(pending[cut + 2 :])
+            del pending[cut:]
+            self._pending = bytearray()
+            parts = rest.split(b"\n\n")
+            self._buf = parts.pop()
+            blocks = [pending, *parts]
+            del pending, rest
+        else:
+            parts = (buf + data).split(b"\n\n")
+            self._buf = parts.pop()
+            blocks = cast("list[bytes | bytearray]", parts)
+        del buf, data, parts
+        events = self._dispatch(blocks)
         if not self.terminated and len(self._buf) > self._max_event_bytes:
             self._oversize = self._oversize or self._too_large()
         if self._oversize is not None and not events:
@@ -215,14 +273,20 @@ class SseDecoder:
             ErrorCode.MALFORMED_RESPONSE,
         )
 
-    def _dispatch(self, parts: list[bytes]) -> list[SseEvent]:
+    def _dispatch(self, parts: list[bytes | bytearray]) -> list[SseEvent]:
         events: list[SseEvent] = []
         terminal = self._terminal
         limit = self._max_event_bytes
+        raw_over = self._raw_over
         for block in parts:
-            if len(block) > limit:
-                self._oversize = self._too_large()
-                break
+            if len(block) > raw_over:
+                if len(block) > limit:
+                    self._oversize = self._too_large()
+                    break
+                raw = _raw_event(block, self._last_id)
+                if raw is not None:
+                    events.append(raw)
+                    continue
             if block[:1] == b"\n":
                 block = block.lstrip(b"\n")
             if not block:
@@ -237,6 +301,7 @@ class SseDecoder:
                         value.decode("utf-8", "replace"),
                         "message",
                         self._last_id,
+                        None,
                         None,
                         None,
                     ),
@@ -262,6 +327,7 @@ class SseDecoder:
                         self._last_id,
                         None,
                         None,
+                        None,
                     ),
                 )
             else:
@@ -281,7 +347,7 @@ class SseDecoder:
                 break
         return events
 
-    def _parse(self, block: bytes) -> SseEvent | None:
+    def _parse(self, block: bytes | bytearray) -> SseEvent | None:
         error: str | None = None
         has_data = False
         for line in block.split(b"\n"):
@@ -324,10 +390,9 @@ class SseDecoder:
             raise self._oversize
         if self.terminated:
             return []
-        tail = b"".join((self._buf, *self._pending))
+        tail = self._buf + bytes(self._pending)
         self._buf = b""
-        self._pending.clear()
-        self._pending_size = 0
+        self._pending = bytearray()
         if self._bom_pending:
             tail = self._bom_pending + tail
             self._bom_pending = None

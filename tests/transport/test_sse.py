@@ -337,6 +337,65 @@ def test_decoding_does_not_depend_on_splits_or_line_endings(events, ending, data
     assert whole == lf
 
 
+def _as_text(event: SseEvent) -> SseEvent:
+    """``event`` with a ``raw`` data decoded as every other event's."""
+    if event.raw is None:
+        return event
+    return event._replace(data=event.raw.decode("utf-8", "replace"), raw=None)
+
+
+@given(
+    events=st.lists(_EVENT, max_size=6),
+    ending=_ENDING,
+    raw_over=st.integers(0, 60),
+    data=st.data(),
+)
+def test_raw_over_keeps_long_data_lines_as_bytes_and_nothing_else_changes(
+    events, ending, raw_over, data
+):
+    body = b"".join(events).replace(b"\n", ending)
+    expected = SseDecoder(terminal_data=None).feed(body)
+    cuts = sorted(data.draw(st.sets(st.integers(0, len(body)), max_size=10)))
+    decoder = SseDecoder(terminal_data=None, raw_over=raw_over)
+    got: list[SseEvent] = []
+    for a, b in itertools.pairwise([0, *cuts, len(body)]):
+        got.extend(decoder.feed(body[a:b]))
+    assert [_as_text(event) for event in got] == expected
+    assert all(event.data == "" for event in got if event.raw is not None)
+
+
+def test_raw_over_applies_to_one_data_line_after_an_event_line_or_not():
+    long = "caf\u00e9 \U0001f680 ".encode() * 100
+    decoder = SseDecoder(terminal_data=None, raw_over=100)
+    body = (
+        b"\n\ndata: " + long + b"\n\n"  # one data line
+        b"event: big\ndata:" + long + b"\n\n"  # after an event line
+        b"data: " + long + b"\ndata: x\n\n"  # two data lines: a str
+        b"id: 7\ndata: " + long + b"\n\n"  # an id too: a str
+        b"data: short\n\n"  # not over raw_over
+    )
+    # In many reads (the event grows in place) and in one.
+    pieces = [body[at : at + 64] for at in range(0, len(body), 64)]
+    for reads in (pieces, [body]):
+        decoder = SseDecoder(terminal_data=None, raw_over=100)
+        events = [event for read in reads for event in decoder.feed(read)]
+        assert [(e.event, e.raw) for e in events] == [
+            ("message", bytearray(long)),
+            ("big", bytearray(long)),
+            ("message", None),
+            ("message", None),
+            ("message", None),
+        ]
+        assert [e.data for e in events] == [
+            "",
+            "",
+            long.decode() + "\nx",
+            long.decode(),
+            "short",
+        ]
+        assert events[3].id == "7"
+
+
 # --- size ------------------------------------------------------------------------
 
 

@@ -59,11 +59,15 @@ from dsh_llm.adapters.openai_responses.request import (
     build_responses_request,
     output_cap,
 )
-from dsh_llm.adapters.openai_responses.translate import ResponsesTranslator
+from dsh_llm.adapters.openai_responses.translate import (
+    RAW_EVENT_BYTES,
+    ResponsesTranslator,
+)
 from dsh_llm.config import RAW_METADATA, check_bool, check_non_empty_str, check_one_of
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.transport.call import url_repr
 from dsh_llm.transport.session import BearerAuth, NoAuth, stream_headers
+from dsh_llm.transport.sse import SseDecoder
 
 PACKAGE: Final = "llm-openai-responses"
 """The plugin's name, named in config errors and credential messages."""
@@ -261,6 +265,12 @@ def _describe(
     return f", server={endpoint.profile.server!r}"
 
 
+def _decoder(provider: str) -> SseDecoder:
+    """The SSE decoder: a long event stays bytes for the translator (see
+    ``ResponsesTranslator._long_payload``)."""
+    return SseDecoder(terminal_data=None, provider=provider, raw_over=RAW_EVENT_BYTES)
+
+
 FAMILY: Final = WireFamily(
     name=REPLAY_WIRE,
     config_class=OpenAIResponsesConfig,
@@ -268,6 +278,7 @@ FAMILY: Final = WireFamily(
     request=_request,
     translator=_translator,
     model_info=model_info,
+    decoder=_decoder,
     describe=_describe,
     count_tokens=_count_tokens,
 )

@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 import logging
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Final, NoReturn
 
 from dsh_llm.adapters._wire.translator import WireTranslator
@@ -58,6 +58,7 @@ from dsh_llm.protocol import (
     ReplayEnvelope,
     StreamChunk,
 )
+from dsh_llm.protocol.text_buffer import TextBuffer
 from dsh_llm.transport.sse import DONE, SseEvent
 
 logger = logging.getLogger(__name__)
@@ -80,6 +81,15 @@ _FINAL_TEXTS: Final[dict[BlockKind, str]] = {
 }
 """What a final text is called in messages, by block kind."""
 _json_decode = json.JSONDecoder().decode
+
+RAW_EVENT_BYTES: Final = 256 * 1024
+"""Events longer than this come to ``feed`` as their bytes (``SseEvent.raw``:
+the family's decoder keeps them; see ``_long_payload``)."""
+_LONG_LITERAL: Final = 64 * 1024
+"""Bytes of a JSON string in a long event above which it is checked against
+the texts the stream holds before it is decoded."""
+_WINDOW: Final = 16 * 1024
+"""Bytes of a long JSON string decoded at a time."""
 
 
 # --- state ---------------------------------------------------------------------------
@@ -145,8 +155,9 @@ class _Segment:
         self.block = block
         self.closed = False
         """Whether the block was ended (content that resumes opens a new one)."""
-        self.text = ""
-        """The block's text once it was ended (what its ``block-end`` carries)."""
+        self.text = TextBuffer()
+        """The block's text once it was ended: the string its ``block-end``
+        carries, kept for the final texts' checks."""
         self.prior = prior
         """What the part's earlier blocks held (a part resumed after its block
         was ended early), so a final text is checked against the whole part."""
@@ -190,15 +201,113 @@ def _code_units(text: str) -> bytes:
     return text.encode("utf-16-le", "surrogatepass")
 
 
-def _streamed(segment: _Segment) -> str:
-    """What an open segment received so far (its held half included)."""
-    return segment.block.buffer.value() + segment.held
+def _own(segment: _Segment) -> TextBuffer:
+    """The segment's block's text: the writer's buffer while it is open."""
+    return segment.text if segment.closed else segment.block.buffer
 
 
 def _part_text(segment: _Segment) -> str:
-    """What the segment's part received so far, over all its blocks."""
-    own = segment.text if segment.closed else _streamed(segment)
+    """What the segment's part received so far, over all its blocks (its held
+    half included)."""
+    own = _own(segment).value() + segment.held
     return segment.prior + own if segment.prior else own
+
+
+def _part_rest(segment: _Segment, final: str) -> str | None:
+    """``_rest(_part_text(segment), final)``, without building the part's text
+    when it is one block with nothing held (a final text repeats a whole
+    answer: one more copy of it would be the stream's peak)."""
+    if not segment.prior and not segment.held:
+        own = _own(segment)
+        if own.prefix_of(final):
+            return final[len(own) :] if len(final) > len(own) else ""
+    return _rest(_part_text(segment), final)
+
+
+_BACKSLASH: Final = 0x5C
+_WHITESPACE: Final = b" \t\n\r"
+
+
+def _strings(raw: bytearray) -> Iterator[tuple[int, int, bool]]:
+    """Where JSON payload ``raw``'s strings are, quotes included, and whether
+    each is a key (a colon follows). Outside strings JSON has no quote, so
+    they are found from the start one after the other; inside, a quote ends
+    the string unless an odd run of backslashes is before it. Only quotes are
+    looked at (``find``), never each character. For a payload that is not
+    JSON, whatever is found is judged again when it is decoded."""
+    size = len(raw)
+    at = 0
+    while (start := raw.find(b'"', at)) >= 0:
+        end = start
+        while True:
+            end = raw.find(b'"', end + 1)
+            if end < 0:
+                return
+            run = end
+            while raw[run - 1] == _BACKSLASH:
+                run -= 1
+            if (end - run) % 2 == 0:
+                break
+        at = end + 1
+        after = at
+        while after < size and raw[after] in _WHITESPACE:
+            after += 1
+        yield start, at, raw[after : after + 1] == b":"
+
+
+def _utf8_windows(raw: bytearray, start: int, end: int) -> Iterator[bytes]:
+    """The UTF-8 (``surrogatepass``) of the value of JSON string body
+    ``raw[start:end]``, decoded a window at a time, each cut after a space or
+    before the first byte of a character of several (text without spaces),
+    so inside no escape, no UTF-8 sequence and no surrogate pair.
+
+    Raises:
+        ValueError: for a window that is not a JSON string's body, or that has
+            nowhere to be cut.
+    """
+    while start < end:
+        stop = end
+        if end - start > _WINDOW:
+            limit = start + _WINDOW
+            stop = raw.rfind(b" ", start + _WINDOW // 2, limit) + 1
+            if not stop:
+                # A lead byte is within 4 bytes of any point of such text.
+                stop = next(
+                    (at for at in range(limit - 1, limit - 5, -1) if raw[at] >= 0xC0),
+                    0,
+                )
+                if stop <= start:
+                    raise ValueError("nowhere to cut a long string at")
+        body = raw[start:stop].decode("utf-8", "replace")
+        value = _json_decode(f'"{body}"')
+        yield value.encode("utf-8", "surrogatepass")
+        start = stop
+
+
+def _stand_ins(value: Any, places: list[tuple[Any, Any, int]]) -> None:
+    """Add where ``_known_strings``' stand-ins are in ``value`` to ``places``.
+
+    Raises:
+        ValueError: for a stand-in as a key, or the payload itself.
+    """
+    if type(value) is dict:
+        for key, item in value.items():
+            if key[:1] == "\x00":
+                raise ValueError("a long key")
+            if type(item) is str:
+                if item[:1] == "\x00":
+                    places.append((value, key, int(item[1:])))
+            elif type(item) is dict or type(item) is list:
+                _stand_ins(item, places)
+    elif type(value) is list:
+        for index, item in enumerate(value):
+            if type(item) is str:
+                if item[:1] == "\x00":
+                    places.append((value, index, int(item[1:])))
+            elif type(item) is dict or type(item) is list:
+                _stand_ins(item, places)
+    elif type(value) is str:
+        raise ValueError("a long string as the payload")
 
 
 def _rest(streamed: str, final: str) -> str | None:
@@ -262,6 +371,11 @@ class ResponsesTranslator(WireTranslator[SseEvent]):
       ``server-tool-result``, both whole, in the item's place (reserved at
       ``output_item.added``, written at ``output_item.done`` or from the
       terminal output). Audio and unknown events or items give no chunk.
+    - An event longer than ``RAW_EVENT_BYTES`` comes as its bytes from the
+      family's decoder (``SseEvent.raw``) and translates exactly as its text
+      would; a long string in it that equals a text the stream holds is that
+      text, so a final text repeating the whole answer costs no second copy
+      of it (``_long_payload``).
 
     - With ``unmarked_cap``, a ``completed`` response whose
       ``usage.output_tokens`` is at least that cap is a cut: ``max-tokens``
@@ -315,7 +429,10 @@ class ResponsesTranslator(WireTranslator[SseEvent]):
     def is_keepalive(self, event: SseEvent) -> bool:
         """An event with empty data carries nothing: like a comment, it only
         keeps the connection alive (the read loop's keep-alive bound)."""
-        return not event.data.strip()
+        raw = event.raw
+        if raw is None:
+            return not event.data.strip()
+        return len(raw) < 16 and not raw.strip()
 
     def feed(self, event: SseEvent) -> list[StreamChunk]:
         """Translate one SSE event (see the class docstring).
@@ -332,7 +449,13 @@ class ResponsesTranslator(WireTranslator[SseEvent]):
         # stripping every payload).
         stripped = data.strip() if len(data) < 16 else data
         if not stripped:
-            return []
+            raw = event.raw
+            if raw is None:
+                return []
+            if len(raw) < 16:  # read as any data (never from the family's decoder)
+                data = raw.decode("utf-8", "replace")
+                return self.feed(event._replace(data=data, raw=None))
+            return self._translate(self._long_payload(raw))
         if stripped == DONE:
             raise self.writer.stream_closed(
                 "stream sent [DONE] before its terminal event (the answer was "
@@ -345,6 +468,96 @@ class ResponsesTranslator(WireTranslator[SseEvent]):
                 f"a payload that is not JSON: {data[:120]}"
             ) from None
         return self._translate(payload)
+
+    def _long_payload(self, raw: bytearray) -> Any:
+        """The payload of a long event (its bytes, ``SseEvent.raw``), equal to
+        what ``feed`` decodes from ``data``.
+
+        A final text that repeats a whole answer (``output_text.done`` and the
+        three events after it, from OpenAI) would cost its JSON's ``str`` and
+        the decoded string, 2x a string one emoji makes 4 bytes a character.
+        Each long JSON string here is first compared, a window at a time, with
+        the texts the stream holds: one that equals a text is that text (its
+        ``value()``: the same object the block-end carries), taken once the
+        event's bytes are cleared; any other is decoded on its own, and the
+        rest of the event with a stand-in for each. An event without long
+        strings, or one whose strings cannot be judged apart, is decoded as a
+        whole, as any other.
+        """
+        try:
+            payload = self._known_strings(raw)
+        except (ValueError, RecursionError):
+            payload = None  # then the whole decode says what is wrong
+        if payload is not None:
+            return payload
+        data = raw.decode("utf-8", "replace")
+        try:
+            return _json_decode(data)
+        except (ValueError, RecursionError):
+            raise self.writer.malformed(
+                f"a payload that is not JSON: {data[:120]}"
+            ) from None
+
+    def _known_strings(self, raw: bytearray) -> Any:
+        """``_long_payload``'s payload, its long strings taken apart, else
+        ``None``; ``raw`` is cleared when it is not ``None``.
+
+        Raises:
+            ValueError: for what only the whole decode may judge.
+        """
+        if b"\\u0000" in raw:
+            return None  # a NUL could pass for a stand-in below
+        spans = [
+            (start, end)
+            for start, end, key in _strings(raw)
+            if end - start > _LONG_LITERAL and not key
+        ]
+        if not spans:
+            return None
+        strings: list[TextBuffer | str] = []
+        for start, end in spans:
+            buffer = self._holding(raw, start + 1, end - 1)
+            if buffer is None:
+                # Not a text the stream holds (an encrypted reasoning item):
+                # decoded on its own, as the whole decode would.
+                literal = raw[start:end].decode("utf-8", "replace")
+                strings.append(_json_decode(literal))
+                del literal
+            else:
+                strings.append(buffer)
+        # The rest decoded with a stand-in for each long string, "\x00<n>".
+        skeleton = bytearray()
+        at = 0
+        for number, (start, end) in enumerate(spans):
+            skeleton += raw[at:start]
+            skeleton += b'"\\u0000%d"' % number
+            at = end
+        skeleton += raw[at:]
+        payload = _json_decode(skeleton.decode("utf-8", "replace"))
+        del skeleton
+        places: list[tuple[Any, Any, int]] = []
+        _stand_ins(payload, places)  # raises for a stand-in it cannot replace
+        raw.clear()  # before a text is taken: never both at once
+        for target, key, number in places:
+            string = strings[number]
+            target[key] = string if isinstance(string, str) else string.value()
+        return payload
+
+    def _holding(self, raw: bytearray, start: int, end: int) -> TextBuffer | None:
+        """The buffer of a text the stream holds that JSON string body
+        ``raw[start:end]`` equals, if any (compared a window at a time; none
+        when the string cannot be cut into windows)."""
+        try:
+            for item in self._order:
+                for segment in item.segments.values():
+                    if segment.prior or segment.held:
+                        continue
+                    own = _own(segment)
+                    if len(own) and own.matches_utf8(_utf8_windows(raw, start, end)):
+                        return own
+        except ValueError:
+            pass  # decoded on its own, which judges it
+        return None
 
     def feed_payload(self, payload: Any) -> list[StreamChunk]:
         """Translate one decoded event payload (``feed`` without the framing)."""
@@ -413,7 +626,7 @@ class ResponsesTranslator(WireTranslator[SseEvent]):
         item = self._items.get(rid) if isinstance(rid, str) and rid else None
         if item is None:
             item = self._new_item(raw, payload.get("output_index"))
-        item.added = raw
+        item.added = _slim(item, raw)
         self._identify(item, raw)
         if item.kind is REASONING or item.kind is TOOL_CALL:
             self._segment(item, 0)
@@ -435,8 +648,8 @@ class ResponsesTranslator(WireTranslator[SseEvent]):
                     self._items[rid] = item
             else:
                 item = self._new_item(raw, index)
-                item.added = raw
-        item.final = raw
+                item.added = _slim(item, raw)
+        item.final = _slim(item, raw)
         self._identify(item, raw)
         self._fill(item, raw)
 
@@ -703,10 +916,11 @@ class ResponsesTranslator(WireTranslator[SseEvent]):
         arguments exactly)."""
         if segment.closed:
             # Its block-end carried the deltas, "{}" when there were none.
-            if arguments == (segment.text or "{}") or not (arguments or segment.text):
+            kept = segment.text
+            if kept.matches(arguments) if len(kept) else arguments in ("", "{}"):
                 return
         else:
-            rest = _rest(_streamed(segment), arguments)
+            rest = _part_rest(segment, arguments)
             if rest is not None:
                 self._append(segment, rest)
                 return
@@ -800,11 +1014,20 @@ class ResponsesTranslator(WireTranslator[SseEvent]):
         """
         if not final:
             return
-        streamed = _part_text(segment)
-        rest = _rest(streamed, final)
+        if (
+            segment is self._active
+            and not segment.prior
+            and not segment.held
+            and segment.block.buffer.adopt(final)
+        ):
+            # Equal, and the block ends right after (``_complete``): it ends
+            # with this very string, not a second copy of the text.
+            return
+        rest = _part_rest(segment, final)
         if rest is not None:
             self._append(segment, rest)
             return
+        streamed = _part_text(segment)
         what = _FINAL_TEXTS[segment.block.kind]
         if final in streamed:
             level = logging.DEBUG if self._difference_warned else logging.WARNING
@@ -875,7 +1098,7 @@ class ResponsesTranslator(WireTranslator[SseEvent]):
                 item,
                 segment.block.kind,
                 first=segment.first and not segment.block.started,
-                prior=segment.prior + segment.text,
+                prior=segment.prior + segment.text.value(),
             )
             resumed.refusal = segment.refusal
             item.segments[part] = resumed
@@ -911,8 +1134,9 @@ class ResponsesTranslator(WireTranslator[SseEvent]):
             held, segment.held = segment.held, ""
             self.writer.append(block, held)
         segment.closed = True
-        # Kept for the final texts' checks (the writer's buffer is cleared).
-        segment.text = block.buffer.value()
+        # Kept for the final texts' checks (the writer's buffer is cleared):
+        # the very string the block-end carries, no copy of it.
+        segment.text = TextBuffer.holding(block.buffer.value())
         if self._active is segment:
             self._active = None
         self.writer.end(block)
@@ -957,7 +1181,7 @@ class ResponsesTranslator(WireTranslator[SseEvent]):
         incomplete = any(raw.get("status") == "incomplete" for raw in items)
         for raw, item in self._match_output(items):
             if item.final is None:
-                item.final = raw
+                item.final = _slim(item, raw)
             self._identify(item, raw)
             self._fill(item, raw)
         incomplete = incomplete or any(
@@ -1031,7 +1255,7 @@ class ResponsesTranslator(WireTranslator[SseEvent]):
         for raw, item in zip(output, found, strict=True):
             if item is None:
                 item = self._new_item(raw, None)
-                item.added = raw
+                item.added = _slim(item, raw)
             pairs.append((raw, item))
         return pairs
 
@@ -1118,6 +1342,20 @@ def _texts(parts: object, part_type: str) -> list[str]:
         and part.get("type") == part_type
         and isinstance(part.get("text"), str)
     ]
+
+
+_CHECKED: Final = frozenset({"content", "arguments"})
+"""What ``_slim`` leaves out of a finished message or call."""
+
+
+def _slim(item: _Item, raw: dict[str, Any]) -> dict[str, Any]:
+    """What an item keeps of a finished item's payload: a reasoning item's whole
+    (it is sent back as it came), another's without its ``content`` and
+    ``arguments`` (checked against the deltas at once, never read again: kept,
+    they would be one more copy of the answer until the stream ends)."""
+    if item.kind is REASONING or not ("content" in raw or "arguments" in raw):
+        return raw
+    return {key: value for key, value in raw.items() if key not in _CHECKED}
 
 
 def _same(item: _Item, raw: Mapping[str, Any]) -> bool:
