@@ -39,6 +39,12 @@ from typing import Any, Final, NoReturn
 from dsh_llm.adapters._wire.family import WireCall
 from dsh_llm.adapters._wire.translator import WireTranslator
 from dsh_llm.adapters._wire.writer import REASONING, TEXT, TOOL_CALL, Block
+from dsh_llm.adapters.chat.citations import (
+    CitationLog,
+    annotation_citations,
+    context_citations,
+    listed_citations,
+)
 from dsh_llm.adapters.chat.finish import map_finish_reason, map_usage
 from dsh_llm.adapters.chat.request import CHAT_REPLAY_WIRE, WireProfile
 from dsh_llm.errors import ErrorCode, LlmError
@@ -242,6 +248,13 @@ class ChatCompletionsTranslator(WireTranslator[SseEvent]):
     - Only choice 0 is read (a choice without ``index`` counts as 0): the
       protocol has one message, and ``n`` is never sent, so other choices
       (``n > 1`` from a proxy or a server default) are ignored, not mixed in.
+    - Citations (``dsh_llm.adapters.chat.citations``): Perplexity's and xAI's
+      top-level ``citations``/``search_results``, ``url_citation``
+      ``annotations`` on a delta (OpenAI's search models, OpenRouter), Azure's
+      ``context.citations``; each kept once (a service repeats them on every
+      chunk) and given to the writer when the text block ends (``cite``),
+      never on reasoning or refusal text; citations left when no text block
+      follows end as a text block of their own (empty text), never dropped.
     - Unknown top-level fields (``obfuscation``, ``timings``, ``service_tier``,
       vLLM's ``token_ids``...) are ignored. llama.cpp's ``timings`` are
       performance statistics that duplicate ``usage``, with no place in the
@@ -309,6 +322,12 @@ class ChatCompletionsTranslator(WireTranslator[SseEvent]):
         self._usage_paths = profile.usage_paths
         self._error_paths = profile.error_paths
         self._end_at_eof = profile.end_at_eof
+        # Citations waiting for the end of their text block, each kept once;
+        # the characters of the text blocks that ended (an annotation's range
+        # counts from the message's first character); the last top-level lists.
+        self._citations = CitationLog()
+        self._text_chars = 0
+        self._listed: tuple[object, object] = (None, None)
         # The reasoning_details entries by their index, merged (OpenRouter).
         self._details: dict[object, dict[str, Any]] | None = (
             {} if profile.reasoning_details else None
@@ -434,6 +453,15 @@ class ChatCompletionsTranslator(WireTranslator[SseEvent]):
                         self._finish_reason = reason
         if not choices and payload.get("object") == "error":
             self._fail_with(payload)
+        urls = payload.get("citations")
+        results = payload.get("search_results")
+        if (urls is not None or results is not None) and (
+            urls,
+            results,
+        ) != self._listed:
+            # Perplexity repeats the same lists on every chunk.
+            self._listed = (urls, results)
+            self._citations.add(listed_citations(urls, results))
         usage = payload.get("usage")
         if usage and type(usage) is dict:
             self._report_usage(usage)
@@ -458,6 +486,14 @@ class ChatCompletionsTranslator(WireTranslator[SseEvent]):
             self._release_halves()
             raise writer.stream_closed(_CUT)
         self._release_halves()
+        text = self._text
+        if text is not None:
+            self._text = None
+            self._end_text(text)
+        if self._citations:
+            # Citations that came after their text ended: a text block of
+            # their own, never dropped.
+            self._end_text(writer.open(TEXT), TEXT)
         # The wire closes no item: the end marker ends them all.
         writer.end_all()
         wire = self._finish_reason
@@ -520,6 +556,12 @@ class ChatCompletionsTranslator(WireTranslator[SseEvent]):
             details = delta.get("reasoning_details")
             if details:
                 self._reasoning_details(kept, details)
+        annotations = delta.get("annotations")
+        if annotations:
+            self._citations.add(annotation_citations(annotations))
+        context = delta.get("context")
+        if context:
+            self._citations.add(context_citations(context))
         calls = delta.get("tool_calls")
         if calls:
             if type(calls) is not list:
@@ -638,11 +680,21 @@ class ChatCompletionsTranslator(WireTranslator[SseEvent]):
             return
         writer = self.writer
         if block is not None:
-            writer.end(block)
+            self._end_text(block)
         block = writer.open(REASONING if key is REASONING else TEXT)
         writer.append(block, text)
         self._text = block
         self._text_key = key
+
+    def _end_text(self, block: Block, key: str | None = None) -> None:
+        """End text or reasoning item ``block``; a text item first gets the
+        citations waiting for it (``CitationLog``), once."""
+        if (key or self._text_key) is TEXT:
+            length = len(block.buffer)
+            if self._citations:
+                self.writer.cite(block, self._citations.take(self._text_chars, length))
+            self._text_chars += length
+        self.writer.end(block)
 
     def _release_halves(self) -> None:
         """Emit held high surrogates as they came: no low half followed them (and
@@ -782,7 +834,7 @@ class ChatCompletionsTranslator(WireTranslator[SseEvent]):
         text = self._text
         if text is not None:
             self._text = None
-            writer.end(text)
+            self._end_text(text)
         # The call's first delta carries its first fragment (a trailing high
         # surrogate held back for the next one).
         held = ""
