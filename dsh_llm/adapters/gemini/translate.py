@@ -377,7 +377,7 @@ class GeminiTranslator(WireTranslator[SseEvent]):
         except ValueError as exc:
             raise writer.malformed(str(exc)) from None
         for whole in searches:
-            self._adopt_pending(writer.open_whole(whole))
+            writer.open_whole(whole)  # never replayed: no signature goes on it
         if reason == "STOP":
             writer.finish(FinishReason.STOP, replay=self._replay)
         elif reason == "MAX_TOKENS":
