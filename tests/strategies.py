@@ -13,6 +13,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from dsh_llm.protocol import (
+    CITATION_KINDS,
     CONTEXT_FORMS,
     IMAGE_MEDIA_TYPES,
     PURPOSES,
@@ -21,6 +22,7 @@ from dsh_llm.protocol import (
     BlockStart,
     CacheBreakpoint,
     CallId,
+    Citation,
     ContentBlock,
     ContextSnapshotSection,
     Finish,
@@ -39,6 +41,9 @@ from dsh_llm.protocol import (
     ReasoningBlock,
     ReasoningDelta,
     ReplayEnvelope,
+    ServerToolCallBlock,
+    ServerToolResultBlock,
+    Source,
     StreamChunk,
     TextBlock,
     TextDelta,
@@ -129,8 +134,60 @@ image_refs = st.builds(
 )
 """Image references, with and without the optional fields."""
 
+_counts = st.none() | st.integers(min_value=0, max_value=2**31)
+_optional_texts = st.none() | texts
+
+citations = st.builds(
+    Citation,
+    kind=st.sampled_from(CITATION_KINDS),
+    cited_text=_optional_texts,
+    url=_optional_texts,
+    title=_optional_texts,
+    source_index=_counts,
+    file_id=_optional_texts,
+    filename=_optional_texts,
+    start=_counts,
+    end=_counts,
+    text_start=_counts,
+    text_end=_counts,
+    encrypted_index=_optional_texts,
+)
+"""Citations of every kind, with and without each optional field."""
+
+_citation_lists = st.lists(citations, max_size=2).map(tuple)
+
+sources = st.builds(
+    Source,
+    url=_optional_texts,
+    title=_optional_texts,
+    file_id=_optional_texts,
+    filename=_optional_texts,
+    snippet=_optional_texts,
+    page_age=_optional_texts,
+    score=st.none()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.integers(min_value=-100, max_value=100),
+)
+"""Search results, with and without each optional field."""
+
 _leaf_blocks: st.SearchStrategy[ContentBlock] = st.one_of(
-    st.builds(TextBlock, text=texts),
+    st.builds(TextBlock, text=texts, citations=_citation_lists),
+    st.builds(
+        ServerToolCallBlock,
+        id=call_ids,
+        name=texts,
+        input=texts,
+        data=st.none() | json_values,
+    ),
+    st.builds(
+        ServerToolResultBlock,
+        tool_call_id=call_ids,
+        name=texts,
+        output=_optional_texts,
+        sources=st.lists(sources, max_size=2).map(tuple),
+        is_error=st.none() | st.booleans(),
+        data=st.none() | json_values,
+    ),
     st.builds(ReasoningBlock, text=texts),
     st.builds(ToolCallBlock, id=call_ids, name=texts, arguments=texts),
     st.builds(ImageBlock, attachment=image_refs),
@@ -276,7 +333,7 @@ chunks: st.SearchStrategy[StreamChunk] = st.one_of(
         )
         | non_empty_texts,
     ),
-    st.builds(TextDelta, index=indexes, text=texts),
+    st.builds(TextDelta, index=indexes, text=texts, citations=_citation_lists),
     st.builds(ReasoningDelta, index=indexes, text=texts),
     st.builds(
         ToolCallDelta,

@@ -278,8 +278,8 @@ def test_each_unknown_key_is_named_with_the_known_ones_and_a_hint() -> None:
     with pytest.raises(LlmError) as info:
         chunk_from_dict({"type": "text-delta", "index": 0, "text": "", "b": 1, "a": 2})
     assert info.value.message == (
-        'invalid chunk: $.a: is not a known key (expected one of "index", "text") '
-        "(and 1 more)"
+        "invalid chunk: $.a: is not a known key (expected one of "
+        '"index", "text", "citations") (and 1 more)'
     )
     with pytest.raises(LlmError) as info:
         chunk_from_dict({"type": "text-delta", "index": 0, "text": "", "Text": ""})

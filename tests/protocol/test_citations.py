@@ -307,3 +307,26 @@ def test_the_cli_printer_shows_citations_and_server_tools() -> None:
         out.getvalue() == "Sunny.\n[1] Example: 'Sunny, 21 C' <https://example.com/>\n"
     )
     assert err.getvalue() == '[server tool web_search \'{"query":"weather Oslo"}\']\n'
+
+
+def test_a_reserved_item_waits_for_its_block_and_holds_its_place() -> None:
+    writer = BlockWriter(provider="P")
+    with pytest.raises(ValueError, match="only a whole item is reserved"):
+        writer.reserve("text")
+    call = writer.reserve("server-tool-call")
+    after = writer.open("text", text="later")
+    writer.end(after)
+    assert writer.take() == []  # the text waits behind the reserved call
+    with pytest.raises(TypeError, match="takes no"):
+        writer.complete(call, RESULT)
+    writer.complete(call, CALL)
+    with pytest.raises(ValueError, match="not a reserved item waiting"):
+        writer.complete(call, CALL)
+    writer.finish(FinishReason.STOP)
+    chunks = writer.take()
+    assert_chunk_sequence(chunks)
+    assert chunks[:3] == [
+        BlockStart(index=0, block_type="server-tool-call"),
+        BlockEnd(index=0, block=CALL),
+        BlockStart(index=1, block_type="text"),
+    ]

@@ -14,6 +14,9 @@ Pure, no I/O:
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Final
+
 from dsh_llm.protocol import CallId, ReasoningDelta, TextDelta, ToolCallDelta
 from dsh_llm.protocol.checks import MAX_SAFE_INTEGER
 from dsh_llm.protocol.citations import Citation
@@ -28,28 +31,43 @@ _new = object.__new__
 _set = object.__setattr__
 
 
+def _setter(cls: type, name: str) -> Callable[[object, object], None]:
+    # A slot's own descriptor: setting through it skips the name lookup of
+    # ``object.__setattr__`` (the per-token path builds millions of deltas).
+    setter: Callable[[object, object], None] = cls.__dict__[name].__set__
+    return setter
+
+
+_TEXT_INDEX: Final = _setter(TextDelta, "index")
+_TEXT_TEXT: Final = _setter(TextDelta, "text")
+_TEXT_CITATIONS: Final = _setter(TextDelta, "citations")
+_REASONING_INDEX: Final = _setter(ReasoningDelta, "index")
+_REASONING_TEXT: Final = _setter(ReasoningDelta, "text")
+_NO_CITATIONS: Final[tuple[Citation, ...]] = ()
+
+
 def unchecked_delta(
     cls: type[TextDelta] | type[ReasoningDelta], index: int, text: str
 ) -> TextDelta | ReasoningDelta:
     """``cls(index=index, text=text)`` without the validators (see the module
     docstring: only for an index and a text the caller already guarantees)."""
-    chunk: TextDelta | ReasoningDelta = _new(cls)
-    _set(chunk, "index", index)
-    _set(chunk, "text", text)
     if cls is TextDelta:
-        _set(chunk, "citations", ())
+        return unchecked_text_delta(index, text, _NO_CITATIONS)
+    chunk: ReasoningDelta = _new(ReasoningDelta)
+    _REASONING_INDEX(chunk, index)
+    _REASONING_TEXT(chunk, text)
     return chunk
 
 
 def unchecked_text_delta(
-    index: int, text: str, citations: tuple[Citation, ...]
+    index: int, text: str, citations: tuple[Citation, ...] = _NO_CITATIONS
 ) -> TextDelta:
     """``TextDelta(index=..., text=..., citations=...)`` without the validators
     (only for values the caller already guarantees: a tuple of ``Citation``)."""
     chunk: TextDelta = _new(TextDelta)
-    _set(chunk, "index", index)
-    _set(chunk, "text", text)
-    _set(chunk, "citations", citations)
+    _TEXT_INDEX(chunk, index)
+    _TEXT_TEXT(chunk, text)
+    _TEXT_CITATIONS(chunk, citations)
     return chunk
 
 

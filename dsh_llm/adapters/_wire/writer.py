@@ -98,6 +98,8 @@ _WHOLE_KINDS: Final[dict[type, BlockKind]] = {
     ServerToolResultBlock: SERVER_TOOL_RESULT,
 }
 
+_WHOLE_KIND_SET: Final = frozenset(_WHOLE_KINDS.values())
+
 _SUCCESS_KINDS: Final = frozenset({"stop", "tool-calls"})
 _KINDS: Final[dict[str, BlockKind]] = {
     TEXT: TEXT,
@@ -261,6 +263,33 @@ class BlockWriter:
         self._enqueue(block)
         return block
 
+    def reserve(self, kind: BlockKind) -> Block:
+        """A whole item of ``kind`` (``server-tool-call``, ...) whose block is
+        not known yet (a server tool call whose input still streams), in its
+        place after every item opened so far; ``complete`` gives the block.
+        Items after it wait for it, as they wait for a live item."""
+        if self.finished:
+            raise ValueError("the writer already finished")
+        if kind not in _WHOLE_KIND_SET:
+            raise ValueError(f"only a whole item is reserved, not {kind!r}")
+        block = Block(kind, "", "")
+        self._enqueue(block)
+        return block
+
+    def complete(self, block: Block, whole: WholeBlock) -> None:
+        """Give a reserved item (``reserve``) its block, which ends it.
+
+        Raises:
+            ValueError: for an item that was not reserved, or already completed.
+            TypeError: for a block whose tag is not the item's kind.
+        """
+        if block.kind not in _WHOLE_KIND_SET or block.ended:
+            raise ValueError(f"{block!r} is not a reserved item waiting for its block")
+        if _WHOLE_KINDS.get(type(whole)) != block.kind:
+            raise TypeError(f"a {block.kind} item takes no {whole!r}")
+        block.whole = whole
+        self.end(block)
+
     def open_image(self, image: ImageBlock) -> Block:
         """An image the model returned: ``open_whole`` for an ``ImageBlock``."""
         if not isinstance(image, ImageBlock):
@@ -309,16 +338,13 @@ class BlockWriter:
         """
         if block is self._live:
             block.buffer.append(piece)
-            if block.kind is TOOL_CALL:
+            kind = block.kind
+            if kind is TEXT:
+                self._out.append(unchecked_text_delta(block.index, piece))
+            elif kind is TOOL_CALL:
                 self._out.append(self._tool_delta(block, piece))
             else:
-                self._out.append(
-                    unchecked_delta(
-                        TextDelta if block.kind is TEXT else ReasoningDelta,
-                        block.index,
-                        piece,
-                    )
-                )
+                self._out.append(unchecked_delta(ReasoningDelta, block.index, piece))
             return
         if block.ended:
             raise ValueError(f"{block!r} already ended")
@@ -527,6 +553,14 @@ class BlockWriter:
                     if not block.ended:
                         self._live = None
                         return  # an empty text item may still get text
+                    queue.popleft()
+                    continue
+                if block.whole is None and block.kind in _WHOLE_KIND_SET:
+                    # A reserved item waits for its block (``complete``); one
+                    # never completed is a cut answer (``finish``).
+                    if not block.ended:
+                        self._live = None
+                        return
                     queue.popleft()
                     continue
                 self._start(block)

@@ -7,7 +7,11 @@ Pure functions; each refusal they make is raised before any I/O.
   in a user turn; tool-call arguments parsed (not a JSON object:
   ``INVALID_REQUEST``).
 - Replay: this family's thinking blocks (with signatures) and redacted thinking
-  go back in order, only for the model that produced them.
+  go back in order, only for the model that produced them; server tool blocks
+  whose ``data`` is an Anthropic block (``server_tool_use``, ``mcp_tool_use``,
+  the ``*_tool_result`` blocks) go back as received, encrypted content
+  included, and a text block's Anthropic citations as its ``citations``;
+  another provider's server blocks and citations are left out.
 - ``thinking_fields``: efforts to budget or adaptive thinking; with thinking on,
   ``temperature`` and a forced ``tool_choice`` raise ``UNSUPPORTED_OPTION``.
 - ``response_format`` is ``output_config.format`` (beside any effort), images
@@ -25,6 +29,7 @@ Pure functions; each refusal they make is raised before any I/O.
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
@@ -43,6 +48,7 @@ from dsh_llm.adapters.anthropic.extras import (
     image_content,
     output_format,
 )
+from dsh_llm.adapters.anthropic.server_tools import replayable, wire_citation
 from dsh_llm.adapters.anthropic.translate import WIRE_FAMILY
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import (
@@ -53,6 +59,8 @@ from dsh_llm.protocol import (
     Message,
     ModelSource,
     ReasoningBlock,
+    ServerToolCallBlock,
+    ServerToolResultBlock,
     TextBlock,
     ToolCallBlock,
     ToolResultBlock,
@@ -458,7 +466,13 @@ def _assistant_content(
     for block, entry in zip(message.content, entries, strict=True):
         if isinstance(block, TextBlock):
             if block.text:
-                content.append({"type": "text", "text": block.text})
+                content.append(_assistant_text(block))
+        elif isinstance(block, ServerToolCallBlock | ServerToolResultBlock):
+            # Replayed as received (encrypted content included: the API
+            # refuses a follow-up that drops an encrypted search result);
+            # another provider's server blocks are left out.
+            if replayable(block.data):
+                content.append(copy.deepcopy(block.data))
         elif isinstance(block, ReasoningBlock):
             replayed = _replayed_reasoning(block, entry)
             if replayed is not None:
@@ -473,6 +487,17 @@ def _assistant_content(
                 }
             )
     return content
+
+
+def _assistant_text(block: TextBlock) -> dict[str, Any]:
+    """A text block, with its citations when they are Anthropic's own (a
+    citation another provider made has no place on this wire)."""
+    text: dict[str, Any] = {"type": "text", "text": block.text}
+    cited = [wire_citation(citation) for citation in block.citations]
+    kept = [wire for wire in cited if wire is not None]
+    if kept:
+        text["citations"] = kept
+    return text
 
 
 def _replayed_reasoning(block: ReasoningBlock, entry: Any) -> dict[str, Any] | None:

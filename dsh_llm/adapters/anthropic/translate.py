@@ -12,8 +12,16 @@ Contracts callers may rely on:
   payload's ``type`` (the SSE event name only when the payload has none), but
   ``event: error`` always on its name.
 - ``ping`` is a keep-alive, not data (``KEEPALIVE_EVENTS``). Unknown event,
-  block and delta types are passed over; a ``server_tool_use`` block never
-  becomes a tool call.
+  block and delta types are passed over.
+- A ``server_tool_use`` or ``mcp_tool_use`` block (a tool the provider runs)
+  is a ``server-tool-call`` block, never a tool call: its ``input_json_delta``
+  pieces are gathered and the block goes out whole at its
+  ``content_block_stop``, ``data`` the wire block with its whole ``input``. A
+  result block (``web_search_tool_result``, ``web_fetch_tool_result``, the
+  code execution results, ``mcp_tool_result``...) is a ``server-tool-result``
+  block (``server_tools.result_block``). A ``citations_delta`` (and a text
+  block's own ``citations``) are citations of the text block
+  (``server_tools.citation_of``).
 - An ``event: error`` raises its failure (``errors.stream_failure``) whatever
   its payload's type (a payload of type ``error`` does too), as does
   ``message_stop`` without a stop reason and a block the provider never closed
@@ -39,13 +47,29 @@ from typing import Any, Final
 
 from dsh_llm.adapters._wire.translator import WireTranslator
 from dsh_llm.adapters._wire.values import wire_count
-from dsh_llm.adapters._wire.writer import REASONING, TEXT, TOOL_CALL, Block
+from dsh_llm.adapters._wire.writer import (
+    REASONING,
+    SERVER_TOOL_CALL,
+    TEXT,
+    TOOL_CALL,
+    Block,
+)
 from dsh_llm.adapters.anthropic.errors import stream_failure
+from dsh_llm.adapters.anthropic.server_tools import (
+    CALL_TYPES,
+    call_name,
+    citation_of,
+    is_result_type,
+    result_block,
+)
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import (
+    CallId,
+    Citation,
     FinishReason,
     LlmFailure,
     ReplayEnvelope,
+    ServerToolCallBlock,
     StreamChunk,
     TokenUsage,
 )
@@ -69,8 +93,9 @@ _IDENTIFIER: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}")
 _THINKING: Final = "thinking"
 _REDACTED: Final = "redacted_thinking"
 _OPAQUE: Final = object()
-"""A block the protocol has no place for (server tools, their results, unknown
-types): tracked by wire index so its deltas are recognised, never emitted."""
+"""A block the protocol has no place for (unknown types, a whole result block
+already written): tracked by wire index so its deltas are recognised, never
+emitted."""
 _STOPPED: Final = object()
 """A wire block the provider closed (``content_block_stop``): its late deltas
 are passed over."""
@@ -179,6 +204,10 @@ class MessagesTranslator(WireTranslator[SseEvent]):
         self._stop_details: Any = None
         self._message_id: str | None = None
         self._model: str | None = None
+        # Server tool calls whose input still streams, by their writer item:
+        # the wire block and the input pieces so far.
+        self._server_calls: dict[Block, tuple[dict[str, Any], list[str]]] = {}
+        self._server_names: dict[str, str] = {}  # call id -> protocol name
 
     def _mapped_usage(self) -> TokenUsage | None:
         return None if self._usage is None else map_usage(self._usage)
@@ -313,6 +342,9 @@ class MessagesTranslator(WireTranslator[SseEvent]):
         block: Block
         if wire_type == TEXT:
             block = writer.open(TEXT, text=self._string(content, "text"))
+            given = content.get("citations")
+            if type(given) is list and given:
+                writer.cite(block, self._citations(given))
         elif wire_type == _THINKING:
             thinking = self._string(content, "thinking")
             signature = self._string(content, "signature")
@@ -340,10 +372,51 @@ class MessagesTranslator(WireTranslator[SseEvent]):
             if call_id:
                 self._call_ids.add(call_id)
             block = writer.open(TOOL_CALL, call_id=call_id, name=name, text=whole)
+        elif wire_type in CALL_TYPES:
+            block = writer.reserve(SERVER_TOOL_CALL)
+            self._server_calls[block] = (content, [])
+        elif is_result_type(wire_type):
+            self._result(content)
+            self._blocks[index] = _OPAQUE
+            return
         else:
             self._blocks[index] = _OPAQUE
             return
         self._blocks[index] = block
+
+    def _citations(self, given: list[Any]) -> list[Citation]:
+        citations = [citation_of(wire) for wire in given]
+        return [citation for citation in citations if citation is not None]
+
+    def _result(self, content: dict[str, Any]) -> None:
+        """A server tool's result, whole in its ``content_block_start``."""
+        call_id = self._string(content, "tool_use_id")
+        wire_type = str(content.get("type"))
+        name = self._server_names.get(call_id) or wire_type.removesuffix("_tool_result")
+        self.writer.open_whole(result_block(content, name))
+
+    def _server_call_end(self, block: Block) -> None:
+        """A server tool call's block stopped: it goes out whole."""
+        content, pieces = self._server_calls.pop(block)
+        text = "".join(pieces)
+        if text:
+            try:
+                given = _json_decode(text)
+            except (ValueError, RecursionError):
+                raise self.writer.malformed(
+                    "a server tool input that is not JSON"
+                ) from None
+        else:
+            given = content.get("input")
+            text = self._whole_input(given) or "{}"
+        call_id = self._string(content, "id")
+        name = call_name(content)
+        self._server_names[call_id] = name
+        data = {**content, "input": given if given is not None else {}}
+        self.writer.complete(
+            block,
+            ServerToolCallBlock(id=CallId(call_id), name=name, input=text, data=data),
+        )
 
     def _continue(self, index: int, call: Block, name: str, whole: str) -> None:
         """A ``tool_use`` block right after the one that stopped, with its id:
@@ -408,15 +481,33 @@ class MessagesTranslator(WireTranslator[SseEvent]):
             return
         expected = _DELTA_KINDS.get(delta_type) if type(delta_type) is str else None
         if expected is None:
-            return  # citations_delta and unknown deltas: metadata, not content
+            if delta_type == "citations_delta":
+                self._citation(block, delta)
+            return  # unknown deltas: metadata, not content
         kind, field = expected
         if block.kind is not kind or type(block.replay) is dict:
+            if block.kind is SERVER_TOOL_CALL:
+                # Its input is gathered, not streamed: the block goes out
+                # whole at its stop.
+                if delta_type == "input_json_delta":
+                    pieces = self._server_calls[block][1]
+                    pieces.append(self._string(delta, field))
+                return
             raise self.writer.malformed(
                 f"a {delta_type} on a {self._wire_kind(block)} block"
             )
         piece = self._string(delta, field)
         if piece:
             self.writer.append(block, piece)
+
+    def _citation(self, block: Block, delta: dict[str, Any]) -> None:
+        if block.kind is not TEXT:
+            raise self.writer.malformed(
+                f"a citations_delta on a {self._wire_kind(block)} block"
+            )
+        citation = citation_of(delta.get("citation"))
+        if citation is not None:
+            self.writer.cite(block, (citation,))
 
     def _whole_input(self, initial: object) -> str:
         if type(initial) is not dict or not initial:
@@ -450,6 +541,8 @@ class MessagesTranslator(WireTranslator[SseEvent]):
         self._release()
         if block.kind is TOOL_CALL:
             self._held = block
+        elif block.kind is SERVER_TOOL_CALL:
+            self._server_call_end(block)
         else:
             self.writer.end(block)
 

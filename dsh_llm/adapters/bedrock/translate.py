@@ -9,9 +9,14 @@ Contracts callers may rely on:
 
 - An ``event`` frame is dispatched on its ``:event-type``; its payload is a
   JSON object (else ``MALFORMED_RESPONSE``, as for a known field of the wrong
-  type). Unknown event types, delta kinds (``citation``) and blocks the
-  protocol has no place for (server tool uses and results, images) are passed
-  over.
+  type). Unknown event types and delta kinds, and blocks the protocol has no
+  place for (server tool uses and results, images) are passed over.
+- A ``citation`` delta (a ``CitationsDelta``) is a citation of its text block
+  (``converse_citation``): ``documentChar``, ``documentPage`` and
+  ``documentChunk`` locations are ``char_location``, ``page_location`` and
+  ``content_block_location`` (``documentIndex`` the source index),
+  ``searchResultLocation`` is ``search_result_location``, ``web`` is ``url``;
+  ``title``, the joined ``sourceContent`` text as the cited text.
 - A text or reasoning block opens with its first delta (Converse sends no
   ``contentBlockStart`` for them); a tool call with its ``contentBlockStart``.
 - The stream ends at ``metadata`` (the usage), which Bedrock sends after
@@ -45,6 +50,7 @@ from dsh_llm.adapters.bedrock.request import (
 )
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import (
+    Citation,
     FinishReason,
     LlmFailure,
     ReplayEnvelope,
@@ -236,6 +242,13 @@ class ConverseStreamTranslator(WireTranslator[EventMessage]):
             self._extend(index, block, TOOL_CALL, self._string(tool, "input"))
         elif "reasoningContent" in delta:
             self._reasoning(index, block, delta["reasoningContent"])
+        elif "citation" in delta:
+            citation = converse_citation(delta["citation"])
+            if citation is not None:
+                self._extend(index, block, TEXT, "")
+                cited = self._blocks[index]
+                assert isinstance(cited, Block)
+                self.writer.cite(cited, (citation,))
 
     def _extend(self, index: int, block: object, kind: str, piece: str) -> None:
         writer = self.writer
@@ -389,3 +402,58 @@ class ConverseStreamTranslator(WireTranslator[EventMessage]):
         if type(value) is not str:
             raise self.writer.malformed(f"a {field} that is not a string")
         return value
+
+
+_LOCATIONS: Final = {
+    "documentChar": "char_location",
+    "documentPage": "page_location",
+    "documentChunk": "content_block_location",
+    "searchResultLocation": "search_result_location",
+}
+"""Converse's document location kinds and the citation kind of each."""
+
+
+def _count(value: object) -> int | None:
+    return value if type(value) is int and value >= 0 else None
+
+
+def converse_citation(delta: object) -> Citation | None:
+    """The ``Citation`` of a ConverseStream ``CitationsDelta`` (see the module
+    docstring), ``None`` for one whose location this does not know."""
+    if type(delta) is not dict:
+        return None
+    location = delta.get("location")
+    if type(location) is not dict or len(location) != 1:
+        return None
+    ((member, where),) = location.items()
+    if type(where) is not dict:
+        return None
+    title = delta.get("title")
+    pieces = delta.get("sourceContent")
+    texts = (
+        [p["text"] for p in pieces if type(p) is dict and type(p.get("text")) is str]
+        if type(pieces) is list
+        else []
+    )
+    common: dict[str, Any] = {
+        "title": title if type(title) is str else None,
+        "cited_text": "".join(texts) if texts else None,
+    }
+    if member == "web":
+        url = where.get("url")
+        return Citation(kind="url", url=url if type(url) is str else None, **common)
+    kind = _LOCATIONS.get(member)
+    if kind is None:
+        return None
+    source = where.get(
+        "searchResultIndex" if member == "searchResultLocation" else "documentIndex"
+    )
+    url = delta.get("source") if member == "searchResultLocation" else None
+    return Citation(
+        kind=kind,
+        url=url if type(url) is str else None,
+        source_index=_count(source),
+        start=_count(where.get("start")),
+        end=_count(where.get("end")),
+        **common,
+    )

@@ -18,12 +18,17 @@
   (``json_schema``); ``cache_key`` is ``prompt_cache_key``. ``output_cap`` is
   the ``max_output_tokens`` a body sends.
 - Replay: this family's reasoning items go back, exactly as ``output_item.done``
-  gave them, before the items they preceded.
+  gave them, before the items they preceded; so do its hosted-tool items
+  (``web_search_call``, ``file_search_call``, ``code_interpreter_call``,
+  ``mcp_call``, ``mcp_list_tools``: a server tool call's ``data``) and the
+  annotations of its ``output_text`` parts (the text's replay entry).
+  Another wire's server blocks and citations are left out.
 - Point by point: ``docs/openai-responses.md``.
 """
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterable, Sequence
 from typing import Any, Final
 
@@ -34,6 +39,7 @@ from dsh_llm.adapters._wire.extras import (
     refuse_cache_controls,
     refuse_misplaced_images,
 )
+from dsh_llm.adapters.openai_responses.hosted import HOSTED_TYPES
 from dsh_llm.adapters.openai_responses.profiles import ResponsesProfile
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import (
@@ -44,6 +50,7 @@ from dsh_llm.protocol import (
     Message,
     ModelSource,
     ReasoningBlock,
+    ServerToolCallBlock,
     TextBlock,
     ToolCallBlock,
     ToolResultBlock,
@@ -323,6 +330,12 @@ def _assistant_items(message: Message) -> list[dict[str, Any]]:
         elif isinstance(block, TextBlock):
             if block.text:
                 _add_text(items, block, _entry(entries, position, "message"))
+        elif isinstance(block, ServerToolCallBlock):
+            # A hosted tool's item, as the server gave it (its result block
+            # is the same item: sent once); another wire's is left out.
+            data = block.data
+            if isinstance(data, dict) and data.get("type") in HOSTED_TYPES:
+                items.append(copy.deepcopy(data))
         elif isinstance(block, ToolCallBlock):
             entry = _entry(entries, position, "function_call")
             call: dict[str, Any] = {"type": "function_call"}
@@ -349,10 +362,18 @@ def _add_text(
         )
         items.append({"type": "message", "role": "assistant", "content": [part]})
         return
+    annotations = entry.get("annotations")
     part = (
         {"type": "refusal", "refusal": block.text}
         if refusal
-        else {"type": "output_text", "text": block.text, "annotations": []}
+        else {
+            "type": "output_text",
+            "text": block.text,
+            # The annotations as the server gave them (replay entry).
+            "annotations": copy.deepcopy(annotations)
+            if isinstance(annotations, list)
+            else [],
+        }
     )
     last = items[-1] if items else None
     if last is not None and last.get("type") == "message" and last.get("id") == mid:

@@ -35,6 +35,8 @@ from typing import Any, Final, NoReturn
 from dsh_llm.adapters._wire.translator import WireTranslator
 from dsh_llm.adapters._wire.writer import (
     REASONING,
+    SERVER_TOOL_CALL,
+    SERVER_TOOL_RESULT,
     TEXT,
     TOOL_CALL,
     Block,
@@ -42,6 +44,11 @@ from dsh_llm.adapters._wire.writer import (
 )
 from dsh_llm.adapters.openai_responses.errors import stream_failure
 from dsh_llm.adapters.openai_responses.finish import map_usage, terminal_finish
+from dsh_llm.adapters.openai_responses.hosted import (
+    HOSTED_TYPES,
+    annotation_citation,
+    hosted_blocks,
+)
 from dsh_llm.adapters.openai_responses.profiles import OPENAI, ResponsesProfile
 from dsh_llm.adapters.openai_responses.request import REPLAY_WIRE
 from dsh_llm.errors import LlmError
@@ -85,6 +92,7 @@ class _Item:
         "added",
         "call_id",
         "final",
+        "hosted",
         "key",
         "kind",
         "name",
@@ -109,6 +117,8 @@ class _Item:
         self.segments: dict[int, _Segment] = {}
         """The current segment per content part (reasoning and calls use 0)."""
         self.summaries: set[int] = set()
+        self.hosted: tuple[Block, Block] | None = None
+        """A hosted-tool item's reserved call and result blocks."""
 
 
 class _Segment:
@@ -116,6 +126,7 @@ class _Segment:
     writer ``block`` carries it back as ``block.replay`` for the finish."""
 
     __slots__ = (
+        "annotations",
         "block",
         "closed",
         "complete",
@@ -145,6 +156,8 @@ class _Segment:
         """Whether this is the item's (or part's) first block: it carries the
         replay entry; a block resumed after an early close does not."""
         self.refusal = False
+        self.annotations: list[Any] = []
+        """The part's annotations as received (each one cited once)."""
         self.held = ""
         """A trailing high surrogate held back until the next fragment (a
         server that slices UTF-16 strings splits a pair across two deltas)."""
@@ -240,7 +253,15 @@ class ResponsesTranslator(WireTranslator[SseEvent]):
       server that slices JavaScript strings) is joined into its character; a
       high half with no low half after it goes out as it came, so nothing is
       lost. Final texts are compared with the deltas in UTF-16 code units.
-    - Hosted-tool, MCP, audio and unknown events or items give no chunk.
+    - An annotation (``output_text.annotation.added``, or on a final
+      ``output_text`` part the events did not give) is a citation of its
+      text block (``hosted.annotation_citation``), kept as received for the
+      replay entry. A hosted-tool item (``web_search_call``,
+      ``file_search_call``, ``code_interpreter_call``, ``mcp_call``,
+      ``mcp_list_tools``) is a ``server-tool-call`` block and its
+      ``server-tool-result``, both whole, in the item's place (reserved at
+      ``output_item.added``, written at ``output_item.done`` or from the
+      terminal output). Audio and unknown events or items give no chunk.
 
     - With ``unmarked_cap``, a ``completed`` response whose
       ``usage.output_tokens`` is at least that cap is a cut: ``max-tokens``
@@ -396,6 +417,8 @@ class ResponsesTranslator(WireTranslator[SseEvent]):
         self._identify(item, raw)
         if item.kind is REASONING or item.kind is TOOL_CALL:
             self._segment(item, 0)
+        elif item.type in HOSTED_TYPES:
+            self._hosted(item)
 
     def _on_item_done(self, payload: dict[str, Any]) -> None:
         raw = self._item_payload(payload)
@@ -558,7 +581,48 @@ class ResponsesTranslator(WireTranslator[SseEvent]):
             segment.refusal = True
             self._refused = True
         self._supply(segment, text)
+        if not refusal:
+            self._annotate(segment, part.get("annotations"))
         self._complete(segment)
+
+    def _on_annotation(self, payload: dict[str, Any]) -> None:
+        item = self._item_of(payload, TEXT)
+        if item.kind is not TEXT:
+            return
+        segment = self._segment(item, self._part_index(payload, "content_index"))
+        self._cite(segment, payload.get("annotation"))
+
+    def _annotate(self, segment: _Segment, annotations: object) -> None:
+        """A final part's annotations: those the events did not give are cited."""
+        if type(annotations) is list:
+            for annotation in annotations[len(segment.annotations) :]:
+                self._cite(segment, annotation)
+
+    def _cite(self, segment: _Segment, annotation: object) -> None:
+        segment.annotations.append(annotation)
+        if segment.closed:
+            return  # its block ended early: the citation has no block to join
+        citation = annotation_citation(annotation, len(segment.prior))
+        if citation is not None:
+            self.writer.cite(segment.block, (citation,))
+
+    def _hosted(self, item: _Item) -> tuple[Block, Block]:
+        """A hosted-tool item's two blocks, reserved in its place."""
+        if item.hosted is None:
+            writer = self.writer
+            item.hosted = (
+                writer.reserve(SERVER_TOOL_CALL),
+                writer.reserve(SERVER_TOOL_RESULT),
+            )
+        return item.hosted
+
+    def _hosted_done(self, item: _Item, raw: dict[str, Any]) -> None:
+        call_block, result_block = self._hosted(item)
+        if call_block.ended:
+            return  # already written (output_item.done, then the terminal)
+        call, result = hosted_blocks(raw)
+        self.writer.complete(call_block, call)
+        self.writer.complete(result_block, result)
 
     def _on_text_delta(self, payload: dict[str, Any]) -> None:
         text = payload.get("delta")
@@ -669,8 +733,11 @@ class ResponsesTranslator(WireTranslator[SseEvent]):
             text = text or "".join(_texts(raw.get("content"), "reasoning_text"))
             self._supply(segment, text)
             self._complete(segment)
+        elif item.type in HOSTED_TYPES:
+            self._hosted_done(item, raw)
         elif item.kind is TEXT:
-            for part, refusal, text in self._final_parts(item, raw.get("content")):
+            final = self._final_parts(item, raw.get("content"))
+            for part, refusal, text, annotations in final:
                 existing = item.segments.get(part)
                 if existing is None and not text:
                     continue
@@ -679,37 +746,43 @@ class ResponsesTranslator(WireTranslator[SseEvent]):
                     segment.refusal = True
                     self._refused = True
                 self._supply(segment, text)
+                self._annotate(segment, annotations)
             for segment in list(item.segments.values()):
                 self._complete(segment)
 
     @staticmethod
-    def _final_parts(item: _Item, content: object) -> list[tuple[int, bool, str]]:
+    def _final_parts(
+        item: _Item, content: object
+    ) -> list[tuple[int, bool, str, object]]:
         """A finished message's text and refusal parts as ``(part, refusal,
-        text)``, ``part`` the ``content_index`` it streamed under: its position
-        in ``content``, or, when the stream numbered its parts otherwise (vLLM
-        counts them across items), the streamed parts in order."""
+        text, annotations)``, ``part`` the ``content_index`` it streamed under:
+        its position in ``content``, or, when the stream numbered its parts
+        otherwise (vLLM counts them across items), the streamed parts in
+        order."""
         if not isinstance(content, list):
             return []
-        parts: list[tuple[int, bool, str]] = []
+        parts: list[tuple[int, bool, str, object]] = []
         for position, part in enumerate(content):
             if not isinstance(part, dict):
                 continue
             part_type = part.get("type")
             if part_type not in ("output_text", "refusal"):
                 continue
-            value = part.get("text" if part_type == "output_text" else "refusal")
+            refusal = part_type == "refusal"
+            value = part.get("refusal" if refusal else "text")
             text = value if isinstance(value, str) else ""
-            parts.append((position, part_type == "refusal", text))
+            annotations = None if refusal else part.get("annotations")
+            parts.append((position, refusal, text, annotations))
         streamed = sorted(item.segments)
-        if set(streamed) <= {position for position, _, _ in parts}:
+        if set(streamed) <= {part[0] for part in parts}:
             return parts
         extra = streamed[-1] + 1
-        renumbered: list[tuple[int, bool, str]] = []
-        for order, (_, refusal, text) in enumerate(parts):
+        renumbered: list[tuple[int, bool, str, object]] = []
+        for order, (_, refusal, text, annotations) in enumerate(parts):
             if order < len(streamed):
-                renumbered.append((streamed[order], refusal, text))
+                renumbered.append((streamed[order], refusal, text, annotations))
             else:
-                renumbered.append((extra, refusal, text))
+                renumbered.append((extra, refusal, text, annotations))
                 extra += 1
         return renumbered
 
@@ -845,6 +918,11 @@ class ResponsesTranslator(WireTranslator[SseEvent]):
         self.writer.end(block)
 
     def _close_all(self) -> None:
+        for item in self._order:
+            if item.hosted is not None:
+                # A hosted item never finished: its reserved blocks are dropped.
+                for block in item.hosted:
+                    self.writer.end(block)
         if self._active is not None:
             self._close(self._active)
         pending = self._pending
@@ -991,7 +1069,9 @@ class ResponsesTranslator(WireTranslator[SseEvent]):
         entries: list[Any] = []
         for block in self.writer.emitted:
             segment = block.replay
-            assert isinstance(segment, _Segment)
+            if not isinstance(segment, _Segment):
+                entries.append(None)  # a hosted tool: its item is its data
+                continue
             item = segment.item
             if not segment.first:
                 entries.append(None)
@@ -1015,6 +1095,8 @@ class ResponsesTranslator(WireTranslator[SseEvent]):
                 phase = (item.final or item.added).get("phase")
                 if isinstance(phase, str):
                     entry["phase"] = phase
+                if segment.annotations:
+                    entry["annotations"] = segment.annotations
                 entries.append(entry)
         return ReplayEnvelope(
             response={
@@ -1097,6 +1179,7 @@ _HANDLERS: Final[dict[str, _Handler]] = {
     "response.content_part.done": ResponsesTranslator._on_part_done,
     "response.output_text.delta": ResponsesTranslator._on_text_delta,
     "response.refusal.delta": ResponsesTranslator._on_text_delta,
+    "response.output_text.annotation.added": ResponsesTranslator._on_annotation,
     "response.reasoning_summary_part.added": ResponsesTranslator._on_summary_part,
     "response.reasoning_summary_text.delta": ResponsesTranslator._on_summary_delta,
     "response.reasoning_text.delta": ResponsesTranslator._on_reasoning_delta,

@@ -23,6 +23,7 @@ from dsh_llm.protocol import (
     FinishReason,
     LlmFailure,
     StreamChunk,
+    TextBlock,
     TextDelta,
     ToolCallBlock,
     UsageChunk,
@@ -343,9 +344,13 @@ def test_ollama_zeros_are_unknown_and_its_plain_thinking_is_kept_for_replay():
     assert replay_state.blocks[0]["encrypted_content"] == "User asks for Lyon."
 
 
-def test_hosted_tools_mcp_audio_and_unknown_events_give_no_blocks():
+def test_hosted_tools_are_server_blocks_and_unknown_events_give_nothing():
+    # The web search is a server tool call and its result; the prefixed
+    # ``openai:mcp_list_tools``, audio and unknown events give no block; the
+    # annotation that came after its message ended joins no block.
     ends = _ends("openai_hosted_tools_and_unknown")
-    assert [b.text for b in ends] == ["Sunny in Lyon."]
+    assert [b.type for b in ends] == ["server-tool-call", "server-tool-result", "text"]
+    assert ends[2] == TextBlock(text="Sunny in Lyon.")
 
 
 def test_sequence_gaps_repeats_and_minus_one_are_logged_not_fatal(caplog):
