@@ -469,15 +469,8 @@ class ChatCompletionsTranslator(WireTranslator[SseEvent]):
                         self._finish_reason = reason
         if not choices and payload.get("object") == "error":
             self._fail_with(payload)
-        urls = payload.get("citations")
-        results = payload.get("search_results")
-        if (urls is not None or results is not None) and (
-            urls,
-            results,
-        ) != self._listed:
-            # Perplexity repeats the same lists on every chunk.
-            self._listed = (urls, results)
-            self._citations.add(listed_citations(urls, results))
+        if "citations" in payload or "search_results" in payload:
+            self._listed_citations(payload)
         usage = payload.get("usage")
         if usage and type(usage) is dict:
             self._report_usage(usage)
@@ -574,12 +567,9 @@ class ChatCompletionsTranslator(WireTranslator[SseEvent]):
             details = delta.get("reasoning_details")
             if details:
                 self._reasoning_details(kept, details)
-        annotations = delta.get("annotations")
-        if annotations:
-            self._citations.add(annotation_citations(annotations))
-        context = delta.get("context")
-        if context:
-            self._citations.add(context_citations(context))
+        if "annotations" in delta or "context" in delta:
+            # Membership tests, not lookups: this runs for every delta.
+            self._delta_citations(delta)
         calls = delta.get("tool_calls")
         if calls:
             if type(calls) is not list:
@@ -705,6 +695,24 @@ class ChatCompletionsTranslator(WireTranslator[SseEvent]):
         writer.append(block, text)
         self._text = block
         self._text_key = key
+
+    def _listed_citations(self, payload: dict[str, Any]) -> None:
+        """Top-level ``citations``/``search_results`` (Perplexity, xAI): the
+        lists are read again only when they changed (Perplexity repeats the
+        same lists on every chunk)."""
+        listed = (payload.get("citations"), payload.get("search_results"))
+        if listed != self._listed:
+            self._listed = listed
+            self._citations.add(listed_citations(*listed))
+
+    def _delta_citations(self, delta: dict[str, Any]) -> None:
+        """A delta's ``annotations`` and Azure's ``context`` citations."""
+        annotations = delta.get("annotations")
+        if annotations:
+            self._citations.add(annotation_citations(annotations))
+        context = delta.get("context")
+        if context:
+            self._citations.add(context_citations(context))
 
     def _end_text(self, block: Block, key: str | None = None) -> None:
         """End text or reasoning item ``block``; a text item first gets the

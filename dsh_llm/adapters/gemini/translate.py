@@ -457,9 +457,10 @@ class GeminiTranslator(WireTranslator[SseEvent]):
                                     continue
                             self._part(part)
                 if (
-                    candidate.get("groundingMetadata") is not None
-                    or candidate.get("urlContextMetadata") is not None
+                    "groundingMetadata" in candidate
+                    or "urlContextMetadata" in candidate
                 ):
+                    # Membership tests, not lookups: this runs for every event.
                     self._metadata(candidate)
                 reason = candidate.get("finishReason")
                 if reason is not None:
