@@ -515,6 +515,8 @@ class AssembledResponse:
             parts.append(f"reasoning={len(self.reasoning)} chars")
         if self.tool_calls:
             parts.append(f"tool_calls=[{', '.join(c.name for c in self.tool_calls)}]")
+        if self.citations:
+            parts.append(f"citations={len(self.citations)}")
         parts.append(f"usage={usage_text(self.usage)}")
         if self.attempts > 1:
             parts.append(f"attempts={self.attempts}")

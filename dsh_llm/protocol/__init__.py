@@ -18,7 +18,9 @@ The chunk grammar (explained with examples in ``docs/protocol.md``;
    is never reopened; text resuming later is a new block.
 4. A delta carries its block's index and matches its block's type.
 5. ``block-end`` carries the complete block, equal to the concatenated deltas
-   (``text``, or ``arguments`` for tool calls; ``id`` and ``name`` agree).
+   (``text``, or ``arguments`` for tool calls; ``id`` and ``name`` agree; a
+   text block's ``citations`` are its deltas' citations, in order). An image
+   and the server tool blocks have no deltas: ``block-end`` carries them whole.
 6. ``arguments_delta`` is raw JSON text; a call without arguments ends with
    ``arguments == "{}"``.
 7. After the last block: exactly one ``usage``, then exactly one ``finish``, last,

@@ -4,9 +4,12 @@ citation rule, the writer's ``cite`` and ``open_whole``, and assembly."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dsh_llm.adapters import BlockWriter
 from dsh_llm.adapters._wire.values import unchecked_delta
@@ -330,3 +333,74 @@ def test_a_reserved_item_waits_for_its_block_and_holds_its_place() -> None:
         BlockEnd(index=0, block=CALL),
         BlockStart(index=1, block_type="text"),
     ]
+
+
+def test_a_reply_repr_counts_its_citations() -> None:
+    reply = collect(
+        [
+            BlockStart(index=0, block_type="text"),
+            TextDelta(index=0, text="a", citations=(WEB, PAGE)),
+            USAGE,
+            Finish(reason=FinishReason.STOP),
+        ]
+    )
+    assert "citations=2" in repr(reply)
+    assert "citations=2" in repr(reply.message)
+
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+
+
+def _recorded_lines() -> list[str]:
+    lines: list[str] = []
+    for path in sorted(FIXTURES.rglob("*.jsonl")):
+        if "cassettes" in path.parts or path.name == "not_chunks.jsonl":
+            continue
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if line.strip() and not line.startswith("\ufeff"):
+                lines.append(line)
+    return lines
+
+
+def test_every_recorded_chunk_line_reads_back_byte_for_byte() -> None:
+    # The expected chunks of every fixture, written before and after citations
+    # existed: read and written again, each line is exactly what it was.
+    lines = _recorded_lines()
+    assert len(lines) > 1000
+    changed = [line for line in lines if chunk_to_json(chunk_from_json(line)) != line]
+    assert changed == []
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    steps=st.lists(
+        st.one_of(
+            st.tuples(st.just("text"), st.text(max_size=4)),
+            st.tuples(
+                st.just("cite"), st.lists(st.sampled_from([WEB, PAGE]), max_size=2)
+            ),
+            st.tuples(st.just("next"), st.just("")),
+        ),
+        max_size=25,
+    )
+)
+def test_any_mix_of_text_and_citations_streams_strictly_and_assembles(
+    steps: list[tuple[str, Any]],
+) -> None:
+    writer = BlockWriter(provider="P")
+    blocks = [writer.open("text")]
+    given_citations: list[Citation] = []
+    for action, value in steps:
+        if action == "text":
+            writer.append(blocks[-1], value)
+        elif action == "cite":
+            writer.cite(blocks[-1], value)
+            given_citations.extend(value)
+        else:
+            blocks.append(writer.open("text"))  # the earlier one waits, then ends
+    writer.append(blocks[-1], "end")
+    writer.end_all()
+    writer.finish(FinishReason.STOP)
+    chunks = writer.take()
+    assert_chunk_sequence(chunks)
+    assert collect(chunks).citations == tuple(given_citations)

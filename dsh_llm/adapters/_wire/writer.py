@@ -11,7 +11,9 @@ decides how a stream is shaped or ends lives here, once:
   a text item shows only once it has text or a citation (an empty one is
   dropped); an image the model returned, a tool the provider ran itself and
   its result (``open_whole``) are whole items: the ``block-start`` and the
-  ``block-end`` carrying the block go out together, no delta;
+  ``block-end`` carrying the block go out together, no delta; a whole item
+  whose block is not known yet keeps its place (``reserve``, ``complete``),
+  and is dropped when it never completes;
 - citations (``cite``) stream in order with their text item: a ``text-delta``
   with ``text=""`` and the citations when the item is live, attached to the
   item's first delta when it was buffered; ``block-end`` carries them all;
