@@ -15,14 +15,17 @@ from dsh_llm.adapters.chat.translate import ChatCompletionsTranslator, chat_deco
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import (
     BlockStart,
+    CallId,
     Finish,
     FinishReason,
     ReasoningBlock,
+    ServerToolCallBlock,
     TextBlock,
     TokenUsage,
     ToolCallBlock,
     ToolCallDelta,
     UsageChunk,
+    tool_calls_of,
 )
 from dsh_llm.serde import chunk_to_dict
 
@@ -441,22 +444,63 @@ def test_without_done_a_body_ending_after_the_finish_reason_is_whole():
     )
 
 
-def test_a_call_the_server_ran_itself_is_not_reported():
-    server_call = tool(0, id="ws_1", name="web_search", args='{"q":"x"}')
+def test_a_call_the_server_ran_itself_is_a_server_block_never_a_tool_call():
+    server_call = tool(0, id="ws_1", name="web_search", args='{"q":"x"')
     server_call["choices"][0]["delta"]["tool_calls"][0]["type"] = "web_search_call"
     chunks = run(
         server_call,
-        tool(0, args="more"),
+        tool(0, args="}"),
         text("Sunny."),
         tool(1, id="c2", name="f", args="{}"),
         finish("tool_calls"),
     )
     assert assemble(chunks).blocks() == (
+        ServerToolCallBlock(
+            id=CallId("ws_1"),
+            name="web_search",
+            input='{"q":"x"}',
+            data={
+                "type": "web_search_call",
+                "id": "ws_1",
+                "function": {"name": "web_search", "arguments": '{"q":"x"}'},
+            },
+        ),
         TextBlock(text="Sunny."),
         ToolCallBlock(id="c2", name="f", arguments="{}"),
     )
-    alone = run(server_call, text("Sunny."), finish("tool_calls"))
+    alone = run(server_call, tool(0, args="}"), text("Sunny."), finish("tool_calls"))
     assert tail(alone)[1] == FinishReason.STOP
+    assert tool_calls_of(assemble(alone).blocks()) == ()
+
+
+def test_server_calls_end_when_another_item_begins_or_their_index_is_reused():
+    def server(index: int | None, **fields: Any) -> dict[str, Any]:
+        payload = tool(index, **fields)
+        payload["choices"][0]["delta"]["tool_calls"][0]["type"] = "x_search_call"
+        return payload
+
+    chunks = run(
+        text("Looking."),
+        server(0, id="s1", name="x_search"),
+        server(0, id="s2", name="x_search", args='{"q":1}'),
+        server(None, name="code"),
+        text("Found."),
+        tool(0, args="late"),  # a late piece of a call already given: passed over
+        finish("stop"),
+    )
+    blocks = assemble(chunks).blocks()
+    assert [type(b).__name__ for b in blocks] == [
+        "TextBlock",
+        "ServerToolCallBlock",
+        "ServerToolCallBlock",
+        "ServerToolCallBlock",
+        "TextBlock",
+    ]
+    first, second, third = blocks[1:4]
+    assert (first.id, first.input) == ("s1", "{}")
+    assert (second.id, second.input) == ("s2", '{"q":1}')
+    assert (third.id, third.name) == ("srv_2", "code")
+    assert tail(chunks)[1] == FinishReason.STOP
 
 
 # --- reasoning_details kept for the replay (OpenRouter) ----------------------------

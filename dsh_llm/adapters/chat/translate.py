@@ -38,14 +38,29 @@ from typing import Any, Final, NoReturn
 
 from dsh_llm.adapters._wire.family import WireCall
 from dsh_llm.adapters._wire.translator import WireTranslator
-from dsh_llm.adapters._wire.writer import REASONING, TEXT, TOOL_CALL, Block
+from dsh_llm.adapters._wire.writer import (
+    REASONING,
+    SERVER_TOOL_CALL,
+    TEXT,
+    TOOL_CALL,
+    Block,
+    BlockWriter,
+)
+from dsh_llm.adapters.chat.citations import (
+    CitationLog,
+    annotation_citations,
+    context_citations,
+    listed_citations,
+)
 from dsh_llm.adapters.chat.finish import map_finish_reason, map_usage
 from dsh_llm.adapters.chat.request import CHAT_REPLAY_WIRE, WireProfile
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import (
+    CallId,
     FinishReason,
     LlmFailure,
     ReplayEnvelope,
+    ServerToolCallBlock,
     StreamChunk,
     TokenUsage,
 )
@@ -208,7 +223,11 @@ class ChatCompletionsTranslator(WireTranslator[SseEvent]):
       no argument text ends with ``"{}"``; an id or a name that arrives after
       the call's first delta fills the empty one (``docs/protocol.md`` rule 5).
       A call whose ``type`` is not ``function`` (xAI's ``web_search_call``)
-      ran on the server: it is not reported.
+      ran on the server: its fragments are gathered (by index, like a call's)
+      into a whole ``server-tool-call`` block in its place (``_ServerCall``),
+      given once another item begins, its index is reused by a new id, or the
+      answer ends; a later piece of it is passed over. It is never a tool
+      call: the finish is not ``tool-calls`` because of it.
     - The deprecated ``function_call`` delta is ignored once the response has
       used ``tool_calls`` (servers mirror one call in both); when a response
       uses only ``function_call``, it is the response's one tool call, with the
@@ -242,6 +261,13 @@ class ChatCompletionsTranslator(WireTranslator[SseEvent]):
     - Only choice 0 is read (a choice without ``index`` counts as 0): the
       protocol has one message, and ``n`` is never sent, so other choices
       (``n > 1`` from a proxy or a server default) are ignored, not mixed in.
+    - Citations (``dsh_llm.adapters.chat.citations``): Perplexity's and xAI's
+      top-level ``citations``/``search_results``, ``url_citation``
+      ``annotations`` on a delta (OpenAI's search models, OpenRouter), Azure's
+      ``context.citations``; each kept once (a service repeats them on every
+      chunk) and given to the writer when the text block ends (``cite``),
+      never on reasoning or refusal text; citations left when no text block
+      follows end as a text block of their own (empty text), never dropped.
     - Unknown top-level fields (``obfuscation``, ``timings``, ``service_tier``,
       vLLM's ``token_ids``...) are ignored. llama.cpp's ``timings`` are
       performance statistics that duplicate ``usage``, with no place in the
@@ -297,9 +323,12 @@ class ChatCompletionsTranslator(WireTranslator[SseEvent]):
         self._tool_names = tool_names
         self._native_calls = False
         self._refused = False
-        # Wire keys of calls the server ran itself (a ``type`` other than
-        # ``function``): not the caller's to run, so not reported.
-        self._server_calls: set[object] = set()
+        # Calls the server ran itself (a ``type`` other than ``function``), by
+        # wire key: gathered, then whole server-tool-call blocks
+        # (``_ServerCall``); the ones still open, and every key seen.
+        self._server_open: dict[object, _ServerCall] = {}
+        self._server_keys: set[object] = set()
+        self._server_count = 0
         self._finish_reason: str | None = None
         self._usage: Mapping[str, Any] | None = None
         self._usage_asked = profile.include_usage
@@ -309,6 +338,12 @@ class ChatCompletionsTranslator(WireTranslator[SseEvent]):
         self._usage_paths = profile.usage_paths
         self._error_paths = profile.error_paths
         self._end_at_eof = profile.end_at_eof
+        # Citations waiting for the end of their text block, each kept once;
+        # the characters of the text blocks that ended (an annotation's range
+        # counts from the message's first character); the last top-level lists.
+        self._citations = CitationLog()
+        self._text_chars = 0
+        self._listed: tuple[object, object] = (None, None)
         # The reasoning_details entries by their index, merged (OpenRouter).
         self._details: dict[object, dict[str, Any]] | None = (
             {} if profile.reasoning_details else None
@@ -434,6 +469,8 @@ class ChatCompletionsTranslator(WireTranslator[SseEvent]):
                         self._finish_reason = reason
         if not choices and payload.get("object") == "error":
             self._fail_with(payload)
+        if "citations" in payload or "search_results" in payload:
+            self._listed_citations(payload)
         usage = payload.get("usage")
         if usage and type(usage) is dict:
             self._report_usage(usage)
@@ -458,6 +495,16 @@ class ChatCompletionsTranslator(WireTranslator[SseEvent]):
             self._release_halves()
             raise writer.stream_closed(_CUT)
         self._release_halves()
+        if self._server_open:
+            self._complete_server_calls()
+        text = self._text
+        if text is not None:
+            self._text = None
+            self._end_text(text)
+        if self._citations:
+            # Citations that came after their text ended: a text block of
+            # their own, never dropped.
+            self._end_text(writer.open(TEXT), TEXT)
         # The wire closes no item: the end marker ends them all.
         writer.end_all()
         wire = self._finish_reason
@@ -520,6 +567,9 @@ class ChatCompletionsTranslator(WireTranslator[SseEvent]):
             details = delta.get("reasoning_details")
             if details:
                 self._reasoning_details(kept, details)
+        if "annotations" in delta or "context" in delta:
+            # Membership tests, not lookups: this runs for every delta.
+            self._delta_citations(delta)
         calls = delta.get("tool_calls")
         if calls:
             if type(calls) is not list:
@@ -638,11 +688,41 @@ class ChatCompletionsTranslator(WireTranslator[SseEvent]):
             return
         writer = self.writer
         if block is not None:
-            writer.end(block)
+            self._end_text(block)
+        if self._server_open:
+            self._complete_server_calls()
         block = writer.open(REASONING if key is REASONING else TEXT)
         writer.append(block, text)
         self._text = block
         self._text_key = key
+
+    def _listed_citations(self, payload: dict[str, Any]) -> None:
+        """Top-level ``citations``/``search_results`` (Perplexity, xAI): the
+        lists are read again only when they changed (Perplexity repeats the
+        same lists on every chunk)."""
+        listed = (payload.get("citations"), payload.get("search_results"))
+        if listed != self._listed:
+            self._listed = listed
+            self._citations.add(listed_citations(*listed))
+
+    def _delta_citations(self, delta: dict[str, Any]) -> None:
+        """A delta's ``annotations`` and Azure's ``context`` citations."""
+        annotations = delta.get("annotations")
+        if annotations:
+            self._citations.add(annotation_citations(annotations))
+        context = delta.get("context")
+        if context:
+            self._citations.add(context_citations(context))
+
+    def _end_text(self, block: Block, key: str | None = None) -> None:
+        """End text or reasoning item ``block``; a text item first gets the
+        citations waiting for it (``CitationLog``), once."""
+        if (key or self._text_key) is TEXT:
+            length = len(block.buffer)
+            if self._citations:
+                self.writer.cite(block, self._citations.take(self._text_chars, length))
+            self._text_chars += length
+        self.writer.end(block)
 
     def _release_halves(self) -> None:
         """Emit held high surrogates as they came: no low half followed them (and
@@ -691,17 +771,56 @@ class ChatCompletionsTranslator(WireTranslator[SseEvent]):
             raise self.writer.malformed("a tool call id that is not a string")
         kind = call.get("type")
         if (kind is not None and kind != "function" and type(kind) is str and kind) or (
-            self._server_calls and key in self._server_calls
+            kind is None and self._server_keys and key in self._server_keys
         ):
             # A call the server ran itself (xAI's web_search_call...): the
             # caller has nothing to run; its later fragments share its index.
-            if key is not None:
-                self._server_calls.add(key)
+            self._server_fragment(key, new_id or "", kind, call)
             return
+        if self._server_open:
+            self._complete_server_calls()
         name, fragment = self._function_parts(call.get("function"))
         if key is None:
             key = self._key_without_index(new_id or "")
         self._call_fragment(key, new_id or "", name, fragment)
+
+    def _server_fragment(
+        self, key: object, new_id: str, kind: object, call: dict[str, Any]
+    ) -> None:
+        """A fragment of a call the server ran itself: the first one ends the
+        text before it and reserves the call's place; the block comes whole
+        once another item begins or the answer ends (``_ServerCall``)."""
+        name, fragment = self._function_parts(call.get("function"))
+        entry = self._server_open.get(key) if key is not None else None
+        reused = False
+        if entry is not None and new_id and entry.call_id not in ("", new_id):
+            # The index is reused by a new call: the old one is complete.
+            del self._server_open[key]
+            entry.complete(self.writer)
+            entry, reused = None, True
+        if entry is None:
+            if key is None:
+                key = ("server", self._server_count)
+            elif key in self._server_keys and not reused and not new_id:
+                return  # a late fragment of a call already given whole
+            if self._unannounced is not None:
+                self._announce()
+            text = self._text
+            if text is not None:
+                self._text = None
+                self._end_text(text)
+            block = self.writer.reserve(SERVER_TOOL_CALL)
+            entry = self._server_open[key] = _ServerCall(block, self._server_count)
+            self._server_count += 1
+            self._server_keys.add(key)
+        entry.add(new_id, kind, name, fragment)
+
+    def _complete_server_calls(self) -> None:
+        """Give every gathered server call its whole block (another item
+        begins, or the answer ends)."""
+        for entry in self._server_open.values():
+            entry.complete(self.writer)
+        self._server_open.clear()
 
     def _legacy_call(self, function: object, response_id: object) -> None:
         if type(function) is not dict:
@@ -782,7 +901,7 @@ class ChatCompletionsTranslator(WireTranslator[SseEvent]):
         text = self._text
         if text is not None:
             self._text = None
-            writer.end(text)
+            self._end_text(text)
         # The call's first delta carries its first fragment (a trailing high
         # surrogate held back for the next one).
         held = ""
@@ -842,6 +961,52 @@ class ChatCompletionsTranslator(WireTranslator[SseEvent]):
             return self._last_key
         self._auto_keys += 1
         return ("no-index", self._auto_keys)
+
+
+class _ServerCall:
+    """A call the server ran itself (xAI's ``web_search_call``), gathered
+    fragment by fragment: its id (the first non-empty one; ``srv_<n>`` when it
+    never had one), its type, its function name (the first non-empty one) and
+    its argument text; completed as a ``ServerToolCallBlock`` named by the
+    function (else the type), input the arguments (``{}`` when none), ``data``
+    the call as the wire would hold it whole."""
+
+    __slots__ = ("arguments", "block", "call_id", "kind", "name", "ordinal")
+
+    def __init__(self, block: Block, ordinal: int) -> None:
+        self.block = block
+        self.ordinal = ordinal
+        self.call_id = ""
+        self.kind = ""
+        self.name = ""
+        self.arguments: list[str] = []
+
+    def add(self, call_id: str, kind: object, name: object, fragment: str) -> None:
+        if call_id and not self.call_id:
+            self.call_id = call_id
+        if type(kind) is str and kind and not self.kind:
+            self.kind = kind
+        if type(name) is str and name and not self.name:
+            self.name = name
+        if fragment:
+            self.arguments.append(fragment)
+
+    def complete(self, writer: BlockWriter) -> None:
+        arguments = "".join(self.arguments) or "{}"
+        call_id = self.call_id or f"srv_{self.ordinal}"
+        data: dict[str, Any] = {"type": self.kind or "function"}
+        if self.call_id:
+            data["id"] = self.call_id
+        data["function"] = {"name": self.name, "arguments": arguments}
+        writer.complete(
+            self.block,
+            ServerToolCallBlock(
+                id=CallId(call_id),
+                name=self.name or self.kind or "server_tool",
+                input=arguments,
+                data=data,
+            ),
+        )
 
 
 def chat_translator(call: WireCall[Any, WireProfile]) -> ChatCompletionsTranslator:

@@ -10,8 +10,11 @@ hook adds the URL and the credential), so another front door to the same models
   consecutive messages of one role merged; calls and results as
   ``functionCall``/``functionResponse`` parts; thought signatures put back on the
   parts they came on; images as ``inlineData`` parts (``images``), an image a
-  Gemini answer returned as the part it came in; messages
-  name the ``provider`` given (default ``PROVIDER``).
+  Gemini answer returned as the part it came in; a Gemini code execution call
+  and result as the ``executableCode``/``codeExecutionResult`` parts they came
+  in, any other server tool block (grounding searches, another provider's)
+  left out (``grounding.replayed_part``); citations are not sent (Gemini takes
+  none back); messages name the ``provider`` given (default ``PROVIDER``).
 - Tools as ``functionDeclarations``; ``tool_choice`` as ``functionCallingConfig``;
   ``response_format`` as ``responseMimeType``/``responseJsonSchema``
   (``response_format_config``); ``cached_content`` as ``cachedContent``;
@@ -45,6 +48,7 @@ from dsh_llm.adapters.gemini.catalog import (
     model_for,
     thinking_config,
 )
+from dsh_llm.adapters.gemini.grounding import replayed_part
 from dsh_llm.adapters.gemini.images import (
     answer_image_part,
     function_response_parts,
@@ -58,6 +62,8 @@ from dsh_llm.protocol import (
     ImageBlock,
     Message,
     ReasoningBlock,
+    ServerToolCallBlock,
+    ServerToolResultBlock,
     TextBlock,
     ToolCallBlock,
     ToolResultBlock,
@@ -127,9 +133,13 @@ def _model_parts(message: Message, provider: str) -> list[dict[str, Any]]:
             if isinstance(wire_id, str) and wire_id:
                 call["id"] = wire_id
             part = {"functionCall": call}
+        elif isinstance(block, ServerToolCallBlock | ServerToolResultBlock):
+            # Code execution goes back as the parts it came in; the searches
+            # (grounding) and another provider's server tools go back as nothing.
+            part = replayed_part(block)
         if part is not None:
             if isinstance(signature, str) and signature:
-                part["thoughtSignature"] = signature
+                part.setdefault("thoughtSignature", signature)
             parts.append(part)
         after = entry.get("after") if entry else None
         if isinstance(after, list):

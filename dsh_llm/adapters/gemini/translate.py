@@ -41,6 +41,12 @@ from dsh_llm.adapters._wire.writer import (
 )
 from dsh_llm.adapters.gemini.arguments import StreamedArguments
 from dsh_llm.adapters.gemini.errors import gemini_stream_failure, parse_gemini_error
+from dsh_llm.adapters.gemini.grounding import (
+    GroundingState,
+    code_call,
+    code_result,
+    server_part_id,
+)
 from dsh_llm.adapters.gemini.images import returned_image
 from dsh_llm.adapters.gemini.replay import REPLAY_WIRE
 from dsh_llm.attachments import AttachmentStore
@@ -50,6 +56,8 @@ from dsh_llm.protocol import (
     LlmFailure,
     Message,
     ReplayEnvelope,
+    ServerToolCallBlock,
+    ServerToolResultBlock,
     StreamChunk,
     TokenUsage,
 )
@@ -201,11 +209,22 @@ class GeminiTranslator(WireTranslator[SseEvent]):
       call of the trailing run of calls when that one has none (a parallel
       step signs only its first call), else to the last block, or to the next
       block when none came yet. A block that already has one keeps it, and
-      the signature-only part is kept verbatim after it. Server-side parts
-      (``toolCall``, ``toolResponse``, ``executableCode``,
-      ``codeExecutionResult``...) and interim ``thought`` images open no
-      block: they end the open one and are kept verbatim for replay after the
-      block they follow (text that resumes after them is a new block).
+      the signature-only part is kept verbatim after it. Other server-side
+      parts (``toolCall``, ``toolResponse``...) and interim ``thought`` images
+      open no block: they end the open one and are kept verbatim for replay
+      after the block they follow (text that resumes after them is a new
+      block).
+    - An ``executableCode`` part is a whole ``server-tool-call`` block
+      (``code_execution``) and each ``codeExecutionResult`` part a whole
+      ``server-tool-result`` block naming the last call (``grounding``): they
+      end the open block, keep the part (signature included) as ``data`` for
+      replay, and never make the finish ``tool-calls``.
+    - ``groundingMetadata``: the citations of each new grounding support go to
+      the text block streaming when it arrives (``writer.cite``; byte offsets
+      count from the answer's first text byte); at the end of the body the
+      searches it tells of (``google_search`` or ``retrieval``) and
+      ``urlContextMetadata``'s retrievals (``url_context``) come as a
+      server-tool-call and result pair each, after the answer's blocks.
     - An ``inlineData`` part that is no thought is an image the model returned:
       an image block (``images.returned_image``: the bytes put in
       ``attachments``), its part kept for replay; content no image block can
@@ -262,6 +281,14 @@ class GeminiTranslator(WireTranslator[SseEvent]):
         self._streaming: tuple[Block, StreamedArguments] | None = None
         self._open: Block | None = None
         """The text or reasoning block being streamed."""
+        # Grounding and URL context metadata, read as they arrive.
+        self._grounding = GroundingState()
+        # UTF-8 bytes of the answer's text blocks that ended: grounding
+        # segments count bytes from the answer's first text byte.
+        self._text_bytes = 0
+        self._server_calls = 0
+        # The id of the last code execution call: its results name it.
+        self._code_call: str | None = None
         self._before: list[dict[str, Any]] = []
         self._pending_signature: str | None = None
         self._response_id: str | None = None
@@ -342,8 +369,15 @@ class GeminiTranslator(WireTranslator[SseEvent]):
                 "stream ended without a finishReason (the answer was cut short)"
             )
         reason, message = self._reason
-        # The provider's finish ends every part of the answer.
+        # The provider's finish ends every part of the answer; the searches it
+        # ran come after it (the metadata telling them came last).
         self._close_open()
+        try:
+            searches = self._grounding.server_blocks(self._server_id)
+        except ValueError as exc:
+            raise writer.malformed(str(exc)) from None
+        for whole in searches:
+            writer.open_whole(whole)  # never replayed: no signature goes on it
         if reason == "STOP":
             writer.finish(FinishReason.STOP, replay=self._replay)
         elif reason == "MAX_TOKENS":
@@ -422,6 +456,12 @@ class GeminiTranslator(WireTranslator[SseEvent]):
                                     self._append(block, text)
                                     continue
                             self._part(part)
+                if (
+                    "groundingMetadata" in candidate
+                    or "urlContextMetadata" in candidate
+                ):
+                    # Membership tests, not lookups: this runs for every event.
+                    self._metadata(candidate)
                 reason = candidate.get("finishReason")
                 if reason is not None:
                     self._note_finish(reason, candidate.get("finishMessage"))
@@ -472,6 +512,9 @@ class GeminiTranslator(WireTranslator[SseEvent]):
             if inline is not None and part.get("thought") is not True:
                 self._image(part, inline, signature)
                 return
+            if "executableCode" in part or "codeExecutionResult" in part:
+                self._code_part(part)
+                return
             # A server-side part (toolCall, executableCode...) or an interim
             # image the model drew while thinking: replay state, kept after
             # the block before it, so that block ends here.
@@ -509,6 +552,54 @@ class GeminiTranslator(WireTranslator[SseEvent]):
         self._adopt_pending(block)
         if signature:
             self._sign(block, part, signature)
+
+    def _code_part(self, part: dict[str, Any]) -> None:
+        """An ``executableCode`` or ``codeExecutionResult`` part: a whole server
+        tool block (``grounding.code_call``/``code_result``), the part (its
+        signature included) kept on it for replay; a result names the last
+        call."""
+        self._close_open()
+        try:
+            if "executableCode" in part:
+                call_id = server_part_id(part, "executableCode") or self._server_id()
+                self._code_call = call_id
+                whole: ServerToolCallBlock | ServerToolResultBlock = code_call(
+                    part, call_id
+                )
+            else:
+                call_id = (
+                    server_part_id(part, "codeExecutionResult")
+                    or self._code_call
+                    or self._server_id()
+                )
+                whole = code_result(part, call_id)
+        except ValueError as exc:
+            raise self.writer.malformed(str(exc)) from None
+        self._adopt_pending(self.writer.open_whole(whole))
+
+    def _server_id(self) -> str:
+        """The id of a server tool call Gemini gave none: ``srv_<responseId>_<n>``
+        (``srv_<n>`` without a response id), ``n`` counting them."""
+        ordinal = self._server_calls
+        self._server_calls += 1
+        if self._response_id:
+            return f"srv_{self._response_id}_{ordinal}"
+        return f"srv_{ordinal}"
+
+    def _metadata(self, candidate: dict[str, Any]) -> None:
+        """Candidate 0's grounding and URL context metadata: the citations of
+        new supports go to the text block streaming now."""
+        try:
+            if self._grounding.note(candidate):
+                block = self._open
+                if block is not None and block.kind is TEXT:
+                    cited = self._grounding.new_citations(
+                        block.buffer.value(), self._text_bytes
+                    )
+                    if cited:
+                        self.writer.cite(block, cited)
+        except ValueError as exc:
+            raise self.writer.malformed(str(exc)) from None
 
     def _call(self, call: object, signature: str | None) -> None:
         writer = self.writer
@@ -625,6 +716,9 @@ class GeminiTranslator(WireTranslator[SseEvent]):
         block = self._open
         if block is not None:
             self._open = None
+            if block.kind is TEXT:
+                text = block.buffer.value()
+                self._text_bytes += len(text.encode("utf-8", "surrogatepass"))
             self.writer.end(block)
 
     # -- replay state ---------------------------------------------------------------
