@@ -1,7 +1,7 @@
 """The citations chat-completions services send beside the text, as ``Citation``
 values for the translator (``dsh_llm.adapters.chat.translate``).
 
-Pure (no I/O). What each service sends (``docs/citations-gemini-chat.md``):
+Pure (no I/O). What each service sends (``docs/citations-and-server-tools.md``):
 
 - Perplexity (and xAI's Live Search): top-level ``citations`` (a list of URLs)
   and ``search_results`` (objects with ``url``, ``title``...), repeated on every
