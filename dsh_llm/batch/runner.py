@@ -38,6 +38,7 @@ This module owns one machine's batch run. Contracts callers may rely on:
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import os
 import threading
@@ -94,6 +95,9 @@ __all__ = [
 
 DEFAULT_CONCURRENCY: Final = 8
 """Requests in flight when ``concurrency`` is not given."""
+DECIDED_AHEAD: Final = 16
+"""Request lines the workers' reader decides at a time (their JSON read, the
+duplicate and resume checks done), ahead of the workers taking them."""
 
 _POLL_S: Final = 0.05
 
@@ -308,8 +312,10 @@ class _Lines:
     """The request lines still to do, taken one at a time by the workers.
 
     Only what decides a line's fate is done under the lock, in file order (its
-    JSON, the duplicate-id check, the resume check); the request is built after
-    it, so the workers build theirs side by side.
+    JSON, the duplicate-id check, the resume check), for up to ``DECIDED_AHEAD``
+    lines at a time; the workers pop the decided lines without the lock and
+    build their requests side by side. (Taking the lock once per line made
+    the workers queue on it: at 8 threads a line cost more than twice its CPU.)
     """
 
     def __init__(
@@ -320,31 +326,45 @@ class _Lines:
         self._index = index
         self._signal = signal
         self._first_lines: dict[str, int] = {}
+        self._decided: collections.deque[tuple[Any, int]] = collections.deque()
 
     def take(self) -> BatchRequest | RequestLineError | None:
         """The next line without a row, ``None`` at the end of the file."""
-        with self._lock:
-            for number, raw in self._lines:
-                data = decode_request_line(raw, number)
-                if isinstance(data, RequestLineError):
-                    item: BatchRequest | RequestLineError | None = data
-                    request_id = data.id
-                else:
-                    item = None
-                    request_id = request_id_of(data)
-                repeated = repeated_id(request_id, number, self._first_lines)
-                if repeated is not None:
-                    item, request_id = repeated, None
-                if not self._index.is_done(request_id, number):
-                    break
-            else:
-                return None
-        if item is not None:
-            return item
+        try:
+            data, number = self._decided.popleft()  # atomic: no lock needed
+        except IndexError:
+            with self._lock:
+                if not self._decided:
+                    self._decide()
+                if not self._decided:
+                    return None
+                data, number = self._decided.popleft()
+        if isinstance(data, RequestLineError):
+            return data
         return parse_request_object(data, number, signal=self._signal)
+
+    def _decide(self) -> None:
+        """Decide the fate of the next lines, in file order, until
+        ``DECIDED_AHEAD`` of them are to be sent or the file ends (under the
+        lock)."""
+        decided = self._decided
+        for number, raw in self._lines:
+            data = decode_request_line(raw, number)
+            if isinstance(data, RequestLineError):
+                request_id = data.id
+            else:
+                request_id = request_id_of(data)
+            repeated = repeated_id(request_id, number, self._first_lines)
+            if repeated is not None:
+                data, request_id = repeated, None
+            if not self._index.is_done(request_id, number):
+                decided.append((data, number))
+                if len(decided) >= DECIDED_AHEAD:
+                    return
 
     def close(self) -> None:
         with self._lock:
+            self._decided.clear()
             close = getattr(self._lines, "close", None)
             if callable(close):
                 close()
