@@ -187,7 +187,7 @@ class WireCall(Generic[C, P]):
 
     def check_images(self, entry: CatalogEntry | None) -> None:
         """Refuse images the model cannot take or the store cannot give, before
-        any I/O (``request_extras.check_image_input`` against the model's catalog
+        any I/O (``dsh_llm.adapters.check_image_input`` against the model's catalog
         ``entry``; ``None``: unlisted, text only)."""
         check_image_input(
             self.options,

@@ -10,7 +10,7 @@ Pure functions the request builder calls; every refusal is raised before I/O.
   ``base64`` source, its bytes read from the attachment store
   (``MISSING_ATTACHMENT`` when the store is unset or lacks them).
 - Images travel in user messages and inside ``tool_result`` content only
-  (``request_extras.refuse_misplaced_images``).
+  (``dsh_llm.adapters.refuse_misplaced_images``).
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ image the model returns go to it. Nothing here does I/O but the store's own
   ``inlineData`` part per image in block order; ``[]`` without images.
 - Refused (``UNSUPPORTED_CONTENT``): images in a tool result for a model before
   Gemini 3 (``takes_tool_result_images``); misplaced images are the request
-  builder's refusal (``request_extras.refuse_misplaced_images``). A missing
+  builder's refusal (``dsh_llm.adapters.refuse_misplaced_images``). A missing
   store or attachment is ``MISSING_ATTACHMENT`` naming the attachment id.
 - ``returned_image(inline, store=...)`` is the ``ImageBlock`` of an
   ``inlineData`` object a model returned: media type, width and height read

@@ -9,7 +9,7 @@
   the adapter's check (its catalog), made before.
 - A fixed key order; ``store: false`` (stateless) and
   ``include: ["reasoning.encrypted_content"]``; optional fields omitted;
-  ``extra_body`` merged last (``request_extras.merge_extra_body``).
+  ``extra_body`` merged last (``dsh_llm.adapters.merge_extra_body``).
 - ``input`` follows the conversation (``input_text``/``input_image`` parts in
   block order, ``output_text`` parts, ``function_call`` and
   ``function_call_output`` items); tools are flat, sent with ``strict: false``;
@@ -208,7 +208,7 @@ def build_input(
 
     Raises:
         LlmError: ``UNSUPPORTED_CONTENT`` for an image outside a user message
-            or nested in a result inside a result (``request_extras.
+            or nested in a result inside a result (``dsh_llm.adapters.
             refuse_misplaced_images``), or in a tool result on a profile without
             ``tool_result_images``; ``MISSING_ATTACHMENT`` when
             ``attachments`` lacks an image's bytes.
