@@ -21,6 +21,7 @@ read, so both go through here:
 
 from __future__ import annotations
 
+import abc
 import contextlib
 import socket
 import threading
@@ -97,7 +98,7 @@ def start_listening(
     return listener, acceptor
 
 
-class LocalServer:
+class LocalServer(abc.ABC):
     """A server on an ephemeral port of 127.0.0.1 (see the module docstring)."""
 
     _backlog: ClassVar[int]
@@ -135,14 +136,17 @@ class LocalServer:
                 sock.close()
             self._disconnected(sock)
 
+    @abc.abstractmethod
     def _serve(self, sock: socket.socket) -> None:
-        raise NotImplementedError
+        """Answer the requests of one accepted connection."""
 
+    @abc.abstractmethod
     def _disconnected(self, sock: socket.socket) -> None:
-        raise NotImplementedError
+        """Forget a connection that ended."""
 
+    @abc.abstractmethod
     def _accepted(self, sock: socket.socket, thread: threading.Thread) -> None:
-        raise NotImplementedError
+        """Keep a connection just accepted and the thread serving it."""
 
 
 RequestParts = tuple[str, str, tuple[tuple[str, str], ...], bytes]

@@ -279,10 +279,8 @@ class CatalogLookup(Generic[_Entry]):
 
     __slots__ = ()
 
-    @property
-    def models(self) -> Sequence[_Entry] | None:
-        """The advertised catalog (the config's ``models`` field)."""
-        raise NotImplementedError
+    models: Sequence[_Entry] | None
+    """The advertised catalog: the config's own ``models`` field."""
 
     def model(self, model_id: str) -> _Entry | None:
         """The catalog entry for ``model_id``, if listed."""
