@@ -1,39 +1,30 @@
 """``run_jsonl``: a requests file through a runtime into a results file.
 
-This module owns one machine's batch run. Contracts callers may rely on:
+This module owns one machine's batch run (``docs/batch.md`` has the line
+formats and every guarantee in full). Contracts callers may rely on:
 
-- At most ``concurrency`` requests are in flight (one worker thread each, each
-  reading the next line itself). Each goes through
-  ``dsh_llm.call.call_with_retry`` with its route's retry policy (or ``retry``,
-  for every route); every attempt first waits for the route's ``RouteLimiter``
-  token, and a ``RATE_LIMIT`` failure backs the route off by the provider's
-  ``Retry-After`` (else the retry's own delay), clamped by the limiter. The
-  rate limits each response reports (its headers, or a refusal's) go to the
-  limiter as soon as they arrive (``RouteLimiter.observe``), so a route whose
-  budget is spent waits for its reset instead of being refused.
-- Every request line gets exactly one row in the results file, in completion
-  order: a malformed line or a repeated id gets a failed row
-  (``INVALID_BATCH_REQUEST``) without being sent, and a failed call a failed row
-  with its failure code; nothing raises for one request.
-- Rows are written by one writer thread (``dsh_llm.batch.writer``): a worker
-  frees its slot as soon as its row is queued, and rows finishing together share
-  one ``write`` and one ``fsync``. A row is counted done (summary, progress)
-  only once it is on disk.
-- Resumable: ids (and id-less lines) that already have a row are skipped, so a
-  rerun after a crash or a kill does only what is missing. A torn last line is
-  cut off first (``dsh_llm.batch.results``). The results file is locked for the
-  run: a second run on it raises ``ResultsFileBusyError`` before sending anything.
-- ``signal`` (or Ctrl-C in the calling thread) stops the run: no new request
-  starts, in-flight ones are aborted through their signal, and what they would
-  have written is dropped, so a rerun sends them again. Rows already finished
-  are written. ``signal`` gives a summary with ``interrupted``; Ctrl-C raises
-  ``KeyboardInterrupt`` after the in-flight requests ended.
-- A write that fails (a full disk) or a limiter that fails (``LimiterError``)
-  stops the run the same way and is raised once it stopped; the request the
-  limiter failed for gets no row, so a rerun sends it.
-- ``progress`` is told about the run (``dsh_llm.batch.progress``): ``update``
-  from the writer's thread, once a row is on disk; its ``close`` runs however
-  the run ends.
+- At most ``concurrency`` requests are in flight, one worker thread each. Each
+  goes through ``dsh_llm.call.call_with_retry`` with its route's retry policy
+  (or ``retry``); every attempt first waits for the route's ``RouteLimiter``,
+  which a ``RATE_LIMIT`` backs off and the rate limits each response reports
+  pace (``RouteLimiter.observe``).
+- Every request line gets exactly one row, in completion order: a malformed
+  line or a repeated id a failed row (``INVALID_BATCH_REQUEST``) without being
+  sent, a failed call a failed row with its code; nothing raises for one
+  request.
+- One writer thread (``dsh_llm.batch.writer``) writes the rows: rows finishing
+  together share one ``write`` and one ``fsync``, and a row counts as done
+  (summary, progress) only once it is on disk.
+- Resumable: lines that already have a row are skipped, a torn last line is cut
+  off first, and the results file is locked for the run (a second run raises
+  ``ResultsFileBusyError`` before sending anything).
+- ``signal`` (or Ctrl-C) stops the run: no new request starts, in-flight ones
+  are aborted and their rows dropped, so a rerun sends them again; ``signal``
+  gives a summary with ``interrupted``, Ctrl-C raises ``KeyboardInterrupt``.
+  A failing write or limiter (``LimiterError``) stops it the same way and is
+  raised once it stopped.
+- ``progress`` is told about each row once it is on disk, from the writer's
+  thread; its ``close`` runs however the run ends.
 """
 
 from __future__ import annotations

@@ -14,19 +14,17 @@ The chunk grammar (explained with examples in ``docs/protocol.md``;
 
 1. Every ``block-start`` has its ``block-end``; a block is started once.
 2. Indexes are 0, 1, 2... in opening order.
-3. Blocks never interleave: one ends before the next starts. A closed text block
-   is never reopened; text resuming later is a new block.
+3. Blocks never interleave; text resuming after its block closed is a new block.
 4. A delta carries its block's index and matches its block's type.
-5. ``block-end`` carries the complete block, equal to the concatenated deltas
-   (``text``, or ``arguments`` for tool calls; ``id`` and ``name`` agree; a
-   text block's ``citations`` are its deltas' citations, in order). An image
-   and the server tool blocks have no deltas: ``block-end`` carries them whole.
+5. ``block-end`` carries the complete block, equal to its deltas (text or
+   ``arguments``, a text block's ``citations`` in order; ``id`` and ``name``
+   agree); an image and the server tool blocks come whole, without deltas.
 6. ``arguments_delta`` is raw JSON text; a call without arguments ends with
    ``arguments == "{}"``.
 7. After the last block: exactly one ``usage``, then exactly one ``finish``, last,
-   also for an empty generation. Unknown token counts are ``None``.
-   Only an ``error``/``aborted`` finish may come without usage, with blocks open;
-   usage billed before it comes right before it, even with a block open.
+   also for an empty generation; unknown token counts are ``None``. Only an
+   ``error``/``aborted`` finish may come without usage, with blocks open; usage
+   billed before it comes right before it, even with a block open.
 8. ``finish.reason.kind`` is ``tool-calls`` iff a tool-call block was emitted
    (``max-tokens``, ``error`` and ``aborted`` excepted).
 """

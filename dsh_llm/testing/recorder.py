@@ -2,35 +2,29 @@
 
 ``record(upstream_base_url, where)`` starts a proxy; an adapter pointed at its
 ``base_url`` talks to the upstream through it, and every exchange becomes a
-cassette file (``dsh_llm.testing.cassette``). Contracts callers may rely on:
+cassette file (``dsh_llm.testing.cassette``; ``docs/cassettes.md`` has the
+details). Contracts callers may rely on:
 
-- The client gets each piece of the body as the upstream sends it: the proxy
-  forwards every read at once (an upstream HTTP chunk, or whatever one
-  ``raw.read1`` returned on a close-delimited or content-length body), never
-  buffering the whole body, so the first event is not delayed. Each read is
-  recorded with its arrival time (ms since the request was sent upstream).
-- The response is passed on with the upstream's framing (chunked stays chunked,
-  close-delimited stays close-delimited); an upstream that breaks mid-body is
-  cut toward the client too (recorded ``ended: "cut"``), and a client that stops
-  reading ends the upstream request (``ended: "client-closed"``).
+- The client gets each piece of the body as the upstream sends it (every read
+  forwarded at once, never the whole body buffered), each recorded with its
+  arrival time; the upstream's framing is kept, an upstream that breaks
+  mid-body is cut toward the client too (``ended: "cut"``), and a client that
+  stops reading ends the upstream request (``ended: "client-closed"``).
 - The query string of ``upstream_base_url`` (``?api-version=...``, a key) is part
   of ``base_url``, so the adapter sends it and the proxy forwards it as sent.
 - Secrets never reach the file: ``redact_exchange`` runs before it is written,
-  with ``secrets`` (the API key) and what the request's headers and URL show
-  (a secret-named query parameter included), in every spelling
-  (percent-encoded too), wherever they appear.
-- A client that leaves while the upstream is silent is noticed within ~20 ms
-  and the upstream connection is shut down, so leaving ``record`` never waits
-  for a stalled upstream.
-- Each exchange goes upstream on a connection of its own (``Connection:
-  close``), never a pooled one. Redirects are not followed; proxy variables are
-  honoured only for an upstream that is not on the loopback interface. An
-  upstream that cannot be reached is answered with a 502 and recorded nothing.
-- Files: when ``where`` is a directory (or has no suffix) each call becomes
-  ``call-001.jsonl``, ``call-002.jsonl``...; when it is a file path the first call
-  is written there and later ones as ``<stem>-2<suffix>``... Every call whose
-  response head arrived is written before ``record`` exits (``Recording.paths``
-  lists them); one still waiting for the upstream then is abandoned.
+  with ``secrets`` (the API key) and what the request's headers and URL show,
+  in every spelling (percent-encoded too), wherever they appear.
+- A client that leaves while the upstream is silent is noticed within ~20 ms and
+  the upstream connection is shut down.
+- Each exchange goes upstream on a connection of its own, never a pooled one;
+  redirects are not followed; proxy variables are honoured only for an upstream
+  off the loopback interface; an unreachable upstream is answered with a 502 and
+  recorded nothing.
+- Files: a directory ``where`` gets ``call-001.jsonl``, ``call-002.jsonl``...; a
+  file path gets the first call, later ones ``<stem>-2<suffix>``... Every call
+  whose response head arrived is written before ``record`` exits
+  (``Recording.paths``).
 """
 
 from __future__ import annotations

@@ -6,30 +6,23 @@ finished with this reason"); the writer turns that into chunks. Every rule that
 decides how a stream is shaped or ends lives here, once:
 
 - block indexes 0, 1, 2... in opening order, one block open at a time: the
-  first open item streams live, an item the provider opens before the live one
-  ended is buffered and flushed (one delta) once every item before it ended;
-  a text item shows only once it has text or a citation (an empty one is
-  dropped); an image the model returned, a tool the provider ran itself and
-  its result (``open_whole``) are whole items: the ``block-start`` and the
-  ``block-end`` carrying the block go out together, no delta; a whole item
-  whose block is not known yet keeps its place (``reserve``, ``complete``),
-  and is dropped when it never completes;
-- citations (``cite``) stream in order with their text item: a ``text-delta``
-  with ``text=""`` and the citations when the item is live, attached to the
-  item's first delta when it was buffered; ``block-end`` carries them all;
-- ``block-end`` carries exactly what the deltas added up to; a tool call that
-  received no argument text ends with ``"{}"``, and one without a name is
-  ``MALFORMED_RESPONSE``;
-- the finish: blocks ended, one ``usage`` (unknown counts when none was
-  reported), then one ``finish``, the kind corrected to ``tool-calls`` iff a
-  tool-call block was emitted (a server tool call is not one), a blockless
-  ``stop`` reported as ``EMPTY_RESPONSE``; an item the provider never closed,
-  unless the output cap cut it, is a cut answer (``STREAM_CLOSED``), never a
-  success;
+  first open item streams live, one opened before it ended is buffered and
+  flushed (one delta) once every item before it ended; an empty text item is
+  dropped; whole items (``open_whole``: a returned image, a server tool call or
+  result) go out as ``block-start`` and ``block-end`` together, and a reserved
+  one (``reserve``, ``complete``) keeps its place or is dropped;
+- citations (``cite``) stream in order with their text item, and ``block-end``
+  carries exactly what the deltas added up to (``"{}"`` for a call without
+  argument text; a call without a name is ``MALFORMED_RESPONSE``);
+- the finish: blocks ended, one ``usage`` (unknown counts when none came), one
+  ``finish``, its kind ``tool-calls`` iff a client tool call was emitted, a
+  blockless ``stop`` is ``EMPTY_RESPONSE``, an item never closed (unless the
+  cap cut it) is ``STREAM_CLOSED``, never a success;
 - failures are raised, never yielded: ``before_failure()`` is the usage already
   reported, which comes right before the raised failure (rule 7).
 
 It does no I/O and knows no secrets (the read loop redacts what it raises).
+The whole contract, point by point: ``docs/writing-an-adapter.md``.
 """
 
 from __future__ import annotations

@@ -3,40 +3,28 @@ out, to a ``BlockWriter`` (which writes the protocol's chunks).
 
 A pure state machine fed one decoded ``SseEvent`` at a time by the transport's
 read loop; no I/O, no redaction (the read loop redacts failure messages). The
-wire is ``docs/anthropic.md``'s "Stream" section (WIRE_FORMATS section 3).
+wire, and every point below in full: ``docs/anthropic.md``, "Stream".
 
 Contracts callers may rely on:
 
-- ``feed(event)`` returns the chunks the event completes, in the strict order of
-  ``docs/protocol.md``; nothing once ``finished``. Events are dispatched on the
-  payload's ``type`` (the SSE event name only when the payload has none), but
-  ``event: error`` always on its name.
-- ``ping`` is a keep-alive, not data (``KEEPALIVE_EVENTS``). Unknown event,
-  block and delta types are passed over.
-- A ``server_tool_use`` or ``mcp_tool_use`` block (a tool the provider runs)
-  is a ``server-tool-call`` block, never a tool call: its ``input_json_delta``
-  pieces are gathered and the block goes out whole at its
-  ``content_block_stop``, ``data`` the wire block with its whole ``input``. A
-  result block (``web_search_tool_result``, ``web_fetch_tool_result``, the
-  code execution results, ``mcp_tool_result``...) is a ``server-tool-result``
-  block (``server_tools.result_block``). A ``citations_delta`` (and a text
-  block's own ``citations``) are citations of the text block
-  (``server_tools.citation_of``).
-- An ``event: error`` raises its failure (``errors.stream_failure``) whatever
-  its payload's type (a payload of type ``error`` does too), as does
-  ``message_stop`` without a stop reason and a block the provider never closed
-  (unless ``max_tokens`` cut it): a cut answer is never a success. A stop reason
-  other than ``end_turn``/``stop_sequence``/``tool_use``/``max_tokens``/
-  ``model_context_window_exceeded`` is the provider's unsuccessful finish
-  (``REFUSAL``, ``PAUSE_TURN``, or the upper-cased reason). With
-  ``unmarked_cap`` (the user said the server does not mark a cap cut), a
-  successful stop whose ``output_tokens`` reached it is ``max-tokens``.
-- A ``tool_use`` block that starts right after a call's block stopped, with
-  its id, continues that call (LiteLLM sends one block per argument fragment),
-  so a call's ``block-end`` waits for the next event. Joined arguments that are
-  not one JSON object, or any other repeated id, are ``MALFORMED_RESPONSE``.
-- A payload that is not JSON, or has a known field of the wrong type, raises
-  ``LlmError`` ``MALFORMED_RESPONSE``.
+- ``feed(event)`` returns the chunks the event completes; nothing once
+  ``finished``. Events are dispatched on the payload's ``type`` (the SSE event
+  name when it has none), ``event: error`` always on its name; ``ping`` and
+  unknown event, block and delta types are passed over.
+- ``server_tool_use`` and ``mcp_tool_use`` are whole ``server-tool-call`` blocks
+  (their input gathered, never a tool call), every ``*_tool_result`` block a
+  ``server-tool-result`` (``server_tools``); ``citations_delta`` and a text
+  block's own ``citations`` are citations of that block.
+- An ``event: error``, a ``message_stop`` without a stop reason and a block the
+  provider never closed (unless ``max_tokens`` cut it) raise: a cut answer is
+  never a success. A stop reason outside the successful ones is the provider's
+  unsuccessful finish (``REFUSAL``, ``PAUSE_TURN``, or the upper-cased
+  reason); with ``unmarked_cap``, a stop whose ``output_tokens`` reached it is
+  ``max-tokens``.
+- A ``tool_use`` block that repeats the id of the call that just stopped
+  continues it (LiteLLM); joined arguments that are not one JSON object, any
+  other repeated id, a payload that is not JSON or a known field of the wrong
+  type are ``MALFORMED_RESPONSE``.
 """
 
 from __future__ import annotations

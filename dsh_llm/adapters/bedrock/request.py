@@ -1,34 +1,26 @@
 """The Bedrock ConverseStream request: ``GenerateOptions`` to a path and a JSON body.
 
-Pure functions; each refusal they make is raised before any I/O.
+Pure functions; each refusal they make is raised before any I/O. Point by point
+(field mapping, efforts, refusals): ``docs/bedrock.md``.
 
 - ``converse_path(model)``: ``/model/{modelId}/converse-stream``, the id quoted
   whole (an inference profile ARN's ``:`` and ``/`` too); ``count_tokens_path``
   the same for ``/count-tokens``.
 - ``build_converse_request``: ``messages`` (consecutive turns of one role
   merged, tool results first in a user turn, empty text left out), ``system``,
-  ``inferenceConfig`` (``maxTokens``, ``temperature``, ``stopSequences``),
-  ``toolConfig`` (``tools`` as ``toolSpec``; ``tool_choice`` ``auto``,
-  ``required`` as ``any``, a name as ``tool``; ``none`` is
-  ``UNSUPPORTED_OPTION``: Converse has no such choice), ``outputConfig``
-  (``response_format`` as ``textFormat``, an adaptive Claude's effort).
+  ``inferenceConfig``, ``toolConfig`` (``tool_choice`` ``none`` is
+  ``UNSUPPORTED_OPTION``: Converse has no such choice) and ``outputConfig``.
 - Claude's reasoning efforts follow the Anthropic rules
-  (``anthropic.request.thinking_fields``): the ``thinking`` object goes in
-  ``additionalModelRequestFields``, an adaptive effort in
-  ``outputConfig.effort``; with thinking on, ``temperature`` and a forced
-  ``tool_choice`` are ``UNSUPPORTED_OPTION``. A model that is not Claude takes
-  no effort (``UNSUPPORTED_REASONING_EFFORT``): its own fields go in
-  ``extra_body``.
+  (``anthropic.request.thinking_fields``), in ``additionalModelRequestFields``
+  or ``outputConfig.effort``; a model that is not Claude takes no effort
+  (``UNSUPPORTED_REASONING_EFFORT``).
 - Replay: this family's reasoning (text with its signature) and redacted
   reasoning go back in order, only to the model that produced them.
-- A message's cache breakpoint (``Message.cache``) is a ``cachePoint`` block
-  after what it sends (in ``system`` for a system message); ``cache_key`` and
-  ``cached_content`` are ``UNSUPPORTED_OPTION``.
-- ``extra_body`` is merged last at the top level of the body (one level deep:
-  ``{"additionalModelRequestFields": {...}}`` adds to the adapter's).
+- A message's cache breakpoint is a ``cachePoint`` block after what it sends;
+  ``cache_key`` and ``cached_content`` are ``UNSUPPORTED_OPTION``.
+- ``extra_body`` is merged last at the top level of the body (one level deep).
 - ``request_headers``: the stream headers (``accept`` the event stream) and
   ``extra_headers``; never a credential.
-- Point by point: ``docs/bedrock.md``.
 """
 
 from __future__ import annotations

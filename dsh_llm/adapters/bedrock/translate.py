@@ -3,7 +3,8 @@ said out, to a ``BlockWriter`` (which writes the protocol's chunks).
 
 A pure state machine fed one decoded ``EventMessage`` at a time by the
 transport's read loop; no I/O, no redaction (the read loop redacts failure
-messages). The wire: ``docs/bedrock.md``, "Stream".
+messages). The wire, the stop-reason table and the citation locations:
+``docs/bedrock.md``, "Stream".
 
 Contracts callers may rely on:
 
@@ -11,24 +12,17 @@ Contracts callers may rely on:
   JSON object (else ``MALFORMED_RESPONSE``, as for a known field of the wrong
   type). Unknown event types and delta kinds, and blocks the protocol has no
   place for (server tool uses and results, images) are passed over.
-- A ``citation`` delta (a ``CitationsDelta``) is a citation of its text block
-  (``converse_citation``): ``documentChar``, ``documentPage`` and
-  ``documentChunk`` locations are ``char_location``, ``page_location`` and
-  ``content_block_location`` (``documentIndex`` the source index),
-  ``searchResultLocation`` is ``search_result_location``, ``web`` is ``url``;
-  ``title``, the joined ``sourceContent`` text as the cited text.
+- A ``citation`` delta is a citation of its text block (``converse_citation``).
 - A text or reasoning block opens with its first delta (Converse sends no
   ``contentBlockStart`` for them); a tool call with its ``contentBlockStart``.
 - The stream ends at ``metadata`` (the usage), which Bedrock sends after
   ``messageStop``: the finish is written once both came. A body that ends
   without them is a cut answer (``STREAM_CLOSED``), never a success.
-- An ``exception`` frame raises its failure (``errors.stream_failure``), after
-  the usage already reported; an ``error`` frame (``:error-code``) too.
-- Stop reasons: ``end_turn``, ``stop_sequence``, ``tool_use`` finish;
-  ``max_tokens`` and ``model_context_window_exceeded`` are ``max-tokens``;
-  ``content_filtered`` is an ``error`` finish ``CONTENT_FILTER``,
-  ``guardrail_intervened`` ``GUARDRAIL_INTERVENED``, another reason its own
-  name upper-cased.
+- An ``exception`` or ``error`` frame raises its failure
+  (``errors.stream_failure``), after the usage already reported.
+- ``max_tokens`` and ``model_context_window_exceeded`` are ``max-tokens``;
+  ``content_filtered`` is ``CONTENT_FILTER``, ``guardrail_intervened``
+  ``GUARDRAIL_INTERVENED``, another unsuccessful reason its name upper-cased.
 """
 
 from __future__ import annotations
