@@ -64,6 +64,7 @@ if TYPE_CHECKING:
     from dsh_llm.adapters._wire.history import (
         answered_call,
         arguments_object,
+        block_entries,
         call_index,
         record_calls,
     )
@@ -99,6 +100,7 @@ __all__ = [
     "answered_call",
     "api_root_url",
     "arguments_object",
+    "block_entries",
     "breakpoint_ttl",
     "builtin_family",
     "call_index",
@@ -294,6 +296,7 @@ _KIT: Final = {
     "request_headers": "extras",
     "answered_call": "history",
     "arguments_object": "history",
+    "block_entries": "history",
     "call_index": "history",
     "record_calls": "history",
 }

@@ -1,4 +1,4 @@
-"""What the whole-call wires (Gemini, Ollama native) read from a conversation.
+"""What request builders read back from a conversation.
 
 Both wires answer a tool call by the tool's *name* and take arguments as a JSON
 *object*, where the protocol carries a call id and raw JSON text. Pure
@@ -13,6 +13,9 @@ functions; contracts callers may rely on:
   raises ``INVALID_REQUEST`` (the wire needs the tool's name).
 - ``arguments_object(block, provider=...)`` parses a call's arguments, keeping
   key order; text that is not a JSON object raises ``INVALID_REQUEST``.
+- ``block_entries(message, wire, model=...)``: the per-block replay entries of
+  an assistant message a family produced (its envelope's ``response.wire`` is
+  ``wire``; given ``model``, for that model), one per block, else ``None``.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from typing import Any
 from dsh_llm.errors import ErrorCode, LlmError
 from dsh_llm.protocol import (
     Message,
+    ModelSource,
     ToolCallBlock,
     ToolResultBlock,
 )
@@ -80,3 +84,23 @@ def arguments_object(block: ToolCallBlock, *, provider: str) -> dict[str, Any]:
             ErrorCode.INVALID_REQUEST,
         )
     return value
+
+
+def block_entries(
+    message: Message, wire: str, *, model: str | None = None
+) -> tuple[Any, ...] | None:
+    """The per-block replay entries of ``message`` when its replay envelope is
+    ``wire``'s with one entry per block and, given ``model``, it answered
+    ``model`` (the model asked for or the one that answered); else ``None``."""
+    source = message.source
+    if not isinstance(source, ModelSource) or source.replay_state is None:
+        return None
+    state = source.replay_state
+    response = state.response
+    if not isinstance(response, dict) or response.get("wire") != wire:
+        return None
+    if model is not None and model not in (source.model, response.get("model")):
+        return None
+    if state.blocks is None or len(state.blocks) != len(message.content):
+        return None
+    return state.blocks

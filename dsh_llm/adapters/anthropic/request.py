@@ -43,6 +43,7 @@ from dsh_llm.adapters._wire.extras import (
     refuse_cache_controls,
     refuse_misplaced_images,
 )
+from dsh_llm.adapters._wire.history import block_entries
 from dsh_llm.adapters.anthropic.catalog import BUDGET_THINKING, ThinkingProfile
 from dsh_llm.adapters.anthropic.extras import (
     image_content,
@@ -57,7 +58,6 @@ from dsh_llm.protocol import (
     GenerateOptions,
     ImageBlock,
     Message,
-    ModelSource,
     ReasoningBlock,
     ServerToolCallBlock,
     ServerToolResultBlock,
@@ -440,22 +440,10 @@ def _result_parts(
 
 def _replay_entries(message: Message, model: str) -> tuple[Any, ...] | None:
     """The per-block replay entries of a message this family produced for
-    ``model``, else ``None``."""
-    source = message.source
-    if not isinstance(source, ModelSource) or source.replay_state is None:
-        return None
-    state = source.replay_state
-    response = state.response
-    if not isinstance(response, dict) or response.get("wire") != _WIRE:
-        return None
-    # Thinking is bound to the model that produced it (Claude 5.5 rejects it
-    # elsewhere); the source names the model asked for, the envelope the one
-    # that answered (a dated id for an alias).
-    if model not in (source.model, response.get("model")):
-        return None
-    if state.blocks is None or len(state.blocks) != len(message.content):
-        return None
-    return state.blocks
+    ``model``, else ``None``. Thinking is bound to the model that produced it
+    (Claude 5.5 rejects it elsewhere); the source names the model asked for,
+    the envelope the one that answered (a dated id for an alias)."""
+    return block_entries(message, _WIRE, model=model)
 
 
 def _assistant_content(

@@ -39,6 +39,7 @@ from dsh_llm.adapters._wire.extras import (
     refuse_cache_controls,
     refuse_misplaced_images,
 )
+from dsh_llm.adapters._wire.history import block_entries
 from dsh_llm.adapters.anthropic.catalog import ThinkingProfile
 from dsh_llm.adapters.anthropic.request import thinking_fields
 from dsh_llm.errors import ErrorCode, LlmError
@@ -48,7 +49,6 @@ from dsh_llm.protocol import (
     GenerateOptions,
     ImageBlock,
     Message,
-    ModelSource,
     ReasoningBlock,
     TextBlock,
     ToolCallBlock,
@@ -375,20 +375,8 @@ def _user_content(
 
 def _replay_entries(message: Message, model: str) -> tuple[Any, ...] | None:
     """The per-block replay entries of a message this family produced for
-    ``model``, else ``None``."""
-    source = message.source
-    if not isinstance(source, ModelSource) or source.replay_state is None:
-        return None
-    state = source.replay_state
-    response = state.response
-    if not isinstance(response, dict) or response.get("wire") != WIRE_FAMILY:
-        return None
-    # A reasoning signature is bound to the model that produced it.
-    if model not in (source.model, response.get("model")):
-        return None
-    if state.blocks is None or len(state.blocks) != len(message.content):
-        return None
-    return state.blocks
+    ``model`` (a reasoning signature is bound to it), else ``None``."""
+    return block_entries(message, WIRE_FAMILY, model=model)
 
 
 def _assistant_content(

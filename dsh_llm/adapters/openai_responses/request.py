@@ -39,6 +39,7 @@ from dsh_llm.adapters._wire.extras import (
     refuse_cache_controls,
     refuse_misplaced_images,
 )
+from dsh_llm.adapters._wire.history import block_entries
 from dsh_llm.adapters.openai_responses.hosted import HOSTED_TYPES
 from dsh_llm.adapters.openai_responses.profiles import ResponsesProfile
 from dsh_llm.errors import ErrorCode, LlmError
@@ -48,7 +49,6 @@ from dsh_llm.protocol import (
     GenerateOptions,
     ImageBlock,
     Message,
-    ModelSource,
     ReasoningBlock,
     ServerToolCallBlock,
     TextBlock,
@@ -297,17 +297,7 @@ def _user_items(
 def replay_entries(message: Message) -> Sequence[Any] | None:
     """The per-block replay entries of an assistant message, when it carries
     this family's envelope with one entry per block; else ``None``."""
-    source = message.source
-    if not isinstance(source, ModelSource) or source.replay_state is None:
-        return None
-    envelope = source.replay_state
-    response = envelope.response
-    if not isinstance(response, dict) or response.get("wire") != REPLAY_WIRE:
-        return None
-    entries = envelope.blocks
-    if entries is None or len(entries) != len(message.content):
-        return None
-    return entries
+    return block_entries(message, REPLAY_WIRE)
 
 
 def _entry(entries: Sequence[Any] | None, position: int, kind: str) -> dict[str, Any]:
