@@ -55,6 +55,7 @@ from dsh_llm.runtime.prepare import (
     checked_model_info,
     project_text_only,
     resolve_call_config,
+    sends_config,
 )
 from dsh_llm.runtime.registry import Registry, Route, find_route
 from dsh_llm.signal import AbortError, AbortSignal
@@ -208,12 +209,12 @@ def bind(
         LlmError: as ``prepare_dispatch``; ``INVALID_PREPARED_CALL`` when a
             middleware changed the call config of a prepared call.
     """
-    config = options.call_config()
     if prepared is not None:
-        if config != prepared.config:
+        if not sends_config(options, prepared.config):
             # A middleware changed the call config of a prepared call.
             raise config_changed()
         return prepared, options
+    config = options.call_config()
     prepared = prepare_dispatch(config, options.signal, routes)
     if prepared.config is not config:
         options = options.evolve(
