@@ -23,13 +23,24 @@ import argparse
 import multiprocessing
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable
+from collections.abc import Iterable
+from collections.abc import Iterator
+from collections.abc import Mapping
+from collections.abc import Sequence
 from contextlib import contextmanager
 from multiprocessing.connection import Connection
-from typing import Any, Final, Literal, NamedTuple
+from typing import Any
+from typing import Final
+from typing import Literal
+from typing import NamedTuple
 
-from dsh_llm.protocol import GenerateOptions, StreamChunk, TextDelta
-from dsh_llm.testing import LoopbackServer, RecordedRequest, Reply
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import StreamChunk
+from dsh_llm.protocol import TextDelta
+from dsh_llm.testing import LoopbackServer
+from dsh_llm.testing import RecordedRequest
+from dsh_llm.testing import Reply
 
 FLOOR: Final = "raw floor"
 """The client name every other row of a group is compared with."""

@@ -37,31 +37,32 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
+from collections.abc import Iterator
 from typing import Any
 
-from dsh_llm import (
-    BlockEnd,
-    BlockStart,
-    Finish,
-    FinishReason,
-    GenerateOptions,
-    LlmAdapter,
-    StreamChunk,
-    TextBlock,
-    TextDelta,
-    TokenUsage,
-    UsageChunk,
-    create_user_message,
-)
-from dsh_llm.adapters.deepseek import PROVIDER_ROUTE, DeepSeekAdapter
-from dsh_llm.aio import (
-    DEFAULT_BATCH_SIZE,
-    DEFAULT_QUEUE_SIZE,
-    astream,
-    shutdown_shared_executor,
-)
-from dsh_llm.testing.loopback import LoopbackServer, RecordedRequest, Reply, sse_body
+from dsh_llm import BlockEnd
+from dsh_llm import BlockStart
+from dsh_llm import Finish
+from dsh_llm import FinishReason
+from dsh_llm import GenerateOptions
+from dsh_llm import LlmAdapter
+from dsh_llm import StreamChunk
+from dsh_llm import TextBlock
+from dsh_llm import TextDelta
+from dsh_llm import TokenUsage
+from dsh_llm import UsageChunk
+from dsh_llm import create_user_message
+from dsh_llm.adapters.deepseek import PROVIDER_ROUTE
+from dsh_llm.adapters.deepseek import DeepSeekAdapter
+from dsh_llm.aio import DEFAULT_BATCH_SIZE
+from dsh_llm.aio import DEFAULT_QUEUE_SIZE
+from dsh_llm.aio import astream
+from dsh_llm.aio import shutdown_shared_executor
+from dsh_llm.testing.loopback import LoopbackServer
+from dsh_llm.testing.loopback import RecordedRequest
+from dsh_llm.testing.loopback import Reply
+from dsh_llm.testing.loopback import sse_body
 
 OPTIONS = GenerateOptions(
     provider=PROVIDER_ROUTE,

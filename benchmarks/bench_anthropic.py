@@ -26,21 +26,21 @@ from __future__ import annotations
 import json
 
 from _floor import read_floor
-from _harness import (
-    FLOOR,
-    Client,
-    Clients,
-    arguments,
-    both_kinds,
-    print_throughput,
-    text_deltas,
-    throughput,
-    version_line,
-)
+from _harness import FLOOR
+from _harness import Client
+from _harness import Clients
+from _harness import arguments
+from _harness import both_kinds
+from _harness import print_throughput
+from _harness import text_deltas
+from _harness import throughput
+from _harness import version_line
 from _wires import anthropic_events
 
-from dsh_llm.adapters.anthropic import PROVIDER_ROUTE, AnthropicAdapter
-from dsh_llm.protocol import GenerateOptions, create_user_message
+from dsh_llm.adapters.anthropic import PROVIDER_ROUTE
+from dsh_llm.adapters.anthropic import AnthropicAdapter
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import create_user_message
 from dsh_llm.testing import Reply
 
 MODEL = "claude-haiku-4-5"

@@ -21,8 +21,10 @@ from __future__ import annotations
 
 import json
 
-from _harness import arguments, best_of
-from _wires import anthropic_events, cut
+from _harness import arguments
+from _harness import best_of
+from _wires import anthropic_events
+from _wires import cut
 
 from dsh_llm.adapters.anthropic.translate import MessagesTranslator
 from dsh_llm.protocol import TextDelta

@@ -33,22 +33,22 @@ import json
 from typing import Any
 
 from _floor import read_floor
-from _harness import (
-    FLOOR,
-    KINDS,
-    Client,
-    Row,
-    arguments,
-    best_of,
-    both_kinds,
-    print_throughput,
-    server_process,
-    text_deltas,
-    version_line,
-)
+from _harness import FLOOR
+from _harness import KINDS
+from _harness import Client
+from _harness import Row
+from _harness import arguments
+from _harness import best_of
+from _harness import both_kinds
+from _harness import print_throughput
+from _harness import server_process
+from _harness import text_deltas
+from _harness import version_line
 
-from dsh_llm.adapters.azure import PROVIDER_ROUTE, AzureOpenAIAdapter
-from dsh_llm.protocol import GenerateOptions, create_user_message
+from dsh_llm.adapters.azure import PROVIDER_ROUTE
+from dsh_llm.adapters.azure import AzureOpenAIAdapter
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import create_user_message
 from dsh_llm.testing import Reply
 
 DEPLOYMENT = "gpt-4o-bench"

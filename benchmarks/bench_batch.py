@@ -44,12 +44,18 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from dsh_llm import GenerateOptions, LlmRuntime, collect, create_user_message
+from dsh_llm import GenerateOptions
+from dsh_llm import LlmRuntime
+from dsh_llm import collect
+from dsh_llm import create_user_message
 from dsh_llm.adapters.openai_compat import OpenAICompatAdapter
 from dsh_llm.batch import run_jsonl
 from dsh_llm.call import call_with_retry
 from dsh_llm.serde import compact_json
-from dsh_llm.testing import LoopbackServer, RecordedRequest, Reply, sse_events
+from dsh_llm.testing import LoopbackServer
+from dsh_llm.testing import RecordedRequest
+from dsh_llm.testing import Reply
+from dsh_llm.testing import sse_events
 
 ROUTE = "bench"
 MODEL = "echo-1"

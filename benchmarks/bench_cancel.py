@@ -51,16 +51,28 @@ import socket
 import statistics
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
+from collections.abc import Iterator
 from typing import Any
 
-from dsh_llm import AbortController, GenerateOptions, LlmError, LlmRuntime, TextDelta
-from dsh_llm.adapters.deepseek import PROVIDER_ROUTE, DeepSeekAdapter
+from dsh_llm import AbortController
+from dsh_llm import GenerateOptions
+from dsh_llm import LlmError
+from dsh_llm import LlmRuntime
+from dsh_llm import TextDelta
+from dsh_llm.adapters.deepseek import PROVIDER_ROUTE
+from dsh_llm.adapters.deepseek import DeepSeekAdapter
 from dsh_llm.adapters.openai_compat import OpenAICompatAdapter
-from dsh_llm.aio import astream, shutdown_shared_executor
-from dsh_llm.protocol import Finish, create_user_message
+from dsh_llm.aio import astream
+from dsh_llm.aio import shutdown_shared_executor
+from dsh_llm.protocol import Finish
+from dsh_llm.protocol import create_user_message
 from dsh_llm.signal import AbortSignal
-from dsh_llm.testing import LoopbackServer, RecordedRequest, Reply, Stall, sse_events
+from dsh_llm.testing import LoopbackServer
+from dsh_llm.testing import RecordedRequest
+from dsh_llm.testing import Reply
+from dsh_llm.testing import Stall
+from dsh_llm.testing import sse_events
 
 TARGET_MS = 100.0
 

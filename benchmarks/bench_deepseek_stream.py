@@ -42,24 +42,29 @@ import time
 from typing import Any
 
 from _floor import read_floor
-from _harness import (
-    FLOOR,
-    KINDS,
-    Client,
-    Clients,
-    Row,
-    arguments,
-    both_kinds,
-    print_throughput,
-    text_deltas,
-    throughput,
-    version_line,
-)
+from _harness import FLOOR
+from _harness import KINDS
+from _harness import Client
+from _harness import Clients
+from _harness import Row
+from _harness import arguments
+from _harness import both_kinds
+from _harness import print_throughput
+from _harness import text_deltas
+from _harness import throughput
+from _harness import version_line
 
 from dsh_llm import LlmRuntime
-from dsh_llm.adapters.deepseek import PROVIDER_ROUTE, DeepSeekAdapter
-from dsh_llm.protocol import GenerateOptions, TextDelta, create_user_message
-from dsh_llm.testing import LoopbackServer, Mark, Pause, Reply, sse_event
+from dsh_llm.adapters.deepseek import PROVIDER_ROUTE
+from dsh_llm.adapters.deepseek import DeepSeekAdapter
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import TextDelta
+from dsh_llm.protocol import create_user_message
+from dsh_llm.testing import LoopbackServer
+from dsh_llm.testing import Mark
+from dsh_llm.testing import Pause
+from dsh_llm.testing import Reply
+from dsh_llm.testing import sse_event
 
 MODEL = "deepseek-v4-flash"
 ADAPTER = "DeepSeekAdapter"

@@ -24,8 +24,11 @@ from __future__ import annotations
 import json
 from functools import partial
 
-from _harness import arguments, best_of
-from _wires import cut, gemini_events, ollama_events
+from _harness import arguments
+from _harness import best_of
+from _wires import cut
+from _wires import gemini_events
+from _wires import ollama_events
 
 from dsh_llm.adapters.gemini.translate import GeminiTranslator
 from dsh_llm.adapters.ollama.translate import OllamaTranslator

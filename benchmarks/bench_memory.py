@@ -52,14 +52,18 @@ import resource
 import struct
 import sys
 import zlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
+from collections.abc import Iterable
 from multiprocessing.connection import Connection
-from typing import Any, Final, NamedTuple
+from typing import Any
+from typing import Final
+from typing import NamedTuple
 
 from _harness import server_process
 from bench_bedrock import _frame as bedrock_frame
 
-from dsh_llm.testing import Reply, sse_event
+from dsh_llm.testing import Reply
+from dsh_llm.testing import sse_event
 
 CYCLE: Final = 1_000
 """Distinct events, repeated: the server holds one cycle, not the stream."""
@@ -364,7 +368,9 @@ def _crc(text: str, crc: int) -> int:
 def consume(chunks: Iterable[Any]) -> Seen:
     """Run a stream to its end, keeping nothing but lengths and CRCs (not even
     the last chunk while the next one is read)."""
-    from dsh_llm.protocol import BlockEnd, TextBlock, TextDelta
+    from dsh_llm.protocol import BlockEnd
+    from dsh_llm.protocol import TextBlock
+    from dsh_llm.protocol import TextDelta
 
     chars = crc = end_chars = end_crc = size = 0
     stream = iter(chunks)
@@ -444,8 +450,11 @@ def adapter_stream(
 ) -> Callable[[], Iterable[Any]]:
     """A function streaming the family's adapter from ``base``, through
     ``client`` (see ``CLIENTS``)."""
-    from dsh_llm import BlockAssembler, LlmRuntime, validate_stream
-    from dsh_llm.protocol import GenerateOptions, create_user_message
+    from dsh_llm import BlockAssembler
+    from dsh_llm import LlmRuntime
+    from dsh_llm import validate_stream
+    from dsh_llm.protocol import GenerateOptions
+    from dsh_llm.protocol import create_user_message
 
     adapter: Any
     route = "bench"

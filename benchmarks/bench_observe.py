@@ -29,32 +29,38 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
+from collections.abc import Iterator
 from typing import Any
 
-from _harness import Timing, arguments, best_of, server_process, text_deltas
+from _harness import Timing
+from _harness import arguments
+from _harness import best_of
+from _harness import server_process
+from _harness import text_deltas
 from opentelemetry.sdk.trace import TracerProvider
 
 from dsh_llm import LlmRuntime
 from dsh_llm.adapter import LlmAdapter
-from dsh_llm.adapters.deepseek import PROVIDER_ROUTE, DeepSeekAdapter
+from dsh_llm.adapters.deepseek import PROVIDER_ROUTE
+from dsh_llm.adapters.deepseek import DeepSeekAdapter
 from dsh_llm.observe.logging import logging_middleware
 from dsh_llm.observe.otel import otel_middleware
-from dsh_llm.protocol import (
-    BlockEnd,
-    BlockStart,
-    Finish,
-    FinishReason,
-    GenerateOptions,
-    StreamChunk,
-    TextBlock,
-    TextDelta,
-    TokenUsage,
-    UsageChunk,
-    create_user_message,
-)
-from dsh_llm.routing import failover, retrying
-from dsh_llm.testing import Reply, sse_event
+from dsh_llm.protocol import BlockEnd
+from dsh_llm.protocol import BlockStart
+from dsh_llm.protocol import Finish
+from dsh_llm.protocol import FinishReason
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import StreamChunk
+from dsh_llm.protocol import TextBlock
+from dsh_llm.protocol import TextDelta
+from dsh_llm.protocol import TokenUsage
+from dsh_llm.protocol import UsageChunk
+from dsh_llm.protocol import create_user_message
+from dsh_llm.routing import failover
+from dsh_llm.routing import retrying
+from dsh_llm.testing import Reply
+from dsh_llm.testing import sse_event
 
 MODEL = "deepseek-v4-flash"
 ALIAS = "chat"

@@ -29,20 +29,19 @@ import json
 from typing import Any
 
 from _floor import read_floor
-from _harness import (
-    FLOOR,
-    Client,
-    Clients,
-    arguments,
-    both_kinds,
-    print_throughput,
-    text_deltas,
-    throughput,
-    version_line,
-)
+from _harness import FLOOR
+from _harness import Client
+from _harness import Clients
+from _harness import arguments
+from _harness import both_kinds
+from _harness import print_throughput
+from _harness import text_deltas
+from _harness import throughput
+from _harness import version_line
 
 from dsh_llm.adapters.openai_responses import OpenAIResponsesAdapter
-from dsh_llm.protocol import GenerateOptions, create_user_message
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import create_user_message
 from dsh_llm.testing import Reply
 
 MODEL = "gpt-5.2"

@@ -25,7 +25,10 @@ from functools import partial
 from typing import Any
 
 from _harness import arguments
-from _wires import anthropic_events, cut, gemini_events, ollama_events
+from _wires import anthropic_events
+from _wires import cut
+from _wires import gemini_events
+from _wires import ollama_events
 from bench_deepseek_stream import _events as chat_events
 from bench_openai_responses import _events as responses_events
 
@@ -38,7 +41,8 @@ from dsh_llm.adapters.openai_responses.profiles import OPENAI
 from dsh_llm.adapters.openai_responses.translate import ResponsesTranslator
 from dsh_llm.protocol import TextDelta
 from dsh_llm.transport.ndjson import NdjsonDecoder
-from dsh_llm.transport.sse import DONE, SseDecoder
+from dsh_llm.transport.sse import DONE
+from dsh_llm.transport.sse import SseDecoder
 
 READ = 16 * 1024
 

@@ -31,22 +31,23 @@ from functools import partial
 from typing import Any
 
 from _floor import read_floor
-from _harness import (
-    FLOOR,
-    KINDS,
-    Clients,
-    Row,
-    arguments,
-    best_of,
-    print_throughput,
-    server_process,
-    text_deltas,
-    version_line,
-)
-from _wires import anthropic_events, gemini_events
+from _harness import FLOOR
+from _harness import KINDS
+from _harness import Clients
+from _harness import Row
+from _harness import arguments
+from _harness import best_of
+from _harness import print_throughput
+from _harness import server_process
+from _harness import text_deltas
+from _harness import version_line
+from _wires import anthropic_events
+from _wires import gemini_events
 
-from dsh_llm.adapters.vertex import PROVIDER_ROUTE, VertexAdapter
-from dsh_llm.protocol import GenerateOptions, create_user_message
+from dsh_llm.adapters.vertex import PROVIDER_ROUTE
+from dsh_llm.adapters.vertex import VertexAdapter
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import create_user_message
 from dsh_llm.testing import Reply
 
 GEMINI = "gemini-3-flash-preview"

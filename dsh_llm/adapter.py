@@ -18,13 +18,16 @@ Contracts callers may rely on:
 from __future__ import annotations
 
 import abc
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
+from collections.abc import Iterator
 from typing import Final
 
 import attrs
 
-from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.protocol import GenerateOptions, StreamChunk
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import StreamChunk
 from dsh_llm.protocol import checks as c
 from dsh_llm.retry import RetryPolicy
 from dsh_llm.signal import AbortSignal

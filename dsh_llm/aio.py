@@ -33,11 +33,20 @@ import logging
 import os
 import threading
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
-from typing import Any, Final, NoReturn, Protocol
+from collections.abc import Callable
+from collections.abc import Iterable
+from collections.abc import Iterator
+from typing import Any
+from typing import Final
+from typing import NoReturn
+from typing import Protocol
 
-from dsh_llm.protocol import Finish, GenerateOptions, StreamChunk
-from dsh_llm.signal import AbortController, AbortError, AbortSignal
+from dsh_llm.protocol import Finish
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import StreamChunk
+from dsh_llm.signal import AbortController
+from dsh_llm.signal import AbortError
+from dsh_llm.signal import AbortSignal
 from dsh_llm.sources import close_source
 
 __all__ = [

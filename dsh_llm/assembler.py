@@ -29,52 +29,56 @@ closes the stream; ``collect(chunks)`` builds on it and raises the failure of an
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Final, NoReturn, Protocol, TypeVar, overload
+from collections.abc import Iterable
+from collections.abc import Mapping
+from collections.abc import Sequence
+from typing import Any
+from typing import Final
+from typing import NoReturn
+from typing import Protocol
+from typing import TypeVar
+from typing import overload
 
 import attrs
 
-from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.protocol import (
-    BlockEnd,
-    BlockStart,
-    CallId,
-    Citation,
-    ContentBlock,
-    Finish,
-    FinishReason,
-    GenerateOptions,
-    LlmFailure,
-    Message,
-    MessageSource,
-    PluginSource,
-    ReasoningBlock,
-    ReasoningDelta,
-    ReplayEnvelope,
-    ResponseFormat,
-    StreamChunk,
-    TextBlock,
-    TextDelta,
-    TokenUsage,
-    ToolCallBlock,
-    ToolCallDelta,
-    UsageChunk,
-    checks,
-    citations_of,
-    create_assistant_message,
-    create_message,
-    reasoning_of,
-    text_of,
-    tool_calls_of,
-)
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
+from dsh_llm.protocol import BlockEnd
+from dsh_llm.protocol import BlockStart
+from dsh_llm.protocol import CallId
+from dsh_llm.protocol import Citation
+from dsh_llm.protocol import ContentBlock
+from dsh_llm.protocol import Finish
+from dsh_llm.protocol import FinishReason
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import LlmFailure
+from dsh_llm.protocol import Message
+from dsh_llm.protocol import MessageSource
+from dsh_llm.protocol import PluginSource
+from dsh_llm.protocol import ReasoningBlock
+from dsh_llm.protocol import ReasoningDelta
+from dsh_llm.protocol import ReplayEnvelope
+from dsh_llm.protocol import ResponseFormat
+from dsh_llm.protocol import StreamChunk
+from dsh_llm.protocol import TextBlock
+from dsh_llm.protocol import TextDelta
+from dsh_llm.protocol import TokenUsage
+from dsh_llm.protocol import ToolCallBlock
+from dsh_llm.protocol import ToolCallDelta
+from dsh_llm.protocol import UsageChunk
+from dsh_llm.protocol import checks
+from dsh_llm.protocol import citations_of
+from dsh_llm.protocol import create_assistant_message
+from dsh_llm.protocol import create_message
+from dsh_llm.protocol import reasoning_of
+from dsh_llm.protocol import text_of
+from dsh_llm.protocol import tool_calls_of
 from dsh_llm.protocol.checks import MAX_SAFE_INTEGER
-from dsh_llm.protocol.display import (
-    blocks_markdown,
-    clip,
-    finish_text,
-    footer_markdown,
-    usage_text,
-)
+from dsh_llm.protocol.display import blocks_markdown
+from dsh_llm.protocol.display import clip
+from dsh_llm.protocol.display import finish_text
+from dsh_llm.protocol.display import footer_markdown
+from dsh_llm.protocol.display import usage_text
 from dsh_llm.protocol.message import source_label
 from dsh_llm.protocol.text_buffer import TextBuffer
 from dsh_llm.sources import close_source

@@ -34,24 +34,27 @@ from __future__ import annotations
 
 import random as _random
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable
+from collections.abc import Iterable
+from collections.abc import Iterator
 from typing import Final
 
 import attrs
 
-from dsh_llm.assembler import AssembledResponse, assemble_stream
+from dsh_llm.assembler import AssembledResponse
+from dsh_llm.assembler import assemble_stream
 from dsh_llm.errors import ErrorCode
-from dsh_llm.protocol import (
-    BlockStart,
-    FinishReason,
-    GenerateOptions,
-    LlmCallConfig,
-    LlmFailure,
-    StreamChunk,
-    TokenUsage,
-    create_assistant_message,
-)
-from dsh_llm.retry import NormalRetryPolicy, retry_delay_ms, retry_policy_key
+from dsh_llm.protocol import BlockStart
+from dsh_llm.protocol import FinishReason
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import LlmCallConfig
+from dsh_llm.protocol import LlmFailure
+from dsh_llm.protocol import StreamChunk
+from dsh_llm.protocol import TokenUsage
+from dsh_llm.protocol import create_assistant_message
+from dsh_llm.retry import NormalRetryPolicy
+from dsh_llm.retry import retry_delay_ms
+from dsh_llm.retry import retry_policy_key
 from dsh_llm.runtime import LlmRuntime
 from dsh_llm.runtime.prepare import sends_config
 from dsh_llm.signal import AbortSignal

@@ -33,29 +33,34 @@ from __future__ import annotations
 
 import functools
 import itertools
-from collections.abc import Callable, Iterable, Mapping
-from typing import Any, ClassVar, Final, cast
+from collections.abc import Callable
+from collections.abc import Iterable
+from collections.abc import Mapping
+from typing import Any
+from typing import ClassVar
+from typing import Final
+from typing import cast
 
 import attrs
 import cattrs
 from cattrs import BaseConverter
 from cattrs.errors import ClassValidationError
-from cattrs.gen import make_dict_structure_fn, override
+from cattrs.gen import make_dict_structure_fn
+from cattrs.gen import override
 
-from dsh_llm.converter import (
-    KeyProblem,
-    LeafError,
-    StructureError,
-    join_key,
-    problems,
-    quoted,
-    show,
-    strict_converter,
-    unknown_key_detail,
-    value_kind,
-)
+from dsh_llm.converter import KeyProblem
+from dsh_llm.converter import LeafError
+from dsh_llm.converter import StructureError
+from dsh_llm.converter import join_key
+from dsh_llm.converter import problems
+from dsh_llm.converter import quoted
+from dsh_llm.converter import show
+from dsh_llm.converter import strict_converter
+from dsh_llm.converter import unknown_key_detail
+from dsh_llm.converter import value_kind
 from dsh_llm.credentials import Secret
-from dsh_llm.protocol.checks import MAX_SAFE_INTEGER, timeout_detail
+from dsh_llm.protocol.checks import MAX_SAFE_INTEGER
+from dsh_llm.protocol.checks import timeout_detail
 
 __all__ = [
     "KEY_METADATA",

@@ -19,27 +19,27 @@ Contracts callers may rely on:
 
 from __future__ import annotations
 
-from collections.abc import Generator, Iterable, Mapping, Sequence
+from collections.abc import Generator
+from collections.abc import Iterable
+from collections.abc import Mapping
+from collections.abc import Sequence
 from typing import Any
 
 from dsh_llm.assembler import AssembledResponse
-from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.protocol import (
-    DIRECT_ROUTE,
-    ContentBlock,
-    GenerateOptions,
-    Message,
-    StreamChunk,
-    create_user_message,
-)
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
+from dsh_llm.protocol import DIRECT_ROUTE
+from dsh_llm.protocol import ContentBlock
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import Message
+from dsh_llm.protocol import StreamChunk
+from dsh_llm.protocol import create_user_message
 from dsh_llm.signal import AbortSignal
-from dsh_llm.tools import (
-    DEFAULT_MAX_STEPS,
-    StreamTarget,
-    ToolFunction,
-    ToolLoopResult,
-    ToolRunner,
-)
+from dsh_llm.tools import DEFAULT_MAX_STEPS
+from dsh_llm.tools import StreamTarget
+from dsh_llm.tools import ToolFunction
+from dsh_llm.tools import ToolLoopResult
+from dsh_llm.tools import ToolRunner
 
 __all__ = ["Conversation"]
 

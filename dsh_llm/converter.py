@@ -29,27 +29,30 @@ import difflib
 import enum
 import re
 import types
-from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Final, Literal, Union, get_args, get_origin
+from collections.abc import Callable
+from collections.abc import Iterable
+from collections.abc import Mapping
+from typing import Any
+from typing import Final
+from typing import Literal
+from typing import Union
+from typing import get_args
+from typing import get_origin
 
 import attrs
 import cattrs
 from cattrs import BaseConverter
-from cattrs.cols import (
-    homogenous_tuple_structure_factory,
-    is_any_set,
-    is_mapping,
-    is_sequence,
-    list_structure_factory,
-    mapping_structure_factory,
-)
-from cattrs.errors import (
-    AttributeValidationNote,
-    ClassValidationError,
-    ForbiddenExtraKeysError,
-    IterableValidationError,
-    IterableValidationNote,
-)
+from cattrs.cols import homogenous_tuple_structure_factory
+from cattrs.cols import is_any_set
+from cattrs.cols import is_mapping
+from cattrs.cols import is_sequence
+from cattrs.cols import list_structure_factory
+from cattrs.cols import mapping_structure_factory
+from cattrs.errors import AttributeValidationNote
+from cattrs.errors import ClassValidationError
+from cattrs.errors import ForbiddenExtraKeysError
+from cattrs.errors import IterableValidationError
+from cattrs.errors import IterableValidationNote
 
 from dsh_llm.credentials import Secret
 from dsh_llm.protocol.checks import FieldError

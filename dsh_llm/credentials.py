@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import hmac
 import re
-from typing import Final, Literal
+from typing import Final
+from typing import Literal
 
 import attrs
 
-from dsh_llm.errors import ErrorCode, LlmError
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
 
 __all__ = ["ApiKeyCheck", "Secret", "assert_usable_api_key", "normalize_api_key"]
 

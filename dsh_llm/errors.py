@@ -18,11 +18,14 @@ from __future__ import annotations
 
 import re
 from enum import StrEnum
-from typing import Any, Final
+from typing import Any
+from typing import Final
 
 import attrs
 
-from dsh_llm.protocol import LlmFailure, RateLimits, TokenUsage
+from dsh_llm.protocol import LlmFailure
+from dsh_llm.protocol import RateLimits
+from dsh_llm.protocol import TokenUsage
 
 __all__ = [
     "CONTEXT_WINDOW_EXCEEDED_CODE",

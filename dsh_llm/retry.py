@@ -18,21 +18,23 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Mapping
-from typing import Any, Final, Literal
+from collections.abc import Iterable
+from collections.abc import Mapping
+from typing import Any
+from typing import Final
+from typing import Literal
 
 import attrs
 
-from dsh_llm.config import (
-    ConfigError,
-    PluginConfigError,
-    check_timeout,
-    field_error,
-    join_key,
-    structure_config,
-)
+from dsh_llm.config import ConfigError
+from dsh_llm.config import PluginConfigError
+from dsh_llm.config import check_timeout
+from dsh_llm.config import field_error
+from dsh_llm.config import join_key
+from dsh_llm.config import structure_config
 from dsh_llm.errors import ErrorCode
-from dsh_llm.protocol.checks import MAX_SAFE_INTEGER, MAX_TIMEOUT_MS
+from dsh_llm.protocol.checks import MAX_SAFE_INTEGER
+from dsh_llm.protocol.checks import MAX_TIMEOUT_MS
 
 __all__ = [
     "DEFAULT_RETRY_POLICY",

@@ -29,45 +29,50 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterable, Iterator
-from typing import IO, Any, Final, TypeVar
+from collections.abc import Callable
+from collections.abc import Iterable
+from collections.abc import Iterator
+from typing import IO
+from typing import Any
+from typing import Final
+from typing import TypeVar
 
 import attrs
-from cattrs.errors import ClassValidationError, IterableValidationError
-from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
+from cattrs.errors import ClassValidationError
+from cattrs.errors import IterableValidationError
+from cattrs.gen import make_dict_structure_fn
+from cattrs.gen import make_dict_unstructure_fn
+from cattrs.gen import override
 
-from dsh_llm.converter import (
-    KeyProblem,
-    LeafError,
-    problems,
-    show,
-    strict_converter,
-    value_kind,
-)
-from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.protocol import (
-    BLOCK_TYPES,
-    CHUNK_TYPES,
-    SOURCE_TYPES,
-    CacheBreakpoint,
-    Citation,
-    ContentBlock,
-    FinishReason,
-    GenerateOptions,
-    ImageDimensions,
-    ImageRef,
-    LlmFailure,
-    Message,
-    MessageSource,
-    RateLimit,
-    RateLimits,
-    ReplayEnvelope,
-    ResponseFormat,
-    Source,
-    StreamChunk,
-    TokenUsage,
-    ToolSchema,
-)
+from dsh_llm.converter import KeyProblem
+from dsh_llm.converter import LeafError
+from dsh_llm.converter import problems
+from dsh_llm.converter import show
+from dsh_llm.converter import strict_converter
+from dsh_llm.converter import value_kind
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
+from dsh_llm.protocol import BLOCK_TYPES
+from dsh_llm.protocol import CHUNK_TYPES
+from dsh_llm.protocol import SOURCE_TYPES
+from dsh_llm.protocol import CacheBreakpoint
+from dsh_llm.protocol import Citation
+from dsh_llm.protocol import ContentBlock
+from dsh_llm.protocol import FinishReason
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import ImageDimensions
+from dsh_llm.protocol import ImageRef
+from dsh_llm.protocol import LlmFailure
+from dsh_llm.protocol import Message
+from dsh_llm.protocol import MessageSource
+from dsh_llm.protocol import RateLimit
+from dsh_llm.protocol import RateLimits
+from dsh_llm.protocol import ReplayEnvelope
+from dsh_llm.protocol import ResponseFormat
+from dsh_llm.protocol import Source
+from dsh_llm.protocol import StreamChunk
+from dsh_llm.protocol import TokenUsage
+from dsh_llm.protocol import ToolSchema
 from dsh_llm.protocol.content import OMIT_EMPTY
 
 __all__ = [

@@ -15,7 +15,8 @@ source and releases it the same way. Contracts callers may rely on:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
+from collections.abc import Iterator
 from typing import TypeVar
 
 __all__ = ["chunk_source", "close_source"]

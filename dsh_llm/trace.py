@@ -20,12 +20,15 @@ adapter or a recorded stream. Contracts callers may rely on:
 from __future__ import annotations
 
 import sys
-from collections.abc import Generator, Iterable, Iterator
+from collections.abc import Generator
+from collections.abc import Iterable
+from collections.abc import Iterator
 from typing import IO
 
 from dsh_llm.protocol import StreamChunk
 from dsh_llm.serde import chunk_to_json
-from dsh_llm.sources import chunk_source, close_source
+from dsh_llm.sources import chunk_source
+from dsh_llm.sources import close_source
 from dsh_llm.validator import validate_stream
 
 __all__ = ["trace_stream"]

@@ -31,33 +31,34 @@ rely on:
 from __future__ import annotations
 
 import abc
-from collections.abc import Generator, Iterable, Iterator
-from typing import Final, NoReturn
+from collections.abc import Generator
+from collections.abc import Iterable
+from collections.abc import Iterator
+from typing import Final
+from typing import NoReturn
 
-from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.protocol import (
-    FAILURE_KINDS,
-    BlockEnd,
-    BlockStart,
-    Finish,
-    ReasoningDelta,
-    StreamChunk,
-    TextDelta,
-    ToolCallBlock,
-    ToolCallDelta,
-    UsageChunk,
-)
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
+from dsh_llm.protocol import FAILURE_KINDS
+from dsh_llm.protocol import BlockEnd
+from dsh_llm.protocol import BlockStart
+from dsh_llm.protocol import Finish
+from dsh_llm.protocol import ReasoningDelta
+from dsh_llm.protocol import StreamChunk
+from dsh_llm.protocol import TextDelta
+from dsh_llm.protocol import ToolCallBlock
+from dsh_llm.protocol import ToolCallDelta
+from dsh_llm.protocol import UsageChunk
 from dsh_llm.protocol.checks import MAX_SAFE_INTEGER
 from dsh_llm.protocol.citations import Citation
-from dsh_llm.protocol.content import (
-    ImageBlock,
-    ReasoningBlock,
-    ServerToolCallBlock,
-    ServerToolResultBlock,
-    TextBlock,
-)
+from dsh_llm.protocol.content import ImageBlock
+from dsh_llm.protocol.content import ReasoningBlock
+from dsh_llm.protocol.content import ServerToolCallBlock
+from dsh_llm.protocol.content import ServerToolResultBlock
+from dsh_llm.protocol.content import TextBlock
 from dsh_llm.protocol.text_buffer import TextBuffer
-from dsh_llm.sources import chunk_source, close_source
+from dsh_llm.sources import chunk_source
+from dsh_llm.sources import close_source
 
 __all__ = ["assert_chunk_sequence", "validate_stream"]
 

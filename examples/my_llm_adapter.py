@@ -24,17 +24,15 @@ from pathlib import Path
 
 import attrs
 
-from dsh_llm import (
-    ErrorCode,
-    Finish,
-    FinishReason,
-    GenerateOptions,
-    LlmAdapter,
-    LlmError,
-    StreamChunk,
-    TextBlock,
-    TextDelta,
-)
+from dsh_llm import ErrorCode
+from dsh_llm import Finish
+from dsh_llm import FinishReason
+from dsh_llm import GenerateOptions
+from dsh_llm import LlmAdapter
+from dsh_llm import LlmError
+from dsh_llm import StreamChunk
+from dsh_llm import TextBlock
+from dsh_llm import TextDelta
 from dsh_llm.adapters import BlockWriter
 from dsh_llm.credentials import Secret
 from dsh_llm.plugins import PluginContext

@@ -7,27 +7,23 @@ import threading
 import time
 from collections.abc import Iterator
 
-from dsh_llm import (
-    AbortSignal,
-    BlockEnd,
-    BlockStart,
-    ErrorCode,
-    Finish,
-    FinishReason,
-    GenerateOptions,
-    LlmAdapter,
-    LlmError,
-    StreamChunk,
-    TextBlock,
-    TextDelta,
-    TokenUsage,
-    UsageChunk,
-    create_user_message,
-)
-from dsh_llm.aio import (
-    SHARED_EXECUTOR_THREAD_PREFIX,
-    AsyncChunkStream,
-)
+from dsh_llm import AbortSignal
+from dsh_llm import BlockEnd
+from dsh_llm import BlockStart
+from dsh_llm import ErrorCode
+from dsh_llm import Finish
+from dsh_llm import FinishReason
+from dsh_llm import GenerateOptions
+from dsh_llm import LlmAdapter
+from dsh_llm import LlmError
+from dsh_llm import StreamChunk
+from dsh_llm import TextBlock
+from dsh_llm import TextDelta
+from dsh_llm import TokenUsage
+from dsh_llm import UsageChunk
+from dsh_llm import create_user_message
+from dsh_llm.aio import SHARED_EXECUTOR_THREAD_PREFIX
+from dsh_llm.aio import AsyncChunkStream
 
 OPTIONS = GenerateOptions(
     provider="mem", model="m", messages=[create_user_message("hi")]

@@ -6,13 +6,17 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from dsh_llm.testing import Reply, sse_events
+from dsh_llm.testing import Reply
+from dsh_llm.testing import sse_events
 
-from .proxy_env import DEAD_PROXY, NO_PROXY_VARIABLES, PROXY_VARIABLES
+from .proxy_env import DEAD_PROXY
+from .proxy_env import NO_PROXY_VARIABLES
+from .proxy_env import PROXY_VARIABLES
 
 # Variables that would let the machine's own setup leak into a test.
 _SCRUBBED = (

@@ -15,7 +15,8 @@ import os
 from collections.abc import Iterator
 
 import pytest
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck
+from hypothesis import settings
 
 from dsh_llm.testing import LoopbackServer
 

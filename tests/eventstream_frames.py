@@ -21,7 +21,8 @@ import json
 import struct
 import uuid
 from collections.abc import Iterable
-from typing import Any, NamedTuple
+from typing import Any
+from typing import NamedTuple
 
 
 class Typed(NamedTuple):

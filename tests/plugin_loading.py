@@ -8,8 +8,10 @@ from typing import Any
 
 import pytest
 
-from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.plugins import PluginLoadError, load_composition
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
+from dsh_llm.plugins import PluginLoadError
+from dsh_llm.plugins import load_composition
 
 
 def load_error(*args: Any, **kwargs: Any) -> PluginLoadError:

@@ -3,24 +3,25 @@ configurable models, an image block, and small request and stream helpers."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
+from collections.abc import Iterator
 from typing import Any
 
-from dsh_llm.adapter import LlmAdapter, LlmReasoningEffortInfo, LlmResolvedModelInfo
-from dsh_llm.protocol import (
-    BlockEnd,
-    BlockStart,
-    Finish,
-    FinishReason,
-    GenerateOptions,
-    ImageBlock,
-    ImageRef,
-    StreamChunk,
-    TextBlock,
-    TextDelta,
-    TokenUsage,
-    UsageChunk,
-)
+from dsh_llm.adapter import LlmAdapter
+from dsh_llm.adapter import LlmReasoningEffortInfo
+from dsh_llm.adapter import LlmResolvedModelInfo
+from dsh_llm.protocol import BlockEnd
+from dsh_llm.protocol import BlockStart
+from dsh_llm.protocol import Finish
+from dsh_llm.protocol import FinishReason
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import ImageBlock
+from dsh_llm.protocol import ImageRef
+from dsh_llm.protocol import StreamChunk
+from dsh_llm.protocol import TextBlock
+from dsh_llm.protocol import TextDelta
+from dsh_llm.protocol import TokenUsage
+from dsh_llm.protocol import UsageChunk
 from dsh_llm.signal import AbortSignal
 
 SCRIPT: tuple[StreamChunk, ...] = (

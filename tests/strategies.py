@@ -12,50 +12,48 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from dsh_llm.protocol import (
-    CITATION_KINDS,
-    CONTEXT_FORMS,
-    IMAGE_MEDIA_TYPES,
-    PURPOSES,
-    ROLES,
-    BlockEnd,
-    BlockStart,
-    CacheBreakpoint,
-    CallId,
-    Citation,
-    ContentBlock,
-    ContextSnapshotSection,
-    Finish,
-    FinishReason,
-    GenerateOptions,
-    ImageBlock,
-    ImageDimensions,
-    ImageRef,
-    LlmFailure,
-    Message,
-    MessageSource,
-    ModelSource,
-    PluginSource,
-    RateLimit,
-    RateLimits,
-    ReasoningBlock,
-    ReasoningDelta,
-    ReplayEnvelope,
-    ServerToolCallBlock,
-    ServerToolResultBlock,
-    Source,
-    StreamChunk,
-    TextBlock,
-    TextDelta,
-    TokenUsage,
-    ToolCallBlock,
-    ToolCallDelta,
-    ToolResultBlock,
-    ToolSchema,
-    ToolSource,
-    UsageChunk,
-    UserSource,
-)
+from dsh_llm.protocol import CITATION_KINDS
+from dsh_llm.protocol import CONTEXT_FORMS
+from dsh_llm.protocol import IMAGE_MEDIA_TYPES
+from dsh_llm.protocol import PURPOSES
+from dsh_llm.protocol import ROLES
+from dsh_llm.protocol import BlockEnd
+from dsh_llm.protocol import BlockStart
+from dsh_llm.protocol import CacheBreakpoint
+from dsh_llm.protocol import CallId
+from dsh_llm.protocol import Citation
+from dsh_llm.protocol import ContentBlock
+from dsh_llm.protocol import ContextSnapshotSection
+from dsh_llm.protocol import Finish
+from dsh_llm.protocol import FinishReason
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import ImageBlock
+from dsh_llm.protocol import ImageDimensions
+from dsh_llm.protocol import ImageRef
+from dsh_llm.protocol import LlmFailure
+from dsh_llm.protocol import Message
+from dsh_llm.protocol import MessageSource
+from dsh_llm.protocol import ModelSource
+from dsh_llm.protocol import PluginSource
+from dsh_llm.protocol import RateLimit
+from dsh_llm.protocol import RateLimits
+from dsh_llm.protocol import ReasoningBlock
+from dsh_llm.protocol import ReasoningDelta
+from dsh_llm.protocol import ReplayEnvelope
+from dsh_llm.protocol import ServerToolCallBlock
+from dsh_llm.protocol import ServerToolResultBlock
+from dsh_llm.protocol import Source
+from dsh_llm.protocol import StreamChunk
+from dsh_llm.protocol import TextBlock
+from dsh_llm.protocol import TextDelta
+from dsh_llm.protocol import TokenUsage
+from dsh_llm.protocol import ToolCallBlock
+from dsh_llm.protocol import ToolCallDelta
+from dsh_llm.protocol import ToolResultBlock
+from dsh_llm.protocol import ToolSchema
+from dsh_llm.protocol import ToolSource
+from dsh_llm.protocol import UsageChunk
+from dsh_llm.protocol import UserSource
 
 __all__ = [
     "call_ids",

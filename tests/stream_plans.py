@@ -45,30 +45,30 @@ from __future__ import annotations
 import itertools
 import json
 import string
-from typing import Any, cast
+from typing import Any
+from typing import cast
 
 import attrs
 from hypothesis import strategies as st
 
-from dsh_llm.protocol import (
-    BlockEnd,
-    BlockStart,
-    CallId,
-    ContentBlock,
-    Finish,
-    FinishReason,
-    ReasoningBlock,
-    ReasoningDelta,
-    ReplayEnvelope,
-    StreamChunk,
-    TextBlock,
-    TextDelta,
-    TokenUsage,
-    ToolCallBlock,
-    ToolCallDelta,
-    UsageChunk,
-)
-from tests.strategies import llm_failures, token_usages
+from dsh_llm.protocol import BlockEnd
+from dsh_llm.protocol import BlockStart
+from dsh_llm.protocol import CallId
+from dsh_llm.protocol import ContentBlock
+from dsh_llm.protocol import Finish
+from dsh_llm.protocol import FinishReason
+from dsh_llm.protocol import ReasoningBlock
+from dsh_llm.protocol import ReasoningDelta
+from dsh_llm.protocol import ReplayEnvelope
+from dsh_llm.protocol import StreamChunk
+from dsh_llm.protocol import TextBlock
+from dsh_llm.protocol import TextDelta
+from dsh_llm.protocol import TokenUsage
+from dsh_llm.protocol import ToolCallBlock
+from dsh_llm.protocol import ToolCallDelta
+from dsh_llm.protocol import UsageChunk
+from tests.strategies import llm_failures
+from tests.strategies import token_usages
 
 __all__ = [
     "BlockPlan",

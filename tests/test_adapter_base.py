@@ -7,30 +7,27 @@ from collections.abc import Iterator
 import attrs
 import pytest
 
-from dsh_llm.adapter import (
-    MODALITIES,
-    LlmAdapter,
-    LlmModelInfo,
-    LlmModelReasoningInfo,
-    LlmProviderInfo,
-    LlmReasoningEffortInfo,
-    LlmResolvedModelInfo,
-    PreparedAdapterCall,
-)
-from dsh_llm.protocol import (
-    BlockEnd,
-    BlockStart,
-    Finish,
-    FinishReason,
-    GenerateOptions,
-    StreamChunk,
-    TextBlock,
-    TextDelta,
-    TokenUsage,
-    UsageChunk,
-    create_user_message,
-)
-from dsh_llm.signal import AbortController, AbortSignal
+from dsh_llm.adapter import MODALITIES
+from dsh_llm.adapter import LlmAdapter
+from dsh_llm.adapter import LlmModelInfo
+from dsh_llm.adapter import LlmModelReasoningInfo
+from dsh_llm.adapter import LlmProviderInfo
+from dsh_llm.adapter import LlmReasoningEffortInfo
+from dsh_llm.adapter import LlmResolvedModelInfo
+from dsh_llm.adapter import PreparedAdapterCall
+from dsh_llm.protocol import BlockEnd
+from dsh_llm.protocol import BlockStart
+from dsh_llm.protocol import Finish
+from dsh_llm.protocol import FinishReason
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import StreamChunk
+from dsh_llm.protocol import TextBlock
+from dsh_llm.protocol import TextDelta
+from dsh_llm.protocol import TokenUsage
+from dsh_llm.protocol import UsageChunk
+from dsh_llm.protocol import create_user_message
+from dsh_llm.signal import AbortController
+from dsh_llm.signal import AbortSignal
 
 SCRIPT: tuple[StreamChunk, ...] = (
     BlockStart(index=0, block_type="text"),

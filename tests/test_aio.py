@@ -20,36 +20,31 @@ import textwrap
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
+from collections.abc import Iterator
 
 import pytest
 
-from dsh_llm import (
-    ErrorCode,
-    Finish,
-    GenerateOptions,
-    LlmAdapter,
-    LlmError,
-    LlmRuntime,
-    StreamChunk,
-    TextDelta,
-    validate_stream,
-)
-from dsh_llm.aio import (
-    DEFAULT_BATCH_SIZE,
-    DEFAULT_QUEUE_SIZE,
-    AsyncChunkStream,
-    astream,
-    shutdown_shared_executor,
-)
-from tests.aio_sources import (
-    OPTIONS,
-    EndlessAdapter,
-    ScriptedAdapter,
-    collect,
-    text_stream,
-    worker_threads,
-)
+from dsh_llm import ErrorCode
+from dsh_llm import Finish
+from dsh_llm import GenerateOptions
+from dsh_llm import LlmAdapter
+from dsh_llm import LlmError
+from dsh_llm import LlmRuntime
+from dsh_llm import StreamChunk
+from dsh_llm import TextDelta
+from dsh_llm import validate_stream
+from dsh_llm.aio import DEFAULT_BATCH_SIZE
+from dsh_llm.aio import DEFAULT_QUEUE_SIZE
+from dsh_llm.aio import AsyncChunkStream
+from dsh_llm.aio import astream
+from dsh_llm.aio import shutdown_shared_executor
+from tests.aio_sources import OPTIONS
+from tests.aio_sources import EndlessAdapter
+from tests.aio_sources import ScriptedAdapter
+from tests.aio_sources import collect
+from tests.aio_sources import text_stream
+from tests.aio_sources import worker_threads
 
 
 @pytest.fixture(autouse=True, scope="module")

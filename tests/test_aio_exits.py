@@ -15,27 +15,21 @@ from collections.abc import Iterator
 
 import pytest
 
-from dsh_llm import (
-    AbortController,
-    Finish,
-    GenerateOptions,
-    LlmError,
-    StreamChunk,
-    TextDelta,
-)
-from dsh_llm.aio import (
-    AsyncChunkStream,
-    astream,
-    shutdown_shared_executor,
-)
-from tests.aio_sources import (
-    OPTIONS,
-    BlockingAdapter,
-    EndlessAdapter,
-    ScriptedAdapter,
-    collect,
-    text_stream,
-)
+from dsh_llm import AbortController
+from dsh_llm import Finish
+from dsh_llm import GenerateOptions
+from dsh_llm import LlmError
+from dsh_llm import StreamChunk
+from dsh_llm import TextDelta
+from dsh_llm.aio import AsyncChunkStream
+from dsh_llm.aio import astream
+from dsh_llm.aio import shutdown_shared_executor
+from tests.aio_sources import OPTIONS
+from tests.aio_sources import BlockingAdapter
+from tests.aio_sources import EndlessAdapter
+from tests.aio_sources import ScriptedAdapter
+from tests.aio_sources import collect
+from tests.aio_sources import text_stream
 
 # Cancellation must end the stream far sooner than any timeout would (the
 # stalled servers here never end by themselves). How fast it is (the 100 ms

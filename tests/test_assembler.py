@@ -11,44 +11,41 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dsh_llm import (
-    BlockAssembler,
-    BlockEnd,
-    BlockStart,
-    CallId,
-    ErrorCode,
-    Finish,
-    FinishReason,
-    LlmError,
-    LlmFailure,
-    ReasoningBlock,
-    ReasoningDelta,
-    StreamChunk,
-    TextBlock,
-    TextDelta,
-    TokenUsage,
-    ToolCallBlock,
-    ToolCallDelta,
-    UsageChunk,
-    collect,
-    validate_stream,
-)
-from dsh_llm.assembler import (
-    ASSEMBLER_SOURCE,
-    AssembledResponse,
-    assemble_stream,
-    unreachable_variant,
-)
-from dsh_llm.protocol import (
-    ChunkStream,
-    GenerateOptions,
-    ModelSource,
-    PluginSource,
-    ReplayEnvelope,
-    create_assistant_message,
-)
-from tests.strategies import finish_reasons, indexes, token_usages
-from tests.stream_plans import StreamPlan, stream_plans
+from dsh_llm import BlockAssembler
+from dsh_llm import BlockEnd
+from dsh_llm import BlockStart
+from dsh_llm import CallId
+from dsh_llm import ErrorCode
+from dsh_llm import Finish
+from dsh_llm import FinishReason
+from dsh_llm import LlmError
+from dsh_llm import LlmFailure
+from dsh_llm import ReasoningBlock
+from dsh_llm import ReasoningDelta
+from dsh_llm import StreamChunk
+from dsh_llm import TextBlock
+from dsh_llm import TextDelta
+from dsh_llm import TokenUsage
+from dsh_llm import ToolCallBlock
+from dsh_llm import ToolCallDelta
+from dsh_llm import UsageChunk
+from dsh_llm import collect
+from dsh_llm import validate_stream
+from dsh_llm.assembler import ASSEMBLER_SOURCE
+from dsh_llm.assembler import AssembledResponse
+from dsh_llm.assembler import assemble_stream
+from dsh_llm.assembler import unreachable_variant
+from dsh_llm.protocol import ChunkStream
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import ModelSource
+from dsh_llm.protocol import PluginSource
+from dsh_llm.protocol import ReplayEnvelope
+from dsh_llm.protocol import create_assistant_message
+from tests.strategies import finish_reasons
+from tests.strategies import indexes
+from tests.strategies import token_usages
+from tests.stream_plans import StreamPlan
+from tests.stream_plans import stream_plans
 
 USAGE = TokenUsage(input_tokens=10, output_tokens=5)
 RESPONSE = {"responseId": "resp-1"}

@@ -10,13 +10,11 @@ import attrs
 import pytest
 
 import dsh_llm
-from dsh_llm.transport.attribution import (
-    APP_IDENTITY,
-    PROJECT_URL,
-    AppIdentity,
-    attribution_headers,
-    user_agent,
-)
+from dsh_llm.transport.attribution import APP_IDENTITY
+from dsh_llm.transport.attribution import PROJECT_URL
+from dsh_llm.transport.attribution import AppIdentity
+from dsh_llm.transport.attribution import attribution_headers
+from dsh_llm.transport.attribution import user_agent
 
 FORK = AppIdentity(
     product="fork-agent", version="9.9.9", url="https://example.com/fork-agent"

@@ -4,38 +4,41 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from dsh_llm.adapter import LlmAdapter
 from dsh_llm.assembler import AssembledResponse
-from dsh_llm.call import RetryEvent, call_with_retry
-from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.protocol import (
-    BlockEnd,
-    BlockStart,
-    CallId,
-    Finish,
-    FinishReason,
-    GenerateOptions,
-    LlmCallConfig,
-    LlmFailure,
-    ModelSource,
-    ReplayEnvelope,
-    StreamChunk,
-    TextBlock,
-    TextDelta,
-    TokenUsage,
-    ToolCallBlock,
-    ToolCallDelta,
-    UsageChunk,
-    create_user_message,
-)
-from dsh_llm.retry import RetryPolicy, resolve_retry_policy
+from dsh_llm.call import RetryEvent
+from dsh_llm.call import call_with_retry
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
+from dsh_llm.protocol import BlockEnd
+from dsh_llm.protocol import BlockStart
+from dsh_llm.protocol import CallId
+from dsh_llm.protocol import Finish
+from dsh_llm.protocol import FinishReason
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import LlmCallConfig
+from dsh_llm.protocol import LlmFailure
+from dsh_llm.protocol import ModelSource
+from dsh_llm.protocol import ReplayEnvelope
+from dsh_llm.protocol import StreamChunk
+from dsh_llm.protocol import TextBlock
+from dsh_llm.protocol import TextDelta
+from dsh_llm.protocol import TokenUsage
+from dsh_llm.protocol import ToolCallBlock
+from dsh_llm.protocol import ToolCallDelta
+from dsh_llm.protocol import UsageChunk
+from dsh_llm.protocol import create_user_message
+from dsh_llm.retry import RetryPolicy
+from dsh_llm.retry import resolve_retry_policy
 from dsh_llm.runtime import LlmRuntime
-from dsh_llm.signal import AbortController, AbortSignal
+from dsh_llm.signal import AbortController
+from dsh_llm.signal import AbortSignal
 from tests.runtime_adapters import ScriptedAdapter
 
 Outcome = LlmError | str

@@ -6,17 +6,27 @@ consumer."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
 
-from dsh_llm.adapters.deepseek import PROVIDER_ROUTE, DeepSeekAdapter
-from dsh_llm.assembler import AssembledResponse, total_usage
-from dsh_llm.call import RetryEvent, call_with_retry
-from dsh_llm.protocol import GenerateOptions, TokenUsage, create_user_message
+from dsh_llm.adapters.deepseek import PROVIDER_ROUTE
+from dsh_llm.adapters.deepseek import DeepSeekAdapter
+from dsh_llm.assembler import AssembledResponse
+from dsh_llm.assembler import total_usage
+from dsh_llm.call import RetryEvent
+from dsh_llm.call import call_with_retry
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import TokenUsage
+from dsh_llm.protocol import create_user_message
 from dsh_llm.runtime import LlmRuntime
-from dsh_llm.testing import Cut, LoopbackServer, Reply, Stall, sse_events
+from dsh_llm.testing import Cut
+from dsh_llm.testing import LoopbackServer
+from dsh_llm.testing import Reply
+from dsh_llm.testing import Stall
+from dsh_llm.testing import sse_events
 
 NORMAL = {
     "mode": "normal",

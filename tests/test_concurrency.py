@@ -15,36 +15,39 @@ import asyncio
 import contextlib
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from dsh_llm import (
-    AbortController,
-    ErrorCode,
-    Finish,
-    GenerateOptions,
-    LlmError,
-    LlmRuntime,
-    StreamChunk,
-    TextDelta,
-    collect,
-    create_user_message,
-    validate_stream,
-)
-from dsh_llm.adapters.deepseek import PROVIDER_ROUTE, DeepSeekAdapter
-from dsh_llm.aio import SHARED_EXECUTOR_THREAD_PREFIX, astream, shutdown_shared_executor
-from dsh_llm.testing import (
-    LoopbackServer,
-    Pause,
-    RecordedRequest,
-    Reply,
-    Stall,
-    sse_events,
-)
+from dsh_llm import AbortController
+from dsh_llm import ErrorCode
+from dsh_llm import Finish
+from dsh_llm import GenerateOptions
+from dsh_llm import LlmError
+from dsh_llm import LlmRuntime
+from dsh_llm import StreamChunk
+from dsh_llm import TextDelta
+from dsh_llm import collect
+from dsh_llm import create_user_message
+from dsh_llm import validate_stream
+from dsh_llm.adapters.deepseek import PROVIDER_ROUTE
+from dsh_llm.adapters.deepseek import DeepSeekAdapter
+from dsh_llm.aio import SHARED_EXECUTOR_THREAD_PREFIX
+from dsh_llm.aio import astream
+from dsh_llm.aio import shutdown_shared_executor
+from dsh_llm.testing import LoopbackServer
+from dsh_llm.testing import Pause
+from dsh_llm.testing import RecordedRequest
+from dsh_llm.testing import Reply
+from dsh_llm.testing import Stall
+from dsh_llm.testing import sse_events
 
-from .adapters.chat_chunks import FIRST, finish, text, usage
+from .adapters.chat_chunks import FIRST
+from .adapters.chat_chunks import finish
+from .adapters.chat_chunks import text
+from .adapters.chat_chunks import usage
 
 PARTS = 3
 

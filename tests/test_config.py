@@ -12,34 +12,35 @@ import pickle
 import re
 import shutil
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
+from typing import ClassVar
 
 import attrs
 import pytest
 
-from dsh_llm.adapters import AdapterConfig, AdapterConfigError, adapter_field_order
+from dsh_llm.adapters import AdapterConfig
+from dsh_llm.adapters import AdapterConfigError
+from dsh_llm.adapters import adapter_field_order
 from dsh_llm.adapters._wire.config import config_from_options
-from dsh_llm.config import (
-    RAW_METADATA,
-    ConfigError,
-    PluginConfigError,
-    check_bool,
-    check_non_empty_str,
-    check_one_of,
-    check_optional_timeout,
-    check_positive_int,
-    check_safe_positive_int,
-    check_timeout,
-    field_error,
-    structure_config,
-)
-from dsh_llm.plugins import PluginLoadError, load_composition
-from dsh_llm.protocol.checks import MAX_SAFE_INTEGER, MAX_TIMEOUT_MS
-from dsh_llm.retry import (
-    DEFAULT_RETRY_POLICY,
-    AlwaysRetryPolicy,
-    NormalRetryPolicy,
-)
+from dsh_llm.config import RAW_METADATA
+from dsh_llm.config import ConfigError
+from dsh_llm.config import PluginConfigError
+from dsh_llm.config import check_bool
+from dsh_llm.config import check_non_empty_str
+from dsh_llm.config import check_one_of
+from dsh_llm.config import check_optional_timeout
+from dsh_llm.config import check_positive_int
+from dsh_llm.config import check_safe_positive_int
+from dsh_llm.config import check_timeout
+from dsh_llm.config import field_error
+from dsh_llm.config import structure_config
+from dsh_llm.plugins import PluginLoadError
+from dsh_llm.plugins import load_composition
+from dsh_llm.protocol.checks import MAX_SAFE_INTEGER
+from dsh_llm.protocol.checks import MAX_TIMEOUT_MS
+from dsh_llm.retry import DEFAULT_RETRY_POLICY
+from dsh_llm.retry import AlwaysRetryPolicy
+from dsh_llm.retry import NormalRetryPolicy
 from dsh_llm.runtime import LlmRuntime
 
 ROOT = Path(__file__).parent.parent

@@ -8,13 +8,13 @@ import pickle
 
 import pytest
 
-from dsh_llm.credentials import (
-    ApiKeyCheck,
-    Secret,
-    assert_usable_api_key,
-    normalize_api_key,
-)
-from dsh_llm.errors import INVALID_CREDENTIAL_CODE, ErrorCode, LlmError
+from dsh_llm.credentials import ApiKeyCheck
+from dsh_llm.credentials import Secret
+from dsh_llm.credentials import assert_usable_api_key
+from dsh_llm.credentials import normalize_api_key
+from dsh_llm.errors import INVALID_CREDENTIAL_CODE
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
 
 # --- normalize_api_key (SPEC 11 items 4-5) ------------------------------------------
 

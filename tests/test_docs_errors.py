@@ -5,13 +5,18 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Final, Literal
+from typing import Final
+from typing import Literal
 
 import attrs
 import pytest
 
-from dsh_llm.config import ConfigError, render_problems, structure_config
-from dsh_llm.errors import ERROR_CODES, ErrorCode, LlmError
+from dsh_llm.config import ConfigError
+from dsh_llm.config import render_problems
+from dsh_llm.config import structure_config
+from dsh_llm.errors import ERROR_CODES
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
 from dsh_llm.serde import chunk_from_dict
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "errors.md"

@@ -11,9 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.protocol import CHUNK_TYPES, BlockEnd, BlockStart, TextBlock, TextDelta
-from dsh_llm.serde import chunk_from_dict, chunk_to_dict
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
+from dsh_llm.protocol import CHUNK_TYPES
+from dsh_llm.protocol import BlockEnd
+from dsh_llm.protocol import BlockStart
+from dsh_llm.protocol import TextBlock
+from dsh_llm.protocol import TextDelta
+from dsh_llm.serde import chunk_from_dict
+from dsh_llm.serde import chunk_to_dict
 from dsh_llm.validator import validate_stream
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "protocol.md"

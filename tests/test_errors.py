@@ -10,22 +10,21 @@ from typing import Any
 
 import pytest
 
-from dsh_llm.errors import (
-    CONTEXT_WINDOW_EXCEEDED_CODE,
-    EMPTY_RESPONSE_CODE,
-    ERROR_CODES,
-    INVALID_CREDENTIAL_CODE,
-    QUOTA_EXCEEDED_CODE,
-    ErrorCode,
-    HarnessError,
-    LlmError,
-    error_chain,
-    is_context_window_exceeded_error,
-    is_harness_error,
-    is_quota_exceeded_error,
-    normalize_llm_failure,
-)
-from dsh_llm.protocol import FinishReason, LlmFailure
+from dsh_llm.errors import CONTEXT_WINDOW_EXCEEDED_CODE
+from dsh_llm.errors import EMPTY_RESPONSE_CODE
+from dsh_llm.errors import ERROR_CODES
+from dsh_llm.errors import INVALID_CREDENTIAL_CODE
+from dsh_llm.errors import QUOTA_EXCEEDED_CODE
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import HarnessError
+from dsh_llm.errors import LlmError
+from dsh_llm.errors import error_chain
+from dsh_llm.errors import is_context_window_exceeded_error
+from dsh_llm.errors import is_harness_error
+from dsh_llm.errors import is_quota_exceeded_error
+from dsh_llm.errors import normalize_llm_failure
+from dsh_llm.protocol import FinishReason
+from dsh_llm.protocol import LlmFailure
 
 # --- LlmError and HarnessError ----------------------------------------------------
 

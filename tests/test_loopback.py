@@ -10,17 +10,15 @@ import time
 
 import pytest
 
-from dsh_llm.testing import (
-    Cut,
-    LoopbackServer,
-    Mark,
-    Pause,
-    Reply,
-    Stall,
-    sse_body,
-    sse_event,
-    sse_events,
-)
+from dsh_llm.testing import Cut
+from dsh_llm.testing import LoopbackServer
+from dsh_llm.testing import Mark
+from dsh_llm.testing import Pause
+from dsh_llm.testing import Reply
+from dsh_llm.testing import Stall
+from dsh_llm.testing import sse_body
+from dsh_llm.testing import sse_event
+from dsh_llm.testing import sse_events
 
 
 def _get(

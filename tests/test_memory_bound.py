@@ -38,34 +38,39 @@ import subprocess
 import sys
 import tracemalloc
 import zlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable
+from collections.abc import Iterable
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Final
+from typing import Any
+from typing import Final
 
 import pytest
 
-from dsh_llm import BlockAssembler, LlmRuntime, validate_stream
+from dsh_llm import BlockAssembler
+from dsh_llm import LlmRuntime
+from dsh_llm import validate_stream
 from dsh_llm.adapter import LlmAdapter
 from dsh_llm.adapters.chat.request import WireProfile
 from dsh_llm.adapters.chat.translate import ChatCompletionsTranslator
 from dsh_llm.adapters.openai_responses.translate import ResponsesTranslator
-from dsh_llm.protocol import (
-    BlockEnd,
-    BlockStart,
-    Finish,
-    FinishReason,
-    GenerateOptions,
-    LlmFailure,
-    StreamChunk,
-    TextBlock,
-    TextDelta,
-    TokenUsage,
-    ToolCallBlock,
-    UsageChunk,
-    create_user_message,
-)
+from dsh_llm.protocol import BlockEnd
+from dsh_llm.protocol import BlockStart
+from dsh_llm.protocol import Finish
+from dsh_llm.protocol import FinishReason
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import LlmFailure
+from dsh_llm.protocol import StreamChunk
+from dsh_llm.protocol import TextBlock
+from dsh_llm.protocol import TextDelta
+from dsh_llm.protocol import TokenUsage
+from dsh_llm.protocol import ToolCallBlock
+from dsh_llm.protocol import UsageChunk
+from dsh_llm.protocol import create_user_message
 from dsh_llm.serde import compact_json
-from dsh_llm.testing import LoopbackServer, Reply, sse_event
+from dsh_llm.testing import LoopbackServer
+from dsh_llm.testing import Reply
+from dsh_llm.testing import sse_event
 from tests.eventstream_frames import frame
 
 DELTAS: Final = 1_000_000

@@ -16,20 +16,29 @@ import configparser
 import re
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import attrs
 import pytest
 
-from dsh_llm import GenerateOptions, collect, create_user_message
+from dsh_llm import GenerateOptions
+from dsh_llm import collect
+from dsh_llm import create_user_message
 from dsh_llm.plugins import load_composition
 from dsh_llm.serde import chunk_from_json
-from dsh_llm.testing import LoopbackServer, RecordedRequest, Reply, sse_events
+from dsh_llm.testing import LoopbackServer
+from dsh_llm.testing import RecordedRequest
+from dsh_llm.testing import Reply
+from dsh_llm.testing import sse_events
 from dsh_llm.validator import assert_chunk_sequence
 
-from .cli_run import clean_env, deepseek_event, deepseek_text_reply, offline_env
+from .cli_run import clean_env
+from .cli_run import deepseek_event
+from .cli_run import deepseek_text_reply
+from .cli_run import offline_env
 
 ROOT = Path(__file__).parent.parent
 README = ROOT / "README.md"

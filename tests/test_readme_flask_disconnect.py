@@ -24,7 +24,11 @@ import pytest
 import requests
 from werkzeug.serving import make_server
 
-from dsh_llm.testing import Cut, LoopbackServer, Pause, Reply, sse_event
+from dsh_llm.testing import Cut
+from dsh_llm.testing import LoopbackServer
+from dsh_llm.testing import Pause
+from dsh_llm.testing import Reply
+from dsh_llm.testing import sse_event
 
 from .test_readme import block
 

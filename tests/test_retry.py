@@ -11,18 +11,17 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dsh_llm.config import ConfigError, PluginConfigError
-from dsh_llm.retry import (
-    DEFAULT_RETRY_POLICY,
-    AlwaysRetryPolicy,
-    BackoffConfig,
-    NormalRetryPolicy,
-    RetryPolicy,
-    RetryPolicyConfig,
-    resolve_retry_policy,
-    retry_delay_ms,
-    retry_policy_key,
-)
+from dsh_llm.config import ConfigError
+from dsh_llm.config import PluginConfigError
+from dsh_llm.retry import DEFAULT_RETRY_POLICY
+from dsh_llm.retry import AlwaysRetryPolicy
+from dsh_llm.retry import BackoffConfig
+from dsh_llm.retry import NormalRetryPolicy
+from dsh_llm.retry import RetryPolicy
+from dsh_llm.retry import RetryPolicyConfig
+from dsh_llm.retry import resolve_retry_policy
+from dsh_llm.retry import retry_delay_ms
+from dsh_llm.retry import retry_policy_key
 
 PATH = "provider.retryPolicy"
 MAX_TIMER_DELAY_MS = 2_147_483_647

@@ -8,16 +8,15 @@ from collections.abc import Iterator
 
 import pytest
 
-from dsh_llm import ErrorCode, LlmError
+from dsh_llm import ErrorCode
+from dsh_llm import LlmError
 from dsh_llm.adapter import LlmAdapter
-from dsh_llm.protocol import (
-    Finish,
-    FinishReason,
-    GenerateOptions,
-    StreamChunk,
-    TokenUsage,
-    UsageChunk,
-)
+from dsh_llm.protocol import Finish
+from dsh_llm.protocol import FinishReason
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import StreamChunk
+from dsh_llm.protocol import TokenUsage
+from dsh_llm.protocol import UsageChunk
 from dsh_llm.runtime import LlmRuntime
 
 

@@ -11,49 +11,46 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.protocol import (
-    BLOCK_TYPES,
-    SOURCE_TYPES,
-    BlockEnd,
-    BlockStart,
-    CallId,
-    ContentBlock,
-    ContextSnapshotSection,
-    Finish,
-    FinishReason,
-    ImageBlock,
-    ImageDimensions,
-    ImageRef,
-    LlmFailure,
-    Message,
-    MessageSource,
-    PluginSource,
-    ReplayEnvelope,
-    StreamChunk,
-    TextBlock,
-    TextDelta,
-    TokenUsage,
-    ToolCallBlock,
-    ToolCallDelta,
-    ToolResultBlock,
-    UsageChunk,
-    create_assistant_message,
-    create_tool_result_message,
-)
-from dsh_llm.serde import (
-    chunk_from_dict,
-    chunk_from_json,
-    chunk_to_dict,
-    chunk_to_json,
-    chunks_from_jsonl,
-    chunks_to_jsonl,
-    converter,
-    message_from_dict,
-    message_to_dict,
-    read_jsonl,
-    write_jsonl,
-)
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
+from dsh_llm.protocol import BLOCK_TYPES
+from dsh_llm.protocol import SOURCE_TYPES
+from dsh_llm.protocol import BlockEnd
+from dsh_llm.protocol import BlockStart
+from dsh_llm.protocol import CallId
+from dsh_llm.protocol import ContentBlock
+from dsh_llm.protocol import ContextSnapshotSection
+from dsh_llm.protocol import Finish
+from dsh_llm.protocol import FinishReason
+from dsh_llm.protocol import ImageBlock
+from dsh_llm.protocol import ImageDimensions
+from dsh_llm.protocol import ImageRef
+from dsh_llm.protocol import LlmFailure
+from dsh_llm.protocol import Message
+from dsh_llm.protocol import MessageSource
+from dsh_llm.protocol import PluginSource
+from dsh_llm.protocol import ReplayEnvelope
+from dsh_llm.protocol import StreamChunk
+from dsh_llm.protocol import TextBlock
+from dsh_llm.protocol import TextDelta
+from dsh_llm.protocol import TokenUsage
+from dsh_llm.protocol import ToolCallBlock
+from dsh_llm.protocol import ToolCallDelta
+from dsh_llm.protocol import ToolResultBlock
+from dsh_llm.protocol import UsageChunk
+from dsh_llm.protocol import create_assistant_message
+from dsh_llm.protocol import create_tool_result_message
+from dsh_llm.serde import chunk_from_dict
+from dsh_llm.serde import chunk_from_json
+from dsh_llm.serde import chunk_to_dict
+from dsh_llm.serde import chunk_to_json
+from dsh_llm.serde import chunks_from_jsonl
+from dsh_llm.serde import chunks_to_jsonl
+from dsh_llm.serde import converter
+from dsh_llm.serde import message_from_dict
+from dsh_llm.serde import message_to_dict
+from dsh_llm.serde import read_jsonl
+from dsh_llm.serde import write_jsonl
 from tests import strategies as s
 
 # --- the seed example --------------------------------------------------------------

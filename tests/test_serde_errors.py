@@ -7,20 +7,17 @@ from typing import Any
 
 import pytest
 
-from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.protocol import (
-    Message,
-    ModelSource,
-    ReplayEnvelope,
-    TextBlock,
-    UserSource,
-)
-from dsh_llm.serde import (
-    chunk_from_dict,
-    chunk_from_json,
-    message_from_dict,
-    message_to_dict,
-)
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
+from dsh_llm.protocol import Message
+from dsh_llm.protocol import ModelSource
+from dsh_llm.protocol import ReplayEnvelope
+from dsh_llm.protocol import TextBlock
+from dsh_llm.protocol import UserSource
+from dsh_llm.serde import chunk_from_dict
+from dsh_llm.serde import chunk_from_json
+from dsh_llm.serde import message_from_dict
+from dsh_llm.serde import message_to_dict
 
 # --- malformed chunks ---------------------------------------------------------------
 

@@ -11,7 +11,9 @@ from collections.abc import Callable
 
 import pytest
 
-from dsh_llm.signal import AbortController, AbortError, AbortSignal
+from dsh_llm.signal import AbortController
+from dsh_llm.signal import AbortError
+from dsh_llm.signal import AbortSignal
 
 # Generous: the waits below must end long before this; hitting it means a bug.
 LONG_TIMEOUT_S = 30.0

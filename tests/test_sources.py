@@ -6,7 +6,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from dsh_llm.sources import chunk_source, close_source
+from dsh_llm.sources import chunk_source
+from dsh_llm.sources import close_source
 
 
 def test_chunk_source_names_the_caller_for_a_non_iterable() -> None:

@@ -5,24 +5,26 @@ from __future__ import annotations
 
 import enum
 import pickle
-from typing import Any, Literal, NewType
+from typing import Any
+from typing import Literal
+from typing import NewType
 
 import attrs
 import pytest
 from cattrs.errors import ClassValidationError
 
-from dsh_llm.config import ConfigError, structure_config
-from dsh_llm.converter import (
-    StructureError,
-    describe,
-    join_key,
-    problems,
-    show,
-    strict_converter,
-    value_kind,
-)
+from dsh_llm.config import ConfigError
+from dsh_llm.config import structure_config
+from dsh_llm.converter import StructureError
+from dsh_llm.converter import describe
+from dsh_llm.converter import join_key
+from dsh_llm.converter import problems
+from dsh_llm.converter import show
+from dsh_llm.converter import strict_converter
+from dsh_llm.converter import value_kind
 from dsh_llm.errors import LlmError
-from dsh_llm.serde import chunk_from_dict, message_from_dict
+from dsh_llm.serde import chunk_from_dict
+from dsh_llm.serde import message_from_dict
 
 
 class Mode(enum.Enum):

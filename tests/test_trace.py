@@ -7,20 +7,18 @@ from collections.abc import Iterator
 
 import pytest
 
-from dsh_llm import (
-    BlockEnd,
-    BlockStart,
-    ErrorCode,
-    Finish,
-    FinishReason,
-    LlmError,
-    StreamChunk,
-    TextBlock,
-    TextDelta,
-    TokenUsage,
-    UsageChunk,
-    trace_stream,
-)
+from dsh_llm import BlockEnd
+from dsh_llm import BlockStart
+from dsh_llm import ErrorCode
+from dsh_llm import Finish
+from dsh_llm import FinishReason
+from dsh_llm import LlmError
+from dsh_llm import StreamChunk
+from dsh_llm import TextBlock
+from dsh_llm import TextDelta
+from dsh_llm import TokenUsage
+from dsh_llm import UsageChunk
+from dsh_llm import trace_stream
 from dsh_llm.serde import chunk_to_json
 
 VALID: list[StreamChunk] = [

@@ -13,29 +13,31 @@ from collections.abc import Iterator
 import pytest
 from hypothesis import given
 
-from dsh_llm import (
-    BlockEnd,
-    BlockStart,
-    CallId,
-    ErrorCode,
-    Finish,
-    FinishReason,
-    LlmError,
-    LlmFailure,
-    ReasoningBlock,
-    ReasoningDelta,
-    StreamChunk,
-    TextBlock,
-    TextDelta,
-    TokenUsage,
-    ToolCallBlock,
-    ToolCallDelta,
-    UsageChunk,
-    assert_chunk_sequence,
-    validate_stream,
-)
-from dsh_llm.protocol import ImageBlock, ImageRef
-from tests.stream_plans import Mutation, StreamPlan, broken_streams, stream_plans
+from dsh_llm import BlockEnd
+from dsh_llm import BlockStart
+from dsh_llm import CallId
+from dsh_llm import ErrorCode
+from dsh_llm import Finish
+from dsh_llm import FinishReason
+from dsh_llm import LlmError
+from dsh_llm import LlmFailure
+from dsh_llm import ReasoningBlock
+from dsh_llm import ReasoningDelta
+from dsh_llm import StreamChunk
+from dsh_llm import TextBlock
+from dsh_llm import TextDelta
+from dsh_llm import TokenUsage
+from dsh_llm import ToolCallBlock
+from dsh_llm import ToolCallDelta
+from dsh_llm import UsageChunk
+from dsh_llm import assert_chunk_sequence
+from dsh_llm import validate_stream
+from dsh_llm.protocol import ImageBlock
+from dsh_llm.protocol import ImageRef
+from tests.stream_plans import Mutation
+from tests.stream_plans import StreamPlan
+from tests.stream_plans import broken_streams
+from tests.stream_plans import stream_plans
 
 USAGE = UsageChunk(usage=TokenUsage(input_tokens=3, output_tokens=None))
 STOP = Finish(reason=FinishReason.STOP)

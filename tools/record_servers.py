@@ -51,7 +51,8 @@ from typing import Any
 
 import requests
 
-from dsh_llm import GenerateOptions, ToolSchema
+from dsh_llm import GenerateOptions
+from dsh_llm import ToolSchema
 from dsh_llm.adapter import LlmAdapter
 from dsh_llm.adapters.anthropic import AnthropicAdapter
 from dsh_llm.adapters.gemini import GeminiAdapter
@@ -59,17 +60,16 @@ from dsh_llm.adapters.openai_compat import OpenAICompatAdapter
 from dsh_llm.adapters.openai_responses import OpenAIResponsesAdapter
 from dsh_llm.assembler import collect
 from dsh_llm.errors import LlmError
-from dsh_llm.protocol import (
-    BlockEnd,
-    Finish,
-    StreamChunk,
-    TextDelta,
-    ToolCallBlock,
-    UsageChunk,
-    create_tool_result_message,
-    create_user_message,
-)
-from dsh_llm.testing import Cassette, record
+from dsh_llm.protocol import BlockEnd
+from dsh_llm.protocol import Finish
+from dsh_llm.protocol import StreamChunk
+from dsh_llm.protocol import TextDelta
+from dsh_llm.protocol import ToolCallBlock
+from dsh_llm.protocol import UsageChunk
+from dsh_llm.protocol import create_tool_result_message
+from dsh_llm.protocol import create_user_message
+from dsh_llm.testing import Cassette
+from dsh_llm.testing import record
 from dsh_llm.validator import validate_stream
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -19,61 +19,54 @@
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING
+from typing import Any
+from typing import Final
 
 import attrs
 
 if TYPE_CHECKING:
-    from dsh_llm.adapters._wire.adapter import WireAdapter, encode_body
-    from dsh_llm.adapters._wire.config import (
-        AdapterConfig,
-        AdapterConfigError,
-        BaseUrlRule,
-        CatalogLookup,
-        CatalogModel,
-        adapter_field_order,
-        api_root_url,
-        endpoint_url,
-        model_catalog,
-    )
-    from dsh_llm.adapters._wire.extras import (
-        AttachmentReader,
-        breakpoint_ttl,
-        check_breakpoints,
-        check_image_input,
-        has_images,
-        image_data,
-        merge_extra_body,
-        refuse_cache_controls,
-        refuse_misplaced_images,
-        request_headers,
-    )
-    from dsh_llm.adapters._wire.family import (
-        Endpoint,
-        ServerAccess,
-        TokenCountRequest,
-        WireCall,
-        WireFamily,
-        WireRequest,
-        answer_count,
-        counting_request,
-        effort_infos,
-        resolved_model_info,
-        token_count,
-    )
-    from dsh_llm.adapters._wire.history import (
-        answered_call,
-        arguments_object,
-        block_entries,
-        call_index,
-        record_calls,
-    )
+    from dsh_llm.adapters._wire.adapter import WireAdapter
+    from dsh_llm.adapters._wire.adapter import encode_body
+    from dsh_llm.adapters._wire.config import AdapterConfig
+    from dsh_llm.adapters._wire.config import AdapterConfigError
+    from dsh_llm.adapters._wire.config import BaseUrlRule
+    from dsh_llm.adapters._wire.config import CatalogLookup
+    from dsh_llm.adapters._wire.config import CatalogModel
+    from dsh_llm.adapters._wire.config import adapter_field_order
+    from dsh_llm.adapters._wire.config import api_root_url
+    from dsh_llm.adapters._wire.config import endpoint_url
+    from dsh_llm.adapters._wire.config import model_catalog
+    from dsh_llm.adapters._wire.extras import AttachmentReader
+    from dsh_llm.adapters._wire.extras import breakpoint_ttl
+    from dsh_llm.adapters._wire.extras import check_breakpoints
+    from dsh_llm.adapters._wire.extras import check_image_input
+    from dsh_llm.adapters._wire.extras import has_images
+    from dsh_llm.adapters._wire.extras import image_data
+    from dsh_llm.adapters._wire.extras import merge_extra_body
+    from dsh_llm.adapters._wire.extras import refuse_cache_controls
+    from dsh_llm.adapters._wire.extras import refuse_misplaced_images
+    from dsh_llm.adapters._wire.extras import request_headers
+    from dsh_llm.adapters._wire.family import Endpoint
+    from dsh_llm.adapters._wire.family import ServerAccess
+    from dsh_llm.adapters._wire.family import TokenCountRequest
+    from dsh_llm.adapters._wire.family import WireCall
+    from dsh_llm.adapters._wire.family import WireFamily
+    from dsh_llm.adapters._wire.family import WireRequest
+    from dsh_llm.adapters._wire.family import answer_count
+    from dsh_llm.adapters._wire.family import counting_request
+    from dsh_llm.adapters._wire.family import effort_infos
+    from dsh_llm.adapters._wire.family import resolved_model_info
+    from dsh_llm.adapters._wire.family import token_count
+    from dsh_llm.adapters._wire.history import answered_call
+    from dsh_llm.adapters._wire.history import arguments_object
+    from dsh_llm.adapters._wire.history import block_entries
+    from dsh_llm.adapters._wire.history import call_index
+    from dsh_llm.adapters._wire.history import record_calls
     from dsh_llm.adapters._wire.translator import WireTranslator
-    from dsh_llm.adapters._wire.writer import (
-        EMPTY_RESPONSE_MESSAGE,
-        Block,
-        BlockWriter,
-    )
+    from dsh_llm.adapters._wire.writer import EMPTY_RESPONSE_MESSAGE
+    from dsh_llm.adapters._wire.writer import Block
+    from dsh_llm.adapters._wire.writer import BlockWriter
 
 __all__ = [
     "BUILTIN_FAMILIES",

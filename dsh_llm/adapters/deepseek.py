@@ -21,48 +21,43 @@ chat-completions wire (``dsh_llm.adapters.chat``) streamed by ``WireAdapter``.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Final, Literal
+from typing import Any
+from typing import Final
+from typing import Literal
 
 import attrs
 
-from dsh_llm.adapter import (
-    LlmModelReasoningInfo,
-    LlmResolvedModelInfo,
-)
+from dsh_llm.adapter import LlmModelReasoningInfo
+from dsh_llm.adapter import LlmResolvedModelInfo
 from dsh_llm.adapters._wire.adapter import WireAdapter
-from dsh_llm.adapters._wire.config import (
-    AdapterConfig,
-    AdapterConfigError,
-    BaseUrlRule,
-    CatalogLookup,
-    CatalogModel,
-    adapter_field_order,
-    model_catalog,
-)
-from dsh_llm.adapters._wire.family import (
-    Endpoint,
-    WireCall,
-    WireFamily,
-    WireRequest,
-    effort_infos,
-    resolved_model_info,
-)
-from dsh_llm.adapters.chat.request import (
-    CHAT_COMPLETIONS_PATH,
-    WireProfile,
-    build_body,
-    chat_request,
-    session_id_value,
-)
-from dsh_llm.adapters.chat.translate import chat_decoder, chat_translator
-from dsh_llm.config import (
-    check_non_empty_str,
-    check_one_of,
-    check_positive_int,
-    check_safe_positive_int,
-)
-from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.protocol import GenerateOptions, content_has_image
+from dsh_llm.adapters._wire.config import AdapterConfig
+from dsh_llm.adapters._wire.config import AdapterConfigError
+from dsh_llm.adapters._wire.config import BaseUrlRule
+from dsh_llm.adapters._wire.config import CatalogLookup
+from dsh_llm.adapters._wire.config import CatalogModel
+from dsh_llm.adapters._wire.config import adapter_field_order
+from dsh_llm.adapters._wire.config import model_catalog
+from dsh_llm.adapters._wire.family import Endpoint
+from dsh_llm.adapters._wire.family import WireCall
+from dsh_llm.adapters._wire.family import WireFamily
+from dsh_llm.adapters._wire.family import WireRequest
+from dsh_llm.adapters._wire.family import effort_infos
+from dsh_llm.adapters._wire.family import resolved_model_info
+from dsh_llm.adapters.chat.request import CHAT_COMPLETIONS_PATH
+from dsh_llm.adapters.chat.request import WireProfile
+from dsh_llm.adapters.chat.request import build_body
+from dsh_llm.adapters.chat.request import chat_request
+from dsh_llm.adapters.chat.request import session_id_value
+from dsh_llm.adapters.chat.translate import chat_decoder
+from dsh_llm.adapters.chat.translate import chat_translator
+from dsh_llm.config import check_non_empty_str
+from dsh_llm.config import check_one_of
+from dsh_llm.config import check_positive_int
+from dsh_llm.config import check_safe_positive_int
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import content_has_image
 from dsh_llm.transport.call import url_repr
 
 __all__ = [

@@ -30,57 +30,56 @@ chat-completions wire it shares with ``DeepSeekAdapter``
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any, Final, Literal, Self
+from collections.abc import Mapping
+from collections.abc import Sequence
+from typing import Any
+from typing import Final
+from typing import Literal
+from typing import Self
 
 import attrs
 
-from dsh_llm.adapter import (
-    LlmModelReasoningInfo,
-    LlmResolvedModelInfo,
-)
+from dsh_llm.adapter import LlmModelReasoningInfo
+from dsh_llm.adapter import LlmResolvedModelInfo
 from dsh_llm.adapters._wire.adapter import WireAdapter
-from dsh_llm.adapters._wire.config import (
-    AdapterConfig,
-    AdapterConfigError,
-    CatalogLookup,
-    CatalogModel,
-    adapter_field_order,
-    api_root_url,
-    config_from_options,
-    model_catalog,
-)
+from dsh_llm.adapters._wire.config import AdapterConfig
+from dsh_llm.adapters._wire.config import AdapterConfigError
+from dsh_llm.adapters._wire.config import CatalogLookup
+from dsh_llm.adapters._wire.config import CatalogModel
+from dsh_llm.adapters._wire.config import adapter_field_order
+from dsh_llm.adapters._wire.config import api_root_url
+from dsh_llm.adapters._wire.config import config_from_options
+from dsh_llm.adapters._wire.config import model_catalog
 from dsh_llm.adapters._wire.extras import RESERVED_HEADER_NAMES
-from dsh_llm.adapters._wire.family import (
-    Endpoint,
-    WireCall,
-    WireFamily,
-    WireRequest,
-    effort_infos,
-    resolved_model_info,
-)
-from dsh_llm.adapters.chat.request import (
-    CHAT_COMPLETIONS_PATH,
-    RESPONSE_FORMAT_STYLES,
-    ResponseFormatStyle,
-    WireProfile,
-    build_body,
-    chat_request,
-    session_id_value,
-)
-from dsh_llm.adapters.chat.services import SERVICE_NAMES, SERVICES, HostedService
-from dsh_llm.adapters.chat.translate import chat_decoder, chat_translator
-from dsh_llm.config import (
-    RAW_METADATA,
-    check_bool,
-    check_non_empty_str,
-    check_one_of,
-    field_error,
-)
+from dsh_llm.adapters._wire.family import Endpoint
+from dsh_llm.adapters._wire.family import WireCall
+from dsh_llm.adapters._wire.family import WireFamily
+from dsh_llm.adapters._wire.family import WireRequest
+from dsh_llm.adapters._wire.family import effort_infos
+from dsh_llm.adapters._wire.family import resolved_model_info
+from dsh_llm.adapters.chat.request import CHAT_COMPLETIONS_PATH
+from dsh_llm.adapters.chat.request import RESPONSE_FORMAT_STYLES
+from dsh_llm.adapters.chat.request import ResponseFormatStyle
+from dsh_llm.adapters.chat.request import WireProfile
+from dsh_llm.adapters.chat.request import build_body
+from dsh_llm.adapters.chat.request import chat_request
+from dsh_llm.adapters.chat.request import session_id_value
+from dsh_llm.adapters.chat.services import SERVICE_NAMES
+from dsh_llm.adapters.chat.services import SERVICES
+from dsh_llm.adapters.chat.services import HostedService
+from dsh_llm.adapters.chat.translate import chat_decoder
+from dsh_llm.adapters.chat.translate import chat_translator
+from dsh_llm.config import RAW_METADATA
+from dsh_llm.config import check_bool
+from dsh_llm.config import check_non_empty_str
+from dsh_llm.config import check_one_of
+from dsh_llm.config import field_error
 from dsh_llm.credentials import Secret
-from dsh_llm.errors import ErrorCode, LlmError
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
 from dsh_llm.transport.call import url_repr
-from dsh_llm.transport.session import is_header_name, is_header_value
+from dsh_llm.transport.session import is_header_name
+from dsh_llm.transport.session import is_header_value
 
 __all__ = [
     "DEFAULT_DISPLAY_NAME",

@@ -11,15 +11,16 @@ An adapter that sends images reads them from ``adapter.attachments`` (see
 
 from __future__ import annotations
 
-from dsh_llm.attachments.images import ImageInfo, data_url, image_block, sniff_image
-from dsh_llm.attachments.store import (
-    ATTACHMENT_PREFIX,
-    AttachmentStore,
-    FolderAttachmentStore,
-    MemoryAttachmentStore,
-    attachment_id,
-    require,
-)
+from dsh_llm.attachments.images import ImageInfo
+from dsh_llm.attachments.images import data_url
+from dsh_llm.attachments.images import image_block
+from dsh_llm.attachments.images import sniff_image
+from dsh_llm.attachments.store import ATTACHMENT_PREFIX
+from dsh_llm.attachments.store import AttachmentStore
+from dsh_llm.attachments.store import FolderAttachmentStore
+from dsh_llm.attachments.store import MemoryAttachmentStore
+from dsh_llm.attachments.store import attachment_id
+from dsh_llm.attachments.store import require
 
 __all__ = [
     "ATTACHMENT_PREFIX",

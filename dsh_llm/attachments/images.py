@@ -23,9 +23,12 @@ from pathlib import Path
 
 import attrs
 
-from dsh_llm.attachments.store import AttachmentStore, attachment_id
-from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.protocol import ImageBlock, ImageRef
+from dsh_llm.attachments.store import AttachmentStore
+from dsh_llm.attachments.store import attachment_id
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
+from dsh_llm.protocol import ImageBlock
+from dsh_llm.protocol import ImageRef
 
 __all__ = ["ImageInfo", "data_url", "image_block", "sniff_image"]
 

@@ -23,9 +23,12 @@ import os
 import tempfile
 import threading
 from pathlib import Path
-from typing import Final, Protocol, runtime_checkable
+from typing import Final
+from typing import Protocol
+from typing import runtime_checkable
 
-from dsh_llm.errors import ErrorCode, LlmError
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
 
 __all__ = [
     "ATTACHMENT_PREFIX",

@@ -18,23 +18,22 @@ Contracts callers may rely on:
 
 from __future__ import annotations
 
-from dsh_llm.batch.progress import BatchProgress, ProgressBar, summary_line
+from dsh_llm.batch.progress import BatchProgress
+from dsh_llm.batch.progress import ProgressBar
+from dsh_llm.batch.progress import summary_line
 from dsh_llm.batch.ratelimit import RouteLimiter
-from dsh_llm.batch.requests import (
-    BatchRequest,
-    RequestLineError,
-    parse_request_line,
-    read_requests,
-)
-from dsh_llm.batch.results import (
-    BatchResult,
-    ResultsFile,
-    ResultsFileBusyError,
-    read_results,
-    result_from_dict,
-    result_to_dict,
-)
-from dsh_llm.batch.runner import BatchSummary, run_jsonl
+from dsh_llm.batch.requests import BatchRequest
+from dsh_llm.batch.requests import RequestLineError
+from dsh_llm.batch.requests import parse_request_line
+from dsh_llm.batch.requests import read_requests
+from dsh_llm.batch.results import BatchResult
+from dsh_llm.batch.results import ResultsFile
+from dsh_llm.batch.results import ResultsFileBusyError
+from dsh_llm.batch.results import read_results
+from dsh_llm.batch.results import result_from_dict
+from dsh_llm.batch.results import result_to_dict
+from dsh_llm.batch.runner import BatchSummary
+from dsh_llm.batch.runner import run_jsonl
 
 __all__ = [
     "BatchProgress",

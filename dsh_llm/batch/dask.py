@@ -33,38 +33,37 @@ import json
 import os
 import tempfile
 import threading
-from collections.abc import Iterable, Iterator, Mapping
-from typing import Any, Final, cast
+from collections.abc import Iterable
+from collections.abc import Iterator
+from collections.abc import Mapping
+from typing import Any
+from typing import Final
+from typing import cast
 
 import attrs
 import distributed
 
 from dsh_llm.batch.progress import BatchProgress
 from dsh_llm.batch.ratelimit import RouteLimiter
-from dsh_llm.batch.requests import (
-    BatchRequest,
-    RequestLineError,
-    decode_request_line,
-    parse_request_object,
-    request_lines,
-)
-from dsh_llm.batch.results import (
-    BatchResult,
-    ResultsFile,
-    result_from_dict,
-    result_to_dict,
-)
-from dsh_llm.batch.runner import (
-    BatchSummary,
-    RunLedger,
-    bad_line_result,
-    check_concurrency,
-    repeated_id,
-    resolve_progress,
-    run_one,
-)
+from dsh_llm.batch.requests import BatchRequest
+from dsh_llm.batch.requests import RequestLineError
+from dsh_llm.batch.requests import decode_request_line
+from dsh_llm.batch.requests import parse_request_object
+from dsh_llm.batch.requests import request_lines
+from dsh_llm.batch.results import BatchResult
+from dsh_llm.batch.results import ResultsFile
+from dsh_llm.batch.results import result_from_dict
+from dsh_llm.batch.results import result_to_dict
+from dsh_llm.batch.runner import BatchSummary
+from dsh_llm.batch.runner import RunLedger
+from dsh_llm.batch.runner import bad_line_result
+from dsh_llm.batch.runner import check_concurrency
+from dsh_llm.batch.runner import repeated_id
+from dsh_llm.batch.runner import resolve_progress
+from dsh_llm.batch.runner import run_one
 from dsh_llm.batch.writer import RowWriter
-from dsh_llm.retry import RetryPolicy, resolve_retry_policy
+from dsh_llm.retry import RetryPolicy
+from dsh_llm.retry import resolve_retry_policy
 from dsh_llm.serde import compact_json
 from dsh_llm.signal import AbortSignal
 

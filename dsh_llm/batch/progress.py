@@ -24,11 +24,16 @@ import importlib
 import importlib.util
 import sys
 import threading
-from typing import IO, Any, Final, NoReturn, Protocol
+from typing import IO
+from typing import Any
+from typing import Final
+from typing import NoReturn
+from typing import Protocol
 
 from tqdm import tqdm
 
-from dsh_llm.batch.results import BatchResult, BatchSummary
+from dsh_llm.batch.results import BatchResult
+from dsh_llm.batch.results import BatchSummary
 
 __all__ = ["BatchProgress", "ProgressBar", "in_jupyter_kernel", "summary_line"]
 

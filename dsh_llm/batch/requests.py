@@ -25,30 +25,30 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator, Mapping
-from typing import Any, Final
+from collections.abc import Iterator
+from collections.abc import Mapping
+from typing import Any
+from typing import Final
 
 import attrs
 
-from dsh_llm.config import (
-    KEY_METADATA,
-    ConfigError,
-    check_non_empty_str,
-    check_positive_int,
-    field_error,
-    structure_config,
-    value_kind,
-)
+from dsh_llm.config import KEY_METADATA
+from dsh_llm.config import ConfigError
+from dsh_llm.config import check_non_empty_str
+from dsh_llm.config import check_positive_int
+from dsh_llm.config import field_error
+from dsh_llm.config import structure_config
+from dsh_llm.config import value_kind
 from dsh_llm.errors import ErrorCode
-from dsh_llm.protocol import (
-    GenerateOptions,
-    LlmFailure,
-    Message,
-    ToolSchema,
-    create_user_message,
-)
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import LlmFailure
+from dsh_llm.protocol import Message
+from dsh_llm.protocol import ToolSchema
+from dsh_llm.protocol import create_user_message
 from dsh_llm.protocol.checks import FieldError
-from dsh_llm.serde import InvalidValueError, compact_json, message_from_dict
+from dsh_llm.serde import InvalidValueError
+from dsh_llm.serde import compact_json
+from dsh_llm.serde import message_from_dict
 from dsh_llm.signal import AbortSignal
 
 __all__ = [

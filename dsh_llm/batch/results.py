@@ -32,17 +32,26 @@ import json
 import os
 import sys
 import threading
-from collections.abc import Iterable, Iterator
-from typing import Any, Final
+from collections.abc import Iterable
+from collections.abc import Iterator
+from typing import Any
+from typing import Final
 
 if sys.platform != "win32":
     import fcntl
 
 import attrs
 
-from dsh_llm.batch.requests import RequestId, id_key
-from dsh_llm.protocol import FinishReason, LlmFailure, Message, TokenUsage
-from dsh_llm.serde import compact_json, converter, message_from_dict, message_to_dict
+from dsh_llm.batch.requests import RequestId
+from dsh_llm.batch.requests import id_key
+from dsh_llm.protocol import FinishReason
+from dsh_llm.protocol import LlmFailure
+from dsh_llm.protocol import Message
+from dsh_llm.protocol import TokenUsage
+from dsh_llm.serde import compact_json
+from dsh_llm.serde import converter
+from dsh_llm.serde import message_from_dict
+from dsh_llm.serde import message_to_dict
 
 __all__ = [
     "BatchResult",

@@ -34,41 +34,51 @@ import contextlib
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Any, Final, cast
+from collections.abc import Callable
+from collections.abc import Iterable
+from collections.abc import Iterator
+from collections.abc import Mapping
+from typing import Any
+from typing import Final
+from typing import cast
 
 import attrs
 
 from dsh_llm.assembler import AssembledResponse
-from dsh_llm.batch.progress import BatchProgress, ProgressBar
-from dsh_llm.batch.ratelimit import LimiterError, RouteLimiter
-from dsh_llm.batch.requests import (
-    BatchRequest,
-    RequestId,
-    RequestLineError,
-    decode_request_line,
-    id_key,
-    parse_request_object,
-    peek_id,
-    request_id_of,
-    request_lines,
-)
-from dsh_llm.batch.results import BatchResult, BatchSummary, ResultsFile, ResultsIndex
+from dsh_llm.batch.progress import BatchProgress
+from dsh_llm.batch.progress import ProgressBar
+from dsh_llm.batch.ratelimit import LimiterError
+from dsh_llm.batch.ratelimit import RouteLimiter
+from dsh_llm.batch.requests import BatchRequest
+from dsh_llm.batch.requests import RequestId
+from dsh_llm.batch.requests import RequestLineError
+from dsh_llm.batch.requests import decode_request_line
+from dsh_llm.batch.requests import id_key
+from dsh_llm.batch.requests import parse_request_object
+from dsh_llm.batch.requests import peek_id
+from dsh_llm.batch.requests import request_id_of
+from dsh_llm.batch.requests import request_lines
+from dsh_llm.batch.results import BatchResult
+from dsh_llm.batch.results import BatchSummary
+from dsh_llm.batch.results import ResultsFile
+from dsh_llm.batch.results import ResultsIndex
 from dsh_llm.batch.writer import RowWriter
-from dsh_llm.call import RetryEvent, call_with_retry
-from dsh_llm.errors import ErrorCode, normalize_llm_failure
-from dsh_llm.protocol import (
-    ChunkStream,
-    Finish,
-    GenerateOptions,
-    LlmCallConfig,
-    LlmFailure,
-    RateLimits,
-    StreamChunk,
-)
-from dsh_llm.retry import RetryPolicy, resolve_retry_policy
+from dsh_llm.call import RetryEvent
+from dsh_llm.call import call_with_retry
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import normalize_llm_failure
+from dsh_llm.protocol import ChunkStream
+from dsh_llm.protocol import Finish
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import LlmCallConfig
+from dsh_llm.protocol import LlmFailure
+from dsh_llm.protocol import RateLimits
+from dsh_llm.protocol import StreamChunk
+from dsh_llm.retry import RetryPolicy
+from dsh_llm.retry import resolve_retry_policy
 from dsh_llm.runtime import LlmRuntime
-from dsh_llm.signal import AbortController, AbortSignal
+from dsh_llm.signal import AbortController
+from dsh_llm.signal import AbortSignal
 from dsh_llm.sources import close_source
 
 __all__ = [

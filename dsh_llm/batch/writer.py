@@ -31,7 +31,10 @@ import time
 from collections.abc import Callable
 from typing import Final
 
-from dsh_llm.batch.results import BatchResult, BatchSummary, ResultsFile, row_line
+from dsh_llm.batch.results import BatchResult
+from dsh_llm.batch.results import BatchSummary
+from dsh_llm.batch.results import ResultsFile
+from dsh_llm.batch.results import row_line
 
 __all__ = ["DEFAULT_MAX_PENDING", "DEFAULT_WINDOW_S", "RowTally", "RowWriter"]
 

@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
-from dsh_llm.cli.main import build_parser, main
+from dsh_llm.cli.main import build_parser
+from dsh_llm.cli.main import main
 
 __all__ = ["build_parser", "main"]

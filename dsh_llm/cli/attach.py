@@ -26,12 +26,10 @@ import time
 from typing import Final
 from urllib.parse import urlsplit
 
-from dsh_llm.attachments import (
-    AttachmentStore,
-    FolderAttachmentStore,
-    MemoryAttachmentStore,
-    image_block,
-)
+from dsh_llm.attachments import AttachmentStore
+from dsh_llm.attachments import FolderAttachmentStore
+from dsh_llm.attachments import MemoryAttachmentStore
+from dsh_llm.attachments import image_block
 from dsh_llm.cli.usage import UsageError
 from dsh_llm.cli.userdirs import data_dir
 from dsh_llm.errors import LlmError

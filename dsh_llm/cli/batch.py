@@ -21,9 +21,11 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import TYPE_CHECKING, TypeAlias
+from typing import TYPE_CHECKING
+from typing import TypeAlias
 
-from dsh_llm.cli.parser import positive_int, positive_number
+from dsh_llm.cli.parser import positive_int
+from dsh_llm.cli.parser import positive_number
 from dsh_llm.cli.targets import DEFAULT_CONFIG
 from dsh_llm.cli.usage import UsageError
 
@@ -93,7 +95,8 @@ def _check_paths(requests_file: str, results_file: str) -> None:
 def run_batch(args: argparse.Namespace) -> int:
     """Run ``dsh-llm batch``; returns the exit status (Ctrl-C raises
     ``KeyboardInterrupt``, which ``dsh_llm.cli.main`` turns into 130)."""
-    from dsh_llm.batch import ProgressBar, run_jsonl
+    from dsh_llm.batch import ProgressBar
+    from dsh_llm.batch import run_jsonl
     from dsh_llm.batch.ratelimit import LimiterError
     from dsh_llm.batch.results import ResultsFileBusyError
     from dsh_llm.cli.interrupt import run_abortable

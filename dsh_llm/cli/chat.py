@@ -29,21 +29,22 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import Sequence
-from typing import Any, TextIO
+from typing import Any
+from typing import TextIO
 
-from dsh_llm.assembler import AssembledResponse, BlockAssembler
+from dsh_llm.assembler import AssembledResponse
+from dsh_llm.assembler import BlockAssembler
 from dsh_llm.cli.console import ChunkSink
-from dsh_llm.cli.targets import Target, require_utf8
+from dsh_llm.cli.targets import Target
+from dsh_llm.cli.targets import require_utf8
 from dsh_llm.cli.usage import UsageError
-from dsh_llm.protocol import (
-    Finish,
-    FinishReason,
-    GenerateOptions,
-    Message,
-    ModelSource,
-    ResponseFormat,
-    create_user_message,
-)
+from dsh_llm.protocol import Finish
+from dsh_llm.protocol import FinishReason
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import Message
+from dsh_llm.protocol import ModelSource
+from dsh_llm.protocol import ResponseFormat
+from dsh_llm.protocol import create_user_message
 from dsh_llm.runtime import LlmRuntime
 from dsh_llm.signal import AbortSignal
 from dsh_llm.validator import validate_stream

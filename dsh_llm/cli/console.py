@@ -31,24 +31,26 @@ from __future__ import annotations
 import codecs
 import os
 import threading
-from typing import Final, Protocol, TextIO
+from typing import Final
+from typing import Protocol
+from typing import TextIO
 
-from dsh_llm.protocol import (
-    BlockEnd,
-    BlockStart,
-    Citation,
-    FinishReason,
-    ReasoningDelta,
-    ServerToolCallBlock,
-    ServerToolResultBlock,
-    StreamChunk,
-    TextBlock,
-    TextDelta,
-    TokenUsage,
-    ToolCallBlock,
-)
-from dsh_llm.protocol.display import citation_label, server_tool_label
-from dsh_llm.serde import chunk_to_dict, compact_json
+from dsh_llm.protocol import BlockEnd
+from dsh_llm.protocol import BlockStart
+from dsh_llm.protocol import Citation
+from dsh_llm.protocol import FinishReason
+from dsh_llm.protocol import ReasoningDelta
+from dsh_llm.protocol import ServerToolCallBlock
+from dsh_llm.protocol import ServerToolResultBlock
+from dsh_llm.protocol import StreamChunk
+from dsh_llm.protocol import TextBlock
+from dsh_llm.protocol import TextDelta
+from dsh_llm.protocol import TokenUsage
+from dsh_llm.protocol import ToolCallBlock
+from dsh_llm.protocol.display import citation_label
+from dsh_llm.protocol.display import server_tool_label
+from dsh_llm.serde import chunk_to_dict
+from dsh_llm.serde import compact_json
 
 REASONING_PREFIX: Final = "[reasoning] "
 """What a reasoning block starts with on stderr."""

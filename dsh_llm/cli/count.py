@@ -24,10 +24,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import TYPE_CHECKING, TypeAlias
+from typing import TYPE_CHECKING
+from typing import TypeAlias
 
 from dsh_llm.cli.models import add_choice_arguments
-from dsh_llm.cli.parser import non_empty, positive_seconds
+from dsh_llm.cli.parser import non_empty
+from dsh_llm.cli.parser import positive_seconds
 from dsh_llm.cli.usage import UsageError
 
 if TYPE_CHECKING:
@@ -96,8 +98,11 @@ def run_count(args: argparse.Namespace) -> int:
         UsageError: for an empty prompt or no model to talk to.
         LlmError: what counting raises (``main`` prints it, exit status 1).
     """
-    from dsh_llm.cli.chat import chat_options, provider_options, read_prompt
-    from dsh_llm.cli.models import choose, open_choice
+    from dsh_llm.cli.chat import chat_options
+    from dsh_llm.cli.chat import provider_options
+    from dsh_llm.cli.chat import read_prompt
+    from dsh_llm.cli.models import choose
+    from dsh_llm.cli.models import open_choice
 
     if args.wire is not None and args.base_url is None:
         raise UsageError("--wire applies to --base-url")

@@ -31,27 +31,33 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any, Final, TextIO
+from typing import Any
+from typing import Final
+from typing import TextIO
 
 import attrs
 
-from dsh_llm.adapters.deepseek import PROVIDER_ROUTE, DeepSeekAdapter
+from dsh_llm.adapters.deepseek import PROVIDER_ROUTE
+from dsh_llm.adapters.deepseek import DeepSeekAdapter
 from dsh_llm.assembler import AssembledResponse
 from dsh_llm.cli.chat import stream_chat
-from dsh_llm.cli.console import ChunkSink, count_of, format_usage
-from dsh_llm.protocol import (
-    BlockStart,
-    GenerateOptions,
-    ReasoningBlock,
-    StreamChunk,
-    TextBlock,
-    ToolCallBlock,
-    ToolSchema,
-    create_user_message,
-)
+from dsh_llm.cli.console import ChunkSink
+from dsh_llm.cli.console import count_of
+from dsh_llm.cli.console import format_usage
+from dsh_llm.protocol import BlockStart
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import ReasoningBlock
+from dsh_llm.protocol import StreamChunk
+from dsh_llm.protocol import TextBlock
+from dsh_llm.protocol import ToolCallBlock
+from dsh_llm.protocol import ToolSchema
+from dsh_llm.protocol import create_user_message
 from dsh_llm.runtime import LlmRuntime
 from dsh_llm.signal import AbortSignal
-from dsh_llm.testing import LoopbackServer, Pause, Reply, sse_event
+from dsh_llm.testing import LoopbackServer
+from dsh_llm.testing import Pause
+from dsh_llm.testing import Reply
+from dsh_llm.testing import sse_event
 
 DEMO_API_KEY: Final = "sk-dsh-llm-demo"
 """The key the demo sends to its own loopback server (not a real key)."""

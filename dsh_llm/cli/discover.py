@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Any
+from typing import Final
 
 MODELS_TIMEOUT_S: Final = 10.0
 """How long the model list may take, from the request to its last byte."""
@@ -52,7 +53,8 @@ def server_models(
     from dsh_llm.errors import LlmError
     from dsh_llm.transport.call import redact_url
     from dsh_llm.transport.fetch import fetch
-    from dsh_llm.transport.session import BearerAuth, create_session
+    from dsh_llm.transport.session import BearerAuth
+    from dsh_llm.transport.session import create_session
 
     url = base_url.rstrip("/") + "/models"
     shown = redact_url(url)

@@ -26,21 +26,25 @@ from __future__ import annotations
 import contextlib
 import sys
 from collections.abc import Sequence
-from typing import Any, Final, TextIO
+from typing import Any
+from typing import Final
+from typing import TextIO
 
-from dsh_llm.cli.console import ChunkPrinter, summary_line
-from dsh_llm.cli.hints import failure_message, missing_key_message
+from dsh_llm.cli.console import ChunkPrinter
+from dsh_llm.cli.console import summary_line
+from dsh_llm.cli.hints import failure_message
+from dsh_llm.cli.hints import missing_key_message
 from dsh_llm.cli.interrupt import run_abortable
-from dsh_llm.cli.logs import CallLog, CallTimer
+from dsh_llm.cli.logs import CallLog
+from dsh_llm.cli.logs import CallTimer
 from dsh_llm.cli.targets import Target
 from dsh_llm.conversation import Conversation
-from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.protocol import (
-    ImageBlock,
-    Message,
-    TextBlock,
-    create_user_message,
-)
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
+from dsh_llm.protocol import ImageBlock
+from dsh_llm.protocol import Message
+from dsh_llm.protocol import TextBlock
+from dsh_llm.protocol import create_user_message
 from dsh_llm.signal import AbortController
 from dsh_llm.tools import ToolLoopResult
 

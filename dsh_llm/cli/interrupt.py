@@ -27,7 +27,8 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable
-from typing import Final, TypeVar
+from typing import Final
+from typing import TypeVar
 
 from dsh_llm.signal import AbortController
 

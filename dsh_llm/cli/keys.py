@@ -26,13 +26,19 @@ import getpass
 import os
 import re
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Final, TypeAlias
+from typing import TYPE_CHECKING
+from typing import Final
+from typing import TypeAlias
 
 from dsh_llm.adapters import BUILTIN_FAMILIES
 from dsh_llm.cli.usage import UsageError
-from dsh_llm.cli.userdirs import UserFileError, config_dir, read_json, write_json
+from dsh_llm.cli.userdirs import UserFileError
+from dsh_llm.cli.userdirs import config_dir
+from dsh_llm.cli.userdirs import read_json
+from dsh_llm.cli.userdirs import write_json
 from dsh_llm.credentials import normalize_api_key
 
 if TYPE_CHECKING:

@@ -33,10 +33,15 @@ import inspect
 import os
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Final, TypeAlias
+from typing import TYPE_CHECKING
+from typing import Any
+from typing import Final
+from typing import TypeAlias
 
-from dsh_llm.cli.parser import number, positive_int
-from dsh_llm.cli.targets import BASE_URL_ROUTE, DEEPSEEK_ROUTE
+from dsh_llm.cli.parser import number
+from dsh_llm.cli.parser import positive_int
+from dsh_llm.cli.targets import BASE_URL_ROUTE
+from dsh_llm.cli.targets import DEEPSEEK_ROUTE
 from dsh_llm.cli.usage import UsageError
 
 if TYPE_CHECKING:
@@ -133,7 +138,8 @@ def _add_record(commands: _Commands) -> None:
 
 
 def _sink(json_lines: bool) -> ChunkSink:
-    from dsh_llm.cli.console import ChunkPrinter, JsonLinesPrinter
+    from dsh_llm.cli.console import ChunkPrinter
+    from dsh_llm.cli.console import JsonLinesPrinter
 
     if json_lines:
         return JsonLinesPrinter(sys.stdout)
@@ -184,12 +190,10 @@ def _record_plan(
             f'not "{route}"; record other adapters from Python with '
             "dsh_llm.testing.record (docs/cassettes.md)"
         )
-    from dsh_llm.adapters.deepseek import (
-        BASE_URL_ENV,
-        DEFAULT_API_KEY_ENV,
-        PUBLIC_BASE_URL,
-        DeepSeekAdapter,
-    )
+    from dsh_llm.adapters.deepseek import BASE_URL_ENV
+    from dsh_llm.adapters.deepseek import DEFAULT_API_KEY_ENV
+    from dsh_llm.adapters.deepseek import PUBLIC_BASE_URL
+    from dsh_llm.adapters.deepseek import DeepSeekAdapter
 
     env_name = args.api_key_env or DEFAULT_API_KEY_ENV
     key = os.environ.get(env_name)
@@ -211,16 +215,15 @@ def _record_plan(
 
 def run_record(args: argparse.Namespace) -> int:
     """The ``record`` handler."""
-    from dsh_llm.cli.console import SilenceableSink, summary_line
+    from dsh_llm.cli.console import SilenceableSink
+    from dsh_llm.cli.console import summary_line
     from dsh_llm.cli.interrupt import run_abortable
-    from dsh_llm.protocol import (
-        Finish,
-        FinishReason,
-        GenerateOptions,
-        TokenUsage,
-        UsageChunk,
-        create_user_message,
-    )
+    from dsh_llm.protocol import Finish
+    from dsh_llm.protocol import FinishReason
+    from dsh_llm.protocol import GenerateOptions
+    from dsh_llm.protocol import TokenUsage
+    from dsh_llm.protocol import UsageChunk
+    from dsh_llm.protocol import create_user_message
     from dsh_llm.signal import AbortController
     from dsh_llm.testing.recorder import record_call
 
@@ -371,16 +374,16 @@ def _build(cls: type[LlmAdapter], url: str) -> LlmAdapter:
 
 def run_replay(args: argparse.Namespace) -> int:
     """The ``replay`` handler."""
-    from dsh_llm.errors import ErrorCode, LlmError
-    from dsh_llm.protocol import Finish, StreamChunk
+    from dsh_llm.errors import ErrorCode
+    from dsh_llm.errors import LlmError
+    from dsh_llm.protocol import Finish
+    from dsh_llm.protocol import StreamChunk
     from dsh_llm.testing.cassette import Cassette
-    from dsh_llm.testing.replay import (
-        close_adapter,
-        close_stream,
-        replay_base_url,
-        replay_options,
-        replay_server,
-    )
+    from dsh_llm.testing.replay import close_adapter
+    from dsh_llm.testing.replay import close_stream
+    from dsh_llm.testing.replay import replay_base_url
+    from dsh_llm.testing.replay import replay_options
+    from dsh_llm.testing.replay import replay_server
     from dsh_llm.trace import trace_stream
 
     try:

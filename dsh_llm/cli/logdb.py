@@ -30,23 +30,27 @@ import json
 import os
 import sqlite3
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
-from datetime import UTC, datetime
+from collections.abc import Iterator
+from collections.abc import Mapping
+from collections.abc import Sequence
+from datetime import UTC
+from datetime import datetime
 from pathlib import Path
-from typing import Any, Final
+from typing import Any
+from typing import Final
 
 import attrs
 
 from dsh_llm.assembler import AssembledResponse
 from dsh_llm.errors import LlmError
-from dsh_llm.protocol import (
-    Finish,
-    FinishReason,
-    Message,
-    TokenUsage,
-    UsageChunk,
-)
-from dsh_llm.serde import chunk_from_dict, chunk_to_dict, message_from_dict
+from dsh_llm.protocol import Finish
+from dsh_llm.protocol import FinishReason
+from dsh_llm.protocol import Message
+from dsh_llm.protocol import TokenUsage
+from dsh_llm.protocol import UsageChunk
+from dsh_llm.serde import chunk_from_dict
+from dsh_llm.serde import chunk_to_dict
+from dsh_llm.serde import message_from_dict
 from dsh_llm.serde import message_to_dict as _message_to_dict
 
 LOGS_DB: Final = "logs.db"

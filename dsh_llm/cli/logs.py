@@ -29,26 +29,34 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, TextIO, TypeAlias
+from typing import TYPE_CHECKING
+from typing import Any
+from typing import Final
+from typing import TextIO
+from typing import TypeAlias
 
 import attrs
 
-from dsh_llm.cli.console import ChunkSink, summary_line
-from dsh_llm.cli.logdb import (
-    LOGS_DB,
-    CallRecord,
-    LogError,
-    LoggedCall,
-    LogStore,
-    new_id,
-    utc_now,
-)
+from dsh_llm.cli.console import ChunkSink
+from dsh_llm.cli.console import summary_line
+from dsh_llm.cli.logdb import LOGS_DB
+from dsh_llm.cli.logdb import CallRecord
+from dsh_llm.cli.logdb import LogError
+from dsh_llm.cli.logdb import LoggedCall
+from dsh_llm.cli.logdb import LogStore
+from dsh_llm.cli.logdb import new_id
+from dsh_llm.cli.logdb import utc_now
 from dsh_llm.cli.parser import listing_actions
 from dsh_llm.cli.usage import UsageError
-from dsh_llm.cli.userdirs import config_dir, data_dir
+from dsh_llm.cli.userdirs import config_dir
+from dsh_llm.cli.userdirs import data_dir
 from dsh_llm.errors import LlmError
-from dsh_llm.protocol import GenerateOptions, ImageBlock, Message, StreamChunk
-from dsh_llm.serde import message_from_dict, options_to_dict
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import ImageBlock
+from dsh_llm.protocol import Message
+from dsh_llm.protocol import StreamChunk
+from dsh_llm.serde import message_from_dict
+from dsh_llm.serde import options_to_dict
 
 if TYPE_CHECKING:
     from dsh_llm.assembler import AssembledResponse

@@ -33,18 +33,33 @@ import contextlib
 import io
 import os
 import sys
-from collections.abc import Callable, Generator, Iterable, Sequence
-from typing import TYPE_CHECKING, Any, Final, TypeAlias, cast
+from collections.abc import Callable
+from collections.abc import Generator
+from collections.abc import Iterable
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+from typing import Any
+from typing import Final
+from typing import TypeAlias
+from typing import cast
 
 from dsh_llm._version import __version__
 from dsh_llm.cli.console import count_of
 from dsh_llm.cli.models import add_choice_arguments
-from dsh_llm.cli.parser import SuggestingParser, non_empty, number, positive_int
-from dsh_llm.cli.targets import DEFAULT_CONFIG, require_utf8
+from dsh_llm.cli.parser import SuggestingParser
+from dsh_llm.cli.parser import non_empty
+from dsh_llm.cli.parser import number
+from dsh_llm.cli.parser import positive_int
+from dsh_llm.cli.targets import DEFAULT_CONFIG
+from dsh_llm.cli.targets import require_utf8
 from dsh_llm.cli.usage import UsageError
-from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.protocol import BlockStart, Finish, StreamChunk
-from dsh_llm.serde import chunks_from_jsonl, read_jsonl
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
+from dsh_llm.protocol import BlockStart
+from dsh_llm.protocol import Finish
+from dsh_llm.protocol import StreamChunk
+from dsh_llm.serde import chunks_from_jsonl
+from dsh_llm.serde import read_jsonl
 from dsh_llm.signal import AbortController
 from dsh_llm.trace import trace_stream
 from dsh_llm.validator import validate_stream
@@ -52,10 +67,13 @@ from dsh_llm.validator import validate_stream
 if TYPE_CHECKING:
     from dsh_llm.attachments import AttachmentStore
     from dsh_llm.cli.console import ChunkSink
-    from dsh_llm.cli.logs import CallLog, Continued
+    from dsh_llm.cli.logs import CallLog
+    from dsh_llm.cli.logs import Continued
     from dsh_llm.cli.targets import Target
     from dsh_llm.observe.cost import PriceTable
-    from dsh_llm.protocol import ImageBlock, Message, ResponseFormat
+    from dsh_llm.protocol import ImageBlock
+    from dsh_llm.protocol import Message
+    from dsh_llm.protocol import ResponseFormat
 
 
 EXIT_OK = 0
@@ -173,7 +191,8 @@ def _print_failure(code: str, message: str) -> int:
 def _sink(json_lines: bool) -> ChunkSink:
     """Where ``chat`` and ``demo`` show the stream: JSON Lines on stdout for
     ``--json``, else text on stdout and reasoning on stderr."""
-    from dsh_llm.cli.console import ChunkPrinter, JsonLinesPrinter
+    from dsh_llm.cli.console import ChunkPrinter
+    from dsh_llm.cli.console import JsonLinesPrinter
 
     if json_lines:
         return JsonLinesPrinter(sys.stdout)
@@ -206,7 +225,9 @@ def _add_demo_command(commands: _Commands) -> None:
 
 
 def _run_demo(args: argparse.Namespace) -> int:
-    from dsh_llm.cli.demo import DEMO_PROMPT, print_report, run_demo
+    from dsh_llm.cli.demo import DEMO_PROMPT
+    from dsh_llm.cli.demo import print_report
+    from dsh_llm.cli.demo import run_demo
     from dsh_llm.cli.interrupt import run_abortable
 
     def announce(url: str) -> None:
@@ -379,9 +400,13 @@ def _positive_seconds(text: str) -> float:
 
 
 def _run_chat(args: argparse.Namespace) -> int:
-    from dsh_llm.cli.chat import provider_options, read_schema
-    from dsh_llm.cli.logs import CallLog, load_conversation, logging_on
-    from dsh_llm.cli.models import choose, open_choice
+    from dsh_llm.cli.chat import provider_options
+    from dsh_llm.cli.chat import read_schema
+    from dsh_llm.cli.logs import CallLog
+    from dsh_llm.cli.logs import load_conversation
+    from dsh_llm.cli.logs import logging_on
+    from dsh_llm.cli.models import choose
+    from dsh_llm.cli.models import open_choice
 
     if args.interactive and (args.prompt is not None or args.json):
         raise UsageError("--interactive reads prompts itself: drop PROMPT and --json")
@@ -452,7 +477,8 @@ def _read_images(
     """The store the images are read from (``None`` when no message has one) and
     the blocks of ``-a``; the images of a logged call are kept on disk (so a
     continued conversation sends them again from there)."""
-    from dsh_llm.cli.attach import image_store, read_image
+    from dsh_llm.cli.attach import image_store
+    from dsh_llm.cli.attach import read_image
     from dsh_llm.protocol import ImageBlock
 
     earlier = any(
@@ -486,12 +512,17 @@ def _one_answer(
     call_log: CallLog,
     base_url: str | None,
 ) -> int:
-    from dsh_llm.cli.chat import chat_options, read_prompt, stream_chat
-    from dsh_llm.cli.console import SilenceableSink, summary_line
-    from dsh_llm.cli.hints import failure_message, missing_key_message
+    from dsh_llm.cli.chat import chat_options
+    from dsh_llm.cli.chat import read_prompt
+    from dsh_llm.cli.chat import stream_chat
+    from dsh_llm.cli.console import SilenceableSink
+    from dsh_llm.cli.console import summary_line
+    from dsh_llm.cli.hints import failure_message
+    from dsh_llm.cli.hints import missing_key_message
     from dsh_llm.cli.interrupt import run_abortable
     from dsh_llm.cli.logs import CallTimer
-    from dsh_llm.protocol import TextBlock, create_user_message
+    from dsh_llm.protocol import TextBlock
+    from dsh_llm.protocol import create_user_message
 
     prompt = read_prompt(args.prompt, sys.stdin, sys.stderr)
     user = create_user_message((TextBlock(text=prompt), *images))

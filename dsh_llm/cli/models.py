@@ -31,20 +31,28 @@ import contextlib
 import json
 import re
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, TypeAlias
+from typing import TYPE_CHECKING
+from typing import Any
+from typing import Final
+from typing import TypeAlias
 
 import attrs
 
 from dsh_llm.cli.parser import listing_actions
 from dsh_llm.cli.usage import UsageError
-from dsh_llm.cli.userdirs import UserFileError, config_dir, read_json, write_json
+from dsh_llm.cli.userdirs import UserFileError
+from dsh_llm.cli.userdirs import config_dir
+from dsh_llm.cli.userdirs import read_json
+from dsh_llm.cli.userdirs import write_json
 from dsh_llm.errors import LlmError
 
 if TYPE_CHECKING:
     from dsh_llm.cli.logs import Continued
-    from dsh_llm.cli.targets import Routes, Target
+    from dsh_llm.cli.targets import Routes
+    from dsh_llm.cli.targets import Target
 
     _Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
@@ -516,7 +524,8 @@ def _run_models(args: argparse.Namespace) -> int:
 def _server_models(args: argparse.Namespace) -> int:
     if args.provider is not None or args.config is not None:
         raise UsageError("--base-url lists one server: drop --provider and --config")
-    from dsh_llm.cli.discover import DiscoveryError, server_models
+    from dsh_llm.cli.discover import DiscoveryError
+    from dsh_llm.cli.discover import server_models
     from dsh_llm.cli.keys import user_environ
 
     try:

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import argparse
 import difflib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
+from collections.abc import Sequence
 from typing import Any
 
 

@@ -32,14 +32,20 @@ routes (the README's "The command line" section lists every source and flag):
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING
+from typing import Any
+from typing import Final
 
 import attrs
 
-from dsh_llm.adapters import BUILTIN_FAMILIES, BuiltinFamily, builtin_family
-from dsh_llm.cli.keys import KeyedEnviron, user_environ
+from dsh_llm.adapters import BUILTIN_FAMILIES
+from dsh_llm.adapters import BuiltinFamily
+from dsh_llm.adapters import builtin_family
+from dsh_llm.cli.keys import KeyedEnviron
+from dsh_llm.cli.keys import user_environ
 from dsh_llm.cli.usage import UsageError
 from dsh_llm.runtime import LlmRuntime
 
@@ -489,7 +495,8 @@ def open_target(
         route = _choose_route(routes, provider, origin)
         if base_url is not None and model is None:
             # After the adapter accepted the URL, so a bad one is named as such.
-            from dsh_llm.cli.discover import DiscoveryError, server_model
+            from dsh_llm.cli.discover import DiscoveryError
+            from dsh_llm.cli.discover import server_model
 
             try:
                 model = server_model(base_url, api_key_env=api_key_env, environ=environ)

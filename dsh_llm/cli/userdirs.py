@@ -28,7 +28,8 @@ import sys
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Final
+from typing import Any
+from typing import Final
 
 APP_NAME: Final = "dsh-llm"
 """The name of the directories under the platform's roots."""

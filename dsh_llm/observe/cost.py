@@ -28,23 +28,30 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Final, Protocol
+from collections.abc import Callable
+from collections.abc import Iterable
+from collections.abc import Mapping
+from typing import Any
+from typing import Final
+from typing import Protocol
 
 import attrs
 import yaml
 
-from dsh_llm.config import ConfigError, field_error, join_key, structure_config
-from dsh_llm.observe.watch import CallRecord, watch_stream
-from dsh_llm.protocol import (
-    GenerateOptions,
-    Message,
-    ModelSource,
-    StreamChunk,
-    TokenUsage,
-)
+from dsh_llm.config import ConfigError
+from dsh_llm.config import field_error
+from dsh_llm.config import join_key
+from dsh_llm.config import structure_config
+from dsh_llm.observe.watch import CallRecord
+from dsh_llm.observe.watch import watch_stream
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import Message
+from dsh_llm.protocol import ModelSource
+from dsh_llm.protocol import StreamChunk
+from dsh_llm.protocol import TokenUsage
 from dsh_llm.routing import current_attempt
-from dsh_llm.runtime import StreamMiddleware, StreamNext
+from dsh_llm.runtime import StreamMiddleware
+from dsh_llm.runtime import StreamNext
 
 __all__ = [
     "Assembled",

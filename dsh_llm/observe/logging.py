@@ -21,12 +21,18 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
+from collections.abc import Iterable
 
-from dsh_llm.observe.watch import CallRecord, watch_stream
-from dsh_llm.protocol import GenerateOptions, StreamChunk, TextDelta, TokenUsage
+from dsh_llm.observe.watch import CallRecord
+from dsh_llm.observe.watch import watch_stream
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import StreamChunk
+from dsh_llm.protocol import TextDelta
+from dsh_llm.protocol import TokenUsage
 from dsh_llm.routing import current_attempt
-from dsh_llm.runtime import StreamMiddleware, StreamNext
+from dsh_llm.runtime import StreamMiddleware
+from dsh_llm.runtime import StreamNext
 
 __all__ = ["DEFAULT_LOGGER", "format_call", "format_token_usage", "logging_middleware"]
 

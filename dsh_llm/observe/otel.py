@@ -34,29 +34,36 @@ from __future__ import annotations
 import contextvars
 import json
 import time
-from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Final
+from collections.abc import Callable
+from collections.abc import Iterable
+from collections.abc import Mapping
+from typing import Any
+from typing import Final
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
-from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
+from opentelemetry.trace import Span
+from opentelemetry.trace import SpanKind
+from opentelemetry.trace import Status
+from opentelemetry.trace import StatusCode
+from opentelemetry.trace import Tracer
 
 from dsh_llm._version import __version__
 from dsh_llm.errors import LlmError
-from dsh_llm.observe.watch import CallRecord, watch_stream
-from dsh_llm.protocol import (
-    BlockEnd,
-    ContentBlock,
-    GenerateOptions,
-    Message,
-    ReasoningBlock,
-    StreamChunk,
-    TextBlock,
-    ToolCallBlock,
-    ToolResultBlock,
-)
+from dsh_llm.observe.watch import CallRecord
+from dsh_llm.observe.watch import watch_stream
+from dsh_llm.protocol import BlockEnd
+from dsh_llm.protocol import ContentBlock
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import Message
+from dsh_llm.protocol import ReasoningBlock
+from dsh_llm.protocol import StreamChunk
+from dsh_llm.protocol import TextBlock
+from dsh_llm.protocol import ToolCallBlock
+from dsh_llm.protocol import ToolResultBlock
 from dsh_llm.routing import current_attempt
-from dsh_llm.runtime import StreamMiddleware, StreamNext
+from dsh_llm.runtime import StreamMiddleware
+from dsh_llm.runtime import StreamNext
 
 __all__ = ["INSTRUMENTATION_NAME", "otel_middleware"]
 

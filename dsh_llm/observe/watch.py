@@ -28,25 +28,27 @@ from __future__ import annotations
 
 import contextvars
 import time
-from collections.abc import Callable, Generator, Iterable, Iterator
-from typing import Final, Literal
+from collections.abc import Callable
+from collections.abc import Generator
+from collections.abc import Iterable
+from collections.abc import Iterator
+from typing import Final
+from typing import Literal
 
 import attrs
 
 from dsh_llm.errors import normalize_llm_failure
-from dsh_llm.protocol import (
-    BlockEnd,
-    BlockStart,
-    Finish,
-    FinishReason,
-    GenerateOptions,
-    ReasoningDelta,
-    StreamChunk,
-    TextDelta,
-    TokenUsage,
-    ToolCallDelta,
-    UsageChunk,
-)
+from dsh_llm.protocol import BlockEnd
+from dsh_llm.protocol import BlockStart
+from dsh_llm.protocol import Finish
+from dsh_llm.protocol import FinishReason
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import ReasoningDelta
+from dsh_llm.protocol import StreamChunk
+from dsh_llm.protocol import TextDelta
+from dsh_llm.protocol import TokenUsage
+from dsh_llm.protocol import ToolCallDelta
+from dsh_llm.protocol import UsageChunk
 
 __all__ = ["CallRecord", "Ended", "watch_stream"]
 

@@ -13,19 +13,17 @@
 
 from __future__ import annotations
 
-from dsh_llm.plugins.loader import (
-    KEY_METADATA,
-    PLUGIN_GROUP,
-    Composition,
-    LoadedPlugin,
-    Plugin,
-    PluginConfigError,
-    PluginContext,
-    PluginLoadError,
-    ScopedLlmRuntime,
-    load_composition,
-    resolve_plugin,
-)
+from dsh_llm.plugins.loader import KEY_METADATA
+from dsh_llm.plugins.loader import PLUGIN_GROUP
+from dsh_llm.plugins.loader import Composition
+from dsh_llm.plugins.loader import LoadedPlugin
+from dsh_llm.plugins.loader import Plugin
+from dsh_llm.plugins.loader import PluginConfigError
+from dsh_llm.plugins.loader import PluginContext
+from dsh_llm.plugins.loader import PluginLoadError
+from dsh_llm.plugins.loader import ScopedLlmRuntime
+from dsh_llm.plugins.loader import load_composition
+from dsh_llm.plugins.loader import resolve_plugin
 
 __all__ = [
     "KEY_METADATA",

@@ -18,13 +18,18 @@ from its family's table row. Contracts callers may rely on:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Final, cast
+from typing import TYPE_CHECKING
+from typing import Any
+from typing import Final
+from typing import cast
 
 import attrs
 
-from dsh_llm.adapters import BUILTIN_FAMILIES, BuiltinFamily
+from dsh_llm.adapters import BUILTIN_FAMILIES
+from dsh_llm.adapters import BuiltinFamily
 from dsh_llm.config import PluginConfigError
-from dsh_llm.credentials import Secret, normalize_api_key
+from dsh_llm.credentials import Secret
+from dsh_llm.credentials import normalize_api_key
 
 if TYPE_CHECKING:
     from dsh_llm.plugins.context import PluginContext

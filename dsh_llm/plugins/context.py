@@ -25,25 +25,27 @@ import itertools
 import logging
 import os
 import threading
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Protocol
+from collections.abc import Callable
+from collections.abc import Mapping
+from collections.abc import Sequence
+from typing import Any
+from typing import Protocol
 
-from dsh_llm.adapter import (
-    LlmAdapter,
-    LlmModelInfo,
-    LlmProviderInfo,
-    LlmResolvedModelInfo,
-)
+from dsh_llm.adapter import LlmAdapter
+from dsh_llm.adapter import LlmModelInfo
+from dsh_llm.adapter import LlmProviderInfo
+from dsh_llm.adapter import LlmResolvedModelInfo
 from dsh_llm.config import quoted
-from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.protocol import ChunkStream, GenerateOptions, LlmCallConfig
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
+from dsh_llm.protocol import ChunkStream
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import LlmCallConfig
 from dsh_llm.retry import RetryPolicy
-from dsh_llm.runtime import (
-    AdapterRegistration,
-    LlmRuntime,
-    PreparedLlmCall,
-    StreamMiddleware,
-)
+from dsh_llm.runtime import AdapterRegistration
+from dsh_llm.runtime import LlmRuntime
+from dsh_llm.runtime import PreparedLlmCall
+from dsh_llm.runtime import StreamMiddleware
 from dsh_llm.signal import AbortSignal
 
 __all__ = ["Plugin", "PluginContext", "ScopedLlmRuntime"]

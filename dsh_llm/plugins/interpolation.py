@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Any
+from typing import Final
 
-from dsh_llm.config import ConfigError, join_key
+from dsh_llm.config import ConfigError
+from dsh_llm.config import join_key
 
 __all__ = ["interpolate"]
 

@@ -30,24 +30,28 @@ import os
 import re
 import sys
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable
+from collections.abc import Mapping
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Final
+from typing import Any
+from typing import Final
 
 import attrs
 import yaml
 
-from dsh_llm.config import (
-    KEY_METADATA,
-    ConfigError,
-    PluginConfigError,
-    config_key,
-    quoted,
-    structure_config,
-    value_kind,
-)
-from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.plugins.context import Plugin, PluginContext, ScopedLlmRuntime
+from dsh_llm.config import KEY_METADATA
+from dsh_llm.config import ConfigError
+from dsh_llm.config import PluginConfigError
+from dsh_llm.config import config_key
+from dsh_llm.config import quoted
+from dsh_llm.config import structure_config
+from dsh_llm.config import value_kind
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
+from dsh_llm.plugins.context import Plugin
+from dsh_llm.plugins.context import PluginContext
+from dsh_llm.plugins.context import ScopedLlmRuntime
 from dsh_llm.plugins.interpolation import interpolate
 from dsh_llm.runtime import LlmRuntime
 

@@ -32,74 +32,71 @@ The chunk grammar (explained with examples in ``docs/protocol.md``;
 from __future__ import annotations
 
 from dsh_llm.protocol.caching import CacheBreakpoint
-from dsh_llm.protocol.chunks import (
-    CHUNK_TYPES,
-    FAILURE_KINDS,
-    BlockEnd,
-    BlockStart,
-    Finish,
-    FinishReason,
-    LlmFailure,
-    ReasoningDelta,
-    ReplayEnvelope,
-    StreamChunk,
-    TextDelta,
-    TokenUsage,
-    ToolCallDelta,
-    UsageChunk,
-    is_token_delta,
-)
-from dsh_llm.protocol.citations import CITATION_KINDS, Citation, Source
-from dsh_llm.protocol.content import (
-    BLOCK_TYPES,
-    IMAGE_MEDIA_TYPES,
-    CallId,
-    ContentBlock,
-    ImageBlock,
-    ImageDimensions,
-    ImageRef,
-    ReasoningBlock,
-    ServerToolCallBlock,
-    ServerToolResultBlock,
-    TextBlock,
-    ToolCallBlock,
-    ToolResultBlock,
-    citations_of,
-    content_has_image,
-    reasoning_of,
-    text_of,
-    tool_calls_of,
-)
+from dsh_llm.protocol.chunks import CHUNK_TYPES
+from dsh_llm.protocol.chunks import FAILURE_KINDS
+from dsh_llm.protocol.chunks import BlockEnd
+from dsh_llm.protocol.chunks import BlockStart
+from dsh_llm.protocol.chunks import Finish
+from dsh_llm.protocol.chunks import FinishReason
+from dsh_llm.protocol.chunks import LlmFailure
+from dsh_llm.protocol.chunks import ReasoningDelta
+from dsh_llm.protocol.chunks import ReplayEnvelope
+from dsh_llm.protocol.chunks import StreamChunk
+from dsh_llm.protocol.chunks import TextDelta
+from dsh_llm.protocol.chunks import TokenUsage
+from dsh_llm.protocol.chunks import ToolCallDelta
+from dsh_llm.protocol.chunks import UsageChunk
+from dsh_llm.protocol.chunks import is_token_delta
+from dsh_llm.protocol.citations import CITATION_KINDS
+from dsh_llm.protocol.citations import Citation
+from dsh_llm.protocol.citations import Source
+from dsh_llm.protocol.content import BLOCK_TYPES
+from dsh_llm.protocol.content import IMAGE_MEDIA_TYPES
+from dsh_llm.protocol.content import CallId
+from dsh_llm.protocol.content import ContentBlock
+from dsh_llm.protocol.content import ImageBlock
+from dsh_llm.protocol.content import ImageDimensions
+from dsh_llm.protocol.content import ImageRef
+from dsh_llm.protocol.content import ReasoningBlock
+from dsh_llm.protocol.content import ServerToolCallBlock
+from dsh_llm.protocol.content import ServerToolResultBlock
+from dsh_llm.protocol.content import TextBlock
+from dsh_llm.protocol.content import ToolCallBlock
+from dsh_llm.protocol.content import ToolResultBlock
+from dsh_llm.protocol.content import citations_of
+from dsh_llm.protocol.content import content_has_image
+from dsh_llm.protocol.content import reasoning_of
+from dsh_llm.protocol.content import text_of
+from dsh_llm.protocol.content import tool_calls_of
 from dsh_llm.protocol.extras import ResponseFormat
-from dsh_llm.protocol.message import (
-    CONTEXT_FORMS,
-    CONTEXT_SUMMARY_MAX_CHARS,
-    ROLES,
-    SOURCE_TYPES,
-    ContextSnapshotSection,
-    Message,
-    MessageSource,
-    ModelSource,
-    PluginSource,
-    ToolSource,
-    UserSource,
-    bound_context_summary,
-    create_assistant_message,
-    create_message,
-    create_tool_result_message,
-    create_user_message,
-)
-from dsh_llm.protocol.ratelimits import RateLimit, RateLimits
-from dsh_llm.protocol.request import (
-    DIRECT_ROUTE,
-    PURPOSES,
-    TOOL_CHOICE_KEYWORDS,
-    GenerateOptions,
-    LlmCallConfig,
-    ToolSchema,
-    call_config_equals,
-)
-from dsh_llm.protocol.stream import ChunkStream, ResponseInfo, StreamMetadata
+from dsh_llm.protocol.message import CONTEXT_FORMS
+from dsh_llm.protocol.message import CONTEXT_SUMMARY_MAX_CHARS
+from dsh_llm.protocol.message import ROLES
+from dsh_llm.protocol.message import SOURCE_TYPES
+from dsh_llm.protocol.message import ContextSnapshotSection
+from dsh_llm.protocol.message import Message
+from dsh_llm.protocol.message import MessageSource
+from dsh_llm.protocol.message import ModelSource
+from dsh_llm.protocol.message import PluginSource
+from dsh_llm.protocol.message import ToolSource
+from dsh_llm.protocol.message import UserSource
+from dsh_llm.protocol.message import bound_context_summary
+from dsh_llm.protocol.message import create_assistant_message
+from dsh_llm.protocol.message import create_message
+from dsh_llm.protocol.message import create_tool_result_message
+from dsh_llm.protocol.message import create_user_message
+from dsh_llm.protocol.ratelimits import RateLimit
+from dsh_llm.protocol.ratelimits import RateLimits
+from dsh_llm.protocol.request import DIRECT_ROUTE
+from dsh_llm.protocol.request import PURPOSES
+from dsh_llm.protocol.request import TOOL_CHOICE_KEYWORDS
+from dsh_llm.protocol.request import GenerateOptions
+from dsh_llm.protocol.request import LlmCallConfig
+from dsh_llm.protocol.request import ToolSchema
+from dsh_llm.protocol.request import call_config_equals
+from dsh_llm.protocol.stream import ChunkStream
+from dsh_llm.protocol.stream import ResponseInfo
+from dsh_llm.protocol.stream import StreamMetadata
 
 __all__ = [
     "BLOCK_TYPES",

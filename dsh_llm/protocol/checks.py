@@ -8,8 +8,10 @@ class and field it is about, so a caller can tell which argument to fix.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable
-from typing import Any, Final
+from collections.abc import Callable
+from collections.abc import Iterable
+from typing import Any
+from typing import Final
 
 import attrs
 

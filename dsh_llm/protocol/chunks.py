@@ -9,19 +9,19 @@ field of the wrong type raises ``TypeError``/``ValueError`` naming the field.
 from __future__ import annotations
 
 import math
-from typing import Any, ClassVar, Final
+from typing import Any
+from typing import ClassVar
+from typing import Final
 
 import attrs
 
 from dsh_llm.protocol import checks as c
 from dsh_llm.protocol.citations import Citation
-from dsh_llm.protocol.content import (
-    BLOCK_TYPES,
-    CallId,
-    ContentBlock,
-    Tagged,
-    omit_empty,
-)
+from dsh_llm.protocol.content import BLOCK_TYPES
+from dsh_llm.protocol.content import CallId
+from dsh_llm.protocol.content import ContentBlock
+from dsh_llm.protocol.content import Tagged
+from dsh_llm.protocol.content import omit_empty
 from dsh_llm.protocol.ratelimits import RateLimits
 
 __all__ = [

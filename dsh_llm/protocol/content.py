@@ -12,12 +12,16 @@ from __future__ import annotations
 import copy
 import re
 from collections.abc import Iterable
-from typing import Any, ClassVar, Final, NewType
+from typing import Any
+from typing import ClassVar
+from typing import Final
+from typing import NewType
 
 import attrs
 
 from dsh_llm.protocol import checks as c
-from dsh_llm.protocol.citations import Citation, Source
+from dsh_llm.protocol.citations import Citation
+from dsh_llm.protocol.citations import Source
 
 __all__ = [
     "BLOCK_TYPES",

@@ -24,18 +24,17 @@ import re
 from collections.abc import Iterable
 from typing import Final
 
-from dsh_llm.protocol.chunks import FinishReason, TokenUsage
+from dsh_llm.protocol.chunks import FinishReason
+from dsh_llm.protocol.chunks import TokenUsage
 from dsh_llm.protocol.citations import Citation
-from dsh_llm.protocol.content import (
-    ContentBlock,
-    ImageBlock,
-    ReasoningBlock,
-    ServerToolCallBlock,
-    ServerToolResultBlock,
-    TextBlock,
-    ToolCallBlock,
-    ToolResultBlock,
-)
+from dsh_llm.protocol.content import ContentBlock
+from dsh_llm.protocol.content import ImageBlock
+from dsh_llm.protocol.content import ReasoningBlock
+from dsh_llm.protocol.content import ServerToolCallBlock
+from dsh_llm.protocol.content import ServerToolResultBlock
+from dsh_llm.protocol.content import TextBlock
+from dsh_llm.protocol.content import ToolCallBlock
+from dsh_llm.protocol.content import ToolResultBlock
 
 __all__ = [
     "CLIP",

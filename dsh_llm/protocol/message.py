@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable
-from typing import Any, ClassVar, Final
+from typing import Any
+from typing import ClassVar
+from typing import Final
 
 import attrs
 
@@ -17,28 +19,24 @@ from dsh_llm.protocol import checks as c
 from dsh_llm.protocol.caching import CacheBreakpoint
 from dsh_llm.protocol.chunks import ReplayEnvelope
 from dsh_llm.protocol.citations import Citation
-from dsh_llm.protocol.content import (
-    BLOCK_TYPES,
-    CallId,
-    ContentBlock,
-    ImageBlock,
-    ServerToolCallBlock,
-    ServerToolResultBlock,
-    TextBlock,
-    ToolCallBlock,
-    ToolResultBlock,
-    citations_of,
-    reasoning_of,
-    text_of,
-    tool_calls_of,
-)
-from dsh_llm.protocol.display import (
-    blocks_markdown,
-    clip,
-    escaped,
-    image_label,
-    server_tool_label,
-)
+from dsh_llm.protocol.content import BLOCK_TYPES
+from dsh_llm.protocol.content import CallId
+from dsh_llm.protocol.content import ContentBlock
+from dsh_llm.protocol.content import ImageBlock
+from dsh_llm.protocol.content import ServerToolCallBlock
+from dsh_llm.protocol.content import ServerToolResultBlock
+from dsh_llm.protocol.content import TextBlock
+from dsh_llm.protocol.content import ToolCallBlock
+from dsh_llm.protocol.content import ToolResultBlock
+from dsh_llm.protocol.content import citations_of
+from dsh_llm.protocol.content import reasoning_of
+from dsh_llm.protocol.content import text_of
+from dsh_llm.protocol.content import tool_calls_of
+from dsh_llm.protocol.display import blocks_markdown
+from dsh_llm.protocol.display import clip
+from dsh_llm.protocol.display import escaped
+from dsh_llm.protocol.display import image_label
+from dsh_llm.protocol.display import server_tool_label
 
 __all__ = [
     "CONTEXT_SUMMARY_MAX_CHARS",

@@ -34,8 +34,10 @@ import enum
 import inspect
 import types
 import typing
-from collections.abc import Callable, Mapping
-from typing import Any, Final
+from collections.abc import Callable
+from collections.abc import Mapping
+from typing import Any
+from typing import Final
 
 __all__ = [
     "ValueMismatch",

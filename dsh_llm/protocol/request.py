@@ -8,16 +8,21 @@ adapter's decision (it raises ``LlmError`` rather than dropping it).
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Any
+from typing import Final
 
 import attrs
 
 from dsh_llm.protocol import checks as c
 from dsh_llm.protocol import extras
-from dsh_llm.protocol.content import ToolResultBlock, detached_json
-from dsh_llm.protocol.display import clip, escaped
+from dsh_llm.protocol.content import ToolResultBlock
+from dsh_llm.protocol.content import detached_json
+from dsh_llm.protocol.display import clip
+from dsh_llm.protocol.display import escaped
 from dsh_llm.protocol.extras import ResponseFormat
-from dsh_llm.protocol.message import Message, create_user_message, source_label
+from dsh_llm.protocol.message import Message
+from dsh_llm.protocol.message import create_user_message
+from dsh_llm.protocol.message import source_label
 from dsh_llm.signal import AbortSignal
 
 __all__ = [

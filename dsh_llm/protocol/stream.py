@@ -18,7 +18,8 @@ and can keep the reply's replay state for the next turn.
 
 from __future__ import annotations
 
-from collections.abc import Generator, Iterator
+from collections.abc import Generator
+from collections.abc import Iterator
 
 import attrs
 

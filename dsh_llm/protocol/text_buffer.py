@@ -28,7 +28,8 @@ Contracts callers may rely on:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
+from collections.abc import Iterator
 from typing import Final
 
 __all__ = ["TextBuffer"]

@@ -33,36 +33,33 @@ import contextvars
 import logging
 import random as _random
 import time
-from collections.abc import (
-    Callable,
-    Collection,
-    Generator,
-    Iterable,
-    Iterator,
-    Mapping,
-    Sequence,
-)
-from typing import Any, Final
+from collections.abc import Callable
+from collections.abc import Collection
+from collections.abc import Generator
+from collections.abc import Iterable
+from collections.abc import Iterator
+from collections.abc import Mapping
+from collections.abc import Sequence
+from typing import Any
+from typing import Final
 
 import attrs
 
 from dsh_llm.call import NEVER_RETRIED
-from dsh_llm.errors import ERROR_CODES, ErrorCode, LlmError
-from dsh_llm.protocol import (
-    Finish,
-    FinishReason,
-    GenerateOptions,
-    LlmFailure,
-    StreamChunk,
-    TokenUsage,
-    UsageChunk,
-)
-from dsh_llm.retry import (
-    NormalRetryPolicy,
-    RetryPolicy,
-    resolve_retry_policy,
-    retry_delay_ms,
-)
+from dsh_llm.errors import ERROR_CODES
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
+from dsh_llm.protocol import Finish
+from dsh_llm.protocol import FinishReason
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import LlmFailure
+from dsh_llm.protocol import StreamChunk
+from dsh_llm.protocol import TokenUsage
+from dsh_llm.protocol import UsageChunk
+from dsh_llm.retry import NormalRetryPolicy
+from dsh_llm.retry import RetryPolicy
+from dsh_llm.retry import resolve_retry_policy
+from dsh_llm.retry import retry_delay_ms
 from dsh_llm.runtime import StreamNext
 from dsh_llm.signal import AbortSignal
 

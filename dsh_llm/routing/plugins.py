@@ -22,20 +22,20 @@ and ``dsh_llm.routing.plugins:RETRYING_PLUGIN``), each adding one middleware of
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any, Final
+from collections.abc import Callable
+from collections.abc import Mapping
+from typing import Any
+from typing import Final
 
 import attrs
 
 from dsh_llm.config import PluginConfigError
 from dsh_llm.plugins.context import PluginContext
 from dsh_llm.retry import resolve_retry_policy
-from dsh_llm.routing import (
-    FailoverEvent,
-    StreamRetryEvent,
-    failover,
-    retrying,
-)
+from dsh_llm.routing import FailoverEvent
+from dsh_llm.routing import StreamRetryEvent
+from dsh_llm.routing import failover
+from dsh_llm.routing import retrying
 
 __all__ = [
     "FAILOVER_PLUGIN",

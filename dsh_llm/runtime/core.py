@@ -27,44 +27,41 @@ options)``). docs/runtime.md has the full list of guarantees.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable
+from collections.abc import Generator
+from collections.abc import Sequence
 
-from dsh_llm.adapter import (
-    LlmAdapter,
-    LlmModelContext,
-    LlmModelInfo,
-    LlmProviderInfo,
-    LlmResolvedModelInfo,
-)
-from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.protocol import (
-    ChunkStream,
-    GenerateOptions,
-    LlmCallConfig,
-    StreamChunk,
-    StreamMetadata,
-)
+from dsh_llm.adapter import LlmAdapter
+from dsh_llm.adapter import LlmModelContext
+from dsh_llm.adapter import LlmModelInfo
+from dsh_llm.adapter import LlmProviderInfo
+from dsh_llm.adapter import LlmResolvedModelInfo
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
+from dsh_llm.protocol import ChunkStream
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import LlmCallConfig
+from dsh_llm.protocol import StreamChunk
+from dsh_llm.protocol import StreamMetadata
 from dsh_llm.retry import RetryPolicy
-from dsh_llm.runtime.prepare import (
-    AdapterDefaults,
-    checked_catalog,
-    checked_model_info,
-    resolve_call_config,
-    sends_config,
-)
-from dsh_llm.runtime.registry import AdapterRegistration, Registry, find_route
-from dsh_llm.runtime.stream import (
-    PreparedDispatch,
-    StreamMiddleware,
-    StreamNext,
-    adapter_errors,
-    bind,
-    config_changed,
-    prepare_dispatch,
-    require_options,
-    rewrite,
-    waterfall,
-)
+from dsh_llm.runtime.prepare import AdapterDefaults
+from dsh_llm.runtime.prepare import checked_catalog
+from dsh_llm.runtime.prepare import checked_model_info
+from dsh_llm.runtime.prepare import resolve_call_config
+from dsh_llm.runtime.prepare import sends_config
+from dsh_llm.runtime.registry import AdapterRegistration
+from dsh_llm.runtime.registry import Registry
+from dsh_llm.runtime.registry import find_route
+from dsh_llm.runtime.stream import PreparedDispatch
+from dsh_llm.runtime.stream import StreamMiddleware
+from dsh_llm.runtime.stream import StreamNext
+from dsh_llm.runtime.stream import adapter_errors
+from dsh_llm.runtime.stream import bind
+from dsh_llm.runtime.stream import config_changed
+from dsh_llm.runtime.stream import prepare_dispatch
+from dsh_llm.runtime.stream import require_options
+from dsh_llm.runtime.stream import rewrite
+from dsh_llm.runtime.stream import waterfall
 from dsh_llm.signal import AbortSignal
 
 __all__ = [

@@ -27,27 +27,26 @@ rely on:
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any, Final, cast
+from typing import Any
+from typing import Final
+from typing import cast
 
 import attrs
 
-from dsh_llm.adapter import (
-    LlmModelContext,
-    LlmModelInfo,
-    LlmModelReasoningInfo,
-    LlmReasoningEffortInfo,
-    LlmResolvedModelInfo,
-)
-from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.protocol import (
-    ContentBlock,
-    GenerateOptions,
-    ImageBlock,
-    LlmCallConfig,
-    TextBlock,
-    ToolResultBlock,
-    content_has_image,
-)
+from dsh_llm.adapter import LlmModelContext
+from dsh_llm.adapter import LlmModelInfo
+from dsh_llm.adapter import LlmModelReasoningInfo
+from dsh_llm.adapter import LlmReasoningEffortInfo
+from dsh_llm.adapter import LlmResolvedModelInfo
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
+from dsh_llm.protocol import ContentBlock
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import ImageBlock
+from dsh_llm.protocol import LlmCallConfig
+from dsh_llm.protocol import TextBlock
+from dsh_llm.protocol import ToolResultBlock
+from dsh_llm.protocol import content_has_image
 from dsh_llm.protocol.checks import MAX_SAFE_INTEGER
 
 __all__ = [

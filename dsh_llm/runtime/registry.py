@@ -25,19 +25,22 @@ from __future__ import annotations
 import inspect
 import logging
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
+from collections.abc import Mapping
+from collections.abc import Sequence
 from typing import Final
 
 import attrs
 
-from dsh_llm.adapter import LlmAdapter, LlmProviderInfo
-from dsh_llm.errors import ErrorCode, HarnessError, LlmError
-from dsh_llm.retry import (
-    DEFAULT_RETRY_POLICY,
-    AlwaysRetryPolicy,
-    NormalRetryPolicy,
-    RetryPolicy,
-)
+from dsh_llm.adapter import LlmAdapter
+from dsh_llm.adapter import LlmProviderInfo
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import HarnessError
+from dsh_llm.errors import LlmError
+from dsh_llm.retry import DEFAULT_RETRY_POLICY
+from dsh_llm.retry import AlwaysRetryPolicy
+from dsh_llm.retry import NormalRetryPolicy
+from dsh_llm.retry import RetryPolicy
 
 __all__ = [
     "AdapterRegistration",

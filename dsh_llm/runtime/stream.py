@@ -28,37 +28,44 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Final, Protocol
+from collections.abc import Callable
+from collections.abc import Iterable
+from collections.abc import Iterator
+from collections.abc import Mapping
+from typing import Final
+from typing import Protocol
 
 import attrs
 
-from dsh_llm.adapter import LlmAdapter, LlmResolvedModelInfo, PreparedAdapterCall
-from dsh_llm.errors import ErrorCode, LlmError, normalize_llm_failure
-from dsh_llm.protocol import (
-    CHUNK_TYPES,
-    ChunkStream,
-    Finish,
-    FinishReason,
-    GenerateOptions,
-    LlmCallConfig,
-    Message,
-    ModelSource,
-    StreamChunk,
-    StreamMetadata,
-    TokenUsage,
-    UsageChunk,
-)
-from dsh_llm.runtime.prepare import (
-    AdapterDefaults,
-    adapter_defaults,
-    checked_model_info,
-    project_text_only,
-    resolve_call_config,
-    sends_config,
-)
-from dsh_llm.runtime.registry import Registry, Route, find_route
-from dsh_llm.signal import AbortError, AbortSignal
+from dsh_llm.adapter import LlmAdapter
+from dsh_llm.adapter import LlmResolvedModelInfo
+from dsh_llm.adapter import PreparedAdapterCall
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
+from dsh_llm.errors import normalize_llm_failure
+from dsh_llm.protocol import CHUNK_TYPES
+from dsh_llm.protocol import ChunkStream
+from dsh_llm.protocol import Finish
+from dsh_llm.protocol import FinishReason
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import LlmCallConfig
+from dsh_llm.protocol import Message
+from dsh_llm.protocol import ModelSource
+from dsh_llm.protocol import StreamChunk
+from dsh_llm.protocol import StreamMetadata
+from dsh_llm.protocol import TokenUsage
+from dsh_llm.protocol import UsageChunk
+from dsh_llm.runtime.prepare import AdapterDefaults
+from dsh_llm.runtime.prepare import adapter_defaults
+from dsh_llm.runtime.prepare import checked_model_info
+from dsh_llm.runtime.prepare import project_text_only
+from dsh_llm.runtime.prepare import resolve_call_config
+from dsh_llm.runtime.prepare import sends_config
+from dsh_llm.runtime.registry import Registry
+from dsh_llm.runtime.registry import Route
+from dsh_llm.runtime.registry import find_route
+from dsh_llm.signal import AbortError
+from dsh_llm.signal import AbortSignal
 from dsh_llm.sources import close_source
 
 __all__ = [

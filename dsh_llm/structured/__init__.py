@@ -19,9 +19,11 @@ package is pure (no I/O): it sits in the contract layer, beside the assembler.
 from __future__ import annotations
 
 from dsh_llm.protocol.pytypes import json_schema_of
-from dsh_llm.structured.parse import parse_json, read_as
+from dsh_llm.structured.parse import parse_json
+from dsh_llm.structured.parse import read_as
 from dsh_llm.structured.partial import PartialJson
-from dsh_llm.structured.schema import SUPPORTED_KEYWORDS, check_schema
+from dsh_llm.structured.schema import SUPPORTED_KEYWORDS
+from dsh_llm.structured.schema import check_schema
 
 __all__ = [
     "SUPPORTED_KEYWORDS",

@@ -27,11 +27,17 @@ import json
 import re
 import typing
 from collections.abc import Mapping
-from typing import Any, Final, TypeVar, overload
+from typing import Any
+from typing import Final
+from typing import TypeVar
+from typing import overload
 
-from dsh_llm.errors import ErrorCode, LlmError
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
 from dsh_llm.protocol import ResponseFormat
-from dsh_llm.protocol.pytypes import ValueMismatch, from_json, type_label
+from dsh_llm.protocol.pytypes import ValueMismatch
+from dsh_llm.protocol.pytypes import from_json
+from dsh_llm.protocol.pytypes import type_label
 from dsh_llm.structured.schema import check_schema
 
 __all__ = ["parse_json", "read_as"]

@@ -24,9 +24,11 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Final
+from typing import Any
+from typing import Final
 
-from dsh_llm.errors import ErrorCode, LlmError
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
 
 __all__ = ["PartialJson"]
 

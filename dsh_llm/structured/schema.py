@@ -18,7 +18,8 @@ it conforms), each ``"<path>: <what>"`` with a JSONPath-like path (``$``,
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Any
+from typing import Final
 
 __all__ = ["SUPPORTED_KEYWORDS", "check_schema"]
 

@@ -17,26 +17,28 @@ as the pytest plugin does in every pytest run, loads none of the kit.
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING
+from typing import Any
+from typing import Final
 
 if TYPE_CHECKING:
     from dsh_llm.testing.cassette import Cassette
     from dsh_llm.testing.conformance import assert_adapter_conforms
     from dsh_llm.testing.fake import FakeAdapter
-    from dsh_llm.testing.loopback import (
-        Cut,
-        LoopbackServer,
-        Mark,
-        Pause,
-        RecordedRequest,
-        Reply,
-        Stall,
-        sse_body,
-        sse_event,
-        sse_events,
-    )
-    from dsh_llm.testing.recorder import record, record_call
-    from dsh_llm.testing.replay import replay_chunks, replay_server
+    from dsh_llm.testing.loopback import Cut
+    from dsh_llm.testing.loopback import LoopbackServer
+    from dsh_llm.testing.loopback import Mark
+    from dsh_llm.testing.loopback import Pause
+    from dsh_llm.testing.loopback import RecordedRequest
+    from dsh_llm.testing.loopback import Reply
+    from dsh_llm.testing.loopback import Stall
+    from dsh_llm.testing.loopback import sse_body
+    from dsh_llm.testing.loopback import sse_event
+    from dsh_llm.testing.loopback import sse_events
+    from dsh_llm.testing.recorder import record
+    from dsh_llm.testing.recorder import record_call
+    from dsh_llm.testing.replay import replay_chunks
+    from dsh_llm.testing.replay import replay_server
 
 __all__ = [
     "Cassette",

@@ -26,7 +26,9 @@ import contextlib
 import socket
 import threading
 from collections.abc import Callable
-from typing import ClassVar, Final, Self
+from typing import ClassVar
+from typing import Final
+from typing import Self
 
 READ_SIZE: Final = 65536
 """Bytes asked of one ``recv``."""

@@ -34,15 +34,22 @@ import binascii
 import json
 import math
 import urllib.parse
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Final, Literal, TypeAlias
+from typing import Any
+from typing import Final
+from typing import Literal
+from typing import TypeAlias
 
 import attrs
 
 from dsh_llm.credentials import Secret
-from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.transport.redaction import REDACTED, Redactor, is_secret_name
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
+from dsh_llm.transport.redaction import REDACTED
+from dsh_llm.transport.redaction import Redactor
+from dsh_llm.transport.redaction import is_secret_name
 
 __all__ = [
     "FORMAT_VERSION",

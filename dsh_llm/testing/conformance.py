@@ -33,25 +33,34 @@ import random
 import re
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable
+from collections.abc import Iterable
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import Any
+from typing import Final
+from typing import Literal
 
 import attrs
 
-from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.protocol import Finish, GenerateOptions
-from dsh_llm.serde import chunk_to_dict, compact_json
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
+from dsh_llm.protocol import Finish
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.serde import chunk_to_dict
+from dsh_llm.serde import compact_json
 from dsh_llm.signal import AbortController
 from dsh_llm.testing.cassette import Cassette
-from dsh_llm.testing.loopback import BodyStep, Cut, LoopbackServer, Reply, Stall
-from dsh_llm.testing.replay import (
-    AdapterFactory,
-    close_adapter,
-    replay_base_url,
-    replay_options,
-    replay_reply,
-)
+from dsh_llm.testing.loopback import BodyStep
+from dsh_llm.testing.loopback import Cut
+from dsh_llm.testing.loopback import LoopbackServer
+from dsh_llm.testing.loopback import Reply
+from dsh_llm.testing.loopback import Stall
+from dsh_llm.testing.replay import AdapterFactory
+from dsh_llm.testing.replay import close_adapter
+from dsh_llm.testing.replay import replay_base_url
+from dsh_llm.testing.replay import replay_options
+from dsh_llm.testing.replay import replay_reply
 from dsh_llm.validator import validate_stream
 
 __all__ = ["GROUPS", "ConformanceReport", "assert_adapter_conforms"]

@@ -22,15 +22,19 @@ Test the code that reads a stream (a UI, an agent loop, middleware) with a real
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from dsh_llm.adapter import LlmAdapter
-from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.protocol import GenerateOptions, StreamChunk
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import StreamChunk
 from dsh_llm.testing.cassette import Cassette
-from dsh_llm.testing.replay import AdapterFactory, replay_chunks
+from dsh_llm.testing.replay import AdapterFactory
+from dsh_llm.testing.replay import replay_chunks
 from dsh_llm.validator import assert_chunk_sequence
 
 __all__ = ["FakeAdapter"]

@@ -38,18 +38,20 @@ import struct
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Final, Literal
+from collections.abc import Callable
+from collections.abc import Iterable
+from collections.abc import Mapping
+from typing import Any
+from typing import Final
+from typing import Literal
 
 import attrs
 
 from dsh_llm.serde import compact_json
-from dsh_llm.testing._sockets import (
-    ClientGone,
-    LocalServer,
-    read_request,
-    send,
-)
+from dsh_llm.testing._sockets import ClientGone
+from dsh_llm.testing._sockets import LocalServer
+from dsh_llm.testing._sockets import read_request
+from dsh_llm.testing._sockets import send
 
 __all__ = [
     "Cut",

@@ -19,8 +19,10 @@ with ``-p no:dsh_llm``). Contracts callers may rely on:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+from typing import Any
 
 import pytest
 

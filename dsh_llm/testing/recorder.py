@@ -35,31 +35,33 @@ import socket
 import threading
 import time
 import urllib.parse
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable
+from collections.abc import Iterable
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Final
+from typing import Any
+from typing import Final
 
 import requests
 
 from dsh_llm.credentials import Secret
-from dsh_llm.protocol import GenerateOptions, StreamChunk
-from dsh_llm.testing._sockets import (
-    READ_SIZE,
-    ClientGone,
-    LocalServer,
-    read_request,
-    send,
-)
-from dsh_llm.testing.cassette import (
-    BodyRead,
-    Cassette,
-    CassetteRequest,
-    CassetteResponse,
-    Ended,
-    Framing,
-    redact_exchange,
-)
-from dsh_llm.testing.replay import AdapterFactory, close_adapter, close_stream
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import StreamChunk
+from dsh_llm.testing._sockets import READ_SIZE
+from dsh_llm.testing._sockets import ClientGone
+from dsh_llm.testing._sockets import LocalServer
+from dsh_llm.testing._sockets import read_request
+from dsh_llm.testing._sockets import send
+from dsh_llm.testing.cassette import BodyRead
+from dsh_llm.testing.cassette import Cassette
+from dsh_llm.testing.cassette import CassetteRequest
+from dsh_llm.testing.cassette import CassetteResponse
+from dsh_llm.testing.cassette import Ended
+from dsh_llm.testing.cassette import Framing
+from dsh_llm.testing.cassette import redact_exchange
+from dsh_llm.testing.replay import AdapterFactory
+from dsh_llm.testing.replay import close_adapter
+from dsh_llm.testing.replay import close_stream
 from dsh_llm.validator import validate_stream
 
 __all__ = ["Recording", "record", "record_call"]

@@ -25,14 +25,23 @@ Contracts callers may rely on:
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Final
+from typing import Any
+from typing import Final
 
 from dsh_llm.adapter import LlmAdapter
-from dsh_llm.protocol import GenerateOptions, StreamChunk, create_user_message
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import StreamChunk
+from dsh_llm.protocol import create_user_message
 from dsh_llm.testing.cassette import Cassette
-from dsh_llm.testing.loopback import BodyStep, Cut, LoopbackServer, Pause, Reply, Stall
+from dsh_llm.testing.loopback import BodyStep
+from dsh_llm.testing.loopback import Cut
+from dsh_llm.testing.loopback import LoopbackServer
+from dsh_llm.testing.loopback import Pause
+from dsh_llm.testing.loopback import Reply
+from dsh_llm.testing.loopback import Stall
 from dsh_llm.validator import validate_stream
 
 __all__ = [

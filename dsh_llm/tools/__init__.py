@@ -10,17 +10,16 @@
 
 from __future__ import annotations
 
-from dsh_llm.tools.loop import (
-    DEFAULT_MAX_STEPS,
-    StopReason,
-    StreamTarget,
-    ToolFunction,
-    ToolLoop,
-    ToolLoopResult,
-    ToolRunner,
-    run_tools,
-)
-from dsh_llm.tools.schema import bind_tool, tool_schema
+from dsh_llm.tools.loop import DEFAULT_MAX_STEPS
+from dsh_llm.tools.loop import StopReason
+from dsh_llm.tools.loop import StreamTarget
+from dsh_llm.tools.loop import ToolFunction
+from dsh_llm.tools.loop import ToolLoop
+from dsh_llm.tools.loop import ToolLoopResult
+from dsh_llm.tools.loop import ToolRunner
+from dsh_llm.tools.loop import run_tools
+from dsh_llm.tools.schema import bind_tool
+from dsh_llm.tools.schema import tool_schema
 
 __all__ = [
     "DEFAULT_MAX_STEPS",

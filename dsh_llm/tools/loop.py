@@ -19,29 +19,41 @@ over the chunks of every step, whose outcome is a ``ToolLoopResult``.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
-from typing import Any, Final, Literal, Protocol
+from collections.abc import Callable
+from collections.abc import Generator
+from collections.abc import Iterable
+from collections.abc import Iterator
+from collections.abc import Mapping
+from typing import Any
+from typing import Final
+from typing import Literal
+from typing import Protocol
 
 import attrs
 
-from dsh_llm.assembler import AssembledResponse, BlockAssembler, PriceLookup
-from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.protocol import (
-    BlockEnd,
-    Finish,
-    FinishReason,
-    GenerateOptions,
-    LlmFailure,
-    Message,
-    StreamChunk,
-    ToolCallBlock,
-    create_assistant_message,
-    create_tool_result_message,
-)
-from dsh_llm.protocol.display import blocks_markdown, clip, footer_markdown
-from dsh_llm.protocol.pytypes import ValueMismatch, to_json
+from dsh_llm.assembler import AssembledResponse
+from dsh_llm.assembler import BlockAssembler
+from dsh_llm.assembler import PriceLookup
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
+from dsh_llm.protocol import BlockEnd
+from dsh_llm.protocol import Finish
+from dsh_llm.protocol import FinishReason
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import LlmFailure
+from dsh_llm.protocol import Message
+from dsh_llm.protocol import StreamChunk
+from dsh_llm.protocol import ToolCallBlock
+from dsh_llm.protocol import create_assistant_message
+from dsh_llm.protocol import create_tool_result_message
+from dsh_llm.protocol.display import blocks_markdown
+from dsh_llm.protocol.display import clip
+from dsh_llm.protocol.display import footer_markdown
+from dsh_llm.protocol.pytypes import ValueMismatch
+from dsh_llm.protocol.pytypes import to_json
 from dsh_llm.sources import close_source
-from dsh_llm.tools.schema import bind_tool, tool_schema
+from dsh_llm.tools.schema import bind_tool
+from dsh_llm.tools.schema import tool_schema
 
 __all__ = [
     "DEFAULT_MAX_STEPS",

@@ -28,17 +28,16 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
+from collections.abc import Mapping
 from typing import Any
 
 from dsh_llm.protocol import ToolSchema
-from dsh_llm.protocol.pytypes import (
-    bind_arguments,
-    from_json,
-    is_schema_type,
-    json_schema_of,
-    parameters_schema,
-)
+from dsh_llm.protocol.pytypes import bind_arguments
+from dsh_llm.protocol.pytypes import from_json
+from dsh_llm.protocol.pytypes import is_schema_type
+from dsh_llm.protocol.pytypes import json_schema_of
+from dsh_llm.protocol.pytypes import parameters_schema
 
 __all__ = ["bind_tool", "tool_schema"]
 

@@ -13,7 +13,8 @@ Contracts callers may rely on:
 from __future__ import annotations
 
 import re
-from typing import Any, Final
+from typing import Any
+from typing import Final
 
 import attrs
 

@@ -30,32 +30,37 @@ import select
 import socket
 import time
 import urllib.parse
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Any, Final
+from collections.abc import Callable
+from collections.abc import Iterable
+from collections.abc import Iterator
+from collections.abc import Mapping
+from typing import Any
+from typing import Final
 
 import attrs
 import requests
 
 from dsh_llm.credentials import Secret
-from dsh_llm.errors import ErrorCode, LlmError
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
 from dsh_llm.protocol import Finish
 from dsh_llm.signal import AbortSignal
 from dsh_llm.transport.chunked import ChunkedBodyReader
-from dsh_llm.transport.errors_map import code_for_exception, reason_for_exception
-from dsh_llm.transport.http_errors import (
-    HttpErrorClassifier,
-    http_error,
-    not_a_stream_error,
-)
+from dsh_llm.transport.errors_map import code_for_exception
+from dsh_llm.transport.errors_map import reason_for_exception
+from dsh_llm.transport.http_errors import HttpErrorClassifier
+from dsh_llm.transport.http_errors import http_error
+from dsh_llm.transport.http_errors import not_a_stream_error
 from dsh_llm.transport.ratelimits import rate_limits
-from dsh_llm.transport.redaction import Redactor, is_secret_name, may_quote_request
-from dsh_llm.transport.session import (
-    SocketSlot,
-    capture_socket,
-    closes_after_stream,
-    note_closes_after_stream,
-)
-from dsh_llm.transport.watchdog import Expiry, StreamWatchdog
+from dsh_llm.transport.redaction import Redactor
+from dsh_llm.transport.redaction import is_secret_name
+from dsh_llm.transport.redaction import may_quote_request
+from dsh_llm.transport.session import SocketSlot
+from dsh_llm.transport.session import capture_socket
+from dsh_llm.transport.session import closes_after_stream
+from dsh_llm.transport.session import note_closes_after_stream
+from dsh_llm.transport.watchdog import Expiry
+from dsh_llm.transport.watchdog import StreamWatchdog
 
 __all__ = [
     "CLOSING_SERVERS",

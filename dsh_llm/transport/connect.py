@@ -32,7 +32,9 @@ import socket
 import threading
 import time
 from collections.abc import Sequence
-from typing import Any, Final, Protocol
+from typing import Any
+from typing import Final
+from typing import Protocol
 
 from urllib3.util.connection import allowed_gai_family
 

@@ -28,7 +28,8 @@ import errno
 import http.client
 import socket
 import ssl
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
+from collections.abc import Iterator
 from typing import Final
 
 import requests.exceptions as rx

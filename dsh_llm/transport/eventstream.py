@@ -28,9 +28,11 @@ import datetime
 import struct
 import uuid
 import zlib
-from typing import Final, TypeAlias
+from typing import Final
+from typing import TypeAlias
 
-from dsh_llm.errors import ErrorCode, LlmError
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
 
 __all__ = [
     "MAX_FRAME_BYTES",

@@ -23,16 +23,20 @@ Every non-streaming request the library makes goes through it (Ollama's
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
+from collections.abc import Mapping
 from typing import Final
 
 import attrs
 import requests
 
 from dsh_llm.credentials import Secret
-from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.protocol.checks import MAX_TIMEOUT_MS, check_timeout_ms
-from dsh_llm.signal import AbortController, AbortSignal
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
+from dsh_llm.protocol.checks import MAX_TIMEOUT_MS
+from dsh_llm.protocol.checks import check_timeout_ms
+from dsh_llm.signal import AbortController
+from dsh_llm.signal import AbortSignal
 from dsh_llm.transport.attribution import attribution_headers
 from dsh_llm.transport.call import StreamingCall
 from dsh_llm.transport.http_errors import HttpErrorClassifier

@@ -22,17 +22,18 @@ import json
 import math
 import re
 import time
-from collections.abc import Callable, Mapping
-from typing import Any, Final, Protocol
+from collections.abc import Callable
+from collections.abc import Mapping
+from typing import Any
+from typing import Final
+from typing import Protocol
 
 import attrs
 
-from dsh_llm.errors import (
-    ErrorCode,
-    LlmError,
-    is_context_window_exceeded_error,
-    is_quota_exceeded_error,
-)
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
+from dsh_llm.errors import is_context_window_exceeded_error
+from dsh_llm.errors import is_quota_exceeded_error
 from dsh_llm.protocol import LlmFailure
 
 __all__ = [

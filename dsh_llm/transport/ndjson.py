@@ -22,10 +22,13 @@ Contracts callers may rely on:
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
-from typing import Any, Final
+from collections.abc import Iterable
+from collections.abc import Iterator
+from typing import Any
+from typing import Final
 
-from dsh_llm.errors import ErrorCode, LlmError
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
 
 __all__ = ["MAX_LINE_BYTES", "NdjsonDecoder", "iter_ndjson"]
 

@@ -26,13 +26,17 @@ import email.utils
 import math
 import re
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Final
 
-from dsh_llm.protocol import RateLimit, RateLimits, ResponseInfo
+from dsh_llm.protocol import RateLimit
+from dsh_llm.protocol import RateLimits
+from dsh_llm.protocol import ResponseInfo
 from dsh_llm.protocol.checks import MAX_SAFE_INTEGER
-from dsh_llm.transport.http_errors import Redact, request_id
+from dsh_llm.transport.http_errors import Redact
+from dsh_llm.transport.http_errors import request_id
 
 __all__ = ["parse_reset_ms", "rate_limits", "response_info"]
 

@@ -31,13 +31,20 @@ the loop once, so no adapter copies it:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from typing import Final, Protocol, TypeVar
+from collections.abc import Callable
+from collections.abc import Iterator
+from typing import Final
+from typing import Protocol
+from typing import TypeVar
 
 import requests
 
-from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.protocol import BlockEnd, Finish, StreamChunk, UsageChunk
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
+from dsh_llm.protocol import BlockEnd
+from dsh_llm.protocol import Finish
+from dsh_llm.protocol import StreamChunk
+from dsh_llm.protocol import UsageChunk
 from dsh_llm.transport.call import StreamingCall
 
 __all__ = ["EventDecoder", "EventTranslator", "read_stream"]

@@ -20,7 +20,8 @@ import json
 import re
 import traceback
 import urllib.parse
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
+from collections.abc import Mapping
 from typing import Final
 
 import requests.exceptions as rx

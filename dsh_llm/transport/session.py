@@ -30,8 +30,10 @@ import socket
 import sys
 import threading
 import urllib.parse
-from collections.abc import Iterator, Mapping
-from typing import Any, Final
+from collections.abc import Iterator
+from collections.abc import Mapping
+from typing import Any
+from typing import Final
 
 import requests
 import requests.adapters
@@ -39,15 +41,15 @@ import requests.auth
 import urllib3.connection
 import urllib3.connectionpool
 import urllib3.response
-from urllib3.exceptions import (
-    ConnectTimeoutError,
-    NameResolutionError,
-    NewConnectionError,
-)
+from urllib3.exceptions import ConnectTimeoutError
+from urllib3.exceptions import NameResolutionError
+from urllib3.exceptions import NewConnectionError
 from urllib3.util.retry import Retry
 
 from dsh_llm.credentials import Secret
-from dsh_llm.transport.attribution import APP_IDENTITY, AppIdentity, attribution_headers
+from dsh_llm.transport.attribution import APP_IDENTITY
+from dsh_llm.transport.attribution import AppIdentity
+from dsh_llm.transport.attribution import attribution_headers
 from dsh_llm.transport.connect import open_connection
 
 __all__ = [

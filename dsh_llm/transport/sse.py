@@ -15,12 +15,17 @@ The shim closes sseclient-py's gaps, following the WHATWG event-stream rules:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
-from typing import Final, NamedTuple, cast
+from collections.abc import Callable
+from collections.abc import Iterable
+from collections.abc import Iterator
+from typing import Final
+from typing import NamedTuple
+from typing import cast
 
 from sseclient import SSEClient
 
-from dsh_llm.errors import ErrorCode, LlmError
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
 
 __all__ = [
     "DONE",

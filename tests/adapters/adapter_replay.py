@@ -6,11 +6,14 @@ a block is open: billed tokens are never lost)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
+from collections.abc import Iterator
 from typing import Any
 
 from dsh_llm.errors import LlmError
-from dsh_llm.protocol import Finish, FinishReason, StreamChunk
+from dsh_llm.protocol import Finish
+from dsh_llm.protocol import FinishReason
+from dsh_llm.protocol import StreamChunk
 from dsh_llm.serde import chunk_to_dict
 from dsh_llm.validator import validate_stream
 

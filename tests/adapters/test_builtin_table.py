@@ -8,9 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from dsh_llm.adapters import BUILTIN_FAMILIES, WireAdapter, builtin_family
+from dsh_llm.adapters import BUILTIN_FAMILIES
+from dsh_llm.adapters import WireAdapter
+from dsh_llm.adapters import builtin_family
 from dsh_llm.adapters.chat.services import SERVICES
-from dsh_llm.plugins.builtin import PLUGINS, BuiltinPlugin
+from dsh_llm.plugins.builtin import PLUGINS
+from dsh_llm.plugins.builtin import BuiltinPlugin
 
 SETUP_CFG = Path(__file__).resolve().parents[2] / "setup.cfg"
 

@@ -14,34 +14,37 @@ from typing import Any
 
 import pytest
 
-from dsh_llm.adapters import (
-    AdapterConfigError,
-    WireAdapter,
-    api_root_url,
-    endpoint_url,
-)
+from dsh_llm.adapters import AdapterConfigError
+from dsh_llm.adapters import WireAdapter
+from dsh_llm.adapters import api_root_url
 from dsh_llm.adapters import deepseek as deepseek_module
+from dsh_llm.adapters import endpoint_url
 from dsh_llm.adapters import openai_compat as openai_compat_module
-from dsh_llm.adapters.chat.request import CHAT_COMPLETIONS_PATH, WireProfile
-from dsh_llm.adapters.deepseek import (
-    DeepSeekAdapter,
-    DeepSeekConfig,
-    resolve_base_url,
-)
-from dsh_llm.adapters.openai_compat import (
-    OpenAICompatAdapter,
-    OpenAICompatConfig,
-)
-from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.plugins import PluginContext, PluginLoadError, load_composition
+from dsh_llm.adapters.chat.request import CHAT_COMPLETIONS_PATH
+from dsh_llm.adapters.chat.request import WireProfile
+from dsh_llm.adapters.deepseek import DeepSeekAdapter
+from dsh_llm.adapters.deepseek import DeepSeekConfig
+from dsh_llm.adapters.deepseek import resolve_base_url
+from dsh_llm.adapters.openai_compat import OpenAICompatAdapter
+from dsh_llm.adapters.openai_compat import OpenAICompatConfig
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
+from dsh_llm.plugins import PluginContext
+from dsh_llm.plugins import PluginLoadError
+from dsh_llm.plugins import load_composition
 from dsh_llm.plugins.builtin import DEEPSEEK as deepseek_plugin
-from dsh_llm.protocol import GenerateOptions, create_user_message
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import create_user_message
 from dsh_llm.retry import NormalRetryPolicy
 from dsh_llm.runtime import LlmRuntime
-from dsh_llm.testing import LoopbackServer, Reply, sse_events
+from dsh_llm.testing import LoopbackServer
+from dsh_llm.testing import Reply
+from dsh_llm.testing import sse_events
 from dsh_llm.validator import validate_stream
 
-from .chat_chunks import FIRST, finish, text
+from .chat_chunks import FIRST
+from .chat_chunks import finish
+from .chat_chunks import text
 
 
 def _root(value: object, source: str | None = None) -> str:

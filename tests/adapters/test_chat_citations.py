@@ -8,19 +8,24 @@ from typing import Any
 
 import pytest
 
-from dsh_llm.adapters.chat.citations import (
-    CitationLog,
-    annotation_citations,
-    context_citations,
-    listed_citations,
-)
+from dsh_llm.adapters.chat.citations import CitationLog
+from dsh_llm.adapters.chat.citations import annotation_citations
+from dsh_llm.adapters.chat.citations import context_citations
+from dsh_llm.adapters.chat.citations import listed_citations
 from dsh_llm.adapters.chat.request import WireProfile
 from dsh_llm.adapters.chat.translate import ChatCompletionsTranslator
 from dsh_llm.assembler import collect
-from dsh_llm.protocol import BlockEnd, Citation, TextBlock, TextDelta, ToolCallBlock
+from dsh_llm.protocol import BlockEnd
+from dsh_llm.protocol import Citation
+from dsh_llm.protocol import TextBlock
+from dsh_llm.protocol import TextDelta
+from dsh_llm.protocol import ToolCallBlock
 from dsh_llm.validator import validate_stream
 
-from .chat_chunks import chunk, finish, text, tool
+from .chat_chunks import chunk
+from .chat_chunks import finish
+from .chat_chunks import text
+from .chat_chunks import tool
 
 PROFILE = WireProfile(provider="Test")
 URLS = ["https://a.example/", "https://b.example/"]

@@ -16,13 +16,19 @@ from dsh_llm.adapters import AdapterConfigError
 from dsh_llm.adapters.deepseek import DeepSeekAdapter
 from dsh_llm.adapters.openai_compat import OpenAICompatAdapter
 from dsh_llm.assembler import collect
-from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.protocol import GenerateOptions, ResponseFormat
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import ResponseFormat
 from dsh_llm.structured import parse_json
-from dsh_llm.testing import Cassette, replay_chunks, sse_body
+from dsh_llm.testing import Cassette
+from dsh_llm.testing import replay_chunks
+from dsh_llm.testing import sse_body
 from dsh_llm.validator import validate_stream
 
-from .chat_chunks import FIRST, finish, text
+from .chat_chunks import FIRST
+from .chat_chunks import finish
+from .chat_chunks import text
 
 LOCAL = "http://gpu-box.test:8000/v1"
 DEEPSEEK = "https://api.deepseek.test"

@@ -12,14 +12,21 @@ import pytest
 
 from dsh_llm.adapters.deepseek import DeepSeekAdapter
 from dsh_llm.adapters.openai_compat import OpenAICompatAdapter
-from dsh_llm.attachments import MemoryAttachmentStore, image_block
-from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.protocol import GenerateOptions, TextBlock, create_user_message
-from dsh_llm.testing import LoopbackServer, Reply, sse_body
+from dsh_llm.attachments import MemoryAttachmentStore
+from dsh_llm.attachments import image_block
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import TextBlock
+from dsh_llm.protocol import create_user_message
+from dsh_llm.testing import LoopbackServer
+from dsh_llm.testing import Reply
+from dsh_llm.testing import sse_body
 from dsh_llm.validator import validate_stream
 
 from ..attachments.images import png
-from .chat_chunks import finish, text
+from .chat_chunks import finish
+from .chat_chunks import text
 
 MODELS = [{"id": "vision", "inputModalities": ["text", "image"]}, "text-only"]
 

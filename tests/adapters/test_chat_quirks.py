@@ -9,27 +9,35 @@ from typing import Any
 
 import pytest
 
-from dsh_llm.adapters.chat.finish import map_usage, reasoning_left_out_of_completion
-from dsh_llm.adapters.chat.request import CHAT_REPLAY_WIRE, WireProfile
-from dsh_llm.adapters.chat.translate import ChatCompletionsTranslator, chat_decoder
-from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.protocol import (
-    BlockStart,
-    CallId,
-    Finish,
-    FinishReason,
-    ReasoningBlock,
-    ServerToolCallBlock,
-    TextBlock,
-    TokenUsage,
-    ToolCallBlock,
-    ToolCallDelta,
-    UsageChunk,
-    tool_calls_of,
-)
+from dsh_llm.adapters.chat.finish import map_usage
+from dsh_llm.adapters.chat.finish import reasoning_left_out_of_completion
+from dsh_llm.adapters.chat.request import CHAT_REPLAY_WIRE
+from dsh_llm.adapters.chat.request import WireProfile
+from dsh_llm.adapters.chat.translate import ChatCompletionsTranslator
+from dsh_llm.adapters.chat.translate import chat_decoder
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
+from dsh_llm.protocol import BlockStart
+from dsh_llm.protocol import CallId
+from dsh_llm.protocol import Finish
+from dsh_llm.protocol import FinishReason
+from dsh_llm.protocol import ReasoningBlock
+from dsh_llm.protocol import ServerToolCallBlock
+from dsh_llm.protocol import TextBlock
+from dsh_llm.protocol import TokenUsage
+from dsh_llm.protocol import ToolCallBlock
+from dsh_llm.protocol import ToolCallDelta
+from dsh_llm.protocol import UsageChunk
+from dsh_llm.protocol import tool_calls_of
 from dsh_llm.serde import chunk_to_dict
 
-from .chat_chunks import assemble, chunk, finish, only_usage, text, tool, valid
+from .chat_chunks import assemble
+from .chat_chunks import chunk
+from .chat_chunks import finish
+from .chat_chunks import only_usage
+from .chat_chunks import text
+from .chat_chunks import tool
+from .chat_chunks import valid
 
 PROFILE = WireProfile(provider="Test")
 

@@ -21,11 +21,15 @@ from dsh_llm.adapters.gemini import GeminiAdapter
 from dsh_llm.adapters.ollama import OllamaAdapter
 from dsh_llm.adapters.openai_compat import OpenAICompatAdapter
 from dsh_llm.adapters.openai_responses import OpenAIResponsesAdapter
-from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.protocol import GenerateOptions, StreamChunk, ToolSchema
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import StreamChunk
+from dsh_llm.protocol import ToolSchema
 from dsh_llm.runtime import LlmRuntime
 from dsh_llm.signal import AbortController
-from dsh_llm.testing import LoopbackServer, Reply
+from dsh_llm.testing import LoopbackServer
+from dsh_llm.testing import Reply
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "count_tokens"
 KEY = "sk-count-0123456789abcdef"

@@ -11,26 +11,37 @@ import pytest
 import dsh_llm
 import dsh_llm.adapters
 from dsh_llm.adapter import LlmProviderInfo
-from dsh_llm.adapters import AdapterConfigError, CatalogModel
-from dsh_llm.adapters.deepseek import (
-    DEFAULT_MODELS,
-    PROVIDER_ROUTE,
-    PUBLIC_BASE_URL,
-    DeepSeekAdapter,
-    DeepSeekConfig,
-    resolve_base_url,
-)
-from dsh_llm.config import ConfigError, PluginConfigError
-from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.plugins import PluginContext, PluginLoadError, load_composition
+from dsh_llm.adapters import AdapterConfigError
+from dsh_llm.adapters import CatalogModel
+from dsh_llm.adapters.deepseek import DEFAULT_MODELS
+from dsh_llm.adapters.deepseek import PROVIDER_ROUTE
+from dsh_llm.adapters.deepseek import PUBLIC_BASE_URL
+from dsh_llm.adapters.deepseek import DeepSeekAdapter
+from dsh_llm.adapters.deepseek import DeepSeekConfig
+from dsh_llm.adapters.deepseek import resolve_base_url
+from dsh_llm.config import ConfigError
+from dsh_llm.config import PluginConfigError
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
+from dsh_llm.plugins import PluginContext
+from dsh_llm.plugins import PluginLoadError
+from dsh_llm.plugins import load_composition
 from dsh_llm.plugins.builtin import DEEPSEEK as deepseek_plugin
-from dsh_llm.protocol import GenerateOptions, LlmCallConfig, create_user_message
-from dsh_llm.retry import DEFAULT_RETRY_POLICY, NormalRetryPolicy, resolve_retry_policy
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import LlmCallConfig
+from dsh_llm.protocol import create_user_message
+from dsh_llm.retry import DEFAULT_RETRY_POLICY
+from dsh_llm.retry import NormalRetryPolicy
+from dsh_llm.retry import resolve_retry_policy
 from dsh_llm.runtime import LlmRuntime
-from dsh_llm.testing import LoopbackServer, Reply, sse_events
+from dsh_llm.testing import LoopbackServer
+from dsh_llm.testing import Reply
+from dsh_llm.testing import sse_events
 from dsh_llm.validator import validate_stream
 
-from .chat_chunks import FIRST, finish, text
+from .chat_chunks import FIRST
+from .chat_chunks import finish
+from .chat_chunks import text
 
 
 def _info(adapter: DeepSeekAdapter, model: str = "deepseek-v4-flash") -> Any:

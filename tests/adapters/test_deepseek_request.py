@@ -13,19 +13,20 @@ import responses
 
 from dsh_llm.adapters import CatalogModel
 from dsh_llm.adapters.deepseek import DeepSeekAdapter
-from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.protocol import (
-    GenerateOptions,
-    ImageBlock,
-    ImageRef,
-    ToolSchema,
-    create_user_message,
-)
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import ImageBlock
+from dsh_llm.protocol import ImageRef
+from dsh_llm.protocol import ToolSchema
+from dsh_llm.protocol import create_user_message
 from dsh_llm.testing import sse_body
 from dsh_llm.transport.attribution import user_agent
 from dsh_llm.validator import validate_stream
 
-from .chat_chunks import FIRST, finish, text
+from .chat_chunks import FIRST
+from .chat_chunks import finish
+from .chat_chunks import text
 
 BASE = "https://api.deepseek.test"
 SSE = sse_body([FIRST, text("ok"), finish()])

@@ -15,19 +15,36 @@ from typing import Any
 
 import pytest
 
-from dsh_llm.adapters.deepseek import PROVIDER_ROUTE, DeepSeekAdapter
+from dsh_llm.adapters.deepseek import PROVIDER_ROUTE
+from dsh_llm.adapters.deepseek import DeepSeekAdapter
 from dsh_llm.assembler import collect
-from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.protocol import Finish, FinishReason, GenerateOptions, create_user_message
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
+from dsh_llm.protocol import Finish
+from dsh_llm.protocol import FinishReason
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import create_user_message
 from dsh_llm.runtime import LlmRuntime
-from dsh_llm.serde import chunk_to_dict, read_jsonl
+from dsh_llm.serde import chunk_to_dict
+from dsh_llm.serde import read_jsonl
 from dsh_llm.signal import AbortController
-from dsh_llm.testing import Cut, LoopbackServer, Pause, Reply, Stall, sse_events
+from dsh_llm.testing import Cut
+from dsh_llm.testing import LoopbackServer
+from dsh_llm.testing import Pause
+from dsh_llm.testing import Reply
+from dsh_llm.testing import Stall
+from dsh_llm.testing import sse_events
 from dsh_llm.transport.attribution import user_agent
 from dsh_llm.validator import validate_stream
 
 from ..proxy_env import use_proxy
-from .chat_chunks import FIRST, finish, only_usage, reasoning, text, tool, usage
+from .chat_chunks import FIRST
+from .chat_chunks import finish
+from .chat_chunks import only_usage
+from .chat_chunks import reasoning
+from .chat_chunks import text
+from .chat_chunks import tool
+from .chat_chunks import usage
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "deepseek"
 NAMES = sorted(p.stem for p in FIXTURES.glob("*.sse"))

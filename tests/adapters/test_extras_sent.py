@@ -16,7 +16,8 @@ from dsh_llm.adapters.openai_compat import OpenAICompatAdapter
 from dsh_llm.adapters.openai_responses import OpenAIResponsesAdapter
 from dsh_llm.errors import LlmError
 from dsh_llm.protocol import GenerateOptions
-from dsh_llm.testing import LoopbackServer, Reply
+from dsh_llm.testing import LoopbackServer
+from dsh_llm.testing import Reply
 
 ADAPTERS: dict[str, Any] = {
     "anthropic": lambda url: AnthropicAdapter(

@@ -14,33 +14,42 @@ from typing import Any
 import pytest
 import responses
 
-from dsh_llm.adapters import AdapterConfigError, CatalogModel
-from dsh_llm.adapters.chat.request import CHAT_REPLAY_WIRE, WireProfile
-from dsh_llm.adapters.chat.services import SERVICE_NAMES, SERVICES, service
-from dsh_llm.adapters.openai_compat import OpenAICompatAdapter, OpenAICompatConfig
+from dsh_llm.adapters import AdapterConfigError
+from dsh_llm.adapters import CatalogModel
+from dsh_llm.adapters.chat.request import CHAT_REPLAY_WIRE
+from dsh_llm.adapters.chat.request import WireProfile
+from dsh_llm.adapters.chat.services import SERVICE_NAMES
+from dsh_llm.adapters.chat.services import SERVICES
+from dsh_llm.adapters.chat.services import service
+from dsh_llm.adapters.openai_compat import OpenAICompatAdapter
+from dsh_llm.adapters.openai_compat import OpenAICompatConfig
 from dsh_llm.assembler import BlockAssembler
-from dsh_llm.errors import ErrorCode, LlmError
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
 from dsh_llm.plugins import load_composition
-from dsh_llm.protocol import (
-    Finish,
-    FinishReason,
-    GenerateOptions,
-    Message,
-    ModelSource,
-    ReasoningBlock,
-    ReplayEnvelope,
-    ResponseFormat,
-    ToolCallBlock,
-    create_assistant_message,
-    create_tool_result_message,
-    create_user_message,
-)
-from dsh_llm.serde import chunk_to_dict, read_jsonl
-from dsh_llm.testing import LoopbackServer, Reply, assert_adapter_conforms, sse_body
+from dsh_llm.protocol import Finish
+from dsh_llm.protocol import FinishReason
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import Message
+from dsh_llm.protocol import ModelSource
+from dsh_llm.protocol import ReasoningBlock
+from dsh_llm.protocol import ReplayEnvelope
+from dsh_llm.protocol import ResponseFormat
+from dsh_llm.protocol import ToolCallBlock
+from dsh_llm.protocol import create_assistant_message
+from dsh_llm.protocol import create_tool_result_message
+from dsh_llm.protocol import create_user_message
+from dsh_llm.serde import chunk_to_dict
+from dsh_llm.serde import read_jsonl
+from dsh_llm.testing import LoopbackServer
+from dsh_llm.testing import Reply
+from dsh_llm.testing import assert_adapter_conforms
+from dsh_llm.testing import sse_body
 from dsh_llm.testing.conformance import GROUPS
 from dsh_llm.validator import validate_stream
 
-from .chat_chunks import finish, text
+from .chat_chunks import finish
+from .chat_chunks import text
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "hosted"
 NAMES = sorted(p.stem for p in FIXTURES.glob("*.sse"))

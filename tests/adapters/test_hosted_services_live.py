@@ -16,10 +16,12 @@ import os
 
 import pytest
 
-from dsh_llm.adapters.chat.services import SERVICE_NAMES, service
+from dsh_llm.adapters.chat.services import SERVICE_NAMES
+from dsh_llm.adapters.chat.services import service
 from dsh_llm.adapters.openai_compat import OpenAICompatAdapter
 from dsh_llm.assembler import collect
-from dsh_llm.protocol import GenerateOptions, create_user_message
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import create_user_message
 from dsh_llm.validator import validate_stream
 
 pytestmark = pytest.mark.live

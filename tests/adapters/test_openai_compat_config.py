@@ -14,22 +14,30 @@ import attrs
 import pytest
 
 from dsh_llm.adapter import LlmProviderInfo
-from dsh_llm.adapters import AdapterConfigError, CatalogModel
-from dsh_llm.adapters.openai_compat import (
-    OpenAICompatAdapter,
-    OpenAICompatConfig,
-)
+from dsh_llm.adapters import AdapterConfigError
+from dsh_llm.adapters import CatalogModel
+from dsh_llm.adapters.openai_compat import OpenAICompatAdapter
+from dsh_llm.adapters.openai_compat import OpenAICompatConfig
 from dsh_llm.credentials import Secret
-from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.plugins import PluginContext, PluginLoadError, load_composition
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
+from dsh_llm.plugins import PluginContext
+from dsh_llm.plugins import PluginLoadError
+from dsh_llm.plugins import load_composition
 from dsh_llm.plugins.builtin import OPENAI_COMPATIBLE as openai_compat_plugin
-from dsh_llm.protocol import GenerateOptions, create_user_message
-from dsh_llm.retry import DEFAULT_RETRY_POLICY, NormalRetryPolicy, resolve_retry_policy
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import create_user_message
+from dsh_llm.retry import DEFAULT_RETRY_POLICY
+from dsh_llm.retry import NormalRetryPolicy
+from dsh_llm.retry import resolve_retry_policy
 from dsh_llm.runtime import LlmRuntime
-from dsh_llm.testing import LoopbackServer, Reply, sse_events
+from dsh_llm.testing import LoopbackServer
+from dsh_llm.testing import Reply
+from dsh_llm.testing import sse_events
 from dsh_llm.validator import validate_stream
 
-from .chat_chunks import finish, text
+from .chat_chunks import finish
+from .chat_chunks import text
 
 BASE = "http://127.0.0.1:8080/v1"
 

@@ -13,14 +13,22 @@ from typing import Any
 import pytest
 
 from dsh_llm.adapters.openai_compat import OpenAICompatAdapter
-from dsh_llm.errors import ERROR_CODES, ErrorCode, LlmError
-from dsh_llm.protocol import Finish, GenerateOptions, create_user_message
+from dsh_llm.errors import ERROR_CODES
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
+from dsh_llm.protocol import Finish
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import create_user_message
 from dsh_llm.retry import DEFAULT_RETRY_POLICY
 from dsh_llm.runtime import LlmRuntime
-from dsh_llm.testing import LoopbackServer, RecordedRequest, Reply, sse_events
+from dsh_llm.testing import LoopbackServer
+from dsh_llm.testing import RecordedRequest
+from dsh_llm.testing import Reply
+from dsh_llm.testing import sse_events
 from dsh_llm.validator import validate_stream
 
-from .chat_chunks import finish, text
+from .chat_chunks import finish
+from .chat_chunks import text
 
 ROUTE = "local"
 

@@ -22,7 +22,9 @@ import requests
 
 from dsh_llm.adapters.openai_compat import OpenAICompatAdapter
 from dsh_llm.assembler import collect
-from dsh_llm.protocol import GenerateOptions, ToolSchema, create_user_message
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import ToolSchema
+from dsh_llm.protocol import create_user_message
 from dsh_llm.validator import validate_stream
 
 BASE_URL = os.environ.get("DSH_LLM_LIVE_BASE_URL", "")

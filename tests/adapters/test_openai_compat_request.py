@@ -14,24 +14,24 @@ import responses
 
 from dsh_llm.adapters.openai_compat import OpenAICompatAdapter
 from dsh_llm.credentials import Secret
-from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.protocol import (
-    GenerateOptions,
-    ImageBlock,
-    ImageRef,
-    ReasoningBlock,
-    TextBlock,
-    ToolCallBlock,
-    ToolSchema,
-    create_assistant_message,
-    create_tool_result_message,
-    create_user_message,
-)
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import ImageBlock
+from dsh_llm.protocol import ImageRef
+from dsh_llm.protocol import ReasoningBlock
+from dsh_llm.protocol import TextBlock
+from dsh_llm.protocol import ToolCallBlock
+from dsh_llm.protocol import ToolSchema
+from dsh_llm.protocol import create_assistant_message
+from dsh_llm.protocol import create_tool_result_message
+from dsh_llm.protocol import create_user_message
 from dsh_llm.testing import sse_body
 from dsh_llm.transport.attribution import user_agent
 from dsh_llm.validator import validate_stream
 
-from .chat_chunks import finish, text
+from .chat_chunks import finish
+from .chat_chunks import text
 
 BASE = "http://gpu-box.test:8000/v1"
 SSE = sse_body([text("ok"), finish()])

@@ -13,26 +13,37 @@ from typing import Any
 import pytest
 
 from dsh_llm.adapters.openai_compat import OpenAICompatAdapter
-from dsh_llm.assembler import BlockAssembler, collect
-from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.protocol import (
-    Finish,
-    FinishReason,
-    GenerateOptions,
-    LlmFailure,
-    ReasoningBlock,
-    TextBlock,
-    TokenUsage,
-    ToolCallBlock,
-    UsageChunk,
-    create_user_message,
-)
-from dsh_llm.serde import chunk_to_dict, read_jsonl
-from dsh_llm.testing import LoopbackServer, Pause, Reply, sse_event, sse_events
+from dsh_llm.assembler import BlockAssembler
+from dsh_llm.assembler import collect
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
+from dsh_llm.protocol import Finish
+from dsh_llm.protocol import FinishReason
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import LlmFailure
+from dsh_llm.protocol import ReasoningBlock
+from dsh_llm.protocol import TextBlock
+from dsh_llm.protocol import TokenUsage
+from dsh_llm.protocol import ToolCallBlock
+from dsh_llm.protocol import UsageChunk
+from dsh_llm.protocol import create_user_message
+from dsh_llm.serde import chunk_to_dict
+from dsh_llm.serde import read_jsonl
+from dsh_llm.testing import LoopbackServer
+from dsh_llm.testing import Pause
+from dsh_llm.testing import Reply
+from dsh_llm.testing import sse_event
+from dsh_llm.testing import sse_events
 from dsh_llm.validator import validate_stream
 
 from ..proxy_env import use_proxy
-from .chat_chunks import chunk, finish, only_usage, reasoning, text, tool, usage
+from .chat_chunks import chunk
+from .chat_chunks import finish
+from .chat_chunks import only_usage
+from .chat_chunks import reasoning
+from .chat_chunks import text
+from .chat_chunks import tool
+from .chat_chunks import usage
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "openai_compat"
 NAMES = sorted(p.stem for p in FIXTURES.glob("*.sse"))

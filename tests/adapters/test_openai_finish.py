@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-from dsh_llm.adapters.chat.finish import map_finish_reason, map_usage
-from dsh_llm.protocol import FinishReason, LlmFailure, TokenUsage
+from dsh_llm.adapters.chat.finish import map_finish_reason
+from dsh_llm.adapters.chat.finish import map_usage
+from dsh_llm.protocol import FinishReason
+from dsh_llm.protocol import LlmFailure
+from dsh_llm.protocol import TokenUsage
 
 from .chat_chunks import usage
 

@@ -13,39 +13,39 @@ from hypothesis import strategies as st
 
 from dsh_llm.adapters.chat.request import WireProfile
 from dsh_llm.adapters.chat.translate import ChatCompletionsTranslator
-from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.protocol import (
-    BlockEnd,
-    BlockStart,
-    CallId,
-    Finish,
-    FinishReason,
-    LlmFailure,
-    ReasoningBlock,
-    ReasoningDelta,
-    TextBlock,
-    TextDelta,
-    TokenUsage,
-    ToolCallBlock,
-    ToolCallDelta,
-    UsageChunk,
-)
-from dsh_llm.serde import chunk_from_dict, chunk_from_json, chunk_to_dict, chunk_to_json
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
+from dsh_llm.protocol import BlockEnd
+from dsh_llm.protocol import BlockStart
+from dsh_llm.protocol import CallId
+from dsh_llm.protocol import Finish
+from dsh_llm.protocol import FinishReason
+from dsh_llm.protocol import LlmFailure
+from dsh_llm.protocol import ReasoningBlock
+from dsh_llm.protocol import ReasoningDelta
+from dsh_llm.protocol import TextBlock
+from dsh_llm.protocol import TextDelta
+from dsh_llm.protocol import TokenUsage
+from dsh_llm.protocol import ToolCallBlock
+from dsh_llm.protocol import ToolCallDelta
+from dsh_llm.protocol import UsageChunk
+from dsh_llm.serde import chunk_from_dict
+from dsh_llm.serde import chunk_from_json
+from dsh_llm.serde import chunk_to_dict
+from dsh_llm.serde import chunk_to_json
 from dsh_llm.transport.sse import SseEvent
 from dsh_llm.validator import assert_chunk_sequence
 
-from .chat_chunks import (
-    FIRST,
-    assemble,
-    chunk,
-    finish,
-    only_usage,
-    reasoning,
-    text,
-    tool,
-    usage,
-    valid,
-)
+from .chat_chunks import FIRST
+from .chat_chunks import assemble
+from .chat_chunks import chunk
+from .chat_chunks import finish
+from .chat_chunks import only_usage
+from .chat_chunks import reasoning
+from .chat_chunks import text
+from .chat_chunks import tool
+from .chat_chunks import usage
+from .chat_chunks import valid
 
 PROFILE = WireProfile(provider="Test")
 EMPTY = FinishReason.error(

@@ -11,26 +11,23 @@ from typing import Any
 import pytest
 
 from dsh_llm.adapters import encode_body
-from dsh_llm.adapters.chat.request import (
-    WireProfile,
-    build_body,
-    build_messages,
-    tool_choice_wire,
-)
-from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.protocol import (
-    GenerateOptions,
-    ImageBlock,
-    ImageRef,
-    ReasoningBlock,
-    TextBlock,
-    ToolCallBlock,
-    ToolResultBlock,
-    ToolSchema,
-    create_assistant_message,
-    create_tool_result_message,
-    create_user_message,
-)
+from dsh_llm.adapters.chat.request import WireProfile
+from dsh_llm.adapters.chat.request import build_body
+from dsh_llm.adapters.chat.request import build_messages
+from dsh_llm.adapters.chat.request import tool_choice_wire
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import ImageBlock
+from dsh_llm.protocol import ImageRef
+from dsh_llm.protocol import ReasoningBlock
+from dsh_llm.protocol import TextBlock
+from dsh_llm.protocol import ToolCallBlock
+from dsh_llm.protocol import ToolResultBlock
+from dsh_llm.protocol import ToolSchema
+from dsh_llm.protocol import create_assistant_message
+from dsh_llm.protocol import create_tool_result_message
+from dsh_llm.protocol import create_user_message
 
 PROFILE = WireProfile(provider="Test")
 
@@ -60,7 +57,8 @@ def test_user_text_blocks_are_joined_and_the_system_prompt_comes_first():
 
 
 def test_history_system_messages_keep_their_role():
-    from dsh_llm.protocol import PluginSource, create_message
+    from dsh_llm.protocol import PluginSource
+    from dsh_llm.protocol import create_message
 
     options = _options(
         create_message("system", [TextBlock(text="rules")], PluginSource(plugin="x"))

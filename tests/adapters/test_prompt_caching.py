@@ -15,36 +15,36 @@ import pytest
 
 from dsh_llm import collect
 from dsh_llm.adapters.anthropic import AnthropicAdapter
-from dsh_llm.adapters.anthropic.request import (
-    MAX_CACHE_BREAKPOINTS,
-    build_messages_request,
-)
+from dsh_llm.adapters.anthropic.request import MAX_CACHE_BREAKPOINTS
+from dsh_llm.adapters.anthropic.request import build_messages_request
 from dsh_llm.adapters.bedrock.request import build_converse_request
-from dsh_llm.adapters.chat.request import WireProfile, build_body
+from dsh_llm.adapters.chat.request import WireProfile
+from dsh_llm.adapters.chat.request import build_body
 from dsh_llm.adapters.deepseek import PROFILE as DEEPSEEK
 from dsh_llm.adapters.gemini import GeminiAdapter
 from dsh_llm.adapters.gemini.request import build_generate_request
 from dsh_llm.adapters.ollama.request import build_chat_request
-from dsh_llm.adapters.openai_responses.profiles import OPENAI, VLLM
+from dsh_llm.adapters.openai_responses.profiles import OPENAI
+from dsh_llm.adapters.openai_responses.profiles import VLLM
 from dsh_llm.adapters.openai_responses.request import build_responses_request
-from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.protocol import (
-    CacheBreakpoint,
-    CallId,
-    GenerateOptions,
-    Message,
-    ModelSource,
-    ReasoningBlock,
-    ReplayEnvelope,
-    TextBlock,
-    ToolCallBlock,
-    UserSource,
-    create_assistant_message,
-    create_message,
-    create_tool_result_message,
-    create_user_message,
-)
-from dsh_llm.testing import LoopbackServer, Reply
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
+from dsh_llm.protocol import CacheBreakpoint
+from dsh_llm.protocol import CallId
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import Message
+from dsh_llm.protocol import ModelSource
+from dsh_llm.protocol import ReasoningBlock
+from dsh_llm.protocol import ReplayEnvelope
+from dsh_llm.protocol import TextBlock
+from dsh_llm.protocol import ToolCallBlock
+from dsh_llm.protocol import UserSource
+from dsh_llm.protocol import create_assistant_message
+from dsh_llm.protocol import create_message
+from dsh_llm.protocol import create_tool_result_message
+from dsh_llm.protocol import create_user_message
+from dsh_llm.testing import LoopbackServer
+from dsh_llm.testing import Reply
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "caching"
 MODEL = "claude-sonnet-4-5"

@@ -29,16 +29,17 @@ from dsh_llm.adapters.anthropic import AnthropicAdapter
 from dsh_llm.adapters.gemini import GeminiAdapter
 from dsh_llm.adapters.openai_compat import OpenAICompatAdapter
 from dsh_llm.adapters.openai_responses import OpenAIResponsesAdapter
-from dsh_llm.protocol import (
-    BlockEnd,
-    Finish,
-    StreamChunk,
-    TextDelta,
-    ToolCallBlock,
-    UsageChunk,
-)
-from dsh_llm.testing import Cassette, assert_adapter_conforms
-from dsh_llm.testing.replay import replay_base_url, replay_options, replay_server
+from dsh_llm.protocol import BlockEnd
+from dsh_llm.protocol import Finish
+from dsh_llm.protocol import StreamChunk
+from dsh_llm.protocol import TextDelta
+from dsh_llm.protocol import ToolCallBlock
+from dsh_llm.protocol import UsageChunk
+from dsh_llm.testing import Cassette
+from dsh_llm.testing import assert_adapter_conforms
+from dsh_llm.testing.replay import replay_base_url
+from dsh_llm.testing.replay import replay_options
+from dsh_llm.testing.replay import replay_server
 from dsh_llm.validator import validate_stream
 
 CASSETTES = Path(__file__).resolve().parent.parent / "fixtures" / "cassettes"

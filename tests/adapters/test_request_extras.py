@@ -8,22 +8,20 @@ import base64
 
 import pytest
 
-from dsh_llm.adapters import (
-    check_image_input,
-    has_images,
-    image_data,
-    merge_extra_body,
-    refuse_misplaced_images,
-    request_headers,
-)
-from dsh_llm.attachments import MemoryAttachmentStore, image_block
-from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.protocol import (
-    GenerateOptions,
-    TextBlock,
-    ToolResultBlock,
-    create_user_message,
-)
+from dsh_llm.adapters import check_image_input
+from dsh_llm.adapters import has_images
+from dsh_llm.adapters import image_data
+from dsh_llm.adapters import merge_extra_body
+from dsh_llm.adapters import refuse_misplaced_images
+from dsh_llm.adapters import request_headers
+from dsh_llm.attachments import MemoryAttachmentStore
+from dsh_llm.attachments import image_block
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import TextBlock
+from dsh_llm.protocol import ToolResultBlock
+from dsh_llm.protocol import create_user_message
 
 from ..attachments.images import png
 

@@ -14,9 +14,13 @@ from dsh_llm.adapters.anthropic import AnthropicAdapter
 from dsh_llm.adapters.gemini import GeminiAdapter
 from dsh_llm.adapters.ollama import OllamaAdapter
 from dsh_llm.errors import LlmError
-from dsh_llm.protocol import Finish, FinishReason, GenerateOptions
+from dsh_llm.protocol import Finish
+from dsh_llm.protocol import FinishReason
+from dsh_llm.protocol import GenerateOptions
 from dsh_llm.serde import chunk_to_dict
-from dsh_llm.testing import LoopbackServer, Reply, sse_event
+from dsh_llm.testing import LoopbackServer
+from dsh_llm.testing import Reply
+from dsh_llm.testing import sse_event
 
 KEY = "sk-echoed-secret-0123456789abcdef"
 

@@ -17,11 +17,15 @@ from dsh_llm.adapter import LlmAdapter
 from dsh_llm.adapters.deepseek import DeepSeekAdapter
 from dsh_llm.adapters.openai_compat import OpenAICompatAdapter
 from dsh_llm.errors import LlmError
-from dsh_llm.protocol import Finish, GenerateOptions, create_user_message
+from dsh_llm.protocol import Finish
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import create_user_message
 from dsh_llm.runtime import LlmRuntime
 from dsh_llm.testing import sse_body
 
-from .chat_chunks import FIRST, finish, text
+from .chat_chunks import FIRST
+from .chat_chunks import finish
+from .chat_chunks import text
 
 BASE = "https://api.same.test"
 SSE = sse_body([FIRST, text("ok"), finish()])

@@ -25,13 +25,13 @@ from dsh_llm.adapters.ollama import OllamaAdapter
 from dsh_llm.adapters.openai_compat import OpenAICompatAdapter
 from dsh_llm.adapters.openai_responses import OpenAIResponsesAdapter
 from dsh_llm.assembler import collect
-from dsh_llm.protocol import (
-    GenerateOptions,
-    ToolSchema,
-    create_tool_result_message,
-    create_user_message,
-)
-from dsh_llm.testing import LoopbackServer, Reply, sse_event
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import ToolSchema
+from dsh_llm.protocol import create_tool_result_message
+from dsh_llm.protocol import create_user_message
+from dsh_llm.testing import LoopbackServer
+from dsh_llm.testing import Reply
+from dsh_llm.testing import sse_event
 
 KEY = "loop-key-0123456789"
 WEATHER = ToolSchema(

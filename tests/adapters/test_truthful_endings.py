@@ -11,17 +11,19 @@ from typing import Any
 import pytest
 
 from dsh_llm.adapters.openai_compat import OpenAICompatAdapter
-from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.protocol import (
-    Finish,
-    GenerateOptions,
-    StreamChunk,
-    TokenUsage,
-    UsageChunk,
-    create_user_message,
-)
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
+from dsh_llm.protocol import Finish
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import StreamChunk
+from dsh_llm.protocol import TokenUsage
+from dsh_llm.protocol import UsageChunk
+from dsh_llm.protocol import create_user_message
 from dsh_llm.runtime import LlmRuntime
-from dsh_llm.testing import Cut, LoopbackServer, Reply, sse_event
+from dsh_llm.testing import Cut
+from dsh_llm.testing import LoopbackServer
+from dsh_llm.testing import Reply
+from dsh_llm.testing import sse_event
 from dsh_llm.validator import validate_stream
 
 FRAMINGS = pytest.mark.parametrize("framing", ["chunked", "close", "length"])

@@ -14,17 +14,18 @@ from typing import Any
 
 import pytest
 
-from dsh_llm import LlmRuntime, collect
+from dsh_llm import LlmRuntime
+from dsh_llm import collect
 from dsh_llm.adapters import AdapterConfigError
-from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.protocol import (
-    Finish,
-    GenerateOptions,
-    StreamChunk,
-    ToolCallBlock,
-    ToolSchema,
-)
-from dsh_llm.testing import LoopbackServer, Reply
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
+from dsh_llm.protocol import Finish
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import StreamChunk
+from dsh_llm.protocol import ToolCallBlock
+from dsh_llm.protocol import ToolSchema
+from dsh_llm.testing import LoopbackServer
+from dsh_llm.testing import Reply
 from dsh_llm.validator import assert_chunk_sequence
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "writing-an-adapter.md"

@@ -10,26 +10,26 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dsh_llm.adapters import EMPTY_RESPONSE_MESSAGE, BlockWriter
-from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.protocol import (
-    BlockEnd,
-    BlockStart,
-    Finish,
-    FinishReason,
-    ImageBlock,
-    ImageRef,
-    LlmFailure,
-    ReasoningBlock,
-    ReplayEnvelope,
-    StreamChunk,
-    TextBlock,
-    TextDelta,
-    TokenUsage,
-    ToolCallBlock,
-    ToolCallDelta,
-    UsageChunk,
-)
+from dsh_llm.adapters import EMPTY_RESPONSE_MESSAGE
+from dsh_llm.adapters import BlockWriter
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
+from dsh_llm.protocol import BlockEnd
+from dsh_llm.protocol import BlockStart
+from dsh_llm.protocol import Finish
+from dsh_llm.protocol import FinishReason
+from dsh_llm.protocol import ImageBlock
+from dsh_llm.protocol import ImageRef
+from dsh_llm.protocol import LlmFailure
+from dsh_llm.protocol import ReasoningBlock
+from dsh_llm.protocol import ReplayEnvelope
+from dsh_llm.protocol import StreamChunk
+from dsh_llm.protocol import TextBlock
+from dsh_llm.protocol import TextDelta
+from dsh_llm.protocol import TokenUsage
+from dsh_llm.protocol import ToolCallBlock
+from dsh_llm.protocol import ToolCallDelta
+from dsh_llm.protocol import UsageChunk
 from dsh_llm.validator import assert_chunk_sequence
 
 USAGE = TokenUsage(input_tokens=3, output_tokens=5)

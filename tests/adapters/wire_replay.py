@@ -4,11 +4,17 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Iterable, Iterator
-from typing import Any, Protocol
+from collections.abc import Callable
+from collections.abc import Iterable
+from collections.abc import Iterator
+from typing import Any
+from typing import Protocol
 
 from dsh_llm.errors import LlmError
-from dsh_llm.protocol import Finish, FinishReason, StreamChunk, TokenUsage
+from dsh_llm.protocol import Finish
+from dsh_llm.protocol import FinishReason
+from dsh_llm.protocol import StreamChunk
+from dsh_llm.protocol import TokenUsage
 from dsh_llm.validator import validate_stream
 
 SPLITS: tuple[str, ...] = ("whole", "1", "7", "random-a", "random-b")

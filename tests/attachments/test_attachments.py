@@ -8,17 +8,21 @@ import hashlib
 
 import pytest
 
-from dsh_llm.attachments import (
-    FolderAttachmentStore,
-    MemoryAttachmentStore,
-    attachment_id,
-    image_block,
-    require,
-    sniff_image,
-)
-from dsh_llm.errors import ErrorCode, LlmError
+from dsh_llm.attachments import FolderAttachmentStore
+from dsh_llm.attachments import MemoryAttachmentStore
+from dsh_llm.attachments import attachment_id
+from dsh_llm.attachments import image_block
+from dsh_llm.attachments import require
+from dsh_llm.attachments import sniff_image
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
 
-from .images import gif, jpeg, png, webp_extended, webp_lossless, webp_lossy
+from .images import gif
+from .images import jpeg
+from .images import png
+from .images import webp_extended
+from .images import webp_lossless
+from .images import webp_lossy
 
 
 @pytest.mark.parametrize(

@@ -6,14 +6,18 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from dsh_llm.adapters.openai_compat import OpenAICompatAdapter
 from dsh_llm.runtime import LlmRuntime
-from dsh_llm.testing import LoopbackServer, RecordedRequest, Reply, sse_events
+from dsh_llm.testing import LoopbackServer
+from dsh_llm.testing import RecordedRequest
+from dsh_llm.testing import Reply
+from dsh_llm.testing import sse_events
 
 ROUTE = "local"
 MODEL = "echo-1"

@@ -11,17 +11,17 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from dsh_llm.testing import Reply, Stall
+from dsh_llm.testing import Reply
+from dsh_llm.testing import Stall
 
-from ..cli_run import clean_env, run_cli
-from .servers import (
-    MODEL,
-    EchoServer,
-    prompts,
-    result_rows,
-    write_config,
-    write_requests,
-)
+from ..cli_run import clean_env
+from ..cli_run import run_cli
+from .servers import MODEL
+from .servers import EchoServer
+from .servers import prompts
+from .servers import result_rows
+from .servers import write_config
+from .servers import write_requests
 
 
 def _config(tmp_path: Path, url: str) -> Path:

@@ -17,18 +17,17 @@ import pytest
 distributed = pytest.importorskip("distributed")
 
 from dsh_llm.batch import run_jsonl  # noqa: E402
-from dsh_llm.batch.dask import run_jsonl_dask, worker_runtimes_built  # noqa: E402
+from dsh_llm.batch.dask import run_jsonl_dask  # noqa: E402
+from dsh_llm.batch.dask import worker_runtimes_built  # noqa: E402
 
-from .servers import (  # noqa: E402
-    MODEL,
-    ROUTE,
-    EchoServer,
-    echo_runtime,
-    prompts,
-    result_rows,
-    write_config,
-    write_requests,
-)
+from .servers import MODEL  # noqa: E402
+from .servers import ROUTE  # noqa: E402
+from .servers import EchoServer  # noqa: E402
+from .servers import echo_runtime  # noqa: E402
+from .servers import prompts  # noqa: E402
+from .servers import result_rows  # noqa: E402
+from .servers import write_config  # noqa: E402
+from .servers import write_requests  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -12,24 +12,27 @@ from typing import Any
 
 import pytest
 
-from dsh_llm.batch import RouteLimiter, run_jsonl
+from dsh_llm.batch import RouteLimiter
+from dsh_llm.batch import run_jsonl
 from dsh_llm.batch.ratelimit import LimiterError
 from dsh_llm.call import call_with_retry
-from dsh_llm.protocol import GenerateOptions, RateLimit, RateLimits
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import RateLimit
+from dsh_llm.protocol import RateLimits
 from dsh_llm.runtime import LlmRuntime
 from dsh_llm.signal import AbortController
-from dsh_llm.testing import LoopbackServer, RecordedRequest, Reply
+from dsh_llm.testing import LoopbackServer
+from dsh_llm.testing import RecordedRequest
+from dsh_llm.testing import Reply
 
-from .servers import (
-    MODEL,
-    ROUTE,
-    echo_runtime,
-    prompt_of,
-    prompts,
-    result_rows,
-    text_reply,
-    write_requests,
-)
+from .servers import MODEL
+from .servers import ROUTE
+from .servers import echo_runtime
+from .servers import prompt_of
+from .servers import prompts
+from .servers import result_rows
+from .servers import text_reply
+from .servers import write_requests
 from .test_ratelimit import FakeClock
 
 

@@ -6,8 +6,11 @@ import threading
 
 import pytest
 
-from dsh_llm.batch.ratelimit import DEFAULT_MAX_BACK_OFF_MS, MAX_WAIT_S, RouteLimiter
-from dsh_llm.signal import AbortController, AbortSignal
+from dsh_llm.batch.ratelimit import DEFAULT_MAX_BACK_OFF_MS
+from dsh_llm.batch.ratelimit import MAX_WAIT_S
+from dsh_llm.batch.ratelimit import RouteLimiter
+from dsh_llm.signal import AbortController
+from dsh_llm.signal import AbortSignal
 
 
 class FakeClock:

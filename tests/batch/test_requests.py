@@ -9,16 +9,16 @@ from typing import Any
 
 import pytest
 
-from dsh_llm.batch.requests import (
-    BatchRequest,
-    RequestLineError,
-    id_key,
-    parse_request_line,
-    parse_request_object,
-    peek_id,
-    read_requests,
-)
-from dsh_llm.protocol import TextBlock, ToolSchema, create_user_message
+from dsh_llm.batch.requests import BatchRequest
+from dsh_llm.batch.requests import RequestLineError
+from dsh_llm.batch.requests import id_key
+from dsh_llm.batch.requests import parse_request_line
+from dsh_llm.batch.requests import parse_request_object
+from dsh_llm.batch.requests import peek_id
+from dsh_llm.batch.requests import read_requests
+from dsh_llm.protocol import TextBlock
+from dsh_llm.protocol import ToolSchema
+from dsh_llm.protocol import create_user_message
 from dsh_llm.serde import message_to_dict
 
 BASE = {"id": "a", "provider": "local", "model": "m"}

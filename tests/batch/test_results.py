@@ -9,20 +9,16 @@ from pathlib import Path
 
 import pytest
 
-from dsh_llm.batch.results import (
-    BatchResult,
-    ResultsFile,
-    ResultsFileBusyError,
-    read_results,
-    result_from_dict,
-    result_to_dict,
-)
-from dsh_llm.protocol import (
-    FinishReason,
-    LlmFailure,
-    TokenUsage,
-    create_assistant_message,
-)
+from dsh_llm.batch.results import BatchResult
+from dsh_llm.batch.results import ResultsFile
+from dsh_llm.batch.results import ResultsFileBusyError
+from dsh_llm.batch.results import read_results
+from dsh_llm.batch.results import result_from_dict
+from dsh_llm.batch.results import result_to_dict
+from dsh_llm.protocol import FinishReason
+from dsh_llm.protocol import LlmFailure
+from dsh_llm.protocol import TokenUsage
+from dsh_llm.protocol import create_assistant_message
 
 
 def _ok(request_id: str | int, line: int) -> BatchResult:

@@ -13,29 +13,29 @@ from pathlib import Path
 
 import pytest
 
-from dsh_llm.batch import (
-    BatchResult,
-    BatchSummary,
-    ProgressBar,
-    ResultsFileBusyError,
-    RouteLimiter,
-    run_jsonl,
-)
+from dsh_llm.batch import BatchResult
+from dsh_llm.batch import BatchSummary
+from dsh_llm.batch import ProgressBar
+from dsh_llm.batch import ResultsFileBusyError
+from dsh_llm.batch import RouteLimiter
+from dsh_llm.batch import run_jsonl
 from dsh_llm.batch.ratelimit import LimiterError
-from dsh_llm.signal import AbortController, AbortSignal
-from dsh_llm.testing import RecordedRequest, Reply, Stall
+from dsh_llm.signal import AbortController
+from dsh_llm.signal import AbortSignal
+from dsh_llm.testing import RecordedRequest
+from dsh_llm.testing import Reply
+from dsh_llm.testing import Stall
 
-from .servers import (
-    MODEL,
-    ROUTE,
-    EchoServer,
-    echo_runtime,
-    prompts,
-    result_rows,
-    write_config,
-    write_requests,
-)
-from .test_ratelimit import FakeClock, _most_in_a_minute
+from .servers import MODEL
+from .servers import ROUTE
+from .servers import EchoServer
+from .servers import echo_runtime
+from .servers import prompts
+from .servers import result_rows
+from .servers import write_config
+from .servers import write_requests
+from .test_ratelimit import FakeClock
+from .test_ratelimit import _most_in_a_minute
 
 
 def test_every_line_gets_one_row_good_and_malformed_alike(tmp_path: Path) -> None:

@@ -9,9 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from dsh_llm.batch.results import BatchResult, ResultsFile, read_results
+from dsh_llm.batch.results import BatchResult
+from dsh_llm.batch.results import ResultsFile
+from dsh_llm.batch.results import read_results
 from dsh_llm.batch.writer import RowWriter
-from dsh_llm.protocol import LlmFailure, TokenUsage
+from dsh_llm.protocol import LlmFailure
+from dsh_llm.protocol import TokenUsage
 
 
 def _row(n: int, *, ok: bool = True) -> BatchResult:

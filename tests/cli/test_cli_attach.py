@@ -15,9 +15,12 @@ import pytest
 
 from dsh_llm.cli.attach import fetch_image
 from dsh_llm.cli.usage import UsageError
-from dsh_llm.testing import LoopbackServer, Reply, Stall
+from dsh_llm.testing import LoopbackServer
+from dsh_llm.testing import Reply
+from dsh_llm.testing import Stall
 
-from ..cli_run import clean_env, run_cli
+from ..cli_run import clean_env
+from ..cli_run import run_cli
 
 
 def _png(width: int, height: int) -> bytes:

@@ -9,7 +9,9 @@ from importlib import metadata
 import pytest
 
 from dsh_llm import __version__
-from dsh_llm.cli.main import EXIT_OK, build_parser, main
+from dsh_llm.cli.main import EXIT_OK
+from dsh_llm.cli.main import build_parser
+from dsh_llm.cli.main import main
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:

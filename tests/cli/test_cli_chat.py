@@ -18,10 +18,17 @@ from dsh_llm.cli.chat import read_prompt
 from dsh_llm.cli.demo import demo_reply
 from dsh_llm.cli.targets import UsageError
 from dsh_llm.serde import chunk_from_json
-from dsh_llm.testing import LoopbackServer, Mark, Reply, Stall, sse_event
+from dsh_llm.testing import LoopbackServer
+from dsh_llm.testing import Mark
+from dsh_llm.testing import Reply
+from dsh_llm.testing import Stall
+from dsh_llm.testing import sse_event
 from dsh_llm.validator import assert_chunk_sequence
 
-from ..cli_run import clean_env, deepseek_event, deepseek_text_reply, run_cli
+from ..cli_run import clean_env
+from ..cli_run import deepseek_event
+from ..cli_run import deepseek_text_reply
+from ..cli_run import run_cli
 
 EXAMPLES = Path(__file__).parents[2] / "examples"
 

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 
-from dsh_llm.testing import LoopbackServer, Reply
-from tests.cli_run import clean_env, run_cli
+from dsh_llm.testing import LoopbackServer
+from dsh_llm.testing import Reply
+from tests.cli_run import clean_env
+from tests.cli_run import run_cli
 
 KEY = "sk-ant-count-0123456789"
 

@@ -14,27 +14,24 @@ import pytest
 from dsh_llm.adapters.deepseek import DeepSeekAdapter
 from dsh_llm.assembler import collect
 from dsh_llm.cli.console import JsonLinesPrinter
-from dsh_llm.cli.demo import (
-    DEMO_PROMPT,
-    demo_options,
-    demo_reply,
-    demo_wire_events,
-    run_demo,
-)
-from dsh_llm.protocol import (
-    Finish,
-    ReasoningBlock,
-    StreamChunk,
-    TextBlock,
-    TokenUsage,
-    ToolCallBlock,
-)
+from dsh_llm.cli.demo import DEMO_PROMPT
+from dsh_llm.cli.demo import demo_options
+from dsh_llm.cli.demo import demo_reply
+from dsh_llm.cli.demo import demo_wire_events
+from dsh_llm.cli.demo import run_demo
+from dsh_llm.protocol import Finish
+from dsh_llm.protocol import ReasoningBlock
+from dsh_llm.protocol import StreamChunk
+from dsh_llm.protocol import TextBlock
+from dsh_llm.protocol import TokenUsage
+from dsh_llm.protocol import ToolCallBlock
 from dsh_llm.serde import chunk_from_json
 from dsh_llm.signal import AbortController
 from dsh_llm.testing import LoopbackServer
 from dsh_llm.validator import assert_chunk_sequence
 
-from ..cli_run import offline_env, run_cli
+from ..cli_run import offline_env
+from ..cli_run import run_cli
 from ..proxy_env import use_proxy
 
 REASONING = (

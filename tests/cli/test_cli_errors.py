@@ -19,9 +19,16 @@ import pytest
 from dsh_llm.cli import main
 from dsh_llm.cli.demo import demo_wire_events
 from dsh_llm.cli.targets import NOTHING_TO_TALK_TO
-from dsh_llm.testing import LoopbackServer, Reply, Stall, sse_event, sse_events
+from dsh_llm.testing import LoopbackServer
+from dsh_llm.testing import Reply
+from dsh_llm.testing import Stall
+from dsh_llm.testing import sse_event
+from dsh_llm.testing import sse_events
 
-from ..cli_run import clean_env, deepseek_event, deepseek_text_reply, run_cli
+from ..cli_run import clean_env
+from ..cli_run import deepseek_event
+from ..cli_run import deepseek_text_reply
+from ..cli_run import run_cli
 
 EXAMPLES = Path(__file__).parents[2] / "examples"
 

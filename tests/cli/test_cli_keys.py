@@ -14,11 +14,16 @@ from pathlib import Path
 
 import pytest
 
-from dsh_llm.cli.keys import KeyedEnviron, KeyStore, key_name, keys_path
+from dsh_llm.cli.keys import KeyedEnviron
+from dsh_llm.cli.keys import KeyStore
+from dsh_llm.cli.keys import key_name
+from dsh_llm.cli.keys import keys_path
 from dsh_llm.cli.userdirs import UserFileError
 from dsh_llm.testing import Reply
 
-from ..cli_run import clean_env, deepseek_text_reply, run_cli
+from ..cli_run import clean_env
+from ..cli_run import deepseek_text_reply
+from ..cli_run import run_cli
 
 SECRET = "sk-stored-5a1b9c"
 
@@ -227,7 +232,9 @@ def test_a_session_without_its_key_ends_with_2_after_the_first_turn(tmp_path):
 
 
 def test_the_library_keeps_its_own_message_for_python_callers(monkeypatch):
-    from dsh_llm import GenerateOptions, collect, create_user_message
+    from dsh_llm import GenerateOptions
+    from dsh_llm import collect
+    from dsh_llm import create_user_message
     from dsh_llm.adapters.anthropic import AnthropicAdapter
     from dsh_llm.errors import LlmError
 

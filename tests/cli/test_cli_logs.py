@@ -15,9 +15,13 @@ import pytest
 
 from dsh_llm.cli import main
 from dsh_llm.cli.logdb import LogStore
-from dsh_llm.testing import LoopbackServer, RecordedRequest, Reply
+from dsh_llm.testing import LoopbackServer
+from dsh_llm.testing import RecordedRequest
+from dsh_llm.testing import Reply
 
-from ..cli_run import clean_env, deepseek_text_reply, run_cli
+from ..cli_run import clean_env
+from ..cli_run import deepseek_text_reply
+from ..cli_run import run_cli
 
 KEY = "sk-test-never-logged-7f3a"
 

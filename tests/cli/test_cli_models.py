@@ -9,10 +9,16 @@ from pathlib import Path
 from typing import Any
 
 from dsh_llm.cli import main
-from dsh_llm.cli.models import Choice, ModelChoice, ModelSettings, choose
-from dsh_llm.testing import LoopbackServer, Reply
+from dsh_llm.cli.models import Choice
+from dsh_llm.cli.models import ModelChoice
+from dsh_llm.cli.models import ModelSettings
+from dsh_llm.cli.models import choose
+from dsh_llm.testing import LoopbackServer
+from dsh_llm.testing import Reply
 
-from ..cli_run import clean_env, deepseek_text_reply, run_cli
+from ..cli_run import clean_env
+from ..cli_run import deepseek_text_reply
+from ..cli_run import run_cli
 
 
 def _models_reply(*ids: str) -> Reply:

@@ -10,14 +10,13 @@ import pytest
 
 from dsh_llm import LlmAdapter
 from dsh_llm.cli import main
-from dsh_llm.cli.targets import (
-    BUILTIN_ROUTES,
-    UsageError,
-    find_config,
-    open_routes,
-    open_target,
-)
-from dsh_llm.errors import ErrorCode, LlmError
+from dsh_llm.cli.targets import BUILTIN_ROUTES
+from dsh_llm.cli.targets import UsageError
+from dsh_llm.cli.targets import find_config
+from dsh_llm.cli.targets import open_routes
+from dsh_llm.cli.targets import open_target
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
 
 from ..cli_run import run_cli
 

@@ -14,9 +14,13 @@ from collections.abc import Iterator
 
 import pytest
 
-from dsh_llm.testing import LoopbackServer, RecordedRequest, Reply
+from dsh_llm.testing import LoopbackServer
+from dsh_llm.testing import RecordedRequest
+from dsh_llm.testing import Reply
 
-from ..cli_run import clean_env, deepseek_text_reply, run_cli
+from ..cli_run import clean_env
+from ..cli_run import deepseek_text_reply
+from ..cli_run import run_cli
 
 
 def _models(*ids: str) -> Reply:

@@ -6,30 +6,26 @@ import io
 
 import pytest
 
-from dsh_llm.cli.console import (
-    ChunkPrinter,
-    JsonLinesPrinter,
-    SilenceableSink,
-    format_usage,
-    summary_line,
-    wants_color,
-)
-from dsh_llm.protocol import (
-    BlockEnd,
-    BlockStart,
-    CallId,
-    Finish,
-    FinishReason,
-    ReasoningBlock,
-    ReasoningDelta,
-    StreamChunk,
-    TextBlock,
-    TextDelta,
-    TokenUsage,
-    ToolCallBlock,
-    ToolCallDelta,
-    UsageChunk,
-)
+from dsh_llm.cli.console import ChunkPrinter
+from dsh_llm.cli.console import JsonLinesPrinter
+from dsh_llm.cli.console import SilenceableSink
+from dsh_llm.cli.console import format_usage
+from dsh_llm.cli.console import summary_line
+from dsh_llm.cli.console import wants_color
+from dsh_llm.protocol import BlockEnd
+from dsh_llm.protocol import BlockStart
+from dsh_llm.protocol import CallId
+from dsh_llm.protocol import Finish
+from dsh_llm.protocol import FinishReason
+from dsh_llm.protocol import ReasoningBlock
+from dsh_llm.protocol import ReasoningDelta
+from dsh_llm.protocol import StreamChunk
+from dsh_llm.protocol import TextBlock
+from dsh_llm.protocol import TextDelta
+from dsh_llm.protocol import TokenUsage
+from dsh_llm.protocol import ToolCallBlock
+from dsh_llm.protocol import ToolCallDelta
+from dsh_llm.protocol import UsageChunk
 from dsh_llm.serde import chunk_from_json
 
 STREAM = (

@@ -12,8 +12,10 @@ from typing import Any
 import pytest
 
 from dsh_llm.cli import discover
-from dsh_llm.cli.discover import DiscoveryError, server_model
-from dsh_llm.testing import LoopbackServer, Reply
+from dsh_llm.cli.discover import DiscoveryError
+from dsh_llm.cli.discover import server_model
+from dsh_llm.testing import LoopbackServer
+from dsh_llm.testing import Reply
 from dsh_llm.transport.fetch import MAX_BODY_BYTES
 
 KEY = "sk-discover-0123456789abcdef"

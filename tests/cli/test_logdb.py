@@ -15,26 +15,22 @@ from pathlib import Path
 import pytest
 
 from dsh_llm.assembler import AssembledResponse
-from dsh_llm.cli.logdb import (
-    MIGRATIONS,
-    SCHEMA_VERSION,
-    CallRecord,
-    LogError,
-    LogStore,
-    new_id,
-    utc_now,
-)
-from dsh_llm.protocol import (
-    FinishReason,
-    LlmFailure,
-    ModelSource,
-    ReasoningBlock,
-    ReplayEnvelope,
-    TextBlock,
-    TokenUsage,
-    create_assistant_message,
-    create_user_message,
-)
+from dsh_llm.cli.logdb import MIGRATIONS
+from dsh_llm.cli.logdb import SCHEMA_VERSION
+from dsh_llm.cli.logdb import CallRecord
+from dsh_llm.cli.logdb import LogError
+from dsh_llm.cli.logdb import LogStore
+from dsh_llm.cli.logdb import new_id
+from dsh_llm.cli.logdb import utc_now
+from dsh_llm.protocol import FinishReason
+from dsh_llm.protocol import LlmFailure
+from dsh_llm.protocol import ModelSource
+from dsh_llm.protocol import ReasoningBlock
+from dsh_llm.protocol import ReplayEnvelope
+from dsh_llm.protocol import TextBlock
+from dsh_llm.protocol import TokenUsage
+from dsh_llm.protocol import create_assistant_message
+from dsh_llm.protocol import create_user_message
 
 ROOT = Path(__file__).parents[2]
 

@@ -10,14 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from dsh_llm.cli.userdirs import (
-    USER_DIR_ENV,
-    UserFileError,
-    config_dir,
-    data_dir,
-    read_json,
-    write_json,
-)
+from dsh_llm.cli.userdirs import USER_DIR_ENV
+from dsh_llm.cli.userdirs import UserFileError
+from dsh_llm.cli.userdirs import config_dir
+from dsh_llm.cli.userdirs import data_dir
+from dsh_llm.cli.userdirs import read_json
+from dsh_llm.cli.userdirs import write_json
 
 HOME = "/home/ada"
 

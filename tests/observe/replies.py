@@ -4,10 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from dsh_llm.protocol import GenerateOptions, create_user_message
-from dsh_llm.testing import Cut, Reply, Stall, sse_events
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import create_user_message
+from dsh_llm.testing import Cut
+from dsh_llm.testing import Reply
+from dsh_llm.testing import Stall
+from dsh_llm.testing import sse_events
 
-from ..adapters.chat_chunks import finish, reasoning, text, usage
+from ..adapters.chat_chunks import finish
+from ..adapters.chat_chunks import reasoning
+from ..adapters.chat_chunks import text
+from ..adapters.chat_chunks import usage
 
 SECRET_PROMPT = "my very private question"
 SECRET_ANSWER = "a private answer"

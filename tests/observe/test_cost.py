@@ -9,32 +9,30 @@ import pytest
 
 from dsh_llm.assembler import collect
 from dsh_llm.config import PluginConfigError
-from dsh_llm.observe.cost import (
-    CallCost,
-    Cost,
-    ModelPrice,
-    PriceConfigError,
-    PriceTable,
-    cost_middleware,
-    format_cost,
-)
-from dsh_llm.protocol import (
-    BlockEnd,
-    BlockStart,
-    Finish,
-    FinishReason,
-    ModelSource,
-    StreamChunk,
-    TextBlock,
-    TextDelta,
-    TokenUsage,
-    UsageChunk,
-)
+from dsh_llm.observe.cost import CallCost
+from dsh_llm.observe.cost import Cost
+from dsh_llm.observe.cost import ModelPrice
+from dsh_llm.observe.cost import PriceConfigError
+from dsh_llm.observe.cost import PriceTable
+from dsh_llm.observe.cost import cost_middleware
+from dsh_llm.observe.cost import format_cost
+from dsh_llm.protocol import BlockEnd
+from dsh_llm.protocol import BlockStart
+from dsh_llm.protocol import Finish
+from dsh_llm.protocol import FinishReason
+from dsh_llm.protocol import ModelSource
+from dsh_llm.protocol import StreamChunk
+from dsh_llm.protocol import TextBlock
+from dsh_llm.protocol import TextDelta
+from dsh_llm.protocol import TokenUsage
+from dsh_llm.protocol import UsageChunk
 from dsh_llm.routing import retrying
 from dsh_llm.runtime import LlmRuntime
 from dsh_llm.testing import LoopbackServer
 
-from .replies import answer, options, status
+from .replies import answer
+from .replies import options
+from .replies import status
 
 TABLE = PriceTable.from_config(
     {

@@ -9,21 +9,20 @@ import logging
 import pytest
 
 from dsh_llm.adapters.openai_compat import OpenAICompatAdapter
-from dsh_llm.observe.logging import DEFAULT_LOGGER, logging_middleware
+from dsh_llm.observe.logging import DEFAULT_LOGGER
+from dsh_llm.observe.logging import logging_middleware
 from dsh_llm.observe.watch import CallRecord
 from dsh_llm.routing import retrying
 from dsh_llm.runtime import LlmRuntime
 from dsh_llm.testing import LoopbackServer
 
-from .replies import (
-    SECRET_ANSWER,
-    SECRET_PROMPT,
-    answer,
-    cut_after_text,
-    options,
-    slow_answer,
-    status,
-)
+from .replies import SECRET_ANSWER
+from .replies import SECRET_PROMPT
+from .replies import answer
+from .replies import cut_after_text
+from .replies import options
+from .replies import slow_answer
+from .replies import status
 
 KEY = "sk-live-0123456789abcdef"
 

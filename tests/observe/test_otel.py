@@ -10,30 +10,33 @@ from typing import Any
 
 import pytest
 from opentelemetry import trace
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import (
-    InMemorySpanExporter,
-)
-from opentelemetry.trace import SpanKind, StatusCode
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import SpanKind
+from opentelemetry.trace import StatusCode
 
-from dsh_llm.errors import ErrorCode, LlmError
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
 from dsh_llm.observe.otel import otel_middleware
-from dsh_llm.protocol import Finish, GenerateOptions, StreamChunk, TextDelta
+from dsh_llm.protocol import Finish
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import StreamChunk
+from dsh_llm.protocol import TextDelta
 from dsh_llm.routing import retrying
-from dsh_llm.runtime import LlmRuntime, StreamNext
+from dsh_llm.runtime import LlmRuntime
+from dsh_llm.runtime import StreamNext
 from dsh_llm.signal import AbortController
 from dsh_llm.testing import LoopbackServer
 
-from .replies import (
-    SECRET_ANSWER,
-    SECRET_PROMPT,
-    answer,
-    cut_after_text,
-    options,
-    slow_answer,
-    status,
-)
+from .replies import SECRET_ANSWER
+from .replies import SECRET_PROMPT
+from .replies import answer
+from .replies import cut_after_text
+from .replies import options
+from .replies import slow_answer
+from .replies import status
 
 
 @pytest.fixture

@@ -8,15 +8,15 @@ from collections.abc import Iterator
 
 import pytest
 
-from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.observe.watch import CallRecord, watch_stream
-from dsh_llm.protocol import (
-    BlockStart,
-    Finish,
-    FinishReason,
-    StreamChunk,
-    TextDelta,
-)
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
+from dsh_llm.observe.watch import CallRecord
+from dsh_llm.observe.watch import watch_stream
+from dsh_llm.protocol import BlockStart
+from dsh_llm.protocol import Finish
+from dsh_llm.protocol import FinishReason
+from dsh_llm.protocol import StreamChunk
+from dsh_llm.protocol import TextDelta
 
 from .replies import options
 

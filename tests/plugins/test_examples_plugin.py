@@ -13,21 +13,21 @@ from typing import Any
 
 import pytest
 
-from dsh_llm import (
-    AbortController,
-    Finish,
-    GenerateOptions,
-    LlmRuntime,
-    TextDelta,
-    TokenUsage,
-    ToolSchema,
-    UsageChunk,
-    collect,
-    create_user_message,
-    validate_stream,
-)
-from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.plugins import PluginContext, load_composition
+from dsh_llm import AbortController
+from dsh_llm import Finish
+from dsh_llm import GenerateOptions
+from dsh_llm import LlmRuntime
+from dsh_llm import TextDelta
+from dsh_llm import TokenUsage
+from dsh_llm import ToolSchema
+from dsh_llm import UsageChunk
+from dsh_llm import collect
+from dsh_llm import create_user_message
+from dsh_llm import validate_stream
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
+from dsh_llm.plugins import PluginContext
+from dsh_llm.plugins import load_composition
 from dsh_llm.protocol import create_assistant_message
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"

@@ -5,21 +5,20 @@ from __future__ import annotations
 
 import enum
 import pathlib
-from typing import Any, Literal
+from typing import Any
+from typing import Literal
 
 import attrs
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dsh_llm.config import (
-    KEY_METADATA,
-    ConfigError,
-    PluginConfigError,
-    config_key,
-    structure_config,
-    value_kind,
-)
+from dsh_llm.config import KEY_METADATA
+from dsh_llm.config import ConfigError
+from dsh_llm.config import PluginConfigError
+from dsh_llm.config import config_key
+from dsh_llm.config import structure_config
+from dsh_llm.config import value_kind
 from dsh_llm.credentials import Secret
 from dsh_llm.plugins.interpolation import interpolate
 from dsh_llm.protocol import checks as c

@@ -3,18 +3,24 @@ their disposal, used directly (without a composition)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from dsh_llm import plugins
-from dsh_llm.errors import ErrorCode, LlmError
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
 from dsh_llm.plugins import context as plugin_context
 from dsh_llm.plugins.context import PluginContext
-from dsh_llm.protocol import GenerateOptions, LlmCallConfig, StreamChunk
-from dsh_llm.runtime import LlmRuntime, StreamNext
-from tests.runtime_adapters import DONE, Quiet
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import LlmCallConfig
+from dsh_llm.protocol import StreamChunk
+from dsh_llm.runtime import LlmRuntime
+from dsh_llm.runtime import StreamNext
+from tests.runtime_adapters import DONE
+from tests.runtime_adapters import Quiet
 
 
 def test_registrations_are_disposed_with_their_plugin_scope() -> None:

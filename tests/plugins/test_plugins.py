@@ -15,16 +15,15 @@ import attrs
 import pytest
 
 from dsh_llm.errors import ErrorCode
-from dsh_llm.plugins import (
-    Composition,
-    LoadedPlugin,
-    PluginConfigError,
-    PluginContext,
-    PluginLoadError,
-    load_composition,
-)
+from dsh_llm.plugins import Composition
+from dsh_llm.plugins import LoadedPlugin
+from dsh_llm.plugins import PluginConfigError
+from dsh_llm.plugins import PluginContext
+from dsh_llm.plugins import PluginLoadError
+from dsh_llm.plugins import load_composition
 from dsh_llm.runtime import LlmRuntime
-from tests.plugin_loading import load_error, write
+from tests.plugin_loading import load_error
+from tests.plugin_loading import write
 from tests.runtime_adapters import Quiet
 
 REPO = Path(__file__).resolve().parents[2]

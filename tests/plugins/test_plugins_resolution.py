@@ -5,18 +5,18 @@ from __future__ import annotations
 
 import sys
 import textwrap
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from dsh_llm.plugins import (
-    PLUGIN_GROUP,
-    load_composition,
-    resolve_plugin,
-)
+from dsh_llm.plugins import PLUGIN_GROUP
+from dsh_llm.plugins import load_composition
+from dsh_llm.plugins import resolve_plugin
 from dsh_llm.runtime import LlmRuntime
-from tests.plugin_loading import load_error, write
+from tests.plugin_loading import load_error
+from tests.plugin_loading import write
 
 # --- resolution -------------------------------------------------------------------
 

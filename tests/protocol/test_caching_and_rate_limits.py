@@ -9,30 +9,27 @@ import pickle
 import attrs
 import pytest
 
-from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.protocol import (
-    CacheBreakpoint,
-    ChunkStream,
-    Finish,
-    FinishReason,
-    GenerateOptions,
-    LlmFailure,
-    RateLimit,
-    RateLimits,
-    ResponseInfo,
-    StreamChunk,
-    StreamMetadata,
-    create_user_message,
-)
-from dsh_llm.serde import (
-    InvalidValueError,
-    chunk_from_json,
-    chunk_to_json,
-    message_from_dict,
-    message_to_dict,
-    options_from_dict,
-    options_to_dict,
-)
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
+from dsh_llm.protocol import CacheBreakpoint
+from dsh_llm.protocol import ChunkStream
+from dsh_llm.protocol import Finish
+from dsh_llm.protocol import FinishReason
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import LlmFailure
+from dsh_llm.protocol import RateLimit
+from dsh_llm.protocol import RateLimits
+from dsh_llm.protocol import ResponseInfo
+from dsh_llm.protocol import StreamChunk
+from dsh_llm.protocol import StreamMetadata
+from dsh_llm.protocol import create_user_message
+from dsh_llm.serde import InvalidValueError
+from dsh_llm.serde import chunk_from_json
+from dsh_llm.serde import chunk_to_json
+from dsh_llm.serde import message_from_dict
+from dsh_llm.serde import message_to_dict
+from dsh_llm.serde import options_from_dict
+from dsh_llm.serde import options_to_dict
 
 LIMITS = RateLimits(
     requests=RateLimit(limit=60, remaining=0, reset_ms=1500.0),

@@ -8,37 +8,35 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
+from hypothesis import settings
 from hypothesis import strategies as st
 
 from dsh_llm.adapters import BlockWriter
 from dsh_llm.adapters._wire.values import unchecked_delta
 from dsh_llm.assembler import collect
-from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.protocol import (
-    BlockEnd,
-    BlockStart,
-    CallId,
-    Citation,
-    Finish,
-    FinishReason,
-    ServerToolCallBlock,
-    ServerToolResultBlock,
-    Source,
-    StreamChunk,
-    TextBlock,
-    TextDelta,
-    TokenUsage,
-    UsageChunk,
-    create_assistant_message,
-    tool_calls_of,
-)
-from dsh_llm.serde import (
-    chunk_from_json,
-    chunk_to_json,
-    message_from_dict,
-    message_to_dict,
-)
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
+from dsh_llm.protocol import BlockEnd
+from dsh_llm.protocol import BlockStart
+from dsh_llm.protocol import CallId
+from dsh_llm.protocol import Citation
+from dsh_llm.protocol import Finish
+from dsh_llm.protocol import FinishReason
+from dsh_llm.protocol import ServerToolCallBlock
+from dsh_llm.protocol import ServerToolResultBlock
+from dsh_llm.protocol import Source
+from dsh_llm.protocol import StreamChunk
+from dsh_llm.protocol import TextBlock
+from dsh_llm.protocol import TextDelta
+from dsh_llm.protocol import TokenUsage
+from dsh_llm.protocol import UsageChunk
+from dsh_llm.protocol import create_assistant_message
+from dsh_llm.protocol import tool_calls_of
+from dsh_llm.serde import chunk_from_json
+from dsh_llm.serde import chunk_to_json
+from dsh_llm.serde import message_from_dict
+from dsh_llm.serde import message_to_dict
 from dsh_llm.validator import assert_chunk_sequence
 
 WEB = Citation(

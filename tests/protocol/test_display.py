@@ -7,22 +7,25 @@ import re
 
 import pytest
 
-from dsh_llm import (
-    FinishReason,
-    GenerateOptions,
-    LlmFailure,
-    ReasoningBlock,
-    ResponseFormat,
-    TextBlock,
-    TokenUsage,
-    ToolCallBlock,
-    ToolSchema,
-    create_user_message,
-)
+from dsh_llm import FinishReason
+from dsh_llm import GenerateOptions
+from dsh_llm import LlmFailure
+from dsh_llm import ReasoningBlock
+from dsh_llm import ResponseFormat
+from dsh_llm import TextBlock
+from dsh_llm import TokenUsage
+from dsh_llm import ToolCallBlock
+from dsh_llm import ToolSchema
+from dsh_llm import create_user_message
 from dsh_llm.assembler import AssembledResponse
-from dsh_llm.observe.cost import ModelPrice, PriceTable
-from dsh_llm.protocol import create_assistant_message, create_tool_result_message
-from dsh_llm.protocol.display import clip, code, escaped, fenced
+from dsh_llm.observe.cost import ModelPrice
+from dsh_llm.observe.cost import PriceTable
+from dsh_llm.protocol import create_assistant_message
+from dsh_llm.protocol import create_tool_result_message
+from dsh_llm.protocol.display import clip
+from dsh_llm.protocol.display import code
+from dsh_llm.protocol.display import escaped
+from dsh_llm.protocol.display import fenced
 from dsh_llm.signal import AbortController
 from dsh_llm.tools import ToolLoopResult
 

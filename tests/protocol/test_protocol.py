@@ -11,50 +11,48 @@ import attrs
 import pytest
 from hypothesis import given
 
-from dsh_llm.protocol import (
-    BLOCK_TYPES,
-    CHUNK_TYPES,
-    CONTEXT_SUMMARY_MAX_CHARS,
-    SOURCE_TYPES,
-    BlockEnd,
-    BlockStart,
-    CallId,
-    ContentBlock,
-    ContextSnapshotSection,
-    Finish,
-    FinishReason,
-    GenerateOptions,
-    ImageBlock,
-    ImageDimensions,
-    ImageRef,
-    LlmCallConfig,
-    LlmFailure,
-    Message,
-    ModelSource,
-    PluginSource,
-    ReasoningBlock,
-    ReasoningDelta,
-    ReplayEnvelope,
-    StreamChunk,
-    TextBlock,
-    TextDelta,
-    TokenUsage,
-    ToolCallBlock,
-    ToolCallDelta,
-    ToolResultBlock,
-    ToolSchema,
-    ToolSource,
-    UsageChunk,
-    UserSource,
-    bound_context_summary,
-    call_config_equals,
-    content_has_image,
-    create_assistant_message,
-    create_message,
-    create_tool_result_message,
-    create_user_message,
-    is_token_delta,
-)
+from dsh_llm.protocol import BLOCK_TYPES
+from dsh_llm.protocol import CHUNK_TYPES
+from dsh_llm.protocol import CONTEXT_SUMMARY_MAX_CHARS
+from dsh_llm.protocol import SOURCE_TYPES
+from dsh_llm.protocol import BlockEnd
+from dsh_llm.protocol import BlockStart
+from dsh_llm.protocol import CallId
+from dsh_llm.protocol import ContentBlock
+from dsh_llm.protocol import ContextSnapshotSection
+from dsh_llm.protocol import Finish
+from dsh_llm.protocol import FinishReason
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import ImageBlock
+from dsh_llm.protocol import ImageDimensions
+from dsh_llm.protocol import ImageRef
+from dsh_llm.protocol import LlmCallConfig
+from dsh_llm.protocol import LlmFailure
+from dsh_llm.protocol import Message
+from dsh_llm.protocol import ModelSource
+from dsh_llm.protocol import PluginSource
+from dsh_llm.protocol import ReasoningBlock
+from dsh_llm.protocol import ReasoningDelta
+from dsh_llm.protocol import ReplayEnvelope
+from dsh_llm.protocol import StreamChunk
+from dsh_llm.protocol import TextBlock
+from dsh_llm.protocol import TextDelta
+from dsh_llm.protocol import TokenUsage
+from dsh_llm.protocol import ToolCallBlock
+from dsh_llm.protocol import ToolCallDelta
+from dsh_llm.protocol import ToolResultBlock
+from dsh_llm.protocol import ToolSchema
+from dsh_llm.protocol import ToolSource
+from dsh_llm.protocol import UsageChunk
+from dsh_llm.protocol import UserSource
+from dsh_llm.protocol import bound_context_summary
+from dsh_llm.protocol import call_config_equals
+from dsh_llm.protocol import content_has_image
+from dsh_llm.protocol import create_assistant_message
+from dsh_llm.protocol import create_message
+from dsh_llm.protocol import create_tool_result_message
+from dsh_llm.protocol import create_user_message
+from dsh_llm.protocol import is_token_delta
 from dsh_llm.signal import AbortController
 from tests import strategies as s
 

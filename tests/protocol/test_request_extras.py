@@ -8,14 +8,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.protocol import (
-    DIRECT_ROUTE,
-    GenerateOptions,
-    ResponseFormat,
-    ToolSchema,
-)
-from dsh_llm.serde import options_from_dict, options_to_dict
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
+from dsh_llm.protocol import DIRECT_ROUTE
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import ResponseFormat
+from dsh_llm.protocol import ToolSchema
+from dsh_llm.serde import options_from_dict
+from dsh_llm.serde import options_to_dict
 
 SCHEMA = {"type": "object", "properties": {"a": {"type": "string"}}}
 

@@ -19,17 +19,15 @@ from dsh_llm.adapters.gemini.request import build_generate_request
 from dsh_llm.adapters.ollama.request import build_chat_request
 from dsh_llm.adapters.openai_responses.profiles import OPENAI
 from dsh_llm.adapters.openai_responses.request import build_responses_request
-from dsh_llm.protocol import (
-    CallId,
-    Citation,
-    GenerateOptions,
-    ServerToolCallBlock,
-    ServerToolResultBlock,
-    Source,
-    TextBlock,
-    create_assistant_message,
-    create_user_message,
-)
+from dsh_llm.protocol import CallId
+from dsh_llm.protocol import Citation
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import ServerToolCallBlock
+from dsh_llm.protocol import ServerToolResultBlock
+from dsh_llm.protocol import Source
+from dsh_llm.protocol import TextBlock
+from dsh_llm.protocol import create_assistant_message
+from dsh_llm.protocol import create_user_message
 
 ANSWER = "It is sunny in Oslo."
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,36 +18,42 @@ import pytest
 from dsh_llm.adapters.openai_compat import OpenAICompatAdapter
 from dsh_llm.assembler import collect
 from dsh_llm.config import ConfigError
-from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.plugins import PluginLoadError, load_composition
-from dsh_llm.protocol import (
-    BlockEnd,
-    BlockStart,
-    Finish,
-    FinishReason,
-    GenerateOptions,
-    LlmFailure,
-    StreamChunk,
-    TextBlock,
-    TextDelta,
-    TokenUsage,
-    UsageChunk,
-    create_user_message,
-)
-from dsh_llm.routing import (
-    FailoverEvent,
-    StreamRetryEvent,
-    current_attempt,
-    failover,
-    retrying,
-)
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
+from dsh_llm.plugins import PluginLoadError
+from dsh_llm.plugins import load_composition
+from dsh_llm.protocol import BlockEnd
+from dsh_llm.protocol import BlockStart
+from dsh_llm.protocol import Finish
+from dsh_llm.protocol import FinishReason
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import LlmFailure
+from dsh_llm.protocol import StreamChunk
+from dsh_llm.protocol import TextBlock
+from dsh_llm.protocol import TextDelta
+from dsh_llm.protocol import TokenUsage
+from dsh_llm.protocol import UsageChunk
+from dsh_llm.protocol import create_user_message
+from dsh_llm.routing import FailoverEvent
+from dsh_llm.routing import StreamRetryEvent
+from dsh_llm.routing import current_attempt
+from dsh_llm.routing import failover
+from dsh_llm.routing import retrying
 from dsh_llm.routing.plugins import RetryingConfig
-from dsh_llm.runtime import LlmRuntime, StreamNext
-from dsh_llm.signal import AbortController, AbortSignal
-from dsh_llm.testing import Cut, LoopbackServer, Reply, sse_events
+from dsh_llm.runtime import LlmRuntime
+from dsh_llm.runtime import StreamNext
+from dsh_llm.signal import AbortController
+from dsh_llm.signal import AbortSignal
+from dsh_llm.testing import Cut
+from dsh_llm.testing import LoopbackServer
+from dsh_llm.testing import Reply
+from dsh_llm.testing import sse_events
 from dsh_llm.validator import validate_stream
 
-from ..adapters.chat_chunks import finish, only_usage, text, usage
+from ..adapters.chat_chunks import finish
+from ..adapters.chat_chunks import only_usage
+from ..adapters.chat_chunks import text
+from ..adapters.chat_chunks import usage
 
 FAST = {
     "mode": "normal",
@@ -696,7 +703,8 @@ def test_setup_cfg_declares_the_routing_entry_points() -> None:
     import configparser
 
     from dsh_llm.plugins import resolve_plugin
-    from dsh_llm.routing.plugins import FAILOVER_PLUGIN, RETRYING_PLUGIN
+    from dsh_llm.routing.plugins import FAILOVER_PLUGIN
+    from dsh_llm.routing.plugins import RETRYING_PLUGIN
 
     parser = configparser.ConfigParser()
     parser.read(Path(__file__).parents[2] / "setup.cfg", encoding="utf-8")

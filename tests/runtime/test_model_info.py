@@ -9,27 +9,28 @@ from typing import Any
 import pytest
 
 from dsh_llm import runtime as runtime_module
-from dsh_llm.adapter import (
-    LlmModelContext,
-    LlmModelInfo,
-    LlmModelReasoningInfo,
-    LlmProviderInfo,
-    LlmReasoningEffortInfo,
-    LlmResolvedModelInfo,
-)
-from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.protocol import (
-    GenerateOptions,
-    LlmCallConfig,
-    TextBlock,
-    checks,
-    create_user_message,
-)
-from dsh_llm.runtime import AdapterDefaults, LlmRuntime
+from dsh_llm.adapter import LlmModelContext
+from dsh_llm.adapter import LlmModelInfo
+from dsh_llm.adapter import LlmModelReasoningInfo
+from dsh_llm.adapter import LlmProviderInfo
+from dsh_llm.adapter import LlmReasoningEffortInfo
+from dsh_llm.adapter import LlmResolvedModelInfo
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import LlmCallConfig
+from dsh_llm.protocol import TextBlock
+from dsh_llm.protocol import checks
+from dsh_llm.protocol import create_user_message
+from dsh_llm.runtime import AdapterDefaults
+from dsh_llm.runtime import LlmRuntime
 from dsh_llm.runtime import prepare as model_info
 from dsh_llm.runtime.prepare import project_text_only
 from dsh_llm.signal import AbortSignal
-from tests.runtime_adapters import EFFORTS, ModelAdapter, ScriptedAdapter, image_block
+from tests.runtime_adapters import EFFORTS
+from tests.runtime_adapters import ModelAdapter
+from tests.runtime_adapters import ScriptedAdapter
+from tests.runtime_adapters import image_block
 
 
 class CatalogAdapter(ScriptedAdapter):

@@ -11,18 +11,19 @@ import pytest
 
 from dsh_llm import runtime as runtime_module
 from dsh_llm.adapter import LlmProviderInfo
-from dsh_llm.errors import ErrorCode, LlmError
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
 from dsh_llm.protocol import GenerateOptions
-from dsh_llm.retry import DEFAULT_RETRY_POLICY, resolve_retry_policy
+from dsh_llm.retry import DEFAULT_RETRY_POLICY
+from dsh_llm.retry import resolve_retry_policy
 from dsh_llm.runtime import LlmRuntime
-from dsh_llm.runtime.registry import (
-    AdapterRegistration,
-    Registry,
-    Route,
-    describe_routes,
-    route_names,
-)
-from tests.runtime_adapters import Quiet, ScriptedAdapter
+from dsh_llm.runtime.registry import AdapterRegistration
+from dsh_llm.runtime.registry import Registry
+from dsh_llm.runtime.registry import Route
+from dsh_llm.runtime.registry import describe_routes
+from dsh_llm.runtime.registry import route_names
+from tests.runtime_adapters import Quiet
+from tests.runtime_adapters import ScriptedAdapter
 
 
 def test_the_runtime_module_re_exports_the_handle() -> None:

@@ -8,53 +8,52 @@ from __future__ import annotations
 import subprocess
 import sys
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable
+from collections.abc import Iterable
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from dsh_llm import LlmRuntime as ExportedRuntime
-from dsh_llm.adapter import (
-    LlmAdapter,
-    LlmModelReasoningInfo,
-    LlmProviderInfo,
-    LlmResolvedModelInfo,
-)
-from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.protocol import (
-    BlockEnd,
-    BlockStart,
-    CallId,
-    Finish,
-    FinishReason,
-    GenerateOptions,
-    LlmCallConfig,
-    LlmFailure,
-    Message,
-    ModelSource,
-    ReplayEnvelope,
-    StreamChunk,
-    TextBlock,
-    TextDelta,
-    TokenUsage,
-    ToolResultBlock,
-    UsageChunk,
-    create_assistant_message,
-    create_user_message,
-)
-from dsh_llm.runtime import LlmRuntime, StreamNext
-from dsh_llm.signal import AbortController, AbortSignal
-from tests.runtime_adapters import (
-    EFFORTS,
-    SCRIPT,
-    ModelAdapter,
-    RaisingAdapter,
-    ScriptedAdapter,
-    drain,
-    image_block,
-    only_finish,
-    options,
-)
+from dsh_llm.adapter import LlmAdapter
+from dsh_llm.adapter import LlmModelReasoningInfo
+from dsh_llm.adapter import LlmProviderInfo
+from dsh_llm.adapter import LlmResolvedModelInfo
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
+from dsh_llm.protocol import BlockEnd
+from dsh_llm.protocol import BlockStart
+from dsh_llm.protocol import CallId
+from dsh_llm.protocol import Finish
+from dsh_llm.protocol import FinishReason
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import LlmCallConfig
+from dsh_llm.protocol import LlmFailure
+from dsh_llm.protocol import Message
+from dsh_llm.protocol import ModelSource
+from dsh_llm.protocol import ReplayEnvelope
+from dsh_llm.protocol import StreamChunk
+from dsh_llm.protocol import TextBlock
+from dsh_llm.protocol import TextDelta
+from dsh_llm.protocol import TokenUsage
+from dsh_llm.protocol import ToolResultBlock
+from dsh_llm.protocol import UsageChunk
+from dsh_llm.protocol import create_assistant_message
+from dsh_llm.protocol import create_user_message
+from dsh_llm.runtime import LlmRuntime
+from dsh_llm.runtime import StreamNext
+from dsh_llm.signal import AbortController
+from dsh_llm.signal import AbortSignal
+from tests.runtime_adapters import EFFORTS
+from tests.runtime_adapters import SCRIPT
+from tests.runtime_adapters import ModelAdapter
+from tests.runtime_adapters import RaisingAdapter
+from tests.runtime_adapters import ScriptedAdapter
+from tests.runtime_adapters import drain
+from tests.runtime_adapters import image_block
+from tests.runtime_adapters import only_finish
+from tests.runtime_adapters import options
 
 # --- routing and registration -----------------------------------------------------
 

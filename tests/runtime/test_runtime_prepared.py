@@ -8,35 +8,33 @@ from typing import Any
 import attrs
 import pytest
 
-from dsh_llm.adapter import (
-    LlmModelContext,
-    LlmModelReasoningInfo,
-    LlmReasoningEffortInfo,
-    LlmResolvedModelInfo,
-    PreparedAdapterCall,
-)
-from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.protocol import (
-    Finish,
-    FinishReason,
-    GenerateOptions,
-    LlmCallConfig,
-    LlmFailure,
-    StreamChunk,
-)
+from dsh_llm.adapter import LlmModelContext
+from dsh_llm.adapter import LlmModelReasoningInfo
+from dsh_llm.adapter import LlmReasoningEffortInfo
+from dsh_llm.adapter import LlmResolvedModelInfo
+from dsh_llm.adapter import PreparedAdapterCall
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
+from dsh_llm.protocol import Finish
+from dsh_llm.protocol import FinishReason
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import LlmCallConfig
+from dsh_llm.protocol import LlmFailure
+from dsh_llm.protocol import StreamChunk
 from dsh_llm.retry import resolve_retry_policy
-from dsh_llm.runtime import AdapterDefaults, LlmRuntime, StreamNext
-from dsh_llm.signal import AbortController, AbortSignal
-from tests.runtime_adapters import (
-    EFFORTS,
-    SCRIPT,
-    ModelAdapter,
-    RaisingAdapter,
-    ScriptedAdapter,
-    drain,
-    only_finish,
-    options,
-)
+from dsh_llm.runtime import AdapterDefaults
+from dsh_llm.runtime import LlmRuntime
+from dsh_llm.runtime import StreamNext
+from dsh_llm.signal import AbortController
+from dsh_llm.signal import AbortSignal
+from tests.runtime_adapters import EFFORTS
+from tests.runtime_adapters import SCRIPT
+from tests.runtime_adapters import ModelAdapter
+from tests.runtime_adapters import RaisingAdapter
+from tests.runtime_adapters import ScriptedAdapter
+from tests.runtime_adapters import drain
+from tests.runtime_adapters import only_finish
+from tests.runtime_adapters import options
 
 
 def test_prepared_call_keeps_its_registration_and_policy_after_replacement() -> None:

@@ -6,16 +6,16 @@ from __future__ import annotations
 import pytest
 
 from dsh_llm.assembler import AssembledResponse
-from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.protocol import (
-    CallId,
-    FinishReason,
-    ResponseFormat,
-    TextBlock,
-    ToolCallBlock,
-    create_assistant_message,
-)
-from dsh_llm.structured import check_schema, parse_json
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
+from dsh_llm.protocol import CallId
+from dsh_llm.protocol import FinishReason
+from dsh_llm.protocol import ResponseFormat
+from dsh_llm.protocol import TextBlock
+from dsh_llm.protocol import ToolCallBlock
+from dsh_llm.protocol import create_assistant_message
+from dsh_llm.structured import check_schema
+from dsh_llm.structured import parse_json
 
 SCHEMA = {
     "type": "object",

@@ -13,18 +13,29 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated, Any, Literal, NotRequired
+from typing import Annotated
+from typing import Any
+from typing import Literal
+from typing import NotRequired
 
 import pytest
 from typing_extensions import TypedDict  # pydantic wants it before Python 3.12
 
-from dsh_llm import GenerateOptions, ResponseFormat, collect, parse_json
+from dsh_llm import GenerateOptions
+from dsh_llm import ResponseFormat
+from dsh_llm import collect
+from dsh_llm import parse_json
 from dsh_llm.adapters.openai_compat import OpenAICompatAdapter
-from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.structured import json_schema_of, read_as
-from dsh_llm.testing import LoopbackServer, Reply, sse_body
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
+from dsh_llm.structured import json_schema_of
+from dsh_llm.structured import read_as
+from dsh_llm.testing import LoopbackServer
+from dsh_llm.testing import Reply
+from dsh_llm.testing import sse_body
 
-from ..adapters.chat_chunks import finish, text
+from ..adapters.chat_chunks import finish
+from ..adapters.chat_chunks import text
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 

@@ -9,12 +9,10 @@ import re
 from pathlib import Path
 from typing import Final
 
-from dsh_llm.testing.cassette import (
-    BodyRead,
-    Cassette,
-    CassetteRequest,
-    CassetteResponse,
-)
+from dsh_llm.testing.cassette import BodyRead
+from dsh_llm.testing.cassette import Cassette
+from dsh_llm.testing.cassette import CassetteRequest
+from dsh_llm.testing.cassette import CassetteResponse
 
 FIXTURES: Final = Path(__file__).resolve().parent.parent / "fixtures"
 CASSETTES: Final = FIXTURES / "cassettes"

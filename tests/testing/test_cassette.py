@@ -8,15 +8,14 @@ import json
 
 import pytest
 
-from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.testing.cassette import (
-    FORMAT_VERSION,
-    BodyRead,
-    Cassette,
-    CassetteRequest,
-    CassetteResponse,
-    redact_exchange,
-)
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
+from dsh_llm.testing.cassette import FORMAT_VERSION
+from dsh_llm.testing.cassette import BodyRead
+from dsh_llm.testing.cassette import Cassette
+from dsh_llm.testing.cassette import CassetteRequest
+from dsh_llm.testing.cassette import CassetteResponse
+from dsh_llm.testing.cassette import redact_exchange
 
 from .sse_cassettes import CASSETTES
 

@@ -9,10 +9,16 @@ from collections.abc import Iterator
 import pytest
 
 from dsh_llm.cli import main
-from dsh_llm.testing import Cassette, LoopbackServer, Reply, sse_events
+from dsh_llm.testing import Cassette
+from dsh_llm.testing import LoopbackServer
+from dsh_llm.testing import Reply
+from dsh_llm.testing import sse_events
 
-from ..cli_run import clean_env, deepseek_text_reply, run_cli
-from .sse_cassettes import CASSETTES, cassette_path
+from ..cli_run import clean_env
+from ..cli_run import deepseek_text_reply
+from ..cli_run import run_cli
+from .sse_cassettes import CASSETTES
+from .sse_cassettes import cassette_path
 
 KEY = "sk-test-cli-key-0123456789"
 

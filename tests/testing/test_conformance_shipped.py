@@ -12,15 +12,26 @@ from __future__ import annotations
 import pytest
 
 from dsh_llm.errors import LlmError
-from dsh_llm.protocol import Finish, FinishReason, StreamChunk
-from dsh_llm.serde import chunk_to_dict, read_jsonl
-from dsh_llm.testing import Cassette, assert_adapter_conforms
+from dsh_llm.protocol import Finish
+from dsh_llm.protocol import FinishReason
+from dsh_llm.protocol import StreamChunk
+from dsh_llm.serde import chunk_to_dict
+from dsh_llm.serde import read_jsonl
+from dsh_llm.testing import Cassette
+from dsh_llm.testing import assert_adapter_conforms
 from dsh_llm.testing.conformance import GROUPS
-from dsh_llm.testing.replay import replay_base_url, replay_options, replay_server
+from dsh_llm.testing.replay import replay_base_url
+from dsh_llm.testing.replay import replay_options
+from dsh_llm.testing.replay import replay_server
 from dsh_llm.validator import validate_stream
 
-from .adapters import FACTORIES, openai_compat
-from .sse_cassettes import CASSETTES, CONVERTED, FIXTURES, cassette_for, cassette_path
+from .adapters import FACTORIES
+from .adapters import openai_compat
+from .sse_cassettes import CASSETTES
+from .sse_cassettes import CONVERTED
+from .sse_cassettes import FIXTURES
+from .sse_cassettes import cassette_for
+from .sse_cassettes import cassette_path
 
 CASES = [(family, name) for family, names in CONVERTED.items() for name in names]
 IDS = [f"{family}/{name}" for family, name in CASES]

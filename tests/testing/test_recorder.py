@@ -16,22 +16,23 @@ import requests
 
 from dsh_llm.adapters.openai_compat import OpenAICompatAdapter
 from dsh_llm.errors import LlmError
-from dsh_llm.protocol import Finish, GenerateOptions, TextDelta, create_user_message
+from dsh_llm.protocol import Finish
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import TextDelta
+from dsh_llm.protocol import create_user_message
 from dsh_llm.serde import chunk_to_dict
-from dsh_llm.testing import (
-    Cassette,
-    LoopbackServer,
-    Mark,
-    Pause,
-    RecordedRequest,
-    Reply,
-    Stall,
-    record,
-    record_call,
-    replay_chunks,
-    sse_event,
-    sse_events,
-)
+from dsh_llm.testing import Cassette
+from dsh_llm.testing import LoopbackServer
+from dsh_llm.testing import Mark
+from dsh_llm.testing import Pause
+from dsh_llm.testing import RecordedRequest
+from dsh_llm.testing import Reply
+from dsh_llm.testing import Stall
+from dsh_llm.testing import record
+from dsh_llm.testing import record_call
+from dsh_llm.testing import replay_chunks
+from dsh_llm.testing import sse_event
+from dsh_llm.testing import sse_events
 
 from .adapters import openai_compat
 

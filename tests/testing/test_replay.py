@@ -6,17 +6,22 @@ from __future__ import annotations
 import pytest
 
 from dsh_llm.assembler import BlockAssembler
-from dsh_llm.protocol import (
-    ContentBlock,
-    Finish,
-    FinishReason,
-    StreamChunk,
-    TextBlock,
-    ToolCallBlock,
-)
-from dsh_llm.testing import Cassette, Cut, Pause, Stall, replay_chunks
-from dsh_llm.testing.cassette import BodyRead, CassetteRequest, CassetteResponse
-from dsh_llm.testing.replay import replay_options, replay_reply
+from dsh_llm.protocol import ContentBlock
+from dsh_llm.protocol import Finish
+from dsh_llm.protocol import FinishReason
+from dsh_llm.protocol import StreamChunk
+from dsh_llm.protocol import TextBlock
+from dsh_llm.protocol import ToolCallBlock
+from dsh_llm.testing import Cassette
+from dsh_llm.testing import Cut
+from dsh_llm.testing import Pause
+from dsh_llm.testing import Stall
+from dsh_llm.testing import replay_chunks
+from dsh_llm.testing.cassette import BodyRead
+from dsh_llm.testing.cassette import CassetteRequest
+from dsh_llm.testing.cassette import CassetteResponse
+from dsh_llm.testing.replay import replay_options
+from dsh_llm.testing.replay import replay_reply
 
 from .adapters import openai_compat
 from .sse_cassettes import CASSETTES

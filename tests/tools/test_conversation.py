@@ -10,11 +10,19 @@ import pytest
 
 from dsh_llm.adapters.openai_compat import OpenAICompatAdapter
 from dsh_llm.conversation import Conversation
-from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.protocol import Finish, ModelSource, TextDelta
-from dsh_llm.testing import LoopbackServer, Reply, sse_body
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
+from dsh_llm.protocol import Finish
+from dsh_llm.protocol import ModelSource
+from dsh_llm.protocol import TextDelta
+from dsh_llm.testing import LoopbackServer
+from dsh_llm.testing import Reply
+from dsh_llm.testing import sse_body
 
-from ..adapters.chat_chunks import finish, reasoning, text, tool
+from ..adapters.chat_chunks import finish
+from ..adapters.chat_chunks import reasoning
+from ..adapters.chat_chunks import text
+from ..adapters.chat_chunks import tool
 
 
 @pytest.fixture

@@ -8,27 +8,33 @@ import asyncio
 import contextlib
 import json
 from collections.abc import Iterator
-from typing import Any, Literal
+from typing import Any
+from typing import Literal
 
 import pytest
 
 from dsh_llm.adapters.openai_compat import OpenAICompatAdapter
 from dsh_llm.aio import astream
-from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.protocol import (
-    Finish,
-    GenerateOptions,
-    StreamChunk,
-    ToolResultBlock,
-    ToolSchema,
-)
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
+from dsh_llm.protocol import Finish
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import StreamChunk
+from dsh_llm.protocol import ToolResultBlock
+from dsh_llm.protocol import ToolSchema
 from dsh_llm.runtime import LlmRuntime
 from dsh_llm.signal import AbortController
-from dsh_llm.testing import LoopbackServer, Reply, sse_body
-from dsh_llm.tools import ToolRunner, run_tools, tool_schema
+from dsh_llm.testing import LoopbackServer
+from dsh_llm.testing import Reply
+from dsh_llm.testing import sse_body
+from dsh_llm.tools import ToolRunner
+from dsh_llm.tools import run_tools
+from dsh_llm.tools import tool_schema
 from dsh_llm.validator import assert_chunk_sequence
 
-from ..adapters.chat_chunks import finish, text, tool
+from ..adapters.chat_chunks import finish
+from ..adapters.chat_chunks import text
+from ..adapters.chat_chunks import tool
 
 
 def _tool_step(*calls: tuple[str, str, str]) -> Reply:

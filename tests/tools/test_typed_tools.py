@@ -9,17 +9,26 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Iterator
-from typing import Annotated, Any, TypedDict
+from typing import Annotated
+from typing import Any
+from typing import TypedDict
 
 import pytest
 
 from dsh_llm.adapters.openai_compat import OpenAICompatAdapter
-from dsh_llm.protocol import GenerateOptions, ToolResultBlock
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import ToolResultBlock
 from dsh_llm.protocol.pytypes import ValueMismatch
-from dsh_llm.testing import LoopbackServer, Reply, sse_body
-from dsh_llm.tools import bind_tool, run_tools, tool_schema
+from dsh_llm.testing import LoopbackServer
+from dsh_llm.testing import Reply
+from dsh_llm.testing import sse_body
+from dsh_llm.tools import bind_tool
+from dsh_llm.tools import run_tools
+from dsh_llm.tools import tool_schema
 
-from ..adapters.chat_chunks import finish, text, tool
+from ..adapters.chat_chunks import finish
+from ..adapters.chat_chunks import text
+from ..adapters.chat_chunks import tool
 
 
 @dataclasses.dataclass

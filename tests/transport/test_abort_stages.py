@@ -10,18 +10,25 @@ from __future__ import annotations
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from dsh_llm.adapters.openai_compat import OpenAICompatAdapter
-from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.protocol import GenerateOptions, create_user_message
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import create_user_message
 from dsh_llm.signal import AbortController
-from dsh_llm.testing import LoopbackServer, Reply, Stall, sse_event
+from dsh_llm.testing import LoopbackServer
+from dsh_llm.testing import Reply
+from dsh_llm.testing import Stall
+from dsh_llm.testing import sse_event
 from dsh_llm.transport.call import StreamingCall
-from dsh_llm.transport.session import NoAuth, create_session
+from dsh_llm.transport.session import NoAuth
+from dsh_llm.transport.session import create_session
 
 IDLE_MS = 1500
 STUCK_MS = 10_000

@@ -16,17 +16,22 @@ import pytest
 import requests
 
 from dsh_llm.credentials import Secret
-from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.signal import AbortController, AbortSignal
-from dsh_llm.testing import Cut, LoopbackServer, Pause, Reply, Stall
-from dsh_llm.transport.call import StreamingCall, redact_url
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
+from dsh_llm.signal import AbortController
+from dsh_llm.signal import AbortSignal
+from dsh_llm.testing import Cut
+from dsh_llm.testing import LoopbackServer
+from dsh_llm.testing import Pause
+from dsh_llm.testing import Reply
+from dsh_llm.testing import Stall
+from dsh_llm.transport.call import StreamingCall
+from dsh_llm.transport.call import redact_url
 from dsh_llm.transport.redaction import RedactedCause
-from dsh_llm.transport.session import (
-    BearerAuth,
-    NoAuth,
-    create_session,
-    stream_headers,
-)
+from dsh_llm.transport.session import BearerAuth
+from dsh_llm.transport.session import NoAuth
+from dsh_llm.transport.session import create_session
+from dsh_llm.transport.session import stream_headers
 from dsh_llm.transport.sse import iter_sse
 
 

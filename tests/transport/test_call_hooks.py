@@ -5,17 +5,21 @@ from server text (``ApiKeyAuth`` sends it in its own header), and a wire family'
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
+from collections.abc import Mapping
 
 import pytest
 import requests
 
 from dsh_llm.credentials import Secret
 from dsh_llm.errors import LlmError
-from dsh_llm.testing import LoopbackServer, Reply
+from dsh_llm.testing import LoopbackServer
+from dsh_llm.testing import Reply
 from dsh_llm.transport.call import StreamingCall
 from dsh_llm.transport.http_errors import Redact
-from dsh_llm.transport.session import ApiKeyAuth, create_session, stream_headers
+from dsh_llm.transport.session import ApiKeyAuth
+from dsh_llm.transport.session import create_session
+from dsh_llm.transport.session import stream_headers
 
 KEY = "sk-ant-hook-0123456789"
 

@@ -19,29 +19,35 @@ import socket
 import struct
 import threading
 from collections import deque
-from collections.abc import Callable, Iterator
-from typing import Any, Literal
+from collections.abc import Callable
+from collections.abc import Iterator
+from typing import Any
+from typing import Literal
 
 import pytest
 import requests
 
-from dsh_llm import GenerateOptions, ToolSchema
+from dsh_llm import GenerateOptions
+from dsh_llm import ToolSchema
 from dsh_llm.adapters.openai_compat import OpenAICompatAdapter
 from dsh_llm.assembler import collect
-from dsh_llm.errors import ErrorCode, LlmError
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
 from dsh_llm.signal import AbortController
-from dsh_llm.testing import LoopbackServer, Reply, record
+from dsh_llm.testing import LoopbackServer
+from dsh_llm.testing import Reply
+from dsh_llm.testing import record
 from dsh_llm.tools import run_tools
-from dsh_llm.transport.call import StreamingCall, _at_eof, _readable
-from dsh_llm.transport.session import (
-    NoAuth,
-    SocketSlot,
-    capture_socket,
-    closes_after_stream,
-    create_session,
-    note_closes_after_stream,
-    stream_headers,
-)
+from dsh_llm.transport.call import StreamingCall
+from dsh_llm.transport.call import _at_eof
+from dsh_llm.transport.call import _readable
+from dsh_llm.transport.session import NoAuth
+from dsh_llm.transport.session import SocketSlot
+from dsh_llm.transport.session import capture_socket
+from dsh_llm.transport.session import closes_after_stream
+from dsh_llm.transport.session import create_session
+from dsh_llm.transport.session import note_closes_after_stream
+from dsh_llm.transport.session import stream_headers
 from dsh_llm.validator import validate_stream
 
 Action = Literal["answer", "drop", "reset", "partial", "hold"]

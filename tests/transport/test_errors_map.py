@@ -13,11 +13,9 @@ import requests.exceptions as rx
 import urllib3.exceptions as ux
 
 from dsh_llm.errors import ErrorCode
-from dsh_llm.transport.errors_map import (
-    EXCEPTION_CODES,
-    code_for_exception,
-    reason_for_exception,
-)
+from dsh_llm.transport.errors_map import EXCEPTION_CODES
+from dsh_llm.transport.errors_map import code_for_exception
+from dsh_llm.transport.errors_map import reason_for_exception
 
 
 def _requests_exception_classes() -> list[type[BaseException]]:

@@ -14,23 +14,20 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.transport.eventstream import (
-    MAX_HEADERS_BYTES,
-    EventMessage,
-    EventStreamDecoder,
-)
-from tests.eventstream_frames import (
-    Typed,
-    body,
-    error,
-    event,
-    exception,
-    flip,
-    frame,
-    headers_bytes,
-    raw_frame,
-)
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
+from dsh_llm.transport.eventstream import MAX_HEADERS_BYTES
+from dsh_llm.transport.eventstream import EventMessage
+from dsh_llm.transport.eventstream import EventStreamDecoder
+from tests.eventstream_frames import Typed
+from tests.eventstream_frames import body
+from tests.eventstream_frames import error
+from tests.eventstream_frames import event
+from tests.eventstream_frames import exception
+from tests.eventstream_frames import flip
+from tests.eventstream_frames import frame
+from tests.eventstream_frames import headers_bytes
+from tests.eventstream_frames import raw_frame
 
 EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
 STAMP = datetime.datetime(2026, 12, 1, 8, 30, 15, 250_000, tzinfo=datetime.UTC)

@@ -19,13 +19,18 @@ import pytest
 import requests
 
 from dsh_llm.credentials import Secret
-from dsh_llm.errors import ErrorCode, LlmError
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
 from dsh_llm.signal import AbortController
-from dsh_llm.testing import LoopbackServer, Reply, Stall
+from dsh_llm.testing import LoopbackServer
+from dsh_llm.testing import Reply
+from dsh_llm.testing import Stall
 from dsh_llm.transport.attribution import user_agent
-from dsh_llm.transport.fetch import MAX_BODY_BYTES, fetch
+from dsh_llm.transport.fetch import MAX_BODY_BYTES
+from dsh_llm.transport.fetch import fetch
 from dsh_llm.transport.http_errors import Redact
-from dsh_llm.transport.session import BearerAuth, create_session
+from dsh_llm.transport.session import BearerAuth
+from dsh_llm.transport.session import create_session
 
 DEADLINE_MS = 1000
 # How far past the deadline a call may end on a loaded machine; a drip that

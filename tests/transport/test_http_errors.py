@@ -8,15 +8,13 @@ import json
 import pytest
 
 from dsh_llm.errors import ErrorCode
-from dsh_llm.transport.http_errors import (
-    error_code,
-    http_error,
-    in_band_failure,
-    not_a_stream_error,
-    parse_error_report,
-    request_id,
-    retry_after_ms,
-)
+from dsh_llm.transport.http_errors import error_code
+from dsh_llm.transport.http_errors import http_error
+from dsh_llm.transport.http_errors import in_band_failure
+from dsh_llm.transport.http_errors import not_a_stream_error
+from dsh_llm.transport.http_errors import parse_error_report
+from dsh_llm.transport.http_errors import request_id
+from dsh_llm.transport.http_errors import retry_after_ms
 from dsh_llm.transport.redaction import Redactor
 
 NOW = 1_800_000_000.0

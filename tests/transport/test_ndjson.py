@@ -9,8 +9,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.transport.ndjson import NdjsonDecoder, iter_ndjson
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
+from dsh_llm.transport.ndjson import NdjsonDecoder
+from dsh_llm.transport.ndjson import iter_ndjson
 
 BODY = '{"a":1}\n\n{"b":"具"}\r\n{"c":[1,2]}'.encode()
 VALUES = [{"a": 1}, {"b": "具"}, {"c": [1, 2]}]

@@ -11,18 +11,21 @@ from typing import Any
 import pytest
 
 from dsh_llm.adapters.openai_compat import OpenAICompatAdapter
-from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.protocol import (
-    Finish,
-    GenerateOptions,
-    RateLimit,
-    RateLimits,
-    ResponseInfo,
-)
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
+from dsh_llm.protocol import Finish
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import RateLimit
+from dsh_llm.protocol import RateLimits
+from dsh_llm.protocol import ResponseInfo
 from dsh_llm.runtime import LlmRuntime
 from dsh_llm.serde import converter
-from dsh_llm.testing import LoopbackServer, Reply, sse_events
-from dsh_llm.transport.ratelimits import parse_reset_ms, rate_limits, response_info
+from dsh_llm.testing import LoopbackServer
+from dsh_llm.testing import Reply
+from dsh_llm.testing import sse_events
+from dsh_llm.transport.ratelimits import parse_reset_ms
+from dsh_llm.transport.ratelimits import rate_limits
+from dsh_llm.transport.ratelimits import response_info
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "ratelimits"
 NAMES = sorted(path.stem for path in FIXTURES.glob("*.json"))

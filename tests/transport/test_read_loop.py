@@ -11,21 +11,26 @@ import pytest
 import requests
 
 from dsh_llm.adapters.openai_compat import OpenAICompatAdapter
-from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.protocol import (
-    Finish,
-    FinishReason,
-    GenerateOptions,
-    LlmFailure,
-    StreamChunk,
-    TokenUsage,
-    UsageChunk,
-    create_user_message,
-)
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
+from dsh_llm.protocol import Finish
+from dsh_llm.protocol import FinishReason
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import LlmFailure
+from dsh_llm.protocol import StreamChunk
+from dsh_llm.protocol import TokenUsage
+from dsh_llm.protocol import UsageChunk
+from dsh_llm.protocol import create_user_message
 from dsh_llm.signal import AbortController
-from dsh_llm.testing import Cut, LoopbackServer, Pause, Reply, Stall, sse_event
+from dsh_llm.testing import Cut
+from dsh_llm.testing import LoopbackServer
+from dsh_llm.testing import Pause
+from dsh_llm.testing import Reply
+from dsh_llm.testing import Stall
+from dsh_llm.testing import sse_event
 from dsh_llm.transport.call import StreamingCall
-from dsh_llm.transport.session import BearerAuth, create_session
+from dsh_llm.transport.session import BearerAuth
+from dsh_llm.transport.session import create_session
 
 KEY = "sk_identifier_like_secret_0123456789"
 

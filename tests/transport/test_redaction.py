@@ -13,15 +13,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from dsh_llm.credentials import Secret
-from dsh_llm.transport.redaction import (
-    FRAGMENT_LENGTH,
-    MIN_SECRET_LENGTH,
-    REDACTED,
-    RedactedCause,
-    Redactor,
-    is_secret_name,
-    may_quote_request,
-)
+from dsh_llm.transport.redaction import FRAGMENT_LENGTH
+from dsh_llm.transport.redaction import MIN_SECRET_LENGTH
+from dsh_llm.transport.redaction import REDACTED
+from dsh_llm.transport.redaction import RedactedCause
+from dsh_llm.transport.redaction import Redactor
+from dsh_llm.transport.redaction import is_secret_name
+from dsh_llm.transport.redaction import may_quote_request
 
 KEY = "sk-SUPERSECRETKEY1234567890"
 

@@ -14,10 +14,12 @@ import pytest
 
 from dsh_llm.adapters.openai_compat import OpenAICompatAdapter
 from dsh_llm.errors import LlmError
-from dsh_llm.protocol import GenerateOptions, create_user_message
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import create_user_message
 from dsh_llm.runtime import LlmRuntime
 from dsh_llm.serde import chunk_to_json
-from dsh_llm.testing import LoopbackServer, Reply
+from dsh_llm.testing import LoopbackServer
+from dsh_llm.testing import Reply
 
 KEY = "sk-echoed-0123456789abcdef"
 

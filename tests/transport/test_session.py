@@ -10,19 +10,19 @@ import pytest
 import requests
 
 from dsh_llm.credentials import Secret
-from dsh_llm.testing import LoopbackServer, Reply
-from dsh_llm.transport.attribution import AppIdentity, attribution_headers
-from dsh_llm.transport.session import (
-    BearerAuth,
-    NoAuth,
-    SocketSlot,
-    capture_socket,
-    create_session,
-    is_header_name,
-    is_header_value,
-    is_loopback_host,
-    stream_headers,
-)
+from dsh_llm.testing import LoopbackServer
+from dsh_llm.testing import Reply
+from dsh_llm.transport.attribution import AppIdentity
+from dsh_llm.transport.attribution import attribution_headers
+from dsh_llm.transport.session import BearerAuth
+from dsh_llm.transport.session import NoAuth
+from dsh_llm.transport.session import SocketSlot
+from dsh_llm.transport.session import capture_socket
+from dsh_llm.transport.session import create_session
+from dsh_llm.transport.session import is_header_name
+from dsh_llm.transport.session import is_header_value
+from dsh_llm.transport.session import is_loopback_host
+from dsh_llm.transport.session import stream_headers
 
 from ..proxy_env import use_proxy
 

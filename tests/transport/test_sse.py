@@ -17,18 +17,20 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.testing import LoopbackServer, Reply
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
+from dsh_llm.testing import LoopbackServer
+from dsh_llm.testing import Reply
 from dsh_llm.transport.call import StreamingCall
-from dsh_llm.transport.session import NoAuth, create_session, stream_headers
-from dsh_llm.transport.sse import (
-    DONE,
-    MAX_EVENT_BYTES,
-    SseDecoder,
-    SseEvent,
-    iter_sse,
-    parse_block_with_sseclient,
-)
+from dsh_llm.transport.session import NoAuth
+from dsh_llm.transport.session import create_session
+from dsh_llm.transport.session import stream_headers
+from dsh_llm.transport.sse import DONE
+from dsh_llm.transport.sse import MAX_EVENT_BYTES
+from dsh_llm.transport.sse import SseDecoder
+from dsh_llm.transport.sse import SseEvent
+from dsh_llm.transport.sse import iter_sse
+from dsh_llm.transport.sse import parse_block_with_sseclient
 
 
 @attrs.frozen

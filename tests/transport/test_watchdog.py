@@ -6,7 +6,8 @@ import math
 
 import pytest
 
-from dsh_llm.transport.watchdog import Expiry, StreamWatchdog
+from dsh_llm.transport.watchdog import Expiry
+from dsh_llm.transport.watchdog import StreamWatchdog
 
 
 def _dog(idle=0.1, keepalive=None, total=None) -> StreamWatchdog:

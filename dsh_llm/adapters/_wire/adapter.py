@@ -24,45 +24,45 @@ from __future__ import annotations
 import functools
 import json
 import os
-from collections.abc import Generator, Mapping
-from typing import Any, ClassVar, Final, Generic, Self, TypeVar
+from collections.abc import Generator
+from collections.abc import Mapping
+from typing import Any
+from typing import ClassVar
+from typing import Final
+from typing import Generic
+from typing import Self
+from typing import TypeVar
 
 import requests
 
-from dsh_llm.adapter import (
-    LlmAdapter,
-    LlmModelInfo,
-    LlmProviderInfo,
-    LlmResolvedModelInfo,
-    PreparedAdapterCall,
-)
-from dsh_llm.adapters._wire.config import (
-    AdapterConfig,
-    CatalogEntry,
-    config_from_options,
-)
+from dsh_llm.adapter import LlmAdapter
+from dsh_llm.adapter import LlmModelInfo
+from dsh_llm.adapter import LlmProviderInfo
+from dsh_llm.adapter import LlmResolvedModelInfo
+from dsh_llm.adapter import PreparedAdapterCall
+from dsh_llm.adapters._wire.config import AdapterConfig
+from dsh_llm.adapters._wire.config import CatalogEntry
+from dsh_llm.adapters._wire.config import config_from_options
 from dsh_llm.adapters._wire.extras import AttachmentReader
-from dsh_llm.adapters._wire.family import (
-    Endpoint,
-    ServerAccess,
-    WireCall,
-    WireFamily,
-    api_key_from_environ,
-    explicit_api_key,
-    offered_modalities,
-)
+from dsh_llm.adapters._wire.family import Endpoint
+from dsh_llm.adapters._wire.family import ServerAccess
+from dsh_llm.adapters._wire.family import WireCall
+from dsh_llm.adapters._wire.family import WireFamily
+from dsh_llm.adapters._wire.family import api_key_from_environ
+from dsh_llm.adapters._wire.family import explicit_api_key
+from dsh_llm.adapters._wire.family import offered_modalities
 from dsh_llm.credentials import Secret
-from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.protocol import (
-    ChunkStream,
-    GenerateOptions,
-    StreamChunk,
-    StreamMetadata,
-)
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
+from dsh_llm.protocol import ChunkStream
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import StreamChunk
+from dsh_llm.protocol import StreamMetadata
 from dsh_llm.retry import RetryPolicy
 from dsh_llm.serde import compact_json
 from dsh_llm.signal import AbortSignal
-from dsh_llm.transport.call import StreamingCall, redact_url
+from dsh_llm.transport.call import StreamingCall
+from dsh_llm.transport.call import redact_url
 from dsh_llm.transport.fetch import fetch
 from dsh_llm.transport.ratelimits import response_info
 from dsh_llm.transport.read_loop import read_stream

@@ -18,27 +18,33 @@ from __future__ import annotations
 
 import os
 import urllib.parse
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any, ClassVar, Final, Generic, Protocol, TypeVar
+from collections.abc import Callable
+from collections.abc import Mapping
+from collections.abc import Sequence
+from typing import Any
+from typing import ClassVar
+from typing import Final
+from typing import Generic
+from typing import Protocol
+from typing import TypeVar
 
 import attrs
 
-from dsh_llm.config import (
-    RAW_METADATA,
-    ConfigError,
-    PluginConfigError,
-    check_bool,
-    check_non_empty_str,
-    check_optional_str,
-    check_optional_timeout,
-    check_positive_int,
-    check_safe_positive_int,
-    check_timeout,
-    field_error,
-    join_key,
-    structure_config,
-)
-from dsh_llm.retry import RetryPolicy, resolve_retry_policy
+from dsh_llm.config import RAW_METADATA
+from dsh_llm.config import ConfigError
+from dsh_llm.config import PluginConfigError
+from dsh_llm.config import check_bool
+from dsh_llm.config import check_non_empty_str
+from dsh_llm.config import check_optional_str
+from dsh_llm.config import check_optional_timeout
+from dsh_llm.config import check_positive_int
+from dsh_llm.config import check_safe_positive_int
+from dsh_llm.config import check_timeout
+from dsh_llm.config import field_error
+from dsh_llm.config import join_key
+from dsh_llm.config import structure_config
+from dsh_llm.retry import RetryPolicy
+from dsh_llm.retry import resolve_retry_policy
 from dsh_llm.transport.session import DEFAULT_POOL_MAXSIZE
 
 

@@ -23,18 +23,20 @@ on every wire; only where they land differs. The rules live here, once:
 from __future__ import annotations
 
 import base64
-from collections.abc import Iterable, Mapping
-from typing import Any, Final, Protocol
+from collections.abc import Iterable
+from collections.abc import Mapping
+from typing import Any
+from typing import Final
+from typing import Protocol
 
-from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.protocol import (
-    CacheBreakpoint,
-    GenerateOptions,
-    ImageBlock,
-    Message,
-    ToolResultBlock,
-    content_has_image,
-)
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
+from dsh_llm.protocol import CacheBreakpoint
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import ImageBlock
+from dsh_llm.protocol import Message
+from dsh_llm.protocol import ToolResultBlock
+from dsh_llm.protocol import content_has_image
 
 RESERVED_HEADER_NAMES: Final = frozenset(
     {

@@ -24,28 +24,35 @@ snapshot, the endpoint, the attachment store, and the key (read per request).
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Generic, TypeVar
+from collections.abc import Callable
+from collections.abc import Iterable
+from collections.abc import Mapping
+from typing import Any
+from typing import Generic
+from typing import TypeVar
 
 import attrs
 import requests
 
-from dsh_llm.adapter import (
-    LlmModelContext,
-    LlmModelInfo,
-    LlmModelReasoningInfo,
-    LlmReasoningEffortInfo,
-    LlmResolvedModelInfo,
-)
-from dsh_llm.adapters._wire.config import AdapterConfig, CatalogEntry
-from dsh_llm.adapters._wire.extras import AttachmentReader, check_image_input
+from dsh_llm.adapter import LlmModelContext
+from dsh_llm.adapter import LlmModelInfo
+from dsh_llm.adapter import LlmModelReasoningInfo
+from dsh_llm.adapter import LlmReasoningEffortInfo
+from dsh_llm.adapter import LlmResolvedModelInfo
+from dsh_llm.adapters._wire.config import AdapterConfig
+from dsh_llm.adapters._wire.config import CatalogEntry
+from dsh_llm.adapters._wire.extras import AttachmentReader
+from dsh_llm.adapters._wire.extras import check_image_input
 from dsh_llm.adapters._wire.values import wire_count
-from dsh_llm.credentials import Secret, assert_usable_api_key
-from dsh_llm.errors import ErrorCode, LlmError
+from dsh_llm.credentials import Secret
+from dsh_llm.credentials import assert_usable_api_key
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
 from dsh_llm.protocol import GenerateOptions
 from dsh_llm.signal import AbortSignal
 from dsh_llm.transport.http_errors import HttpErrorClassifier
-from dsh_llm.transport.read_loop import EventDecoder, EventTranslator
+from dsh_llm.transport.read_loop import EventDecoder
+from dsh_llm.transport.read_loop import EventTranslator
 from dsh_llm.transport.sse import SseDecoder
 
 C = TypeVar("C", bound=AdapterConfig)

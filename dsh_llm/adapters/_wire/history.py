@@ -24,13 +24,12 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.protocol import (
-    Message,
-    ModelSource,
-    ToolCallBlock,
-    ToolResultBlock,
-)
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
+from dsh_llm.protocol import Message
+from dsh_llm.protocol import ModelSource
+from dsh_llm.protocol import ToolCallBlock
+from dsh_llm.protocol import ToolResultBlock
 
 
 def record_calls(calls: dict[str, ToolCallBlock], message: Message) -> None:

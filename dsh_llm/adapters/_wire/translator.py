@@ -18,10 +18,13 @@ self.writer.take()``.
 from __future__ import annotations
 
 import abc
-from typing import ClassVar, Generic, TypeVar
+from typing import ClassVar
+from typing import Generic
+from typing import TypeVar
 
 from dsh_llm.adapters._wire.writer import BlockWriter
-from dsh_llm.protocol import StreamChunk, TokenUsage
+from dsh_llm.protocol import StreamChunk
+from dsh_llm.protocol import TokenUsage
 
 E = TypeVar("E")
 

@@ -17,7 +17,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Final
 
-from dsh_llm.protocol import CallId, ReasoningDelta, TextDelta, ToolCallDelta
+from dsh_llm.protocol import CallId
+from dsh_llm.protocol import ReasoningDelta
+from dsh_llm.protocol import TextDelta
+from dsh_llm.protocol import ToolCallDelta
 from dsh_llm.protocol.checks import MAX_SAFE_INTEGER
 from dsh_llm.protocol.citations import Citation
 

@@ -28,37 +28,37 @@ The whole contract, point by point: ``docs/writing-an-adapter.md``.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Sequence
-from typing import Final, Literal
+from collections.abc import Callable
+from collections.abc import Sequence
+from typing import Final
+from typing import Literal
 
-from dsh_llm.adapters._wire.values import (
-    unchecked_delta,
-    unchecked_text_delta,
-    unchecked_tool_delta,
-)
-from dsh_llm.errors import EMPTY_RESPONSE_CODE, ErrorCode, LlmError
-from dsh_llm.protocol import (
-    BlockEnd,
-    BlockStart,
-    CallId,
-    Citation,
-    ContentBlock,
-    Finish,
-    FinishReason,
-    ImageBlock,
-    LlmFailure,
-    ReasoningBlock,
-    ReasoningDelta,
-    ReplayEnvelope,
-    ServerToolCallBlock,
-    ServerToolResultBlock,
-    StreamChunk,
-    TextBlock,
-    TextDelta,
-    TokenUsage,
-    ToolCallBlock,
-    UsageChunk,
-)
+from dsh_llm.adapters._wire.values import unchecked_delta
+from dsh_llm.adapters._wire.values import unchecked_text_delta
+from dsh_llm.adapters._wire.values import unchecked_tool_delta
+from dsh_llm.errors import EMPTY_RESPONSE_CODE
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
+from dsh_llm.protocol import BlockEnd
+from dsh_llm.protocol import BlockStart
+from dsh_llm.protocol import CallId
+from dsh_llm.protocol import Citation
+from dsh_llm.protocol import ContentBlock
+from dsh_llm.protocol import Finish
+from dsh_llm.protocol import FinishReason
+from dsh_llm.protocol import ImageBlock
+from dsh_llm.protocol import LlmFailure
+from dsh_llm.protocol import ReasoningBlock
+from dsh_llm.protocol import ReasoningDelta
+from dsh_llm.protocol import ReplayEnvelope
+from dsh_llm.protocol import ServerToolCallBlock
+from dsh_llm.protocol import ServerToolResultBlock
+from dsh_llm.protocol import StreamChunk
+from dsh_llm.protocol import TextBlock
+from dsh_llm.protocol import TextDelta
+from dsh_llm.protocol import TokenUsage
+from dsh_llm.protocol import ToolCallBlock
+from dsh_llm.protocol import UsageChunk
 from dsh_llm.protocol.text_buffer import TextBuffer
 
 EMPTY_RESPONSE_MESSAGE: Final = "model returned a completed response with no content"

@@ -15,12 +15,10 @@
 from __future__ import annotations
 
 from dsh_llm.adapters._wire.adapter import WireAdapter
-from dsh_llm.adapters.anthropic.family import (
-    DEFAULT_MODELS,
-    FAMILY,
-    PROVIDER_ROUTE,
-    AnthropicConfig,
-)
+from dsh_llm.adapters.anthropic.family import DEFAULT_MODELS
+from dsh_llm.adapters.anthropic.family import FAMILY
+from dsh_llm.adapters.anthropic.family import PROVIDER_ROUTE
+from dsh_llm.adapters.anthropic.family import AnthropicConfig
 
 __all__ = [
     "DEFAULT_MODELS",

@@ -22,11 +22,13 @@ Contracts callers may rely on:
 
 from __future__ import annotations
 
-from typing import Final, Literal
+from typing import Final
+from typing import Literal
 
 import attrs
 
-from dsh_llm.adapter import LlmModelReasoningInfo, LlmReasoningEffortInfo
+from dsh_llm.adapter import LlmModelReasoningInfo
+from dsh_llm.adapter import LlmReasoningEffortInfo
 
 BUDGET_EFFORTS: Final = ("off", "low", "medium", "high", "max")
 """The efforts of a ``budget`` model: ``off`` sends no thinking, the others a

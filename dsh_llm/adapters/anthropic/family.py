@@ -17,54 +17,47 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any, Final
+from collections.abc import Mapping
+from collections.abc import Sequence
+from typing import Any
+from typing import Final
 
 import attrs
 
 from dsh_llm.adapter import LlmResolvedModelInfo
-from dsh_llm.adapters._wire.config import (
-    AdapterConfig,
-    BaseUrlRule,
-    CatalogLookup,
-    CatalogModel,
-    adapter_field_order,
-    endpoint_url,
-    model_catalog,
-)
-from dsh_llm.adapters._wire.family import (
-    Endpoint,
-    TokenCountRequest,
-    WireCall,
-    WireFamily,
-    WireRequest,
-    resolved_model_info,
-    token_count,
-)
+from dsh_llm.adapters._wire.config import AdapterConfig
+from dsh_llm.adapters._wire.config import BaseUrlRule
+from dsh_llm.adapters._wire.config import CatalogLookup
+from dsh_llm.adapters._wire.config import CatalogModel
+from dsh_llm.adapters._wire.config import adapter_field_order
+from dsh_llm.adapters._wire.config import endpoint_url
+from dsh_llm.adapters._wire.config import model_catalog
+from dsh_llm.adapters._wire.family import Endpoint
+from dsh_llm.adapters._wire.family import TokenCountRequest
+from dsh_llm.adapters._wire.family import WireCall
+from dsh_llm.adapters._wire.family import WireFamily
+from dsh_llm.adapters._wire.family import WireRequest
+from dsh_llm.adapters._wire.family import resolved_model_info
+from dsh_llm.adapters._wire.family import token_count
 from dsh_llm.adapters.anthropic import catalog
 from dsh_llm.adapters.anthropic.errors import http_error
-from dsh_llm.adapters.anthropic.request import (
-    ANTHROPIC_VERSION,
-    build_messages_request,
-    request_headers,
-)
-from dsh_llm.adapters.anthropic.translate import WIRE_FAMILY, MessagesTranslator
-from dsh_llm.config import (
-    RAW_METADATA,
-    check_bool,
-    check_non_empty_str,
-    check_one_of,
-    check_positive_int,
-    check_safe_positive_int,
-    field_error,
-)
+from dsh_llm.adapters.anthropic.request import ANTHROPIC_VERSION
+from dsh_llm.adapters.anthropic.request import build_messages_request
+from dsh_llm.adapters.anthropic.request import request_headers
+from dsh_llm.adapters.anthropic.translate import WIRE_FAMILY
+from dsh_llm.adapters.anthropic.translate import MessagesTranslator
+from dsh_llm.config import RAW_METADATA
+from dsh_llm.config import check_bool
+from dsh_llm.config import check_non_empty_str
+from dsh_llm.config import check_one_of
+from dsh_llm.config import check_positive_int
+from dsh_llm.config import check_safe_positive_int
+from dsh_llm.config import field_error
 from dsh_llm.transport.call import url_repr
-from dsh_llm.transport.session import (
-    ApiKeyAuth,
-    NoAuth,
-    is_header_name,
-    is_header_value,
-)
+from dsh_llm.transport.session import ApiKeyAuth
+from dsh_llm.transport.session import NoAuth
+from dsh_llm.transport.session import is_header_name
+from dsh_llm.transport.session import is_header_value
 
 PROVIDER_ROUTE: Final = "anthropic"
 """The one route this adapter serves."""

@@ -31,40 +31,40 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Final
+from collections.abc import Iterable
+from collections.abc import Mapping
+from collections.abc import Sequence
+from typing import Any
+from typing import Final
 
 from dsh_llm.adapters._wire import extras as request_extras
-from dsh_llm.adapters._wire.extras import (
-    AttachmentReader,
-    breakpoint_ttl,
-    check_breakpoints,
-    merge_extra_body,
-    refuse_cache_controls,
-    refuse_misplaced_images,
-)
+from dsh_llm.adapters._wire.extras import AttachmentReader
+from dsh_llm.adapters._wire.extras import breakpoint_ttl
+from dsh_llm.adapters._wire.extras import check_breakpoints
+from dsh_llm.adapters._wire.extras import merge_extra_body
+from dsh_llm.adapters._wire.extras import refuse_cache_controls
+from dsh_llm.adapters._wire.extras import refuse_misplaced_images
 from dsh_llm.adapters._wire.history import block_entries
-from dsh_llm.adapters.anthropic.catalog import BUDGET_THINKING, ThinkingProfile
-from dsh_llm.adapters.anthropic.extras import (
-    image_content,
-    output_format,
-)
-from dsh_llm.adapters.anthropic.server_tools import replayable, wire_citation
+from dsh_llm.adapters.anthropic.catalog import BUDGET_THINKING
+from dsh_llm.adapters.anthropic.catalog import ThinkingProfile
+from dsh_llm.adapters.anthropic.extras import image_content
+from dsh_llm.adapters.anthropic.extras import output_format
+from dsh_llm.adapters.anthropic.server_tools import replayable
+from dsh_llm.adapters.anthropic.server_tools import wire_citation
 from dsh_llm.adapters.anthropic.translate import WIRE_FAMILY
-from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.protocol import (
-    CacheBreakpoint,
-    ContentBlock,
-    GenerateOptions,
-    ImageBlock,
-    Message,
-    ReasoningBlock,
-    ServerToolCallBlock,
-    ServerToolResultBlock,
-    TextBlock,
-    ToolCallBlock,
-    ToolResultBlock,
-)
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
+from dsh_llm.protocol import CacheBreakpoint
+from dsh_llm.protocol import ContentBlock
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import ImageBlock
+from dsh_llm.protocol import Message
+from dsh_llm.protocol import ReasoningBlock
+from dsh_llm.protocol import ServerToolCallBlock
+from dsh_llm.protocol import ServerToolResultBlock
+from dsh_llm.protocol import TextBlock
+from dsh_llm.protocol import ToolCallBlock
+from dsh_llm.protocol import ToolResultBlock
 from dsh_llm.transport.session import stream_headers
 
 ANTHROPIC_VERSION: Final = "2023-06-01"

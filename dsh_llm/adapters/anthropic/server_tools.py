@@ -20,9 +20,13 @@ Pure functions, no I/O:
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Any
+from typing import Final
 
-from dsh_llm.protocol import CallId, Citation, ServerToolResultBlock, Source
+from dsh_llm.protocol import CallId
+from dsh_llm.protocol import Citation
+from dsh_llm.protocol import ServerToolResultBlock
+from dsh_llm.protocol import Source
 
 __all__ = [
     "CALL_TYPES",

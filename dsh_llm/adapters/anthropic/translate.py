@@ -31,36 +31,32 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Final
+from typing import Any
+from typing import Final
 
 from dsh_llm.adapters._wire.translator import WireTranslator
 from dsh_llm.adapters._wire.values import wire_count
-from dsh_llm.adapters._wire.writer import (
-    REASONING,
-    SERVER_TOOL_CALL,
-    TEXT,
-    TOOL_CALL,
-    Block,
-)
+from dsh_llm.adapters._wire.writer import REASONING
+from dsh_llm.adapters._wire.writer import SERVER_TOOL_CALL
+from dsh_llm.adapters._wire.writer import TEXT
+from dsh_llm.adapters._wire.writer import TOOL_CALL
+from dsh_llm.adapters._wire.writer import Block
 from dsh_llm.adapters.anthropic.errors import stream_failure
-from dsh_llm.adapters.anthropic.server_tools import (
-    CALL_TYPES,
-    call_name,
-    citation_of,
-    is_result_type,
-    result_block,
-)
-from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.protocol import (
-    CallId,
-    Citation,
-    FinishReason,
-    LlmFailure,
-    ReplayEnvelope,
-    ServerToolCallBlock,
-    StreamChunk,
-    TokenUsage,
-)
+from dsh_llm.adapters.anthropic.server_tools import CALL_TYPES
+from dsh_llm.adapters.anthropic.server_tools import call_name
+from dsh_llm.adapters.anthropic.server_tools import citation_of
+from dsh_llm.adapters.anthropic.server_tools import is_result_type
+from dsh_llm.adapters.anthropic.server_tools import result_block
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
+from dsh_llm.protocol import CallId
+from dsh_llm.protocol import Citation
+from dsh_llm.protocol import FinishReason
+from dsh_llm.protocol import LlmFailure
+from dsh_llm.protocol import ReplayEnvelope
+from dsh_llm.protocol import ServerToolCallBlock
+from dsh_llm.protocol import StreamChunk
+from dsh_llm.protocol import TokenUsage
 from dsh_llm.transport.sse import SseEvent
 
 WIRE_FAMILY: Final = "anthropic-messages"

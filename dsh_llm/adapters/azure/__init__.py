@@ -22,23 +22,23 @@ completions or the Responses API.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Self
+from typing import Any
+from typing import Self
 
 import attrs
 
 from dsh_llm.adapters._wire.adapter import WireAdapter
-from dsh_llm.adapters._wire.config import AdapterConfigError, config_from_options
+from dsh_llm.adapters._wire.config import AdapterConfigError
+from dsh_llm.adapters._wire.config import config_from_options
 from dsh_llm.adapters.azure.auth import EntraIdTokens
-from dsh_llm.adapters.azure.family import (
-    DEFAULT_API_KEY_ENV,
-    ENDPOINT_ENV,
-    FAMILY,
-    PACKAGE,
-    PROVIDER_ROUTE,
-    AzureModel,
-    AzureOpenAIConfig,
-    AzureProfile,
-)
+from dsh_llm.adapters.azure.family import DEFAULT_API_KEY_ENV
+from dsh_llm.adapters.azure.family import ENDPOINT_ENV
+from dsh_llm.adapters.azure.family import FAMILY
+from dsh_llm.adapters.azure.family import PACKAGE
+from dsh_llm.adapters.azure.family import PROVIDER_ROUTE
+from dsh_llm.adapters.azure.family import AzureModel
+from dsh_llm.adapters.azure.family import AzureOpenAIConfig
+from dsh_llm.adapters.azure.family import AzureProfile
 from dsh_llm.credentials import Secret
 
 __all__ = [

@@ -23,10 +23,12 @@ import math
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, Final
+from typing import Any
+from typing import Final
 
 from dsh_llm.credentials import Secret
-from dsh_llm.errors import ErrorCode, LlmError
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
 from dsh_llm.transport.session import BearerAuth
 
 EXTRA_HINT: Final = "pip install 'dsh-llm[azure]'"

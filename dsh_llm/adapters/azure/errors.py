@@ -19,8 +19,10 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Mapping
-from typing import Any, Final
+from collections.abc import Callable
+from collections.abc import Mapping
+from typing import Any
+from typing import Final
 
 from dsh_llm.errors import LlmError
 from dsh_llm.transport import http_errors

@@ -26,58 +26,56 @@ from __future__ import annotations
 import datetime
 import re
 from collections.abc import Mapping
-from typing import Any, Final, Literal
+from typing import Any
+from typing import Final
+from typing import Literal
 
 import attrs
 import requests
 
-from dsh_llm.adapter import (
-    LlmModelReasoningInfo,
-    LlmResolvedModelInfo,
-)
-from dsh_llm.adapters._wire.config import (
-    AdapterConfig,
-    AdapterConfigError,
-    CatalogLookup,
-    CatalogModel,
-    adapter_field_order,
-    model_catalog,
-)
+from dsh_llm.adapter import LlmModelReasoningInfo
+from dsh_llm.adapter import LlmResolvedModelInfo
+from dsh_llm.adapters._wire.config import AdapterConfig
+from dsh_llm.adapters._wire.config import AdapterConfigError
+from dsh_llm.adapters._wire.config import CatalogLookup
+from dsh_llm.adapters._wire.config import CatalogModel
+from dsh_llm.adapters._wire.config import adapter_field_order
+from dsh_llm.adapters._wire.config import model_catalog
 from dsh_llm.adapters._wire.extras import request_headers
-from dsh_llm.adapters._wire.family import (
-    Endpoint,
-    WireCall,
-    WireFamily,
-    WireRequest,
-    effort_infos,
-    resolved_model_info,
-)
-from dsh_llm.adapters.azure.auth import DEFAULT_SCOPE, EntraIdTokens
-from dsh_llm.adapters.azure.errors import DISPLAY_NAME, http_error
-from dsh_llm.adapters.azure.request import (
-    WIRES,
-    ApiRoot,
-    Wire,
-    api_root,
-    request_body,
-    request_url,
-    resource_endpoint,
-)
+from dsh_llm.adapters._wire.family import Endpoint
+from dsh_llm.adapters._wire.family import WireCall
+from dsh_llm.adapters._wire.family import WireFamily
+from dsh_llm.adapters._wire.family import WireRequest
+from dsh_llm.adapters._wire.family import effort_infos
+from dsh_llm.adapters._wire.family import resolved_model_info
+from dsh_llm.adapters.azure.auth import DEFAULT_SCOPE
+from dsh_llm.adapters.azure.auth import EntraIdTokens
+from dsh_llm.adapters.azure.errors import DISPLAY_NAME
+from dsh_llm.adapters.azure.errors import http_error
+from dsh_llm.adapters.azure.request import WIRES
+from dsh_llm.adapters.azure.request import ApiRoot
+from dsh_llm.adapters.azure.request import Wire
+from dsh_llm.adapters.azure.request import api_root
+from dsh_llm.adapters.azure.request import request_body
+from dsh_llm.adapters.azure.request import request_url
+from dsh_llm.adapters.azure.request import resource_endpoint
 from dsh_llm.adapters.chat.request import WireProfile
-from dsh_llm.adapters.chat.translate import chat_decoder, chat_translator
-from dsh_llm.adapters.openai_responses.profiles import OPENAI_EFFORTS, ResponsesProfile
+from dsh_llm.adapters.chat.translate import chat_decoder
+from dsh_llm.adapters.chat.translate import chat_translator
+from dsh_llm.adapters.openai_responses.profiles import OPENAI_EFFORTS
+from dsh_llm.adapters.openai_responses.profiles import ResponsesProfile
 from dsh_llm.adapters.openai_responses.translate import ResponsesTranslator
-from dsh_llm.config import (
-    RAW_METADATA,
-    check_bool,
-    check_non_empty_str,
-    check_one_of,
-    field_error,
-)
-from dsh_llm.errors import ErrorCode, LlmError
+from dsh_llm.config import RAW_METADATA
+from dsh_llm.config import check_bool
+from dsh_llm.config import check_non_empty_str
+from dsh_llm.config import check_one_of
+from dsh_llm.config import field_error
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
 from dsh_llm.transport.call import url_repr
 from dsh_llm.transport.read_loop import EventTranslator
-from dsh_llm.transport.session import ApiKeyAuth, stream_headers
+from dsh_llm.transport.session import ApiKeyAuth
+from dsh_llm.transport.session import stream_headers
 
 PROVIDER_ROUTE: Final = "azure"
 """The route this adapter serves by default."""

@@ -22,17 +22,19 @@ from __future__ import annotations
 import re
 import urllib.parse
 from collections.abc import Mapping
-from typing import Any, Final, Literal
+from typing import Any
+from typing import Final
+from typing import Literal
 
 import attrs
 
-from dsh_llm.adapters._wire.config import (
-    AdapterConfigError,
-    api_root_url,
-    endpoint_url,
-)
+from dsh_llm.adapters._wire.config import AdapterConfigError
+from dsh_llm.adapters._wire.config import api_root_url
+from dsh_llm.adapters._wire.config import endpoint_url
 from dsh_llm.adapters._wire.extras import AttachmentReader
-from dsh_llm.adapters.chat.request import CHAT_COMPLETIONS_PATH, WireProfile, build_body
+from dsh_llm.adapters.chat.request import CHAT_COMPLETIONS_PATH
+from dsh_llm.adapters.chat.request import WireProfile
+from dsh_llm.adapters.chat.request import build_body
 from dsh_llm.adapters.openai_responses.profiles import ResponsesProfile
 from dsh_llm.adapters.openai_responses.request import build_responses_request
 from dsh_llm.protocol import GenerateOptions

@@ -18,12 +18,10 @@
 from __future__ import annotations
 
 from dsh_llm.adapters._wire.adapter import WireAdapter
-from dsh_llm.adapters.bedrock.family import (
-    DEFAULT_API_KEY_ENV,
-    FAMILY,
-    PROVIDER_ROUTE,
-    BedrockConfig,
-)
+from dsh_llm.adapters.bedrock.family import DEFAULT_API_KEY_ENV
+from dsh_llm.adapters.bedrock.family import FAMILY
+from dsh_llm.adapters.bedrock.family import PROVIDER_ROUTE
+from dsh_llm.adapters.bedrock.family import BedrockConfig
 
 __all__ = [
     "DEFAULT_API_KEY_ENV",

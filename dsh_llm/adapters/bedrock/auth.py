@@ -32,12 +32,14 @@ import logging
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Final
+from typing import Any
+from typing import Final
 
 import requests
 
 from dsh_llm.credentials import Secret
-from dsh_llm.errors import ErrorCode, LlmError
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
 
 EXTRA_HINT: Final = "pip install 'dsh-llm[bedrock]'"
 """How to install what SigV4 signing needs."""

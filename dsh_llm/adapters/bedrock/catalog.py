@@ -20,12 +20,10 @@ from __future__ import annotations
 import re
 from typing import Final
 
-from dsh_llm.adapters.anthropic.catalog import (
-    BUDGET_THINKING,
-    ClaudeModel,
-    ThinkingProfile,
-    model_entry,
-)
+from dsh_llm.adapters.anthropic.catalog import BUDGET_THINKING
+from dsh_llm.adapters.anthropic.catalog import ClaudeModel
+from dsh_llm.adapters.anthropic.catalog import ThinkingProfile
+from dsh_llm.adapters.anthropic.catalog import model_entry
 
 _CLAUDE_ID: Final = re.compile(
     r"(?:[a-z]{2,8}\.)?anthropic\.(claude-[a-z0-9.-]*?)(?:-\d{8})?(?:-v\d+(?::\d+)?)?"

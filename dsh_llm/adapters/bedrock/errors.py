@@ -24,10 +24,14 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Callable, Mapping
-from typing import Any, Final
+from collections.abc import Callable
+from collections.abc import Mapping
+from typing import Any
+from typing import Final
 
-from dsh_llm.errors import ErrorCode, LlmError, is_context_window_exceeded_error
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
+from dsh_llm.errors import is_context_window_exceeded_error
 from dsh_llm.protocol import LlmFailure
 from dsh_llm.transport import http_errors
 

@@ -25,55 +25,48 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Any
+from typing import Final
 
 import attrs
 
 from dsh_llm.adapter import LlmResolvedModelInfo
-from dsh_llm.adapters._wire.config import (
-    AdapterConfig,
-    AdapterConfigError,
-    CatalogModel,
-    adapter_field_order,
-    api_root_url,
-    catalog_entry,
-    endpoint_url,
-    model_catalog,
-)
-from dsh_llm.adapters._wire.family import (
-    Endpoint,
-    TokenCountRequest,
-    WireCall,
-    WireFamily,
-    WireRequest,
-    answer_count,
-    counting_request,
-    resolved_model_info,
-)
-from dsh_llm.adapters.anthropic.catalog import (
-    ADAPTIVE_EFFORTS,
-    BUDGET_EFFORTS,
-    reasoning_info,
-)
+from dsh_llm.adapters._wire.config import AdapterConfig
+from dsh_llm.adapters._wire.config import AdapterConfigError
+from dsh_llm.adapters._wire.config import CatalogModel
+from dsh_llm.adapters._wire.config import adapter_field_order
+from dsh_llm.adapters._wire.config import api_root_url
+from dsh_llm.adapters._wire.config import catalog_entry
+from dsh_llm.adapters._wire.config import endpoint_url
+from dsh_llm.adapters._wire.config import model_catalog
+from dsh_llm.adapters._wire.family import Endpoint
+from dsh_llm.adapters._wire.family import TokenCountRequest
+from dsh_llm.adapters._wire.family import WireCall
+from dsh_llm.adapters._wire.family import WireFamily
+from dsh_llm.adapters._wire.family import WireRequest
+from dsh_llm.adapters._wire.family import answer_count
+from dsh_llm.adapters._wire.family import counting_request
+from dsh_llm.adapters._wire.family import resolved_model_info
+from dsh_llm.adapters.anthropic.catalog import ADAPTIVE_EFFORTS
+from dsh_llm.adapters.anthropic.catalog import BUDGET_EFFORTS
+from dsh_llm.adapters.anthropic.catalog import reasoning_info
 from dsh_llm.adapters.bedrock import catalog
-from dsh_llm.adapters.bedrock.auth import CredentialChain, SigV4Auth, botocore_region
+from dsh_llm.adapters.bedrock.auth import CredentialChain
+from dsh_llm.adapters.bedrock.auth import SigV4Auth
+from dsh_llm.adapters.bedrock.auth import botocore_region
 from dsh_llm.adapters.bedrock.errors import http_error
-from dsh_llm.adapters.bedrock.request import (
-    WIRE_FAMILY,
-    build_converse_request,
-    converse_path,
-    count_tokens_path,
-    request_headers,
-)
+from dsh_llm.adapters.bedrock.request import WIRE_FAMILY
+from dsh_llm.adapters.bedrock.request import build_converse_request
+from dsh_llm.adapters.bedrock.request import converse_path
+from dsh_llm.adapters.bedrock.request import count_tokens_path
+from dsh_llm.adapters.bedrock.request import request_headers
 from dsh_llm.adapters.bedrock.translate import ConverseStreamTranslator
-from dsh_llm.config import (
-    RAW_METADATA,
-    check_non_empty_str,
-    check_one_of,
-    check_positive_int,
-    check_safe_positive_int,
-    field_error,
-)
+from dsh_llm.config import RAW_METADATA
+from dsh_llm.config import check_non_empty_str
+from dsh_llm.config import check_one_of
+from dsh_llm.config import check_positive_int
+from dsh_llm.config import check_safe_positive_int
+from dsh_llm.config import field_error
 from dsh_llm.transport.call import url_repr
 from dsh_llm.transport.eventstream import EventStreamDecoder
 from dsh_llm.transport.session import BearerAuth

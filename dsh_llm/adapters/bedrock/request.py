@@ -27,33 +27,32 @@ from __future__ import annotations
 
 import json
 import urllib.parse
-from collections.abc import Iterable, Mapping
-from typing import Any, Final
+from collections.abc import Iterable
+from collections.abc import Mapping
+from typing import Any
+from typing import Final
 
 from dsh_llm.adapters._wire import extras as request_extras
-from dsh_llm.adapters._wire.extras import (
-    AttachmentReader,
-    breakpoint_ttl,
-    image_data,
-    merge_extra_body,
-    refuse_cache_controls,
-    refuse_misplaced_images,
-)
+from dsh_llm.adapters._wire.extras import AttachmentReader
+from dsh_llm.adapters._wire.extras import breakpoint_ttl
+from dsh_llm.adapters._wire.extras import image_data
+from dsh_llm.adapters._wire.extras import merge_extra_body
+from dsh_llm.adapters._wire.extras import refuse_cache_controls
+from dsh_llm.adapters._wire.extras import refuse_misplaced_images
 from dsh_llm.adapters._wire.history import block_entries
 from dsh_llm.adapters.anthropic.catalog import ThinkingProfile
 from dsh_llm.adapters.anthropic.request import thinking_fields
-from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.protocol import (
-    CacheBreakpoint,
-    ContentBlock,
-    GenerateOptions,
-    ImageBlock,
-    Message,
-    ReasoningBlock,
-    TextBlock,
-    ToolCallBlock,
-    ToolResultBlock,
-)
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
+from dsh_llm.protocol import CacheBreakpoint
+from dsh_llm.protocol import ContentBlock
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import ImageBlock
+from dsh_llm.protocol import Message
+from dsh_llm.protocol import ReasoningBlock
+from dsh_llm.protocol import TextBlock
+from dsh_llm.protocol import ToolCallBlock
+from dsh_llm.protocol import ToolResultBlock
 from dsh_llm.transport.session import stream_headers
 
 WIRE_FAMILY: Final = "bedrock-converse"

@@ -31,26 +31,28 @@ import base64
 import binascii
 import json
 import re
-from typing import Any, Final
+from typing import Any
+from typing import Final
 
 from dsh_llm.adapters._wire.translator import WireTranslator
 from dsh_llm.adapters._wire.values import wire_count
-from dsh_llm.adapters._wire.writer import REASONING, TEXT, TOOL_CALL, Block
-from dsh_llm.adapters.bedrock.errors import error_code, stream_failure
-from dsh_llm.adapters.bedrock.request import (
-    REASONING_TEXT,
-    REDACTED_CONTENT,
-    WIRE_FAMILY,
-)
-from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.protocol import (
-    Citation,
-    FinishReason,
-    LlmFailure,
-    ReplayEnvelope,
-    StreamChunk,
-    TokenUsage,
-)
+from dsh_llm.adapters._wire.writer import REASONING
+from dsh_llm.adapters._wire.writer import TEXT
+from dsh_llm.adapters._wire.writer import TOOL_CALL
+from dsh_llm.adapters._wire.writer import Block
+from dsh_llm.adapters.bedrock.errors import error_code
+from dsh_llm.adapters.bedrock.errors import stream_failure
+from dsh_llm.adapters.bedrock.request import REASONING_TEXT
+from dsh_llm.adapters.bedrock.request import REDACTED_CONTENT
+from dsh_llm.adapters.bedrock.request import WIRE_FAMILY
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
+from dsh_llm.protocol import Citation
+from dsh_llm.protocol import FinishReason
+from dsh_llm.protocol import LlmFailure
+from dsh_llm.protocol import ReplayEnvelope
+from dsh_llm.protocol import StreamChunk
+from dsh_llm.protocol import TokenUsage
 from dsh_llm.transport.eventstream import EventMessage
 
 CONTENT_FILTER_CODE: Final = "CONTENT_FILTER"

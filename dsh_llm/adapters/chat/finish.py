@@ -22,11 +22,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Any
+from typing import Final
 
 from dsh_llm.adapters._wire.values import wire_count
 from dsh_llm.errors import ErrorCode
-from dsh_llm.protocol import FinishReason, LlmFailure, TokenUsage
+from dsh_llm.protocol import FinishReason
+from dsh_llm.protocol import LlmFailure
+from dsh_llm.protocol import TokenUsage
 from dsh_llm.protocol.checks import MAX_SAFE_INTEGER
 
 UNKNOWN_FINISH_REASON_CODE: Final = ErrorCode.UNKNOWN_FINISH_REASON.value

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from dsh_llm.adapters._wire.extras import AttachmentReader, image_data
+from dsh_llm.adapters._wire.extras import AttachmentReader
+from dsh_llm.adapters._wire.extras import image_data
 from dsh_llm.protocol import ImageBlock
 
 

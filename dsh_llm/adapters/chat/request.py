@@ -26,42 +26,41 @@ own config, never a copy of the wire code.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any, Final, Literal
+from collections.abc import Iterable
+from collections.abc import Mapping
+from typing import Any
+from typing import Final
+from typing import Literal
 
 import attrs
 
 from dsh_llm.adapters._wire import extras as request_extras
 from dsh_llm.adapters._wire.config import endpoint_url
-from dsh_llm.adapters._wire.extras import (
-    AttachmentReader,
-    merge_extra_body,
-    refuse_cache_controls,
-    refuse_misplaced_images,
-)
-from dsh_llm.adapters._wire.family import WireCall, WireRequest
+from dsh_llm.adapters._wire.extras import AttachmentReader
+from dsh_llm.adapters._wire.extras import merge_extra_body
+from dsh_llm.adapters._wire.extras import refuse_cache_controls
+from dsh_llm.adapters._wire.extras import refuse_misplaced_images
+from dsh_llm.adapters._wire.family import WireCall
+from dsh_llm.adapters._wire.family import WireRequest
 from dsh_llm.adapters.chat.images import image_part
 from dsh_llm.credentials import Secret
-from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.protocol import (
-    TOOL_CHOICE_KEYWORDS,
-    ContentBlock,
-    GenerateOptions,
-    ImageBlock,
-    Message,
-    ModelSource,
-    ReasoningBlock,
-    TextBlock,
-    ToolCallBlock,
-    ToolResultBlock,
-    content_has_image,
-)
-from dsh_llm.transport.session import (
-    BearerAuth,
-    NoAuth,
-    is_header_value,
-    stream_headers,
-)
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
+from dsh_llm.protocol import TOOL_CHOICE_KEYWORDS
+from dsh_llm.protocol import ContentBlock
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import ImageBlock
+from dsh_llm.protocol import Message
+from dsh_llm.protocol import ModelSource
+from dsh_llm.protocol import ReasoningBlock
+from dsh_llm.protocol import TextBlock
+from dsh_llm.protocol import ToolCallBlock
+from dsh_llm.protocol import ToolResultBlock
+from dsh_llm.protocol import content_has_image
+from dsh_llm.transport.session import BearerAuth
+from dsh_llm.transport.session import NoAuth
+from dsh_llm.transport.session import is_header_value
+from dsh_llm.transport.session import stream_headers
 
 CHAT_COMPLETIONS_PATH: Final = "/chat/completions"
 """Appended to an API root to reach the endpoint."""

@@ -16,7 +16,9 @@ Anything the caller gives explicitly wins over the profile.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Final, Literal
+from typing import Any
+from typing import Final
+from typing import Literal
 
 import attrs
 

@@ -34,40 +34,41 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from typing import Any, Final, NoReturn
+from typing import Any
+from typing import Final
+from typing import NoReturn
 
 from dsh_llm.adapters._wire.family import WireCall
 from dsh_llm.adapters._wire.translator import WireTranslator
-from dsh_llm.adapters._wire.writer import (
-    REASONING,
-    SERVER_TOOL_CALL,
-    TEXT,
-    TOOL_CALL,
-    Block,
-    BlockWriter,
-)
-from dsh_llm.adapters.chat.citations import (
-    CitationLog,
-    annotation_citations,
-    context_citations,
-    listed_citations,
-)
-from dsh_llm.adapters.chat.finish import map_finish_reason, map_usage
-from dsh_llm.adapters.chat.request import CHAT_REPLAY_WIRE, WireProfile
-from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.protocol import (
-    CallId,
-    FinishReason,
-    LlmFailure,
-    ReplayEnvelope,
-    ServerToolCallBlock,
-    StreamChunk,
-    TokenUsage,
-)
+from dsh_llm.adapters._wire.writer import REASONING
+from dsh_llm.adapters._wire.writer import SERVER_TOOL_CALL
+from dsh_llm.adapters._wire.writer import TEXT
+from dsh_llm.adapters._wire.writer import TOOL_CALL
+from dsh_llm.adapters._wire.writer import Block
+from dsh_llm.adapters._wire.writer import BlockWriter
+from dsh_llm.adapters.chat.citations import CitationLog
+from dsh_llm.adapters.chat.citations import annotation_citations
+from dsh_llm.adapters.chat.citations import context_citations
+from dsh_llm.adapters.chat.citations import listed_citations
+from dsh_llm.adapters.chat.finish import map_finish_reason
+from dsh_llm.adapters.chat.finish import map_usage
+from dsh_llm.adapters.chat.request import CHAT_REPLAY_WIRE
+from dsh_llm.adapters.chat.request import WireProfile
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
+from dsh_llm.protocol import CallId
+from dsh_llm.protocol import FinishReason
+from dsh_llm.protocol import LlmFailure
+from dsh_llm.protocol import ReplayEnvelope
+from dsh_llm.protocol import ServerToolCallBlock
+from dsh_llm.protocol import StreamChunk
+from dsh_llm.protocol import TokenUsage
 from dsh_llm.serde import compact_json
 from dsh_llm.transport.http_errors import in_band_failure
 from dsh_llm.transport.read_loop import EventDecoder
-from dsh_llm.transport.sse import DONE, SseDecoder, SseEvent
+from dsh_llm.transport.sse import DONE
+from dsh_llm.transport.sse import SseDecoder
+from dsh_llm.transport.sse import SseEvent
 
 REFUSAL_CODE: Final = "REFUSAL"
 """The code of the ``error`` finish after a ``delta.refusal`` (the upper-cased

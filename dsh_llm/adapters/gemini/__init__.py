@@ -22,14 +22,13 @@ from typing import Any
 
 from dsh_llm.adapters._wire.adapter import WireAdapter
 from dsh_llm.adapters._wire.config import config_from_options
-from dsh_llm.adapters.gemini.catalog import DEFAULT_MODELS, GeminiModel
-from dsh_llm.adapters.gemini.family import (
-    DEFAULT_API_KEY_ENV,
-    FAMILY,
-    PROVIDER_ROUTE,
-    PUBLIC_BASE_URL,
-    GeminiConfig,
-)
+from dsh_llm.adapters.gemini.catalog import DEFAULT_MODELS
+from dsh_llm.adapters.gemini.catalog import GeminiModel
+from dsh_llm.adapters.gemini.family import DEFAULT_API_KEY_ENV
+from dsh_llm.adapters.gemini.family import FAMILY
+from dsh_llm.adapters.gemini.family import PROVIDER_ROUTE
+from dsh_llm.adapters.gemini.family import PUBLIC_BASE_URL
+from dsh_llm.adapters.gemini.family import GeminiConfig
 from dsh_llm.credentials import Secret
 
 __all__ = [

@@ -26,7 +26,8 @@ from __future__ import annotations
 import json
 import math
 import re
-from typing import Any, Final
+from typing import Any
+from typing import Final
 
 from dsh_llm.serde import compact_json
 

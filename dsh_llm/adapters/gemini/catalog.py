@@ -21,14 +21,19 @@ Pure data and one lookup; no I/O. Contracts callers may rely on:
 
 from __future__ import annotations
 
-from typing import Any, Final, Literal
+from typing import Any
+from typing import Final
+from typing import Literal
 
 import attrs
 
-from dsh_llm.adapter import LlmModelReasoningInfo, LlmReasoningEffortInfo
+from dsh_llm.adapter import LlmModelReasoningInfo
+from dsh_llm.adapter import LlmReasoningEffortInfo
 from dsh_llm.adapters._wire.config import CatalogModel
-from dsh_llm.config import check_one_of, field_error
-from dsh_llm.errors import ErrorCode, LlmError
+from dsh_llm.config import check_one_of
+from dsh_llm.config import field_error
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
 
 ThinkingStyle = Literal["level", "budget"]
 """How a model takes its thinking setting."""

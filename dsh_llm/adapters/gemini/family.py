@@ -21,47 +21,45 @@ from __future__ import annotations
 
 import urllib.parse
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Any
+from typing import Final
 
 import attrs
 
-from dsh_llm.adapter import (
-    LlmResolvedModelInfo,
-)
-from dsh_llm.adapters._wire.config import (
-    AdapterConfig,
-    BaseUrlRule,
-    CatalogLookup,
-    adapter_field_order,
-    endpoint_url,
-    model_catalog,
-)
+from dsh_llm.adapter import LlmResolvedModelInfo
+from dsh_llm.adapters._wire.config import AdapterConfig
+from dsh_llm.adapters._wire.config import BaseUrlRule
+from dsh_llm.adapters._wire.config import CatalogLookup
+from dsh_llm.adapters._wire.config import adapter_field_order
+from dsh_llm.adapters._wire.config import endpoint_url
+from dsh_llm.adapters._wire.config import model_catalog
 from dsh_llm.adapters._wire.extras import request_headers
-from dsh_llm.adapters._wire.family import (
-    Endpoint,
-    TokenCountRequest,
-    WireCall,
-    WireFamily,
-    WireRequest,
-    resolved_model_info,
-    token_count,
-)
-from dsh_llm.adapters.gemini.catalog import (
-    DEFAULT_MODELS,
-    EFFORT_BUDGETS,
-    EFFORT_LEVELS,
-    GeminiModel,
-    effort_in_force,
-    model_for,
-    reasoning_info,
-)
+from dsh_llm.adapters._wire.family import Endpoint
+from dsh_llm.adapters._wire.family import TokenCountRequest
+from dsh_llm.adapters._wire.family import WireCall
+from dsh_llm.adapters._wire.family import WireFamily
+from dsh_llm.adapters._wire.family import WireRequest
+from dsh_llm.adapters._wire.family import resolved_model_info
+from dsh_llm.adapters._wire.family import token_count
+from dsh_llm.adapters.gemini.catalog import DEFAULT_MODELS
+from dsh_llm.adapters.gemini.catalog import EFFORT_BUDGETS
+from dsh_llm.adapters.gemini.catalog import EFFORT_LEVELS
+from dsh_llm.adapters.gemini.catalog import GeminiModel
+from dsh_llm.adapters.gemini.catalog import effort_in_force
+from dsh_llm.adapters.gemini.catalog import model_for
+from dsh_llm.adapters.gemini.catalog import reasoning_info
 from dsh_llm.adapters.gemini.errors import gemini_http_error
-from dsh_llm.adapters.gemini.request import PROVIDER, build_generate_request
+from dsh_llm.adapters.gemini.request import PROVIDER
+from dsh_llm.adapters.gemini.request import build_generate_request
 from dsh_llm.adapters.gemini.translate import GeminiTranslator
 from dsh_llm.attachments import AttachmentStore
-from dsh_llm.config import RAW_METADATA, check_non_empty_str, field_error
+from dsh_llm.config import RAW_METADATA
+from dsh_llm.config import check_non_empty_str
+from dsh_llm.config import field_error
 from dsh_llm.transport.call import url_repr
-from dsh_llm.transport.session import ApiKeyAuth, NoAuth, stream_headers
+from dsh_llm.transport.session import ApiKeyAuth
+from dsh_llm.transport.session import NoAuth
+from dsh_llm.transport.session import stream_headers
 
 PROVIDER_ROUTE: Final = "gemini"
 """The one route this adapter serves."""

@@ -31,15 +31,14 @@ Pure functions (no I/O) the translator (``translate``) and the request builder
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Final
+from typing import Any
+from typing import Final
 
-from dsh_llm.protocol import (
-    CallId,
-    Citation,
-    ServerToolCallBlock,
-    ServerToolResultBlock,
-    Source,
-)
+from dsh_llm.protocol import CallId
+from dsh_llm.protocol import Citation
+from dsh_llm.protocol import ServerToolCallBlock
+from dsh_llm.protocol import ServerToolResultBlock
+from dsh_llm.protocol import Source
 from dsh_llm.serde import compact_json
 
 CODE_EXECUTION: Final = "code_execution"

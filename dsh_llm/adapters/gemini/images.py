@@ -28,21 +28,24 @@ image the model returns go to it. Nothing here does I/O but the store's own
 from __future__ import annotations
 
 import base64
-from typing import Any, Final
+from typing import Any
+from typing import Final
 
 import attrs
 
-from dsh_llm.adapters._wire.extras import AttachmentReader, image_data
+from dsh_llm.adapters._wire.extras import AttachmentReader
+from dsh_llm.adapters._wire.extras import image_data
 from dsh_llm.adapters.gemini.replay import replay_entries
-from dsh_llm.attachments import AttachmentStore, image_block, sniff_image
-from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.protocol import (
-    GenerateOptions,
-    ImageBlock,
-    Message,
-    ToolResultBlock,
-    content_has_image,
-)
+from dsh_llm.attachments import AttachmentStore
+from dsh_llm.attachments import image_block
+from dsh_llm.attachments import sniff_image
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import ImageBlock
+from dsh_llm.protocol import Message
+from dsh_llm.protocol import ToolResultBlock
+from dsh_llm.protocol import content_has_image
 
 PRE_MULTIMODAL_RESULT_PREFIXES: Final = ("gemini-1.", "gemini-2.")
 """Model id prefixes of the families whose function responses are JSON only

@@ -23,9 +23,12 @@ The translator (``translate``) builds the envelope; the request builder
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Any
+from typing import Final
 
-from dsh_llm.protocol import Message, ModelSource, ToolCallBlock
+from dsh_llm.protocol import Message
+from dsh_llm.protocol import ModelSource
+from dsh_llm.protocol import ToolCallBlock
 
 REPLAY_WIRE: Final = "gemini-generate-content"
 """The ``response.wire`` value of a Gemini replay envelope."""

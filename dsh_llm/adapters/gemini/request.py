@@ -28,47 +28,39 @@ hook adds the URL and the credential), so another front door to the same models
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Any
+from typing import Final
 
 from dsh_llm.adapters._wire.config import catalog_entry
-from dsh_llm.adapters._wire.extras import (
-    AttachmentReader,
-    check_image_input,
-    merge_extra_body,
-    refuse_cache_controls,
-)
-from dsh_llm.adapters._wire.history import (
-    answered_call,
-    arguments_object,
-    record_calls,
-)
-from dsh_llm.adapters.gemini.catalog import (
-    DEFAULT_MODELS,
-    GeminiModel,
-    model_for,
-    thinking_config,
-)
+from dsh_llm.adapters._wire.extras import AttachmentReader
+from dsh_llm.adapters._wire.extras import check_image_input
+from dsh_llm.adapters._wire.extras import merge_extra_body
+from dsh_llm.adapters._wire.extras import refuse_cache_controls
+from dsh_llm.adapters._wire.history import answered_call
+from dsh_llm.adapters._wire.history import arguments_object
+from dsh_llm.adapters._wire.history import record_calls
+from dsh_llm.adapters.gemini.catalog import DEFAULT_MODELS
+from dsh_llm.adapters.gemini.catalog import GeminiModel
+from dsh_llm.adapters.gemini.catalog import model_for
+from dsh_llm.adapters.gemini.catalog import thinking_config
 from dsh_llm.adapters.gemini.grounding import replayed_part
-from dsh_llm.adapters.gemini.images import (
-    answer_image_part,
-    function_response_parts,
-    inline_part,
-    without_answer_images,
-)
+from dsh_llm.adapters.gemini.images import answer_image_part
+from dsh_llm.adapters.gemini.images import function_response_parts
+from dsh_llm.adapters.gemini.images import inline_part
+from dsh_llm.adapters.gemini.images import without_answer_images
 from dsh_llm.adapters.gemini.replay import replay_entries
-from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.protocol import (
-    GenerateOptions,
-    ImageBlock,
-    Message,
-    ReasoningBlock,
-    ServerToolCallBlock,
-    ServerToolResultBlock,
-    TextBlock,
-    ToolCallBlock,
-    ToolResultBlock,
-    text_of,
-)
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import ImageBlock
+from dsh_llm.protocol import Message
+from dsh_llm.protocol import ReasoningBlock
+from dsh_llm.protocol import ServerToolCallBlock
+from dsh_llm.protocol import ServerToolResultBlock
+from dsh_llm.protocol import TextBlock
+from dsh_llm.protocol import ToolCallBlock
+from dsh_llm.protocol import ToolResultBlock
+from dsh_llm.protocol import text_of
 
 PROVIDER: Final = "Gemini"
 """The display name messages use by default."""

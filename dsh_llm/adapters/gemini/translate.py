@@ -25,42 +25,42 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Final, cast
+from collections.abc import Callable
+from collections.abc import Mapping
+from collections.abc import Sequence
+from typing import Any
+from typing import Final
+from typing import cast
 
 import attrs
 
 from dsh_llm.adapters._wire.translator import WireTranslator
 from dsh_llm.adapters._wire.values import wire_count
-from dsh_llm.adapters._wire.writer import (
-    REASONING,
-    TEXT,
-    TOOL_CALL,
-    Block,
-    BlockKind,
-)
+from dsh_llm.adapters._wire.writer import REASONING
+from dsh_llm.adapters._wire.writer import TEXT
+from dsh_llm.adapters._wire.writer import TOOL_CALL
+from dsh_llm.adapters._wire.writer import Block
+from dsh_llm.adapters._wire.writer import BlockKind
 from dsh_llm.adapters.gemini.arguments import StreamedArguments
-from dsh_llm.adapters.gemini.errors import gemini_stream_failure, parse_gemini_error
-from dsh_llm.adapters.gemini.grounding import (
-    GroundingState,
-    code_call,
-    code_result,
-    server_part_id,
-)
+from dsh_llm.adapters.gemini.errors import gemini_stream_failure
+from dsh_llm.adapters.gemini.errors import parse_gemini_error
+from dsh_llm.adapters.gemini.grounding import GroundingState
+from dsh_llm.adapters.gemini.grounding import code_call
+from dsh_llm.adapters.gemini.grounding import code_result
+from dsh_llm.adapters.gemini.grounding import server_part_id
 from dsh_llm.adapters.gemini.images import returned_image
 from dsh_llm.adapters.gemini.replay import REPLAY_WIRE
 from dsh_llm.attachments import AttachmentStore
-from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.protocol import (
-    FinishReason,
-    LlmFailure,
-    Message,
-    ReplayEnvelope,
-    ServerToolCallBlock,
-    ServerToolResultBlock,
-    StreamChunk,
-    TokenUsage,
-)
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
+from dsh_llm.protocol import FinishReason
+from dsh_llm.protocol import LlmFailure
+from dsh_llm.protocol import Message
+from dsh_llm.protocol import ReplayEnvelope
+from dsh_llm.protocol import ServerToolCallBlock
+from dsh_llm.protocol import ServerToolResultBlock
+from dsh_llm.protocol import StreamChunk
+from dsh_llm.protocol import TokenUsage
 from dsh_llm.protocol.checks import MAX_SAFE_INTEGER
 from dsh_llm.serde import compact_json
 from dsh_llm.transport.sse import SseEvent

@@ -21,12 +21,10 @@ from typing import Any
 
 from dsh_llm.adapters._wire.adapter import WireAdapter
 from dsh_llm.adapters._wire.config import config_from_options
-from dsh_llm.adapters.ollama.family import (
-    DEFAULT_BASE_URL,
-    FAMILY,
-    PROVIDER_ROUTE,
-    OllamaConfig,
-)
+from dsh_llm.adapters.ollama.family import DEFAULT_BASE_URL
+from dsh_llm.adapters.ollama.family import FAMILY
+from dsh_llm.adapters.ollama.family import PROVIDER_ROUTE
+from dsh_llm.adapters.ollama.family import OllamaConfig
 from dsh_llm.credentials import Secret
 
 __all__ = [

@@ -22,19 +22,20 @@ status when nothing was streamed yet, else as one more NDJSON line under the
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
-from typing import Any, Final
+from collections.abc import Callable
+from collections.abc import Mapping
+from typing import Any
+from typing import Final
 
-from dsh_llm.errors import ErrorCode, LlmError
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
 from dsh_llm.protocol import LlmFailure
-from dsh_llm.transport.http_errors import (
-    Redact,
-    answer_error,
-    error_code,
-    json_body,
-    request_id,
-    retry_after_ms,
-)
+from dsh_llm.transport.http_errors import Redact
+from dsh_llm.transport.http_errors import answer_error
+from dsh_llm.transport.http_errors import error_code
+from dsh_llm.transport.http_errors import json_body
+from dsh_llm.transport.http_errors import request_id
+from dsh_llm.transport.http_errors import retry_after_ms
 
 _PROVIDER: Final = "Ollama"
 

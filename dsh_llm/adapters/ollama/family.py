@@ -20,54 +20,49 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Any
+from typing import Final
 
 import attrs
 
-from dsh_llm.adapter import (
-    LlmModelInfo,
-    LlmModelReasoningInfo,
-    LlmResolvedModelInfo,
-)
+from dsh_llm.adapter import LlmModelInfo
+from dsh_llm.adapter import LlmModelReasoningInfo
+from dsh_llm.adapter import LlmResolvedModelInfo
 from dsh_llm.adapters._wire.adapter import catalog_model_info
-from dsh_llm.adapters._wire.config import (
-    AdapterConfig,
-    BaseUrlRule,
-    CatalogLookup,
-    CatalogModel,
-    adapter_field_order,
-    endpoint_url,
-    model_catalog,
-)
+from dsh_llm.adapters._wire.config import AdapterConfig
+from dsh_llm.adapters._wire.config import BaseUrlRule
+from dsh_llm.adapters._wire.config import CatalogLookup
+from dsh_llm.adapters._wire.config import CatalogModel
+from dsh_llm.adapters._wire.config import adapter_field_order
+from dsh_llm.adapters._wire.config import endpoint_url
+from dsh_llm.adapters._wire.config import model_catalog
 from dsh_llm.adapters._wire.extras import request_headers
-from dsh_llm.adapters._wire.family import (
-    Endpoint,
-    ServerAccess,
-    WireCall,
-    WireFamily,
-    WireRequest,
-    effort_infos,
-    resolved_model_info,
-)
+from dsh_llm.adapters._wire.family import Endpoint
+from dsh_llm.adapters._wire.family import ServerAccess
+from dsh_llm.adapters._wire.family import WireCall
+from dsh_llm.adapters._wire.family import WireFamily
+from dsh_llm.adapters._wire.family import WireRequest
+from dsh_llm.adapters._wire.family import effort_infos
+from dsh_llm.adapters._wire.family import resolved_model_info
 from dsh_llm.adapters.ollama.errors import ollama_http_error
-from dsh_llm.adapters.ollama.request import (
-    PROVIDER,
-    REASONING_EFFORTS,
-    KeepAlive,
-    build_chat_request,
-)
+from dsh_llm.adapters.ollama.request import PROVIDER
+from dsh_llm.adapters.ollama.request import REASONING_EFFORTS
+from dsh_llm.adapters.ollama.request import KeepAlive
+from dsh_llm.adapters.ollama.request import build_chat_request
 from dsh_llm.adapters.ollama.translate import OllamaTranslator
-from dsh_llm.config import (
-    RAW_METADATA,
-    check_non_empty_str,
-    check_one_of,
-    field_error,
-)
-from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.transport.call import redact_url, url_repr
+from dsh_llm.config import RAW_METADATA
+from dsh_llm.config import check_non_empty_str
+from dsh_llm.config import check_one_of
+from dsh_llm.config import field_error
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
+from dsh_llm.transport.call import redact_url
+from dsh_llm.transport.call import url_repr
 from dsh_llm.transport.fetch import fetch
 from dsh_llm.transport.ndjson import NdjsonDecoder
-from dsh_llm.transport.session import BearerAuth, NoAuth, stream_headers
+from dsh_llm.transport.session import BearerAuth
+from dsh_llm.transport.session import NoAuth
+from dsh_llm.transport.session import stream_headers
 
 PROVIDER_ROUTE: Final = "ollama"
 """The one route this adapter serves."""

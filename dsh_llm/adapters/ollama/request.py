@@ -32,31 +32,27 @@ on:
 from __future__ import annotations
 
 import math
-from typing import Any, Final
+from typing import Any
+from typing import Final
 
-from dsh_llm.adapters._wire.extras import (
-    AttachmentReader,
-    image_data,
-    merge_extra_body,
-    refuse_cache_controls,
-    refuse_misplaced_images,
-)
-from dsh_llm.adapters._wire.history import (
-    answered_call,
-    arguments_object,
-    record_calls,
-)
-from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.protocol import (
-    ContentBlock,
-    GenerateOptions,
-    ImageBlock,
-    Message,
-    ReasoningBlock,
-    ToolCallBlock,
-    ToolResultBlock,
-    text_of,
-)
+from dsh_llm.adapters._wire.extras import AttachmentReader
+from dsh_llm.adapters._wire.extras import image_data
+from dsh_llm.adapters._wire.extras import merge_extra_body
+from dsh_llm.adapters._wire.extras import refuse_cache_controls
+from dsh_llm.adapters._wire.extras import refuse_misplaced_images
+from dsh_llm.adapters._wire.history import answered_call
+from dsh_llm.adapters._wire.history import arguments_object
+from dsh_llm.adapters._wire.history import record_calls
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
+from dsh_llm.protocol import ContentBlock
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import ImageBlock
+from dsh_llm.protocol import Message
+from dsh_llm.protocol import ReasoningBlock
+from dsh_llm.protocol import ToolCallBlock
+from dsh_llm.protocol import ToolResultBlock
+from dsh_llm.protocol import text_of
 
 PROVIDER: Final = "Ollama"
 """The display name used in messages."""

@@ -25,14 +25,24 @@ from __future__ import annotations
 import re
 import uuid
 from collections.abc import Callable
-from typing import Any, Final
+from typing import Any
+from typing import Final
 
 from dsh_llm.adapters._wire.translator import WireTranslator
 from dsh_llm.adapters._wire.values import wire_count
-from dsh_llm.adapters._wire.writer import REASONING, TEXT, TOOL_CALL, Block, BlockKind
+from dsh_llm.adapters._wire.writer import REASONING
+from dsh_llm.adapters._wire.writer import TEXT
+from dsh_llm.adapters._wire.writer import TOOL_CALL
+from dsh_llm.adapters._wire.writer import Block
+from dsh_llm.adapters._wire.writer import BlockKind
 from dsh_llm.adapters.ollama.errors import ollama_stream_failure
-from dsh_llm.errors import EMPTY_RESPONSE_CODE, ErrorCode, LlmError
-from dsh_llm.protocol import FinishReason, LlmFailure, StreamChunk, TokenUsage
+from dsh_llm.errors import EMPTY_RESPONSE_CODE
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
+from dsh_llm.protocol import FinishReason
+from dsh_llm.protocol import LlmFailure
+from dsh_llm.protocol import StreamChunk
+from dsh_llm.protocol import TokenUsage
 from dsh_llm.serde import compact_json
 
 NOT_AN_ANSWER_MESSAGE: Final = "Ollama answered with done_reason {reason!r}, not a chat"

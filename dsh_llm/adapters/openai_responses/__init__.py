@@ -23,12 +23,10 @@ from typing import Any
 
 from dsh_llm.adapters._wire.adapter import WireAdapter
 from dsh_llm.adapters._wire.config import config_from_options
-from dsh_llm.adapters.openai_responses.family import (
-    DEFAULT_BASE_URL,
-    FAMILY,
-    SERVERS,
-    OpenAIResponsesConfig,
-)
+from dsh_llm.adapters.openai_responses.family import DEFAULT_BASE_URL
+from dsh_llm.adapters.openai_responses.family import FAMILY
+from dsh_llm.adapters.openai_responses.family import SERVERS
+from dsh_llm.adapters.openai_responses.family import OpenAIResponsesConfig
 from dsh_llm.adapters.openai_responses.profiles import ResponsesProfile
 from dsh_llm.credentials import Secret
 

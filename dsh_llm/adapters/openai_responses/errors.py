@@ -27,13 +27,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Any
+from typing import Final
 
-from dsh_llm.errors import (
-    ErrorCode,
-    is_context_window_exceeded_error,
-    is_quota_exceeded_error,
-)
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import is_context_window_exceeded_error
+from dsh_llm.errors import is_quota_exceeded_error
 from dsh_llm.protocol import LlmFailure
 from dsh_llm.transport.http_errors import error_code
 

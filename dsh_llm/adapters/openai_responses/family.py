@@ -24,49 +24,43 @@ from typing import Final
 
 import attrs
 
-from dsh_llm.adapter import (
-    LlmModelReasoningInfo,
-    LlmResolvedModelInfo,
-)
-from dsh_llm.adapters._wire.config import (
-    AdapterConfig,
-    AdapterConfigError,
-    CatalogLookup,
-    CatalogModel,
-    adapter_field_order,
-    api_root_url,
-    endpoint_url,
-    model_catalog,
-)
+from dsh_llm.adapter import LlmModelReasoningInfo
+from dsh_llm.adapter import LlmResolvedModelInfo
+from dsh_llm.adapters._wire.config import AdapterConfig
+from dsh_llm.adapters._wire.config import AdapterConfigError
+from dsh_llm.adapters._wire.config import CatalogLookup
+from dsh_llm.adapters._wire.config import CatalogModel
+from dsh_llm.adapters._wire.config import adapter_field_order
+from dsh_llm.adapters._wire.config import api_root_url
+from dsh_llm.adapters._wire.config import endpoint_url
+from dsh_llm.adapters._wire.config import model_catalog
 from dsh_llm.adapters._wire.extras import request_headers
-from dsh_llm.adapters._wire.family import (
-    Endpoint,
-    TokenCountRequest,
-    WireCall,
-    WireFamily,
-    WireRequest,
-    effort_infos,
-    resolved_model_info,
-    token_count,
-)
-from dsh_llm.adapters.openai_responses.profiles import (
-    PROFILES,
-    ResponsesProfile,
-    guess_server,
-)
-from dsh_llm.adapters.openai_responses.request import (
-    REPLAY_WIRE,
-    build_responses_request,
-    output_cap,
-)
-from dsh_llm.adapters.openai_responses.translate import (
-    RAW_EVENT_BYTES,
-    ResponsesTranslator,
-)
-from dsh_llm.config import RAW_METADATA, check_bool, check_non_empty_str, check_one_of
-from dsh_llm.errors import ErrorCode, LlmError
+from dsh_llm.adapters._wire.family import Endpoint
+from dsh_llm.adapters._wire.family import TokenCountRequest
+from dsh_llm.adapters._wire.family import WireCall
+from dsh_llm.adapters._wire.family import WireFamily
+from dsh_llm.adapters._wire.family import WireRequest
+from dsh_llm.adapters._wire.family import effort_infos
+from dsh_llm.adapters._wire.family import resolved_model_info
+from dsh_llm.adapters._wire.family import token_count
+from dsh_llm.adapters.openai_responses.profiles import PROFILES
+from dsh_llm.adapters.openai_responses.profiles import ResponsesProfile
+from dsh_llm.adapters.openai_responses.profiles import guess_server
+from dsh_llm.adapters.openai_responses.request import REPLAY_WIRE
+from dsh_llm.adapters.openai_responses.request import build_responses_request
+from dsh_llm.adapters.openai_responses.request import output_cap
+from dsh_llm.adapters.openai_responses.translate import RAW_EVENT_BYTES
+from dsh_llm.adapters.openai_responses.translate import ResponsesTranslator
+from dsh_llm.config import RAW_METADATA
+from dsh_llm.config import check_bool
+from dsh_llm.config import check_non_empty_str
+from dsh_llm.config import check_one_of
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
 from dsh_llm.transport.call import url_repr
-from dsh_llm.transport.session import BearerAuth, NoAuth, stream_headers
+from dsh_llm.transport.session import BearerAuth
+from dsh_llm.transport.session import NoAuth
+from dsh_llm.transport.session import stream_headers
 from dsh_llm.transport.sse import SseDecoder
 
 PACKAGE: Final = "llm-openai-responses"

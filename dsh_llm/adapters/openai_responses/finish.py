@@ -18,12 +18,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Any
+from typing import Final
 
 from dsh_llm.adapters._wire.values import wire_count
 from dsh_llm.adapters.openai_responses.profiles import ResponsesProfile
 from dsh_llm.errors import ErrorCode
-from dsh_llm.protocol import FinishReason, LlmFailure, TokenUsage
+from dsh_llm.protocol import FinishReason
+from dsh_llm.protocol import LlmFailure
+from dsh_llm.protocol import TokenUsage
 from dsh_llm.protocol.checks import MAX_SAFE_INTEGER
 
 MAX_SAFE_COUNT: Final = MAX_SAFE_INTEGER

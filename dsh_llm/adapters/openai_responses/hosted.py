@@ -20,15 +20,14 @@ Pure functions, no I/O:
 from __future__ import annotations
 
 import json
-from typing import Any, Final
+from typing import Any
+from typing import Final
 
-from dsh_llm.protocol import (
-    CallId,
-    Citation,
-    ServerToolCallBlock,
-    ServerToolResultBlock,
-    Source,
-)
+from dsh_llm.protocol import CallId
+from dsh_llm.protocol import Citation
+from dsh_llm.protocol import ServerToolCallBlock
+from dsh_llm.protocol import ServerToolResultBlock
+from dsh_llm.protocol import Source
 
 __all__ = ["HOSTED_TYPES", "annotation_citation", "hosted_blocks"]
 

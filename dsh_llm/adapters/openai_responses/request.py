@@ -29,33 +29,32 @@
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable, Sequence
-from typing import Any, Final
+from collections.abc import Iterable
+from collections.abc import Sequence
+from typing import Any
+from typing import Final
 
-from dsh_llm.adapters._wire.extras import (
-    AttachmentReader,
-    image_data,
-    merge_extra_body,
-    refuse_cache_controls,
-    refuse_misplaced_images,
-)
+from dsh_llm.adapters._wire.extras import AttachmentReader
+from dsh_llm.adapters._wire.extras import image_data
+from dsh_llm.adapters._wire.extras import merge_extra_body
+from dsh_llm.adapters._wire.extras import refuse_cache_controls
+from dsh_llm.adapters._wire.extras import refuse_misplaced_images
 from dsh_llm.adapters._wire.history import block_entries
 from dsh_llm.adapters.openai_responses.hosted import HOSTED_TYPES
 from dsh_llm.adapters.openai_responses.profiles import ResponsesProfile
-from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.protocol import (
-    TOOL_CHOICE_KEYWORDS,
-    ContentBlock,
-    GenerateOptions,
-    ImageBlock,
-    Message,
-    ReasoningBlock,
-    ServerToolCallBlock,
-    TextBlock,
-    ToolCallBlock,
-    ToolResultBlock,
-    content_has_image,
-)
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
+from dsh_llm.protocol import TOOL_CHOICE_KEYWORDS
+from dsh_llm.protocol import ContentBlock
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import ImageBlock
+from dsh_llm.protocol import Message
+from dsh_llm.protocol import ReasoningBlock
+from dsh_llm.protocol import ServerToolCallBlock
+from dsh_llm.protocol import TextBlock
+from dsh_llm.protocol import ToolCallBlock
+from dsh_llm.protocol import ToolResultBlock
+from dsh_llm.protocol import content_has_image
 
 NO_OUTPUT: Final = "(no output)"
 """The output sent for a tool result without text (the wire needs some)."""

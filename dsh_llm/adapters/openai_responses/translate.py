@@ -29,37 +29,38 @@ from __future__ import annotations
 import json
 import logging
 from collections import deque
-from collections.abc import Callable, Iterator, Mapping
-from typing import Any, Final, NoReturn
+from collections.abc import Callable
+from collections.abc import Iterator
+from collections.abc import Mapping
+from typing import Any
+from typing import Final
+from typing import NoReturn
 
 from dsh_llm.adapters._wire.translator import WireTranslator
-from dsh_llm.adapters._wire.writer import (
-    REASONING,
-    SERVER_TOOL_CALL,
-    SERVER_TOOL_RESULT,
-    TEXT,
-    TOOL_CALL,
-    Block,
-    BlockKind,
-)
+from dsh_llm.adapters._wire.writer import REASONING
+from dsh_llm.adapters._wire.writer import SERVER_TOOL_CALL
+from dsh_llm.adapters._wire.writer import SERVER_TOOL_RESULT
+from dsh_llm.adapters._wire.writer import TEXT
+from dsh_llm.adapters._wire.writer import TOOL_CALL
+from dsh_llm.adapters._wire.writer import Block
+from dsh_llm.adapters._wire.writer import BlockKind
 from dsh_llm.adapters.openai_responses.errors import stream_failure
-from dsh_llm.adapters.openai_responses.finish import map_usage, terminal_finish
-from dsh_llm.adapters.openai_responses.hosted import (
-    HOSTED_TYPES,
-    annotation_citation,
-    hosted_blocks,
-)
-from dsh_llm.adapters.openai_responses.profiles import OPENAI, ResponsesProfile
+from dsh_llm.adapters.openai_responses.finish import map_usage
+from dsh_llm.adapters.openai_responses.finish import terminal_finish
+from dsh_llm.adapters.openai_responses.hosted import HOSTED_TYPES
+from dsh_llm.adapters.openai_responses.hosted import annotation_citation
+from dsh_llm.adapters.openai_responses.hosted import hosted_blocks
+from dsh_llm.adapters.openai_responses.profiles import OPENAI
+from dsh_llm.adapters.openai_responses.profiles import ResponsesProfile
 from dsh_llm.adapters.openai_responses.request import REPLAY_WIRE
 from dsh_llm.errors import LlmError
-from dsh_llm.protocol import (
-    FinishReason,
-    LlmFailure,
-    ReplayEnvelope,
-    StreamChunk,
-)
+from dsh_llm.protocol import FinishReason
+from dsh_llm.protocol import LlmFailure
+from dsh_llm.protocol import ReplayEnvelope
+from dsh_llm.protocol import StreamChunk
 from dsh_llm.protocol.text_buffer import TextBuffer
-from dsh_llm.transport.sse import DONE, SseEvent
+from dsh_llm.transport.sse import DONE
+from dsh_llm.transport.sse import SseEvent
 
 logger = logging.getLogger(__name__)
 

@@ -20,13 +20,12 @@
 from __future__ import annotations
 
 from dsh_llm.adapters._wire.adapter import WireAdapter
-from dsh_llm.adapters.vertex.catalog import DEFAULT_MODELS, VertexModel
-from dsh_llm.adapters.vertex.family import (
-    DEFAULT_API_KEY_ENV,
-    FAMILY,
-    PROVIDER_ROUTE,
-    VertexConfig,
-)
+from dsh_llm.adapters.vertex.catalog import DEFAULT_MODELS
+from dsh_llm.adapters.vertex.catalog import VertexModel
+from dsh_llm.adapters.vertex.family import DEFAULT_API_KEY_ENV
+from dsh_llm.adapters.vertex.family import FAMILY
+from dsh_llm.adapters.vertex.family import PROVIDER_ROUTE
+from dsh_llm.adapters.vertex.family import VertexConfig
 
 __all__ = [
     "DEFAULT_API_KEY_ENV",

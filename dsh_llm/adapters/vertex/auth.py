@@ -29,12 +29,14 @@ from __future__ import annotations
 import threading
 import warnings
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Any
+from typing import Final
 
 import requests
 
 from dsh_llm.credentials import Secret
-from dsh_llm.errors import ErrorCode, LlmError
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
 from dsh_llm.transport.session import create_session
 
 EXTRA_HINT: Final = "pip install 'dsh-llm[vertex]'"

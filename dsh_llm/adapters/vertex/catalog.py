@@ -21,7 +21,9 @@ Pure data and lookups; no I/O. Contracts callers may rely on:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Final, Literal
+from typing import Any
+from typing import Final
+from typing import Literal
 
 import attrs
 

@@ -21,23 +21,22 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Mapping
-from typing import Any, Final
+from collections.abc import Callable
+from collections.abc import Mapping
+from typing import Any
+from typing import Final
 
 from dsh_llm.adapters.anthropic import errors as anthropic_errors
-from dsh_llm.adapters.gemini.errors import (
-    gemini_error_code,
-    parse_gemini_error,
-    retry_delay_ms,
-)
-from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.transport.http_errors import (
-    Redact,
-    answer_error,
-    json_body,
-    request_id,
-    retry_after_ms,
-)
+from dsh_llm.adapters.gemini.errors import gemini_error_code
+from dsh_llm.adapters.gemini.errors import parse_gemini_error
+from dsh_llm.adapters.gemini.errors import retry_delay_ms
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
+from dsh_llm.transport.http_errors import Redact
+from dsh_llm.transport.http_errors import answer_error
+from dsh_llm.transport.http_errors import json_body
+from dsh_llm.transport.http_errors import request_id
+from dsh_llm.transport.http_errors import retry_after_ms
 
 PROVIDER: Final = "Vertex AI"
 """The display name errors without a server message use."""

@@ -26,29 +26,24 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Any
+from typing import Final
 
 import attrs
 
-from dsh_llm.adapter import (
-    LlmResolvedModelInfo,
-)
-from dsh_llm.adapters._wire.config import (
-    AdapterConfig,
-    AdapterConfigError,
-    CatalogLookup,
-    adapter_field_order,
-    api_root_url,
-    model_catalog,
-)
+from dsh_llm.adapter import LlmResolvedModelInfo
+from dsh_llm.adapters._wire.config import AdapterConfig
+from dsh_llm.adapters._wire.config import AdapterConfigError
+from dsh_llm.adapters._wire.config import CatalogLookup
+from dsh_llm.adapters._wire.config import adapter_field_order
+from dsh_llm.adapters._wire.config import api_root_url
+from dsh_llm.adapters._wire.config import model_catalog
 from dsh_llm.adapters._wire.extras import request_headers
-from dsh_llm.adapters._wire.family import (
-    Endpoint,
-    WireCall,
-    WireFamily,
-    WireRequest,
-    resolved_model_info,
-)
+from dsh_llm.adapters._wire.family import Endpoint
+from dsh_llm.adapters._wire.family import WireCall
+from dsh_llm.adapters._wire.family import WireFamily
+from dsh_llm.adapters._wire.family import WireRequest
+from dsh_llm.adapters._wire.family import resolved_model_info
 from dsh_llm.adapters.anthropic import catalog as claude_catalog
 from dsh_llm.adapters.anthropic.family import (
     DEFAULT_CONTEXT_WINDOW as DEFAULT_CLAUDE_CONTEXT_WINDOW,
@@ -59,45 +54,39 @@ from dsh_llm.adapters.anthropic.family import (
 from dsh_llm.adapters.anthropic.family import REASONING_EFFORTS as CLAUDE_EFFORTS
 from dsh_llm.adapters.anthropic.request import build_messages_request
 from dsh_llm.adapters.anthropic.translate import MessagesTranslator
-from dsh_llm.adapters.gemini.catalog import (
-    EFFORT_BUDGETS,
-    EFFORT_LEVELS,
-    GeminiModel,
-    effort_in_force,
-    model_for,
-    reasoning_info,
-)
+from dsh_llm.adapters.gemini.catalog import EFFORT_BUDGETS
+from dsh_llm.adapters.gemini.catalog import EFFORT_LEVELS
+from dsh_llm.adapters.gemini.catalog import GeminiModel
+from dsh_llm.adapters.gemini.catalog import effort_in_force
+from dsh_llm.adapters.gemini.catalog import model_for
+from dsh_llm.adapters.gemini.catalog import reasoning_info
 from dsh_llm.adapters.gemini.request import build_generate_request
 from dsh_llm.adapters.gemini.translate import GeminiTranslator
 from dsh_llm.adapters.vertex.auth import GoogleCredentials
-from dsh_llm.adapters.vertex.catalog import (
-    ANTHROPIC,
-    DEFAULT_MODELS,
-    VertexModel,
-    claude_entry,
-    claude_id,
-    configured_defaults,
-    publisher_for,
-)
+from dsh_llm.adapters.vertex.catalog import ANTHROPIC
+from dsh_llm.adapters.vertex.catalog import DEFAULT_MODELS
+from dsh_llm.adapters.vertex.catalog import VertexModel
+from dsh_llm.adapters.vertex.catalog import claude_entry
+from dsh_llm.adapters.vertex.catalog import claude_id
+from dsh_llm.adapters.vertex.catalog import configured_defaults
+from dsh_llm.adapters.vertex.catalog import publisher_for
 from dsh_llm.adapters.vertex.errors import http_error
-from dsh_llm.adapters.vertex.request import (
-    API_PATH,
-    GLOBAL_LOCATION,
-    model_url,
-    public_base_url,
-    vertex_messages_body,
-)
+from dsh_llm.adapters.vertex.request import API_PATH
+from dsh_llm.adapters.vertex.request import GLOBAL_LOCATION
+from dsh_llm.adapters.vertex.request import model_url
+from dsh_llm.adapters.vertex.request import public_base_url
+from dsh_llm.adapters.vertex.request import vertex_messages_body
 from dsh_llm.attachments import AttachmentStore
-from dsh_llm.config import (
-    RAW_METADATA,
-    check_non_empty_str,
-    check_one_of,
-    field_error,
-)
-from dsh_llm.errors import ErrorCode, LlmError
+from dsh_llm.config import RAW_METADATA
+from dsh_llm.config import check_non_empty_str
+from dsh_llm.config import check_one_of
+from dsh_llm.config import field_error
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
 from dsh_llm.transport.call import url_repr
 from dsh_llm.transport.read_loop import EventTranslator
-from dsh_llm.transport.session import BearerAuth, stream_headers
+from dsh_llm.transport.session import BearerAuth
+from dsh_llm.transport.session import stream_headers
 
 PROVIDER_ROUTE: Final = "vertex"
 """The one route this adapter serves."""

@@ -19,10 +19,12 @@ from __future__ import annotations
 
 import urllib.parse
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Any
+from typing import Final
 
 from dsh_llm.adapters._wire.config import endpoint_url
-from dsh_llm.adapters.vertex.catalog import ANTHROPIC, Publisher
+from dsh_llm.adapters.vertex.catalog import ANTHROPIC
+from dsh_llm.adapters.vertex.catalog import Publisher
 
 API_PATH: Final = "/v1"
 """The API version path appended to the root (a root may not already end in it)."""

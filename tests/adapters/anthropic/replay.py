@@ -10,7 +10,9 @@ from pathlib import Path
 
 from dsh_llm.adapters.anthropic.translate import MessagesTranslator
 from dsh_llm.errors import LlmError
-from dsh_llm.protocol import Finish, FinishReason, StreamChunk
+from dsh_llm.protocol import Finish
+from dsh_llm.protocol import FinishReason
+from dsh_llm.protocol import StreamChunk
 from dsh_llm.transport.sse import SseDecoder
 
 FIXTURES = Path(__file__).resolve().parent.parent.parent / "fixtures" / "anthropic"

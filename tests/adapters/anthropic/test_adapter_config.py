@@ -11,20 +11,24 @@ from typing import Any
 import pytest
 
 from dsh_llm.adapter import LlmProviderInfo
-from dsh_llm.adapters import AdapterConfigError, CatalogModel
-from dsh_llm.adapters.anthropic import (
-    DEFAULT_MODELS,
-    PROVIDER_ROUTE,
-    AnthropicAdapter,
-    AnthropicConfig,
-)
-from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.plugins import PluginContext, PluginLoadError, load_composition
+from dsh_llm.adapters import AdapterConfigError
+from dsh_llm.adapters import CatalogModel
+from dsh_llm.adapters.anthropic import DEFAULT_MODELS
+from dsh_llm.adapters.anthropic import PROVIDER_ROUTE
+from dsh_llm.adapters.anthropic import AnthropicAdapter
+from dsh_llm.adapters.anthropic import AnthropicConfig
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
+from dsh_llm.plugins import PluginContext
+from dsh_llm.plugins import PluginLoadError
+from dsh_llm.plugins import load_composition
 from dsh_llm.plugins.builtin import ANTHROPIC as anthropic_plugin
-from dsh_llm.protocol import GenerateOptions, create_user_message
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import create_user_message
 from dsh_llm.retry import NormalRetryPolicy
 from dsh_llm.runtime import LlmRuntime
-from dsh_llm.testing import LoopbackServer, Reply
+from dsh_llm.testing import LoopbackServer
+from dsh_llm.testing import Reply
 from dsh_llm.validator import validate_stream
 
 from .replay import FIXTURES

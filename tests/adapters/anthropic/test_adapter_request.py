@@ -14,17 +14,16 @@ import responses
 
 from dsh_llm.adapters import CatalogModel
 from dsh_llm.adapters.anthropic import AnthropicAdapter
-from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.protocol import (
-    GenerateOptions,
-    ImageBlock,
-    ImageRef,
-    TextBlock,
-    ToolCallBlock,
-    ToolSchema,
-    create_assistant_message,
-    create_user_message,
-)
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import ImageBlock
+from dsh_llm.protocol import ImageRef
+from dsh_llm.protocol import TextBlock
+from dsh_llm.protocol import ToolCallBlock
+from dsh_llm.protocol import ToolSchema
+from dsh_llm.protocol import create_assistant_message
+from dsh_llm.protocol import create_user_message
 from dsh_llm.transport.attribution import user_agent
 from dsh_llm.validator import validate_stream
 

@@ -10,35 +10,43 @@ import json
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
+from typing import Literal
 
 import pytest
 
-from dsh_llm.adapters.anthropic import PROVIDER_ROUTE, AnthropicAdapter
+from dsh_llm.adapters.anthropic import PROVIDER_ROUTE
+from dsh_llm.adapters.anthropic import AnthropicAdapter
 from dsh_llm.assembler import BlockAssembler
-from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.protocol import (
-    BlockEnd,
-    BlockStart,
-    Finish,
-    FinishReason,
-    GenerateOptions,
-    ModelSource,
-    StreamChunk,
-    TextDelta,
-    ToolSchema,
-    UsageChunk,
-    create_tool_result_message,
-    create_user_message,
-)
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
+from dsh_llm.protocol import BlockEnd
+from dsh_llm.protocol import BlockStart
+from dsh_llm.protocol import Finish
+from dsh_llm.protocol import FinishReason
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import ModelSource
+from dsh_llm.protocol import StreamChunk
+from dsh_llm.protocol import TextDelta
+from dsh_llm.protocol import ToolSchema
+from dsh_llm.protocol import UsageChunk
+from dsh_llm.protocol import create_tool_result_message
+from dsh_llm.protocol import create_user_message
 from dsh_llm.runtime import LlmRuntime
-from dsh_llm.serde import chunk_to_dict, read_jsonl
+from dsh_llm.serde import chunk_to_dict
+from dsh_llm.serde import read_jsonl
 from dsh_llm.signal import AbortController
-from dsh_llm.testing import Cassette, Cut, LoopbackServer, Pause, Reply, Stall
+from dsh_llm.testing import Cassette
+from dsh_llm.testing import Cut
+from dsh_llm.testing import LoopbackServer
+from dsh_llm.testing import Pause
+from dsh_llm.testing import Reply
+from dsh_llm.testing import Stall
 from dsh_llm.transport.attribution import user_agent
 from dsh_llm.validator import validate_stream
 
-from .replay import FIXTURES, fixture_names
+from .replay import FIXTURES
+from .replay import fixture_names
 
 KEY = "sk-ant-test-0123456789abcdef"
 MODEL = "claude-haiku-4-5"

@@ -11,9 +11,11 @@ from pathlib import Path
 import pytest
 
 from dsh_llm.cli import main
-from dsh_llm.testing import LoopbackServer, Reply
+from dsh_llm.testing import LoopbackServer
+from dsh_llm.testing import Reply
 
-from ...cli_run import clean_env, run_cli
+from ...cli_run import clean_env
+from ...cli_run import run_cli
 from .replay import FIXTURES
 
 TEXT = (FIXTURES / "text.sse").read_bytes()

@@ -7,7 +7,9 @@ import json
 
 import pytest
 
-from dsh_llm.adapters.anthropic.errors import error_code, http_error, stream_failure
+from dsh_llm.adapters.anthropic.errors import error_code
+from dsh_llm.adapters.anthropic.errors import http_error
+from dsh_llm.adapters.anthropic.errors import stream_failure
 from dsh_llm.errors import ErrorCode
 
 

@@ -12,30 +12,30 @@ from typing import Any
 import pytest
 import responses
 
-from dsh_llm.adapters import AdapterConfigError, CatalogModel
-from dsh_llm.adapters.anthropic import (
-    PROVIDER_ROUTE,
-    AnthropicAdapter,
-)
-from dsh_llm.attachments import MemoryAttachmentStore, image_block
-from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.protocol import (
-    CallId,
-    GenerateOptions,
-    Message,
-    PluginSource,
-    ResponseFormat,
-    TextBlock,
-    ToolResultBlock,
-    create_assistant_message,
-    create_message,
-    create_tool_result_message,
-    create_user_message,
-)
+from dsh_llm.adapters import AdapterConfigError
+from dsh_llm.adapters import CatalogModel
+from dsh_llm.adapters.anthropic import PROVIDER_ROUTE
+from dsh_llm.adapters.anthropic import AnthropicAdapter
+from dsh_llm.attachments import MemoryAttachmentStore
+from dsh_llm.attachments import image_block
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
+from dsh_llm.protocol import CallId
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import Message
+from dsh_llm.protocol import PluginSource
+from dsh_llm.protocol import ResponseFormat
+from dsh_llm.protocol import TextBlock
+from dsh_llm.protocol import ToolResultBlock
+from dsh_llm.protocol import create_assistant_message
+from dsh_llm.protocol import create_message
+from dsh_llm.protocol import create_tool_result_message
+from dsh_llm.protocol import create_user_message
 from dsh_llm.transport.attribution import user_agent
 from dsh_llm.validator import validate_stream
 
-from ...attachments.images import gif, png
+from ...attachments.images import gif
+from ...attachments.images import png
 from ..schemas import CITY_SCHEMA
 from .replay import FIXTURES
 

@@ -12,15 +12,15 @@ import os
 
 import pytest
 
-from dsh_llm.adapters.anthropic import PROVIDER_ROUTE, AnthropicAdapter
-from dsh_llm.assembler import BlockAssembler, collect
-from dsh_llm.protocol import (
-    GenerateOptions,
-    ModelSource,
-    ToolSchema,
-    create_tool_result_message,
-    create_user_message,
-)
+from dsh_llm.adapters.anthropic import PROVIDER_ROUTE
+from dsh_llm.adapters.anthropic import AnthropicAdapter
+from dsh_llm.assembler import BlockAssembler
+from dsh_llm.assembler import collect
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import ModelSource
+from dsh_llm.protocol import ToolSchema
+from dsh_llm.protocol import create_tool_result_message
+from dsh_llm.protocol import create_user_message
 from dsh_llm.validator import validate_stream
 
 MODEL = os.environ.get("DSH_LLM_LIVE_ANTHROPIC_MODEL", "claude-haiku-4-5")

@@ -6,16 +6,21 @@ its watchdog and abort checks, is tested with the adapter.)"""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any, Literal
+from typing import Any
+from typing import Literal
 
 import pytest
 import requests
 
-from dsh_llm.serde import chunk_to_dict, read_jsonl
-from dsh_llm.testing import LoopbackServer, Reply
+from dsh_llm.serde import chunk_to_dict
+from dsh_llm.serde import read_jsonl
+from dsh_llm.testing import LoopbackServer
+from dsh_llm.testing import Reply
 from dsh_llm.validator import assert_chunk_sequence
 
-from .replay import FIXTURES, fixture_names, replay
+from .replay import FIXTURES
+from .replay import fixture_names
+from .replay import replay
 
 NAMES = fixture_names()
 

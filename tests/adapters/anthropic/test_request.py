@@ -8,39 +8,35 @@ from typing import Any
 
 import pytest
 
-from dsh_llm.adapters.anthropic.catalog import (
-    BUDGET_THINKING,
-    CATALOG,
-    model_entry,
-    reasoning_info,
-    thinking_profile,
-)
-from dsh_llm.adapters.anthropic.request import (
-    BUDGET_TOKENS,
-    build_messages_request,
-    request_headers,
-)
+from dsh_llm.adapters.anthropic.catalog import BUDGET_THINKING
+from dsh_llm.adapters.anthropic.catalog import CATALOG
+from dsh_llm.adapters.anthropic.catalog import model_entry
+from dsh_llm.adapters.anthropic.catalog import reasoning_info
+from dsh_llm.adapters.anthropic.catalog import thinking_profile
+from dsh_llm.adapters.anthropic.request import BUDGET_TOKENS
+from dsh_llm.adapters.anthropic.request import build_messages_request
+from dsh_llm.adapters.anthropic.request import request_headers
 from dsh_llm.assembler import BlockAssembler
-from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.protocol import (
-    CallId,
-    GenerateOptions,
-    ImageBlock,
-    ImageRef,
-    Message,
-    ModelSource,
-    ReasoningBlock,
-    ReplayEnvelope,
-    TextBlock,
-    ToolCallBlock,
-    ToolSchema,
-    create_assistant_message,
-    create_tool_result_message,
-    create_user_message,
-)
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
+from dsh_llm.protocol import CallId
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import ImageBlock
+from dsh_llm.protocol import ImageRef
+from dsh_llm.protocol import Message
+from dsh_llm.protocol import ModelSource
+from dsh_llm.protocol import ReasoningBlock
+from dsh_llm.protocol import ReplayEnvelope
+from dsh_llm.protocol import TextBlock
+from dsh_llm.protocol import ToolCallBlock
+from dsh_llm.protocol import ToolSchema
+from dsh_llm.protocol import create_assistant_message
+from dsh_llm.protocol import create_tool_result_message
+from dsh_llm.protocol import create_user_message
 from dsh_llm.transport.attribution import user_agent
 
-from .replay import FIXTURES, replay
+from .replay import FIXTURES
+from .replay import replay
 
 WEATHER = ToolSchema(
     name="get_weather",

@@ -10,41 +10,37 @@ from typing import Any
 import pytest
 
 from dsh_llm.adapters.anthropic.request import build_messages_request
-from dsh_llm.adapters.anthropic.server_tools import (
-    citation_of,
-    result_block,
-    wire_citation,
-)
-from dsh_llm.assembler import BlockAssembler, collect
+from dsh_llm.adapters.anthropic.server_tools import citation_of
+from dsh_llm.adapters.anthropic.server_tools import result_block
+from dsh_llm.adapters.anthropic.server_tools import wire_citation
+from dsh_llm.assembler import BlockAssembler
+from dsh_llm.assembler import collect
 from dsh_llm.errors import ErrorCode
-from dsh_llm.protocol import (
-    BlockEnd,
-    BlockStart,
-    CallId,
-    Citation,
-    Finish,
-    FinishReason,
-    GenerateOptions,
-    Message,
-    ModelSource,
-    ServerToolCallBlock,
-    ServerToolResultBlock,
-    TextBlock,
-    create_assistant_message,
-    create_user_message,
-)
+from dsh_llm.protocol import BlockEnd
+from dsh_llm.protocol import BlockStart
+from dsh_llm.protocol import CallId
+from dsh_llm.protocol import Citation
+from dsh_llm.protocol import Finish
+from dsh_llm.protocol import FinishReason
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import Message
+from dsh_llm.protocol import ModelSource
+from dsh_llm.protocol import ServerToolCallBlock
+from dsh_llm.protocol import ServerToolResultBlock
+from dsh_llm.protocol import TextBlock
+from dsh_llm.protocol import create_assistant_message
+from dsh_llm.protocol import create_user_message
 
-from .replay import FIXTURES, replay
-from .test_translate import (
-    STOP,
-    block_delta,
-    block_start,
-    block_stop,
-    dicts,
-    message_delta,
-    run,
-    start,
-)
+from .replay import FIXTURES
+from .replay import replay
+from .test_translate import STOP
+from .test_translate import block_delta
+from .test_translate import block_start
+from .test_translate import block_stop
+from .test_translate import dicts
+from .test_translate import message_delta
+from .test_translate import run
+from .test_translate import start
 
 
 def _turn(name: str) -> Message:

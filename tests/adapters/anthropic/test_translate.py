@@ -11,37 +11,40 @@ import json
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
+from hypothesis import settings
 from hypothesis import strategies as st
 
-from dsh_llm.adapters.anthropic.translate import (
-    KEEPALIVE_EVENTS,
-    WIRE_FAMILY,
-    MessagesTranslator,
-    map_usage,
-)
+from dsh_llm.adapters.anthropic.translate import KEEPALIVE_EVENTS
+from dsh_llm.adapters.anthropic.translate import WIRE_FAMILY
+from dsh_llm.adapters.anthropic.translate import MessagesTranslator
+from dsh_llm.adapters.anthropic.translate import map_usage
 from dsh_llm.assembler import BlockAssembler
-from dsh_llm.errors import ErrorCode, LlmError, error_chain
-from dsh_llm.protocol import (
-    BlockEnd,
-    BlockStart,
-    CallId,
-    Finish,
-    FinishReason,
-    ReasoningBlock,
-    StreamChunk,
-    TextBlock,
-    TextDelta,
-    TokenUsage,
-    ToolCallBlock,
-    ToolCallDelta,
-    UsageChunk,
-)
-from dsh_llm.serde import chunk_to_dict, read_jsonl
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
+from dsh_llm.errors import error_chain
+from dsh_llm.protocol import BlockEnd
+from dsh_llm.protocol import BlockStart
+from dsh_llm.protocol import CallId
+from dsh_llm.protocol import Finish
+from dsh_llm.protocol import FinishReason
+from dsh_llm.protocol import ReasoningBlock
+from dsh_llm.protocol import StreamChunk
+from dsh_llm.protocol import TextBlock
+from dsh_llm.protocol import TextDelta
+from dsh_llm.protocol import TokenUsage
+from dsh_llm.protocol import ToolCallBlock
+from dsh_llm.protocol import ToolCallDelta
+from dsh_llm.protocol import UsageChunk
+from dsh_llm.serde import chunk_to_dict
+from dsh_llm.serde import read_jsonl
 from dsh_llm.transport.sse import SseEvent
 from dsh_llm.validator import assert_chunk_sequence
 
-from .replay import FIXTURES, fixture_names, pieces, replay
+from .replay import FIXTURES
+from .replay import fixture_names
+from .replay import pieces
+from .replay import replay
 
 NAMES = fixture_names()
 

@@ -16,16 +16,23 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
+from typing import NamedTuple
 
 import pytest
 
 from dsh_llm.adapters import AdapterConfigError
-from dsh_llm.adapters.azure import PROVIDER_ROUTE, AzureOpenAIAdapter
-from dsh_llm.adapters.azure.auth import DEFAULT_SCOPE, REFRESH_MARGIN_S, EntraIdTokens
-from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.protocol import GenerateOptions, create_user_message
-from dsh_llm.testing import LoopbackServer, Reply
+from dsh_llm.adapters.azure import PROVIDER_ROUTE
+from dsh_llm.adapters.azure import AzureOpenAIAdapter
+from dsh_llm.adapters.azure.auth import DEFAULT_SCOPE
+from dsh_llm.adapters.azure.auth import REFRESH_MARGIN_S
+from dsh_llm.adapters.azure.auth import EntraIdTokens
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import create_user_message
+from dsh_llm.testing import LoopbackServer
+from dsh_llm.testing import Reply
 from dsh_llm.validator import validate_stream
 
 from .replay import body

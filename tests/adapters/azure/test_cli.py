@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dsh_llm.testing import LoopbackServer, Reply
+from dsh_llm.testing import LoopbackServer
+from dsh_llm.testing import Reply
 
-from ...cli_run import clean_env, run_cli
+from ...cli_run import clean_env
+from ...cli_run import run_cli
 from .replay import body
 
 

@@ -12,18 +12,20 @@ from typing import Any
 import pytest
 
 from dsh_llm import collect
-from dsh_llm.adapters import AdapterConfigError, BuiltinFamily
-from dsh_llm.adapters.azure import (
-    PROVIDER_ROUTE,
-    AzureModel,
-    AzureOpenAIAdapter,
-    AzureOpenAIConfig,
-)
+from dsh_llm.adapters import AdapterConfigError
+from dsh_llm.adapters import BuiltinFamily
+from dsh_llm.adapters.azure import PROVIDER_ROUTE
+from dsh_llm.adapters.azure import AzureModel
+from dsh_llm.adapters.azure import AzureOpenAIAdapter
+from dsh_llm.adapters.azure import AzureOpenAIConfig
 from dsh_llm.config import structure_config
-from dsh_llm.plugins import PluginLoadError, load_composition
+from dsh_llm.plugins import PluginLoadError
+from dsh_llm.plugins import load_composition
 from dsh_llm.plugins.builtin import BuiltinPlugin
-from dsh_llm.protocol import GenerateOptions, create_user_message
-from dsh_llm.testing import LoopbackServer, Reply
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import create_user_message
+from dsh_llm.testing import LoopbackServer
+from dsh_llm.testing import Reply
 
 from .replay import body
 

@@ -14,12 +14,10 @@ import pytest
 
 from dsh_llm.adapters.azure import AzureOpenAIAdapter
 from dsh_llm.testing import assert_adapter_conforms
-from dsh_llm.testing.cassette import (
-    BodyRead,
-    Cassette,
-    CassetteRequest,
-    CassetteResponse,
-)
+from dsh_llm.testing.cassette import BodyRead
+from dsh_llm.testing.cassette import Cassette
+from dsh_llm.testing.cassette import CassetteRequest
+from dsh_llm.testing.cassette import CassetteResponse
 
 from .replay import body
 

@@ -11,14 +11,18 @@ from typing import Any
 
 import pytest
 
-from dsh_llm.adapters.azure import PROVIDER_ROUTE, AzureOpenAIAdapter
+from dsh_llm.adapters.azure import PROVIDER_ROUTE
+from dsh_llm.adapters.azure import AzureOpenAIAdapter
 from dsh_llm.adapters.azure.errors import http_error
 from dsh_llm.errors import LlmError
-from dsh_llm.protocol import GenerateOptions, create_user_message
-from dsh_llm.testing import LoopbackServer, Reply
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import create_user_message
+from dsh_llm.testing import LoopbackServer
+from dsh_llm.testing import Reply
 from dsh_llm.validator import validate_stream
 
-from .replay import error_case, error_names
+from .replay import error_case
+from .replay import error_names
 
 KEY = "azure-key-0123456789abcdef0123"
 

@@ -10,9 +10,11 @@ import os
 
 import pytest
 
-from dsh_llm.adapters.azure import PROVIDER_ROUTE, AzureOpenAIAdapter
+from dsh_llm.adapters.azure import PROVIDER_ROUTE
+from dsh_llm.adapters.azure import AzureOpenAIAdapter
 from dsh_llm.assembler import BlockAssembler
-from dsh_llm.protocol import GenerateOptions, create_user_message
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import create_user_message
 from dsh_llm.validator import validate_stream
 
 DEPLOYMENT = os.environ.get("AZURE_OPENAI_TEST_DEPLOYMENT")

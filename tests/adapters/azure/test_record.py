@@ -8,13 +8,21 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
+from typing import NamedTuple
 
 import pytest
 
-from dsh_llm.adapters.azure import PROVIDER_ROUTE, AzureOpenAIAdapter
-from dsh_llm.protocol import GenerateOptions, StreamChunk, create_user_message
-from dsh_llm.testing import Cassette, LoopbackServer, Reply, record, replay_chunks
+from dsh_llm.adapters.azure import PROVIDER_ROUTE
+from dsh_llm.adapters.azure import AzureOpenAIAdapter
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import StreamChunk
+from dsh_llm.protocol import create_user_message
+from dsh_llm.testing import Cassette
+from dsh_llm.testing import LoopbackServer
+from dsh_llm.testing import Reply
+from dsh_llm.testing import record
+from dsh_llm.testing import replay_chunks
 from dsh_llm.validator import validate_stream
 
 from .replay import body

@@ -7,28 +7,33 @@ validated."""
 from __future__ import annotations
 
 import json
-from typing import Any, Literal
+from typing import Any
+from typing import Literal
 
 import pytest
 
-from dsh_llm.adapters.azure import PROVIDER_ROUTE, AzureOpenAIAdapter
-from dsh_llm.attachments import MemoryAttachmentStore, image_block
-from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.protocol import (
-    Finish,
-    FinishReason,
-    GenerateOptions,
-    Message,
-    StreamChunk,
-    TextBlock,
-    create_user_message,
-)
+from dsh_llm.adapters.azure import PROVIDER_ROUTE
+from dsh_llm.adapters.azure import AzureOpenAIAdapter
+from dsh_llm.attachments import MemoryAttachmentStore
+from dsh_llm.attachments import image_block
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
+from dsh_llm.protocol import Finish
+from dsh_llm.protocol import FinishReason
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import Message
+from dsh_llm.protocol import StreamChunk
+from dsh_llm.protocol import TextBlock
+from dsh_llm.protocol import create_user_message
 from dsh_llm.serde import chunk_to_dict
-from dsh_llm.testing import LoopbackServer, Reply
+from dsh_llm.testing import LoopbackServer
+from dsh_llm.testing import Reply
 from dsh_llm.validator import validate_stream
 
 from ...attachments.images import png
-from .replay import body, expected, stream_names
+from .replay import body
+from .replay import expected
+from .replay import stream_names
 
 KEY = "azure-key-0123456789abcdef0123"
 ENV = {"AZURE_OPENAI_API_KEY": KEY}

@@ -10,10 +10,13 @@ from typing import Any
 
 from dsh_llm.adapters.bedrock.translate import ConverseStreamTranslator
 from dsh_llm.protocol import StreamChunk
-from dsh_llm.serde import chunk_to_dict, read_jsonl
+from dsh_llm.serde import chunk_to_dict
+from dsh_llm.serde import read_jsonl
 from dsh_llm.transport.eventstream import EventStreamDecoder
 from tests.adapters.wire_replay import replay
-from tests.eventstream_frames import error, event, exception
+from tests.eventstream_frames import error
+from tests.eventstream_frames import event
+from tests.eventstream_frames import exception
 
 FIXTURES = Path(__file__).resolve().parent.parent.parent / "fixtures" / "bedrock"
 """The cases: ``<case>.events.json`` with ``<case>.chunks.jsonl`` beside it."""

@@ -7,30 +7,37 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
-from typing import Any, Literal
+from typing import Any
+from typing import Literal
 
 import pytest
 
-from dsh_llm.adapters.bedrock import PROVIDER_ROUTE, BedrockAdapter
+from dsh_llm.adapters.bedrock import PROVIDER_ROUTE
+from dsh_llm.adapters.bedrock import BedrockAdapter
 from dsh_llm.assembler import BlockAssembler
-from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.protocol import (
-    Finish,
-    FinishReason,
-    GenerateOptions,
-    ModelSource,
-    StreamChunk,
-    ToolSchema,
-    create_tool_result_message,
-    create_user_message,
-)
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
+from dsh_llm.protocol import Finish
+from dsh_llm.protocol import FinishReason
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import ModelSource
+from dsh_llm.protocol import StreamChunk
+from dsh_llm.protocol import ToolSchema
+from dsh_llm.protocol import create_tool_result_message
+from dsh_llm.protocol import create_user_message
 from dsh_llm.serde import chunk_to_dict
 from dsh_llm.signal import AbortController
-from dsh_llm.testing import LoopbackServer, Reply, Stall
+from dsh_llm.testing import LoopbackServer
+from dsh_llm.testing import Reply
+from dsh_llm.testing import Stall
 from dsh_llm.validator import validate_stream
-from tests.eventstream_frames import event, exception
+from tests.eventstream_frames import event
+from tests.eventstream_frames import exception
 
-from .replay import MODEL, expected, fixture_body, fixture_names
+from .replay import MODEL
+from .replay import expected
+from .replay import fixture_body
+from .replay import fixture_names
 
 KEY = "ABSKQmVkcm9ja0FQSUtleS1test0123456789abcdef"
 EVENT_STREAM = "application/vnd.amazon.eventstream"

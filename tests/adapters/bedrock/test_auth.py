@@ -18,22 +18,30 @@ from typing import Any
 
 import pytest
 
-from dsh_llm.adapters.bedrock import PROVIDER_ROUTE, BedrockAdapter
-from dsh_llm.adapters.bedrock.auth import CredentialChain, SigV4Auth
-from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.protocol import GenerateOptions, create_user_message
-from dsh_llm.testing import LoopbackServer, Reply
-from dsh_llm.testing.cassette import (
-    BodyRead,
-    Cassette,
-    CassetteRequest,
-    CassetteResponse,
-    redact_exchange,
-)
+from dsh_llm.adapters.bedrock import PROVIDER_ROUTE
+from dsh_llm.adapters.bedrock import BedrockAdapter
+from dsh_llm.adapters.bedrock.auth import CredentialChain
+from dsh_llm.adapters.bedrock.auth import SigV4Auth
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import create_user_message
+from dsh_llm.testing import LoopbackServer
+from dsh_llm.testing import Reply
+from dsh_llm.testing.cassette import BodyRead
+from dsh_llm.testing.cassette import Cassette
+from dsh_llm.testing.cassette import CassetteRequest
+from dsh_llm.testing.cassette import CassetteResponse
+from dsh_llm.testing.cassette import redact_exchange
 from dsh_llm.validator import validate_stream
 
-from .aws import ACCESS_KEY, SECRET_KEY, SESSION_TOKEN, isolate_aws, verify_sigv4
-from .replay import MODEL, fixture_body
+from .aws import ACCESS_KEY
+from .aws import SECRET_KEY
+from .aws import SESSION_TOKEN
+from .aws import isolate_aws
+from .aws import verify_sigv4
+from .replay import MODEL
+from .replay import fixture_body
 
 pytest.importorskip("botocore")
 

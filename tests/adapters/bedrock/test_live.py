@@ -8,9 +8,11 @@ import os
 
 import pytest
 
-from dsh_llm.adapters.bedrock import PROVIDER_ROUTE, BedrockAdapter
+from dsh_llm.adapters.bedrock import PROVIDER_ROUTE
+from dsh_llm.adapters.bedrock import BedrockAdapter
 from dsh_llm.assembler import BlockAssembler
-from dsh_llm.protocol import GenerateOptions, create_user_message
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import create_user_message
 from dsh_llm.validator import validate_stream
 
 MODEL = os.environ.get("BEDROCK_TEST_MODEL")

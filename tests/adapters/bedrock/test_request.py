@@ -11,27 +11,26 @@ import pytest
 
 from dsh_llm.adapters import AdapterConfigError
 from dsh_llm.adapters.anthropic.catalog import BUDGET_THINKING
-from dsh_llm.adapters.bedrock import BedrockAdapter, BedrockConfig
-from dsh_llm.adapters.bedrock.catalog import claude_model, thinking_profile
-from dsh_llm.adapters.bedrock.request import (
-    build_converse_request,
-    converse_path,
-    request_headers,
-)
+from dsh_llm.adapters.bedrock import BedrockAdapter
+from dsh_llm.adapters.bedrock import BedrockConfig
+from dsh_llm.adapters.bedrock.catalog import claude_model
+from dsh_llm.adapters.bedrock.catalog import thinking_profile
+from dsh_llm.adapters.bedrock.request import build_converse_request
+from dsh_llm.adapters.bedrock.request import converse_path
+from dsh_llm.adapters.bedrock.request import request_headers
 from dsh_llm.attachments import MemoryAttachmentStore
-from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.protocol import (
-    GenerateOptions,
-    ImageBlock,
-    ImageRef,
-    Message,
-    ResponseFormat,
-    TextBlock,
-    ToolResultBlock,
-    ToolSchema,
-    UserSource,
-    create_user_message,
-)
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import ImageBlock
+from dsh_llm.protocol import ImageRef
+from dsh_llm.protocol import Message
+from dsh_llm.protocol import ResponseFormat
+from dsh_llm.protocol import TextBlock
+from dsh_llm.protocol import ToolResultBlock
+from dsh_llm.protocol import ToolSchema
+from dsh_llm.protocol import UserSource
+from dsh_llm.protocol import create_user_message
 
 HAIKU = "us.anthropic.claude-haiku-4-5-20251001-v1:0"
 NOVA = "amazon.nova-pro-v1:0"

@@ -6,22 +6,30 @@ from __future__ import annotations
 
 import pytest
 
-from dsh_llm.adapters.bedrock.translate import ConverseStreamTranslator, map_usage
-from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.protocol import (
-    BlockEnd,
-    Finish,
-    ReasoningBlock,
-    TokenUsage,
-    ToolCallBlock,
-    UsageChunk,
-)
+from dsh_llm.adapters.bedrock.translate import ConverseStreamTranslator
+from dsh_llm.adapters.bedrock.translate import map_usage
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
+from dsh_llm.protocol import BlockEnd
+from dsh_llm.protocol import Finish
+from dsh_llm.protocol import ReasoningBlock
+from dsh_llm.protocol import TokenUsage
+from dsh_llm.protocol import ToolCallBlock
+from dsh_llm.protocol import UsageChunk
 from dsh_llm.serde import chunk_to_dict
-from dsh_llm.transport.eventstream import EventMessage, EventStreamDecoder
+from dsh_llm.transport.eventstream import EventMessage
+from dsh_llm.transport.eventstream import EventStreamDecoder
 from tests.adapters.wire_replay import SPLITS
-from tests.eventstream_frames import event, exception, frame
+from tests.eventstream_frames import event
+from tests.eventstream_frames import exception
+from tests.eventstream_frames import frame
 
-from .replay import FIXTURES, MODEL, expected, fixture_body, fixture_names, translated
+from .replay import FIXTURES
+from .replay import MODEL
+from .replay import expected
+from .replay import fixture_body
+from .replay import fixture_names
+from .replay import translated
 
 NAMES = fixture_names()
 

@@ -11,16 +11,16 @@ import pytest
 import responses
 
 from dsh_llm.adapters import AdapterConfigError
-from dsh_llm.adapters.gemini import (
-    PROVIDER_ROUTE,
-    PUBLIC_BASE_URL,
-    GeminiAdapter,
-    GeminiConfig,
-)
+from dsh_llm.adapters.gemini import PROVIDER_ROUTE
+from dsh_llm.adapters.gemini import PUBLIC_BASE_URL
+from dsh_llm.adapters.gemini import GeminiAdapter
+from dsh_llm.adapters.gemini import GeminiConfig
 from dsh_llm.cli.targets import open_routes
-from dsh_llm.plugins import PluginLoadError, load_composition
+from dsh_llm.plugins import PluginLoadError
+from dsh_llm.plugins import load_composition
 from dsh_llm.plugins.builtin import GEMINI as gemini_plugin
-from dsh_llm.protocol import GenerateOptions, create_user_message
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import create_user_message
 from dsh_llm.runtime import LlmRuntime
 from dsh_llm.testing import sse_event
 from dsh_llm.transport.attribution import user_agent

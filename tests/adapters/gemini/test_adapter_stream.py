@@ -15,28 +15,38 @@ from typing import Any
 
 import pytest
 
-from dsh_llm.adapters.gemini import PROVIDER_ROUTE, GeminiAdapter
+from dsh_llm.adapters.gemini import PROVIDER_ROUTE
+from dsh_llm.adapters.gemini import GeminiAdapter
 from dsh_llm.adapters.gemini.request import build_generate_request
 from dsh_llm.assembler import collect
-from dsh_llm.attachments import MemoryAttachmentStore, attachment_id, image_block
-from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.protocol import (
-    Finish,
-    GenerateOptions,
-    ImageBlock,
-    ModelSource,
-    TextDelta,
-    create_tool_result_message,
-    create_user_message,
-)
+from dsh_llm.attachments import MemoryAttachmentStore
+from dsh_llm.attachments import attachment_id
+from dsh_llm.attachments import image_block
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
+from dsh_llm.protocol import Finish
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import ImageBlock
+from dsh_llm.protocol import ModelSource
+from dsh_llm.protocol import TextDelta
+from dsh_llm.protocol import create_tool_result_message
+from dsh_llm.protocol import create_user_message
 from dsh_llm.runtime import LlmRuntime
-from dsh_llm.serde import chunk_to_dict, read_jsonl
+from dsh_llm.serde import chunk_to_dict
+from dsh_llm.serde import read_jsonl
 from dsh_llm.signal import AbortController
-from dsh_llm.testing import LoopbackServer, Reply, Stall, sse_event
+from dsh_llm.testing import LoopbackServer
+from dsh_llm.testing import Reply
+from dsh_llm.testing import Stall
+from dsh_llm.testing import sse_event
 from dsh_llm.transport.attribution import user_agent
 from dsh_llm.validator import validate_stream
 
-from ..adapter_replay import FRAMINGS, SPLIT_IDS, SPLITS, as_dicts, consumed
+from ..adapter_replay import FRAMINGS
+from ..adapter_replay import SPLIT_IDS
+from ..adapter_replay import SPLITS
+from ..adapter_replay import as_dicts
+from ..adapter_replay import consumed
 from .test_errors import RECORDED
 
 FIXTURES = Path(__file__).parents[2] / "fixtures" / "gemini"

@@ -11,7 +11,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dsh_llm.adapters.gemini.arguments import StreamedArguments, json_path
+from dsh_llm.adapters.gemini.arguments import StreamedArguments
+from dsh_llm.adapters.gemini.arguments import json_path
 from dsh_llm.serde import compact_json
 
 

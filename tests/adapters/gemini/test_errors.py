@@ -9,13 +9,11 @@ from typing import Any
 
 import pytest
 
-from dsh_llm.adapters.gemini.errors import (
-    gemini_error_code,
-    gemini_http_error,
-    gemini_stream_failure,
-    parse_gemini_error,
-    retry_delay_ms,
-)
+from dsh_llm.adapters.gemini.errors import gemini_error_code
+from dsh_llm.adapters.gemini.errors import gemini_http_error
+from dsh_llm.adapters.gemini.errors import gemini_stream_failure
+from dsh_llm.adapters.gemini.errors import parse_gemini_error
+from dsh_llm.adapters.gemini.errors import retry_delay_ms
 from dsh_llm.errors import ErrorCode
 
 RETRY = "type.googleapis.com/google.rpc.RetryInfo"

@@ -14,28 +14,30 @@ import pytest
 import responses
 
 from dsh_llm.adapters import AdapterConfigError
-from dsh_llm.adapters.gemini import GeminiAdapter, GeminiModel
-from dsh_llm.attachments import MemoryAttachmentStore, image_block
-from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.protocol import (
-    CallId,
-    GenerateOptions,
-    ImageBlock,
-    Message,
-    PluginSource,
-    ResponseFormat,
-    TextBlock,
-    ToolCallBlock,
-    create_assistant_message,
-    create_message,
-    create_tool_result_message,
-    create_user_message,
-)
+from dsh_llm.adapters.gemini import GeminiAdapter
+from dsh_llm.adapters.gemini import GeminiModel
+from dsh_llm.attachments import MemoryAttachmentStore
+from dsh_llm.attachments import image_block
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
+from dsh_llm.protocol import CallId
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import ImageBlock
+from dsh_llm.protocol import Message
+from dsh_llm.protocol import PluginSource
+from dsh_llm.protocol import ResponseFormat
+from dsh_llm.protocol import TextBlock
+from dsh_llm.protocol import ToolCallBlock
+from dsh_llm.protocol import create_assistant_message
+from dsh_llm.protocol import create_message
+from dsh_llm.protocol import create_tool_result_message
+from dsh_llm.protocol import create_user_message
 from dsh_llm.testing import sse_event
 from dsh_llm.transport.attribution import user_agent
 from dsh_llm.validator import validate_stream
 
-from ...attachments.images import gif, png
+from ...attachments.images import gif
+from ...attachments.images import png
 from ..schemas import CITY_SCHEMA
 
 BASE = "https://gemini.test"

@@ -12,32 +12,30 @@ from typing import Any
 
 import pytest
 
-from dsh_llm.adapters.gemini.grounding import (
-    GroundingState,
-    code_call,
-    code_result,
-    replayed_part,
-)
+from dsh_llm.adapters.gemini.grounding import GroundingState
+from dsh_llm.adapters.gemini.grounding import code_call
+from dsh_llm.adapters.gemini.grounding import code_result
+from dsh_llm.adapters.gemini.grounding import replayed_part
 from dsh_llm.adapters.gemini.request import build_generate_request
 from dsh_llm.adapters.gemini.translate import GeminiTranslator
 from dsh_llm.assembler import collect
-from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.protocol import (
-    BlockEnd,
-    CallId,
-    Citation,
-    Finish,
-    GenerateOptions,
-    Message,
-    ServerToolCallBlock,
-    ServerToolResultBlock,
-    TextBlock,
-    TextDelta,
-    create_assistant_message,
-    create_user_message,
-    tool_calls_of,
-)
-from dsh_llm.transport.sse import SseDecoder, SseEvent
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
+from dsh_llm.protocol import BlockEnd
+from dsh_llm.protocol import CallId
+from dsh_llm.protocol import Citation
+from dsh_llm.protocol import Finish
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import Message
+from dsh_llm.protocol import ServerToolCallBlock
+from dsh_llm.protocol import ServerToolResultBlock
+from dsh_llm.protocol import TextBlock
+from dsh_llm.protocol import TextDelta
+from dsh_llm.protocol import create_assistant_message
+from dsh_llm.protocol import create_user_message
+from dsh_llm.protocol import tool_calls_of
+from dsh_llm.transport.sse import SseDecoder
+from dsh_llm.transport.sse import SseEvent
 from dsh_llm.validator import validate_stream
 
 from ..wire_replay import replay

@@ -13,13 +13,12 @@ import os
 
 import pytest
 
-from dsh_llm.adapters.gemini import PROVIDER_ROUTE, GeminiAdapter
+from dsh_llm.adapters.gemini import PROVIDER_ROUTE
+from dsh_llm.adapters.gemini import GeminiAdapter
 from dsh_llm.assembler import collect
-from dsh_llm.protocol import (
-    GenerateOptions,
-    ToolSchema,
-    create_user_message,
-)
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import ToolSchema
+from dsh_llm.protocol import create_user_message
 from dsh_llm.validator import validate_stream
 
 MODEL = os.environ.get("DSH_LLM_GEMINI_MODEL", "gemini-2.5-flash")

@@ -11,31 +11,37 @@ from typing import Any
 import pytest
 import requests
 
-from dsh_llm.adapters import AdapterConfigError, AttachmentReader, WireCall, WireRequest
-from dsh_llm.adapters.gemini.catalog import DEFAULT_MODELS, GeminiModel, model_for
-from dsh_llm.adapters.gemini.family import FAMILY, GeminiConfig, stream_url
+from dsh_llm.adapters import AdapterConfigError
+from dsh_llm.adapters import AttachmentReader
+from dsh_llm.adapters import WireCall
+from dsh_llm.adapters import WireRequest
+from dsh_llm.adapters.gemini.catalog import DEFAULT_MODELS
+from dsh_llm.adapters.gemini.catalog import GeminiModel
+from dsh_llm.adapters.gemini.catalog import model_for
+from dsh_llm.adapters.gemini.family import FAMILY
+from dsh_llm.adapters.gemini.family import GeminiConfig
+from dsh_llm.adapters.gemini.family import stream_url
 from dsh_llm.adapters.gemini.request import build_generate_request
 from dsh_llm.adapters.gemini.translate import GeminiTranslator
 from dsh_llm.assembler import BlockAssembler
 from dsh_llm.credentials import Secret
-from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.protocol import (
-    CallId,
-    GenerateOptions,
-    ImageBlock,
-    ImageRef,
-    Message,
-    ModelSource,
-    ReasoningBlock,
-    ReplayEnvelope,
-    TextBlock,
-    ToolCallBlock,
-    ToolSchema,
-    create_assistant_message,
-    create_message,
-    create_tool_result_message,
-    create_user_message,
-)
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
+from dsh_llm.protocol import CallId
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import ImageBlock
+from dsh_llm.protocol import ImageRef
+from dsh_llm.protocol import Message
+from dsh_llm.protocol import ModelSource
+from dsh_llm.protocol import ReasoningBlock
+from dsh_llm.protocol import ReplayEnvelope
+from dsh_llm.protocol import TextBlock
+from dsh_llm.protocol import ToolCallBlock
+from dsh_llm.protocol import ToolSchema
+from dsh_llm.protocol import create_assistant_message
+from dsh_llm.protocol import create_message
+from dsh_llm.protocol import create_tool_result_message
+from dsh_llm.protocol import create_user_message
 from dsh_llm.transport.sse import SseDecoder
 
 from ..wire_replay import replay

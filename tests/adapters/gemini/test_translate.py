@@ -11,31 +11,34 @@ from typing import Any
 
 import pytest
 
-from dsh_llm.adapters.gemini.translate import (
-    GeminiTranslator,
-    finish_failure,
-    map_usage,
-)
-from dsh_llm.attachments import MemoryAttachmentStore, attachment_id
-from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.protocol import (
-    BlockEnd,
-    BlockStart,
-    CallId,
-    Finish,
-    Message,
-    ModelSource,
-    TextBlock,
-    TokenUsage,
-    ToolCallBlock,
-    UsageChunk,
-    create_user_message,
-)
-from dsh_llm.serde import chunk_to_dict, read_jsonl
-from dsh_llm.transport.sse import SseDecoder, SseEvent
+from dsh_llm.adapters.gemini.translate import GeminiTranslator
+from dsh_llm.adapters.gemini.translate import finish_failure
+from dsh_llm.adapters.gemini.translate import map_usage
+from dsh_llm.attachments import MemoryAttachmentStore
+from dsh_llm.attachments import attachment_id
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
+from dsh_llm.protocol import BlockEnd
+from dsh_llm.protocol import BlockStart
+from dsh_llm.protocol import CallId
+from dsh_llm.protocol import Finish
+from dsh_llm.protocol import Message
+from dsh_llm.protocol import ModelSource
+from dsh_llm.protocol import TextBlock
+from dsh_llm.protocol import TokenUsage
+from dsh_llm.protocol import ToolCallBlock
+from dsh_llm.protocol import UsageChunk
+from dsh_llm.protocol import create_user_message
+from dsh_llm.serde import chunk_to_dict
+from dsh_llm.serde import read_jsonl
+from dsh_llm.transport.sse import SseDecoder
+from dsh_llm.transport.sse import SseEvent
 
-from ...attachments.images import jpeg, png
-from ..wire_replay import SPLITS, feed_all, replay
+from ...attachments.images import jpeg
+from ...attachments.images import png
+from ..wire_replay import SPLITS
+from ..wire_replay import feed_all
+from ..wire_replay import replay
 
 FIXTURES = Path(__file__).parent.parent.parent / "fixtures" / "gemini"
 NAMES = sorted(p.stem for p in FIXTURES.glob("*.sse"))

@@ -8,18 +8,17 @@ import base64
 import json
 from typing import Any
 
-from hypothesis import given, settings
+from hypothesis import given
+from hypothesis import settings
 from hypothesis import strategies as st
 
 from dsh_llm.adapters.gemini.translate import GeminiTranslator
-from dsh_llm.protocol import (
-    BlockEnd,
-    Finish,
-    ImageBlock,
-    ReasoningBlock,
-    TextBlock,
-    ToolCallBlock,
-)
+from dsh_llm.protocol import BlockEnd
+from dsh_llm.protocol import Finish
+from dsh_llm.protocol import ImageBlock
+from dsh_llm.protocol import ReasoningBlock
+from dsh_llm.protocol import TextBlock
+from dsh_llm.protocol import ToolCallBlock
 from dsh_llm.transport.sse import SseDecoder
 
 from ...attachments.images import png

@@ -11,16 +11,16 @@ import pytest
 import responses
 
 from dsh_llm.adapters import AdapterConfigError
-from dsh_llm.adapters.ollama import (
-    DEFAULT_BASE_URL,
-    PROVIDER_ROUTE,
-    OllamaAdapter,
-    OllamaConfig,
-)
+from dsh_llm.adapters.ollama import DEFAULT_BASE_URL
+from dsh_llm.adapters.ollama import PROVIDER_ROUTE
+from dsh_llm.adapters.ollama import OllamaAdapter
+from dsh_llm.adapters.ollama import OllamaConfig
 from dsh_llm.cli.targets import open_routes
-from dsh_llm.plugins import PluginLoadError, load_composition
+from dsh_llm.plugins import PluginLoadError
+from dsh_llm.plugins import load_composition
 from dsh_llm.plugins.builtin import OLLAMA as ollama_plugin
-from dsh_llm.protocol import GenerateOptions, create_user_message
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import create_user_message
 from dsh_llm.runtime import LlmRuntime
 from dsh_llm.transport.attribution import user_agent
 from dsh_llm.validator import validate_stream

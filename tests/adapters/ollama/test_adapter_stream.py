@@ -17,25 +17,34 @@ from typing import Any
 import pytest
 
 from dsh_llm.adapters import CatalogModel
-from dsh_llm.adapters.ollama import PROVIDER_ROUTE, OllamaAdapter, OllamaConfig
-from dsh_llm.adapters.ollama.family import LIST_MODELS_TIMEOUT_MS, listing_timeout_ms
+from dsh_llm.adapters.ollama import PROVIDER_ROUTE
+from dsh_llm.adapters.ollama import OllamaAdapter
+from dsh_llm.adapters.ollama import OllamaConfig
+from dsh_llm.adapters.ollama.family import LIST_MODELS_TIMEOUT_MS
+from dsh_llm.adapters.ollama.family import listing_timeout_ms
 from dsh_llm.adapters.ollama.request import build_chat_request
-from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.protocol import (
-    Finish,
-    GenerateOptions,
-    TextDelta,
-    TokenUsage,
-    create_user_message,
-)
-from dsh_llm.serde import chunk_to_dict, read_jsonl
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
+from dsh_llm.protocol import Finish
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import TextDelta
+from dsh_llm.protocol import TokenUsage
+from dsh_llm.protocol import create_user_message
+from dsh_llm.serde import chunk_to_dict
+from dsh_llm.serde import read_jsonl
 from dsh_llm.signal import AbortController
-from dsh_llm.testing import LoopbackServer, Reply, Stall
+from dsh_llm.testing import LoopbackServer
+from dsh_llm.testing import Reply
+from dsh_llm.testing import Stall
 from dsh_llm.transport.attribution import user_agent
 from dsh_llm.transport.fetch import MAX_BODY_BYTES
 from dsh_llm.validator import validate_stream
 
-from ..adapter_replay import FRAMINGS, SPLIT_IDS, SPLITS, as_dicts, consumed
+from ..adapter_replay import FRAMINGS
+from ..adapter_replay import SPLIT_IDS
+from ..adapter_replay import SPLITS
+from ..adapter_replay import as_dicts
+from ..adapter_replay import consumed
 from .test_errors import RECORDED
 
 FIXTURES = Path(__file__).parents[2] / "fixtures" / "ollama"

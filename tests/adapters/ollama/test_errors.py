@@ -8,11 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from dsh_llm.adapters.ollama.errors import (
-    error_text,
-    ollama_http_error,
-    ollama_stream_failure,
-)
+from dsh_llm.adapters.ollama.errors import error_text
+from dsh_llm.adapters.ollama.errors import ollama_http_error
+from dsh_llm.adapters.ollama.errors import ollama_stream_failure
 from dsh_llm.errors import ErrorCode
 
 THINK = (

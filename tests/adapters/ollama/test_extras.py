@@ -13,29 +13,28 @@ from typing import Any
 import pytest
 import responses
 
-from dsh_llm.adapters import AdapterConfigError, CatalogModel
-from dsh_llm.adapters.ollama import (
-    DEFAULT_BASE_URL,
-    PROVIDER_ROUTE,
-    OllamaAdapter,
-)
-from dsh_llm.attachments import MemoryAttachmentStore, image_block
-from dsh_llm.errors import ErrorCode, LlmError
+from dsh_llm.adapters import AdapterConfigError
+from dsh_llm.adapters import CatalogModel
+from dsh_llm.adapters.ollama import DEFAULT_BASE_URL
+from dsh_llm.adapters.ollama import PROVIDER_ROUTE
+from dsh_llm.adapters.ollama import OllamaAdapter
+from dsh_llm.attachments import MemoryAttachmentStore
+from dsh_llm.attachments import image_block
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
 from dsh_llm.plugins import load_composition
-from dsh_llm.protocol import (
-    CallId,
-    GenerateOptions,
-    Message,
-    ResponseFormat,
-    TextBlock,
-    ToolCallBlock,
-    ToolResultBlock,
-    UserSource,
-    create_assistant_message,
-    create_message,
-    create_tool_result_message,
-    create_user_message,
-)
+from dsh_llm.protocol import CallId
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import Message
+from dsh_llm.protocol import ResponseFormat
+from dsh_llm.protocol import TextBlock
+from dsh_llm.protocol import ToolCallBlock
+from dsh_llm.protocol import ToolResultBlock
+from dsh_llm.protocol import UserSource
+from dsh_llm.protocol import create_assistant_message
+from dsh_llm.protocol import create_message
+from dsh_llm.protocol import create_tool_result_message
+from dsh_llm.protocol import create_user_message
 from dsh_llm.transport.attribution import user_agent
 from dsh_llm.validator import validate_stream
 

@@ -14,9 +14,11 @@ import os
 
 import pytest
 
-from dsh_llm.adapters.ollama import PROVIDER_ROUTE, OllamaAdapter
+from dsh_llm.adapters.ollama import PROVIDER_ROUTE
+from dsh_llm.adapters.ollama import OllamaAdapter
 from dsh_llm.assembler import collect
-from dsh_llm.protocol import GenerateOptions, create_user_message
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import create_user_message
 from dsh_llm.validator import validate_stream
 
 BASE_URL = os.environ.get("DSH_LLM_OLLAMA_URL", "")

@@ -8,28 +8,28 @@ from typing import Any
 
 import pytest
 
-from dsh_llm.adapters.ollama.request import EFFORT_THINK, build_chat_request
+from dsh_llm.adapters.ollama.request import EFFORT_THINK
+from dsh_llm.adapters.ollama.request import build_chat_request
 from dsh_llm.adapters.ollama.translate import OllamaTranslator
 from dsh_llm.assembler import BlockAssembler
-from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.protocol import (
-    CallId,
-    GenerateOptions,
-    ImageBlock,
-    ImageRef,
-    Message,
-    ModelSource,
-    ReasoningBlock,
-    TextBlock,
-    ToolCallBlock,
-    ToolResultBlock,
-    ToolSchema,
-    UserSource,
-    create_assistant_message,
-    create_message,
-    create_tool_result_message,
-    create_user_message,
-)
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
+from dsh_llm.protocol import CallId
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import ImageBlock
+from dsh_llm.protocol import ImageRef
+from dsh_llm.protocol import Message
+from dsh_llm.protocol import ModelSource
+from dsh_llm.protocol import ReasoningBlock
+from dsh_llm.protocol import TextBlock
+from dsh_llm.protocol import ToolCallBlock
+from dsh_llm.protocol import ToolResultBlock
+from dsh_llm.protocol import ToolSchema
+from dsh_llm.protocol import UserSource
+from dsh_llm.protocol import create_assistant_message
+from dsh_llm.protocol import create_message
+from dsh_llm.protocol import create_tool_result_message
+from dsh_llm.protocol import create_user_message
 from dsh_llm.transport.ndjson import NdjsonDecoder
 
 from ..wire_replay import replay

@@ -10,22 +10,26 @@ from typing import Any
 
 import pytest
 
-from dsh_llm.adapters.ollama.translate import OllamaTranslator, map_usage
-from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.protocol import (
-    BlockEnd,
-    CallId,
-    Finish,
-    TextDelta,
-    TokenUsage,
-    ToolCallBlock,
-    ToolCallDelta,
-    UsageChunk,
-)
-from dsh_llm.serde import chunk_to_dict, read_jsonl
+from dsh_llm.adapters.ollama.translate import OllamaTranslator
+from dsh_llm.adapters.ollama.translate import map_usage
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
+from dsh_llm.protocol import BlockEnd
+from dsh_llm.protocol import CallId
+from dsh_llm.protocol import Finish
+from dsh_llm.protocol import TextDelta
+from dsh_llm.protocol import TokenUsage
+from dsh_llm.protocol import ToolCallBlock
+from dsh_llm.protocol import ToolCallDelta
+from dsh_llm.protocol import UsageChunk
+from dsh_llm.serde import chunk_to_dict
+from dsh_llm.serde import read_jsonl
 from dsh_llm.transport.ndjson import NdjsonDecoder
 
-from ..wire_replay import SPLITS, feed_all, pieces, replay
+from ..wire_replay import SPLITS
+from ..wire_replay import feed_all
+from ..wire_replay import pieces
+from ..wire_replay import replay
 
 FIXTURES = Path(__file__).parent.parent.parent / "fixtures" / "ollama"
 NAMES = sorted(p.stem for p in FIXTURES.glob("*.ndjson"))

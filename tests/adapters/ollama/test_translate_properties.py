@@ -7,11 +7,16 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from hypothesis import given, settings
+from hypothesis import given
+from hypothesis import settings
 from hypothesis import strategies as st
 
 from dsh_llm.adapters.ollama.translate import OllamaTranslator
-from dsh_llm.protocol import BlockEnd, Finish, ReasoningBlock, TextBlock, ToolCallBlock
+from dsh_llm.protocol import BlockEnd
+from dsh_llm.protocol import Finish
+from dsh_llm.protocol import ReasoningBlock
+from dsh_llm.protocol import TextBlock
+from dsh_llm.protocol import ToolCallBlock
 from dsh_llm.transport.ndjson import NdjsonDecoder
 
 from ..wire_replay import replay

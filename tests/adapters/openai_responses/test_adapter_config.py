@@ -15,17 +15,21 @@ import pytest
 import responses
 
 from dsh_llm.adapter import LlmProviderInfo
-from dsh_llm.adapters import AdapterConfigError, CatalogModel
-from dsh_llm.adapters.openai_responses import (
-    OpenAIResponsesAdapter,
-    OpenAIResponsesConfig,
-)
-from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.plugins import PluginContext, load_composition
+from dsh_llm.adapters import AdapterConfigError
+from dsh_llm.adapters import CatalogModel
+from dsh_llm.adapters.openai_responses import OpenAIResponsesAdapter
+from dsh_llm.adapters.openai_responses import OpenAIResponsesConfig
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
+from dsh_llm.plugins import PluginContext
+from dsh_llm.plugins import load_composition
 from dsh_llm.plugins.builtin import OPENAI_RESPONSES as plugin
-from dsh_llm.protocol import GenerateOptions, ToolSchema, create_user_message
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import ToolSchema
+from dsh_llm.protocol import create_user_message
 from dsh_llm.runtime import LlmRuntime
-from dsh_llm.testing import LoopbackServer, Reply
+from dsh_llm.testing import LoopbackServer
+from dsh_llm.testing import Reply
 from dsh_llm.transport.attribution import user_agent
 from dsh_llm.validator import validate_stream
 

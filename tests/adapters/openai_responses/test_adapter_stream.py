@@ -14,21 +14,25 @@ from typing import Any
 import pytest
 
 from dsh_llm.adapters.openai_responses import OpenAIResponsesAdapter
-from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.protocol import (
-    BlockEnd,
-    Finish,
-    FinishReason,
-    GenerateOptions,
-    StreamChunk,
-    create_assistant_message,
-    create_tool_result_message,
-    create_user_message,
-)
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
+from dsh_llm.protocol import BlockEnd
+from dsh_llm.protocol import Finish
+from dsh_llm.protocol import FinishReason
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import StreamChunk
+from dsh_llm.protocol import create_assistant_message
+from dsh_llm.protocol import create_tool_result_message
+from dsh_llm.protocol import create_user_message
 from dsh_llm.runtime import LlmRuntime
-from dsh_llm.serde import chunk_to_dict, read_jsonl
+from dsh_llm.serde import chunk_to_dict
+from dsh_llm.serde import read_jsonl
 from dsh_llm.signal import AbortController
-from dsh_llm.testing import Cassette, LoopbackServer, Pause, Reply, Stall
+from dsh_llm.testing import Cassette
+from dsh_llm.testing import LoopbackServer
+from dsh_llm.testing import Pause
+from dsh_llm.testing import Reply
+from dsh_llm.testing import Stall
 from dsh_llm.validator import validate_stream
 
 from .test_translate_fixtures import server_of

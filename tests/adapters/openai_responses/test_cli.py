@@ -12,10 +12,14 @@ from pathlib import Path
 import pytest
 
 from dsh_llm.cli import main
-from dsh_llm.cli.targets import RESPONSES_ROUTE, UsageError, open_routes
-from dsh_llm.testing import LoopbackServer, Reply
+from dsh_llm.cli.targets import RESPONSES_ROUTE
+from dsh_llm.cli.targets import UsageError
+from dsh_llm.cli.targets import open_routes
+from dsh_llm.testing import LoopbackServer
+from dsh_llm.testing import Reply
 
-from ...cli_run import clean_env, run_cli
+from ...cli_run import clean_env
+from ...cli_run import run_cli
 
 FIXTURES = Path(__file__).parents[2] / "fixtures" / "openai_responses"
 

@@ -13,18 +13,18 @@ import pytest
 import responses
 
 from dsh_llm.adapters.openai_responses import OpenAIResponsesAdapter
-from dsh_llm.attachments import MemoryAttachmentStore, image_block
-from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.protocol import (
-    ContentBlock,
-    GenerateOptions,
-    Message,
-    ResponseFormat,
-    TextBlock,
-    ToolResultBlock,
-    create_assistant_message,
-    create_user_message,
-)
+from dsh_llm.attachments import MemoryAttachmentStore
+from dsh_llm.attachments import image_block
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
+from dsh_llm.protocol import ContentBlock
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import Message
+from dsh_llm.protocol import ResponseFormat
+from dsh_llm.protocol import TextBlock
+from dsh_llm.protocol import ToolResultBlock
+from dsh_llm.protocol import create_assistant_message
+from dsh_llm.protocol import create_user_message
 from dsh_llm.testing import sse_body
 from dsh_llm.transport.session import stream_headers
 from dsh_llm.validator import validate_stream

@@ -23,15 +23,13 @@ import requests
 
 from dsh_llm.adapters.openai_responses import OpenAIResponsesAdapter
 from dsh_llm.assembler import collect
-from dsh_llm.protocol import (
-    BlockEnd,
-    Finish,
-    GenerateOptions,
-    ToolSchema,
-    create_assistant_message,
-    create_tool_result_message,
-    create_user_message,
-)
+from dsh_llm.protocol import BlockEnd
+from dsh_llm.protocol import Finish
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import ToolSchema
+from dsh_llm.protocol import create_assistant_message
+from dsh_llm.protocol import create_tool_result_message
+from dsh_llm.protocol import create_user_message
 from dsh_llm.validator import validate_stream
 
 BASE_URL = os.environ.get("DSH_LLM_RESPONSES_BASE_URL", "")

@@ -8,38 +8,33 @@ from typing import Any
 
 import pytest
 
-from dsh_llm.adapters.openai_responses.profiles import (
-    LLAMACPP,
-    LMSTUDIO,
-    OLLAMA,
-    OPENAI,
-    OPENROUTER,
-    PROFILES,
-    VLLM,
-    guess_server,
-    profile_for,
-)
-from dsh_llm.adapters.openai_responses.request import (
-    build_responses_request,
-    output_cap,
-)
+from dsh_llm.adapters.openai_responses.profiles import LLAMACPP
+from dsh_llm.adapters.openai_responses.profiles import LMSTUDIO
+from dsh_llm.adapters.openai_responses.profiles import OLLAMA
+from dsh_llm.adapters.openai_responses.profiles import OPENAI
+from dsh_llm.adapters.openai_responses.profiles import OPENROUTER
+from dsh_llm.adapters.openai_responses.profiles import PROFILES
+from dsh_llm.adapters.openai_responses.profiles import VLLM
+from dsh_llm.adapters.openai_responses.profiles import guess_server
+from dsh_llm.adapters.openai_responses.profiles import profile_for
+from dsh_llm.adapters.openai_responses.request import build_responses_request
+from dsh_llm.adapters.openai_responses.request import output_cap
 from dsh_llm.assembler import assemble_stream
-from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.protocol import (
-    CallId,
-    GenerateOptions,
-    ImageBlock,
-    ImageRef,
-    Message,
-    ReasoningBlock,
-    ReplayEnvelope,
-    TextBlock,
-    ToolCallBlock,
-    ToolSchema,
-    create_assistant_message,
-    create_tool_result_message,
-    create_user_message,
-)
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
+from dsh_llm.protocol import CallId
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import ImageBlock
+from dsh_llm.protocol import ImageRef
+from dsh_llm.protocol import Message
+from dsh_llm.protocol import ReasoningBlock
+from dsh_llm.protocol import ReplayEnvelope
+from dsh_llm.protocol import TextBlock
+from dsh_llm.protocol import ToolCallBlock
+from dsh_llm.protocol import ToolSchema
+from dsh_llm.protocol import create_assistant_message
+from dsh_llm.protocol import create_tool_result_message
+from dsh_llm.protocol import create_user_message
 
 from .test_translate_fixtures import replay
 

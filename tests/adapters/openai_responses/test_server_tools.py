@@ -8,22 +8,21 @@ from typing import Any
 from dsh_llm.adapters.openai_responses.hosted import annotation_citation
 from dsh_llm.adapters.openai_responses.profiles import OPENAI
 from dsh_llm.adapters.openai_responses.request import build_responses_request
-from dsh_llm.assembler import assemble_stream, collect
-from dsh_llm.protocol import (
-    CallId,
-    Citation,
-    Finish,
-    FinishReason,
-    GenerateOptions,
-    Message,
-    ModelSource,
-    ServerToolCallBlock,
-    ServerToolResultBlock,
-    Source,
-    TextBlock,
-    create_assistant_message,
-    create_user_message,
-)
+from dsh_llm.assembler import assemble_stream
+from dsh_llm.assembler import collect
+from dsh_llm.protocol import CallId
+from dsh_llm.protocol import Citation
+from dsh_llm.protocol import Finish
+from dsh_llm.protocol import FinishReason
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import Message
+from dsh_llm.protocol import ModelSource
+from dsh_llm.protocol import ServerToolCallBlock
+from dsh_llm.protocol import ServerToolResultBlock
+from dsh_llm.protocol import Source
+from dsh_llm.protocol import TextBlock
+from dsh_llm.protocol import create_assistant_message
+from dsh_llm.protocol import create_user_message
 
 from .test_translate_events import run
 from .test_translate_fixtures import replay

@@ -9,23 +9,22 @@ from typing import Any
 
 import pytest
 
-from dsh_llm.adapters.openai_responses.errors import (
-    failure_code,
-    stream_failure,
-)
+from dsh_llm.adapters.openai_responses.errors import failure_code
+from dsh_llm.adapters.openai_responses.errors import stream_failure
 from dsh_llm.adapters.openai_responses.finish import map_usage
-from dsh_llm.adapters.openai_responses.profiles import LLAMACPP, OLLAMA, OPENAI
+from dsh_llm.adapters.openai_responses.profiles import LLAMACPP
+from dsh_llm.adapters.openai_responses.profiles import OLLAMA
+from dsh_llm.adapters.openai_responses.profiles import OPENAI
 from dsh_llm.adapters.openai_responses.translate import ResponsesTranslator
-from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.protocol import (
-    BlockStart,
-    Finish,
-    FinishReason,
-    StreamChunk,
-    TextDelta,
-    TokenUsage,
-    UsageChunk,
-)
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
+from dsh_llm.protocol import BlockStart
+from dsh_llm.protocol import Finish
+from dsh_llm.protocol import FinishReason
+from dsh_llm.protocol import StreamChunk
+from dsh_llm.protocol import TextDelta
+from dsh_llm.protocol import TokenUsage
+from dsh_llm.protocol import UsageChunk
 from dsh_llm.transport.sse import SseEvent
 from dsh_llm.validator import validate_stream
 

@@ -15,20 +15,20 @@ import pytest
 from dsh_llm.adapters.openai_responses.profiles import PROFILES
 from dsh_llm.adapters.openai_responses.translate import ResponsesTranslator
 from dsh_llm.assembler import assemble_stream
-from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.protocol import (
-    BlockEnd,
-    BlockStart,
-    Finish,
-    FinishReason,
-    LlmFailure,
-    StreamChunk,
-    TextBlock,
-    TextDelta,
-    ToolCallBlock,
-    UsageChunk,
-)
-from dsh_llm.serde import chunk_to_dict, read_jsonl
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
+from dsh_llm.protocol import BlockEnd
+from dsh_llm.protocol import BlockStart
+from dsh_llm.protocol import Finish
+from dsh_llm.protocol import FinishReason
+from dsh_llm.protocol import LlmFailure
+from dsh_llm.protocol import StreamChunk
+from dsh_llm.protocol import TextBlock
+from dsh_llm.protocol import TextDelta
+from dsh_llm.protocol import ToolCallBlock
+from dsh_llm.protocol import UsageChunk
+from dsh_llm.serde import chunk_to_dict
+from dsh_llm.serde import read_jsonl
 from dsh_llm.transport.sse import SseDecoder
 from dsh_llm.validator import validate_stream
 

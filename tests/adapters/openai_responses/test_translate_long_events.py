@@ -13,19 +13,21 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
+from hypothesis import settings
 from hypothesis import strategies as st
 
 import dsh_llm.adapters.openai_responses.translate as translate
 from dsh_llm.adapters.openai_responses.family import FAMILY
-from dsh_llm.adapters.openai_responses.translate import (
-    RAW_EVENT_BYTES,
-    ResponsesTranslator,
-)
+from dsh_llm.adapters.openai_responses.translate import RAW_EVENT_BYTES
+from dsh_llm.adapters.openai_responses.translate import ResponsesTranslator
 from dsh_llm.errors import LlmError
-from dsh_llm.protocol import BlockEnd, StreamChunk, TextBlock
+from dsh_llm.protocol import BlockEnd
+from dsh_llm.protocol import StreamChunk
+from dsh_llm.protocol import TextBlock
 from dsh_llm.protocol.text_buffer import TextBuffer
-from dsh_llm.transport.sse import SseDecoder, SseEvent
+from dsh_llm.transport.sse import SseDecoder
+from dsh_llm.transport.sse import SseEvent
 
 # Spaces (where a long string is cut into windows), what JSON escapes, and
 # characters of 2, 3 and 4 UTF-8 bytes (where text without spaces is cut);

@@ -7,17 +7,16 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from hypothesis import given, settings
+from hypothesis import given
+from hypothesis import settings
 from hypothesis import strategies as st
 
 from dsh_llm.adapters.openai_responses.translate import ResponsesTranslator
-from dsh_llm.protocol import (
-    BlockEnd,
-    Finish,
-    ReasoningBlock,
-    TextBlock,
-    ToolCallBlock,
-)
+from dsh_llm.protocol import BlockEnd
+from dsh_llm.protocol import Finish
+from dsh_llm.protocol import ReasoningBlock
+from dsh_llm.protocol import TextBlock
+from dsh_llm.protocol import ToolCallBlock
 from dsh_llm.validator import validate_stream
 
 KINDS = ("message", "reasoning", "function_call")

@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 
-from dsh_llm.testing import RecordedRequest, Reply
+from dsh_llm.testing import RecordedRequest
+from dsh_llm.testing import Reply
 
 PROJECT = "sa-project-123"
 """The project the generated service account key names."""

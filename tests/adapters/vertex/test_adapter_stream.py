@@ -18,18 +18,29 @@ import pytest
 from dsh_llm.adapters.anthropic.catalog import thinking_profile
 from dsh_llm.adapters.anthropic.request import build_messages_request
 from dsh_llm.adapters.gemini.request import build_generate_request
-from dsh_llm.adapters.vertex import PROVIDER_ROUTE, VertexAdapter
+from dsh_llm.adapters.vertex import PROVIDER_ROUTE
+from dsh_llm.adapters.vertex import VertexAdapter
 from dsh_llm.adapters.vertex.request import vertex_messages_body
 from dsh_llm.assembler import collect
-from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.protocol import GenerateOptions, TextDelta, create_user_message
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import TextDelta
+from dsh_llm.protocol import create_user_message
 from dsh_llm.runtime import LlmRuntime
-from dsh_llm.serde import chunk_to_dict, read_jsonl
-from dsh_llm.testing import LoopbackServer, Reply, sse_event
+from dsh_llm.serde import chunk_to_dict
+from dsh_llm.serde import read_jsonl
+from dsh_llm.testing import LoopbackServer
+from dsh_llm.testing import Reply
+from dsh_llm.testing import sse_event
 from dsh_llm.transport.attribution import user_agent
 from dsh_llm.validator import validate_stream
 
-from ..adapter_replay import FRAMINGS, SPLIT_IDS, SPLITS, as_dicts, consumed
+from ..adapter_replay import FRAMINGS
+from ..adapter_replay import SPLIT_IDS
+from ..adapter_replay import SPLITS
+from ..adapter_replay import as_dicts
+from ..adapter_replay import consumed
 
 FIXTURES = Path(__file__).parents[2] / "fixtures"
 GEMINI_NAMES = sorted(p.stem for p in (FIXTURES / "gemini").glob("*.sse"))

@@ -20,24 +20,31 @@ from typing import Any
 import pytest
 
 from dsh_llm.adapters import AdapterConfigError
-from dsh_llm.adapters.vertex import PROVIDER_ROUTE, VertexAdapter
-from dsh_llm.adapters.vertex.auth import AccessTokenAuth, GoogleCredentials
+from dsh_llm.adapters.vertex import PROVIDER_ROUTE
+from dsh_llm.adapters.vertex import VertexAdapter
+from dsh_llm.adapters.vertex.auth import AccessTokenAuth
+from dsh_llm.adapters.vertex.auth import GoogleCredentials
 from dsh_llm.credentials import Secret
-from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.protocol import GenerateOptions, create_user_message
-from dsh_llm.testing import LoopbackServer, Reply, sse_event
-from dsh_llm.testing.cassette import (
-    BodyRead,
-    Cassette,
-    CassetteRequest,
-    CassetteResponse,
-    redact_exchange,
-)
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import create_user_message
+from dsh_llm.testing import LoopbackServer
+from dsh_llm.testing import Reply
+from dsh_llm.testing import sse_event
+from dsh_llm.testing.cassette import BodyRead
+from dsh_llm.testing.cassette import Cassette
+from dsh_llm.testing.cassette import CassetteRequest
+from dsh_llm.testing.cassette import CassetteResponse
+from dsh_llm.testing.cassette import redact_exchange
 from dsh_llm.validator import validate_stream
 
 pytest.importorskip("google.auth")
 
-from .google import PROJECT, ServiceAccount, isolate_google, token_error
+from .google import PROJECT
+from .google import ServiceAccount
+from .google import isolate_google
+from .google import token_error
 
 ROOT = Path(__file__).resolve().parents[3]
 MODEL = "gemini-3-flash-preview"

@@ -12,20 +12,23 @@ from typing import Any
 import pytest
 import responses
 
-from dsh_llm.adapters import AdapterConfigError, BuiltinFamily
-from dsh_llm.adapters.vertex import (
-    DEFAULT_MODELS,
-    PROVIDER_ROUTE,
-    VertexAdapter,
-    VertexConfig,
-    VertexModel,
-)
-from dsh_llm.adapters.vertex.catalog import claude_id, publisher_for
-from dsh_llm.adapters.vertex.request import model_url, public_base_url
+from dsh_llm.adapters import AdapterConfigError
+from dsh_llm.adapters import BuiltinFamily
+from dsh_llm.adapters.vertex import DEFAULT_MODELS
+from dsh_llm.adapters.vertex import PROVIDER_ROUTE
+from dsh_llm.adapters.vertex import VertexAdapter
+from dsh_llm.adapters.vertex import VertexConfig
+from dsh_llm.adapters.vertex import VertexModel
+from dsh_llm.adapters.vertex.catalog import claude_id
+from dsh_llm.adapters.vertex.catalog import publisher_for
+from dsh_llm.adapters.vertex.request import model_url
+from dsh_llm.adapters.vertex.request import public_base_url
 from dsh_llm.config import structure_config
-from dsh_llm.plugins import PluginLoadError, load_composition
+from dsh_llm.plugins import PluginLoadError
+from dsh_llm.plugins import load_composition
 from dsh_llm.plugins.builtin import BuiltinPlugin
-from dsh_llm.protocol import GenerateOptions, create_user_message
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import create_user_message
 from dsh_llm.testing import sse_event
 from dsh_llm.validator import validate_stream
 

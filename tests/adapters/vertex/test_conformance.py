@@ -20,15 +20,18 @@ from typing import Any
 import pytest
 
 from dsh_llm.adapters.vertex import VertexAdapter
-from dsh_llm.errors import ErrorCode, LlmError
-from dsh_llm.protocol import GenerateOptions, create_user_message
-from dsh_llm.testing import Cut, LoopbackServer, Reply, assert_adapter_conforms
-from dsh_llm.testing.cassette import (
-    BodyRead,
-    Cassette,
-    CassetteRequest,
-    CassetteResponse,
-)
+from dsh_llm.errors import ErrorCode
+from dsh_llm.errors import LlmError
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import create_user_message
+from dsh_llm.testing import Cut
+from dsh_llm.testing import LoopbackServer
+from dsh_llm.testing import Reply
+from dsh_llm.testing import assert_adapter_conforms
+from dsh_llm.testing.cassette import BodyRead
+from dsh_llm.testing.cassette import Cassette
+from dsh_llm.testing.cassette import CassetteRequest
+from dsh_llm.testing.cassette import CassetteResponse
 from dsh_llm.testing.conformance import GROUPS
 
 FIXTURES = Path(__file__).parents[2] / "fixtures"

@@ -10,9 +10,11 @@ import os
 
 import pytest
 
-from dsh_llm.adapters.vertex import PROVIDER_ROUTE, VertexAdapter
+from dsh_llm.adapters.vertex import PROVIDER_ROUTE
+from dsh_llm.adapters.vertex import VertexAdapter
 from dsh_llm.assembler import BlockAssembler
-from dsh_llm.protocol import GenerateOptions, create_user_message
+from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import create_user_message
 from dsh_llm.validator import validate_stream
 
 PROJECT = os.environ.get("VERTEX_TEST_PROJECT")
