@@ -43,6 +43,7 @@ __all__ = [
     "Redact",
     "answer_error",
     "error_code",
+    "http_date_ms",
     "http_error",
     "in_band_failure",
     "json_body",
@@ -115,17 +116,21 @@ def retry_after_ms(
     if raw is None:
         return None
     raw = raw.strip()
-    if _DIGITS.fullmatch(raw):
-        delay = float(raw) * 1000
-        return delay if math.isfinite(delay) and delay > 0 else None
+    wait = float(raw) * 1000 if _DIGITS.fullmatch(raw) else http_date_ms(raw, now=now)
+    return wait if wait is not None and math.isfinite(wait) and wait > 0 else None
+
+
+def http_date_ms(text: str, *, now: Callable[[], float] = time.time) -> float | None:
+    """An HTTP date (``Wed, 21 Oct 2015 07:28:00 GMT``) as milliseconds from
+    ``now`` (negative once it has passed), or ``None`` when ``text`` is not one
+    or names no time zone."""
     try:
-        when = email.utils.parsedate_to_datetime(raw)
+        when = email.utils.parsedate_to_datetime(text)
     except (TypeError, ValueError, IndexError):
         return None
     if when.tzinfo is None:
         return None
-    delay = (when.timestamp() - now()) * 1000
-    return delay if math.isfinite(delay) and delay > 0 else None
+    return (when.timestamp() - now()) * 1000
 
 
 def request_id(headers: Mapping[str, str]) -> str | None:
