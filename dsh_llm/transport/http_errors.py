@@ -10,8 +10,9 @@
 - Every server text passes through ``redact``; ``HttpErrorClassifier`` is the
   shape of a family's own classifier (``StreamingCall(classify_error=...)``).
 - ``retry_after_ms`` and ``request_id`` read the headers.
-- A family's own classifier reads the body with ``json_body`` and builds its
-  error with ``answer_error``, as ``http_error`` does.
+- A family's own classifier is ``http_error`` with its provider and its
+  ``AnswerReader`` bound (``functools.partial``): the reader says what the body
+  means (``AnswerReading``), ``http_error`` adds what every family shares.
 - Rules and precedence in full: ``docs/transport.md``; codes: ``docs/errors.md``.
 """
 
@@ -38,16 +39,20 @@ from dsh_llm.protocol import LlmFailure
 
 __all__ = [
     "REQUEST_ID_HEADERS",
+    "AnswerReader",
+    "AnswerReading",
     "HttpErrorClassifier",
     "ProviderErrorReport",
     "Redact",
     "answer_error",
     "error_code",
+    "http_date_ms",
     "http_error",
     "in_band_failure",
     "json_body",
     "not_a_stream_error",
     "parse_error_report",
+    "read_answer",
     "request_id",
     "retry_after_ms",
 ]
@@ -115,22 +120,29 @@ def retry_after_ms(
     if raw is None:
         return None
     raw = raw.strip()
-    if _DIGITS.fullmatch(raw):
-        delay = float(raw) * 1000
-        return delay if math.isfinite(delay) and delay > 0 else None
+    wait = float(raw) * 1000 if _DIGITS.fullmatch(raw) else http_date_ms(raw, now=now)
+    return wait if wait is not None and math.isfinite(wait) and wait > 0 else None
+
+
+def http_date_ms(text: str, *, now: Callable[[], float] = time.time) -> float | None:
+    """An HTTP date (``Wed, 21 Oct 2015 07:28:00 GMT``) as milliseconds from
+    ``now`` (negative once it has passed), or ``None`` when ``text`` is not one
+    or names no time zone."""
     try:
-        when = email.utils.parsedate_to_datetime(raw)
+        when = email.utils.parsedate_to_datetime(text)
     except (TypeError, ValueError, IndexError):
         return None
     if when.tzinfo is None:
         return None
-    delay = (when.timestamp() - now()) * 1000
-    return delay if math.isfinite(delay) and delay > 0 else None
+    return (when.timestamp() - now()) * 1000
 
 
-def request_id(headers: Mapping[str, str]) -> str | None:
-    """The provider's request id from the first non-empty ``REQUEST_ID_HEADERS``."""
-    for name in REQUEST_ID_HEADERS:
+def request_id(
+    headers: Mapping[str, str], names: tuple[str, ...] = REQUEST_ID_HEADERS
+) -> str | None:
+    """The provider's request id from the first non-empty header of ``names``
+    (``REQUEST_ID_HEADERS`` unless a family names its own)."""
+    for name in names:
         value = _header(headers, name)
         if value:
             return value
@@ -250,6 +262,37 @@ def error_code(status: int | None, detail: str, kind: str = "") -> str:
     return f"HTTP_{status}"
 
 
+@attrs.frozen(kw_only=True)
+class AnswerReading:
+    """What a family's ``AnswerReader`` found in a non-2xx answer's body."""
+
+    code: str
+    """The stable code."""
+    message: str = ""
+    """The message to show, not redacted yet (empty: ``"<provider> API error
+    (HTTP <status>)"``)."""
+    retry_after_ms: float | None = None
+    """A delay the body asks for (a ``Retry-After`` header wins)."""
+    request_id: str | None = None
+    """A request id the body names (a request id header wins)."""
+
+
+AnswerReader = Callable[[int, Mapping[str, str], Any], AnswerReading]
+"""Reads a non-2xx answer: ``(status, headers, decoded JSON body or None)``."""
+
+
+def read_answer(status: int, headers: Mapping[str, str], value: Any) -> AnswerReading:
+    """The reading of an OpenAI-style error body (``parse_error_report``,
+    classified by ``error_code``); the ``AnswerReader`` of ``http_error``."""
+    report = parse_error_report(value)
+    if report is None:
+        return AnswerReading(code=error_code(status, ""))
+    return AnswerReading(
+        code=error_code(status, report.detail, report.kind),
+        message=report.message or "",
+    )
+
+
 def http_error(
     status: int,
     headers: Mapping[str, str],
@@ -258,6 +301,8 @@ def http_error(
     provider: str,
     now: Callable[[], float] = time.time,
     redact: Redact = _unchanged,
+    read: AnswerReader = read_answer,
+    request_id_headers: tuple[str, ...] = REQUEST_ID_HEADERS,
 ) -> LlmError:
     """The ``LlmError`` for a non-2xx response (returned, not raised).
 
@@ -269,19 +314,23 @@ def http_error(
         now: Current Unix time in seconds, for HTTP-date ``Retry-After``.
         redact: Applied to the message, the request id and the body kept as
             the cause.
+        read: What the family's body means (message, code, a delay or a
+            request id of its own).
+        request_id_headers: The headers that may name the request id, in order
+            of preference (before any the body names).
     """
     text, value = json_body(body)
-    report = None if value is None else parse_error_report(value)
+    reading = read(status, headers, value)
+    delay = retry_after_ms(headers, now=now)
+    request = request_id(headers, request_id_headers) or reading.request_id
     return answer_error(
         status,
         text,
-        message=redact(report.message if report and report.message else ""),
-        code=error_code(
-            status, report.detail if report else "", report.kind if report else ""
-        ),
+        message=redact(reading.message),
+        code=reading.code,
         provider=provider,
-        retry_after_ms=retry_after_ms(headers, now=now),
-        request_id=_redacted_id(headers, redact),
+        retry_after_ms=reading.retry_after_ms if delay is None else delay,
+        request_id=None if request is None else redact(request),
         redact=redact,
     )
 

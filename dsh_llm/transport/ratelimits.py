@@ -22,7 +22,6 @@
 
 from __future__ import annotations
 
-import email.utils
 import math
 import re
 import time
@@ -36,6 +35,7 @@ from dsh_llm.protocol import RateLimits
 from dsh_llm.protocol import ResponseInfo
 from dsh_llm.protocol.checks import MAX_SAFE_INTEGER
 from dsh_llm.transport.http_errors import Redact
+from dsh_llm.transport.http_errors import http_date_ms
 from dsh_llm.transport.http_errors import request_id
 
 __all__ = ["parse_reset_ms", "rate_limits", "response_info"]
@@ -85,14 +85,10 @@ def _duration_ms(text: str) -> float | None:
 
 def _date_ms(text: str, now: Clock) -> float | None:
     """An RFC 3339 or HTTP date, as ms from ``now``."""
-    when: datetime | None
     try:
         when = datetime.fromisoformat(text)
     except ValueError:
-        try:
-            when = email.utils.parsedate_to_datetime(text)
-        except (TypeError, ValueError, IndexError):
-            return None
+        return http_date_ms(text, now=now)
     if when.tzinfo is None:
         return None
     return (when.timestamp() - now()) * 1000

@@ -8,7 +8,9 @@ import json
 import pytest
 
 from dsh_llm.errors import ErrorCode
+from dsh_llm.transport.http_errors import AnswerReading
 from dsh_llm.transport.http_errors import error_code
+from dsh_llm.transport.http_errors import http_date_ms
 from dsh_llm.transport.http_errors import http_error
 from dsh_llm.transport.http_errors import in_band_failure
 from dsh_llm.transport.http_errors import not_a_stream_error
@@ -229,6 +231,40 @@ def test_request_id_prefers_x_request_id_and_skips_empty():
     assert request_id({"x-request-id": "", "x-deepseek-request-id": "b"}) == "b"
     assert request_id({"request-id": "req_1"}) == "req_1"
     assert request_id({}) is None
+    assert request_id({"request-id": "a", "Other-Id": "b"}, ("other-id",)) == "b"
+
+
+def test_http_date_ms_is_signed_and_needs_a_zone():
+    date = email.utils.formatdate(NOW - 2, usegmt=True)
+    assert http_date_ms(date, now=lambda: NOW) == pytest.approx(-2000)
+    assert http_date_ms(email.utils.formatdate(NOW), now=lambda: NOW) is None
+    assert http_date_ms("soon") is None
+
+
+def test_a_family_reader_decides_the_code_and_fills_what_headers_lack():
+    seen = []
+
+    def read(status, headers, value):
+        seen.append((status, headers.get("x-kind"), value))
+        return AnswerReading(
+            code="BUSY", message="busy sk-1", retry_after_ms=700, request_id="body-id"
+        )
+
+    error = http_error(
+        409,
+        {"x-kind": "busy", "family-id": "sk-1"},
+        b'{"why": "sk-1"}',
+        provider="P",
+        read=read,
+        request_id_headers=("family-id",),
+        redact=lambda text: text.replace("sk-1", "***"),
+    )
+    assert (error.code, error.message, error.request_id) == ("BUSY", "busy ***", "***")
+    assert error.provider_retry_after_ms == 700
+    assert str(error.__cause__) == '{"why": "***"}'
+    without = http_error(409, {"retry-after": "2"}, b"", provider="P", read=read)
+    assert (without.request_id, without.provider_retry_after_ms) == ("body-id", 2000)
+    assert seen == [(409, "busy", {"why": "sk-1"}), (409, None, None)]
 
 
 @pytest.mark.parametrize(

@@ -28,15 +28,13 @@ Contracts callers may rely on:
 
 from __future__ import annotations
 
+import functools
 import re
-import time
-from collections.abc import Callable
 from collections.abc import Mapping
 from typing import Any
 from typing import Final
 
 from dsh_llm.errors import ErrorCode
-from dsh_llm.errors import LlmError
 from dsh_llm.errors import is_context_window_exceeded_error
 from dsh_llm.protocol import LlmFailure
 from dsh_llm.transport import http_errors
@@ -59,10 +57,6 @@ ERROR_TYPE_CODES: Final[Mapping[str, str]] = {
 
 # Anthropic's wording: "prompt is too long: 201234 tokens > 200000 maximum".
 _PROMPT_TOO_LONG: Final = re.compile(r"\bprompt is too long\b", re.IGNORECASE)
-
-
-def _unchanged(text: str) -> str:
-    return text
 
 
 def error_code(status: int | None, error_type: str, message: str) -> str:
@@ -101,37 +95,24 @@ def _report(value: Any) -> tuple[str, str, str | None]:
     )
 
 
-def http_error(
-    status: int,
-    headers: Mapping[str, str],
-    body: bytes,
-    *,
-    provider: str = "Anthropic",
-    now: Callable[[], float] = time.time,
-    redact: http_errors.Redact = _unchanged,
-) -> LlmError:
-    """The ``LlmError`` for a non-2xx Anthropic answer (returned, not raised).
+def read_answer(
+    status: int, headers: Mapping[str, str], value: Any
+) -> http_errors.AnswerReading:
+    """The reading of a non-2xx Anthropic answer (an ``AnswerReader``): the
+    shared reader's message, the code above and the body's ``request_id``."""
+    kind, message, body_request_id = _report(value)
+    return http_errors.AnswerReading(
+        code=error_code(status, kind, message),
+        message=http_errors.read_answer(status, headers, value).message,
+        request_id=body_request_id,
+    )
 
-    Args:
-        status: The HTTP status.
-        headers: The response headers.
-        body: The whole response body (possibly empty).
-        provider: The display name used when the body has no message.
-        now: Current Unix time in seconds, for HTTP-date ``retry-after``.
-        redact: Applied to the message and the body kept as the cause.
-    """
-    shared = http_errors.http_error(
-        status, headers, body, provider=provider, now=now, redact=redact
-    )
-    kind, message, body_request_id = _report(http_errors.json_body(body)[1])
-    return LlmError(
-        shared.message,
-        error_code(status, kind, message),
-        status=shared.status,
-        provider_retry_after_ms=shared.provider_retry_after_ms,
-        request_id=shared.request_id or body_request_id,
-        cause=shared.__cause__,
-    )
+
+http_error: Final = functools.partial(
+    http_errors.http_error, provider="Anthropic", read=read_answer
+)
+"""The ``LlmError`` for a non-2xx Anthropic answer (returned, not raised): the
+shared ``http_errors.http_error`` reading the body with ``read_answer``."""
 
 
 def stream_failure(payload: Any, *, provider: str = "Anthropic") -> LlmFailure:

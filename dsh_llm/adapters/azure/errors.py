@@ -17,14 +17,13 @@ this module adds what is Azure's own:
 
 from __future__ import annotations
 
-import json
-import time
-from collections.abc import Callable
+import functools
 from collections.abc import Mapping
 from typing import Any
 from typing import Final
 
-from dsh_llm.errors import LlmError
+import attrs
+
 from dsh_llm.transport import http_errors
 
 CONTENT_FILTER_CODE: Final = "CONTENT_FILTER"
@@ -37,19 +36,6 @@ DISPLAY_NAME: Final = "Azure OpenAI"
 """The provider named in messages."""
 
 
-def _unchanged(text: str) -> str:
-    return text
-
-
-def _error_object(body: bytes) -> Mapping[str, Any] | None:
-    try:
-        value = json.loads(body.decode("utf-8", "replace"))
-    except (ValueError, RecursionError):
-        return None
-    inner = value.get("error") if isinstance(value, dict) else None
-    return inner if isinstance(inner, dict) else None
-
-
 def is_content_filter(error: Mapping[str, Any] | None) -> bool:
     """Whether an ``error`` object says the content filter blocked the call."""
     if error is None:
@@ -60,55 +46,28 @@ def is_content_filter(error: Mapping[str, Any] | None) -> bool:
     return isinstance(inner, dict) and inner.get("code") == POLICY_VIOLATION
 
 
-def _header(headers: Mapping[str, str], name: str) -> str | None:
-    value = headers.get(name)
-    if value is None:
-        value = next((v for k, v in headers.items() if k.lower() == name), None)
-    return value or None
-
-
-def http_error(
-    status: int,
-    headers: Mapping[str, str],
-    body: bytes,
-    *,
-    provider: str = DISPLAY_NAME,
-    now: Callable[[], float] = time.time,
-    redact: http_errors.Redact = _unchanged,
-) -> LlmError:
-    """The ``LlmError`` of a non-2xx Azure OpenAI answer (returned, not raised).
-
-    Args:
-        status: The HTTP status.
-        headers: The response headers.
-        body: The whole response body (possibly empty).
-        provider: The display name used when the body has no message.
-        now: Current Unix time in seconds, for HTTP-date ``retry-after``.
-        redact: Applied to the message, the request id and the body kept as the
-            cause.
-    """
-    shared = http_errors.http_error(
-        status, headers, body, provider=provider, now=now, redact=redact
-    )
-    code = shared.code
+def read_answer(
+    status: int, headers: Mapping[str, str], value: Any
+) -> http_errors.AnswerReading:
+    """The reading of a non-2xx Azure OpenAI answer (an ``AnswerReader``): the
+    shared reader's, with ``CONTENT_FILTER`` for a blocked prompt."""
+    reading = http_errors.read_answer(status, headers, value)
+    inner = value.get("error") if isinstance(value, dict) else None
     # Only a refused request: an auth or rate-limit answer keeps its own code.
     if (
         400 <= status < 500
         and status not in (401, 403, 429)
-        and is_content_filter(_error_object(body))
+        and is_content_filter(inner if isinstance(inner, dict) else None)
     ):
-        code = CONTENT_FILTER_CODE
-    request = shared.request_id
-    if request is None:
-        raw = _header(headers, AZURE_REQUEST_ID_HEADER)
-        request = None if raw is None else redact(raw)
-    if code == shared.code and request == shared.request_id:
-        return shared
-    return LlmError(
-        shared.message,
-        code,
-        status=shared.status,
-        provider_retry_after_ms=shared.provider_retry_after_ms,
-        request_id=request,
-        cause=shared.__cause__,
-    )
+        return attrs.evolve(reading, code=CONTENT_FILTER_CODE)
+    return reading
+
+
+http_error: Final = functools.partial(
+    http_errors.http_error,
+    provider=DISPLAY_NAME,
+    read=read_answer,
+    request_id_headers=(*http_errors.REQUEST_ID_HEADERS, AZURE_REQUEST_ID_HEADER),
+)
+"""The ``LlmError`` of a non-2xx Azure OpenAI answer (returned, not raised): the
+shared ``http_errors.http_error`` reading the body with ``read_answer``."""

@@ -21,16 +21,13 @@ without case, so both spellings meet) and falls back to the shared classifier
 
 from __future__ import annotations
 
-import json
+import functools
 import re
-import time
-from collections.abc import Callable
 from collections.abc import Mapping
 from typing import Any
 from typing import Final
 
 from dsh_llm.errors import ErrorCode
-from dsh_llm.errors import LlmError
 from dsh_llm.errors import is_context_window_exceeded_error
 from dsh_llm.protocol import LlmFailure
 from dsh_llm.transport import http_errors
@@ -62,6 +59,8 @@ EXCEPTION_CODES: Final[Mapping[str, str]] = {
 }
 """Bedrock's exception names (lower-cased) and their codes."""
 
+PROVIDER: Final = "Amazon Bedrock"
+"""The display name messages use."""
 REQUEST_ID_HEADER: Final = "x-amzn-requestid"
 """The header Bedrock names its request id in."""
 
@@ -112,60 +111,33 @@ def _report(value: Any) -> tuple[str, str]:
     )
 
 
-def _decoded(body: bytes) -> Any:
-    try:
-        return json.loads(body.decode("utf-8", "replace"))
-    except (ValueError, RecursionError):
-        return None
-
-
-def _header(headers: Mapping[str, str], name: str) -> str | None:
-    value = headers.get(name)
-    if value is None:
-        value = next((v for k, v in headers.items() if k.lower() == name), None)
-    return value or None
-
-
-def _unchanged(text: str) -> str:
-    return text
-
-
-def http_error(
-    status: int,
-    headers: Mapping[str, str],
-    body: bytes,
-    *,
-    provider: str = "Amazon Bedrock",
-    now: Callable[[], float] = time.time,
-    redact: http_errors.Redact = _unchanged,
-) -> LlmError:
-    """The ``LlmError`` for a non-2xx Bedrock answer (returned, not raised).
-
-    Args:
-        status: The HTTP status.
-        headers: The response headers.
-        body: The whole response body (possibly empty).
-        provider: The display name used when the body has no message.
-        now: Current Unix time in seconds, for HTTP-date ``retry-after``.
-        redact: Applied to the message, the request id and the body kept as
-            the cause.
-    """
-    kind, message = _report(_decoded(body))
-    header = _header(headers, "x-amzn-errortype")
+def read_answer(
+    status: int, headers: Mapping[str, str], value: Any
+) -> http_errors.AnswerReading:
+    """The reading of a non-2xx Bedrock answer (an ``AnswerReader``): the
+    exception named by ``x-amzn-errortype`` (else the body's ``__type``)
+    decides the code, and names itself in the message when the body has none."""
+    kind, message = _report(value)
+    header = headers.get("x-amzn-errortype") or next(
+        (v for k, v in headers.items() if k.lower() == "x-amzn-errortype"), None
+    )
     if header:
         kind = header
-    text = message or body.decode("utf-8", "replace")
-    cause = Exception(redact(text) if text else f"{provider} HTTP {status}")
-    request = _header(headers, REQUEST_ID_HEADER) or http_errors.request_id(headers)
     name = exception_name(kind)
-    return LlmError(
-        redact(message) or f"{provider} API error (HTTP {status}{_named(name)})",
-        error_code(status, kind, message),
-        status=status if 100 <= status <= 599 else None,
-        provider_retry_after_ms=http_errors.retry_after_ms(headers, now=now),
-        request_id=None if request is None else redact(request),
-        cause=cause,
+    return http_errors.AnswerReading(
+        code=error_code(status, kind, message),
+        message=message or f"{PROVIDER} API error (HTTP {status}{_named(name)})",
     )
+
+
+http_error: Final = functools.partial(
+    http_errors.http_error,
+    provider=PROVIDER,
+    read=read_answer,
+    request_id_headers=(REQUEST_ID_HEADER, *http_errors.REQUEST_ID_HEADERS),
+)
+"""The ``LlmError`` for a non-2xx Bedrock answer (returned, not raised): the
+shared ``http_errors.http_error`` reading the body with ``read_answer``."""
 
 
 def _named(name: str) -> str:
@@ -173,7 +145,7 @@ def _named(name: str) -> str:
 
 
 def stream_failure(
-    exception_type: str, payload: Any, *, provider: str = "Amazon Bedrock"
+    exception_type: str, payload: Any, *, provider: str = PROVIDER
 ) -> LlmFailure:
     """The failure of an exception frame: its ``message``, else
     ``"<provider> stream reported a <exception type>"``."""

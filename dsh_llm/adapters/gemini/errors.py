@@ -30,24 +30,19 @@ contracts callers may rely on:
 
 from __future__ import annotations
 
+import functools
 import math
 import re
-import time
-from collections.abc import Callable
 from collections.abc import Mapping
 from typing import Any
 from typing import Final
 
 from dsh_llm.errors import ErrorCode
-from dsh_llm.errors import LlmError
 from dsh_llm.errors import is_context_window_exceeded_error
 from dsh_llm.protocol import LlmFailure
-from dsh_llm.transport.http_errors import Redact
-from dsh_llm.transport.http_errors import answer_error
+from dsh_llm.transport.http_errors import AnswerReading
 from dsh_llm.transport.http_errors import error_code
-from dsh_llm.transport.http_errors import json_body
-from dsh_llm.transport.http_errors import request_id
-from dsh_llm.transport.http_errors import retry_after_ms
+from dsh_llm.transport.http_errors import http_error
 
 _PROVIDER: Final = "Gemini"
 _DELAY: Final = re.compile(r"\s*([0-9]+(?:\.[0-9]+)?)s\s*")
@@ -61,10 +56,6 @@ _INVALID_STATUSES: Final = frozenset(
 _SERVER_STATUSES: Final = frozenset(
     {"UNAVAILABLE", "INTERNAL", "DEADLINE_EXCEEDED", "UNKNOWN", "ABORTED"}
 )
-
-
-def _unchanged(text: str) -> str:
-    return text
 
 
 def parse_gemini_error(value: Any) -> dict[str, Any] | None:
@@ -171,36 +162,22 @@ def gemini_error_code(status: int | None, report: Mapping[str, Any]) -> str:
     return error_code(status, f"{rpc} {message}".strip(), "")
 
 
-def gemini_http_error(
-    status: int,
-    headers: Mapping[str, str],
-    body: bytes,
-    *,
-    now: Callable[[], float] = time.time,
-    redact: Redact = _unchanged,
-) -> LlmError:
-    """The ``LlmError`` for a non-2xx Gemini answer (returned, not raised).
-
-    Args:
-        status: The HTTP status.
-        headers: The response headers (``Retry-After``, request id).
-        body: The whole response body (possibly empty).
-        now: Current Unix time in seconds, for an HTTP-date ``Retry-After``.
-        redact: Applied to the message and the body kept as the cause.
-    """
-    text, value = json_body(body)
-    report = (None if value is None else parse_gemini_error(value)) or {}
-    delay = retry_after_ms(headers, now=now)
-    return answer_error(
-        status,
-        text,
-        message=redact(_message(report)),
+def read_answer(status: int, headers: Mapping[str, str], value: Any) -> AnswerReading:
+    """The reading of a non-2xx Gemini answer (an ``AnswerReader``): its
+    message, ``gemini_error_code`` and the ``RetryInfo`` delay."""
+    report = parse_gemini_error(value) or {}
+    return AnswerReading(
         code=gemini_error_code(status, report),
-        provider=_PROVIDER,
-        retry_after_ms=retry_delay_ms(report) if delay is None else delay,
-        request_id=request_id(headers),
-        redact=redact,
+        message=_message(report),
+        retry_after_ms=retry_delay_ms(report),
     )
+
+
+gemini_http_error: Final = functools.partial(
+    http_error, provider=_PROVIDER, read=read_answer
+)
+"""The ``LlmError`` for a non-2xx Gemini answer (returned, not raised): the
+shared ``http_errors.http_error`` reading the body with ``read_answer``."""
 
 
 def gemini_stream_failure(

@@ -21,27 +21,18 @@ status when nothing was streamed yet, else as one more NDJSON line under the
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
+import functools
 from collections.abc import Mapping
 from typing import Any
 from typing import Final
 
 from dsh_llm.errors import ErrorCode
-from dsh_llm.errors import LlmError
 from dsh_llm.protocol import LlmFailure
-from dsh_llm.transport.http_errors import Redact
-from dsh_llm.transport.http_errors import answer_error
+from dsh_llm.transport.http_errors import AnswerReading
 from dsh_llm.transport.http_errors import error_code
-from dsh_llm.transport.http_errors import json_body
-from dsh_llm.transport.http_errors import request_id
-from dsh_llm.transport.http_errors import retry_after_ms
+from dsh_llm.transport.http_errors import http_error
 
 _PROVIDER: Final = "Ollama"
-
-
-def _unchanged(text: str) -> str:
-    return text
 
 
 def error_text(value: Any) -> str:
@@ -62,35 +53,18 @@ def ollama_error_code(status: int | None, text: str) -> str:
     return error_code(status, text, "")
 
 
-def ollama_http_error(
-    status: int,
-    headers: Mapping[str, str],
-    body: bytes,
-    *,
-    now: Callable[[], float] = time.time,
-    redact: Redact = _unchanged,
-) -> LlmError:
-    """The ``LlmError`` for a non-2xx Ollama answer (returned, not raised).
-
-    Args:
-        status: The HTTP status.
-        headers: The response headers.
-        body: The whole response body (possibly empty).
-        now: Current Unix time in seconds, for an HTTP-date ``Retry-After``.
-        redact: Applied to the message and the body kept as the cause.
-    """
-    raw, value = json_body(body)
+def read_answer(status: int, headers: Mapping[str, str], value: Any) -> AnswerReading:
+    """The reading of a non-2xx Ollama answer (an ``AnswerReader``): the
+    ``error`` text and ``ollama_error_code``."""
     text = error_text(value.get("error")) if isinstance(value, dict) else ""
-    return answer_error(
-        status,
-        raw,
-        message=redact(text),
-        code=ollama_error_code(status, text),
-        provider=_PROVIDER,
-        retry_after_ms=retry_after_ms(headers, now=now),
-        request_id=request_id(headers),
-        redact=redact,
-    )
+    return AnswerReading(code=ollama_error_code(status, text), message=text)
+
+
+ollama_http_error: Final = functools.partial(
+    http_error, provider=_PROVIDER, read=read_answer
+)
+"""The ``LlmError`` for a non-2xx Ollama answer (returned, not raised): the
+shared ``http_errors.http_error`` reading the body with ``read_answer``."""
 
 
 def ollama_stream_failure(value: Any) -> LlmFailure:

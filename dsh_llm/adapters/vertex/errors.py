@@ -19,9 +19,8 @@ platform's auth, quota and routing, and every Gemini error). Pure functions:
 
 from __future__ import annotations
 
+import functools
 import re
-import time
-from collections.abc import Callable
 from collections.abc import Mapping
 from typing import Any
 from typing import Final
@@ -31,21 +30,13 @@ from dsh_llm.adapters.gemini.errors import gemini_error_code
 from dsh_llm.adapters.gemini.errors import parse_gemini_error
 from dsh_llm.adapters.gemini.errors import retry_delay_ms
 from dsh_llm.errors import ErrorCode
-from dsh_llm.errors import LlmError
-from dsh_llm.transport.http_errors import Redact
-from dsh_llm.transport.http_errors import answer_error
-from dsh_llm.transport.http_errors import json_body
-from dsh_llm.transport.http_errors import request_id
-from dsh_llm.transport.http_errors import retry_after_ms
+from dsh_llm.transport import http_errors
+from dsh_llm.transport.http_errors import AnswerReading
 
 PROVIDER: Final = "Vertex AI"
 """The display name errors without a server message use."""
 
 _PER_DAY: Final = re.compile(r"per[ _-]?day", re.IGNORECASE)
-
-
-def _unchanged(text: str) -> str:
-    return text
 
 
 def _anthropic_report(value: Any) -> bool:
@@ -81,39 +72,24 @@ def vertex_error_code(status: int | None, report: Mapping[str, Any]) -> str:
     return code
 
 
-def http_error(
-    status: int,
-    headers: Mapping[str, str],
-    body: bytes,
-    *,
-    now: Callable[[], float] = time.time,
-    redact: Redact = _unchanged,
-) -> LlmError:
-    """The ``LlmError`` for a non-2xx Vertex AI answer (returned, not raised).
-
-    Args:
-        status: The HTTP status.
-        headers: The response headers (``Retry-After``, request id).
-        body: The whole response body (possibly empty).
-        now: Current Unix time in seconds, for an HTTP-date ``Retry-After``.
-        redact: Applied to the message and the body kept as the cause.
-    """
-    text, value = json_body(body)
+def read_answer(status: int, headers: Mapping[str, str], value: Any) -> AnswerReading:
+    """The reading of a non-2xx Vertex AI answer (an ``AnswerReader``; see the
+    module docstring)."""
     if _anthropic_report(value):
-        return anthropic_errors.http_error(
-            status, headers, body, provider=PROVIDER, now=now, redact=redact
-        )
+        return anthropic_errors.read_answer(status, headers, value)
     report = parse_gemini_error(value) or {}
     message = report.get("message")
-    shown = redact(message) if isinstance(message, str) else ""
-    delay = retry_after_ms(headers, now=now)
-    return answer_error(
-        status,
-        text,
-        message=shown or f"{PROVIDER} error (HTTP {status})",
+    if not (isinstance(message, str) and message):
+        message = f"{PROVIDER} error (HTTP {status})"
+    return AnswerReading(
         code=vertex_error_code(status, report),
-        provider=PROVIDER,
-        retry_after_ms=retry_delay_ms(report) if delay is None else delay,
-        request_id=request_id(headers),
-        redact=redact,
+        message=message,
+        retry_after_ms=retry_delay_ms(report),
     )
+
+
+http_error: Final = functools.partial(
+    http_errors.http_error, provider=PROVIDER, read=read_answer
+)
+"""The ``LlmError`` for a non-2xx Vertex AI answer (returned, not raised): the
+shared ``http_errors.http_error`` reading the body with ``read_answer``."""
