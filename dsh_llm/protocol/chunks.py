@@ -20,7 +20,7 @@ from dsh_llm.protocol.content import BLOCK_TYPES
 from dsh_llm.protocol.content import CallId
 from dsh_llm.protocol.content import ContentBlock
 from dsh_llm.protocol.content import Tagged
-from dsh_llm.protocol.content import omit_empty
+from dsh_llm.protocol.content import citations_field
 from dsh_llm.protocol.ratelimits import RateLimits
 
 __all__ = [
@@ -266,12 +266,7 @@ class TextDelta(Tagged):
     """The open text block this delta extends."""
     text: str = attrs.field(validator=c.is_str)
     """The next piece of text (``""`` for a delta carrying only citations)."""
-    citations: tuple[Citation, ...] = attrs.field(
-        default=(),
-        converter=c.to_tuple,
-        validator=c.tuple_of(Citation),
-        metadata=omit_empty(),
-    )
+    citations: tuple[Citation, ...] = citations_field()
     """The citations arriving with this piece, in order (omitted from the JSON
     when empty); the block's ``TextBlock.citations`` is all of them."""
 

@@ -62,7 +62,9 @@ def omit_empty() -> dict[str, bool]:
     return {OMIT_EMPTY: True}
 
 
-def _citations_field() -> Any:
+def citations_field() -> Any:
+    """The ``citations`` field of a text block or delta: a tuple of ``Citation``
+    (a list is accepted), empty by default and omitted from the JSON while empty."""
     return attrs.field(
         default=(),
         converter=c.to_tuple,
@@ -93,7 +95,7 @@ class TextBlock(Tagged):
 
     text: str = attrs.field(validator=c.is_str)
     """The text, exactly as produced."""
-    citations: tuple[Citation, ...] = _citations_field()
+    citations: tuple[Citation, ...] = citations_field()
     """The locations supporting the text, in arrival order (omitted from the
     JSON when empty)."""
 
