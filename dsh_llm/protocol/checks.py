@@ -148,6 +148,16 @@ def json_number(value: object) -> object:
     return value
 
 
+def schema_object(inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    """Require a ``dict`` (a JSON Schema object)."""
+    if not isinstance(value, dict):
+        raise bad_type(
+            inst,
+            attribute.name,
+            f"must be a dict (a JSON Schema object), got {_kind(value)}",
+        )
+
+
 def instance_of(*types: type) -> Check:
     """Require an instance of one of ``types``."""
     names = " or ".join(t.__name__ for t in types)

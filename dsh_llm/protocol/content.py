@@ -315,3 +315,9 @@ def citations_of(blocks: Iterable[ContentBlock]) -> tuple[Citation, ...]:
 def detached_json(value: Any) -> Any:
     """A deep copy of a JSON-like value, so later caller changes cannot leak in."""
     return copy.deepcopy(value)
+
+
+def schema_field() -> Any:
+    """A JSON Schema field: a ``dict``, stored as a private deep copy and left out
+    of the hash (a dict is not hashable)."""
+    return attrs.field(converter=detached_json, validator=c.schema_object, hash=False)
