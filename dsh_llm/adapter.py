@@ -108,21 +108,10 @@ class LlmModelReasoningInfo:
 
 
 @attrs.frozen(kw_only=True)
-class LlmResolvedModelInfo:
-    """Everything known about one exact provider/model pair."""
+class LlmResolvedModelInfo(LlmModelInfo):
+    """Everything known about one exact provider/model pair: its catalog facts
+    and what a call needs."""
 
-    provider: str
-    """The route."""
-    id: str
-    """The model id."""
-    name: str
-    """Human-readable name."""
-    description: str | None = None
-    """What sets it apart, when useful."""
-    input_modalities: tuple[str, ...] | None = attrs.field(
-        default=None, converter=c.to_optional_tuple
-    )
-    """Accepted inputs, ``None`` when unknown."""
     context: LlmModelContext | None = None
     """Context capacity, when known."""
     default_max_tokens: int | None = None

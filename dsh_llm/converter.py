@@ -124,26 +124,25 @@ class StructureError(ValueError):
 # --- the wording ------------------------------------------------------------------
 
 
+_VALUE_KINDS: Final[tuple[tuple[Any, str], ...]] = (
+    (type(None), "null"),
+    (bool, "a boolean"),  # before int: a bool is an int
+    (str, "a string"),
+    (int, "an integer"),
+    (float, "a number"),
+    (Mapping, "a mapping"),
+    (list | tuple, "a list"),
+    (bytes | bytearray, "bytes"),
+)
+
+
 def value_kind(value: object) -> str:
     """What ``value`` is: ``null``, ``a boolean``, ``a string``, ``an integer``,
     ``a number``, ``a mapping``, ``a list`` (a tuple too), ``bytes``, or ``a``/``an``
     and its class name. Never the value itself."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, int):
-        return "an integer"
-    if isinstance(value, float):
-        return "a number"
-    if isinstance(value, Mapping):
-        return "a mapping"
-    if isinstance(value, list | tuple):
-        return "a list"
-    if isinstance(value, bytes | bytearray):
-        return "bytes"
+    for kind, name in _VALUE_KINDS:
+        if isinstance(value, kind):
+            return name
     return _a(type(value).__name__)
 
 

@@ -114,14 +114,35 @@ def _delay(default: float) -> Any:
 
 
 @attrs.frozen(kw_only=True)
-class NormalRetryPolicy:
+class BackoffConfig:
+    """The local backoff delays: the ``backoff`` mapping of a retry-policy config
+    (camelCase keys), and the base of both resolved policies.
+
+    Construction checks that each delay is a positive finite number of at most
+    2147483647 ms, the initial delay is at most the maximum and the jitter ratio
+    is within 0..1 (a ``PluginConfigError``, a ``ValueError``, keyed by the
+    field's config key).
+    """
+
+    initial_delay_ms: float = _delay(DEFAULT_INITIAL_DELAY_MS)
+    """First local backoff delay."""
+    max_delay_ms: float = _delay(DEFAULT_MAX_DELAY_MS)
+    """Largest local delay, and largest provider ``Retry-After`` used as is."""
+    jitter_ratio: float = attrs.field(
+        default=DEFAULT_JITTER_RATIO, validator=_check_jitter
+    )
+    """Symmetric random spread around each local delay (0..1)."""
+
+    def __attrs_post_init__(self) -> None:
+        _check_delays(self)
+
+
+@attrs.frozen(kw_only=True)
+class NormalRetryPolicy(BackoffConfig):
     """Retry only ``retryable_codes``, at most ``max_retries`` times.
 
-    Construction checks every field: a ``PluginConfigError`` (a ``ValueError``)
-    keyed by the field's config key for a negative or non-int ``max_retries``, an
-    empty, repeated or non-string code, a delay that is not a positive finite
-    number of at most 2147483647 ms, an initial delay above the maximum, or a
-    jitter ratio outside 0..1.
+    Construction checks every field as ``BackoffConfig`` does, and a negative or
+    non-int ``max_retries`` or an empty, repeated or non-string code.
     """
 
     mode: str = attrs.field(default="normal", init=False)
@@ -134,40 +155,17 @@ class NormalRetryPolicy:
         default=DEFAULT_RETRYABLE_CODES, converter=_code_tuple, validator=_check_codes
     )
     """Failure codes eligible for a retry."""
-    initial_delay_ms: float = _delay(DEFAULT_INITIAL_DELAY_MS)
-    """First local backoff delay."""
-    max_delay_ms: float = _delay(DEFAULT_MAX_DELAY_MS)
-    """Largest local delay, and largest provider ``Retry-After`` accepted."""
-    jitter_ratio: float = attrs.field(
-        default=DEFAULT_JITTER_RATIO, validator=_check_jitter
-    )
-    """Symmetric random spread around each local delay (0..1)."""
-
-    def __attrs_post_init__(self) -> None:
-        _check_delays(self)
 
 
 @attrs.frozen(kw_only=True)
-class AlwaysRetryPolicy:
+class AlwaysRetryPolicy(BackoffConfig):
     """Retry every failure, without a bound, until success or cancellation.
 
-    Construction checks the delays and the jitter ratio as ``NormalRetryPolicy``
-    does.
+    Construction checks the delays and the jitter ratio as ``BackoffConfig`` does.
     """
 
     mode: str = attrs.field(default="always", init=False)
     """Always ``"always"``."""
-    initial_delay_ms: float = _delay(DEFAULT_INITIAL_DELAY_MS)
-    """First local backoff delay."""
-    max_delay_ms: float = _delay(DEFAULT_MAX_DELAY_MS)
-    """Largest local delay."""
-    jitter_ratio: float = attrs.field(
-        default=DEFAULT_JITTER_RATIO, validator=_check_jitter
-    )
-    """Symmetric random spread around each local delay (0..1)."""
-
-    def __attrs_post_init__(self) -> None:
-        _check_delays(self)
 
 
 RetryPolicy = NormalRetryPolicy | AlwaysRetryPolicy
@@ -175,23 +173,6 @@ RetryPolicy = NormalRetryPolicy | AlwaysRetryPolicy
 
 DEFAULT_RETRY_POLICY: Final = NormalRetryPolicy()
 """The normal policy with every default."""
-
-
-@attrs.frozen(kw_only=True)
-class BackoffConfig:
-    """The ``backoff`` mapping of a retry-policy config (camelCase keys)."""
-
-    initial_delay_ms: float = _delay(DEFAULT_INITIAL_DELAY_MS)
-    """First local backoff delay."""
-    max_delay_ms: float = _delay(DEFAULT_MAX_DELAY_MS)
-    """Largest local delay."""
-    jitter_ratio: float = attrs.field(
-        default=DEFAULT_JITTER_RATIO, validator=_check_jitter
-    )
-    """Symmetric random spread around each local delay (0..1)."""
-
-    def __attrs_post_init__(self) -> None:
-        _check_delays(self)
 
 
 @attrs.frozen(kw_only=True)
@@ -215,11 +196,9 @@ class RetryPolicyConfig:
 
     def policy(self) -> RetryPolicy:
         """The resolved policy this config describes."""
-        backoff = self.backoff
         delays = {
-            "initial_delay_ms": backoff.initial_delay_ms,
-            "max_delay_ms": backoff.max_delay_ms,
-            "jitter_ratio": backoff.jitter_ratio,
+            field.name: getattr(self.backoff, field.name)
+            for field in attrs.fields(BackoffConfig)
         }
         if self.mode == "always":
             return AlwaysRetryPolicy(**delays)

@@ -269,6 +269,17 @@ class InvalidValueError(LlmError):
         there (``must be a string, got an integer``)."""
 
 
+def _unstructure(
+    value: Any, cls: Any, kinds: type | tuple[type, ...], expects: str
+) -> dict[str, Any]:
+    """``value``'s dict as ``cls``; a ``TypeError`` saying what the caller
+    ``expects`` for a value that is not one of ``kinds``."""
+    if not isinstance(value, kinds):
+        raise TypeError(f"{expects}, got {type(value).__name__}")
+    result: dict[str, Any] = converter.unstructure(value, cls)
+    return result
+
+
 def _structure(value: Any, cls: Any, code: ErrorCode, what: str) -> Any:
     if not isinstance(value, dict):
         detail = f"must be a mapping, got {value_kind(value)}"
@@ -302,12 +313,9 @@ def chunk_to_dict(chunk: StreamChunk) -> dict[str, Any]:
     Raises:
         TypeError: when ``chunk`` is not one of the seven chunk classes.
     """
-    if not isinstance(chunk, _CHUNK_CLASSES):
-        raise TypeError(
-            f"chunk_to_dict expects a StreamChunk, got {type(chunk).__name__}"
-        )
-    result: dict[str, Any] = converter.unstructure(chunk, StreamChunk)
-    return result
+    return _unstructure(
+        chunk, StreamChunk, _CHUNK_CLASSES, "chunk_to_dict expects a StreamChunk"
+    )
 
 
 def chunk_from_dict(data: Any) -> StreamChunk:
@@ -326,12 +334,7 @@ def message_to_dict(message: Message) -> dict[str, Any]:
     Raises:
         TypeError: when ``message`` is not a ``Message``.
     """
-    if not isinstance(message, Message):
-        raise TypeError(
-            f"message_to_dict expects a Message, got {type(message).__name__}"
-        )
-    result: dict[str, Any] = converter.unstructure(message, Message)
-    return result
+    return _unstructure(message, Message, Message, "message_to_dict expects a Message")
 
 
 def message_from_dict(data: Any) -> Message:
@@ -351,12 +354,12 @@ def options_to_dict(options: GenerateOptions) -> dict[str, Any]:
     Raises:
         TypeError: when ``options`` is not a ``GenerateOptions``.
     """
-    if not isinstance(options, GenerateOptions):
-        raise TypeError(
-            f"options_to_dict expects GenerateOptions, got {type(options).__name__}"
-        )
-    result: dict[str, Any] = converter.unstructure(options, GenerateOptions)
-    return result
+    return _unstructure(
+        options,
+        GenerateOptions,
+        GenerateOptions,
+        "options_to_dict expects GenerateOptions",
+    )
 
 
 def options_from_dict(data: Any) -> GenerateOptions:

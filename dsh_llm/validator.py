@@ -362,19 +362,7 @@ class _StrictRules(_Rules):
         index = chunk.index
         block = self.open
         if block is None or block.index != index:
-            if index >= self.next_index:
-                self.violation(
-                    chunk,
-                    "delta without block-start",
-                    f"block {index} was never started; a delta needs its block's "
-                    "block-start first (rules 1 and 4)",
-                )
-            self.violation(
-                chunk,
-                "delta after block-end",
-                f"block {index} is already closed; deltas come between a block's "
-                "block-start and its block-end (rule 1)",
-            )
+            self.not_open(chunk)
         expected = _DELTA_BLOCK_TYPE[type(chunk)]
         if block.block_type != expected:
             self.violation(
@@ -388,42 +376,62 @@ class _StrictRules(_Rules):
     def tool_call_delta(self, chunk: ToolCallDelta, block: _OpenBlock) -> None:
         if chunk.id:
             if block.call_id is not None and block.call_id != chunk.id:
-                self.violation(
-                    chunk,
-                    "tool-call id changed",
-                    f"this delta says id {_show(chunk.id)} but an earlier delta of "
-                    f"block {chunk.index} said {_show(block.call_id)}; a call keeps "
-                    "one id (rule 5)",
-                )
+                self.call_changed(chunk, "id", chunk.id, block.call_id)
             block.call_id = chunk.id
         if chunk.name:
             if block.call_name is not None and block.call_name != chunk.name:
-                self.violation(
-                    chunk,
-                    "tool-call name changed",
-                    f"this delta says name {_show(chunk.name)} but an earlier delta "
-                    f"of block {chunk.index} said {_show(block.call_name)}; a call "
-                    "keeps one name (rule 5)",
-                )
+                self.call_changed(chunk, "name", chunk.name, block.call_name)
             block.call_name = chunk.name
         block.content.append(chunk.arguments_delta)
+
+    def not_open(
+        self, chunk: TextDelta | ReasoningDelta | ToolCallDelta | BlockEnd
+    ) -> NoReturn:
+        """The violation of a delta or block-end whose block is not the open one:
+        never started, or already closed."""
+        started = chunk.index < self.next_index
+        if isinstance(chunk, BlockEnd):
+            name, rule = (
+                ("duplicate block-end", "a block ends once (rule 1)")
+                if started
+                else (
+                    "block-end without block-start",
+                    "every block-end closes a started block (rule 1)",
+                )
+            )
+        else:
+            name, rule = (
+                (
+                    "delta after block-end",
+                    "deltas come between a block's block-start and its block-end "
+                    "(rule 1)",
+                )
+                if started
+                else (
+                    "delta without block-start",
+                    "a delta needs its block's block-start first (rules 1 and 4)",
+                )
+            )
+        state = "is already closed" if started else "was never started"
+        self.violation(chunk, name, f"block {chunk.index} {state}; {rule}")
+
+    def call_changed(
+        self, chunk: ToolCallDelta, part: str, said: str, earlier: str
+    ) -> NoReturn:
+        """The violation of a tool-call delta whose ``part`` (``id`` or
+        ``name``) differs from an earlier delta's."""
+        self.violation(
+            chunk,
+            f"tool-call {part} changed",
+            f"this delta says {part} {_show(said)} but an earlier delta of block "
+            f"{chunk.index} said {_show(earlier)}; a call keeps one {part} (rule 5)",
+        )
 
     def block_end(self, chunk: BlockEnd) -> None:
         index = chunk.index
         block = self.open
         if block is None or block.index != index:
-            if index >= self.next_index:
-                self.violation(
-                    chunk,
-                    "block-end without block-start",
-                    f"block {index} was never started; every block-end closes a "
-                    "started block (rule 1)",
-                )
-            self.violation(
-                chunk,
-                "duplicate block-end",
-                f"block {index} is already closed; a block ends once (rule 1)",
-            )
+            self.not_open(chunk)
         ended = chunk.block
         if ended.type != block.block_type:
             self.violation(

@@ -130,6 +130,34 @@ def finite_number(inst: object, attribute: attrs.Attribute[Any], value: object) 
         raise bad_value(inst, attribute.name, f"must be finite, got {shown}")
 
 
+def json_number(value: object) -> object:
+    """An integral ``float`` as an ``int``; anything else as it is (a converter).
+
+    JSON has one number type: keeping integral values as ints makes the JSON text
+    match ``JSON.stringify`` (``1500``, not ``1500.0``). From 1e21 on JavaScript
+    prints an exponent (``1e+21``), as Python's float repr does, so those stay
+    floats.
+    """
+    if (
+        isinstance(value, float)
+        and math.isfinite(value)
+        and value.is_integer()
+        and abs(value) < 1e21
+    ):
+        return int(value)
+    return value
+
+
+def schema_object(inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    """Require a ``dict`` (a JSON Schema object)."""
+    if not isinstance(value, dict):
+        raise bad_type(
+            inst,
+            attribute.name,
+            f"must be a dict (a JSON Schema object), got {_kind(value)}",
+        )
+
+
 def instance_of(*types: type) -> Check:
     """Require an instance of one of ``types``."""
     names = " or ".join(t.__name__ for t in types)

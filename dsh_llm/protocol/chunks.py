@@ -8,7 +8,6 @@ field of the wrong type raises ``TypeError``/``ValueError`` naming the field.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 from typing import ClassVar
 from typing import Final
@@ -21,7 +20,7 @@ from dsh_llm.protocol.content import BLOCK_TYPES
 from dsh_llm.protocol.content import CallId
 from dsh_llm.protocol.content import ContentBlock
 from dsh_llm.protocol.content import Tagged
-from dsh_llm.protocol.content import omit_empty
+from dsh_llm.protocol.content import citations_field
 from dsh_llm.protocol.ratelimits import RateLimits
 
 __all__ = [
@@ -44,20 +43,6 @@ FAILURE_KINDS: Final = frozenset({"error", "aborted"})
 """Finish kinds that carry an ``LlmFailure`` (and only those do)."""
 
 
-def _retry_after(value: object) -> object:
-    # JSON has one number type; keep integral values as int so the JSON text
-    # matches JSON.stringify (1500, not 1500.0). From 1e21 on JavaScript prints
-    # an exponent (1e+21), as Python's float repr does, so those stay floats.
-    if (
-        isinstance(value, float)
-        and math.isfinite(value)
-        and value.is_integer()
-        and abs(value) < 1e21
-    ):
-        return int(value)
-    return value
-
-
 @attrs.frozen(kw_only=True)
 class LlmFailure:
     """Serializable facts about a failed model call; policy decides retryability.
@@ -73,7 +58,7 @@ class LlmFailure:
     status: int | None = attrs.field(default=None)
     """HTTP status returned by the provider, when there was one."""
     provider_retry_after_ms: float | None = attrs.field(
-        default=None, converter=_retry_after
+        default=None, converter=c.json_number
     )
     """Delay the provider asked for before a retry, in milliseconds."""
     request_id: str | None = attrs.field(
@@ -281,12 +266,7 @@ class TextDelta(Tagged):
     """The open text block this delta extends."""
     text: str = attrs.field(validator=c.is_str)
     """The next piece of text (``""`` for a delta carrying only citations)."""
-    citations: tuple[Citation, ...] = attrs.field(
-        default=(),
-        converter=c.to_tuple,
-        validator=c.tuple_of(Citation),
-        metadata=omit_empty(),
-    )
+    citations: tuple[Citation, ...] = citations_field()
     """The citations arriving with this piece, in order (omitted from the JSON
     when empty); the block's ``TextBlock.citations`` is all of them."""
 

@@ -62,7 +62,9 @@ def omit_empty() -> dict[str, bool]:
     return {OMIT_EMPTY: True}
 
 
-def _citations_field() -> Any:
+def citations_field() -> Any:
+    """The ``citations`` field of a text block or delta: a tuple of ``Citation``
+    (a list is accepted), empty by default and omitted from the JSON while empty."""
     return attrs.field(
         default=(),
         converter=c.to_tuple,
@@ -93,7 +95,7 @@ class TextBlock(Tagged):
 
     text: str = attrs.field(validator=c.is_str)
     """The text, exactly as produced."""
-    citations: tuple[Citation, ...] = _citations_field()
+    citations: tuple[Citation, ...] = citations_field()
     """The locations supporting the text, in arrival order (omitted from the
     JSON when empty)."""
 
@@ -313,3 +315,9 @@ def citations_of(blocks: Iterable[ContentBlock]) -> tuple[Citation, ...]:
 def detached_json(value: Any) -> Any:
     """A deep copy of a JSON-like value, so later caller changes cannot leak in."""
     return copy.deepcopy(value)
+
+
+def schema_field() -> Any:
+    """A JSON Schema field: a ``dict``, stored as a private deep copy and left out
+    of the hash (a dict is not hashable)."""
+    return attrs.field(converter=detached_json, validator=c.schema_object, hash=False)

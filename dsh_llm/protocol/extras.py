@@ -32,6 +32,7 @@ import attrs
 from dsh_llm.protocol import checks as c
 from dsh_llm.protocol import pytypes
 from dsh_llm.protocol.content import detached_json
+from dsh_llm.protocol.content import schema_field
 
 __all__ = [
     "DEFAULT_FORMAT_NAME",
@@ -66,15 +67,6 @@ def is_header_value(value: object) -> bool:
     return isinstance(value, str) and _HEADER_VALUE.fullmatch(value) is not None
 
 
-def _schema(inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if not isinstance(value, dict):
-        raise c.bad_type(
-            inst,
-            attribute.name,
-            f"must be a dict (a JSON Schema object), got {type(value).__name__}",
-        )
-
-
 def _name(inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
     c.is_str(inst, attribute, value)
     assert isinstance(value, str)
@@ -90,9 +82,7 @@ def _name(inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
 class ResponseFormat:
     """The JSON Schema a response's final text must follow."""
 
-    schema: dict[str, Any] = attrs.field(
-        converter=detached_json, validator=_schema, hash=False
-    )
+    schema: dict[str, Any] = schema_field()  # noqa: RUF009
     """The JSON Schema of the whole answer, sent verbatim (a private deep copy)."""
     name: str = attrs.field(default=DEFAULT_FORMAT_NAME, validator=_name)
     """The schema's name, for providers that want one."""

@@ -129,23 +129,23 @@ def type_label(tp: object) -> str:
     return str(tp).replace("typing.", "")
 
 
+_JSON_TYPE_NAMES: Final[tuple[tuple[type, str], ...]] = (
+    (type(None), "null"),
+    (bool, "boolean"),  # before int: a bool is an int
+    (int, "integer"),
+    (float, "number"),
+    (str, "string"),
+    (list, "array"),
+    (dict, "object"),
+)
+
+
 def json_type_name(value: object) -> str:
     """The JSON type of a parsed value: ``null``, ``boolean``, ``integer``,
     ``number``, ``string``, ``array``, ``object`` (else the Python name)."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, dict):
-        return "object"
+    for kind, name in _JSON_TYPE_NAMES:
+        if isinstance(value, kind):
+            return name
     return type(value).__name__
 
 

@@ -13,7 +13,6 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import attrs
@@ -25,19 +24,6 @@ __all__ = ["RateLimit", "RateLimits"]
 _count = c.optional(c.non_negative_int)
 
 
-def _whole_ms(value: object) -> object:
-    # JSON has one number type: an integral delay is written as JSON.stringify
-    # writes it (1500, not 1500.0).
-    if (
-        isinstance(value, float)
-        and math.isfinite(value)
-        and value.is_integer()
-        and abs(value) < 1e21
-    ):
-        return int(value)
-    return value
-
-
 @attrs.frozen(kw_only=True)
 class RateLimit:
     """One rate-limit dimension (requests or tokens) as a response reported it."""
@@ -46,7 +32,7 @@ class RateLimit:
     """The most the window allows, when reported."""
     remaining: int | None = attrs.field(default=None, validator=_count)
     """What is left of the window, when reported."""
-    reset_ms: float | None = attrs.field(default=None, converter=_whole_ms)
+    reset_ms: float | None = attrs.field(default=None, converter=c.json_number)
     """Milliseconds from the response until the window resets (>= 0), when
     reported."""
 

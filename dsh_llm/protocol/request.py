@@ -16,7 +16,7 @@ import attrs
 from dsh_llm.protocol import checks as c
 from dsh_llm.protocol import extras
 from dsh_llm.protocol.content import ToolResultBlock
-from dsh_llm.protocol.content import detached_json
+from dsh_llm.protocol.content import schema_field
 from dsh_llm.protocol.display import clip
 from dsh_llm.protocol.display import escaped
 from dsh_llm.protocol.extras import ResponseFormat
@@ -47,15 +47,6 @@ PURPOSES: Final = ("compaction", "session-title")
 """Values of ``GenerateOptions.purpose`` for auxiliary calls."""
 
 
-def _json_object(inst: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if not isinstance(value, dict):
-        raise c.bad_type(
-            inst,
-            attribute.name,
-            f"must be a dict (a JSON Schema object), got {type(value).__name__}",
-        )
-
-
 @attrs.frozen(kw_only=True)
 class ToolSchema:
     """A tool the model may call, described by a JSON Schema."""
@@ -64,9 +55,7 @@ class ToolSchema:
     """The tool's name, as the model will call it."""
     description: str = attrs.field(validator=c.is_str)
     """What the tool does, for the model."""
-    parameters: dict[str, Any] = attrs.field(
-        converter=detached_json, validator=_json_object, hash=False
-    )
+    parameters: dict[str, Any] = schema_field()  # noqa: RUF009
     """JSON Schema of the arguments object, sent verbatim. A private deep copy:
     changing the dict passed in later does not change the schema."""
 

@@ -21,6 +21,8 @@ from collections.abc import Mapping
 from typing import Any
 from typing import Final
 
+from dsh_llm.protocol.pytypes import json_type_name
+
 __all__ = ["SUPPORTED_KEYWORDS", "check_schema"]
 
 SUPPORTED_KEYWORDS: Final = frozenset(
@@ -52,25 +54,13 @@ _TYPE_NAMES: Final = (
 
 
 def _is_type(value: object, name: str) -> bool:
-    if name == "null":
-        return value is None
-    if name == "boolean":
-        return isinstance(value, bool)
-    if isinstance(value, bool):
-        return False
+    kind = json_type_name(value)
     if name == "integer":
-        return isinstance(value, int) or (
-            isinstance(value, float) and value.is_integer()
-        )
+        return kind == name or (isinstance(value, float) and value.is_integer())
     if name == "number":
-        return isinstance(value, int | float)
-    if name == "string":
-        return isinstance(value, str)
-    if name == "array":
-        return isinstance(value, list)
-    if name == "object":
-        return isinstance(value, dict)
-    return True  # an unknown type name is not this subset's to judge
+        return kind in ("integer", "number")
+    # An unknown type name is not this subset's to judge.
+    return kind == name or name not in _TYPE_NAMES
 
 
 def _json_equal(a: object, b: object) -> bool:

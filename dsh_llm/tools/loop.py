@@ -55,17 +55,6 @@ from dsh_llm.sources import close_source
 from dsh_llm.tools.schema import bind_tool
 from dsh_llm.tools.schema import tool_schema
 
-__all__ = [
-    "DEFAULT_MAX_STEPS",
-    "StopReason",
-    "StreamTarget",
-    "ToolFunction",
-    "ToolLoop",
-    "ToolLoopResult",
-    "ToolRunner",
-    "run_tools",
-]
-
 DEFAULT_MAX_STEPS: Final = 8
 """Model calls a loop makes at most unless told otherwise."""
 

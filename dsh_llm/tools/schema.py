@@ -39,8 +39,6 @@ from dsh_llm.protocol.pytypes import is_schema_type
 from dsh_llm.protocol.pytypes import json_schema_of
 from dsh_llm.protocol.pytypes import parameters_schema
 
-__all__ = ["bind_tool", "tool_schema"]
-
 
 def _description(owner: object) -> str:
     if isinstance(owner, type):
