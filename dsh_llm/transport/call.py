@@ -543,15 +543,10 @@ class StreamingCall:
         and request id (``error`` itself when it shows none), a code that would
         show one made ``UNKNOWN_FINISH_REASON`` (as ``redacted_finish``); its
         cause is cleaned the same way."""
-        redact = self.redact
-        message, code = self._cleaned(error.message, error.code)
-        request_id = self._cleaned_id(error.request_id)
-        if (
-            message == error.message
-            and code == error.code
-            and request_id == error.request_id
-        ):
+        cleaned = self._cleaned(error.message, error.code, error.request_id)
+        if cleaned is None:
             return error
+        message, code, request_id = cleaned
         cause = error.__cause__
         return LlmError(
             message,
@@ -560,7 +555,7 @@ class StreamingCall:
             provider_retry_after_ms=error.provider_retry_after_ms,
             request_id=request_id,
             rate_limits=error.rate_limits,
-            cause=None if cause is None else redact.cause(cause, withhold=True),
+            cause=None if cause is None else self.redact.cause(cause, withhold=True),
         )
 
     def redacted_finish(self, finish: Finish) -> Finish:
@@ -570,27 +565,24 @@ class StreamingCall:
         failure = finish.reason.failure
         if failure is None:
             return finish
-        message, code = self._cleaned(failure.message, failure.code)
-        request_id = self._cleaned_id(failure.request_id)
-        if (
-            message == failure.message
-            and code == failure.code
-            and request_id == failure.request_id
-        ):
+        cleaned = self._cleaned(failure.message, failure.code, failure.request_id)
+        if cleaned is None:
             return finish
-        cleaned = attrs.evolve(
+        message, code, request_id = cleaned
+        failure = attrs.evolve(
             failure, message=message, code=code, request_id=request_id
         )
-        reason = attrs.evolve(finish.reason, failure=cleaned)
+        reason = attrs.evolve(finish.reason, failure=failure)
         return attrs.evolve(finish, reason=reason)
 
-    def _cleaned_id(self, request_id: str | None) -> str | None:
-        # A request id is server text too: an echoed key must not ride on it.
-        return None if request_id is None else self.redact(request_id)
-
-    def _cleaned(self, message: str, code: str) -> tuple[str, str]:
+    def _cleaned(
+        self, message: str, code: str, request_id: str | None
+    ) -> tuple[str, str, str | None] | None:
+        # The failure's message, code and request id with secrets redacted, or
+        # None when none of them shows one.
         redact = self.redact
         clean = redact(message)
+        clean_code = code
         if redact(code) != code or (
             # A code made from server text (an upper-cased finish reason) that
             # the redacted message quoted may spell a secret in other letters.
@@ -598,8 +590,12 @@ class StreamingCall:
             and code not in _KNOWN_CODES
             and code.casefold() in message.casefold()
         ):
-            code = ErrorCode.UNKNOWN_FINISH_REASON.value
-        return clean, code
+            clean_code = ErrorCode.UNKNOWN_FINISH_REASON.value
+        # A request id is server text too: an echoed key must not ride on it.
+        clean_id = None if request_id is None else redact(request_id)
+        if clean == message and clean_code == code and clean_id == request_id:
+            return None
+        return clean, clean_code, clean_id
 
     def _expiry_now(self) -> Expiry:
         _, which = self.watchdog.remaining(_monotonic())
