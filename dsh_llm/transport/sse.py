@@ -312,21 +312,10 @@ class SseDecoder:
                 block = block.lstrip(b"\n")
             if not block:
                 continue
+            kind: str | None = None
             if block[:5] == b"data:" and b"\n" not in block:
+                kind = "message"
                 value = block[5:]
-                if value[:1] == b" ":
-                    value = value[1:]
-                event = _new_event(
-                    SseEvent,
-                    (
-                        value.decode("utf-8", "replace"),
-                        "message",
-                        self._last_id,
-                        None,
-                        None,
-                        None,
-                    ),
-                )
             elif (
                 block[:6] == b"event:"
                 and block.count(b"\n") == 1
@@ -338,13 +327,15 @@ class SseDecoder:
                 name = name[6:]
                 if name[:1] == b" ":
                     name = name[1:]
+                kind = name.decode("utf-8", "replace") or "message"
+            if kind is not None:
                 if value[:1] == b" ":
                     value = value[1:]
                 event = _new_event(
                     SseEvent,
                     (
                         value.decode("utf-8", "replace"),
-                        name.decode("utf-8", "replace") or "message",
+                        kind,
                         self._last_id,
                         None,
                         None,
