@@ -525,16 +525,21 @@ def stream_headers(
     accept: str = "text/event-stream",
     extra: Mapping[str, str] | None = None,
     identity: AppIdentity = APP_IDENTITY,
+    has_body: bool = True,
 ) -> dict[str, str]:
-    """The headers of one streaming request (lower-case names, attribution first).
+    """The headers of one streaming request, or of one ``fetch`` (lower-case
+    names, attribution first).
 
     ``extra`` may add headers (e.g. gateway routing ids) but cannot replace the
-    attribution ``user-agent``.
+    attribution ``user-agent``. ``content-type: application/json`` is sent
+    unless ``has_body`` is false. ``accept-encoding: identity``: a compressed
+    answer would be inflated past what a size cap counts on the wire.
     """
     headers = attribution_headers(identity)
     headers["accept"] = accept
     headers["accept-encoding"] = "identity"
-    headers["content-type"] = "application/json"
+    if has_body:
+        headers["content-type"] = "application/json"
     for name, value in (extra or {}).items():
         key = name.lower()
         if key != "user-agent":
