@@ -558,10 +558,8 @@ class BearerAuth(requests.auth.AuthBase):
         """The key, still hidden (the transport redacts it from server text)."""
         return self._key
 
-    @property
-    def secret(self) -> Secret:
-        """What ``StreamingCall`` redacts from server text: the key."""
-        return self._key
+    secret = key
+    """What ``StreamingCall`` redacts from server text: the key."""
 
     def __call__(self, request: requests.PreparedRequest) -> requests.PreparedRequest:
         request.headers["authorization"] = f"Bearer {self._key.reveal()}"
