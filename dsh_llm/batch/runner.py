@@ -371,31 +371,25 @@ class _Lines:
                 close()
 
 
+@attrs.define
 class _Run:
-    def __init__(
-        self,
-        runtime: LlmRuntime,
-        results: ResultsFile,
-        *,
-        concurrency: int,
-        limiter: RouteLimiter,
-        retry: RetryPolicy | None,
-        progress: BatchProgress | None,
-        signal: AbortSignal | None,
-    ) -> None:
-        self.runtime = runtime
-        self.results = results
-        self.concurrency = concurrency
-        self.limiter = limiter
-        self.retry = retry
-        self.progress = progress
-        self.controller = AbortController()
-        self.signal = (
-            self.controller.signal
-            if signal is None
-            else AbortSignal.any(signal, self.controller.signal)
-        )
-        self.errors: list[BaseException] = []
+    runtime: LlmRuntime
+    results: ResultsFile
+    concurrency: int
+    limiter: RouteLimiter
+    retry: RetryPolicy | None
+    progress: BatchProgress | None
+    caller_signal: AbortSignal | None
+    controller: AbortController = attrs.field(init=False, factory=AbortController)
+    signal: AbortSignal = attrs.field(init=False)
+    """What stops the run: the caller's signal or the run's own controller."""
+    errors: list[BaseException] = attrs.field(init=False, factory=list)
+
+    @signal.default
+    def _either_signal(self) -> AbortSignal:
+        caller = self.caller_signal
+        own = self.controller.signal
+        return own if caller is None else AbortSignal.any(caller, own)
 
     def fail(self, exc: BaseException) -> None:
         """Stop the run because of ``exc`` (raised once it stopped)."""
@@ -613,6 +607,6 @@ def run_jsonl(
             limiter=limiter,
             retry=policy,
             progress=resolve_progress(progress),
-            signal=signal,
+            caller_signal=signal,
         )
         return run.run(requests_path)

@@ -13,15 +13,15 @@
 
 from __future__ import annotations
 
-from dsh_llm.plugins.loader import KEY_METADATA
+from dsh_llm.config import KEY_METADATA
+from dsh_llm.config import PluginConfigError
+from dsh_llm.plugins.context import Plugin
+from dsh_llm.plugins.context import PluginContext
+from dsh_llm.plugins.context import ScopedLlmRuntime
 from dsh_llm.plugins.loader import PLUGIN_GROUP
 from dsh_llm.plugins.loader import Composition
 from dsh_llm.plugins.loader import LoadedPlugin
-from dsh_llm.plugins.loader import Plugin
-from dsh_llm.plugins.loader import PluginConfigError
-from dsh_llm.plugins.loader import PluginContext
 from dsh_llm.plugins.loader import PluginLoadError
-from dsh_llm.plugins.loader import ScopedLlmRuntime
 from dsh_llm.plugins.loader import load_composition
 from dsh_llm.plugins.loader import resolve_plugin
 

@@ -40,7 +40,6 @@ from typing import Final
 import attrs
 import yaml
 
-from dsh_llm.config import KEY_METADATA
 from dsh_llm.config import ConfigError
 from dsh_llm.config import PluginConfigError
 from dsh_llm.config import config_key
@@ -49,22 +48,15 @@ from dsh_llm.config import structure_config
 from dsh_llm.config import value_kind
 from dsh_llm.errors import ErrorCode
 from dsh_llm.errors import LlmError
-from dsh_llm.plugins.context import Plugin
 from dsh_llm.plugins.context import PluginContext
-from dsh_llm.plugins.context import ScopedLlmRuntime
 from dsh_llm.plugins.interpolation import interpolate
 from dsh_llm.runtime import LlmRuntime
 
 __all__ = [
-    "KEY_METADATA",
     "PLUGIN_GROUP",
     "Composition",
     "LoadedPlugin",
-    "Plugin",
-    "PluginConfigError",
-    "PluginContext",
     "PluginLoadError",
-    "ScopedLlmRuntime",
     "load_composition",
     "resolve_plugin",
 ]

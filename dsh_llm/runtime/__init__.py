@@ -13,12 +13,12 @@ docs/runtime.md lists the guarantees.
 
 from __future__ import annotations
 
-from dsh_llm.runtime.core import AdapterDefaults
-from dsh_llm.runtime.core import AdapterRegistration
 from dsh_llm.runtime.core import LlmRuntime
 from dsh_llm.runtime.core import PreparedLlmCall
-from dsh_llm.runtime.core import StreamMiddleware
-from dsh_llm.runtime.core import StreamNext
+from dsh_llm.runtime.prepare import AdapterDefaults
+from dsh_llm.runtime.registry import AdapterRegistration
+from dsh_llm.runtime.stream import StreamMiddleware
+from dsh_llm.runtime.stream import StreamNext
 
 __all__ = [
     "AdapterDefaults",

@@ -54,7 +54,6 @@ from dsh_llm.runtime.registry import Registry
 from dsh_llm.runtime.registry import find_route
 from dsh_llm.runtime.stream import PreparedDispatch
 from dsh_llm.runtime.stream import StreamMiddleware
-from dsh_llm.runtime.stream import StreamNext
 from dsh_llm.runtime.stream import adapter_errors
 from dsh_llm.runtime.stream import bind
 from dsh_llm.runtime.stream import config_changed
@@ -64,14 +63,7 @@ from dsh_llm.runtime.stream import rewrite
 from dsh_llm.runtime.stream import waterfall
 from dsh_llm.signal import AbortSignal
 
-__all__ = [
-    "AdapterDefaults",
-    "AdapterRegistration",
-    "LlmRuntime",
-    "PreparedLlmCall",
-    "StreamMiddleware",
-    "StreamNext",
-]
+__all__ = ["LlmRuntime", "PreparedLlmCall"]
 
 
 class PreparedLlmCall:

@@ -419,6 +419,31 @@ class _Cursor:
         self.line = line
 
 
+# The keys of a request and of a response line, all required.
+_REQUEST_KEYS: Final = ("method", "url", "headers", "body")
+_RESPONSE_KEYS: Final = ("atMs", "status", "reason", "framing", "headers")
+
+
+def _line(
+    entry: tuple[int, Any],
+    at: _Cursor,
+    key: str,
+    keys: tuple[str, ...],
+    required: tuple[str, ...],
+    *,
+    expected: str | None = None,
+) -> dict[str, Any]:
+    # The object of the line ``{key: {...}}`` (numbered ``entry[0]``), its keys
+    # checked; ``expected`` tells a line that is not such an object (by
+    # default ``_object`` says what is wrong with it).
+    number, line = entry
+    at(number)
+    if expected is not None and (not isinstance(line, dict) or key not in line):
+        raise _Invalid("$", expected)
+    line = _object(line, "$", (key,), (key,))
+    return _object(line[key], f"$.{key}", keys, required)
+
+
 def _build(values: list[tuple[int, Any]], at: _Cursor) -> Cassette:
     number, header = values[0]
     at(number)
@@ -442,15 +467,7 @@ def _build(values: list[tuple[int, Any]], at: _Cursor) -> Cassette:
         at(values[-1][0])
         raise _Invalid("$", "a cassette needs request, response and end lines")
 
-    number, line = values[1]
-    at(number)
-    line = _object(line, "$", ("request",), ("request",))
-    raw = _object(
-        line["request"],
-        "$.request",
-        ("method", "url", "headers", "body"),
-        ("method", "url", "headers", "body"),
-    )
+    raw = _line(values[1], at, "request", _REQUEST_KEYS, _REQUEST_KEYS)
     request = CassetteRequest(
         method=_str(raw["method"], "$.request.method"),
         url=_str(raw["url"], "$.request.url"),
@@ -461,15 +478,7 @@ def _build(values: list[tuple[int, Any]], at: _Cursor) -> Cassette:
         ),
     )
 
-    number, line = values[2]
-    at(number)
-    line = _object(line, "$", ("response",), ("response",))
-    raw = _object(
-        line["response"],
-        "$.response",
-        ("atMs", "status", "reason", "framing", "headers"),
-        ("atMs", "status", "reason", "framing", "headers"),
-    )
+    raw = _line(values[2], at, "response", _RESPONSE_KEYS, _RESPONSE_KEYS)
     status = raw["status"]
     if (
         isinstance(status, bool)
@@ -489,12 +498,15 @@ def _build(values: list[tuple[int, Any]], at: _Cursor) -> Cassette:
 
     reads: list[BodyRead] = []
     last_ms = head["at_ms"]
-    for number, line in values[3:-1]:
-        at(number)
-        if not isinstance(line, dict) or "read" not in line:
-            raise _Invalid("$", 'expected a "read" line (only the last line is "end")')
-        line = _object(line, "$", ("read",), ())
-        raw = _object(line["read"], "$.read", ("atMs", "text", "base64"), ("atMs",))
+    for entry in values[3:-1]:
+        raw = _line(
+            entry,
+            at,
+            "read",
+            ("atMs", "text", "base64"),
+            ("atMs",),
+            expected='expected a "read" line (only the last line is "end")',
+        )
         at_ms = _ms(raw["atMs"], "$.read.atMs")
         if at_ms < last_ms:
             raise _Invalid("$.read.atMs", f"goes back in time ({at_ms} < {last_ms})")
@@ -504,12 +516,14 @@ def _build(values: list[tuple[int, Any]], at: _Cursor) -> Cassette:
         reads.append(BodyRead(at_ms=at_ms, data=data))
         last_ms = at_ms
 
-    number, line = values[-1]
-    at(number)
-    if not isinstance(line, dict) or "end" not in line:
-        raise _Invalid("$", 'the last line must be "end"')
-    line = _object(line, "$", ("end",), ())
-    raw = _object(line["end"], "$.end", ("ended", "atMs"), ("ended",))
+    raw = _line(
+        values[-1],
+        at,
+        "end",
+        ("ended", "atMs"),
+        ("ended",),
+        expected='the last line must be "end"',
+    )
     end_ms = None if "atMs" not in raw else _ms(raw["atMs"], "$.end.atMs")
     response = CassetteResponse(
         **head,

@@ -131,21 +131,14 @@ def _is_data(segment: bytes, event_stream: bool) -> bool:
     return any(not line.startswith(b":") for line in lines)
 
 
+@attrs.define
 class _Runner:
-    def __init__(
-        self,
-        server: LoopbackServer,
-        factory: AdapterFactory,
-        cassette: Cassette,
-        options: GenerateOptions,
-        guard_s: float,
-    ) -> None:
-        self.server = server
-        self.factory = factory
-        self.cassette = cassette
-        self.options = options
-        self.guard_s = guard_s
-        self.names: list[str] = []
+    server: LoopbackServer
+    factory: AdapterFactory
+    cassette: Cassette
+    options: GenerateOptions
+    guard_s: float
+    names: list[str] = attrs.field(init=False, factory=list)
 
     def run(
         self,

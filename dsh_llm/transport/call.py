@@ -44,6 +44,7 @@ from dsh_llm.credentials import Secret
 from dsh_llm.errors import ErrorCode
 from dsh_llm.errors import LlmError
 from dsh_llm.protocol import Finish
+from dsh_llm.protocol import LlmFailure
 from dsh_llm.signal import AbortSignal
 from dsh_llm.transport.chunked import ChunkedBodyReader
 from dsh_llm.transport.errors_map import code_for_exception
@@ -167,15 +168,8 @@ def _with_rate_limits(error: LlmError, headers: Mapping[str, str]) -> LlmError:
     limits = rate_limits(headers)
     if limits is None:
         return error
-    return LlmError(
-        error.message,
-        error.code,
-        status=error.status,
-        provider_retry_after_ms=error.provider_retry_after_ms,
-        request_id=error.request_id,
-        rate_limits=limits,
-        cause=error.__cause__,
-    )
+    failure = attrs.evolve(error.failure, rate_limits=limits)
+    return LlmError.from_failure(failure, cause=error.__cause__)
 
 
 class _DeadlinePassed(Exception):
@@ -543,24 +537,13 @@ class StreamingCall:
         and request id (``error`` itself when it shows none), a code that would
         show one made ``UNKNOWN_FINISH_REASON`` (as ``redacted_finish``); its
         cause is cleaned the same way."""
-        redact = self.redact
-        message, code = self._cleaned(error.message, error.code)
-        request_id = self._cleaned_id(error.request_id)
-        if (
-            message == error.message
-            and code == error.code
-            and request_id == error.request_id
-        ):
+        failure = self._cleaned(error.failure)
+        if failure is None:
             return error
         cause = error.__cause__
-        return LlmError(
-            message,
-            code,
-            status=error.status,
-            provider_retry_after_ms=error.provider_retry_after_ms,
-            request_id=request_id,
-            rate_limits=error.rate_limits,
-            cause=None if cause is None else redact.cause(cause, withhold=True),
+        return LlmError.from_failure(
+            failure,
+            cause=None if cause is None else self.redact.cause(cause, withhold=True),
         )
 
     def redacted_finish(self, finish: Finish) -> Finish:
@@ -568,29 +551,20 @@ class StreamingCall:
         message and request id; a code that would show one becomes
         ``UNKNOWN_FINISH_REASON``."""
         failure = finish.reason.failure
-        if failure is None:
+        cleaned = None if failure is None else self._cleaned(failure)
+        if cleaned is None:
             return finish
-        message, code = self._cleaned(failure.message, failure.code)
-        request_id = self._cleaned_id(failure.request_id)
-        if (
-            message == failure.message
-            and code == failure.code
-            and request_id == failure.request_id
-        ):
-            return finish
-        cleaned = attrs.evolve(
-            failure, message=message, code=code, request_id=request_id
-        )
         reason = attrs.evolve(finish.reason, failure=cleaned)
         return attrs.evolve(finish, reason=reason)
 
-    def _cleaned_id(self, request_id: str | None) -> str | None:
-        # A request id is server text too: an echoed key must not ride on it.
-        return None if request_id is None else self.redact(request_id)
-
-    def _cleaned(self, message: str, code: str) -> tuple[str, str]:
+    def _cleaned(self, failure: LlmFailure) -> LlmFailure | None:
+        # ``failure`` with secrets redacted from its message, code and request
+        # id, or None when none of them shows one.
         redact = self.redact
+        message = failure.message
+        code = failure.code
         clean = redact(message)
+        clean_code = code
         if redact(code) != code or (
             # A code made from server text (an upper-cased finish reason) that
             # the redacted message quoted may spell a secret in other letters.
@@ -598,8 +572,15 @@ class StreamingCall:
             and code not in _KNOWN_CODES
             and code.casefold() in message.casefold()
         ):
-            code = ErrorCode.UNKNOWN_FINISH_REASON.value
-        return clean, code
+            clean_code = ErrorCode.UNKNOWN_FINISH_REASON.value
+        # A request id is server text too: an echoed key must not ride on it.
+        request_id = failure.request_id
+        clean_id = None if request_id is None else redact(request_id)
+        if clean == message and clean_code == code and clean_id == request_id:
+            return None
+        return attrs.evolve(
+            failure, message=clean, code=clean_code, request_id=clean_id
+        )
 
     def _expiry_now(self) -> Expiry:
         _, which = self.watchdog.remaining(_monotonic())

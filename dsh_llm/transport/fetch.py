@@ -37,10 +37,10 @@ from dsh_llm.protocol.checks import MAX_TIMEOUT_MS
 from dsh_llm.protocol.checks import check_timeout_ms
 from dsh_llm.signal import AbortController
 from dsh_llm.signal import AbortSignal
-from dsh_llm.transport.attribution import attribution_headers
 from dsh_llm.transport.call import StreamingCall
 from dsh_llm.transport.http_errors import HttpErrorClassifier
 from dsh_llm.transport.session import NoAuth
+from dsh_llm.transport.session import stream_headers
 
 MAX_BODY_BYTES: Final = 8 * 1024 * 1024
 """The default cap on a fetched body (8 MiB): far above any model list a server
@@ -64,22 +64,6 @@ class Fetched:
 
 def _shown(ms: float) -> str:
     return str(int(ms)) if float(ms).is_integer() else str(ms)
-
-
-def _request_headers(
-    extra: Mapping[str, str] | None, *, has_body: bool
-) -> dict[str, str]:
-    headers = attribution_headers()
-    headers["accept"] = "application/json"
-    if has_body:
-        headers["content-type"] = "application/json"
-    # A compressed answer would be inflated past what the cap counts on the wire.
-    headers["accept-encoding"] = "identity"
-    for name, value in (extra or {}).items():
-        key = name.lower()
-        if key != "user-agent":
-            headers[key] = value
-    return headers
 
 
 def _too_large(call: StreamingCall, max_bytes: int) -> LlmError:
@@ -165,7 +149,9 @@ def fetch(
         session,
         url=url,
         body=b"" if body is None else body,
-        headers=_request_headers(headers, has_body=body is not None),
+        headers=stream_headers(
+            accept="application/json", extra=headers, has_body=body is not None
+        ),
         auth=NoAuth() if auth is None else auth,
         provider=provider,
         endpoint=endpoint,

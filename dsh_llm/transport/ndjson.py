@@ -29,13 +29,13 @@ from typing import Final
 
 from dsh_llm.errors import ErrorCode
 from dsh_llm.errors import LlmError
+from dsh_llm.transport.sse import strip_bom
 
 __all__ = ["MAX_LINE_BYTES", "NdjsonDecoder", "iter_ndjson"]
 
 MAX_LINE_BYTES: Final = 64 * 1024 * 1024
 """The longest line a decoder accepts by default."""
 
-_BOM: Final = b"\xef\xbb\xbf"
 _json_decode = json.JSONDecoder().decode
 
 
@@ -80,12 +80,9 @@ class NdjsonDecoder:
         if self._oversize is not None:
             raise self._oversize
         if self._bom_pending is not None:
-            head = self._bom_pending + data
-            if len(head) < 3 and _BOM.startswith(head):
-                self._bom_pending = head
+            self._bom_pending, data = strip_bom(self._bom_pending, data)
+            if not data:
                 return []
-            self._bom_pending = None
-            data = head[3:] if head.startswith(_BOM) else head
         if b"\n" not in data:
             if data:
                 self._pending.append(data)
@@ -133,16 +130,7 @@ class NdjsonDecoder:
             self._bom_pending = None
         if not tail.strip():
             return []
-        try:
-            return [_json_decode(tail.decode("utf-8", "replace"))]
-        except (ValueError, RecursionError) as exc:
-            # Only the decoder's message: its error keeps the line as ``doc``.
-            error = LlmError(
-                f"{self._provider} NDJSON stream ended inside an unterminated line",
-                ErrorCode.STREAM_CLOSED,
-                cause=ValueError(str(exc)),
-            )
-        raise error
+        return [self._decode(tail, last=True)]
 
     def _too_long(self) -> LlmError:
         return LlmError(
@@ -151,18 +139,23 @@ class NdjsonDecoder:
             ErrorCode.MALFORMED_RESPONSE,
         )
 
-    def _decode(self, line: bytes) -> Any:
+    def _decode(self, line: bytes, *, last: bool = False) -> Any:
+        # ``last``: the body's last line, without its newline.
         text = line.decode("utf-8", "replace")
         try:
             return _json_decode(text)
         except (ValueError, RecursionError) as exc:
-            error = LlmError(
-                f"malformed NDJSON line from {self._provider}: {text[:120]!r}",
-                ErrorCode.MALFORMED_RESPONSE,
-                # The decoder's own error keeps the whole line (which may hold
-                # an echoed secret) as ``doc``: only its message is kept.
-                cause=ValueError(str(exc)),
-            )
+            if last:
+                message = (
+                    f"{self._provider} NDJSON stream ended inside an unterminated line"
+                )
+                code = ErrorCode.STREAM_CLOSED
+            else:
+                message = f"malformed NDJSON line from {self._provider}: {text[:120]!r}"
+                code = ErrorCode.MALFORMED_RESPONSE
+            # The decoder's own error keeps the whole line (which may hold an
+            # echoed secret) as ``doc``: only its message is kept.
+            error = LlmError(message, code, cause=ValueError(str(exc)))
         raise error
 
 

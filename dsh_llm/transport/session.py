@@ -525,16 +525,21 @@ def stream_headers(
     accept: str = "text/event-stream",
     extra: Mapping[str, str] | None = None,
     identity: AppIdentity = APP_IDENTITY,
+    has_body: bool = True,
 ) -> dict[str, str]:
-    """The headers of one streaming request (lower-case names, attribution first).
+    """The headers of one streaming request, or of one ``fetch`` (lower-case
+    names, attribution first).
 
     ``extra`` may add headers (e.g. gateway routing ids) but cannot replace the
-    attribution ``user-agent``.
+    attribution ``user-agent``. ``content-type: application/json`` is sent
+    unless ``has_body`` is false. ``accept-encoding: identity``: a compressed
+    answer would be inflated past what a size cap counts on the wire.
     """
     headers = attribution_headers(identity)
     headers["accept"] = accept
     headers["accept-encoding"] = "identity"
-    headers["content-type"] = "application/json"
+    if has_body:
+        headers["content-type"] = "application/json"
     for name, value in (extra or {}).items():
         key = name.lower()
         if key != "user-agent":
@@ -553,10 +558,8 @@ class BearerAuth(requests.auth.AuthBase):
         """The key, still hidden (the transport redacts it from server text)."""
         return self._key
 
-    @property
-    def secret(self) -> Secret:
-        """What ``StreamingCall`` redacts from server text: the key."""
-        return self._key
+    secret = key
+    """What ``StreamingCall`` redacts from server text: the key."""
 
     def __call__(self, request: requests.PreparedRequest) -> requests.PreparedRequest:
         request.headers["authorization"] = f"Bearer {self._key.reveal()}"

@@ -68,6 +68,25 @@ class SseEvent(NamedTuple):
     The event's only copy of them: a consumer may clear it once read."""
 
 
+def strip_bom(pending: bytes, data: bytes) -> tuple[bytes | None, bytes]:
+    """Remove one UTF-8 BOM from the start of a body that may come a byte at a
+    time (the SSE and NDJSON decoders' first reads).
+
+    Args:
+        pending: The bytes so far that may still be the start of a BOM (``b""``
+            before the first read).
+        data: The bytes just read.
+
+    Returns:
+        What to keep pending (``None`` once the body's start is settled) and the
+        bytes to parse (``b""`` while the start is not settled).
+    """
+    head = pending + data
+    if len(head) < 3 and _BOM.startswith(head):
+        return head, b""
+    return None, head[3:] if head.startswith(_BOM) else head
+
+
 _new_event = tuple.__new__
 """Builds an ``SseEvent`` from a full 5-tuple (the hot path skips the
 named-tuple constructor's argument handling)."""
@@ -214,12 +233,9 @@ class SseDecoder:
         if self.terminated or not data:
             return []
         if self._bom_pending is not None:
-            head = self._bom_pending + data
-            if len(head) < 3 and _BOM.startswith(head):
-                self._bom_pending = head
+            self._bom_pending, data = strip_bom(self._bom_pending, data)
+            if not data:
                 return []
-            self._bom_pending = None
-            data = head[3:] if head.startswith(_BOM) else head
         if self._skip_lf:
             self._skip_lf = False
             if data[:1] == b"\n":
@@ -296,21 +312,10 @@ class SseDecoder:
                 block = block.lstrip(b"\n")
             if not block:
                 continue
+            kind: str | None = None
             if block[:5] == b"data:" and b"\n" not in block:
+                kind = "message"
                 value = block[5:]
-                if value[:1] == b" ":
-                    value = value[1:]
-                event = _new_event(
-                    SseEvent,
-                    (
-                        value.decode("utf-8", "replace"),
-                        "message",
-                        self._last_id,
-                        None,
-                        None,
-                        None,
-                    ),
-                )
             elif (
                 block[:6] == b"event:"
                 and block.count(b"\n") == 1
@@ -322,13 +327,15 @@ class SseDecoder:
                 name = name[6:]
                 if name[:1] == b" ":
                     name = name[1:]
+                kind = name.decode("utf-8", "replace") or "message"
+            if kind is not None:
                 if value[:1] == b" ":
                     value = value[1:]
                 event = _new_event(
                     SseEvent,
                     (
                         value.decode("utf-8", "replace"),
-                        name.decode("utf-8", "replace") or "message",
+                        kind,
                         self._last_id,
                         None,
                         None,
