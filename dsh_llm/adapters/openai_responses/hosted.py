@@ -74,16 +74,11 @@ def annotation_citation(annotation: object, offset: int = 0) -> Citation | None:
         end = _shifted(annotation.get("end_index"), offset)
     else:
         return None
-    if kind == "url_citation":
-        return Citation(
-            kind=kind,
-            url=_str(annotation.get("url")),
-            title=_str(annotation.get("title")),
-            text_start=start,
-            text_end=end,
-        )
+    # Each kind carries only its own fields (the URL and title, or the file).
     return Citation(
         kind=kind,
+        url=_str(annotation.get("url")),
+        title=_str(annotation.get("title")),
         file_id=_str(annotation.get("file_id")),
         filename=_str(annotation.get("filename")),
         text_start=start,
