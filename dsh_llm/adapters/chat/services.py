@@ -25,6 +25,9 @@ import attrs
 from dsh_llm.adapters._wire.config import CatalogModel
 from dsh_llm.adapters.chat.request import ResponseFormatStyle
 
+_QUIRK: Final = {"quirk": True}
+"""The metadata of a field that is one of the stream's quirks."""
+
 
 @attrs.frozen(kw_only=True)
 class HostedService:
@@ -53,28 +56,28 @@ class HostedService:
     reasoning_passback_field: Literal["reasoning_content", "reasoning"] | None = None
     """The assistant-message field earlier reasoning goes back in (``None``:
     the service refuses or ignores one)."""
-    reasoning_left_out: bool = False
+    # The stream's quirks: WireProfile's fields of the same names.
+    reasoning_left_out: bool = attrs.field(default=False, metadata=_QUIRK)
     """``WireProfile.reasoning_left_out``."""
-    finish_reasons: Mapping[str, str] = attrs.field(factory=dict, hash=False)
+    finish_reasons: Mapping[str, str] = attrs.field(
+        factory=dict, hash=False, metadata=_QUIRK
+    )
     """``WireProfile.finish_reasons``."""
-    usage_paths: tuple[tuple[str, ...], ...] = ()
+    usage_paths: tuple[tuple[str, ...], ...] = attrs.field(default=(), metadata=_QUIRK)
     """``WireProfile.usage_paths``."""
-    error_paths: tuple[tuple[str, ...], ...] = ()
+    error_paths: tuple[tuple[str, ...], ...] = attrs.field(default=(), metadata=_QUIRK)
     """``WireProfile.error_paths``."""
-    end_at_eof: bool = False
+    end_at_eof: bool = attrs.field(default=False, metadata=_QUIRK)
     """``WireProfile.end_at_eof``."""
-    reasoning_details: bool = False
+    reasoning_details: bool = attrs.field(default=False, metadata=_QUIRK)
     """``WireProfile.reasoning_details``."""
 
     def wire_quirks(self) -> dict[str, Any]:
         """The ``WireProfile`` keyword arguments of the stream's quirks."""
         return {
-            "reasoning_left_out": self.reasoning_left_out,
-            "finish_reasons": self.finish_reasons,
-            "usage_paths": self.usage_paths,
-            "error_paths": self.error_paths,
-            "end_at_eof": self.end_at_eof,
-            "reasoning_details": self.reasoning_details,
+            field.name: getattr(self, field.name)
+            for field in attrs.fields(HostedService)
+            if field.metadata.get("quirk")
         }
 
 
