@@ -410,6 +410,37 @@ class WireAdapter(LlmAdapter, Generic[C]):
         )
 
 
+class ServerAdapter(WireAdapter[C]):
+    """A ``WireAdapter`` for a family any server of its wire speaks (Ollama, the
+    Responses API, chat completions): the server's root comes first.
+
+    Args:
+        base_url: The server's API root (``None``: the config's default).
+        api_key: The key (``str`` or ``Secret``); ``None`` reads the config's
+            ``api_key_env`` from the environment at each request (when it names
+            one).
+        environ: Where variables are read (default ``os.environ``, live).
+        **options: The family's further config fields.
+
+    Raises:
+        AdapterConfigError: for an invalid option (a ``ValueError``).
+        TypeError: for a keyword that is not a config field.
+        LlmError: ``INVALID_CREDENTIAL`` for an explicit key no header can carry.
+    """
+
+    def __init__(
+        self,
+        base_url: str | None = None,
+        *,
+        api_key: str | Secret | None = None,
+        environ: Mapping[str, str] | None = None,
+        **options: Any,
+    ) -> None:
+        if base_url is not None:
+            options = {"base_url": base_url, **options}
+        super().__init__(api_key, environ=environ, **options)
+
+
 def _received(
     metadata: StreamMetadata, call: StreamingCall, response: requests.Response
 ) -> None:

@@ -89,58 +89,34 @@ class ClaudeModel:
     model in the catalog reads images)."""
 
 
-def _adaptive(efforts: tuple[str, ...], default: str) -> ThinkingProfile:
-    return ThinkingProfile(
-        style="adaptive",
-        efforts=efforts,
-        default_effort=default,
-        thinks_by_default=True,
+def _claude_5(
+    model_id: str, name: str, default_effort: str, efforts: tuple[str, ...] = _ALWAYS_ON
+) -> ClaudeModel:
+    """A Claude 5 entry: 1M context, 128k output (64k by default), adaptive
+    thinking on by default."""
+    return ClaudeModel(
+        id=model_id,
+        name=name,
+        context_window=1_000_000,
+        max_output_tokens=128_000,
+        default_max_tokens=64_000,
+        thinking=ThinkingProfile(
+            style="adaptive",
+            efforts=efforts,
+            default_effort=default_effort,
+            thinks_by_default=True,
+        ),
     )
 
 
 CATALOG: Final[tuple[ClaudeModel, ...]] = (
-    ClaudeModel(
-        id="claude-opus-5-5",
-        name="Claude Opus 5.5",
-        context_window=1_000_000,
-        max_output_tokens=128_000,
-        default_max_tokens=64_000,
-        thinking=_adaptive(_ALWAYS_ON, "medium"),
-    ),
-    ClaudeModel(
-        id="claude-fable-5-1",
-        name="Claude Fable 5.1",
-        context_window=1_000_000,
-        max_output_tokens=128_000,
-        default_max_tokens=64_000,
-        thinking=_adaptive(_ALWAYS_ON, "high"),
-    ),
-    ClaudeModel(
-        id="claude-sonnet-5-5",
-        name="Claude Sonnet 5.5",
-        context_window=1_000_000,
-        max_output_tokens=128_000,
-        default_max_tokens=64_000,
-        thinking=_adaptive(_ALWAYS_ON, "high"),
-    ),
-    ClaudeModel(
-        id="claude-opus-5",
-        name="Claude Opus 5",
-        context_window=1_000_000,
-        max_output_tokens=128_000,
-        default_max_tokens=64_000,
-        # Thinking may be disabled on Opus 5 (at effort high or below, which
-        # its default effort is).
-        thinking=_adaptive(_SWITCHABLE, "high"),
-    ),
-    ClaudeModel(
-        id="claude-sonnet-5",
-        name="Claude Sonnet 5",
-        context_window=1_000_000,
-        max_output_tokens=128_000,
-        default_max_tokens=64_000,
-        thinking=_adaptive(_ALWAYS_ON, "high"),
-    ),
+    _claude_5("claude-opus-5-5", "Claude Opus 5.5", "medium"),
+    _claude_5("claude-fable-5-1", "Claude Fable 5.1", "high"),
+    _claude_5("claude-sonnet-5-5", "Claude Sonnet 5.5", "high"),
+    # Thinking may be disabled on Opus 5 (at effort high or below, which its
+    # default effort is).
+    _claude_5("claude-opus-5", "Claude Opus 5", "high", _SWITCHABLE),
+    _claude_5("claude-sonnet-5", "Claude Sonnet 5", "high"),
     ClaudeModel(
         id="claude-haiku-4-5",
         name="Claude Haiku 4.5",

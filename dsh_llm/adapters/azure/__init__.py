@@ -4,9 +4,8 @@ completions or the Responses API.
 - One route, ``azure``, displayed as ``Azure OpenAI``; a call's model id is its
   deployment's name (or a catalog id mapped to one); ``resolve_model`` needs no
   I/O.
-- ``AzureOpenAIConfig`` is its one validated configuration (the constructor's
-  keywords build it; ``from_config`` takes one); a bad value raises
-  ``dsh_llm.adapters.AdapterConfigError`` keyed by its config key.
+- Built like every family's adapter (``dsh_llm.adapters``): the constructor's
+  keywords are ``AzureOpenAIConfig``'s fields, ``from_config`` takes one.
 - The v1 API (``https://<resource>.openai.azure.com/openai/v1``) by default;
   the deployment paths with ``api_version``.
 - Auth per request: the API key (``api_key``, else ``AZURE_OPENAI_API_KEY``) in
@@ -29,7 +28,6 @@ import attrs
 
 from dsh_llm.adapters._wire.adapter import WireAdapter
 from dsh_llm.adapters._wire.config import AdapterConfigError
-from dsh_llm.adapters._wire.config import config_from_options
 from dsh_llm.adapters.azure.auth import EntraIdTokens
 from dsh_llm.adapters.azure.family import DEFAULT_API_KEY_ENV
 from dsh_llm.adapters.azure.family import ENDPOINT_ENV
@@ -53,33 +51,21 @@ __all__ = [
 
 
 class AzureOpenAIAdapter(WireAdapter[AzureOpenAIConfig]):
-    """Streams models deployed on Azure OpenAI (see the module docstring).
-
-    The keyword arguments besides ``api_key``, ``credential`` and ``environ``
-    are ``AzureOpenAIConfig``'s fields (``resource``, ``base_url``,
-    ``api_version``, ``wire``, ``auth``, ``api_key_env``, ``token_scope``,
-    ``max_tokens_field``, ``include_usage``, ``models``, the three stream
-    timeouts, ``retry_policy``, ``pool_maxsize``, ``empty_response_as_stop``)
-    and build one; ``AzureOpenAIAdapter.from_config(config)`` takes one built
-    elsewhere.
+    """Streams models deployed on Azure OpenAI (see the module docstring);
+    ``WireAdapter``'s arguments, the keywords building an ``AzureOpenAIConfig``.
 
     Args:
-        api_key: The API key (``str`` or ``Secret``); ``None`` reads
-            ``api_key_env`` at each request, and uses an Entra ID token when it
-            is unset (``auth: auto``).
+        api_key: The API key; ``None`` reads ``api_key_env`` at each request,
+            and uses an Entra ID token when it is unset (``auth: auto``).
         credential: An azure-core ``TokenCredential`` (``ClientSecretCredential``,
             ``ManagedIdentityCredential``...) to get Entra ID tokens from, instead
             of a ``DefaultAzureCredential``; requests then carry its tokens. The
             caller closes it.
-        environ: Where variables are read (default ``os.environ``, live).
-            azure-identity reads the process environment itself.
-        **options: ``AzureOpenAIConfig`` fields.
+        environ: Where variables are read; azure-identity reads the process
+            environment itself.
 
     Raises:
-        AdapterConfigError: for an invalid option, no endpoint, or a credential
-            given two ways.
-        TypeError: for a keyword that is not an ``AzureOpenAIConfig`` field.
-        LlmError: ``INVALID_CREDENTIAL`` for an explicit key no header can carry.
+        AdapterConfigError: also for no endpoint, or a credential given two ways.
     """
 
     family = FAMILY
@@ -92,8 +78,7 @@ class AzureOpenAIAdapter(WireAdapter[AzureOpenAIConfig]):
         environ: Mapping[str, str] | None = None,
         **options: Any,
     ) -> None:
-        config = config_from_options(AzureOpenAIConfig, options)
-        self._setup(config, api_key=api_key, environ=environ)
+        super().__init__(api_key, environ=environ, **options)
         if credential is not None:
             self._use_credential(credential, api_key)
 

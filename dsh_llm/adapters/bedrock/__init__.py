@@ -2,17 +2,15 @@
 
 - One route, ``bedrock``, displayed as ``Amazon Bedrock``; any model id or
   inference profile ARN; ``resolve_model`` needs no I/O.
-- ``BedrockConfig`` is its one validated configuration (the constructor's
-  keywords build it; ``from_config`` takes one); a bad value raises
-  ``dsh_llm.adapters.AdapterConfigError`` keyed by its config key.
+- Built like every family's adapter (``dsh_llm.adapters``): the constructor's
+  keywords are ``BedrockConfig``'s fields, ``from_config`` takes one.
 - Auth per request: a Bedrock API key (``api_key``, else
   ``AWS_BEARER_TOKEN_BEDROCK``) as a bearer token, else SigV4 signing with the
   AWS credential chain through botocore (``pip install 'dsh-llm[bedrock]'``).
   No credential or signature appears in a message or a ``repr``.
-- The family's parts: ``family`` (config, endpoint, request hook, ``FAMILY``),
-  ``request`` (pure builder), ``translate`` (pure translator), ``errors``,
-  ``auth`` (SigV4), ``catalog`` (Claude ids). The binary event stream is
-  decoded by ``dsh_llm.transport.eventstream``. User guide: ``docs/bedrock.md``.
+- Beyond every family's parts: ``auth`` (SigV4); ``catalog`` reads Claude ids;
+  the binary event stream is decoded by ``dsh_llm.transport.eventstream``.
+  User guide: ``docs/bedrock.md``.
 """
 
 from __future__ import annotations
@@ -34,22 +32,14 @@ __all__ = [
 
 class BedrockAdapter(WireAdapter[BedrockConfig]):
     """Streams models on Amazon Bedrock over ConverseStream (see the module
-    docstring).
-
-    The keyword arguments are ``BedrockConfig``'s fields (``region``,
-    ``profile``, ``api_key_env``, ``base_url``, ``reasoning_effort``,
-    ``max_tokens``, ``default_context_window``, ``models``, the three stream
-    timeouts, ``retry_policy``, ``pool_maxsize``, ``empty_response_as_stop``)
-    and build one; ``BedrockAdapter.from_config(config)`` takes one built
-    elsewhere.
+    docstring); ``WireAdapter``'s arguments, the keywords building a
+    ``BedrockConfig``.
 
     Args:
-        api_key: A Bedrock API key (``str`` or ``Secret``), sent as a bearer
-            token; ``None`` reads ``api_key_env`` at each request, and signs
-            with the AWS credential chain when it is unset.
-        environ: Where variables are read (default ``os.environ``, live).
-            botocore reads the process environment itself.
-        **options: ``BedrockConfig`` fields.
+        api_key: A Bedrock API key, sent as a bearer token; ``None`` reads
+            ``api_key_env`` at each request, and signs with the AWS credential
+            chain when it is unset (botocore reads the process environment
+            itself, not ``environ``).
 
     Raises:
         AdapterConfigError: for an invalid option, or when no region is found.

@@ -61,10 +61,6 @@ UNLISTED_LEVEL_EFFORTS: Final = ("minimal", "low", "medium", "high")
 UNLISTED_BUDGET_EFFORTS: Final = ("off", "low", "medium", "high", "auto")
 """Efforts offered for an unlisted ``gemini-2.*`` model."""
 
-_CONTEXT: Final = 1_048_576
-_OUTPUT: Final = 65_536
-_TEXT_AND_IMAGE: Final = ("text", "image")
-
 
 def _efforts_tuple(value: Any) -> Any:
     return tuple(value) if isinstance(value, list | tuple) else value
@@ -121,59 +117,38 @@ class GeminiModel(CatalogModel):
     """The effort advertised as the default (``None``: the model's own)."""
 
 
-DEFAULT_MODELS: Final = (
-    GeminiModel(
-        id="gemini-3-pro-preview",
-        name="Gemini 3 Pro (preview)",
-        context_window=_CONTEXT,
-        max_tokens=_OUTPUT,
-        thinking="level",
-        efforts=("low", "high"),
-        default_effort="high",
-        input_modalities=_TEXT_AND_IMAGE,
-    ),
-    GeminiModel(
-        id="gemini-3-flash-preview",
-        name="Gemini 3 Flash (preview)",
-        context_window=_CONTEXT,
-        max_tokens=_OUTPUT,
-        thinking="level",
-        efforts=("minimal", "low", "medium", "high"),
-        default_effort="high",
-        input_modalities=_TEXT_AND_IMAGE,
-    ),
-    GeminiModel(
-        id="gemini-2.5-pro",
-        name="Gemini 2.5 Pro",
-        context_window=_CONTEXT,
-        max_tokens=_OUTPUT,
-        thinking="budget",
-        efforts=("low", "medium", "high", "auto"),
-        default_effort="auto",
-        input_modalities=_TEXT_AND_IMAGE,
-    ),
-    GeminiModel(
-        id="gemini-2.5-flash",
-        name="Gemini 2.5 Flash",
-        context_window=_CONTEXT,
-        max_tokens=_OUTPUT,
-        thinking="budget",
-        efforts=("off", "low", "medium", "high", "auto"),
-        default_effort="auto",
-        input_modalities=_TEXT_AND_IMAGE,
-    ),
-    GeminiModel(
-        id="gemini-2.5-flash-lite",
-        name="Gemini 2.5 Flash-Lite",
-        context_window=_CONTEXT,
-        max_tokens=_OUTPUT,
-        thinking="budget",
-        efforts=("off", "low", "medium", "high", "auto"),
-        default_effort="off",
-        input_modalities=_TEXT_AND_IMAGE,
-    ),
+def _thinking(model_id: str) -> ThinkingStyle:
+    """How a model takes thinking, by its id: Gemini 2 budgets, later levels."""
+    return "budget" if model_id.startswith("gemini-2.") else "level"
+
+
+_LEVELS: Final = tuple(EFFORT_LEVELS)  # every effort of a style
+_BUDGETS: Final = tuple(EFFORT_BUDGETS)
+
+_CURRENT: Final = (
+    # id, name, efforts, default effort
+    ("gemini-3-pro-preview", "Gemini 3 Pro (preview)", ("low", "high"), "high"),
+    ("gemini-3-flash-preview", "Gemini 3 Flash (preview)", _LEVELS, "high"),
+    ("gemini-2.5-pro", "Gemini 2.5 Pro", ("low", "medium", "high", "auto"), "auto"),
+    ("gemini-2.5-flash", "Gemini 2.5 Flash", _BUDGETS, "auto"),
+    ("gemini-2.5-flash-lite", "Gemini 2.5 Flash-Lite", _BUDGETS, "off"),
 )
-"""The catalog advertised when none is configured."""
+
+DEFAULT_MODELS: Final = tuple(
+    GeminiModel(
+        id=model_id,
+        name=name,
+        context_window=1_048_576,
+        max_tokens=65_536,
+        thinking=_thinking(model_id),
+        efforts=efforts,
+        default_effort=default_effort,
+        input_modalities=("text", "image"),
+    )
+    for model_id, name, efforts, default_effort in _CURRENT
+)
+"""The catalog advertised when none is configured: every model holds 1M tokens,
+writes up to 64k and reads text and images."""
 
 
 def model_for(
@@ -184,11 +159,7 @@ def model_for(
     for entry in models:
         if entry.id == model_id:
             return entry
-    if model_id.startswith("gemini-2."):
-        return GeminiModel(
-            id=model_id, thinking="budget", efforts=UNLISTED_BUDGET_EFFORTS
-        )
-    return GeminiModel(id=model_id, thinking="level", efforts=UNLISTED_LEVEL_EFFORTS)
+    return GeminiModel(id=model_id, thinking=_thinking(model_id))
 
 
 def effort_in_force(model: GeminiModel, configured: str | None) -> str | None:

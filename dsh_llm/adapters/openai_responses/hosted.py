@@ -67,32 +67,23 @@ def annotation_citation(annotation: object, offset: int = 0) -> Citation | None:
     if not isinstance(annotation, dict):
         return None
     kind = annotation.get("type")
-    if kind == "url_citation":
-        return Citation(
-            kind=kind,
-            url=_str(annotation.get("url")),
-            title=_str(annotation.get("title")),
-            text_start=_shifted(annotation.get("start_index"), offset),
-            text_end=_shifted(annotation.get("end_index"), offset),
-        )
     if kind in ("file_citation", "file_path"):
-        at = _shifted(annotation.get("index"), offset)
-        return Citation(
-            kind=kind,
-            file_id=_str(annotation.get("file_id")),
-            filename=_str(annotation.get("filename")),
-            text_start=at,
-            text_end=at,
-        )
-    if kind == "container_file_citation":
-        return Citation(
-            kind=kind,
-            file_id=_str(annotation.get("file_id")),
-            filename=_str(annotation.get("filename")),
-            text_start=_shifted(annotation.get("start_index"), offset),
-            text_end=_shifted(annotation.get("end_index"), offset),
-        )
-    return None
+        start = end = _shifted(annotation.get("index"), offset)
+    elif kind in ("url_citation", "container_file_citation"):
+        start = _shifted(annotation.get("start_index"), offset)
+        end = _shifted(annotation.get("end_index"), offset)
+    else:
+        return None
+    # Each kind carries only its own fields (the URL and title, or the file).
+    return Citation(
+        kind=kind,
+        url=_str(annotation.get("url")),
+        title=_str(annotation.get("title")),
+        file_id=_str(annotation.get("file_id")),
+        filename=_str(annotation.get("filename")),
+        text_start=start,
+        text_end=end,
+    )
 
 
 def _json(value: object) -> str:

@@ -62,26 +62,38 @@ class ResponsesProfile:
     ``max-tokens`` (one whose natural end fell exactly on the cap too)."""
 
 
-OPENAI: Final = ResponsesProfile(
-    server="openai",
-    provider="OpenAI (Responses API)",
-    reasoning_efforts=OPENAI_EFFORTS,
+def _profile(
+    server: str, name: str, reasoning_efforts: tuple[str, ...], **switches: bool
+) -> ResponsesProfile:
+    """``server``'s profile, displayed as ``<name> (Responses API)``;
+    ``switches`` are the ``ResponsesProfile`` flags that differ from the
+    defaults."""
+    return ResponsesProfile(
+        server=server,
+        provider=f"{name} (Responses API)",
+        reasoning_efforts=reasoning_efforts,
+        **switches,
+    )
+
+
+_LOW_TO_HIGH: Final = ("low", "medium", "high")
+
+OPENAI: Final = _profile(
+    "openai",
+    "OpenAI",
+    OPENAI_EFFORTS,
     # The 2026 types let a function_call_output's output be a list of
     # input_text / input_image / input_file parts.
     tool_result_images=True,
 )
-VLLM: Final = ResponsesProfile(
-    server="vllm",
-    provider="vLLM (Responses API)",
-    # vLLM passes the effort to the chat template (gpt-oss reads low/medium/high).
-    reasoning_efforts=("low", "medium", "high"),
-)
-OLLAMA: Final = ResponsesProfile(
-    server="ollama",
-    provider="Ollama (Responses API)",
+# vLLM passes the effort to the chat template (gpt-oss reads low/medium/high).
+VLLM: Final = _profile("vllm", "vLLM", _LOW_TO_HIGH)
+OLLAMA: Final = _profile(
+    "ollama",
+    "Ollama",
     # Ollama maps minimal to low, xhigh to max and none to thinking off; any
     # other value is a 400 (ollama openai/openai.go).
-    reasoning_efforts=OPENAI_EFFORTS,
+    OPENAI_EFFORTS,
     # Ollama reads no tool_choice on this endpoint (openai/responses.go), so a
     # forced choice is refused rather than silently ignored.
     tool_choice=False,
@@ -90,23 +102,18 @@ OLLAMA: Final = ResponsesProfile(
     tool_result_images=True,
     zero_means_unknown=True,
 )
-LMSTUDIO: Final = ResponsesProfile(
-    server="lmstudio",
-    provider="LM Studio (Responses API)",
-    reasoning_efforts=("low", "medium", "high"),
+LMSTUDIO: Final = _profile("lmstudio", "LM Studio", _LOW_TO_HIGH)
+OPENROUTER: Final = _profile(
+    "openrouter",
+    "OpenRouter",
+    ("none", "minimal", "low", "medium", "high", "xhigh"),
 )
-OPENROUTER: Final = ResponsesProfile(
-    server="openrouter",
-    provider="OpenRouter (Responses API)",
-    reasoning_efforts=("none", "minimal", "low", "medium", "high", "xhigh"),
-)
-
-LLAMACPP: Final = ResponsesProfile(
-    server="llamacpp",
-    provider="llama.cpp (Responses API)",
+LLAMACPP: Final = _profile(
+    "llamacpp",
+    "llama.cpp",
     # llama-server hands reasoning.effort to the chat template as
     # reasoning_effort (gpt-oss templates read low/medium/high).
-    reasoning_efforts=("low", "medium", "high"),
+    _LOW_TO_HIGH,
     # A named choice reaches its chat handler as an object where it wants a
     # string, and falls back to auto; required is enforced.
     named_tool_choice=False,

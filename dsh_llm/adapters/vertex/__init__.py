@@ -4,17 +4,16 @@
   model's publisher: Gemini over ``streamGenerateContent`` (the Gemini wire),
   Claude over ``streamRawPredict`` (the Anthropic Messages wire); an advisory
   catalog of both; ``resolve_model`` and ``list_models`` need no I/O.
-- ``VertexConfig`` is its one validated configuration (the constructor's
-  keywords build it; ``from_config`` takes one); a bad value raises
-  ``dsh_llm.adapters.AdapterConfigError`` keyed by its config key.
+- Built like every family's adapter (``dsh_llm.adapters``): the constructor's
+  keywords are ``VertexConfig``'s fields, ``from_config`` takes one.
 - Auth per request: an OAuth2 access token (``api_key``, else
   ``GOOGLE_OAUTH_ACCESS_TOKEN``) as a bearer token, else Application Default
   Credentials through google-auth (``pip install 'dsh-llm[vertex]'``),
   refreshed before they expire. No token appears in a message or a ``repr``.
-- The family's parts: ``family`` (config, endpoint, request hook, ``FAMILY``),
-  ``request`` (URLs, Claude's body on Vertex), ``catalog`` (publishers),
-  ``errors``, ``auth`` (google-auth); the bodies and translators are the Gemini
-  and Anthropic families'. User guide: ``docs/vertex.md``.
+- The family's parts: ``family``, ``request`` (URLs, Claude's body on Vertex),
+  ``catalog`` (publishers), ``errors``, ``auth`` (google-auth); the bodies and
+  translators are the Gemini and Anthropic families'. User guide:
+  ``docs/vertex.md``.
 """
 
 from __future__ import annotations
@@ -40,22 +39,15 @@ __all__ = [
 
 class VertexAdapter(WireAdapter[VertexConfig]):
     """Streams Gemini and Claude models on Vertex AI (see the module
-    docstring).
-
-    The keyword arguments are ``VertexConfig``'s fields (``project``,
-    ``location``, ``credentials_file``, ``api_key_env``, ``base_url``,
-    ``reasoning_effort``, ``models``, the three stream timeouts,
-    ``retry_policy``, ``pool_maxsize``, ``empty_response_as_stop``) and build
-    one; ``VertexAdapter.from_config(config)`` takes one built elsewhere.
+    docstring); ``WireAdapter``'s arguments, the keywords building a
+    ``VertexConfig``.
 
     Args:
-        api_key: An OAuth2 access token (``str`` or ``Secret``), sent as a
-            bearer token (then ``project`` must be set); ``None`` reads
-            ``api_key_env`` at each request, and uses the Google credentials
-            when it is unset.
-        environ: Where variables are read (default ``os.environ``, live).
-            google-auth reads the process environment itself.
-        **options: ``VertexConfig`` fields.
+        api_key: An OAuth2 access token, sent as a bearer token (then
+            ``project`` must be set); ``None`` reads ``api_key_env`` at each
+            request, and uses the Google credentials when it is unset
+            (google-auth reads the process environment itself, not
+            ``environ``).
 
     Raises:
         AdapterConfigError: for an invalid option, or a token without a project.

@@ -268,7 +268,9 @@ def test_from_config_takes_only_its_config_class():
 def test_every_config_field_is_a_constructor_keyword_with_the_same_default():
     parameters = inspect.signature(OpenAIResponsesAdapter).parameters
     assert set(parameters) == {"base_url", "api_key", "environ", "options"}
-    assert parameters["base_url"].default == "https://api.openai.com/v1"
+    assert parameters["base_url"].default is None  # the config's default
+    with OpenAIResponsesAdapter() as adapter:
+        assert adapter.config.base_url == "https://api.openai.com/v1"
     default = OpenAIResponsesConfig()
     for field in attrs.fields(OpenAIResponsesConfig):
         value = getattr(default, field.name)
