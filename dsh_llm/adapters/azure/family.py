@@ -389,26 +389,14 @@ def _request(call: WireCall[AzureOpenAIConfig, AzureProfile]) -> WireRequest:
 def _translator(
     call: WireCall[AzureOpenAIConfig, AzureProfile],
 ) -> EventTranslator[Any]:
-    endpoint = call.endpoint
-    profile = endpoint.profile
+    profile = call.endpoint.profile
     if profile.wire == "responses":
         return ResponsesTranslator(
             profile.responses,
             empty_response_as_stop=call.config.empty_response_as_stop,
         )
     # The chat wire's own hook, on the same call seen with its chat profile.
-    chat_call: WireCall[AzureOpenAIConfig, WireProfile] = WireCall(
-        options=call.options,
-        config=call.config,
-        endpoint=Endpoint(
-            base_url=endpoint.base_url,
-            display_name=endpoint.display_name,
-            profile=profile.chat,
-        ),
-        attachments=call.attachments,
-        key=call.key,
-    )
-    return chat_translator(chat_call)
+    return chat_translator(call.with_profile(profile.chat))
 
 
 def _describe(config: AzureOpenAIConfig, endpoint: Endpoint[AzureProfile]) -> str:
