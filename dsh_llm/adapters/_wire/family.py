@@ -40,6 +40,7 @@ from dsh_llm.adapter import LlmModelReasoningInfo
 from dsh_llm.adapter import LlmReasoningEffortInfo
 from dsh_llm.adapter import LlmResolvedModelInfo
 from dsh_llm.adapters._wire.config import AdapterConfig
+from dsh_llm.adapters._wire.config import BaseUrlRule
 from dsh_llm.adapters._wire.config import CatalogEntry
 from dsh_llm.adapters._wire.extras import AttachmentReader
 from dsh_llm.adapters._wire.extras import check_image_input
@@ -226,6 +227,26 @@ class ServerAccess(Generic[C, P]):
     def key(self) -> Secret | None:
         """The key, as ``WireCall.key`` reads it."""
         return self._key()
+
+
+def root_endpoint(
+    rule: BaseUrlRule, display_name: str, profile: P
+) -> Callable[..., Endpoint[P]]:
+    """The ``endpoint`` hook of a family whose calls all go to one API root: the
+    config's ``base_url`` resolved by ``rule`` (``BaseUrlRule.resolve``, the
+    environment read from ``environ``), named ``display_name``, with a fixed
+    ``profile``."""
+
+    def endpoint(
+        config: Any, *, explicit_key: bool, environ: Mapping[str, str]
+    ) -> Endpoint[P]:
+        return Endpoint(
+            base_url=rule.resolve(config.base_url, environ),
+            display_name=display_name,
+            profile=profile,
+        )
+
+    return endpoint
 
 
 def sse_decoder(provider: str) -> EventDecoder[Any]:

@@ -30,6 +30,7 @@ from dsh_llm.adapters._wire.config import BaseUrlRule
 from dsh_llm.adapters._wire.config import CatalogLookup
 from dsh_llm.adapters._wire.config import CatalogModel
 from dsh_llm.adapters._wire.config import adapter_field_order
+from dsh_llm.adapters._wire.config import api_key_env_field
 from dsh_llm.adapters._wire.config import endpoint_url
 from dsh_llm.adapters._wire.config import model_catalog
 from dsh_llm.adapters._wire.family import Endpoint
@@ -38,6 +39,7 @@ from dsh_llm.adapters._wire.family import WireCall
 from dsh_llm.adapters._wire.family import WireFamily
 from dsh_llm.adapters._wire.family import WireRequest
 from dsh_llm.adapters._wire.family import resolved_model_info
+from dsh_llm.adapters._wire.family import root_endpoint
 from dsh_llm.adapters._wire.family import token_count
 from dsh_llm.adapters.anthropic import catalog
 from dsh_llm.adapters.anthropic.errors import http_error
@@ -53,7 +55,6 @@ from dsh_llm.config import check_one_of
 from dsh_llm.config import check_positive_int
 from dsh_llm.config import check_safe_positive_int
 from dsh_llm.config import field_error
-from dsh_llm.transport.call import url_repr
 from dsh_llm.transport.session import ApiKeyAuth
 from dsh_llm.transport.session import NoAuth
 from dsh_llm.transport.session import is_header_name
@@ -90,10 +91,6 @@ COUNT_TOKENS_FIELDS: Final = frozenset(
 """The body fields the token-counting endpoint takes; the stream request's
 others (``max_tokens``, ``stream``, sampling, ``metadata``) do not change the
 input and are left out."""
-DEFAULT_STREAM_IDLE_TIMEOUT_MS: Final = 300_000
-"""Default idle timeout: the longest silence while waiting for the next event."""
-DEFAULT_KEEPALIVE_TIMEOUT_MS: Final = 600_000
-"""Default bound on a wait with ``ping`` events but no data."""
 DEFAULT_MAX_TOKENS: Final = 8_192
 """``max_tokens`` sent for a model without its own (the API requires one)."""
 DEFAULT_CONTEXT_WINDOW: Final = 200_000
@@ -167,24 +164,14 @@ def _check_beta(inst: object, attribute: attrs.Attribute[Any], value: Any) -> No
 
 @attrs.frozen(kw_only=True, field_transformer=adapter_field_order)
 class AnthropicConfig(AdapterConfig, CatalogLookup[CatalogModel]):
-    """The one ``AnthropicAdapter`` configuration: the constructor's keyword
-    arguments build it, ``AnthropicAdapter.from_config`` takes it, and the
-    ``llm-anthropic`` plugin structures its YAML entry into it (camelCase keys:
-    ``apiKeyEnv``, ``baseURL``, ``anthropicVersion``...). Every field is checked
-    on construction: a bad value raises ``AdapterConfigError`` keyed by its
-    config key. A config never holds a key: ``api_key_env`` names the variable."""
+    """The one ``AnthropicAdapter`` configuration (``AdapterConfig``; plugin
+    ``llm-anthropic``, keys ``apiKeyEnv``, ``baseURL``, ``anthropicVersion``...)."""
 
     package = PACKAGE
-    default_stream_idle_timeout_ms = DEFAULT_STREAM_IDLE_TIMEOUT_MS
-    default_stream_keepalive_timeout_ms = DEFAULT_KEEPALIVE_TIMEOUT_MS
 
-    api_key_env: str = attrs.field(
-        default=DEFAULT_API_KEY_ENV, validator=check_non_empty_str
-    )
+    api_key_env: str = api_key_env_field(DEFAULT_API_KEY_ENV)
     """Environment variable holding the key."""
-    base_url: str | None = attrs.field(
-        default=None, repr=url_repr, validator=BASE_URL_RULE.check
-    )
+    base_url: str | None = BASE_URL_RULE.field()
     """API root; default ``ANTHROPIC_BASE_URL``, then the public URL (its
     credentials are hidden in the ``repr``)."""
     anthropic_version: str = attrs.field(
@@ -219,16 +206,6 @@ class AnthropicConfig(AdapterConfig, CatalogLookup[CatalogModel]):
     (LiteLLM's ``openai/`` route in front of llama-server): an answer whose
     ``output_tokens`` reached the ``max_tokens`` sent is ``max-tokens``, even
     one whose natural end fell exactly on the cap."""
-
-
-def _endpoint(
-    config: AnthropicConfig, *, explicit_key: bool, environ: Mapping[str, str]
-) -> Endpoint[None]:
-    return Endpoint(
-        base_url=BASE_URL_RULE.resolve(config.base_url, environ),
-        display_name=DISPLAY_NAME,
-        profile=None,
-    )
 
 
 def model_info(
@@ -309,7 +286,7 @@ def _translator(call: WireCall[AnthropicConfig, None]) -> MessagesTranslator:
 FAMILY: Final = WireFamily(
     name=WIRE_FAMILY,
     config_class=AnthropicConfig,
-    endpoint=_endpoint,
+    endpoint=root_endpoint(BASE_URL_RULE, DISPLAY_NAME, None),
     request=_request,
     translator=_translator,
     model_info=model_info,
