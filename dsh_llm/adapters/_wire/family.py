@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from collections.abc import Collection
 from collections.abc import Iterable
 from collections.abc import Mapping
 from typing import Any
@@ -130,6 +131,16 @@ def token_count(
         request=counting_request(streamed, url=url, body=body),
         read=functools.partial(answer_count, key=answer_key),
     )
+
+
+def fields_count(
+    streamed: WireRequest, *, url: str, fields: Collection[str], answer_key: str
+) -> TokenCountRequest:
+    """``token_count`` of ``streamed``'s body cut to ``fields`` (the ones the
+    counting endpoint takes; the others, such as the output cap or ``stream``,
+    do not change the input)."""
+    body = {k: v for k, v in streamed.body.items() if k in fields}
+    return token_count(streamed, url=url, body=body, answer_key=answer_key)
 
 
 @attrs.frozen(kw_only=True, eq=False)

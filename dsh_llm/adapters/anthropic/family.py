@@ -38,9 +38,9 @@ from dsh_llm.adapters._wire.family import TokenCountRequest
 from dsh_llm.adapters._wire.family import WireCall
 from dsh_llm.adapters._wire.family import WireFamily
 from dsh_llm.adapters._wire.family import WireRequest
+from dsh_llm.adapters._wire.family import fields_count
 from dsh_llm.adapters._wire.family import resolved_model_info
 from dsh_llm.adapters._wire.family import root_endpoint
-from dsh_llm.adapters._wire.family import token_count
 from dsh_llm.adapters.anthropic import catalog
 from dsh_llm.adapters.anthropic.errors import http_error
 from dsh_llm.adapters.anthropic.request import ANTHROPIC_VERSION
@@ -254,11 +254,10 @@ def _request(call: WireCall[AnthropicConfig, None]) -> WireRequest:
 
 
 def _count_tokens(call: WireCall[AnthropicConfig, None]) -> TokenCountRequest:
-    streamed = _request(call)
-    return token_count(
-        streamed,
+    return fields_count(
+        _request(call),
         url=endpoint_url(call.endpoint.base_url, COUNT_TOKENS_PATH),
-        body={k: v for k, v in streamed.body.items() if k in COUNT_TOKENS_FIELDS},
+        fields=COUNT_TOKENS_FIELDS,
         answer_key="input_tokens",
     )
 

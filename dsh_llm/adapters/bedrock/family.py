@@ -45,9 +45,8 @@ from dsh_llm.adapters._wire.family import TokenCountRequest
 from dsh_llm.adapters._wire.family import WireCall
 from dsh_llm.adapters._wire.family import WireFamily
 from dsh_llm.adapters._wire.family import WireRequest
-from dsh_llm.adapters._wire.family import answer_count
-from dsh_llm.adapters._wire.family import counting_request
 from dsh_llm.adapters._wire.family import resolved_model_info
+from dsh_llm.adapters._wire.family import token_count
 from dsh_llm.adapters.anthropic.catalog import ADAPTIVE_EFFORTS
 from dsh_llm.adapters.anthropic.catalog import BUDGET_EFFORTS
 from dsh_llm.adapters.anthropic.catalog import reasoning_info
@@ -312,16 +311,12 @@ def _count_tokens(call: WireCall[BedrockConfig, BedrockProfile]) -> TokenCountRe
     streamed = _request(call)
     converse = {k: streamed.body[k] for k in COUNT_TOKENS_FIELDS if k in streamed.body}
     url = endpoint_url(call.endpoint.base_url, count_tokens_path(call.options.model))
-    return TokenCountRequest(
-        request=counting_request(
-            streamed, url=url, body={"input": {"converse": converse}}
-        ),
-        read=_input_tokens,
+    return token_count(
+        streamed,
+        url=url,
+        body={"input": {"converse": converse}},
+        answer_key="inputTokens",
     )
-
-
-def _input_tokens(answer: Any) -> int | None:
-    return answer_count(answer, "inputTokens")
 
 
 def _translator(

@@ -22,6 +22,7 @@ from __future__ import annotations
 import urllib.parse
 from typing import Any
 from typing import Final
+from typing import Protocol
 
 import attrs
 
@@ -133,10 +134,41 @@ def stream_url(base_url: str, model: str) -> str:
     return url + ("&" if urllib.parse.urlsplit(url).query else "?") + "alt=sse"
 
 
-def default_effort(config: GeminiConfig, model: GeminiModel) -> str | None:
-    """The effort sent when a request names none: the configured
-    ``reasoning_effort`` when ``model`` offers it, else the model's default."""
-    return effort_in_force(model, config.reasoning_effort)
+class GenerateConfig(Protocol):
+    """What ``generate_body`` reads of a config (``GeminiConfig``, Vertex AI's)."""
+
+    @property
+    def models(self) -> tuple[GeminiModel, ...]:
+        """The advertised catalog."""
+        ...
+
+    @property
+    def reasoning_effort(self) -> str | None:
+        """The default effort."""
+        ...
+
+
+def generate_body(call: WireCall[Any, Any]) -> dict[str, Any]:
+    """``call``'s ``streamGenerateContent`` body (``build_generate_request``):
+    the model's facts from the config's ``models`` (``catalog.model_for``) and,
+    when the request names no effort, the configured ``reasoning_effort`` if
+    the model offers it, else the model's default (``catalog.effort_in_force``).
+    Vertex AI's Google publisher takes the same body; the config is a
+    ``GenerateConfig``."""
+    options = call.options
+    config: GenerateConfig = call.config
+    model = model_for(options.model, config.models)
+    if options.reasoning_effort is None:
+        effort = effort_in_force(model, config.reasoning_effort)
+        if effort is not None:
+            options = attrs.evolve(options, reasoning_effort=effort)
+    return build_generate_request(
+        options,
+        models=config.models,
+        max_output_tokens=model.max_tokens,
+        attachments=call.attachments,
+        provider=call.provider,
+    )
 
 
 def model_info(
@@ -157,19 +189,8 @@ def model_info(
 
 
 def _request(call: WireCall[GeminiConfig, None]) -> WireRequest:
-    options, config = call.options, call.config
-    model = model_for(options.model, config.models)
-    if options.reasoning_effort is None:
-        effort = default_effort(config, model)
-        if effort is not None:
-            options = attrs.evolve(options, reasoning_effort=effort)
-    body = build_generate_request(
-        options,
-        models=config.models,
-        max_output_tokens=model.max_tokens,
-        attachments=call.attachments,
-        provider=call.provider,
-    )
+    options = call.options
+    body = generate_body(call)
     headers = request_headers(
         stream_headers(), options, provider=call.provider, taken=(API_KEY_HEADER,)
     )

@@ -42,8 +42,8 @@ from dsh_llm.adapters._wire.family import WireCall
 from dsh_llm.adapters._wire.family import WireFamily
 from dsh_llm.adapters._wire.family import WireRequest
 from dsh_llm.adapters._wire.family import effort_infos
+from dsh_llm.adapters._wire.family import fields_count
 from dsh_llm.adapters._wire.family import resolved_model_info
-from dsh_llm.adapters._wire.family import token_count
 from dsh_llm.adapters.openai_responses.profiles import PROFILES
 from dsh_llm.adapters.openai_responses.profiles import ResponsesProfile
 from dsh_llm.adapters.openai_responses.profiles import guess_server
@@ -217,11 +217,10 @@ def _count_tokens(
             "Responses API offers /responses/input_tokens)",
             ErrorCode.UNSUPPORTED_OPTION,
         )
-    streamed = _request(call)
-    return token_count(
-        streamed,
+    return fields_count(
+        _request(call),
         url=endpoint_url(call.endpoint.base_url, COUNT_TOKENS_PATH),
-        body={k: v for k, v in streamed.body.items() if k in COUNT_TOKENS_FIELDS},
+        fields=COUNT_TOKENS_FIELDS,
         answer_key="input_tokens",
     )
 

@@ -57,11 +57,9 @@ from dsh_llm.adapters.anthropic.request import build_messages_request
 from dsh_llm.adapters.anthropic.translate import MessagesTranslator
 from dsh_llm.adapters.gemini.catalog import EFFORT_BUDGETS
 from dsh_llm.adapters.gemini.catalog import EFFORT_LEVELS
-from dsh_llm.adapters.gemini.catalog import GeminiModel
-from dsh_llm.adapters.gemini.catalog import effort_in_force
 from dsh_llm.adapters.gemini.catalog import model_for
 from dsh_llm.adapters.gemini.catalog import reasoning_info
-from dsh_llm.adapters.gemini.request import build_generate_request
+from dsh_llm.adapters.gemini.family import generate_body
 from dsh_llm.adapters.gemini.translate import GeminiTranslator
 from dsh_llm.adapters.vertex.auth import GoogleCredentials
 from dsh_llm.adapters.vertex.catalog import ANTHROPIC
@@ -270,13 +268,6 @@ def _endpoint(
 # --- model facts ------------------------------------------------------------------
 
 
-def gemini_default_effort(config: VertexConfig, model: GeminiModel) -> str | None:
-    """The effort sent to Gemini ``model`` when a request names none: the
-    configured ``reasoning_effort`` when the model offers it, else the model's
-    default."""
-    return effort_in_force(model, config.reasoning_effort)
-
-
 def _claude_default_effort(config: VertexConfig, model: str) -> str | None:
     profile = claude_catalog.thinking_profile(claude_id(model))
     effort = config.reasoning_effort
@@ -328,22 +319,6 @@ def model_info(
 # --- one call ---------------------------------------------------------------------
 
 
-def _gemini_body(call: WireCall[VertexConfig, VertexProfile]) -> dict[str, Any]:
-    options, config = call.options, call.config
-    model = model_for(options.model, config.models)
-    if options.reasoning_effort is None:
-        effort = gemini_default_effort(config, model)
-        if effort is not None:
-            options = attrs.evolve(options, reasoning_effort=effort)
-    return build_generate_request(
-        options,
-        models=config.models,
-        max_output_tokens=model.max_tokens,
-        attachments=call.attachments,
-        provider=call.provider,
-    )
-
-
 def _claude_body(call: WireCall[VertexConfig, VertexProfile]) -> dict[str, Any]:
     options, config = call.options, call.config
     entry = claude_entry(options.model, config.models)
@@ -379,7 +354,7 @@ def _request(call: WireCall[VertexConfig, VertexProfile]) -> WireRequest:
     options, config = call.options, call.config
     profile = call.endpoint.profile
     publisher = publisher_for(options.model, config.models)
-    body = _claude_body(call) if publisher == ANTHROPIC else _gemini_body(call)
+    body = _claude_body(call) if publisher == ANTHROPIC else generate_body(call)
     headers = request_headers(
         stream_headers(), options, provider=call.provider, taken=("authorization",)
     )
