@@ -152,8 +152,7 @@ class DeepSeekConfig(AdapterConfig, CatalogLookup[CatalogModel]):
     api_key_env: str = api_key_env_field(DEFAULT_API_KEY_ENV)
     """Environment variable holding the key."""
     base_url: str | None = BASE_URL_RULE.field()
-    """API root; default ``DEEPSEEK_BASE_URL``, then the public URL (its
-    credentials are hidden in the ``repr``)."""
+    """API root; default ``DEEPSEEK_BASE_URL``, then the public URL."""
     thinking: Literal["enabled", "disabled"] | None = attrs.field(
         default=None,
         validator=attrs.validators.optional(check_one_of("enabled", "disabled")),

@@ -64,10 +64,6 @@ PROVIDER_ROUTE: Final = "anthropic"
 """The one route this adapter serves."""
 DISPLAY_NAME: Final = "Anthropic"
 """The route's display name (also the provider named in messages)."""
-PUBLIC_BASE_URL: Final = "https://api.anthropic.com"
-"""The public API root (``/v1/messages`` is appended)."""
-BASE_URL_ENV: Final = "ANTHROPIC_BASE_URL"
-"""Environment variable that may name another API root."""
 DEFAULT_API_KEY_ENV: Final = "ANTHROPIC_API_KEY"
 """Environment variable the key is read from by default."""
 MESSAGES_PATH: Final = "/v1/messages"
@@ -103,11 +99,14 @@ model accepts its own subset, ``resolve_model`` lists it)."""
 PACKAGE: Final = "llm-anthropic"
 """The plugin's name, named in config errors and credential messages."""
 BASE_URL_RULE: Final = BaseUrlRule(
-    package=PACKAGE, endpoint=MESSAGES_PATH, public=PUBLIC_BASE_URL, env=BASE_URL_ENV
+    package=PACKAGE,
+    endpoint=MESSAGES_PATH,
+    public="https://api.anthropic.com",
+    env="ANTHROPIC_BASE_URL",
 )
 """Where the API root comes from: ``base_url``, else ``ANTHROPIC_BASE_URL``, else
-``PUBLIC_BASE_URL`` (a bad ``ANTHROPIC_BASE_URL`` raises ``AdapterConfigError``
-keyed ``baseURL``, naming the variable, never the URL)."""
+the public API (a bad ``ANTHROPIC_BASE_URL`` raises ``AdapterConfigError`` keyed
+``baseURL``, naming the variable, never the URL)."""
 
 
 def _catalog_defaults(model_id: str) -> Mapping[str, Any]:
@@ -172,8 +171,7 @@ class AnthropicConfig(AdapterConfig, CatalogLookup[CatalogModel]):
     api_key_env: str = api_key_env_field(DEFAULT_API_KEY_ENV)
     """Environment variable holding the key."""
     base_url: str | None = BASE_URL_RULE.field()
-    """API root; default ``ANTHROPIC_BASE_URL``, then the public URL (its
-    credentials are hidden in the ``repr``)."""
+    """API root; default ``ANTHROPIC_BASE_URL``, then the public URL."""
     anthropic_version: str = attrs.field(
         default=ANTHROPIC_VERSION, validator=_check_header_value
     )
