@@ -36,6 +36,7 @@ from dsh_llm.adapters._wire.config import BaseUrlRule
 from dsh_llm.adapters._wire.config import CatalogLookup
 from dsh_llm.adapters._wire.config import CatalogModel
 from dsh_llm.adapters._wire.config import adapter_field_order
+from dsh_llm.adapters._wire.config import api_key_env_field
 from dsh_llm.adapters._wire.config import model_catalog
 from dsh_llm.adapters._wire.family import Endpoint
 from dsh_llm.adapters._wire.family import WireCall
@@ -43,6 +44,7 @@ from dsh_llm.adapters._wire.family import WireFamily
 from dsh_llm.adapters._wire.family import WireRequest
 from dsh_llm.adapters._wire.family import effort_infos
 from dsh_llm.adapters._wire.family import resolved_model_info
+from dsh_llm.adapters._wire.family import root_endpoint
 from dsh_llm.adapters.chat.request import CHAT_COMPLETIONS_PATH
 from dsh_llm.adapters.chat.request import WireProfile
 from dsh_llm.adapters.chat.request import build_body
@@ -50,7 +52,6 @@ from dsh_llm.adapters.chat.request import chat_request
 from dsh_llm.adapters.chat.request import session_id_value
 from dsh_llm.adapters.chat.translate import chat_decoder
 from dsh_llm.adapters.chat.translate import chat_translator
-from dsh_llm.config import check_non_empty_str
 from dsh_llm.config import check_one_of
 from dsh_llm.config import check_positive_int
 from dsh_llm.config import check_safe_positive_int
@@ -58,7 +59,6 @@ from dsh_llm.errors import ErrorCode
 from dsh_llm.errors import LlmError
 from dsh_llm.protocol import GenerateOptions
 from dsh_llm.protocol import content_has_image
-from dsh_llm.transport.call import url_repr
 
 __all__ = [
     "BASE_URL_ENV",
@@ -83,11 +83,6 @@ BASE_URL_ENV: Final = "DEEPSEEK_BASE_URL"
 """Environment variable that may name another API root."""
 DEFAULT_API_KEY_ENV: Final = "DEEPSEEK_API_KEY"
 """Environment variable the key is read from by default."""
-DEFAULT_STREAM_IDLE_TIMEOUT_MS: Final = 300_000
-"""Default idle timeout: the longest silence while waiting for the next chunk."""
-DEFAULT_KEEPALIVE_TIMEOUT_MS: Final = 600_000
-"""Default bound on a wait with keep-alive comments but no data: DeepSeek closes a
-request that has not started inference after 10 minutes."""
 DEFAULT_MAX_TOKENS: Final = 256_000
 """Default per-request output cap."""
 DEFAULT_CONTEXT_WINDOW: Final = 1_000_000
@@ -149,27 +144,15 @@ BASE_URL_RULE: Final = BaseUrlRule(
 
 @attrs.frozen(kw_only=True, field_transformer=adapter_field_order)
 class DeepSeekConfig(AdapterConfig, CatalogLookup[CatalogModel]):
-    """The one ``DeepSeekAdapter`` configuration: the constructor's keyword
-    arguments build it, ``DeepSeekAdapter.from_config`` takes it, and the
-    ``llm-deepseek`` plugin structures its YAML entry into it (camelCase keys:
-    ``apiKeyEnv``, ``baseURL``, ``streamIdleTimeoutMs``...). Every field is
-    checked on construction: a bad value raises ``AdapterConfigError`` keyed by
-    its config key. A config never holds a key: ``api_key_env`` names the
-    variable."""
+    """The one ``DeepSeekAdapter`` configuration (``AdapterConfig``; plugin
+    ``llm-deepseek``, keys ``apiKeyEnv``, ``baseURL``, ``thinking``...)."""
 
     package = PACKAGE
-    default_stream_idle_timeout_ms = DEFAULT_STREAM_IDLE_TIMEOUT_MS
-    default_stream_keepalive_timeout_ms = DEFAULT_KEEPALIVE_TIMEOUT_MS
 
-    api_key_env: str = attrs.field(
-        default=DEFAULT_API_KEY_ENV, validator=check_non_empty_str
-    )
+    api_key_env: str = api_key_env_field(DEFAULT_API_KEY_ENV)
     """Environment variable holding the key."""
-    base_url: str | None = attrs.field(
-        default=None, repr=url_repr, validator=BASE_URL_RULE.check
-    )
-    """API root; default ``DEEPSEEK_BASE_URL``, then the public URL (its
-    credentials are hidden in the ``repr``)."""
+    base_url: str | None = BASE_URL_RULE.field()
+    """API root; default ``DEEPSEEK_BASE_URL``, then the public URL."""
     thinking: Literal["enabled", "disabled"] | None = attrs.field(
         default=None,
         validator=attrs.validators.optional(check_one_of("enabled", "disabled")),
@@ -283,16 +266,6 @@ def model_info(
     )
 
 
-def _endpoint(
-    config: DeepSeekConfig, *, explicit_key: bool, environ: Mapping[str, str]
-) -> Endpoint[WireProfile]:
-    return Endpoint(
-        base_url=resolve_base_url(config, environ),
-        display_name=DISPLAY_NAME,
-        profile=PROFILE,
-    )
-
-
 def _check_images(options: GenerateOptions, config: DeepSeekConfig) -> None:
     if not any(content_has_image(message.content) for message in options.messages):
         return
@@ -347,7 +320,7 @@ def _request(call: WireCall[DeepSeekConfig, WireProfile]) -> WireRequest:
 FAMILY: Final = WireFamily(
     name="deepseek",
     config_class=DeepSeekConfig,
-    endpoint=_endpoint,
+    endpoint=root_endpoint(BASE_URL_RULE, DISPLAY_NAME, PROFILE),
     request=_request,
     translator=chat_translator,
     model_info=model_info,

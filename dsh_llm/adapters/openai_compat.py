@@ -97,11 +97,6 @@ PACKAGE: Final = "llm-openai-compatible"
 """The package name that prefixes configuration and credential messages."""
 DEFAULT_DISPLAY_NAME: Final = "OpenAI-compatible"
 """The provider name used in messages unless ``display_name`` says otherwise."""
-DEFAULT_STREAM_IDLE_TIMEOUT_MS: Final = 300_000
-"""Default idle timeout: the longest silence while waiting for the next chunk."""
-DEFAULT_KEEPALIVE_TIMEOUT_MS: Final = 600_000
-"""Default bound on a wait with keep-alive comments but no data (OpenRouter sends
-``: OPENROUTER PROCESSING`` comments while a request is queued)."""
 MAX_TOKENS_FIELDS: Final = ("max_tokens", "max_completion_tokens")
 """The output-cap field spellings a server may read."""
 REASONING_PASSBACK_FIELDS: Final = ("reasoning_content", "reasoning")
@@ -224,19 +219,14 @@ def _raw() -> dict[str, Any]:
 
 @attrs.frozen(kw_only=True, field_transformer=adapter_field_order)
 class OpenAICompatConfig(AdapterConfig, CatalogLookup[CatalogModel]):
-    """The one ``OpenAICompatAdapter`` configuration: the constructor's arguments
-    build it, ``OpenAICompatAdapter.from_config`` takes it, and the
-    ``llm-openai-compatible`` plugin structures its YAML entry into it (camelCase
-    keys: ``baseURL``, ``apiKeyEnv``, ``maxTokensField``...). Every field is
-    checked (and normalised: the base URL loses its trailing slash, models become
-    ``CatalogModel`` values; header names stay as written and are sent
-    lower-cased) on construction: a bad value raises ``AdapterConfigError``
-    keyed by its config key and never echoing a header value. A config never
-    holds a key."""
+    """The one ``OpenAICompatAdapter`` configuration (``AdapterConfig``; plugin
+    ``llm-openai-compatible``, keys ``baseURL``, ``apiKeyEnv``,
+    ``maxTokensField``...). Values are normalised too (the base URL loses its
+    trailing slash, models become ``CatalogModel`` values; header names stay as
+    written and are sent lower-cased), and an error never echoes a header
+    value."""
 
     package = PACKAGE
-    default_stream_idle_timeout_ms = DEFAULT_STREAM_IDLE_TIMEOUT_MS
-    default_stream_keepalive_timeout_ms = DEFAULT_KEEPALIVE_TIMEOUT_MS
 
     service: str | None = attrs.field(default=None, converter=_service)
     """A hosted service's profile (``SERVICE_NAMES``: ``groq``, ``mistral``,

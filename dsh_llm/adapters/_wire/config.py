@@ -9,9 +9,10 @@
   extends only where it adds fields; ``model_catalog`` reads a ``models`` option
   into entries (ids, mappings or values) through the one config mechanism.
 - ``api_root_url``: the one rule for a ``baseURL``; messages never repeat the URL.
-  ``BaseUrlRule`` applies it for a family: the check of its config's
-  ``base_url`` and the root in force (the config's, else an environment
-  variable's, else the public one).
+  ``RootRule`` applies it for a family (the check of its config's ``base_url``,
+  ``field``), ``BaseUrlRule`` also finds the root in force (the config's, else
+  an environment variable's, else the public one).
+- ``api_key_env_field``: the ``api_key_env`` field every keyed config declares.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ from dsh_llm.config import join_key
 from dsh_llm.config import structure_config
 from dsh_llm.retry import RetryPolicy
 from dsh_llm.retry import resolve_retry_policy
+from dsh_llm.transport.call import url_repr
 from dsh_llm.transport.session import DEFAULT_POOL_MAXSIZE
 
 
@@ -113,6 +115,15 @@ def _retry_policy_field() -> Any:
     )
 
 
+DEFAULT_STREAM_IDLE_TIMEOUT_MS: Final = 300_000
+"""The idle timeout of a config class that names none: a thinking model may be
+silent for minutes, and a local server may take as long to load a model."""
+DEFAULT_KEEPALIVE_TIMEOUT_MS: Final = 600_000
+"""The keep-alive bound of a config class that names none: DeepSeek closes a
+request that has not started inference after 10 minutes, and OpenRouter sends
+``: OPENROUTER PROCESSING`` comments while a request is queued."""
+
+
 def _default_idle_timeout(config: AdapterConfig) -> float:
     return config.default_stream_idle_timeout_ms
 
@@ -128,21 +139,28 @@ class AdapterConfig:
     ``streamIdleTimeoutMs``, ``streamKeepaliveTimeoutMs``, ``totalTimeoutMs``,
     ``retryPolicy``, ``poolMaxsize``, ``emptyResponseAsStop``).
 
-    A subclass is a frozen ``kw_only`` attrs class that sets ``package`` (its
-    plugin's name, named in its errors) and the two timeout defaults, and passes
+    A subclass is its adapter's one configuration: the adapter's keyword
+    arguments build it, ``from_config`` takes it, and its plugin structures a
+    YAML entry into it (camelCase config keys). It is a frozen ``kw_only`` attrs
+    class that sets ``package`` (its plugin's name, named in its errors) and,
+    where they differ, the two timeout defaults, and passes
     ``field_transformer=adapter_field_order`` (so does a subclass of it, such as
     a plugin's config) so the adapter's own fields come before the shared ones
-    in the ``repr``, ``attrs.fields`` and messages. A bad value raises
-    ``AdapterConfigError`` keyed by its config key.
+    in the ``repr``, ``attrs.fields`` and messages. Every field is checked on
+    construction: a bad value raises ``AdapterConfigError`` keyed by its config
+    key. A config never holds a credential: ``api_key_env``
+    (``api_key_env_field``) names the variable a key is read from.
     """
 
     config_error: ClassVar[type[PluginConfigError]] = AdapterConfigError
     """What a bad value raises (``dsh_llm.config.field_error`` reads it)."""
     package: ClassVar[str] = "dsh_llm"
     """The package named in the config's errors (``llm-anthropic``)."""
-    default_stream_idle_timeout_ms: ClassVar[float]
+    default_stream_idle_timeout_ms: ClassVar[float] = DEFAULT_STREAM_IDLE_TIMEOUT_MS
     """The class's default ``stream_idle_timeout_ms``."""
-    default_stream_keepalive_timeout_ms: ClassVar[float | None]
+    default_stream_keepalive_timeout_ms: ClassVar[float | None] = (
+        DEFAULT_KEEPALIVE_TIMEOUT_MS
+    )
     """The class's default ``stream_keepalive_timeout_ms`` (``None``:
     unbounded)."""
 
@@ -175,6 +193,18 @@ class AdapterConfig:
 
 
 _SHARED_FIELDS: Final = tuple(field.name for field in attrs.fields(AdapterConfig))
+
+
+def api_key_env_field(default: str | None) -> Any:
+    """A config's ``api_key_env`` field (config key ``apiKeyEnv``): the name of
+    the environment variable a key is read from at each request, ``default``
+    unless configured; with a ``None`` default it may be ``None`` (no key).
+    """
+    if default is None:
+        return attrs.field(
+            default=None, validator=attrs.validators.optional(check_non_empty_str)
+        )
+    return attrs.field(default=default, validator=check_non_empty_str)
 
 
 def adapter_field_order(
@@ -430,29 +460,43 @@ def endpoint_url(base_url: str, endpoint: str) -> str:
 
 
 @attrs.frozen(kw_only=True)
-class BaseUrlRule:
-    """Where a family's API root comes from: the configured ``base_url``, else
-    the variable ``env`` (when set and not empty), else ``public``; each checked
-    and normalised by ``api_root_url`` against ``endpoint``, naming ``package``.
-    """
+class RootRule:
+    """How a family checks an API root: ``api_root_url`` against ``endpoint``,
+    naming ``package``."""
 
     package: str
     """The config's package, named in the errors."""
     endpoint: str
     """The path appended to the root (a root may not already end in it)."""
-    public: str
-    """The root when neither the config nor the environment names one."""
-    env: str | None = None
-    """The environment variable that may name another root (``None``: none)."""
 
     def check(self, inst: object, attribute: attrs.Attribute[Any], value: Any) -> None:
-        """The attrs validator of a config's ``base_url`` (``None`` passes).
+        """The attrs validator of a config's optional ``base_url`` (``None``
+        passes).
 
         Raises:
             AdapterConfigError: keyed ``baseURL`` (``api_root_url``).
         """
         if value is not None:
             self.root(value)
+
+    def check_given(
+        self, inst: object, attribute: attrs.Attribute[Any], value: Any
+    ) -> None:
+        """The attrs validator of a config's ``base_url`` with a default
+        (``None`` is refused).
+
+        Raises:
+            AdapterConfigError: keyed ``baseURL`` (``api_root_url``).
+        """
+        self.root(value)
+
+    def field(self, default: str | None = None) -> Any:
+        """A config's ``base_url`` field (config key ``baseURL``) checked by this
+        rule, its credentials hidden in the ``repr``: ``default`` unless
+        configured; with a ``None`` default it may be ``None`` (the family finds
+        the root elsewhere)."""
+        check = self.check if default is None else self.check_given
+        return attrs.field(default=default, repr=url_repr, validator=check)
 
     def root(self, value: object, source: str | None = None) -> str:
         """``value`` checked and normalised as this family's API root
@@ -465,6 +509,19 @@ class BaseUrlRule:
         return api_root_url(
             value, package=self.package, source=source, endpoint=self.endpoint
         )
+
+
+@attrs.frozen(kw_only=True)
+class BaseUrlRule(RootRule):
+    """Where a family's API root comes from: the configured ``base_url``, else
+    the variable ``env`` (when set and not empty), else ``public``; each checked
+    and normalised by ``api_root_url`` against ``endpoint``, naming ``package``.
+    """
+
+    public: str
+    """The root when neither the config nor the environment names one."""
+    env: str | None = None
+    """The environment variable that may name another root (``None``: none)."""
 
     def resolve(
         self, base_url: str | None, environ: Mapping[str, str] | None = None

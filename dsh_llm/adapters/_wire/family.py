@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from collections.abc import Collection
 from collections.abc import Iterable
 from collections.abc import Mapping
 from typing import Any
@@ -40,6 +41,7 @@ from dsh_llm.adapter import LlmModelReasoningInfo
 from dsh_llm.adapter import LlmReasoningEffortInfo
 from dsh_llm.adapter import LlmResolvedModelInfo
 from dsh_llm.adapters._wire.config import AdapterConfig
+from dsh_llm.adapters._wire.config import BaseUrlRule
 from dsh_llm.adapters._wire.config import CatalogEntry
 from dsh_llm.adapters._wire.extras import AttachmentReader
 from dsh_llm.adapters._wire.extras import check_image_input
@@ -57,6 +59,7 @@ from dsh_llm.transport.sse import SseDecoder
 
 C = TypeVar("C", bound=AdapterConfig)
 P = TypeVar("P")
+Q = TypeVar("Q")
 
 
 @attrs.frozen(kw_only=True)
@@ -130,37 +133,31 @@ def token_count(
     )
 
 
+def fields_count(
+    streamed: WireRequest, *, url: str, fields: Collection[str], answer_key: str
+) -> TokenCountRequest:
+    """``token_count`` of ``streamed``'s body cut to ``fields`` (the ones the
+    counting endpoint takes; the others, such as the output cap or ``stream``,
+    do not change the input)."""
+    body = {k: v for k, v in streamed.body.items() if k in fields}
+    return token_count(streamed, url=url, body=body, answer_key=answer_key)
+
+
+@attrs.frozen(kw_only=True, eq=False)
 class WireCall(Generic[C, P]):
-    """One call as a family's hooks see it (no I/O happens here).
+    """One call as a family's hooks see it (no I/O happens here)."""
 
-    Args:
-        options: The call's options.
-        config: The config snapshot the call runs under.
-        endpoint: Where the call goes.
-        attachments: The store images are read from (``None``: refused).
-        key: Reads the key of this request (see ``key()``).
-    """
-
-    __slots__ = ("_key", "attachments", "config", "endpoint", "options")
-
-    def __init__(
-        self,
-        *,
-        options: GenerateOptions,
-        config: C,
-        endpoint: Endpoint[P],
-        attachments: AttachmentReader | None,
-        key: Callable[[], Secret | None],
-    ) -> None:
-        self.options = options
-        """The call's options."""
-        self.config = config
-        """The config snapshot the call runs under."""
-        self.endpoint = endpoint
-        """Where the call goes."""
-        self.attachments = attachments
-        """The store images are read from (``None``: images are refused)."""
-        self._key = key
+    options: GenerateOptions
+    """The call's options."""
+    config: C
+    """The config snapshot the call runs under."""
+    endpoint: Endpoint[P]
+    """Where the call goes."""
+    attachments: AttachmentReader | None
+    """The store images are read from (``None``: images are refused)."""
+    _key: Callable[[], Secret | None] = attrs.field(repr=False)
+    """Reads the key of this request (constructor argument ``key``; see
+    ``key()``)."""
 
     @property
     def provider(self) -> str:
@@ -203,43 +200,64 @@ class WireCall(Generic[C, P]):
             store=self.attachments,
         )
 
+    def with_profile(self, profile: Q) -> WireCall[C, Q]:
+        """The same call seen through another profile (its endpoint's root and
+        display name kept): how a family hands a call to another wire's hook."""
+        endpoint = self.endpoint
+        seen = Endpoint(
+            base_url=endpoint.base_url,
+            display_name=endpoint.display_name,
+            profile=profile,
+        )
+        # Not attrs.evolve: it cannot change the profile's type parameter.
+        return WireCall(
+            options=self.options,
+            config=self.config,
+            endpoint=seen,
+            attachments=self.attachments,
+            key=self._key,
+        )
 
+
+@attrs.frozen(kw_only=True, eq=False)
 class ServerAccess(Generic[C, P]):
     """What a family's ``list_models`` hook may use to ask its server (the
-    adapter's pooled session, config, endpoint and key); no I/O happens here.
+    adapter's pooled session, config, endpoint and key); no I/O happens here."""
 
-    Args:
-        session: The adapter's pooled session.
-        config: The config in force.
-        endpoint: Where the adapter's calls go.
-        key: Reads the key (see ``WireCall.key``).
-        signal: The caller's abort signal, when it gave one.
-    """
-
-    __slots__ = ("_key", "config", "endpoint", "session", "signal")
-
-    def __init__(
-        self,
-        *,
-        session: requests.Session,
-        config: C,
-        endpoint: Endpoint[P],
-        key: Callable[[], Secret | None],
-        signal: AbortSignal | None = None,
-    ) -> None:
-        self.session = session
-        """The adapter's pooled session."""
-        self.config = config
-        """The config in force."""
-        self.endpoint = endpoint
-        """Where the adapter's calls go."""
-        self.signal = signal
-        """The caller's abort signal (``None``: none)."""
-        self._key = key
+    session: requests.Session
+    """The adapter's pooled session."""
+    config: C
+    """The config in force."""
+    endpoint: Endpoint[P]
+    """Where the adapter's calls go."""
+    _key: Callable[[], Secret | None] = attrs.field(repr=False)
+    """Reads the key (constructor argument ``key``; see ``WireCall.key``)."""
+    signal: AbortSignal | None = None
+    """The caller's abort signal (``None``: none)."""
 
     def key(self) -> Secret | None:
         """The key, as ``WireCall.key`` reads it."""
         return self._key()
+
+
+def root_endpoint(
+    rule: BaseUrlRule, display_name: str, profile: P
+) -> Callable[..., Endpoint[P]]:
+    """The ``endpoint`` hook of a family whose calls all go to one API root: the
+    config's ``base_url`` resolved by ``rule`` (``BaseUrlRule.resolve``, the
+    environment read from ``environ``), named ``display_name``, with a fixed
+    ``profile``."""
+
+    def endpoint(
+        config: Any, *, explicit_key: bool, environ: Mapping[str, str]
+    ) -> Endpoint[P]:
+        return Endpoint(
+            base_url=rule.resolve(config.base_url, environ),
+            display_name=display_name,
+            profile=profile,
+        )
+
+    return endpoint
 
 
 def sse_decoder(provider: str) -> EventDecoder[Any]:

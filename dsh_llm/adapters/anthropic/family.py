@@ -30,6 +30,7 @@ from dsh_llm.adapters._wire.config import BaseUrlRule
 from dsh_llm.adapters._wire.config import CatalogLookup
 from dsh_llm.adapters._wire.config import CatalogModel
 from dsh_llm.adapters._wire.config import adapter_field_order
+from dsh_llm.adapters._wire.config import api_key_env_field
 from dsh_llm.adapters._wire.config import endpoint_url
 from dsh_llm.adapters._wire.config import model_catalog
 from dsh_llm.adapters._wire.family import Endpoint
@@ -37,8 +38,9 @@ from dsh_llm.adapters._wire.family import TokenCountRequest
 from dsh_llm.adapters._wire.family import WireCall
 from dsh_llm.adapters._wire.family import WireFamily
 from dsh_llm.adapters._wire.family import WireRequest
+from dsh_llm.adapters._wire.family import fields_count
 from dsh_llm.adapters._wire.family import resolved_model_info
-from dsh_llm.adapters._wire.family import token_count
+from dsh_llm.adapters._wire.family import root_endpoint
 from dsh_llm.adapters.anthropic import catalog
 from dsh_llm.adapters.anthropic.errors import http_error
 from dsh_llm.adapters.anthropic.request import ANTHROPIC_VERSION
@@ -53,7 +55,6 @@ from dsh_llm.config import check_one_of
 from dsh_llm.config import check_positive_int
 from dsh_llm.config import check_safe_positive_int
 from dsh_llm.config import field_error
-from dsh_llm.transport.call import url_repr
 from dsh_llm.transport.session import ApiKeyAuth
 from dsh_llm.transport.session import NoAuth
 from dsh_llm.transport.session import is_header_name
@@ -63,10 +64,6 @@ PROVIDER_ROUTE: Final = "anthropic"
 """The one route this adapter serves."""
 DISPLAY_NAME: Final = "Anthropic"
 """The route's display name (also the provider named in messages)."""
-PUBLIC_BASE_URL: Final = "https://api.anthropic.com"
-"""The public API root (``/v1/messages`` is appended)."""
-BASE_URL_ENV: Final = "ANTHROPIC_BASE_URL"
-"""Environment variable that may name another API root."""
 DEFAULT_API_KEY_ENV: Final = "ANTHROPIC_API_KEY"
 """Environment variable the key is read from by default."""
 MESSAGES_PATH: Final = "/v1/messages"
@@ -90,10 +87,6 @@ COUNT_TOKENS_FIELDS: Final = frozenset(
 """The body fields the token-counting endpoint takes; the stream request's
 others (``max_tokens``, ``stream``, sampling, ``metadata``) do not change the
 input and are left out."""
-DEFAULT_STREAM_IDLE_TIMEOUT_MS: Final = 300_000
-"""Default idle timeout: the longest silence while waiting for the next event."""
-DEFAULT_KEEPALIVE_TIMEOUT_MS: Final = 600_000
-"""Default bound on a wait with ``ping`` events but no data."""
 DEFAULT_MAX_TOKENS: Final = 8_192
 """``max_tokens`` sent for a model without its own (the API requires one)."""
 DEFAULT_CONTEXT_WINDOW: Final = 200_000
@@ -106,11 +99,14 @@ model accepts its own subset, ``resolve_model`` lists it)."""
 PACKAGE: Final = "llm-anthropic"
 """The plugin's name, named in config errors and credential messages."""
 BASE_URL_RULE: Final = BaseUrlRule(
-    package=PACKAGE, endpoint=MESSAGES_PATH, public=PUBLIC_BASE_URL, env=BASE_URL_ENV
+    package=PACKAGE,
+    endpoint=MESSAGES_PATH,
+    public="https://api.anthropic.com",
+    env="ANTHROPIC_BASE_URL",
 )
 """Where the API root comes from: ``base_url``, else ``ANTHROPIC_BASE_URL``, else
-``PUBLIC_BASE_URL`` (a bad ``ANTHROPIC_BASE_URL`` raises ``AdapterConfigError``
-keyed ``baseURL``, naming the variable, never the URL)."""
+the public API (a bad ``ANTHROPIC_BASE_URL`` raises ``AdapterConfigError`` keyed
+``baseURL``, naming the variable, never the URL)."""
 
 
 def _catalog_defaults(model_id: str) -> Mapping[str, Any]:
@@ -167,26 +163,15 @@ def _check_beta(inst: object, attribute: attrs.Attribute[Any], value: Any) -> No
 
 @attrs.frozen(kw_only=True, field_transformer=adapter_field_order)
 class AnthropicConfig(AdapterConfig, CatalogLookup[CatalogModel]):
-    """The one ``AnthropicAdapter`` configuration: the constructor's keyword
-    arguments build it, ``AnthropicAdapter.from_config`` takes it, and the
-    ``llm-anthropic`` plugin structures its YAML entry into it (camelCase keys:
-    ``apiKeyEnv``, ``baseURL``, ``anthropicVersion``...). Every field is checked
-    on construction: a bad value raises ``AdapterConfigError`` keyed by its
-    config key. A config never holds a key: ``api_key_env`` names the variable."""
+    """The one ``AnthropicAdapter`` configuration (``AdapterConfig``; plugin
+    ``llm-anthropic``, keys ``apiKeyEnv``, ``baseURL``, ``anthropicVersion``...)."""
 
     package = PACKAGE
-    default_stream_idle_timeout_ms = DEFAULT_STREAM_IDLE_TIMEOUT_MS
-    default_stream_keepalive_timeout_ms = DEFAULT_KEEPALIVE_TIMEOUT_MS
 
-    api_key_env: str = attrs.field(
-        default=DEFAULT_API_KEY_ENV, validator=check_non_empty_str
-    )
+    api_key_env: str = api_key_env_field(DEFAULT_API_KEY_ENV)
     """Environment variable holding the key."""
-    base_url: str | None = attrs.field(
-        default=None, repr=url_repr, validator=BASE_URL_RULE.check
-    )
-    """API root; default ``ANTHROPIC_BASE_URL``, then the public URL (its
-    credentials are hidden in the ``repr``)."""
+    base_url: str | None = BASE_URL_RULE.field()
+    """API root; default ``ANTHROPIC_BASE_URL``, then the public URL."""
     anthropic_version: str = attrs.field(
         default=ANTHROPIC_VERSION, validator=_check_header_value
     )
@@ -219,16 +204,6 @@ class AnthropicConfig(AdapterConfig, CatalogLookup[CatalogModel]):
     (LiteLLM's ``openai/`` route in front of llama-server): an answer whose
     ``output_tokens`` reached the ``max_tokens`` sent is ``max-tokens``, even
     one whose natural end fell exactly on the cap."""
-
-
-def _endpoint(
-    config: AnthropicConfig, *, explicit_key: bool, environ: Mapping[str, str]
-) -> Endpoint[None]:
-    return Endpoint(
-        base_url=BASE_URL_RULE.resolve(config.base_url, environ),
-        display_name=DISPLAY_NAME,
-        profile=None,
-    )
 
 
 def model_info(
@@ -277,11 +252,10 @@ def _request(call: WireCall[AnthropicConfig, None]) -> WireRequest:
 
 
 def _count_tokens(call: WireCall[AnthropicConfig, None]) -> TokenCountRequest:
-    streamed = _request(call)
-    return token_count(
-        streamed,
+    return fields_count(
+        _request(call),
         url=endpoint_url(call.endpoint.base_url, COUNT_TOKENS_PATH),
-        body={k: v for k, v in streamed.body.items() if k in COUNT_TOKENS_FIELDS},
+        fields=COUNT_TOKENS_FIELDS,
         answer_key="input_tokens",
     )
 
@@ -309,7 +283,7 @@ def _translator(call: WireCall[AnthropicConfig, None]) -> MessagesTranslator:
 FAMILY: Final = WireFamily(
     name=WIRE_FAMILY,
     config_class=AnthropicConfig,
-    endpoint=_endpoint,
+    endpoint=root_endpoint(BASE_URL_RULE, DISPLAY_NAME, None),
     request=_request,
     translator=_translator,
     model_info=model_info,

@@ -40,6 +40,7 @@ from dsh_llm.adapters._wire.config import AdapterConfigError
 from dsh_llm.adapters._wire.config import CatalogLookup
 from dsh_llm.adapters._wire.config import CatalogModel
 from dsh_llm.adapters._wire.config import adapter_field_order
+from dsh_llm.adapters._wire.config import api_key_env_field
 from dsh_llm.adapters._wire.config import model_catalog
 from dsh_llm.adapters._wire.extras import request_headers
 from dsh_llm.adapters._wire.family import Endpoint
@@ -96,11 +97,6 @@ first)."""
 REASONING_EFFORTS: Final = OPENAI_EFFORTS
 """The efforts sent as ``reasoning_effort`` (chat) or ``reasoning.effort``
 (Responses); which a deployment's model takes is the model's business."""
-DEFAULT_STREAM_IDLE_TIMEOUT_MS: Final = 300_000
-"""Default idle timeout (a reasoning model may think for minutes, and the
-default content filter buffers output)."""
-DEFAULT_KEEPALIVE_TIMEOUT_MS: Final = 600_000
-"""Default bound on a wait with keep-alives but no data."""
 
 AuthMode = Literal["auto", "api-key", "entra-id"]
 """How a request is authenticated (see the module docstring)."""
@@ -153,18 +149,12 @@ def _api_version(value: Any) -> Any:
 
 @attrs.frozen(kw_only=True, field_transformer=adapter_field_order)
 class AzureOpenAIConfig(AdapterConfig, CatalogLookup[AzureModel]):
-    """The one ``AzureOpenAIAdapter`` configuration: the constructor's keyword
-    arguments build it, ``AzureOpenAIAdapter.from_config`` takes it, and the
-    ``llm-azure`` plugin structures its YAML entry into it (camelCase keys:
-    ``resource``, ``baseURL``, ``apiVersion``, ``wire``, ``auth``,
-    ``apiKeyEnv``...). Every field is checked on construction, and so is the
-    endpoint when ``resource`` or ``baseURL`` gives it: a bad value raises
-    ``AdapterConfigError`` keyed by its config key. A config never holds a
-    credential."""
+    """The one ``AzureOpenAIAdapter`` configuration (``AdapterConfig``; plugin
+    ``llm-azure``, keys ``resource``, ``baseURL``, ``apiVersion``, ``wire``,
+    ``auth``...); the endpoint too is checked when ``resource`` or ``baseURL``
+    gives it."""
 
     package = PACKAGE
-    default_stream_idle_timeout_ms = DEFAULT_STREAM_IDLE_TIMEOUT_MS
-    default_stream_keepalive_timeout_ms = DEFAULT_KEEPALIVE_TIMEOUT_MS
 
     resource: str | None = attrs.field(default=None, validator=_check_resource)
     """The Azure OpenAI resource's name (``https://<resource>.openai.azure.com``);
@@ -186,9 +176,7 @@ class AzureOpenAIConfig(AdapterConfig, CatalogLookup[AzureModel]):
     auth: AuthMode = attrs.field(default="auto", validator=check_one_of(*AUTH_MODES))
     """``auto`` (the API key when there is one, else an Entra ID token),
     ``api-key`` or ``entra-id``."""
-    api_key_env: str = attrs.field(
-        default=DEFAULT_API_KEY_ENV, validator=check_non_empty_str
-    )
+    api_key_env: str = api_key_env_field(DEFAULT_API_KEY_ENV)
     """Environment variable read for the API key at each request."""
     token_scope: str = attrs.field(default=DEFAULT_SCOPE, validator=check_non_empty_str)
     """The scope of Entra ID tokens (another cloud's:
@@ -389,26 +377,14 @@ def _request(call: WireCall[AzureOpenAIConfig, AzureProfile]) -> WireRequest:
 def _translator(
     call: WireCall[AzureOpenAIConfig, AzureProfile],
 ) -> EventTranslator[Any]:
-    endpoint = call.endpoint
-    profile = endpoint.profile
+    profile = call.endpoint.profile
     if profile.wire == "responses":
         return ResponsesTranslator(
             profile.responses,
             empty_response_as_stop=call.config.empty_response_as_stop,
         )
     # The chat wire's own hook, on the same call seen with its chat profile.
-    chat_call: WireCall[AzureOpenAIConfig, WireProfile] = WireCall(
-        options=call.options,
-        config=call.config,
-        endpoint=Endpoint(
-            base_url=endpoint.base_url,
-            display_name=endpoint.display_name,
-            profile=profile.chat,
-        ),
-        attachments=call.attachments,
-        key=call.key,
-    )
-    return chat_translator(chat_call)
+    return chat_translator(call.with_profile(profile.chat))
 
 
 def _describe(config: AzureOpenAIConfig, endpoint: Endpoint[AzureProfile]) -> str:

@@ -34,8 +34,9 @@ from dsh_llm.adapter import LlmResolvedModelInfo
 from dsh_llm.adapters._wire.config import AdapterConfig
 from dsh_llm.adapters._wire.config import AdapterConfigError
 from dsh_llm.adapters._wire.config import CatalogModel
+from dsh_llm.adapters._wire.config import RootRule
 from dsh_llm.adapters._wire.config import adapter_field_order
-from dsh_llm.adapters._wire.config import api_root_url
+from dsh_llm.adapters._wire.config import api_key_env_field
 from dsh_llm.adapters._wire.config import catalog_entry
 from dsh_llm.adapters._wire.config import endpoint_url
 from dsh_llm.adapters._wire.config import model_catalog
@@ -44,9 +45,8 @@ from dsh_llm.adapters._wire.family import TokenCountRequest
 from dsh_llm.adapters._wire.family import WireCall
 from dsh_llm.adapters._wire.family import WireFamily
 from dsh_llm.adapters._wire.family import WireRequest
-from dsh_llm.adapters._wire.family import answer_count
-from dsh_llm.adapters._wire.family import counting_request
 from dsh_llm.adapters._wire.family import resolved_model_info
+from dsh_llm.adapters._wire.family import token_count
 from dsh_llm.adapters.anthropic.catalog import ADAPTIVE_EFFORTS
 from dsh_llm.adapters.anthropic.catalog import BUDGET_EFFORTS
 from dsh_llm.adapters.anthropic.catalog import reasoning_info
@@ -67,7 +67,6 @@ from dsh_llm.config import check_one_of
 from dsh_llm.config import check_positive_int
 from dsh_llm.config import check_safe_positive_int
 from dsh_llm.config import field_error
-from dsh_llm.transport.call import url_repr
 from dsh_llm.transport.eventstream import EventStreamDecoder
 from dsh_llm.transport.session import BearerAuth
 
@@ -81,8 +80,6 @@ DEFAULT_API_KEY_ENV: Final = "AWS_BEARER_TOKEN_BEDROCK"
 """Environment variable a Bedrock API key (a bearer token) is read from."""
 REGION_ENVS: Final = ("AWS_REGION", "AWS_DEFAULT_REGION")
 """Environment variables the region is read from, in order."""
-DEFAULT_STREAM_IDLE_TIMEOUT_MS: Final = 300_000
-"""Default idle timeout: the longest silence while waiting for the next frame."""
 DEFAULT_CLAUDE_MAX_TOKENS: Final = 8_192
 """``maxTokens`` sent to a Claude model the catalogs give no cap (thinking
 budgets are cut below it)."""
@@ -98,6 +95,9 @@ COUNT_TOKENS_FIELDS: Final = (
 
 REASONING_EFFORTS: Final = tuple(dict.fromkeys((*BUDGET_EFFORTS, *ADAPTIVE_EFFORTS)))
 """Every effort some Claude model takes (a configured default must be one)."""
+
+ROOT_RULE: Final = RootRule(package=PACKAGE, endpoint="/model")
+"""How a configured API root is checked: it must not end in ``/model``."""
 
 _REGION: Final = re.compile(r"[a-z]{2}(?:-[a-z0-9]+)+-[0-9]+")
 
@@ -120,11 +120,6 @@ def _defaults(model_id: str) -> Mapping[str, Any]:
     )
 
 
-def _check_base_url(inst: object, attribute: attrs.Attribute[Any], value: Any) -> None:
-    if value is not None:
-        api_root_url(value, package=PACKAGE, endpoint="/model")
-
-
 def _check_region(inst: object, attribute: attrs.Attribute[Any], value: Any) -> None:
     if value is not None and not (isinstance(value, str) and _REGION.fullmatch(value)):
         raise field_error(inst, attribute.name, "must be an AWS region (us-east-1)")
@@ -132,15 +127,10 @@ def _check_region(inst: object, attribute: attrs.Attribute[Any], value: Any) -> 
 
 @attrs.frozen(kw_only=True, field_transformer=adapter_field_order)
 class BedrockConfig(AdapterConfig):
-    """The one ``BedrockAdapter`` configuration: the constructor's keyword
-    arguments build it, ``BedrockAdapter.from_config`` takes it, and the
-    ``llm-bedrock`` plugin structures its YAML entry into it (camelCase keys:
-    ``region``, ``profile``, ``apiKeyEnv``, ``baseURL``...). Every field is
-    checked on construction: a bad value raises ``AdapterConfigError`` keyed by
-    its config key. A config never holds a credential."""
+    """The one ``BedrockAdapter`` configuration (``AdapterConfig``; plugin
+    ``llm-bedrock``, keys ``region``, ``profile``, ``apiKeyEnv``, ``baseURL``...)."""
 
     package = PACKAGE
-    default_stream_idle_timeout_ms = DEFAULT_STREAM_IDLE_TIMEOUT_MS
     default_stream_keepalive_timeout_ms = None
 
     region: str | None = attrs.field(default=None, validator=_check_region)
@@ -151,14 +141,10 @@ class BedrockConfig(AdapterConfig):
     )
     """The AWS profile of the credential chain (default: ``AWS_PROFILE``, else
     the default profile)."""
-    api_key_env: str = attrs.field(
-        default=DEFAULT_API_KEY_ENV, validator=check_non_empty_str
-    )
+    api_key_env: str = api_key_env_field(DEFAULT_API_KEY_ENV)
     """Environment variable holding a Bedrock API key; when it is set, the key
     is sent as a bearer token instead of signing."""
-    base_url: str | None = attrs.field(
-        default=None, repr=url_repr, validator=_check_base_url
-    )
+    base_url: str | None = ROOT_RULE.field()
     """API root (default: the region's Bedrock Runtime endpoint)."""
     reasoning_effort: str | None = attrs.field(
         default=None,
@@ -232,7 +218,7 @@ def _endpoint(
     base = (
         public_base_url(region)
         if config.base_url is None
-        else api_root_url(config.base_url, package=PACKAGE, endpoint="/model")
+        else ROOT_RULE.root(config.base_url)
     )
     return Endpoint(
         base_url=base,
@@ -325,16 +311,12 @@ def _count_tokens(call: WireCall[BedrockConfig, BedrockProfile]) -> TokenCountRe
     streamed = _request(call)
     converse = {k: streamed.body[k] for k in COUNT_TOKENS_FIELDS if k in streamed.body}
     url = endpoint_url(call.endpoint.base_url, count_tokens_path(call.options.model))
-    return TokenCountRequest(
-        request=counting_request(
-            streamed, url=url, body={"input": {"converse": converse}}
-        ),
-        read=_input_tokens,
+    return token_count(
+        streamed,
+        url=url,
+        body={"input": {"converse": converse}},
+        answer_key="inputTokens",
     )
-
-
-def _input_tokens(answer: Any) -> int | None:
-    return answer_count(answer, "inputTokens")
 
 
 def _translator(

@@ -20,9 +20,9 @@
 from __future__ import annotations
 
 import urllib.parse
-from collections.abc import Mapping
 from typing import Any
 from typing import Final
+from typing import Protocol
 
 import attrs
 
@@ -31,6 +31,7 @@ from dsh_llm.adapters._wire.config import AdapterConfig
 from dsh_llm.adapters._wire.config import BaseUrlRule
 from dsh_llm.adapters._wire.config import CatalogLookup
 from dsh_llm.adapters._wire.config import adapter_field_order
+from dsh_llm.adapters._wire.config import api_key_env_field
 from dsh_llm.adapters._wire.config import endpoint_url
 from dsh_llm.adapters._wire.config import model_catalog
 from dsh_llm.adapters._wire.extras import request_headers
@@ -40,6 +41,7 @@ from dsh_llm.adapters._wire.family import WireCall
 from dsh_llm.adapters._wire.family import WireFamily
 from dsh_llm.adapters._wire.family import WireRequest
 from dsh_llm.adapters._wire.family import resolved_model_info
+from dsh_llm.adapters._wire.family import root_endpoint
 from dsh_llm.adapters._wire.family import token_count
 from dsh_llm.adapters.gemini.catalog import DEFAULT_MODELS
 from dsh_llm.adapters.gemini.catalog import EFFORT_BUDGETS
@@ -54,9 +56,7 @@ from dsh_llm.adapters.gemini.request import build_generate_request
 from dsh_llm.adapters.gemini.translate import GeminiTranslator
 from dsh_llm.attachments import AttachmentStore
 from dsh_llm.config import RAW_METADATA
-from dsh_llm.config import check_non_empty_str
 from dsh_llm.config import field_error
-from dsh_llm.transport.call import url_repr
 from dsh_llm.transport.session import ApiKeyAuth
 from dsh_llm.transport.session import NoAuth
 from dsh_llm.transport.session import stream_headers
@@ -73,8 +73,6 @@ API_KEY_HEADER: Final = "x-goog-api-key"
 """The header that carries the key (what Google's SDK sends)."""
 DEFAULT_API_KEY_ENV: Final = "GEMINI_API_KEY"
 """Environment variable the key is read from by default."""
-DEFAULT_STREAM_IDLE_TIMEOUT_MS: Final = 300_000
-"""Default idle timeout (a thinking model may be silent for minutes)."""
 PACKAGE: Final = "llm-gemini"
 """The plugin's name, named in config errors and credential messages."""
 BASE_URL_RULE: Final = BaseUrlRule(
@@ -98,24 +96,15 @@ def _check_effort(inst: object, attribute: attrs.Attribute[Any], value: Any) -> 
 
 @attrs.frozen(kw_only=True, field_transformer=adapter_field_order)
 class GeminiConfig(AdapterConfig, CatalogLookup[GeminiModel]):
-    """The one ``GeminiAdapter`` configuration: the constructor's keyword
-    arguments build it, ``GeminiAdapter.from_config`` takes it, and the
-    ``llm-gemini`` plugin structures its YAML entry into it (camelCase keys:
-    ``apiKeyEnv``, ``baseURL``, ``reasoningEffort``...). Every field is checked
-    on construction: a bad value raises ``AdapterConfigError`` keyed by its
-    config key. A config never holds a key: ``api_key_env`` names the variable."""
+    """The one ``GeminiAdapter`` configuration (``AdapterConfig``; plugin
+    ``llm-gemini``, keys ``apiKeyEnv``, ``baseURL``, ``reasoningEffort``...)."""
 
     package = PACKAGE
-    default_stream_idle_timeout_ms = DEFAULT_STREAM_IDLE_TIMEOUT_MS
     default_stream_keepalive_timeout_ms = None
 
-    api_key_env: str = attrs.field(
-        default=DEFAULT_API_KEY_ENV, validator=check_non_empty_str
-    )
+    api_key_env: str = api_key_env_field(DEFAULT_API_KEY_ENV)
     """Environment variable holding the key."""
-    base_url: str | None = attrs.field(
-        default=None, repr=url_repr, validator=BASE_URL_RULE.check
-    )
+    base_url: str | None = BASE_URL_RULE.field()
     """API root (``None``: ``PUBLIC_BASE_URL``); must not end in ``/v1beta``."""
     reasoning_effort: str | None = attrs.field(default=None, validator=_check_effort)
     """Default effort, used when a request names none and the model offers it."""
@@ -145,20 +134,41 @@ def stream_url(base_url: str, model: str) -> str:
     return url + ("&" if urllib.parse.urlsplit(url).query else "?") + "alt=sse"
 
 
-def _endpoint(
-    config: GeminiConfig, *, explicit_key: bool, environ: Mapping[str, str]
-) -> Endpoint[None]:
-    return Endpoint(
-        base_url=BASE_URL_RULE.resolve(config.base_url, environ),
-        display_name=DISPLAY_NAME,
-        profile=None,
+class GenerateConfig(Protocol):
+    """What ``generate_body`` reads of a config (``GeminiConfig``, Vertex AI's)."""
+
+    @property
+    def models(self) -> tuple[GeminiModel, ...]:
+        """The advertised catalog."""
+        ...
+
+    @property
+    def reasoning_effort(self) -> str | None:
+        """The default effort."""
+        ...
+
+
+def generate_body(call: WireCall[Any, Any]) -> dict[str, Any]:
+    """``call``'s ``streamGenerateContent`` body (``build_generate_request``):
+    the model's facts from the config's ``models`` (``catalog.model_for``) and,
+    when the request names no effort, the configured ``reasoning_effort`` if
+    the model offers it, else the model's default (``catalog.effort_in_force``).
+    Vertex AI's Google publisher takes the same body; the config is a
+    ``GenerateConfig``."""
+    options = call.options
+    config: GenerateConfig = call.config
+    model = model_for(options.model, config.models)
+    if options.reasoning_effort is None:
+        effort = effort_in_force(model, config.reasoning_effort)
+        if effort is not None:
+            options = attrs.evolve(options, reasoning_effort=effort)
+    return build_generate_request(
+        options,
+        models=config.models,
+        max_output_tokens=model.max_tokens,
+        attachments=call.attachments,
+        provider=call.provider,
     )
-
-
-def default_effort(config: GeminiConfig, model: GeminiModel) -> str | None:
-    """The effort sent when a request names none: the configured
-    ``reasoning_effort`` when ``model`` offers it, else the model's default."""
-    return effort_in_force(model, config.reasoning_effort)
 
 
 def model_info(
@@ -179,19 +189,8 @@ def model_info(
 
 
 def _request(call: WireCall[GeminiConfig, None]) -> WireRequest:
-    options, config = call.options, call.config
-    model = model_for(options.model, config.models)
-    if options.reasoning_effort is None:
-        effort = default_effort(config, model)
-        if effort is not None:
-            options = attrs.evolve(options, reasoning_effort=effort)
-    body = build_generate_request(
-        options,
-        models=config.models,
-        max_output_tokens=model.max_tokens,
-        attachments=call.attachments,
-        provider=call.provider,
-    )
+    options = call.options
+    body = generate_body(call)
     headers = request_headers(
         stream_headers(), options, provider=call.provider, taken=(API_KEY_HEADER,)
     )
@@ -230,7 +229,7 @@ def _translator(call: WireCall[GeminiConfig, None]) -> GeminiTranslator:
 FAMILY: Final = WireFamily(
     name="gemini-generate-content",
     config_class=GeminiConfig,
-    endpoint=_endpoint,
+    endpoint=root_endpoint(BASE_URL_RULE, DISPLAY_NAME, None),
     request=_request,
     translator=_translator,
     model_info=model_info,

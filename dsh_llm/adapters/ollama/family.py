@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
 from typing import Any
 from typing import Final
 
@@ -34,6 +33,7 @@ from dsh_llm.adapters._wire.config import BaseUrlRule
 from dsh_llm.adapters._wire.config import CatalogLookup
 from dsh_llm.adapters._wire.config import CatalogModel
 from dsh_llm.adapters._wire.config import adapter_field_order
+from dsh_llm.adapters._wire.config import api_key_env_field
 from dsh_llm.adapters._wire.config import endpoint_url
 from dsh_llm.adapters._wire.config import model_catalog
 from dsh_llm.adapters._wire.extras import request_headers
@@ -44,6 +44,7 @@ from dsh_llm.adapters._wire.family import WireFamily
 from dsh_llm.adapters._wire.family import WireRequest
 from dsh_llm.adapters._wire.family import effort_infos
 from dsh_llm.adapters._wire.family import resolved_model_info
+from dsh_llm.adapters._wire.family import root_endpoint
 from dsh_llm.adapters.ollama.errors import ollama_http_error
 from dsh_llm.adapters.ollama.request import PROVIDER
 from dsh_llm.adapters.ollama.request import REASONING_EFFORTS
@@ -51,13 +52,11 @@ from dsh_llm.adapters.ollama.request import KeepAlive
 from dsh_llm.adapters.ollama.request import build_chat_request
 from dsh_llm.adapters.ollama.translate import OllamaTranslator
 from dsh_llm.config import RAW_METADATA
-from dsh_llm.config import check_non_empty_str
 from dsh_llm.config import check_one_of
 from dsh_llm.config import field_error
 from dsh_llm.errors import ErrorCode
 from dsh_llm.errors import LlmError
 from dsh_llm.transport.call import redact_url
-from dsh_llm.transport.call import url_repr
 from dsh_llm.transport.fetch import fetch
 from dsh_llm.transport.ndjson import NdjsonDecoder
 from dsh_llm.transport.session import BearerAuth
@@ -70,8 +69,6 @@ DISPLAY_NAME: Final = PROVIDER
 """The route's display name (``Ollama``)."""
 DEFAULT_BASE_URL: Final = "http://127.0.0.1:11434"
 """Where a local Ollama listens."""
-DEFAULT_STREAM_IDLE_TIMEOUT_MS: Final = 300_000
-"""Default idle timeout (loading a large model may take minutes)."""
 LIST_MODELS_TIMEOUT_MS: Final = 30_000
 """The most the server's model listing may take, whole: one small JSON document,
 so seconds at most even from a remote server on a slow link (a lower idle or
@@ -97,11 +94,6 @@ def _models(value: object) -> tuple[CatalogModel, ...] | None:
     return model_catalog(value, CatalogModel, package=PACKAGE)
 
 
-def _check_base_url(inst: object, attribute: attrs.Attribute[Any], value: Any) -> None:
-    # Not BASE_URL_RULE.check: the field has a default, so None is refused.
-    BASE_URL_RULE.root(value)
-
-
 def _check_keep_alive(
     inst: object, attribute: attrs.Attribute[Any], value: Any
 ) -> None:
@@ -118,24 +110,15 @@ def _check_keep_alive(
 
 @attrs.frozen(kw_only=True, field_transformer=adapter_field_order)
 class OllamaConfig(AdapterConfig, CatalogLookup[CatalogModel]):
-    """The one ``OllamaAdapter`` configuration: the constructor's keyword
-    arguments build it, ``OllamaAdapter.from_config`` takes it, and the
-    ``llm-ollama`` plugin structures its YAML entry into it (camelCase keys:
-    ``baseURL``, ``apiKeyEnv``, ``keepAlive``...). Every field is checked on
-    construction: a bad value raises ``AdapterConfigError`` keyed by its config
-    key. A config never holds a key: ``api_key_env`` names the variable."""
+    """The one ``OllamaAdapter`` configuration (``AdapterConfig``; plugin
+    ``llm-ollama``, keys ``baseURL``, ``apiKeyEnv``, ``keepAlive``...)."""
 
     package = PACKAGE
-    default_stream_idle_timeout_ms = DEFAULT_STREAM_IDLE_TIMEOUT_MS
     default_stream_keepalive_timeout_ms = None
 
-    base_url: str = attrs.field(
-        default=DEFAULT_BASE_URL, repr=url_repr, validator=_check_base_url
-    )
+    base_url: str = BASE_URL_RULE.field(DEFAULT_BASE_URL)
     """The server's root (``/api/chat`` is appended); must not end in ``/api``."""
-    api_key_env: str | None = attrs.field(
-        default=None, validator=attrs.validators.optional(check_non_empty_str)
-    )
+    api_key_env: str | None = api_key_env_field(None)
     """Variable holding a bearer key for a hosted Ollama (``None``: no key)."""
     keep_alive: KeepAlive | None = attrs.field(
         default=None, validator=_check_keep_alive
@@ -151,16 +134,6 @@ class OllamaConfig(AdapterConfig, CatalogLookup[CatalogModel]):
         default=None, converter=_models, metadata={RAW_METADATA: True}
     )
     """The advertised catalog; ``None``: ``list_models`` asks the server."""
-
-
-def _endpoint(
-    config: OllamaConfig, *, explicit_key: bool, environ: Mapping[str, str]
-) -> Endpoint[None]:
-    return Endpoint(
-        base_url=BASE_URL_RULE.root(config.base_url),
-        display_name=DISPLAY_NAME,
-        profile=None,
-    )
 
 
 _EFFORT_INFOS: Final = effort_infos(REASONING_EFFORTS, capitalize=True)
@@ -280,7 +253,7 @@ def list_models(
 FAMILY: Final = WireFamily(
     name="ollama-chat",
     config_class=OllamaConfig,
-    endpoint=_endpoint,
+    endpoint=root_endpoint(BASE_URL_RULE, DISPLAY_NAME, None),
     request=_request,
     translator=_translator,
     model_info=model_info,

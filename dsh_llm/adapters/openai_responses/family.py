@@ -31,6 +31,7 @@ from dsh_llm.adapters._wire.config import AdapterConfigError
 from dsh_llm.adapters._wire.config import CatalogLookup
 from dsh_llm.adapters._wire.config import CatalogModel
 from dsh_llm.adapters._wire.config import adapter_field_order
+from dsh_llm.adapters._wire.config import api_key_env_field
 from dsh_llm.adapters._wire.config import api_root_url
 from dsh_llm.adapters._wire.config import endpoint_url
 from dsh_llm.adapters._wire.config import model_catalog
@@ -41,8 +42,8 @@ from dsh_llm.adapters._wire.family import WireCall
 from dsh_llm.adapters._wire.family import WireFamily
 from dsh_llm.adapters._wire.family import WireRequest
 from dsh_llm.adapters._wire.family import effort_infos
+from dsh_llm.adapters._wire.family import fields_count
 from dsh_llm.adapters._wire.family import resolved_model_info
-from dsh_llm.adapters._wire.family import token_count
 from dsh_llm.adapters.openai_responses.profiles import PROFILES
 from dsh_llm.adapters.openai_responses.profiles import ResponsesProfile
 from dsh_llm.adapters.openai_responses.profiles import guess_server
@@ -53,7 +54,6 @@ from dsh_llm.adapters.openai_responses.translate import RAW_EVENT_BYTES
 from dsh_llm.adapters.openai_responses.translate import ResponsesTranslator
 from dsh_llm.config import RAW_METADATA
 from dsh_llm.config import check_bool
-from dsh_llm.config import check_non_empty_str
 from dsh_llm.config import check_one_of
 from dsh_llm.errors import ErrorCode
 from dsh_llm.errors import LlmError
@@ -97,12 +97,6 @@ COUNTING_SERVERS: Final = frozenset({"openai"})
 SERVERS: Final = tuple(PROFILES)
 """The ``server`` names: ``openai``, ``vllm``, ``ollama``, ``lmstudio``,
 ``openrouter``, ``llamacpp``."""
-DEFAULT_STREAM_IDLE_TIMEOUT_MS: Final = 300_000
-"""Default idle timeout: the longest silence while waiting for the next event
-(a reasoning model may think for minutes before its first summary)."""
-DEFAULT_KEEPALIVE_TIMEOUT_MS: Final = 600_000
-"""Default bound on a wait with keep-alive comments but no data (OpenRouter
-sends ``: OPENROUTER PROCESSING`` while a request is queued)."""
 
 
 def _catalog(value: object) -> tuple[CatalogModel, ...]:
@@ -115,24 +109,19 @@ def _base_url(value: object) -> str:
 
 @attrs.frozen(kw_only=True, field_transformer=adapter_field_order)
 class OpenAIResponsesConfig(AdapterConfig, CatalogLookup[CatalogModel]):
-    """The one ``OpenAIResponsesAdapter`` configuration (camelCase config keys:
-    ``baseURL``, ``apiKeyEnv``, ``server``...). Every field is checked (the base
-    URL normalised, models made ``CatalogModel`` values) on construction; a bad
-    value raises ``AdapterConfigError`` keyed by its config key. A config never
-    holds a key."""
+    """The one ``OpenAIResponsesAdapter`` configuration (``AdapterConfig``;
+    plugin ``llm-openai-responses``, keys ``baseURL``, ``apiKeyEnv``,
+    ``server``...): the base URL is normalised, models made ``CatalogModel``
+    values."""
 
     package = PACKAGE
-    default_stream_idle_timeout_ms = DEFAULT_STREAM_IDLE_TIMEOUT_MS
-    default_stream_keepalive_timeout_ms = DEFAULT_KEEPALIVE_TIMEOUT_MS
 
     base_url: str = attrs.field(
         default=DEFAULT_BASE_URL, converter=_base_url, repr=url_repr
     )
     """The API root, e.g. ``http://127.0.0.1:11434/v1`` (credentials hidden in
     the ``repr``)."""
-    api_key_env: str | None = attrs.field(
-        default=None, validator=attrs.validators.optional(check_non_empty_str)
-    )
+    api_key_env: str | None = api_key_env_field(None)
     """Environment variable read for the key at each request, or ``None``."""
     server: str | None = attrs.field(
         default=None, validator=attrs.validators.optional(check_one_of(*SERVERS))
@@ -228,11 +217,10 @@ def _count_tokens(
             "Responses API offers /responses/input_tokens)",
             ErrorCode.UNSUPPORTED_OPTION,
         )
-    streamed = _request(call)
-    return token_count(
-        streamed,
+    return fields_count(
+        _request(call),
         url=endpoint_url(call.endpoint.base_url, COUNT_TOKENS_PATH),
-        body={k: v for k, v in streamed.body.items() if k in COUNT_TOKENS_FIELDS},
+        fields=COUNT_TOKENS_FIELDS,
         answer_key="input_tokens",
     )
 

@@ -35,8 +35,9 @@ from dsh_llm.adapter import LlmResolvedModelInfo
 from dsh_llm.adapters._wire.config import AdapterConfig
 from dsh_llm.adapters._wire.config import AdapterConfigError
 from dsh_llm.adapters._wire.config import CatalogLookup
+from dsh_llm.adapters._wire.config import RootRule
 from dsh_llm.adapters._wire.config import adapter_field_order
-from dsh_llm.adapters._wire.config import api_root_url
+from dsh_llm.adapters._wire.config import api_key_env_field
 from dsh_llm.adapters._wire.config import model_catalog
 from dsh_llm.adapters._wire.extras import request_headers
 from dsh_llm.adapters._wire.family import Endpoint
@@ -56,11 +57,9 @@ from dsh_llm.adapters.anthropic.request import build_messages_request
 from dsh_llm.adapters.anthropic.translate import MessagesTranslator
 from dsh_llm.adapters.gemini.catalog import EFFORT_BUDGETS
 from dsh_llm.adapters.gemini.catalog import EFFORT_LEVELS
-from dsh_llm.adapters.gemini.catalog import GeminiModel
-from dsh_llm.adapters.gemini.catalog import effort_in_force
 from dsh_llm.adapters.gemini.catalog import model_for
 from dsh_llm.adapters.gemini.catalog import reasoning_info
-from dsh_llm.adapters.gemini.request import build_generate_request
+from dsh_llm.adapters.gemini.family import generate_body
 from dsh_llm.adapters.gemini.translate import GeminiTranslator
 from dsh_llm.adapters.vertex.auth import GoogleCredentials
 from dsh_llm.adapters.vertex.catalog import ANTHROPIC
@@ -83,7 +82,6 @@ from dsh_llm.config import check_one_of
 from dsh_llm.config import field_error
 from dsh_llm.errors import ErrorCode
 from dsh_llm.errors import LlmError
-from dsh_llm.transport.call import url_repr
 from dsh_llm.transport.read_loop import EventTranslator
 from dsh_llm.transport.session import BearerAuth
 from dsh_llm.transport.session import stream_headers
@@ -103,15 +101,14 @@ LOCATION_ENVS: Final = ("GOOGLE_CLOUD_LOCATION", "CLOUD_ML_REGION")
 """Environment variables the location is read from, in order."""
 DEFAULT_LOCATION: Final = GLOBAL_LOCATION
 """The location when none is configured (the global endpoint)."""
-DEFAULT_STREAM_IDLE_TIMEOUT_MS: Final = 300_000
-"""Default idle timeout (a thinking model may be silent for minutes)."""
-DEFAULT_KEEPALIVE_TIMEOUT_MS: Final = 600_000
-"""Default bound on a wait with keep-alives (Claude's ``ping``) but no data."""
 REASONING_EFFORTS: Final = tuple(
     dict.fromkeys((*EFFORT_LEVELS, *EFFORT_BUDGETS, *CLAUDE_EFFORTS))
 )
 """Every effort some model takes (a configured default must be one; it is sent
 to the models that offer it)."""
+
+ROOT_RULE: Final = RootRule(package=PACKAGE, endpoint=API_PATH)
+"""How a configured API root is checked: it must not end in ``/v1``."""
 
 _LOCATION: Final = re.compile(r"[a-z]+(?:-[a-z0-9]+)*")
 _PROJECT: Final = re.compile(r"[^\s/]+")
@@ -126,11 +123,6 @@ def _models(value: object) -> tuple[VertexModel, ...]:
         defaults=configured_defaults,
         default=DEFAULT_MODELS,
     )
-
-
-def _check_base_url(inst: object, attribute: attrs.Attribute[Any], value: Any) -> None:
-    if value is not None:
-        api_root_url(value, package=PACKAGE, endpoint=API_PATH)
 
 
 def _check_location(inst: object, attribute: attrs.Attribute[Any], value: Any) -> None:
@@ -149,17 +141,10 @@ def _check_project(inst: object, attribute: attrs.Attribute[Any], value: Any) ->
 
 @attrs.frozen(kw_only=True, field_transformer=adapter_field_order)
 class VertexConfig(AdapterConfig, CatalogLookup[VertexModel]):
-    """The one ``VertexAdapter`` configuration: the constructor's keyword
-    arguments build it, ``VertexAdapter.from_config`` takes it, and the
-    ``llm-vertex`` plugin structures its YAML entry into it (camelCase keys:
-    ``project``, ``location``, ``credentialsFile``, ``apiKeyEnv``, ``baseURL``...).
-    Every field is checked on construction: a bad value raises
-    ``AdapterConfigError`` keyed by its config key. A config never holds a
-    credential."""
+    """The one ``VertexAdapter`` configuration (``AdapterConfig``; plugin
+    ``llm-vertex``, keys ``project``, ``location``, ``credentialsFile``...)."""
 
     package = PACKAGE
-    default_stream_idle_timeout_ms = DEFAULT_STREAM_IDLE_TIMEOUT_MS
-    default_stream_keepalive_timeout_ms = DEFAULT_KEEPALIVE_TIMEOUT_MS
 
     project: str | None = attrs.field(default=None, validator=_check_project)
     """The Google Cloud project (default: ``GOOGLE_CLOUD_PROJECT``,
@@ -173,14 +158,10 @@ class VertexConfig(AdapterConfig, CatalogLookup[VertexModel]):
     """A Google credentials file (a service account key, ``gcloud``'s
     application default credentials...) to use instead of Application Default
     Credentials."""
-    api_key_env: str = attrs.field(
-        default=DEFAULT_API_KEY_ENV, validator=check_non_empty_str
-    )
+    api_key_env: str = api_key_env_field(DEFAULT_API_KEY_ENV)
     """Environment variable holding an OAuth2 access token; when it is set, the
     token is sent instead of the Google credentials'."""
-    base_url: str | None = attrs.field(
-        default=None, repr=url_repr, validator=_check_base_url
-    )
+    base_url: str | None = ROOT_RULE.field()
     """API root (default: the location's endpoint); must not end in ``/v1``."""
     reasoning_effort: str | None = attrs.field(
         default=None,
@@ -270,7 +251,7 @@ def _endpoint(
     base = (
         public_base_url(location)
         if config.base_url is None
-        else api_root_url(config.base_url, package=PACKAGE, endpoint=API_PATH)
+        else ROOT_RULE.root(config.base_url)
     )
     credentials = GoogleCredentials(
         config.credentials_file, package=PACKAGE, token_env=config.api_key_env
@@ -285,13 +266,6 @@ def _endpoint(
 
 
 # --- model facts ------------------------------------------------------------------
-
-
-def gemini_default_effort(config: VertexConfig, model: GeminiModel) -> str | None:
-    """The effort sent to Gemini ``model`` when a request names none: the
-    configured ``reasoning_effort`` when the model offers it, else the model's
-    default."""
-    return effort_in_force(model, config.reasoning_effort)
 
 
 def _claude_default_effort(config: VertexConfig, model: str) -> str | None:
@@ -345,22 +319,6 @@ def model_info(
 # --- one call ---------------------------------------------------------------------
 
 
-def _gemini_body(call: WireCall[VertexConfig, VertexProfile]) -> dict[str, Any]:
-    options, config = call.options, call.config
-    model = model_for(options.model, config.models)
-    if options.reasoning_effort is None:
-        effort = gemini_default_effort(config, model)
-        if effort is not None:
-            options = attrs.evolve(options, reasoning_effort=effort)
-    return build_generate_request(
-        options,
-        models=config.models,
-        max_output_tokens=model.max_tokens,
-        attachments=call.attachments,
-        provider=call.provider,
-    )
-
-
 def _claude_body(call: WireCall[VertexConfig, VertexProfile]) -> dict[str, Any]:
     options, config = call.options, call.config
     entry = claude_entry(options.model, config.models)
@@ -396,7 +354,7 @@ def _request(call: WireCall[VertexConfig, VertexProfile]) -> WireRequest:
     options, config = call.options, call.config
     profile = call.endpoint.profile
     publisher = publisher_for(options.model, config.models)
-    body = _claude_body(call) if publisher == ANTHROPIC else _gemini_body(call)
+    body = _claude_body(call) if publisher == ANTHROPIC else generate_body(call)
     headers = request_headers(
         stream_headers(), options, provider=call.provider, taken=("authorization",)
     )
