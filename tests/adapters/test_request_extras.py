@@ -14,6 +14,7 @@ from dsh_llm.adapters import image_data
 from dsh_llm.adapters import merge_extra_body
 from dsh_llm.adapters import refuse_misplaced_images
 from dsh_llm.adapters import request_headers
+from dsh_llm.adapters._wire.extras import sampling_fields
 from dsh_llm.attachments import MemoryAttachmentStore
 from dsh_llm.attachments import image_block
 from dsh_llm.errors import ErrorCode
@@ -43,6 +44,18 @@ def test_extra_body_is_merged_last_and_wins():
         "temperature": 0.2,
         "top_k": 3,
     }
+
+
+def test_sampling_fields_use_the_wire_names_in_order_and_omit_the_unset():
+    options = GenerateOptions.from_prompt("m", "hi", temperature=0.5, stop=("x",))
+    fields = sampling_fields(options, cap=64, cap_key="num_predict", stop_key="stop")
+    assert list(fields.items()) == [
+        ("temperature", 0.5),
+        ("num_predict", 64),
+        ("stop", ["x"]),
+    ]
+    bare = GenerateOptions.from_prompt("m", "hi")
+    assert sampling_fields(bare, cap=None, cap_key="c", stop_key="s") == {}
 
 
 def test_no_extra_body_leaves_the_body_alone():

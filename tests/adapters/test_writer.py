@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from dsh_llm.adapters import EMPTY_RESPONSE_MESSAGE
 from dsh_llm.adapters import BlockWriter
+from dsh_llm.adapters._wire.writer import stopped_failure
 from dsh_llm.errors import ErrorCode
 from dsh_llm.errors import LlmError
 from dsh_llm.protocol import BlockEnd
@@ -330,3 +331,12 @@ def test_any_opening_and_ending_order_gives_a_strict_lossless_stream(
         (kind, "{}" if kind == "tool-call" and not text else text)
         for kind, text in expected
     ]
+
+
+def test_a_provider_reason_without_a_kind_is_coded_upper_cased() -> None:
+    assert stopped_failure("content_filter") == LlmFailure(
+        message="model stopped: content_filter", code="CONTENT_FILTER"
+    )
+    odd = stopped_failure("no such reason!" * 20, who="Srv")
+    assert odd.code == ErrorCode.UNKNOWN_FINISH_REASON
+    assert odd.message == "Srv stopped: " + ("no such reason!" * 20)[:120]

@@ -3,6 +3,8 @@
 ``GenerateOptions.extra_body``, ``extra_headers`` and image blocks mean the same
 on every wire; only where they land differs. The rules live here, once:
 
+- ``sampling_fields``: ``temperature``, the output cap and ``stop``, under the
+  wire's names, an unset one omitted.
 - ``merge_extra_body``: ``extra_body`` merged into a body last (unchecked; an
   object merges into the adapter's object of the same key, one level deep).
 - ``request_headers``: ``extra_headers`` beside the adapter's own headers; a
@@ -63,6 +65,30 @@ class AttachmentReader(Protocol):
     def get(self, attachment_id: str) -> bytes | None:
         """The bytes of ``attachment_id``, or ``None`` when not stored."""
         ...
+
+
+def sampling_fields(
+    options: GenerateOptions, *, cap: int | None, cap_key: str, stop_key: str
+) -> dict[str, Any]:
+    """``options.temperature``, ``cap`` and ``options.stop`` (as a list), in that
+    order, under the wire's names (the temperature is ``temperature`` on every
+    wire); an unset one is omitted.
+
+    Args:
+        options: The request.
+        cap: The output cap to send (the request's, else a default), or ``None``.
+        cap_key: The wire's name for the cap (``num_predict``,
+            ``maxOutputTokens``...).
+        stop_key: The wire's name for the stop sequences.
+    """
+    fields: dict[str, Any] = {}
+    if options.temperature is not None:
+        fields["temperature"] = options.temperature
+    if cap is not None:
+        fields[cap_key] = cap
+    if options.stop is not None:
+        fields[stop_key] = list(options.stop)
+    return fields
 
 
 def merge_extra_body(body: dict[str, Any], options: GenerateOptions) -> dict[str, Any]:

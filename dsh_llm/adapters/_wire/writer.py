@@ -19,7 +19,9 @@ decides how a stream is shaped or ends lives here, once:
   blockless ``stop`` is ``EMPTY_RESPONSE``, an item never closed (unless the
   cap cut it) is ``STREAM_CLOSED``, never a success;
 - failures are raised, never yielded: ``before_failure()`` is the usage already
-  reported, which comes right before the raised failure (rule 7).
+  reported, which comes right before the raised failure (rule 7);
+  ``stopped_failure`` is the failure of a provider's own finish reason that is
+  no answer (``finish_unsuccessfully``).
 
 It does no I/O and knows no secrets (the read loop redacts what it raises).
 The whole contract, point by point: ``docs/writing-an-adapter.md``.
@@ -27,6 +29,7 @@ The whole contract, point by point: ``docs/writing-an-adapter.md``.
 
 from __future__ import annotations
 
+import re
 from collections import deque
 from collections.abc import Callable
 from collections.abc import Sequence
@@ -96,12 +99,28 @@ _WHOLE_KINDS: Final[dict[type, BlockKind]] = {
 _WHOLE_KIND_SET: Final = frozenset(_WHOLE_KINDS.values())
 
 _SUCCESS_KINDS: Final = frozenset({"stop", "tool-calls"})
+# A finish reason that may become an error code as it is.
+_REASON: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}")
 _KINDS: Final[dict[str, BlockKind]] = {
     TEXT: TEXT,
     REASONING: REASONING,
     TOOL_CALL: TOOL_CALL,
 }
 """Each kind's one string object: the hot path compares kinds by identity."""
+
+
+def stopped_failure(reason: str, *, who: str = "model") -> LlmFailure:
+    """The failure of a finish reason of the provider's own that the protocol
+    has no kind for (``content_filter``...): ``"<who> stopped: <reason>"``, the
+    reason cut to 120 characters, coded as the reason upper-cased
+    (``CONTENT_FILTER``), or ``UNKNOWN_FINISH_REASON`` when it is not a short
+    identifier (letters, digits, ``_``, ``-``, ``.``; at most 64)."""
+    code = (
+        reason.upper()
+        if _REASON.fullmatch(reason)
+        else ErrorCode.UNKNOWN_FINISH_REASON.value
+    )
+    return LlmFailure(message=f"{who} stopped: {reason[:120]}", code=code)
 
 
 class Block:

@@ -40,6 +40,7 @@ from dsh_llm.adapters._wire.extras import AttachmentReader
 from dsh_llm.adapters._wire.extras import merge_extra_body
 from dsh_llm.adapters._wire.extras import refuse_cache_controls
 from dsh_llm.adapters._wire.extras import refuse_misplaced_images
+from dsh_llm.adapters._wire.extras import sampling_fields
 from dsh_llm.adapters._wire.family import WireCall
 from dsh_llm.adapters._wire.family import WireRequest
 from dsh_llm.adapters.chat.images import image_part
@@ -56,6 +57,7 @@ from dsh_llm.protocol import ReasoningBlock
 from dsh_llm.protocol import TextBlock
 from dsh_llm.protocol import ToolCallBlock
 from dsh_llm.protocol import ToolResultBlock
+from dsh_llm.protocol import ToolSchema
 from dsh_llm.protocol import content_has_image
 from dsh_llm.transport.session import BearerAuth
 from dsh_llm.transport.session import NoAuth
@@ -299,6 +301,23 @@ def _user_messages(
     return [*replies, user] if answers_calls else [user, *replies]
 
 
+def function_tools(tools: Iterable[ToolSchema]) -> list[dict[str, Any]]:
+    """``tools`` as the wire's ``tools`` list: ``{"type": "function",
+    "function": {name, description, parameters}}`` each (Ollama's ``/api/chat``
+    takes the same shape)."""
+    return [
+        {
+            "type": "function",
+            "function": {
+                "name": tool.name,
+                "description": tool.description,
+                "parameters": tool.parameters,
+            },
+        }
+        for tool in tools
+    ]
+
+
 def tool_choice_wire(choice: str | None) -> str | dict[str, Any] | None:
     """The wire ``tool_choice`` for ``GenerateOptions.tool_choice``."""
     if choice is None or choice in TOOL_CHOICE_KEYWORDS:
@@ -346,26 +365,18 @@ def build_body(
     if extra:
         body.update(extra)
     if options.tools:
-        body["tools"] = [
-            {
-                "type": "function",
-                "function": {
-                    "name": tool.name,
-                    "description": tool.description,
-                    "parameters": tool.parameters,
-                },
-            }
-            for tool in options.tools
-        ]
+        body["tools"] = function_tools(options.tools)
         choice = tool_choice_wire(options.tool_choice)
         if choice is not None:
             body["tool_choice"] = choice
-    if options.temperature is not None:
-        body["temperature"] = options.temperature
-    if max_tokens is not None:
-        body[profile.max_tokens_field] = max_tokens
-    if options.stop is not None:
-        body["stop"] = list(options.stop)
+    body.update(
+        sampling_fields(
+            options,
+            cap=max_tokens,
+            cap_key=profile.max_tokens_field,
+            stop_key="stop",
+        )
+    )
     if options.response_format is not None:
         body["response_format"] = response_format_wire(options, profile=profile)
     if options.cache_key is not None:

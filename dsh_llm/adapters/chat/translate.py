@@ -498,10 +498,7 @@ class ChatCompletionsTranslator(WireTranslator[SseEvent]):
         self._release_halves()
         if self._server_open:
             self._complete_server_calls()
-        text = self._text
-        if text is not None:
-            self._text = None
-            self._end_text(text)
+        self._close_text()
         if self._citations:
             # Citations that came after their text ended: a text block of
             # their own, never dropped.
@@ -715,6 +712,14 @@ class ChatCompletionsTranslator(WireTranslator[SseEvent]):
         if context:
             self._citations.add(context_citations(context))
 
+    def _close_text(self) -> None:
+        """End the text or reasoning item streaming now, if any (another item
+        opens, or the answer ends)."""
+        text = self._text
+        if text is not None:
+            self._text = None
+            self._end_text(text)
+
     def _end_text(self, block: Block, key: str | None = None) -> None:
         """End text or reasoning item ``block``; a text item first gets the
         citations waiting for it (``CitationLog``), once."""
@@ -806,10 +811,7 @@ class ChatCompletionsTranslator(WireTranslator[SseEvent]):
                 return  # a late fragment of a call already given whole
             if self._unannounced is not None:
                 self._announce()
-            text = self._text
-            if text is not None:
-                self._text = None
-                self._end_text(text)
+            self._close_text()
             block = self.writer.reserve(SERVER_TOOL_CALL)
             entry = self._server_open[key] = _ServerCall(block, self._server_count)
             self._server_count += 1
@@ -899,10 +901,7 @@ class ChatCompletionsTranslator(WireTranslator[SseEvent]):
         writer = self.writer
         if self._unannounced is not None:
             self._announce()
-        text = self._text
-        if text is not None:
-            self._text = None
-            self._end_text(text)
+        self._close_text()
         # The call's first delta carries its first fragment (a trailing high
         # surrogate held back for the next one).
         held = ""

@@ -36,6 +36,7 @@ from dsh_llm.adapters._wire.extras import AttachmentReader
 from dsh_llm.adapters._wire.extras import check_image_input
 from dsh_llm.adapters._wire.extras import merge_extra_body
 from dsh_llm.adapters._wire.extras import refuse_cache_controls
+from dsh_llm.adapters._wire.extras import sampling_fields
 from dsh_llm.adapters._wire.history import answered_call
 from dsh_llm.adapters._wire.history import arguments_object
 from dsh_llm.adapters._wire.history import record_calls
@@ -304,14 +305,10 @@ def build_generate_request(
         config = tool_config(options)
         if config is not None:
             body["toolConfig"] = config
-    generation: dict[str, Any] = {}
-    if options.temperature is not None:
-        generation["temperature"] = options.temperature
     cap = options.max_tokens if options.max_tokens is not None else max_output_tokens
-    if cap is not None:
-        generation["maxOutputTokens"] = cap
-    if options.stop is not None:
-        generation["stopSequences"] = list(options.stop)
+    generation = sampling_fields(
+        options, cap=cap, cap_key="maxOutputTokens", stop_key="stopSequences"
+    )
     generation.update(response_format_config(options))
     generation["thinkingConfig"] = thinking
     body["generationConfig"] = generation

@@ -40,9 +40,11 @@ from dsh_llm.adapters._wire.extras import image_data
 from dsh_llm.adapters._wire.extras import merge_extra_body
 from dsh_llm.adapters._wire.extras import refuse_cache_controls
 from dsh_llm.adapters._wire.extras import refuse_misplaced_images
+from dsh_llm.adapters._wire.extras import sampling_fields
 from dsh_llm.adapters._wire.history import answered_call
 from dsh_llm.adapters._wire.history import arguments_object
 from dsh_llm.adapters._wire.history import record_calls
+from dsh_llm.adapters.chat.request import function_tools
 from dsh_llm.errors import ErrorCode
 from dsh_llm.errors import LlmError
 from dsh_llm.protocol import ContentBlock
@@ -211,27 +213,11 @@ def build_chat_request(
     if options.response_format is not None:
         body["format"] = options.response_format.schema
     if options.tools and options.tool_choice != "none":
-        body["tools"] = [
-            {
-                "type": "function",
-                "function": {
-                    "name": tool.name,
-                    "description": tool.description,
-                    "parameters": tool.parameters,
-                },
-            }
-            for tool in options.tools
-        ]
+        body["tools"] = function_tools(options.tools)
     if options.reasoning_effort is not None:
         body["think"] = EFFORT_THINK[options.reasoning_effort]
-    sampling: dict[str, Any] = {}
-    if options.temperature is not None:
-        sampling["temperature"] = options.temperature
     cap = options.max_tokens if options.max_tokens is not None else max_tokens
-    if cap is not None:
-        sampling["num_predict"] = cap
-    if options.stop is not None:
-        sampling["stop"] = list(options.stop)
+    sampling = sampling_fields(options, cap=cap, cap_key="num_predict", stop_key="stop")
     if sampling:
         body["options"] = sampling
     if keep_alive is not None:

@@ -22,7 +22,6 @@ Contracts callers may rely on:
 
 from __future__ import annotations
 
-import re
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -35,9 +34,9 @@ from dsh_llm.adapters._wire.writer import TEXT
 from dsh_llm.adapters._wire.writer import TOOL_CALL
 from dsh_llm.adapters._wire.writer import Block
 from dsh_llm.adapters._wire.writer import BlockKind
+from dsh_llm.adapters._wire.writer import stopped_failure
 from dsh_llm.adapters.ollama.errors import ollama_stream_failure
 from dsh_llm.errors import EMPTY_RESPONSE_CODE
-from dsh_llm.errors import ErrorCode
 from dsh_llm.errors import LlmError
 from dsh_llm.protocol import FinishReason
 from dsh_llm.protocol import LlmFailure
@@ -53,7 +52,6 @@ _NO_DONE_REASON: Final = (
 )
 
 _PROVIDER: Final = "Ollama"
-_IDENTIFIER: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}")
 
 
 def map_usage(line: dict[str, Any]) -> TokenUsage:
@@ -245,9 +243,4 @@ class OllamaTranslator(WireTranslator[Any]):
                 message=NOT_AN_ANSWER_MESSAGE.format(reason=reason),
                 code=EMPTY_RESPONSE_CODE,
             )
-        code = (
-            reason.upper()
-            if _IDENTIFIER.fullmatch(reason)
-            else ErrorCode.UNKNOWN_FINISH_REASON.value
-        )
-        return LlmFailure(message=f"{_PROVIDER} stopped: {reason[:120]}", code=code)
+        return stopped_failure(reason, who=_PROVIDER)

@@ -30,6 +30,7 @@ import json
 import logging
 from collections import deque
 from collections.abc import Callable
+from collections.abc import Iterable
 from collections.abc import Iterator
 from collections.abc import Mapping
 from typing import Any
@@ -291,24 +292,23 @@ def _stand_ins(value: Any, places: list[tuple[Any, Any, int]]) -> None:
     Raises:
         ValueError: for a stand-in as a key, or the payload itself.
     """
+    entries: Iterable[tuple[Any, Any]]
     if type(value) is dict:
-        for key, item in value.items():
-            if key[:1] == "\x00":
-                raise ValueError("a long key")
-            if type(item) is str:
-                if item[:1] == "\x00":
-                    places.append((value, key, int(item[1:])))
-            elif type(item) is dict or type(item) is list:
-                _stand_ins(item, places)
+        if any(key[:1] == "\x00" for key in value):
+            raise ValueError("a long key")
+        entries = value.items()
     elif type(value) is list:
-        for index, item in enumerate(value):
-            if type(item) is str:
-                if item[:1] == "\x00":
-                    places.append((value, index, int(item[1:])))
-            elif type(item) is dict or type(item) is list:
-                _stand_ins(item, places)
+        entries = enumerate(value)
     elif type(value) is str:
         raise ValueError("a long string as the payload")
+    else:
+        return
+    for key, item in entries:
+        if type(item) is str:
+            if item[:1] == "\x00":
+                places.append((value, key, int(item[1:])))
+        elif type(item) is dict or type(item) is list:
+            _stand_ins(item, places)
 
 
 def _rest(streamed: str, final: str) -> str | None:
