@@ -24,13 +24,14 @@ routes (the README's "The command line" section lists every source and flag):
 - What the user must fix before a request can be sent raises ``UsageError``
   (exit status 2) saying what to set; a composition that cannot be loaded raises
   its ``PluginLoadError``.
-- ``open_routes`` and ``open_target`` are context managers that dispose what they
-  opened; adapter modules are imported only when a source is opened (the table
-  names classes by import path).
+- ``add_config_option`` adds ``--config``; ``open_routes`` and ``open_target`` are
+  context managers that dispose what they opened; adapter modules are imported
+  only when a source is opened (the table names classes by import path).
 """
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 from collections.abc import Iterator
 from collections.abc import Mapping
@@ -143,6 +144,15 @@ class Target:
     failover alias's routes in order."""
     environ: Mapping[str, str] = attrs.field(factory=dict, repr=False)
     """Where the routes read their variables and keys."""
+
+
+def add_config_option(command: argparse.ArgumentParser) -> None:
+    """Add ``--config FILE`` (``args.config``, for ``find_config``)."""
+    command.add_argument(
+        "--config",
+        metavar="FILE",
+        help=f"composition file (default: ./{DEFAULT_CONFIG} when present)",
+    )
 
 
 def find_config(explicit: str | None, cwd: Path | None = None) -> str | None:
