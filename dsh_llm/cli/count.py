@@ -82,31 +82,23 @@ def run_count(args: argparse.Namespace) -> int:
         UsageError: for an empty prompt or no model to talk to.
         LlmError: what counting raises (``main`` prints it, exit status 1).
     """
-    from dsh_llm.cli.chat import chat_options
+    from dsh_llm.cli.chat import ChatRequest
     from dsh_llm.cli.chat import provider_options
     from dsh_llm.cli.chat import read_prompt
-    from dsh_llm.cli.models import choose
+    from dsh_llm.cli.models import choose_from
     from dsh_llm.cli.models import open_choice
 
     if args.wire is not None and args.base_url is None:
         raise UsageError("--wire applies to --base-url")
     prompt = read_prompt(args.prompt, sys.stdin, sys.stderr)
-    extra_body = provider_options(args.options)
-    choice = choose(
-        provider=args.provider,
-        model=args.model,
-        base_url=args.base_url,
-        wire=args.wire,
+    request = ChatRequest(
+        system=args.system,
+        reasoning_effort=args.reasoning_effort,
+        extra_body=provider_options(args.options),
     )
+    choice = choose_from(args)
     with open_choice(args, choice) as target:
-        options = chat_options(
-            target,
-            prompt,
-            system=args.system,
-            reasoning_effort=args.reasoning_effort,
-            extra_body=extra_body,
-        )
-        count = target.runtime.count_tokens(options)
+        count = target.runtime.count_tokens(request.options(target, prompt))
     if args.json:
         print(
             json.dumps(

@@ -135,6 +135,8 @@ class CallLog:
     Args:
         conversation_id: The conversation continued (``None``: a new one).
         enabled: Whether to write at all.
+        base_url: The ``--base-url`` server the calls go to, if any (logged
+            without credentials).
         stderr: Where a failure to log is reported (default ``sys.stderr``).
     """
 
@@ -143,12 +145,15 @@ class CallLog:
         conversation_id: str | None = None,
         *,
         enabled: bool = True,
+        base_url: str | None = None,
         stderr: TextIO | None = None,
     ) -> None:
         self.conversation_id = new_id() if conversation_id is None else conversation_id
         """The conversation the calls join."""
         self.enabled = enabled
         """Whether calls are written."""
+        self.base_url = base_url
+        """The ``--base-url`` server, if any."""
         self._stderr = stderr
 
     def write(
@@ -158,7 +163,6 @@ class CallLog:
         user: Message,
         response: AssembledResponse,
         timer: CallTimer,
-        base_url: str | None = None,
     ) -> None:
         """Log one call (see the module docstring: never raises).
 
@@ -167,12 +171,11 @@ class CallLog:
             user: The user message of this turn.
             response: The answer.
             timer: The call's timer.
-            base_url: The ``--base-url`` server, if any (logged without
-                credentials).
         """
         if not self.enabled:
             return
         try:
+            base_url = self.base_url
             if base_url is not None:
                 from dsh_llm.transport.call import redact_url
 

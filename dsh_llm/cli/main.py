@@ -38,7 +38,6 @@ from collections.abc import Generator
 from collections.abc import Iterable
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
-from typing import Any
 from typing import Final
 from typing import cast
 
@@ -74,13 +73,13 @@ from dsh_llm.validator import validate_stream
 
 if TYPE_CHECKING:
     from dsh_llm.attachments import AttachmentStore
+    from dsh_llm.cli.chat import ChatRequest
     from dsh_llm.cli.logs import CallLog
     from dsh_llm.cli.logs import Continued
     from dsh_llm.cli.targets import Target
     from dsh_llm.observe.cost import PriceTable
     from dsh_llm.protocol import ImageBlock
     from dsh_llm.protocol import Message
-    from dsh_llm.protocol import ResponseFormat
 
 
 EXIT_OK = 0
@@ -357,12 +356,13 @@ def _temperature(text: str) -> float:
 
 
 def _run_chat(args: argparse.Namespace) -> int:
+    from dsh_llm.cli.chat import ChatRequest
     from dsh_llm.cli.chat import provider_options
     from dsh_llm.cli.chat import read_schema
     from dsh_llm.cli.logs import CallLog
     from dsh_llm.cli.logs import load_conversation
     from dsh_llm.cli.logs import logging_on
-    from dsh_llm.cli.models import choose
+    from dsh_llm.cli.models import choose_from
     from dsh_llm.cli.models import open_choice
 
     if args.interactive and (args.prompt is not None or args.json):
@@ -377,15 +377,11 @@ def _run_chat(args: argparse.Namespace) -> int:
             "conversation next time (dsh-llm logs on)",
             file=sys.stderr,
         )
+    choice = choose_from(args, continued)
     call_log = CallLog(
-        None if continued is None else continued.conversation_id, enabled=log_calls
-    )
-    choice = choose(
-        provider=args.provider,
-        model=args.model,
-        base_url=args.base_url,
-        wire=args.wire,
-        continued=continued,
+        None if continued is None else continued.conversation_id,
+        enabled=log_calls,
+        base_url=choice.base_url,
     )
     extra_body = provider_options(args.options)
     response_format = read_schema(args.schema)
@@ -395,37 +391,24 @@ def _run_chat(args: argparse.Namespace) -> int:
     system = args.system
     if system is None and continued is not None:
         system = continued.system
+    request = ChatRequest(
+        history=history,
+        images=images,
+        system=system,
+        max_tokens=args.max_tokens,
+        reasoning_effort=args.reasoning_effort,
+        temperature=args.temperature,
+        response_format=response_format,
+        extra_body=extra_body,
+    )
     with open_choice(args, choice) as target:
         if store is not None:
             _give_images(target, store)
         if args.interactive:
             from dsh_llm.cli.interactive import run_session
 
-            return run_session(
-                target,
-                messages=history,
-                images=images,
-                call_log=call_log,
-                base_url=choice.base_url,
-                system=system,
-                max_tokens=args.max_tokens,
-                reasoning_effort=args.reasoning_effort,
-                temperature=args.temperature,
-                response_format=response_format,
-                extra_body=extra_body,
-            )
-        return _one_answer(
-            args,
-            target,
-            history=history,
-            images=images,
-            system=system,
-            response_format=response_format,
-            extra_body=extra_body,
-            prices=prices,
-            call_log=call_log,
-            base_url=choice.base_url,
-        )
+            return run_session(target, request, call_log)
+        return _one_answer(args, target, request, prices, call_log)
 
 
 def _read_images(
@@ -459,17 +442,10 @@ def _give_images(target: Target, store: AttachmentStore) -> None:
 def _one_answer(
     args: argparse.Namespace,
     target: Target,
-    *,
-    history: Sequence[Message],
-    images: Sequence[ImageBlock],
-    system: str | None,
-    response_format: ResponseFormat | None,
-    extra_body: dict[str, Any] | None,
+    request: ChatRequest,
     prices: PriceTable | None,
     call_log: CallLog,
-    base_url: str | None,
 ) -> int:
-    from dsh_llm.cli.chat import chat_options
     from dsh_llm.cli.chat import read_prompt
     from dsh_llm.cli.chat import stream_chat
     from dsh_llm.cli.console import SilenceableSink
@@ -478,24 +454,10 @@ def _one_answer(
     from dsh_llm.cli.hints import missing_key_message
     from dsh_llm.cli.interrupt import run_abortable
     from dsh_llm.cli.logs import CallTimer
-    from dsh_llm.protocol import TextBlock
-    from dsh_llm.protocol import create_user_message
 
     prompt = read_prompt(args.prompt, sys.stdin, sys.stderr)
-    user = create_user_message((TextBlock(text=prompt), *images))
     controller = AbortController()
-    options = chat_options(
-        target,
-        user,
-        history=history,
-        system=system,
-        max_tokens=args.max_tokens,
-        reasoning_effort=args.reasoning_effort,
-        temperature=args.temperature,
-        response_format=response_format,
-        extra_body=extra_body,
-        signal=controller.signal,
-    )
+    options = request.options(target, prompt, signal=controller.signal)
     sink = SilenceableSink(chunk_sink(args.json))
     timer = CallTimer(sink)
     outcome = run_abortable(
@@ -505,7 +467,7 @@ def _one_answer(
         on_abandon=sink.silence,
     )
     call_log.write(
-        options=options, user=user, response=outcome, timer=timer, base_url=base_url
+        options=options, user=options.messages[-1], response=outcome, timer=timer
     )
     failure = outcome.finish.failure
     if failure is not None:
@@ -516,10 +478,10 @@ def _one_answer(
             print(f"error[{failure.code}]: {message}", file=sys.stderr)
             return EXIT_USAGE
         return _print_failure(failure.code, failure_message(failure, target.key_hint))
-    if response_format is not None:
+    if request.response_format is not None:
         from dsh_llm.structured import parse_json
 
-        parse_json(outcome, response_format)  # INVALID_JSON_OUTPUT: exit 1
+        parse_json(outcome, request.response_format)  # INVALID_JSON_OUTPUT: exit 1
     if not args.json:
         line = summary_line(outcome.finish, outcome.usage)
         if prices is not None:

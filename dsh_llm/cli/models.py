@@ -12,7 +12,8 @@ Contracts callers may rely on:
   ``--provider`` names another route); else, with neither ``--provider`` nor
   ``--model``, the continued conversation's route, model and server, else the
   default model; else what was typed. (``chat`` reports a ``models.json`` that
-  cannot be read on stderr and goes on without it.) ``open_choice`` opens the
+  cannot be read on stderr and goes on without it.) ``choose_from`` chooses
+  from the flags ``add_choice_arguments`` added; ``open_choice`` opens the
   chosen route with the rest of a command's flags (``chat``, ``count``).
 - ``models default NAME`` and ``aliases set NAME MODEL`` take MODEL as an alias,
   or a model id whose route is ``--provider``, else the one route whose catalog
@@ -259,6 +260,18 @@ def add_choice_arguments(
         "--api-key-env", metavar="VAR", type=non_empty, help=api_key_env
     )
     add_config_option(command)
+
+
+def choose_from(args: argparse.Namespace, continued: Continued | None = None) -> Choice:
+    """``choose`` for the flags ``add_choice_arguments`` added (and the
+    conversation ``chat -c`` continues)."""
+    return choose(
+        provider=args.provider,
+        model=args.model,
+        base_url=args.base_url,
+        wire=args.wire,
+        continued=continued,
+    )
 
 
 @contextlib.contextmanager
