@@ -5,7 +5,7 @@ This module owns the ``count`` subcommand. Contracts callers may rely on:
 
 - The route and model are chosen as for ``chat`` (``--provider``, ``--model``
   or an alias, the default model, ``--config``, ``--base-url`` with ``--wire``;
-  ``dsh_llm.cli.models.choose`` and ``dsh_llm.cli.targets.open_target``); the
+  ``dsh_llm.cli.models.choose_from`` and ``dsh_llm.cli.targets.open_target``); the
   request is the one ``chat`` would send for PROMPT (``--system``,
   ``--reasoning-effort``, ``-o`` fields), counted through
   ``LlmRuntime.count_tokens`` (the provider's own endpoint: Anthropic, Gemini,
@@ -86,7 +86,7 @@ def run_count(args: argparse.Namespace) -> int:
     from dsh_llm.cli.chat import provider_options
     from dsh_llm.cli.chat import read_prompt
     from dsh_llm.cli.models import choose_from
-    from dsh_llm.cli.models import open_choice
+    from dsh_llm.cli.targets import open_target
 
     if args.wire is not None and args.base_url is None:
         raise UsageError("--wire applies to --base-url")
@@ -97,7 +97,7 @@ def run_count(args: argparse.Namespace) -> int:
         extra_body=provider_options(args.options),
     )
     choice = choose_from(args)
-    with open_choice(args, choice) as target:
+    with open_target(args, choice) as target:
         count = target.runtime.count_tokens(request.options(target, prompt))
     if args.json:
         print(

@@ -363,7 +363,7 @@ def _run_chat(args: argparse.Namespace) -> int:
     from dsh_llm.cli.logs import load_conversation
     from dsh_llm.cli.logs import logging_on
     from dsh_llm.cli.models import choose_from
-    from dsh_llm.cli.models import open_choice
+    from dsh_llm.cli.targets import open_target
 
     if args.interactive and (args.prompt is not None or args.json):
         raise UsageError("--interactive reads prompts itself: drop PROMPT and --json")
@@ -401,7 +401,7 @@ def _run_chat(args: argparse.Namespace) -> int:
         response_format=response_format,
         extra_body=extra_body,
     )
-    with open_choice(args, choice) as target:
+    with open_target(args, choice) as target:
         if store is not None:
             _give_images(target, store)
         if args.interactive:

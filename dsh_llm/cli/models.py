@@ -13,8 +13,8 @@ Contracts callers may rely on:
   ``--model``, the continued conversation's route, model and server, else the
   default model; else what was typed. (``chat`` reports a ``models.json`` that
   cannot be read on stderr and goes on without it.) ``choose_from`` chooses
-  from the flags ``add_choice_arguments`` added; ``open_choice`` opens the
-  chosen route with the rest of a command's flags (``chat``, ``count``).
+  from the flags ``add_choice_arguments`` added
+  (``dsh_llm.cli.targets.open_target`` opens the choice).
 - ``models default NAME`` and ``aliases set NAME MODEL`` take MODEL as an alias,
   or a model id whose route is ``--provider``, else the one route whose catalog
   lists it (a provider's own built-in route before a cloud front door listing
@@ -28,11 +28,9 @@ Contracts callers may rely on:
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import re
 import sys
-from collections.abc import Iterator
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -44,6 +42,7 @@ import attrs
 from dsh_llm.cli.parser import Commands
 from dsh_llm.cli.parser import add_command
 from dsh_llm.cli.parser import add_listing_command
+from dsh_llm.cli.targets import Choice
 from dsh_llm.cli.targets import add_config_option
 from dsh_llm.cli.usage import UsageError
 from dsh_llm.cli.userdirs import UserFileError
@@ -55,7 +54,6 @@ from dsh_llm.errors import LlmError
 if TYPE_CHECKING:
     from dsh_llm.cli.logs import Continued
     from dsh_llm.cli.targets import Routes
-    from dsh_llm.cli.targets import Target
 
 
 MODELS_FILE: Final = "models.json"
@@ -160,22 +158,6 @@ def _settings() -> ModelSettings:
         raise UsageError(str(exc)) from None
 
 
-@attrs.frozen(kw_only=True)
-class Choice:
-    """What ``chat`` is to talk to, before the routes are opened."""
-
-    provider: str | None
-    """The route (``None``: the usual choice)."""
-    model: str | None
-    """The model (``None``: the route's first)."""
-    base_url: str | None = None
-    """The server, for ``--base-url``."""
-    wire: str | None = None
-    """``--wire``."""
-    origin: str | None = None
-    """What chose ``provider`` when it was not typed, in words."""
-
-
 def choose(
     *,
     provider: str | None,
@@ -246,7 +228,7 @@ def add_choice_arguments(
     wire: str,
     api_key_env: str,
 ) -> None:
-    """Add the flags ``choose`` and ``open_choice`` read, in this order:
+    """Add the flags ``choose_from`` and ``open_target`` read, in this order:
     ``--provider``, ``--model``, ``--base-url``, ``--wire``, ``--api-key-env``,
     ``--config``; ``model``, ``base_url``, ``wire`` and ``api_key_env`` are the
     command's help texts of theirs."""
@@ -272,29 +254,6 @@ def choose_from(args: argparse.Namespace, continued: Continued | None = None) ->
         wire=args.wire,
         continued=continued,
     )
-
-
-@contextlib.contextmanager
-def open_choice(args: argparse.Namespace, choice: Choice) -> Iterator[Target]:
-    """``open_target`` for what ``choose`` chose and the command's other flags
-    (``--config``, ``--api-key-env``, ``--reasoning-effort``, ``--timeout``),
-    keys read from the user's environment (``user_environ``)."""
-    from dsh_llm.cli.keys import user_environ
-    from dsh_llm.cli.targets import open_target
-
-    with open_target(
-        provider=choice.provider,
-        model=choice.model,
-        config=args.config,
-        base_url=choice.base_url,
-        api_key_env=args.api_key_env,
-        reasoning_effort=args.reasoning_effort,
-        wire=choice.wire,
-        timeout_s=args.timeout,
-        environ=user_environ(),
-        origin=choice.origin,
-    ) as target:
-        yield target
 
 
 def _catalog_ids(routes: Routes, route: str) -> tuple[str, ...] | None:
