@@ -246,18 +246,19 @@ def _builtin(
         )
 
 
-def _base_url_adapter(
+@contextlib.contextmanager
+def _base_url(
     base_url: str,
     api_key_env: str | None,
     reasoning_effort: str | None,
     wire: str,
-    timeout_ms: float | None,
+    timeout_s: float | None,
     environ: Mapping[str, str],
-) -> WireAdapter[Any]:
+) -> Iterator[Routes]:
     cls = _BY_WIRE[wire].adapter_class()
     options: dict[str, Any] = {
         "api_key_env": api_key_env,
-        "total_timeout_ms": timeout_ms,
+        "total_timeout_ms": _timeout_ms(timeout_s),
     }
     if any(
         f.name == "reasoning_efforts" for f in attrs.fields(cls.family.config_class)
@@ -268,27 +269,8 @@ def _base_url_adapter(
         options["reasoning_efforts"] = (
             None if reasoning_effort is None else (reasoning_effort,)
         )
-    return cls(base_url, environ=environ, **options)
-
-
-@contextlib.contextmanager
-def _base_url(
-    base_url: str,
-    api_key_env: str | None,
-    reasoning_effort: str | None,
-    wire: str,
-    timeout_s: float | None,
-    environ: Mapping[str, str],
-) -> Iterator[Routes]:
     try:
-        adapter = _base_url_adapter(
-            base_url,
-            api_key_env,
-            reasoning_effort,
-            wire,
-            _timeout_ms(timeout_s),
-            environ,
-        )
+        adapter = cls(base_url, environ=environ, **options)
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
     route = _BY_WIRE[wire].route
