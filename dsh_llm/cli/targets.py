@@ -24,10 +24,9 @@ routes (the README's "The command line" section lists every source and flag):
 - What the user must fix before a request can be sent raises ``UsageError``
   (exit status 2) saying what to set; a composition that cannot be loaded raises
   its ``PluginLoadError``.
-- ``add_config_option`` adds ``--config``; ``open_routes`` and ``open_target`` (a
-  ``Choice`` and a command's other flags) are context managers that dispose what
-  they opened; adapter modules are imported only when a source is opened (the
-  table names classes by import path).
+- ``open_routes`` and ``open_target`` (of a ``Choice``) are context managers that
+  dispose what they opened; adapter modules are imported only when a source is
+  opened (the table names classes by import path).
 """
 
 from __future__ import annotations
