@@ -21,26 +21,25 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import TYPE_CHECKING
-from typing import TypeAlias
 
+from dsh_llm.cli.parser import Commands
+from dsh_llm.cli.parser import add_command
 from dsh_llm.cli.parser import positive_int
 from dsh_llm.cli.parser import positive_number
 from dsh_llm.cli.targets import DEFAULT_CONFIG
+from dsh_llm.cli.targets import add_config_option
 from dsh_llm.cli.usage import UsageError
-
-if TYPE_CHECKING:
-    _Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
-
 
 _EXIT_OK = 0
 _EXIT_FAILED = 1
 
 
-def add_parser(subparsers: _Commands) -> argparse.ArgumentParser:
+def add_parser(commands: Commands) -> argparse.ArgumentParser:
     """Add the ``batch`` subcommand (its ``handler`` is ``run_batch``)."""
-    command = subparsers.add_parser(
+    command = add_command(
+        commands,
         "batch",
+        run_batch,
         help="run a JSON Lines file of requests into a results file (resumable)",
         description=(
             "Send every request line of REQUESTS.jsonl (one JSON object each: id, "
@@ -54,11 +53,7 @@ def add_parser(subparsers: _Commands) -> argparse.ArgumentParser:
     )
     command.add_argument("requests_file", metavar="REQUESTS.jsonl")
     command.add_argument("results_file", metavar="RESULTS.jsonl")
-    command.add_argument(
-        "--config",
-        metavar="FILE",
-        help=f"composition file (default: ./{DEFAULT_CONFIG} when present)",
-    )
+    add_config_option(command)
     command.add_argument(
         "--concurrency",
         metavar="N",
@@ -72,7 +67,6 @@ def add_parser(subparsers: _Commands) -> argparse.ArgumentParser:
         type=positive_number,
         help="requests per minute per route (default: no limit)",
     )
-    command.set_defaults(handler=run_batch)
     return command
 
 

@@ -7,10 +7,12 @@ Contracts callers may rely on:
   ``stdin`` (telling a person at a terminal how to end the input); an empty or
   blank prompt, one that is not valid UTF-8, or a closed stdin raises
   ``UsageError``.
-- ``chat_options`` builds the request: the earlier messages of a continued
-  conversation, then one user message (the prompt, with any images), the
-  optional system prompt, output cap, reasoning effort, temperature, response
-  format and provider options (``extra_body``), and the signal Ctrl-C aborts.
+- ``ChatRequest`` holds what a ``chat`` command asks every answer with: the
+  earlier messages of a continued conversation, the images of the first prompt,
+  the optional system prompt, output cap, reasoning effort, temperature,
+  response format and provider options (``extra_body``); ``options`` builds one
+  call's request from it (those messages, then the prompt with the images, and
+  the signal Ctrl-C aborts).
 - ``provider_options`` reads ``-o key=value`` pairs (the value as JSON when it
   parses, else as a string); ``read_schema`` reads ``--schema FILE`` (a JSON
   object); both raise ``UsageError`` naming what is wrong.
@@ -32,6 +34,8 @@ from collections.abc import Sequence
 from typing import Any
 from typing import TextIO
 
+import attrs
+
 from dsh_llm.assembler import AssembledResponse
 from dsh_llm.assembler import BlockAssembler
 from dsh_llm.cli.console import ChunkSink
@@ -41,9 +45,11 @@ from dsh_llm.cli.usage import UsageError
 from dsh_llm.protocol import Finish
 from dsh_llm.protocol import FinishReason
 from dsh_llm.protocol import GenerateOptions
+from dsh_llm.protocol import ImageBlock
 from dsh_llm.protocol import Message
 from dsh_llm.protocol import ModelSource
 from dsh_llm.protocol import ResponseFormat
+from dsh_llm.protocol import TextBlock
 from dsh_llm.protocol import create_user_message
 from dsh_llm.runtime import LlmRuntime
 from dsh_llm.signal import AbortSignal
@@ -118,34 +124,49 @@ def read_schema(path: str | None) -> ResponseFormat | None:
     return ResponseFormat(schema=schema)
 
 
-def chat_options(
-    target: Target,
-    prompt: str | Message,
-    *,
-    history: Sequence[Message] = (),
-    system: str | None = None,
-    max_tokens: int | None = None,
-    reasoning_effort: str | None = None,
-    temperature: float | None = None,
-    response_format: ResponseFormat | None = None,
-    extra_body: dict[str, Any] | None = None,
-    signal: AbortSignal | None = None,
-) -> GenerateOptions:
-    """The request for one ``chat`` call: ``history``, then ``prompt`` (text, or
-    the user message)."""
-    user = prompt if isinstance(prompt, Message) else create_user_message(prompt)
-    return GenerateOptions(
-        provider=target.route,
-        model=target.model,
-        messages=(*history, user),
-        system=system,
-        max_tokens=max_tokens,
-        reasoning_effort=reasoning_effort,
-        temperature=temperature,
-        response_format=response_format,
-        extra_body=extra_body,
-        signal=signal,
-    )
+@attrs.frozen(kw_only=True)
+class ChatRequest:
+    """What one ``chat`` command asks every answer with."""
+
+    history: tuple[Message, ...] = ()
+    """The conversation so far (a continued one), oldest first."""
+    images: tuple[ImageBlock, ...] = ()
+    """The images sent with the first prompt."""
+    system: str | None = None
+    """The system prompt."""
+    max_tokens: int | None = None
+    """The output cap."""
+    reasoning_effort: str | None = None
+    """The reasoning effort."""
+    temperature: float | None = None
+    """The sampling temperature."""
+    response_format: ResponseFormat | None = None
+    """The JSON Schema the answer must follow (``--schema``)."""
+    extra_body: dict[str, Any] | None = None
+    """Provider fields sent as is (``-o``)."""
+
+    def fields(self) -> dict[str, Any]:
+        """The ``GenerateOptions`` fields every answer is asked with, by name
+        (``system`` to ``extra_body``)."""
+        fields = attrs.asdict(self, recurse=False)
+        del fields["history"], fields["images"]
+        return fields
+
+    def options(
+        self, target: Target, prompt: str, signal: AbortSignal | None = None
+    ) -> GenerateOptions:
+        """The request for one ``chat`` call of ``target``: the history, then
+        ``prompt`` with the images."""
+        return GenerateOptions(
+            provider=target.route,
+            model=target.model,
+            messages=(
+                *self.history,
+                create_user_message((TextBlock(text=prompt), *self.images)),
+            ),
+            signal=signal,
+            **self.fields(),
+        )
 
 
 def stream_chat(

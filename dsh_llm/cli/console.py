@@ -21,7 +21,8 @@ Contracts callers may rely on:
   TypeScript harness's JSON, ``dsh_llm.serde.chunk_to_json``), flushed per chunk.
   On an output whose encoding is not a UTF encoding (an ASCII or cp1252
   console), the JSON of chunks and tool calls escapes every non-ASCII character
-  (``\\uXXXX``), so it stays valid JSON there.
+  (``\\uXXXX``), so it stays valid JSON there. ``chunk_sink`` picks one of the
+  two on ``sys.stdout``/``sys.stderr``, as a command's ``--json`` says.
 - ``format_usage`` and ``summary_line`` describe usage and finish in words; a count
   the provider did not report is shown as ``?``, never as 0.
 """
@@ -30,6 +31,7 @@ from __future__ import annotations
 
 import codecs
 import os
+import sys
 import threading
 from typing import Final
 from typing import Protocol
@@ -238,6 +240,14 @@ class JsonLinesPrinter:
 
     def end(self) -> None:
         """Nothing to tidy: every line is complete."""
+
+
+def chunk_sink(json_lines: bool) -> ChunkSink:
+    """Where ``chat``, ``demo`` and ``record`` show the stream: JSON Lines on
+    stdout for ``--json``, else text on stdout and reasoning on stderr."""
+    if json_lines:
+        return JsonLinesPrinter(sys.stdout)
+    return ChunkPrinter(sys.stdout, sys.stderr)
 
 
 def holds_unicode(stream: TextIO) -> bool:

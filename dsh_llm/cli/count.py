@@ -5,7 +5,7 @@ This module owns the ``count`` subcommand. Contracts callers may rely on:
 
 - The route and model are chosen as for ``chat`` (``--provider``, ``--model``
   or an alias, the default model, ``--config``, ``--base-url`` with ``--wire``;
-  ``dsh_llm.cli.models.choose`` and ``dsh_llm.cli.targets.open_target``); the
+  ``dsh_llm.cli.models.choose_from`` and ``dsh_llm.cli.targets.open_target``); the
   request is the one ``chat`` would send for PROMPT (``--system``,
   ``--reasoning-effort``, ``-o`` fields), counted through
   ``LlmRuntime.count_tokens`` (the provider's own endpoint: Anthropic, Gemini,
@@ -24,24 +24,26 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import TYPE_CHECKING
-from typing import TypeAlias
 
 from dsh_llm.cli.models import add_choice_arguments
-from dsh_llm.cli.parser import non_empty
-from dsh_llm.cli.parser import positive_seconds
+from dsh_llm.cli.parser import Commands
+from dsh_llm.cli.parser import add_command
+from dsh_llm.cli.parser import add_fields_option
+from dsh_llm.cli.parser import add_prompt_argument
+from dsh_llm.cli.parser import add_reasoning_effort_option
+from dsh_llm.cli.parser import add_system_option
+from dsh_llm.cli.parser import add_timeout_option
 from dsh_llm.cli.usage import UsageError
-
-if TYPE_CHECKING:
-    _Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
 __all__ = ["add_parser", "run_count"]
 
 
-def add_parser(commands: _Commands) -> argparse.ArgumentParser:
+def add_parser(commands: Commands) -> argparse.ArgumentParser:
     """Add the ``count`` subcommand (its ``handler`` is ``run_count``)."""
-    command = commands.add_parser(
+    command = add_command(
+        commands,
         "count",
+        run_count,
         help="count a prompt's input tokens without generating an answer",
         description=(
             "Count the input tokens PROMPT (stdin when omitted or -) would cost, "
@@ -53,9 +55,7 @@ def add_parser(commands: _Commands) -> argparse.ArgumentParser:
             "model can be chosen."
         ),
     )
-    command.add_argument(
-        "prompt", nargs="?", metavar="PROMPT", help="the prompt (omitted or -: stdin)"
-    )
+    add_prompt_argument(command)
     add_choice_arguments(
         command,
         model="the model id or alias (default: as for chat)",
@@ -65,29 +65,13 @@ def add_parser(commands: _Commands) -> argparse.ArgumentParser:
         api_key_env="environment variable holding the key (built-in route or "
         "--base-url)",
     )
-    command.add_argument("--system", metavar="TEXT", help="the system prompt")
-    command.add_argument(
-        "--reasoning-effort",
-        metavar="EFFORT",
-        type=non_empty,
-        help="reasoning effort the route offers (part of what is counted)",
+    add_system_option(command)
+    add_reasoning_effort_option(
+        command, "reasoning effort the route offers (part of what is counted)"
     )
-    command.add_argument(
-        "-o",
-        "--option",
-        metavar="KEY=VALUE",
-        action="append",
-        dest="options",
-        help="a provider field sent as is in the request body; repeatable",
-    )
-    command.add_argument(
-        "--timeout",
-        metavar="SECONDS",
-        type=positive_seconds,
-        help="longest whole call (built-in route and --base-url)",
-    )
+    add_fields_option(command)
+    add_timeout_option(command)
     command.add_argument("--json", action="store_true", help="print a JSON object")
-    command.set_defaults(handler=run_count)
     return command
 
 
@@ -98,31 +82,23 @@ def run_count(args: argparse.Namespace) -> int:
         UsageError: for an empty prompt or no model to talk to.
         LlmError: what counting raises (``main`` prints it, exit status 1).
     """
-    from dsh_llm.cli.chat import chat_options
+    from dsh_llm.cli.chat import ChatRequest
     from dsh_llm.cli.chat import provider_options
     from dsh_llm.cli.chat import read_prompt
-    from dsh_llm.cli.models import choose
-    from dsh_llm.cli.models import open_choice
+    from dsh_llm.cli.models import choose_from
+    from dsh_llm.cli.targets import open_target
 
     if args.wire is not None and args.base_url is None:
         raise UsageError("--wire applies to --base-url")
     prompt = read_prompt(args.prompt, sys.stdin, sys.stderr)
-    extra_body = provider_options(args.options)
-    choice = choose(
-        provider=args.provider,
-        model=args.model,
-        base_url=args.base_url,
-        wire=args.wire,
+    request = ChatRequest(
+        system=args.system,
+        reasoning_effort=args.reasoning_effort,
+        extra_body=provider_options(args.options),
     )
-    with open_choice(args, choice) as target:
-        options = chat_options(
-            target,
-            prompt,
-            system=args.system,
-            reasoning_effort=args.reasoning_effort,
-            extra_body=extra_body,
-        )
-        count = target.runtime.count_tokens(options)
+    choice = choose_from(args)
+    with open_target(args, choice) as target:
+        count = target.runtime.count_tokens(request.options(target, prompt))
     if args.json:
         print(
             json.dumps(

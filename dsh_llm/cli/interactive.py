@@ -3,7 +3,7 @@
 This module owns ``run_session``. Contracts callers may rely on:
 
 - Each line read is one turn of a ``dsh_llm.conversation.Conversation`` over
-  the target's runtime and route (system prompt and options kept); the answer
+  the target's runtime and route (the ``ChatRequest``'s fields kept); the answer
   streams as ``chat`` shows it, with a summary line on stderr.
 - The prompt (``you> ``) and notices go to stderr; with a terminal on stdin the
   line is read with ``input`` (readline editing and history, when the platform
@@ -16,20 +16,19 @@ This module owns ``run_session``. Contracts callers may rely on:
   ``AUTH``) and the session goes on; its turn is not kept. A missing key
   (``MISSING_CREDENTIAL``) ends the session with status 2, saying how to give
   one: no turn could succeed without it.
-- ``messages`` starts the session from a continued conversation; ``images``
-  go with the first prompt; ``call_log`` logs every turn that got an answer,
-  failed ones included (``dsh_llm.cli.logs``).
+- The request's history starts the session (a continued conversation); its
+  images go with the first prompt; ``call_log`` logs every turn that got an
+  answer, failed ones included (``dsh_llm.cli.logs``).
 """
 
 from __future__ import annotations
 
 import contextlib
 import sys
-from collections.abc import Sequence
-from typing import Any
 from typing import Final
 from typing import TextIO
 
+from dsh_llm.cli.chat import ChatRequest
 from dsh_llm.cli.console import ChunkPrinter
 from dsh_llm.cli.console import summary_line
 from dsh_llm.cli.hints import failure_message
@@ -41,7 +40,6 @@ from dsh_llm.cli.targets import Target
 from dsh_llm.conversation import Conversation
 from dsh_llm.errors import ErrorCode
 from dsh_llm.errors import LlmError
-from dsh_llm.protocol import ImageBlock
 from dsh_llm.protocol import Message
 from dsh_llm.protocol import TextBlock
 from dsh_llm.protocol import create_user_message
@@ -71,47 +69,31 @@ def _read_line(stdin: TextIO, stderr: TextIO) -> str | None:
     return None if line == "" else line.rstrip("\r\n")
 
 
-def run_session(
-    target: Target,
-    *,
-    stdin: TextIO | None = None,
-    stdout: TextIO | None = None,
-    stderr: TextIO | None = None,
-    messages: Sequence[Message] = (),
-    images: Sequence[ImageBlock] = (),
-    call_log: CallLog | None = None,
-    base_url: str | None = None,
-    **options: Any,
-) -> int:
-    """Run the session until ``/exit`` or end of input; return the exit status.
+def run_session(target: Target, request: ChatRequest, call_log: CallLog) -> int:
+    """Run the session on ``sys``'s streams until ``/exit`` or end of input;
+    return the exit status.
 
     Args:
         target: The runtime, route and model.
-        stdin, stdout, stderr: The streams (default: ``sys``'s).
-        messages: The conversation so far (a continued one).
-        images: Images sent with the first prompt.
-        call_log: Where each turn is logged (``None``: nowhere).
-        base_url: The ``--base-url`` server, for the log.
-        options: ``GenerateOptions`` fields kept for every turn (``system``,
-            ``temperature``, ``extra_body``...).
+        request: The conversation so far, the first prompt's images and the
+            fields kept for every turn.
+        call_log: Where each turn is logged.
     """
-    stdin = sys.stdin if stdin is None else stdin
-    stdout = sys.stdout if stdout is None else stdout
-    stderr = sys.stderr if stderr is None else stderr
-    fields = {key: value for key, value in options.items() if value is not None}
+    stdin, stdout, stderr = sys.stdin, sys.stdout, sys.stderr
+    messages = request.history
     conversation = Conversation(
         target.runtime,
         target.model,
         provider=target.route,
         messages=messages,
-        **fields,
+        **request.fields(),
     )
     continued = f", {len(messages)} messages so far" if messages else ""
     stderr.write(
         f"dsh-llm chat: {target.route} / {target.model}{continued}; /exit or "
         "Ctrl-D ends, Ctrl-C aborts an answer\n"
     )
-    pending = tuple(images)
+    pending = request.images
     while True:
         try:
             line = _read_line(stdin, stderr)
@@ -128,7 +110,7 @@ def run_session(
             continue
         user = create_user_message((TextBlock(text=text), *pending))
         pending = ()
-        status = _turn(conversation, user, target, stdout, stderr, call_log, base_url)
+        status = _turn(conversation, user, target, stdout, stderr, call_log)
         if status is not None:
             return status
 
@@ -139,8 +121,7 @@ def _turn(
     target: Target,
     stdout: TextIO,
     stderr: TextIO,
-    call_log: CallLog | None,
-    base_url: str | None,
+    call_log: CallLog,
 ) -> int | None:
     """One turn; an exit status when the session must end."""
     controller = AbortController()
@@ -169,14 +150,7 @@ def _turn(
         stderr.write(f"error[{exc.code}]: {exc.message}\n")
         return None
     response = result.response
-    if call_log is not None:
-        call_log.write(
-            options=options,
-            user=user,
-            response=response,
-            timer=timer,
-            base_url=base_url,
-        )
+    call_log.write(options=options, user=user, response=response, timer=timer)
     finish = response.finish
     if finish.failure is not None:
         if finish.kind == "aborted":

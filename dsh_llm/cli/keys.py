@@ -29,21 +29,18 @@ import sys
 from collections.abc import Iterator
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
 from typing import Final
-from typing import TypeAlias
 
 from dsh_llm.adapters import BUILTIN_FAMILIES
+from dsh_llm.cli.parser import Commands
+from dsh_llm.cli.parser import add_command
+from dsh_llm.cli.parser import add_listing_command
 from dsh_llm.cli.usage import UsageError
 from dsh_llm.cli.userdirs import UserFileError
 from dsh_llm.cli.userdirs import config_dir
 from dsh_llm.cli.userdirs import read_json
 from dsh_llm.cli.userdirs import write_json
 from dsh_llm.credentials import normalize_api_key
-
-if TYPE_CHECKING:
-    _Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
-
 
 KEYS_FILE: Final = "keys.json"
 """The file's name in the config directory."""
@@ -191,10 +188,12 @@ def user_environ(environ: Mapping[str, str] | None = None) -> KeyedEnviron:
 # --- the command ------------------------------------------------------------------
 
 
-def add_parser(commands: _Commands) -> None:
-    """Add ``keys`` (``set``, ``list``, ``remove``, ``path``) to the subcommands."""
-    command = commands.add_parser(
+def add_parser(commands: Commands) -> None:
+    """Add ``keys`` (``list``, ``set``, ``remove``, ``path``) to the subcommands."""
+    actions = add_listing_command(
+        commands,
         "keys",
+        _run_list,
         help="store API keys for the routes (used when the variable is unset)",
         description=(
             "Keep API keys in keys.json of your config directory (mode 0600; "
@@ -203,11 +202,13 @@ def add_parser(commands: _Commands) -> None:
             "the route's name (deepseek-official, anthropic, gemini) or under the "
             "variable's own name is used. No command prints a key."
         ),
+        dest="keys_command",
+        list_help="the names of the stored keys",
     )
-    command.set_defaults(handler=_run_list)
-    actions = command.add_subparsers(dest="keys_command", metavar="ACTION")
-    store = actions.add_parser(
+    store = add_command(
+        actions,
         "set",
+        _run_set,
         help="store a key (typed without echo, or read from stdin)",
         description=(
             "Store the key for NAME: typed at a prompt that does not echo it, or "
@@ -221,14 +222,9 @@ def add_parser(commands: _Commands) -> None:
         help="a built-in route (deepseek-official, anthropic, gemini) or a "
         "variable's name (MY_API_KEY)",
     )
-    store.set_defaults(handler=_run_set)
-    listing = actions.add_parser("list", help="the names of the stored keys")
-    listing.set_defaults(handler=_run_list)
-    remove = actions.add_parser("remove", help="forget a stored key")
+    remove = add_command(actions, "remove", _run_remove, help="forget a stored key")
     remove.add_argument("name", metavar="NAME")
-    remove.set_defaults(handler=_run_remove)
-    path = actions.add_parser("path", help="print the keys file's path")
-    path.set_defaults(handler=_run_path)
+    add_command(actions, "path", _run_path, help="print the keys file's path")
 
 
 def _store() -> KeyStore:

@@ -36,21 +36,22 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 from typing import Any
 from typing import Final
-from typing import TypeAlias
 
+from dsh_llm.cli.console import chunk_sink
+from dsh_llm.cli.parser import Commands
+from dsh_llm.cli.parser import add_command
+from dsh_llm.cli.parser import add_json_lines_option
+from dsh_llm.cli.parser import add_max_tokens_option
+from dsh_llm.cli.parser import add_system_option
 from dsh_llm.cli.parser import number
-from dsh_llm.cli.parser import positive_int
 from dsh_llm.cli.targets import BASE_URL_ROUTE
 from dsh_llm.cli.targets import DEEPSEEK_ROUTE
 from dsh_llm.cli.usage import UsageError
 
 if TYPE_CHECKING:
     from dsh_llm.adapter import LlmAdapter
-    from dsh_llm.cli.console import ChunkSink
     from dsh_llm.testing.cassette import Cassette
 
-
-_Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
 REPLAY_PLACEHOLDER_KEY: Final = "replay-placeholder-key"
 """The ``api_key`` given to a replayed adapter that takes one (nothing checks it)."""
@@ -70,7 +71,7 @@ def _say(line: str) -> None:
     sys.stderr.flush()
 
 
-def add_parsers(commands: _Commands) -> None:
+def add_parsers(commands: Commands) -> None:
     """Add ``record`` and ``replay`` to the CLI's subcommands."""
     _add_record(commands)
     _add_replay(commands)
@@ -86,9 +87,11 @@ def _speed(text: str) -> float:
 # --- record -----------------------------------------------------------------------
 
 
-def _add_record(commands: _Commands) -> None:
-    command = commands.add_parser(
+def _add_record(commands: Commands) -> None:
+    command = add_command(
+        commands,
         "record",
+        run_record,
         help="stream one answer and record the exchange as a cassette",
         description=(
             "Send PROMPT through a recording proxy to --base-url (with --model) "
@@ -125,25 +128,9 @@ def _add_record(commands: _Commands) -> None:
         help="environment variable holding the key (default DEEPSEEK_API_KEY "
         "for DeepSeek, none for --base-url)",
     )
-    command.add_argument("--system", metavar="TEXT", help="the system prompt")
-    command.add_argument(
-        "--max-tokens", metavar="N", type=positive_int, help="output cap in tokens"
-    )
-    command.add_argument(
-        "--json",
-        action="store_true",
-        help="write the chunks as JSON Lines to stdout instead",
-    )
-    command.set_defaults(handler=run_record)
-
-
-def _sink(json_lines: bool) -> ChunkSink:
-    from dsh_llm.cli.console import ChunkPrinter
-    from dsh_llm.cli.console import JsonLinesPrinter
-
-    if json_lines:
-        return JsonLinesPrinter(sys.stdout)
-    return ChunkPrinter(sys.stdout, sys.stderr)
+    add_system_option(command)
+    add_max_tokens_option(command)
+    add_json_lines_option(command)
 
 
 def _key(env_name: str | None) -> str | None:
@@ -239,7 +226,7 @@ def run_record(args: argparse.Namespace) -> int:
         max_tokens=args.max_tokens,
         signal=controller.signal,
     )
-    sink = SilenceableSink(_sink(args.json))
+    sink = SilenceableSink(chunk_sink(args.json))
 
     def work() -> list[Any]:
         try:
@@ -276,9 +263,11 @@ def run_record(args: argparse.Namespace) -> int:
 # --- replay -----------------------------------------------------------------------
 
 
-def _add_replay(commands: _Commands) -> None:
-    command = commands.add_parser(
+def _add_replay(commands: Commands) -> None:
+    command = add_command(
+        commands,
         "replay",
+        run_replay,
         help="play a cassette into an adapter and print the strict trace",
         description=(
             "Play the recorded response of cassette FILE through a loopback "
@@ -312,7 +301,6 @@ def _add_replay(commands: _Commands) -> None:
     command.add_argument(
         "--label", help="the bracketed label of each line (default: the file name)"
     )
-    command.set_defaults(handler=run_replay)
 
 
 def _adapter_class(spec: str) -> type[LlmAdapter]:

@@ -222,30 +222,22 @@ class LoggedCall:
     def to_json(self) -> dict[str, Any]:
         """Every field as a JSON object (camelCase keys, as the protocol's)."""
         return {
-            "id": self.id,
-            "conversationId": self.conversation_id,
-            "startedAt": self.started_at,
-            "durationMs": self.duration_ms,
-            "firstChunkMs": self.first_chunk_ms,
-            "provider": self.provider,
-            "model": self.model,
-            "baseUrl": self.base_url,
-            "prompt": self.prompt,
-            "system": self.system,
-            "options": self.options,
-            "userMessage": self.user_message,
-            "response": self.response,
-            "reasoning": self.reasoning,
-            "message": self.message,
-            "usage": self.usage,
-            "finish": self.finish,
+            _camel(name): value
+            for name, value in attrs.asdict(self, recurse=False).items()
         }
 
 
-_COLUMNS: Final = (
-    "id, conversation_id, started_at, duration_ms, first_chunk_ms, provider, "
-    "model, base_url, prompt, system, options, user_message, response, reasoning, "
-    "message, usage, finish"
+def _camel(name: str) -> str:
+    head, *words = name.split("_")
+    return head + "".join(word.capitalize() for word in words)
+
+
+# The columns a call is read from, in the order of LoggedCall's fields.
+_FIELDS: Final = tuple(field.name for field in attrs.fields(LoggedCall))
+_COLUMNS: Final = ", ".join(_FIELDS)
+# The columns that hold JSON text (``usage`` is NULL when none was reported).
+_JSON_COLUMNS: Final = frozenset(
+    {"options", "user_message", "message", "usage", "finish"}
 )
 
 
@@ -475,23 +467,12 @@ class LogStore:
     def _call(self, row: Sequence[Any]) -> LoggedCall:
         try:
             return LoggedCall(
-                id=row[0],
-                conversation_id=row[1],
-                started_at=row[2],
-                duration_ms=row[3],
-                first_chunk_ms=row[4],
-                provider=row[5],
-                model=row[6],
-                base_url=row[7],
-                prompt=row[8],
-                system=row[9],
-                options=json.loads(row[10]),
-                user_message=json.loads(row[11]),
-                response=row[12],
-                reasoning=row[13],
-                message=json.loads(row[14]),
-                usage=None if row[15] is None else json.loads(row[15]),
-                finish=json.loads(row[16]),
+                **{
+                    name: json.loads(value)
+                    if name in _JSON_COLUMNS and value is not None
+                    else value
+                    for name, value in zip(_FIELDS, row, strict=True)
+                }
             )
         except (TypeError, ValueError) as exc:
             raise LogError(

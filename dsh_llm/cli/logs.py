@@ -33,7 +33,6 @@ from typing import TYPE_CHECKING
 from typing import Any
 from typing import Final
 from typing import TextIO
-from typing import TypeAlias
 
 import attrs
 
@@ -46,7 +45,9 @@ from dsh_llm.cli.logdb import LoggedCall
 from dsh_llm.cli.logdb import LogStore
 from dsh_llm.cli.logdb import new_id
 from dsh_llm.cli.logdb import utc_now
-from dsh_llm.cli.parser import listing_actions
+from dsh_llm.cli.parser import Commands
+from dsh_llm.cli.parser import add_command
+from dsh_llm.cli.parser import add_listing_command
 from dsh_llm.cli.usage import UsageError
 from dsh_llm.cli.userdirs import config_dir
 from dsh_llm.cli.userdirs import data_dir
@@ -60,8 +61,6 @@ from dsh_llm.serde import options_to_dict
 
 if TYPE_CHECKING:
     from dsh_llm.assembler import AssembledResponse
-
-    _Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
 
 LOGS_OFF_FILE: Final = "logs-off"
@@ -136,6 +135,8 @@ class CallLog:
     Args:
         conversation_id: The conversation continued (``None``: a new one).
         enabled: Whether to write at all.
+        base_url: The ``--base-url`` server the calls go to, if any (logged
+            without credentials).
         stderr: Where a failure to log is reported (default ``sys.stderr``).
     """
 
@@ -144,12 +145,15 @@ class CallLog:
         conversation_id: str | None = None,
         *,
         enabled: bool = True,
+        base_url: str | None = None,
         stderr: TextIO | None = None,
     ) -> None:
         self.conversation_id = new_id() if conversation_id is None else conversation_id
         """The conversation the calls join."""
         self.enabled = enabled
         """Whether calls are written."""
+        self.base_url = base_url
+        """The ``--base-url`` server, if any."""
         self._stderr = stderr
 
     def write(
@@ -159,7 +163,6 @@ class CallLog:
         user: Message,
         response: AssembledResponse,
         timer: CallTimer,
-        base_url: str | None = None,
     ) -> None:
         """Log one call (see the module docstring: never raises).
 
@@ -168,12 +171,11 @@ class CallLog:
             user: The user message of this turn.
             response: The answer.
             timer: The call's timer.
-            base_url: The ``--base-url`` server, if any (logged without
-                credentials).
         """
         if not self.enabled:
             return
         try:
+            base_url = self.base_url
             if base_url is not None:
                 from dsh_llm.transport.call import redact_url
 
@@ -289,10 +291,12 @@ def _add_list_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def add_parser(commands: _Commands) -> None:
+def add_parser(commands: Commands) -> None:
     """Add ``logs`` (with ``list``, ``on``, ``off``, ``status``, ``path``)."""
-    command = commands.add_parser(
+    actions = add_listing_command(
+        commands,
         "logs",
+        _run_list,
         help="show the logged calls; turn logging on or off",
         description=(
             "Every chat call is logged in a SQLite database in your data "
@@ -300,26 +304,19 @@ def add_parser(commands: _Commands) -> None:
             "the answer's blocks, usage, finish, timings, route and model; never "
             "a key. Without ACTION, print the last calls (-n), oldest first."
         ),
-    )
-    actions = listing_actions(
-        command,
         dest="logs_command",
         list_help="print the last calls (the default)",
         options=_add_list_options,
-        handler=_run_list,
     )
-    actions.add_parser("on", help="log chat calls (the default)").set_defaults(
-        handler=_run_on
+    add_command(actions, "on", _run_on, help="log chat calls (the default)")
+    add_command(actions, "off", _run_off, help="stop logging chat calls")
+    add_command(
+        actions,
+        "status",
+        _run_status,
+        help="whether logging is on, where, and how many calls",
     )
-    actions.add_parser("off", help="stop logging chat calls").set_defaults(
-        handler=_run_off
-    )
-    actions.add_parser(
-        "status", help="whether logging is on, where, and how many calls"
-    ).set_defaults(handler=_run_status)
-    actions.add_parser("path", help="print the database's path").set_defaults(
-        handler=_run_path
-    )
+    add_command(actions, "path", _run_path, help="print the database's path")
 
 
 def _open_for_reading() -> LogStore | None:

@@ -38,19 +38,26 @@ from collections.abc import Generator
 from collections.abc import Iterable
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
-from typing import Any
 from typing import Final
-from typing import TypeAlias
 from typing import cast
 
 from dsh_llm._version import __version__
+from dsh_llm.cli.console import chunk_sink
 from dsh_llm.cli.console import count_of
 from dsh_llm.cli.models import add_choice_arguments
+from dsh_llm.cli.parser import Commands
 from dsh_llm.cli.parser import SuggestingParser
-from dsh_llm.cli.parser import non_empty
+from dsh_llm.cli.parser import add_command
+from dsh_llm.cli.parser import add_fields_option
+from dsh_llm.cli.parser import add_json_lines_option
+from dsh_llm.cli.parser import add_max_tokens_option
+from dsh_llm.cli.parser import add_prompt_argument
+from dsh_llm.cli.parser import add_reasoning_effort_option
+from dsh_llm.cli.parser import add_system_option
+from dsh_llm.cli.parser import add_timeout_option
 from dsh_llm.cli.parser import number
-from dsh_llm.cli.parser import positive_int
 from dsh_llm.cli.targets import DEFAULT_CONFIG
+from dsh_llm.cli.targets import add_config_option
 from dsh_llm.cli.targets import require_utf8
 from dsh_llm.cli.usage import UsageError
 from dsh_llm.errors import ErrorCode
@@ -66,14 +73,13 @@ from dsh_llm.validator import validate_stream
 
 if TYPE_CHECKING:
     from dsh_llm.attachments import AttachmentStore
-    from dsh_llm.cli.console import ChunkSink
+    from dsh_llm.cli.chat import ChatRequest
     from dsh_llm.cli.logs import CallLog
     from dsh_llm.cli.logs import Continued
     from dsh_llm.cli.targets import Target
     from dsh_llm.observe.cost import PriceTable
     from dsh_llm.protocol import ImageBlock
     from dsh_llm.protocol import Message
-    from dsh_llm.protocol import ResponseFormat
 
 
 EXIT_OK = 0
@@ -103,7 +109,7 @@ def build_parser() -> argparse.ArgumentParser:
     # The subcommands' parsers are SuggestingParsers too (argparse makes them of
     # the parent's class); the adders only need an ArgumentParser's methods.
     commands = cast(
-        "_Commands", parser.add_subparsers(dest="command", metavar="COMMAND")
+        "Commands", parser.add_subparsers(dest="command", metavar="COMMAND")
     )
     _add_demo_command(commands)
     _add_chat_command(commands)
@@ -130,9 +136,6 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_cassette_commands(commands)  # record, replay
     return parser
-
-
-_Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
 
 class _UnreadableInput(Exception):
@@ -188,23 +191,14 @@ def _print_failure(code: str, message: str) -> int:
     return EXIT_LLM_ERROR
 
 
-def _sink(json_lines: bool) -> ChunkSink:
-    """Where ``chat`` and ``demo`` show the stream: JSON Lines on stdout for
-    ``--json``, else text on stdout and reasoning on stderr."""
-    from dsh_llm.cli.console import ChunkPrinter
-    from dsh_llm.cli.console import JsonLinesPrinter
-
-    if json_lines:
-        return JsonLinesPrinter(sys.stdout)
-    return ChunkPrinter(sys.stdout, sys.stderr)
-
-
 # --- demo ---------------------------------------------------------------------------
 
 
-def _add_demo_command(commands: _Commands) -> None:
-    command = commands.add_parser(
+def _add_demo_command(commands: Commands) -> None:
+    command = add_command(
+        commands,
         "demo",
+        _run_demo,
         help="stream a scripted DeepSeek answer through the real adapter "
         "(no key, no network)",
         description=(
@@ -216,12 +210,7 @@ def _add_demo_command(commands: _Commands) -> None:
             "network."
         ),
     )
-    command.add_argument(
-        "--json",
-        action="store_true",
-        help="write the chunks as JSON Lines to stdout instead",
-    )
-    command.set_defaults(handler=_run_demo)
+    add_json_lines_option(command)
 
 
 def _run_demo(args: argparse.Namespace) -> int:
@@ -237,7 +226,7 @@ def _run_demo(args: argparse.Namespace) -> int:
             flush=True,
         )
 
-    sink = _sink(args.json)
+    sink = chunk_sink(args.json)
     controller = AbortController()
     result = run_abortable(
         lambda: run_demo(
@@ -264,9 +253,11 @@ def _run_demo(args: argparse.Namespace) -> int:
 # --- chat ---------------------------------------------------------------------------
 
 
-def _add_chat_command(commands: _Commands) -> None:
-    command = commands.add_parser(
+def _add_chat_command(commands: Commands) -> None:
+    command = add_command(
+        commands,
         "chat",
+        _run_chat,
         help="send one prompt and stream the answer",
         description=(
             "Send PROMPT (stdin when omitted or -) and stream the answer: text to "
@@ -284,12 +275,7 @@ def _add_chat_command(commands: _Commands) -> None:
             "chosen, 130 on Ctrl-C."
         ),
     )
-    command.add_argument(
-        "prompt",
-        nargs="?",
-        metavar="PROMPT",
-        help="the prompt (omitted or -: read stdin)",
-    )
+    add_prompt_argument(command)
     add_choice_arguments(
         command,
         model="the model id (default: the route's first catalog model)",
@@ -301,15 +287,10 @@ def _add_chat_command(commands: _Commands) -> None:
         "route or --base-url; default DEEPSEEK_API_KEY for DeepSeek, none for "
         "--base-url)",
     )
-    command.add_argument("--system", metavar="TEXT", help="the system prompt")
-    command.add_argument(
-        "--max-tokens", metavar="N", type=positive_int, help="output cap in tokens"
-    )
-    command.add_argument(
-        "--reasoning-effort",
-        metavar="EFFORT",
-        type=non_empty,
-        help="reasoning effort the route offers (DeepSeek: off, low, high, max)",
+    add_system_option(command)
+    add_max_tokens_option(command)
+    add_reasoning_effort_option(
+        command, "reasoning effort the route offers (DeepSeek: off, low, high, max)"
     )
     command.add_argument(
         "--temperature", metavar="T", type=_temperature, help="sampling temperature"
@@ -321,21 +302,8 @@ def _add_chat_command(commands: _Commands) -> None:
         "docs/observability.md); the summary then shows the call's cost when "
         "its price is known",
     )
-    command.add_argument(
-        "--timeout",
-        metavar="SECONDS",
-        type=_positive_seconds,
-        help="longest whole call (built-in route and --base-url)",
-    )
-    command.add_argument(
-        "-o",
-        "--option",
-        metavar="KEY=VALUE",
-        action="append",
-        dest="options",
-        help="a provider field sent as is in the request body (VALUE as JSON "
-        "when it parses, else a string); repeatable",
-    )
+    add_timeout_option(command)
+    add_fields_option(command)
     command.add_argument(
         "--schema",
         metavar="FILE",
@@ -348,11 +316,7 @@ def _add_chat_command(commands: _Commands) -> None:
         help="a session keeping the conversation (/exit or Ctrl-D ends it, "
         "Ctrl-C aborts the current answer)",
     )
-    command.add_argument(
-        "--json",
-        action="store_true",
-        help="write the chunks as JSON Lines to stdout instead",
-    )
+    add_json_lines_option(command)
     command.add_argument(
         "-a",
         "--attach",
@@ -382,7 +346,6 @@ def _add_chat_command(commands: _Commands) -> None:
         action="store_true",
         help="log this call even when `dsh-llm logs off` turned logging off",
     )
-    command.set_defaults(handler=_run_chat)
 
 
 def _temperature(text: str) -> float:
@@ -392,21 +355,15 @@ def _temperature(text: str) -> float:
     return value
 
 
-def _positive_seconds(text: str) -> float:
-    value = _temperature(text)
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be more than 0 seconds, got {text}")
-    return value
-
-
 def _run_chat(args: argparse.Namespace) -> int:
+    from dsh_llm.cli.chat import ChatRequest
     from dsh_llm.cli.chat import provider_options
     from dsh_llm.cli.chat import read_schema
     from dsh_llm.cli.logs import CallLog
     from dsh_llm.cli.logs import load_conversation
     from dsh_llm.cli.logs import logging_on
-    from dsh_llm.cli.models import choose
-    from dsh_llm.cli.models import open_choice
+    from dsh_llm.cli.models import choose_from
+    from dsh_llm.cli.targets import open_target
 
     if args.interactive and (args.prompt is not None or args.json):
         raise UsageError("--interactive reads prompts itself: drop PROMPT and --json")
@@ -420,15 +377,11 @@ def _run_chat(args: argparse.Namespace) -> int:
             "conversation next time (dsh-llm logs on)",
             file=sys.stderr,
         )
+    choice = choose_from(args, continued)
     call_log = CallLog(
-        None if continued is None else continued.conversation_id, enabled=log_calls
-    )
-    choice = choose(
-        provider=args.provider,
-        model=args.model,
-        base_url=args.base_url,
-        wire=args.wire,
-        continued=continued,
+        None if continued is None else continued.conversation_id,
+        enabled=log_calls,
+        base_url=choice.base_url,
     )
     extra_body = provider_options(args.options)
     response_format = read_schema(args.schema)
@@ -438,37 +391,24 @@ def _run_chat(args: argparse.Namespace) -> int:
     system = args.system
     if system is None and continued is not None:
         system = continued.system
-    with open_choice(args, choice) as target:
+    request = ChatRequest(
+        history=history,
+        images=images,
+        system=system,
+        max_tokens=args.max_tokens,
+        reasoning_effort=args.reasoning_effort,
+        temperature=args.temperature,
+        response_format=response_format,
+        extra_body=extra_body,
+    )
+    with open_target(args, choice) as target:
         if store is not None:
             _give_images(target, store)
         if args.interactive:
             from dsh_llm.cli.interactive import run_session
 
-            return run_session(
-                target,
-                messages=history,
-                images=images,
-                call_log=call_log,
-                base_url=choice.base_url,
-                system=system,
-                max_tokens=args.max_tokens,
-                reasoning_effort=args.reasoning_effort,
-                temperature=args.temperature,
-                response_format=response_format,
-                extra_body=extra_body,
-            )
-        return _one_answer(
-            args,
-            target,
-            history=history,
-            images=images,
-            system=system,
-            response_format=response_format,
-            extra_body=extra_body,
-            prices=prices,
-            call_log=call_log,
-            base_url=choice.base_url,
-        )
+            return run_session(target, request, call_log)
+        return _one_answer(args, target, request, prices, call_log)
 
 
 def _read_images(
@@ -502,17 +442,10 @@ def _give_images(target: Target, store: AttachmentStore) -> None:
 def _one_answer(
     args: argparse.Namespace,
     target: Target,
-    *,
-    history: Sequence[Message],
-    images: Sequence[ImageBlock],
-    system: str | None,
-    response_format: ResponseFormat | None,
-    extra_body: dict[str, Any] | None,
+    request: ChatRequest,
     prices: PriceTable | None,
     call_log: CallLog,
-    base_url: str | None,
 ) -> int:
-    from dsh_llm.cli.chat import chat_options
     from dsh_llm.cli.chat import read_prompt
     from dsh_llm.cli.chat import stream_chat
     from dsh_llm.cli.console import SilenceableSink
@@ -521,25 +454,11 @@ def _one_answer(
     from dsh_llm.cli.hints import missing_key_message
     from dsh_llm.cli.interrupt import run_abortable
     from dsh_llm.cli.logs import CallTimer
-    from dsh_llm.protocol import TextBlock
-    from dsh_llm.protocol import create_user_message
 
     prompt = read_prompt(args.prompt, sys.stdin, sys.stderr)
-    user = create_user_message((TextBlock(text=prompt), *images))
     controller = AbortController()
-    options = chat_options(
-        target,
-        user,
-        history=history,
-        system=system,
-        max_tokens=args.max_tokens,
-        reasoning_effort=args.reasoning_effort,
-        temperature=args.temperature,
-        response_format=response_format,
-        extra_body=extra_body,
-        signal=controller.signal,
-    )
-    sink = SilenceableSink(_sink(args.json))
+    options = request.options(target, prompt, signal=controller.signal)
+    sink = SilenceableSink(chunk_sink(args.json))
     timer = CallTimer(sink)
     outcome = run_abortable(
         lambda: stream_chat(target.runtime, options, timer),
@@ -548,7 +467,7 @@ def _one_answer(
         on_abandon=sink.silence,
     )
     call_log.write(
-        options=options, user=user, response=outcome, timer=timer, base_url=base_url
+        options=options, user=options.messages[-1], response=outcome, timer=timer
     )
     failure = outcome.finish.failure
     if failure is not None:
@@ -559,10 +478,10 @@ def _one_answer(
             print(f"error[{failure.code}]: {message}", file=sys.stderr)
             return EXIT_USAGE
         return _print_failure(failure.code, failure_message(failure, target.key_hint))
-    if response_format is not None:
+    if request.response_format is not None:
         from dsh_llm.structured import parse_json
 
-        parse_json(outcome, response_format)  # INVALID_JSON_OUTPUT: exit 1
+        parse_json(outcome, request.response_format)  # INVALID_JSON_OUTPUT: exit 1
     if not args.json:
         line = summary_line(outcome.finish, outcome.usage)
         if prices is not None:
@@ -592,9 +511,11 @@ def _read_prices(path: str | None) -> PriceTable | None:
 # --- providers ------------------------------------------------------------------------
 
 
-def _add_providers_command(commands: _Commands) -> None:
-    command = commands.add_parser(
+def _add_providers_command(commands: Commands) -> None:
+    command = add_command(
+        commands,
         "providers",
+        _run_providers,
         help="list the routes and their models",
         description=(
             "List the routes the composition file registers (--config, default "
@@ -603,12 +524,7 @@ def _add_providers_command(commands: _Commands) -> None:
             "aliases (llm-failover), each a route chat --provider takes."
         ),
     )
-    command.add_argument(
-        "--config",
-        metavar="FILE",
-        help=f"composition file (default: ./{DEFAULT_CONFIG} when present)",
-    )
-    command.set_defaults(handler=_run_providers)
+    add_config_option(command)
 
 
 def _run_providers(args: argparse.Namespace) -> int:
@@ -659,9 +575,23 @@ def _run_providers(args: argparse.Namespace) -> int:
     return status
 
 
-def _add_validate_command(commands: _Commands) -> None:
-    command = commands.add_parser(
+def _add_chunk_file_arguments(command: argparse.ArgumentParser) -> None:
+    """FILE and ``--lenient``, of ``validate`` and ``trace``."""
+    command.add_argument(
+        "file", metavar="FILE.jsonl", help="the recorded stream (-: read stdin)"
+    )
+    command.add_argument(
+        "--lenient",
+        action="store_true",
+        help="check the looser TypeScript rules (blocks may interleave)",
+    )
+
+
+def _add_validate_command(commands: Commands) -> None:
+    command = add_command(
+        commands,
         "validate",
+        _run_validate,
         help="check a recorded chunk stream (JSON Lines) against the protocol",
         description=(
             "Check a recorded chunk stream, one JSON chunk per line (UTF-8; FILE "
@@ -672,15 +602,7 @@ def _add_validate_command(commands: _Commands) -> None:
             "be read as JSON Lines of chunks."
         ),
     )
-    command.add_argument(
-        "file", metavar="FILE.jsonl", help="the recorded stream (-: read stdin)"
-    )
-    command.add_argument(
-        "--lenient",
-        action="store_true",
-        help="check the looser TypeScript rules (blocks may interleave)",
-    )
-    command.set_defaults(handler=_run_validate)
+    _add_chunk_file_arguments(command)
 
 
 def _run_validate(args: argparse.Namespace) -> int:
@@ -700,9 +622,11 @@ def _run_validate(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _add_trace_command(commands: _Commands) -> None:
-    command = commands.add_parser(
+def _add_trace_command(commands: Commands) -> None:
+    command = add_command(
+        commands,
         "trace",
+        _run_trace,
         help="print a recorded chunk stream line by line and check its order",
         description=(
             "Print each chunk of a recorded stream (JSON Lines; FILE - reads "
@@ -712,19 +636,11 @@ def _add_trace_command(commands: _Commands) -> None:
             "stderr after the offending chunk's line, 2 for an unreadable file."
         ),
     )
-    command.add_argument(
-        "file", metavar="FILE.jsonl", help="the recorded stream (-: read stdin)"
-    )
+    _add_chunk_file_arguments(command)
     command.add_argument(
         "--label",
         help="the bracketed label of each line (default: the file name, or stdin)",
     )
-    command.add_argument(
-        "--lenient",
-        action="store_true",
-        help="check the looser TypeScript rules (blocks may interleave)",
-    )
-    command.set_defaults(handler=_run_trace)
 
 
 def _run_trace(args: argparse.Namespace) -> int:

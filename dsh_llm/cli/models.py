@@ -12,8 +12,9 @@ Contracts callers may rely on:
   ``--provider`` names another route); else, with neither ``--provider`` nor
   ``--model``, the continued conversation's route, model and server, else the
   default model; else what was typed. (``chat`` reports a ``models.json`` that
-  cannot be read on stderr and goes on without it.) ``open_choice`` opens the
-  chosen route with the rest of a command's flags (``chat``, ``count``).
+  cannot be read on stderr and goes on without it.) ``choose_from`` chooses
+  from the flags ``add_choice_arguments`` added
+  (``dsh_llm.cli.targets.open_target`` opens the choice).
 - ``models default NAME`` and ``aliases set NAME MODEL`` take MODEL as an alias,
   or a model id whose route is ``--provider``, else the one route whose catalog
   lists it (a provider's own built-in route before a cloud front door listing
@@ -27,21 +28,22 @@ Contracts callers may rely on:
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import re
 import sys
-from collections.abc import Iterator
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 from typing import Any
 from typing import Final
-from typing import TypeAlias
 
 import attrs
 
-from dsh_llm.cli.parser import listing_actions
+from dsh_llm.cli.parser import Commands
+from dsh_llm.cli.parser import add_command
+from dsh_llm.cli.parser import add_listing_command
+from dsh_llm.cli.targets import Choice
+from dsh_llm.cli.targets import add_config_option
 from dsh_llm.cli.usage import UsageError
 from dsh_llm.cli.userdirs import UserFileError
 from dsh_llm.cli.userdirs import config_dir
@@ -52,9 +54,6 @@ from dsh_llm.errors import LlmError
 if TYPE_CHECKING:
     from dsh_llm.cli.logs import Continued
     from dsh_llm.cli.targets import Routes
-    from dsh_llm.cli.targets import Target
-
-    _Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
 
 MODELS_FILE: Final = "models.json"
@@ -159,22 +158,6 @@ def _settings() -> ModelSettings:
         raise UsageError(str(exc)) from None
 
 
-@attrs.frozen(kw_only=True)
-class Choice:
-    """What ``chat`` is to talk to, before the routes are opened."""
-
-    provider: str | None
-    """The route (``None``: the usual choice)."""
-    model: str | None
-    """The model (``None``: the route's first)."""
-    base_url: str | None = None
-    """The server, for ``--base-url``."""
-    wire: str | None = None
-    """``--wire``."""
-    origin: str | None = None
-    """What chose ``provider`` when it was not typed, in words."""
-
-
 def choose(
     *,
     provider: str | None,
@@ -245,12 +228,11 @@ def add_choice_arguments(
     wire: str,
     api_key_env: str,
 ) -> None:
-    """Add the flags ``choose`` and ``open_choice`` read, in this order:
+    """Add the flags ``choose_from`` and ``open_target`` read, in this order:
     ``--provider``, ``--model``, ``--base-url``, ``--wire``, ``--api-key-env``,
     ``--config``; ``model``, ``base_url``, ``wire`` and ``api_key_env`` are the
     command's help texts of theirs."""
     from dsh_llm.cli.parser import non_empty
-    from dsh_llm.cli.targets import DEFAULT_CONFIG
 
     command.add_argument("--provider", metavar="ROUTE", help="the route to use")
     command.add_argument("--model", metavar="NAME", help=model)
@@ -259,34 +241,19 @@ def add_choice_arguments(
     command.add_argument(
         "--api-key-env", metavar="VAR", type=non_empty, help=api_key_env
     )
-    command.add_argument(
-        "--config",
-        metavar="FILE",
-        help=f"composition file (default: ./{DEFAULT_CONFIG} when present)",
+    add_config_option(command)
+
+
+def choose_from(args: argparse.Namespace, continued: Continued | None = None) -> Choice:
+    """``choose`` for the flags ``add_choice_arguments`` added (and the
+    conversation ``chat -c`` continues)."""
+    return choose(
+        provider=args.provider,
+        model=args.model,
+        base_url=args.base_url,
+        wire=args.wire,
+        continued=continued,
     )
-
-
-@contextlib.contextmanager
-def open_choice(args: argparse.Namespace, choice: Choice) -> Iterator[Target]:
-    """``open_target`` for what ``choose`` chose and the command's other flags
-    (``--config``, ``--api-key-env``, ``--reasoning-effort``, ``--timeout``),
-    keys read from the user's environment (``user_environ``)."""
-    from dsh_llm.cli.keys import user_environ
-    from dsh_llm.cli.targets import open_target
-
-    with open_target(
-        provider=choice.provider,
-        model=choice.model,
-        config=args.config,
-        base_url=choice.base_url,
-        api_key_env=args.api_key_env,
-        reasoning_effort=args.reasoning_effort,
-        wire=choice.wire,
-        timeout_s=args.timeout,
-        environ=user_environ(),
-        origin=choice.origin,
-    ) as target:
-        yield target
 
 
 def _catalog_ids(routes: Routes, route: str) -> tuple[str, ...] | None:
@@ -357,7 +324,7 @@ def _resolve(
 # --- the commands -------------------------------------------------------------------
 
 
-def add_parsers(commands: _Commands) -> None:
+def add_parsers(commands: Commands) -> None:
     """Add ``models`` (with ``list``, ``default``) and ``aliases`` (with ``list``,
     ``set``, ``remove``, ``path``)."""
     _add_models(commands)
@@ -366,11 +333,7 @@ def add_parsers(commands: _Commands) -> None:
 
 def _add_source_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--provider", metavar="ROUTE", help="only this route")
-    parser.add_argument(
-        "--config",
-        metavar="FILE",
-        help="composition file (default: ./dsh.yml when present)",
-    )
+    add_config_option(parser)
 
 
 def _add_list_options(parser: argparse.ArgumentParser) -> None:
@@ -387,9 +350,11 @@ def _add_list_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _add_models(commands: _Commands) -> None:
-    command = commands.add_parser(
+def _add_models(commands: Commands) -> None:
+    actions = add_listing_command(
+        commands,
         "models",
+        _run_models,
         help="list the models; set the default one",
         description=(
             "List every route's models as ROUTE: MODEL NAME (the default and "
@@ -399,16 +364,14 @@ def _add_models(commands: _Commands) -> None:
             "default NAME` makes NAME the model chat uses when neither --provider "
             "nor --model is given."
         ),
-    )
-    actions = listing_actions(
-        command,
         dest="models_command",
         list_help="list the models (the default)",
         options=_add_list_options,
-        handler=_run_models,
     )
-    default = actions.add_parser(
+    default = add_command(
+        actions,
         "default",
+        _run_default,
         help="show or set the model chat uses by default",
         description=(
             "Without NAME, print the default model. With NAME (an alias, or a "
@@ -421,31 +384,30 @@ def _add_models(commands: _Commands) -> None:
     default.add_argument(
         "--clear", action="store_true", help="forget the default model"
     )
-    default.set_defaults(handler=_run_default)
 
 
 def _add_json_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print JSON")
 
 
-def _add_aliases(commands: _Commands) -> None:
-    command = commands.add_parser(
+def _add_aliases(commands: Commands) -> None:
+    actions = add_listing_command(
+        commands,
         "aliases",
+        _run_aliases,
         help="short names for a route and a model (chat --model NAME)",
         description=(
             "An alias names a route and a model: `dsh-llm aliases set fast "
             "claude-haiku-4-5`, then `dsh-llm chat --model fast ...`."
         ),
-    )
-    actions = listing_actions(
-        command,
         dest="aliases_command",
         list_help="list the aliases (the default)",
         options=_add_json_option,
-        handler=_run_aliases,
     )
-    store = actions.add_parser(
+    store = add_command(
+        actions,
         "set",
+        _run_set_alias,
         help="name a route and a model",
         description=(
             "Make NAME stand for MODEL (a model id: its route is --provider, else "
@@ -455,12 +417,9 @@ def _add_aliases(commands: _Commands) -> None:
     store.add_argument("name", metavar="NAME")
     store.add_argument("model", metavar="MODEL")
     _add_source_options(store)
-    store.set_defaults(handler=_run_set_alias)
-    remove = actions.add_parser("remove", help="forget an alias")
+    remove = add_command(actions, "remove", _run_remove_alias, help="forget an alias")
     remove.add_argument("name", metavar="NAME")
-    remove.set_defaults(handler=_run_remove_alias)
-    path = actions.add_parser("path", help="print the file's path")
-    path.set_defaults(handler=_run_path)
+    add_command(actions, "path", _run_path, help="print the file's path")
 
 
 def _marks(settings: ModelSettings, provider: str, model: str) -> str:

@@ -8,8 +8,11 @@ Contracts callers may rely on:
   ``--wire respones``) through argparse's "invalid choice" path, and a misspelt
   flag (``--modle``) by the flags of the (sub)command it was given to.
 - Nothing else changes: the same usage line, the same exit status 2.
-- ``listing_actions`` gives a command ACTION subcommands whose default is
-  ``list`` (``logs``, ``models``, ``aliases``).
+- ``add_command`` adds a subcommand whose ``handler`` default is what it runs
+  (``dsh_llm.cli.main`` calls it); ``add_listing_command`` one whose ACTION
+  subcommands default to ``list`` (``logs``, ``models``, ``aliases``, ``keys``);
+  ``add_json_lines_option`` the ``--json`` of the commands that stream, and the
+  other ``add_..._option`` the flags of a request (``chat``, ``count``, ``record``).
 - The argument types the subcommands share (``positive_int``, ``non_empty``,
   ``number``, ``positive_number``, ``positive_seconds``) raise
   ``argparse.ArgumentTypeError`` with the value in the message, so argparse
@@ -23,6 +26,13 @@ import difflib
 from collections.abc import Callable
 from collections.abc import Sequence
 from typing import Any
+from typing import TypeAlias
+
+Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
+"""Where subcommands are added (what ``add_subparsers`` returns)."""
+
+Handler: TypeAlias = Callable[[argparse.Namespace], int]
+"""What a subcommand runs: its parsed arguments in, the exit status out."""
 
 
 def closest(word: str, candidates: Sequence[str]) -> str | None:
@@ -91,24 +101,106 @@ class SuggestingParser(argparse.ArgumentParser):
         ]
 
 
-def listing_actions(
-    command: argparse.ArgumentParser,
+def add_command(
+    commands: Commands,
+    name: str,
+    handler: Handler,
     *,
+    help: str,
+    description: str | None = None,
+) -> argparse.ArgumentParser:
+    """Add the subcommand ``name`` that runs ``handler``; returns its parser, for
+    its arguments."""
+    command = commands.add_parser(name, help=help, description=description)
+    command.set_defaults(handler=handler)
+    return command
+
+
+def add_listing_command(
+    commands: Commands,
+    name: str,
+    handler: Handler,
+    *,
+    help: str,
+    description: str,
     dest: str,
     list_help: str,
-    options: Callable[[argparse.ArgumentParser], None],
-    handler: Callable[[argparse.Namespace], int],
-) -> argparse._SubParsersAction[argparse.ArgumentParser]:
-    """Give ``command`` ACTION subcommands (named in ``dest``) of which ``list``
-    is the default: ``options`` adds the listing's flags to the command and to
-    ``list``, and both run ``handler``. Returns the actions, for the others."""
-    options(command)
-    command.set_defaults(handler=handler)
+    options: Callable[[argparse.ArgumentParser], None] | None = None,
+) -> Commands:
+    """Add the subcommand ``name`` with ACTION subcommands (named in ``dest``) of
+    which ``list`` is the default: both run ``handler``, and ``options`` adds the
+    listing's flags to both. Returns the actions, for the others."""
+    command = add_command(commands, name, handler, help=help, description=description)
+    if options is not None:
+        options(command)
     actions = command.add_subparsers(dest=dest, metavar="ACTION")
-    listing = actions.add_parser("list", help=list_help)
-    options(listing)
-    listing.set_defaults(handler=handler)
+    listing = add_command(actions, "list", handler, help=list_help)
+    if options is not None:
+        options(listing)
     return actions
+
+
+def add_json_lines_option(command: argparse.ArgumentParser) -> None:
+    """Add ``--json`` to a command that streams (``args.json``: show the chunks
+    with ``dsh_llm.cli.console.chunk_sink(True)``)."""
+    command.add_argument(
+        "--json",
+        action="store_true",
+        help="write the chunks as JSON Lines to stdout instead",
+    )
+
+
+def add_prompt_argument(command: argparse.ArgumentParser) -> None:
+    """Add the optional PROMPT of a command that reads stdin without it."""
+    command.add_argument(
+        "prompt",
+        nargs="?",
+        metavar="PROMPT",
+        help="the prompt (omitted or -: read stdin)",
+    )
+
+
+def add_system_option(command: argparse.ArgumentParser) -> None:
+    """Add ``--system TEXT``."""
+    command.add_argument("--system", metavar="TEXT", help="the system prompt")
+
+
+def add_max_tokens_option(command: argparse.ArgumentParser) -> None:
+    """Add ``--max-tokens N``."""
+    command.add_argument(
+        "--max-tokens", metavar="N", type=positive_int, help="output cap in tokens"
+    )
+
+
+def add_reasoning_effort_option(command: argparse.ArgumentParser, help: str) -> None:
+    """Add ``--reasoning-effort EFFORT``; ``help`` says what it does there."""
+    command.add_argument(
+        "--reasoning-effort", metavar="EFFORT", type=non_empty, help=help
+    )
+
+
+def add_timeout_option(command: argparse.ArgumentParser) -> None:
+    """Add ``--timeout SECONDS`` (``args.timeout``)."""
+    command.add_argument(
+        "--timeout",
+        metavar="SECONDS",
+        type=positive_seconds,
+        help="longest whole call (built-in route and --base-url)",
+    )
+
+
+def add_fields_option(command: argparse.ArgumentParser) -> None:
+    """Add ``-o KEY=VALUE`` (``args.options``, a list; read it with
+    ``dsh_llm.cli.chat.provider_options``)."""
+    command.add_argument(
+        "-o",
+        "--option",
+        metavar="KEY=VALUE",
+        action="append",
+        dest="options",
+        help="a provider field sent as is in the request body (VALUE as JSON "
+        "when it parses, else a string); repeatable",
+    )
 
 
 # --- argument types ------------------------------------------------------------------

@@ -24,13 +24,14 @@ routes (the README's "The command line" section lists every source and flag):
 - What the user must fix before a request can be sent raises ``UsageError``
   (exit status 2) saying what to set; a composition that cannot be loaded raises
   its ``PluginLoadError``.
-- ``open_routes`` and ``open_target`` are context managers that dispose what they
-  opened; adapter modules are imported only when a source is opened (the table
-  names classes by import path).
+- ``open_routes`` and ``open_target`` (of a ``Choice``) are context managers that
+  dispose what they opened; adapter modules are imported only when a source is
+  opened (the table names classes by import path).
 """
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 from collections.abc import Iterator
 from collections.abc import Mapping
@@ -145,6 +146,15 @@ class Target:
     """Where the routes read their variables and keys."""
 
 
+def add_config_option(command: argparse.ArgumentParser) -> None:
+    """Add ``--config FILE`` (``args.config``, for ``find_config``)."""
+    command.add_argument(
+        "--config",
+        metavar="FILE",
+        help=f"composition file (default: ./{DEFAULT_CONFIG} when present)",
+    )
+
+
 def find_config(explicit: str | None, cwd: Path | None = None) -> str | None:
     """The composition file to load: ``explicit`` (whether or not it exists; the
     loader reports a missing file), else ``dsh.yml`` in ``cwd`` when it is a file."""
@@ -235,18 +245,19 @@ def _builtin(
         )
 
 
-def _base_url_adapter(
+@contextlib.contextmanager
+def _base_url(
     base_url: str,
     api_key_env: str | None,
     reasoning_effort: str | None,
     wire: str,
-    timeout_ms: float | None,
+    timeout_s: float | None,
     environ: Mapping[str, str],
-) -> WireAdapter[Any]:
+) -> Iterator[Routes]:
     cls = _BY_WIRE[wire].adapter_class()
     options: dict[str, Any] = {
         "api_key_env": api_key_env,
-        "total_timeout_ms": timeout_ms,
+        "total_timeout_ms": _timeout_ms(timeout_s),
     }
     if any(
         f.name == "reasoning_efforts" for f in attrs.fields(cls.family.config_class)
@@ -257,27 +268,8 @@ def _base_url_adapter(
         options["reasoning_efforts"] = (
             None if reasoning_effort is None else (reasoning_effort,)
         )
-    return cls(base_url, environ=environ, **options)
-
-
-@contextlib.contextmanager
-def _base_url(
-    base_url: str,
-    api_key_env: str | None,
-    reasoning_effort: str | None,
-    wire: str,
-    timeout_s: float | None,
-    environ: Mapping[str, str],
-) -> Iterator[Routes]:
     try:
-        adapter = _base_url_adapter(
-            base_url,
-            api_key_env,
-            reasoning_effort,
-            wire,
-            _timeout_ms(timeout_s),
-            environ,
-        )
+        adapter = cls(base_url, environ=environ, **options)
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
     route = _BY_WIRE[wire].route
@@ -431,35 +423,38 @@ def _choose_model(routes: Routes, route: str, model: str | None) -> str:
     return catalog[0].id
 
 
+@attrs.frozen(kw_only=True)
+class Choice:
+    """What ``chat`` is to talk to, before the routes are opened
+    (``dsh_llm.cli.models.choose``)."""
+
+    provider: str | None
+    """The route (``None``: the usual choice)."""
+    model: str | None
+    """The model (``None``: the route's first)."""
+    base_url: str | None = None
+    """The server, for ``--base-url``."""
+    wire: str | None = None
+    """``--wire``."""
+    origin: str | None = None
+    """What chose ``provider`` when it was not typed, in words."""
+
+
 @contextlib.contextmanager
 def open_target(
-    *,
-    provider: str | None = None,
-    model: str | None = None,
-    config: str | None = None,
-    base_url: str | None = None,
-    api_key_env: str | None = None,
-    reasoning_effort: str | None = None,
-    wire: str | None = None,
-    timeout_s: float | None = None,
+    args: argparse.Namespace,
+    choice: Choice,
     environ: Mapping[str, str] | None = None,
-    origin: str | None = None,
 ) -> Iterator[Target]:
     """Open the routes and choose the route and model for one ``chat`` call.
 
     Args:
-        provider: ``--provider``.
-        model: ``--model``.
-        config: ``--config``.
-        base_url: ``--base-url``.
-        api_key_env: ``--api-key-env``.
-        reasoning_effort: ``--reasoning-effort`` (see ``open_routes``).
-        wire: ``--wire`` (see ``open_routes``).
-        timeout_s: ``--timeout`` (see ``open_routes``).
+        args: The command's ``--config``, ``--api-key-env``,
+            ``--reasoning-effort`` and ``--timeout`` (see ``open_routes``).
+        choice: The route, model, server and wire chosen, and what chose them
+            (for the message when there is no such route).
         environ: Where variables and keys are read, the DeepSeek key's
             presence checked (default: see ``open_routes``).
-        origin: What named ``provider`` when the user did not type it (``the
-            default model``...), for the message when there is no such route.
 
     Raises:
         UsageError: see the module docstring.
@@ -467,11 +462,13 @@ def open_target(
         LlmError: when a route's catalog cannot be listed.
     """
     environ = user_environ() if environ is None else environ
-    if wire is not None and base_url is None:
+    provider, model, base_url = choice.provider, choice.model, choice.base_url
+    config, api_key_env = args.config, args.api_key_env
+    if choice.wire is not None and base_url is None:
         raise UsageError(_WIRE_WITHOUT_BASE_URL)
     if base_url is not None:
         if provider is not None:
-            route = _BY_WIRE[wire or "chat"].route
+            route = _BY_WIRE[choice.wire or "chat"].route
             raise UsageError(f"--base-url serves the route {route}; drop --provider")
     elif (
         provider is None
@@ -486,13 +483,13 @@ def open_target(
         config=config,
         base_url=base_url,
         api_key_env=api_key_env,
-        reasoning_effort=reasoning_effort,
-        wire=wire,
+        reasoning_effort=args.reasoning_effort,
+        wire=choice.wire,
         provider=provider,
-        timeout_s=timeout_s,
+        timeout_s=args.timeout,
         environ=environ,
     ) as routes:
-        route = _choose_route(routes, provider, origin)
+        route = _choose_route(routes, provider, choice.origin)
         if base_url is not None and model is None:
             # After the adapter accepted the URL, so a bad one is named as such.
             from dsh_llm.cli.discover import DiscoveryError

@@ -105,12 +105,8 @@ def config_dir(
 def data_dir(
     environ: Mapping[str, str] | None = None, platform: str | None = None
 ) -> Path:
-    """The directory of the user's data: the log database, the images sent.
-
-    Args:
-        environ: Where variables are read (default ``os.environ``).
-        platform: ``sys.platform``'s value to follow (default: this one's).
-    """
+    """The directory of the user's data: the log database, the images sent
+    (``environ`` and ``platform`` as for ``config_dir``)."""
     return _user_dir(
         environ, platform, "XDG_DATA_HOME", os.path.join(".local", "share")
     )

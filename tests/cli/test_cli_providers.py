@@ -3,6 +3,7 @@ sees (built-in DeepSeek, a composition file) and how it picks route and model.""
 
 from __future__ import annotations
 
+import argparse
 import os
 from pathlib import Path
 
@@ -11,6 +12,7 @@ import pytest
 from dsh_llm import LlmAdapter
 from dsh_llm.cli import main
 from dsh_llm.cli.targets import BUILTIN_ROUTES
+from dsh_llm.cli.targets import Choice
 from dsh_llm.cli.targets import UsageError
 from dsh_llm.cli.targets import find_config
 from dsh_llm.cli.targets import open_routes
@@ -19,6 +21,11 @@ from dsh_llm.errors import ErrorCode
 from dsh_llm.errors import LlmError
 
 from ..cli_run import run_cli
+
+# The flags open_target reads besides the choice, none given.
+NO_FLAGS = argparse.Namespace(
+    config=None, api_key_env=None, reasoning_effort=None, timeout=None
+)
 
 EXAMPLES = Path(__file__).parents[2] / "examples"
 
@@ -175,7 +182,8 @@ def test_open_target_picks_deepseek_and_its_first_model_by_default(
     for name in ("AWS_REGION", "AWS_DEFAULT_REGION", "AWS_PROFILE"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("AWS_CONFIG_FILE", os.devnull)
-    with open_target(environ={"DEEPSEEK_API_KEY": "sk-test"}) as target:
+    environ = {"DEEPSEEK_API_KEY": "sk-test"}
+    with open_target(NO_FLAGS, Choice(provider=None, model=None), environ) as target:
         assert (target.route, target.model) == (
             "deepseek-official",
             "deepseek-v4-flash",
@@ -210,5 +218,8 @@ def test_open_routes_reports_an_invalid_builtin_setting_as_a_usage_error(
 def test_a_composition_without_routes_cannot_chat(tmp_path, monkeypatch):
     (tmp_path / "dsh.yml").write_text("[]\n", encoding="utf-8")
     monkeypatch.chdir(tmp_path)
-    with pytest.raises(UsageError, match="registers no route"), open_target():
+    with (
+        pytest.raises(UsageError, match="registers no route"),
+        open_target(NO_FLAGS, Choice(provider=None, model=None)),
+    ):
         pass
