@@ -15,8 +15,10 @@ from collections.abc import Iterator
 import pytest
 
 from dsh_llm.testing import LoopbackServer
+from dsh_llm.testing import Mark
 from dsh_llm.testing import RecordedRequest
 from dsh_llm.testing import Reply
+from dsh_llm.testing import Stall
 
 from ..cli_run import clean_env
 from ..cli_run import deepseek_text_reply
@@ -189,10 +191,14 @@ def test_a_failed_turn_does_not_end_the_session(server, tmp_path):
 
 @pytest.mark.skipif(os.name != "posix", reason="needs SIGINT")
 def test_ctrl_c_aborts_the_answer_not_the_session(server, tmp_path):
-    slow = deepseek_text_reply(["partial ", "never shown"])
-    # Hold the body back long enough for the interrupt to land mid-answer.
+    # The first answer sends its opening events, then holds the connection
+    # until the client lets go: the interrupt lands mid-answer however slow
+    # the machine is, and nothing after it can reach the screen.
+    opening = deepseek_text_reply(["never shown"]).body[0]
+    assert isinstance(opening, bytes)
+    assert b"never shown" not in opening
     server.enqueue(
-        Reply(body=slow.body, write_delay=0.5, split=None),
+        Reply(body=(opening, Mark(name="holding"), Stall())),
         deepseek_text_reply(["second answer"]),
     )
     process = subprocess.Popen(
@@ -209,13 +215,14 @@ def test_ctrl_c_aborts_the_answer_not_the_session(server, tmp_path):
         assert process.stdin is not None
         process.stdin.write("first\n")
         process.stdin.flush()
-        assert server.wait_for_requests(1, timeout=10)
-        time.sleep(0.3)
+        deadline = time.monotonic() + 30
+        while "holding" not in server.marks and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert "holding" in server.marks
         process.send_signal(signal.SIGINT)
-        time.sleep(0.5)
         process.stdin.write("second\n/exit\n")
         process.stdin.flush()
-        out, err = process.communicate(timeout=30)
+        out, err = process.communicate(timeout=60)
     finally:
         if process.poll() is None:
             process.kill()
