@@ -30,8 +30,6 @@ Pure functions; each refusal they make is raised before any I/O.
 from __future__ import annotations
 
 import copy
-import json
-from collections.abc import Iterable
 from collections.abc import Mapping
 from collections.abc import Sequence
 from typing import Any
@@ -44,27 +42,25 @@ from dsh_llm.adapters._wire.extras import check_breakpoints
 from dsh_llm.adapters._wire.extras import merge_extra_body
 from dsh_llm.adapters._wire.extras import refuse_cache_controls
 from dsh_llm.adapters._wire.extras import refuse_misplaced_images
-from dsh_llm.adapters._wire.history import block_entries
 from dsh_llm.adapters.anthropic.catalog import BUDGET_THINKING
 from dsh_llm.adapters.anthropic.catalog import ThinkingProfile
 from dsh_llm.adapters.anthropic.extras import image_content
 from dsh_llm.adapters.anthropic.extras import output_format
+from dsh_llm.adapters.anthropic.messages import ClaudeMessages
 from dsh_llm.adapters.anthropic.server_tools import replayable
 from dsh_llm.adapters.anthropic.server_tools import wire_citation
 from dsh_llm.adapters.anthropic.translate import WIRE_FAMILY
 from dsh_llm.errors import ErrorCode
 from dsh_llm.errors import LlmError
 from dsh_llm.protocol import CacheBreakpoint
-from dsh_llm.protocol import ContentBlock
 from dsh_llm.protocol import GenerateOptions
 from dsh_llm.protocol import ImageBlock
-from dsh_llm.protocol import Message
-from dsh_llm.protocol import ReasoningBlock
 from dsh_llm.protocol import ServerToolCallBlock
 from dsh_llm.protocol import ServerToolResultBlock
 from dsh_llm.protocol import TextBlock
 from dsh_llm.protocol import ToolCallBlock
 from dsh_llm.protocol import ToolResultBlock
+from dsh_llm.protocol import text_of
 from dsh_llm.transport.session import stream_headers
 
 ANTHROPIC_VERSION: Final = "2023-06-01"
@@ -242,10 +238,11 @@ def build_messages_request(
     )
     _check_sampling(options, thinks=thinks, provider=provider)
     body: dict[str, Any] = {"model": options.model, "max_tokens": max_tokens}
-    system = _system(options, provider)
+    content = _MessagesContent(options, attachments=attachments, provider=provider)
+    system = _system(options, content)
     if system is not None:
         body["system"] = system
-    body["messages"] = _turns(options, attachments, provider)
+    body["messages"] = content.turns()
     body["stream"] = True
     body.update(fields)
     wanted = output_format(options)
@@ -301,26 +298,14 @@ def _check_sampling(options: GenerateOptions, *, thinks: bool, provider: str) ->
         )
 
 
-def _text(blocks: Iterable[ContentBlock]) -> str:
-    return "".join(block.text for block in blocks if isinstance(block, TextBlock))
-
-
 def _system(
-    options: GenerateOptions, provider: str
+    options: GenerateOptions, content: ClaudeMessages
 ) -> str | list[dict[str, Any]] | None:
-    extra: list[dict[str, Any]] = []
-    for position, message in enumerate(options.messages):
-        if message.role != "system":
-            continue
-        block: dict[str, Any] = {"type": "text", "text": _text(message.content)}
-        if message.cache is not None:
-            _mark_last([block], message.cache, provider, position)
-        if block["text"]:
-            extra.append(block)
+    extra = content.system_blocks()
     if not extra:
         return options.system or None
     if options.system:
-        return [{"type": "text", "text": options.system}, *extra]
+        return [content.text(options.system), *extra]
     return extra
 
 
@@ -343,183 +328,86 @@ def cache_control(
 _UNCACHEABLE: Final = frozenset({"thinking", "redacted_thinking"})
 
 
-def _mark_last(
-    content: list[dict[str, Any]],
-    breakpoint: CacheBreakpoint,
-    provider: str,
-    position: int,
-) -> None:
-    """Put the breakpoint on the last block of ``content`` that can carry one
-    (not a thinking block, not empty text)."""
-    for block in reversed(content):
-        if block["type"] not in _UNCACHEABLE and block.get("text") != "":
-            block["cache_control"] = cache_control(
-                breakpoint, provider=provider, position=position
-            )
-            return
-    raise LlmError(
-        f"{provider} cannot honour the cache breakpoint of message {position}: "
-        "the message sends no block that can carry one",
-        ErrorCode.UNSUPPORTED_OPTION,
-    )
+class _MessagesContent(ClaudeMessages):
+    """Claude's blocks as the Messages API takes them."""
 
+    wire_family = _WIRE
+    thinking_entry = "thinking"
+    redacted_entry = "redacted_thinking"
 
-def _turns(
-    options: GenerateOptions, attachments: AttachmentReader | None, provider: str
-) -> list[dict[str, Any]]:
-    turns: list[dict[str, Any]] = []
-    for position, message in enumerate(options.messages):
-        if message.role == "system":
-            continue
-        if message.role == "assistant":
-            content = _assistant_content(message, options.model, provider)
+    def text(self, text: str) -> dict[str, Any]:
+        return {"type": "text", "text": text}
+
+    def image(self, block: ImageBlock) -> dict[str, Any]:
+        return image_content(block, self.attachments, provider=self.provider)
+
+    def tool_result(self, block: ToolResultBlock) -> dict[str, Any]:
+        """Text only: its text as ``content`` (left out when empty); with
+        images: ``content`` blocks."""
+        result: dict[str, Any] = {
+            "type": "tool_result",
+            "tool_use_id": block.tool_call_id,
+        }
+        if any(isinstance(part, ImageBlock) for part in block.content):
+            result["content"] = self.result_parts(block)
         else:
-            content = _user_content(message, attachments, provider)
-        if message.cache is not None:
-            _mark_last(content, message.cache, provider, position)
-        if not content:
-            continue
-        if turns and turns[-1]["role"] == message.role:
-            turns[-1]["content"].extend(content)
-        else:
-            turns.append({"role": message.role, "content": content})
-    for turn in turns:
-        if turn["role"] == "user":
-            content = turn["content"]
-            # Tool results go first: the API rejects a user turn answering
-            # tool_use blocks with anything before its tool_result blocks.
-            results = [b for b in content if b["type"] == "tool_result"]
-            if results and len(results) != len(content):
-                turn["content"] = [
-                    *results,
-                    *(b for b in content if b["type"] != "tool_result"),
-                ]
-    return turns
+            text = text_of(block.content)
+            if text:
+                result["content"] = text
+        if block.is_error is not None:
+            result["is_error"] = block.is_error
+        return result
 
+    def is_tool_result(self, block: dict[str, Any]) -> bool:
+        return bool(block["type"] == "tool_result")
 
-def _user_content(
-    message: Message, attachments: AttachmentReader | None, provider: str
-) -> list[dict[str, Any]]:
-    content: list[dict[str, Any]] = []
-    for block in message.content:
-        if isinstance(block, TextBlock):
-            if block.text:
-                content.append({"type": "text", "text": block.text})
-        elif isinstance(block, ImageBlock):
-            content.append(image_content(block, attachments, provider=provider))
-        elif isinstance(block, ToolResultBlock):
-            result: dict[str, Any] = {
-                "type": "tool_result",
-                "tool_use_id": block.tool_call_id,
-            }
-            if any(isinstance(part, ImageBlock) for part in block.content):
-                result["content"] = _result_parts(block, attachments, provider)
-            else:
-                text = _text(block.content)
-                if text:
-                    result["content"] = text
-            if block.is_error is not None:
-                result["is_error"] = block.is_error
-            content.append(result)
-    return content
+    def assistant_text(self, block: TextBlock) -> dict[str, Any]:
+        """A text block, with its citations when they are Anthropic's own (a
+        citation another provider made has no place on this wire)."""
+        text = self.text(block.text)
+        cited = [wire_citation(citation) for citation in block.citations]
+        kept = [wire for wire in cited if wire is not None]
+        if kept:
+            text["citations"] = kept
+        return text
 
+    def server_block(
+        self, block: ServerToolCallBlock | ServerToolResultBlock
+    ) -> dict[str, Any] | None:
+        """As received (encrypted content included: the API refuses a follow-up
+        that drops an encrypted search result); another provider's server
+        blocks are left out."""
+        return copy.deepcopy(block.data) if replayable(block.data) else None
 
-def _result_parts(
-    block: ToolResultBlock, attachments: AttachmentReader | None, provider: str
-) -> list[dict[str, Any]]:
-    """A tool result holding images as content blocks, text and images in
-    block order (empty text left out)."""
-    parts: list[dict[str, Any]] = []
-    for part in block.content:
-        if isinstance(part, ImageBlock):
-            parts.append(image_content(part, attachments, provider=provider))
-        elif isinstance(part, TextBlock) and part.text:
-            parts.append({"type": "text", "text": part.text})
-    return parts
+    def tool_call(
+        self, block: ToolCallBlock, arguments: dict[str, Any]
+    ) -> dict[str, Any]:
+        return {
+            "type": "tool_use",
+            "id": block.id,
+            "name": block.name,
+            "input": arguments,
+        }
 
+    def thinking(self, text: str, signature: str) -> dict[str, Any]:
+        return {"type": "thinking", "thinking": text, "signature": signature}
 
-def _replay_entries(message: Message, model: str) -> tuple[Any, ...] | None:
-    """The per-block replay entries of a message this family produced for
-    ``model``, else ``None``. Thinking is bound to the model that produced it
-    (Claude 5.5 rejects it elsewhere); the source names the model asked for,
-    the envelope the one that answered (a dated id for an alias)."""
-    return block_entries(message, _WIRE, model=model)
+    def redacted(self, data: str) -> dict[str, Any]:
+        return {"type": "redacted_thinking", "data": data}
 
-
-def _assistant_content(
-    message: Message, model: str, provider: str
-) -> list[dict[str, Any]]:
-    entries = _replay_entries(message, model) or (None,) * len(message.content)
-    content: list[dict[str, Any]] = []
-    for block, entry in zip(message.content, entries, strict=True):
-        if isinstance(block, TextBlock):
-            if block.text:
-                content.append(_assistant_text(block))
-        elif isinstance(block, ServerToolCallBlock | ServerToolResultBlock):
-            # Replayed as received (encrypted content included: the API
-            # refuses a follow-up that drops an encrypted search result);
-            # another provider's server blocks are left out.
-            if replayable(block.data):
-                content.append(copy.deepcopy(block.data))
-        elif isinstance(block, ReasoningBlock):
-            replayed = _replayed_reasoning(block, entry)
-            if replayed is not None:
-                content.append(replayed)
-        elif isinstance(block, ToolCallBlock):
-            content.append(
-                {
-                    "type": "tool_use",
-                    "id": block.id,
-                    "name": block.name,
-                    "input": _tool_input(block, provider),
-                }
-            )
-    return content
-
-
-def _assistant_text(block: TextBlock) -> dict[str, Any]:
-    """A text block, with its citations when they are Anthropic's own (a
-    citation another provider made has no place on this wire)."""
-    text: dict[str, Any] = {"type": "text", "text": block.text}
-    cited = [wire_citation(citation) for citation in block.citations]
-    kept = [wire for wire in cited if wire is not None]
-    if kept:
-        text["citations"] = kept
-    return text
-
-
-def _replayed_reasoning(block: ReasoningBlock, entry: Any) -> dict[str, Any] | None:
-    if not isinstance(entry, dict):
-        return None
-    kind = entry.get("type")
-    if kind == "thinking":
-        signature = entry.get("signature")
-        if isinstance(signature, str) and signature:
-            return {"type": "thinking", "thinking": block.text, "signature": signature}
-    elif kind == "redacted_thinking":
-        data = entry.get("data")
-        if isinstance(data, str) and data:
-            return {"type": "redacted_thinking", "data": data}
-    return None
-
-
-def _tool_input(block: ToolCallBlock, provider: str) -> dict[str, Any]:
-    raw = block.arguments
-    if not raw.strip():
-        return {}
-    try:
-        value = json.loads(raw)
-    except (ValueError, RecursionError) as exc:
+    def mark(
+        self, content: list[dict[str, Any]], breakpoint: CacheBreakpoint, position: int
+    ) -> None:
+        """``cache_control`` on the last block that can carry one (not a
+        thinking block, not empty text)."""
+        for block in reversed(content):
+            if block["type"] not in _UNCACHEABLE and block.get("text") != "":
+                block["cache_control"] = cache_control(
+                    breakpoint, provider=self.provider, position=position
+                )
+                return
         raise LlmError(
-            f'{provider} needs tool call "{block.id}" ({block.name}) to have JSON '
-            "arguments; its arguments are not valid JSON",
-            ErrorCode.INVALID_REQUEST,
-            cause=exc,
-        ) from exc
-    if not isinstance(value, dict):
-        raise LlmError(
-            f'{provider} needs tool call "{block.id}" ({block.name}) to have a JSON '
-            f"object as arguments, got a {type(value).__name__}",
-            ErrorCode.INVALID_REQUEST,
+            f"{self.provider} cannot honour the cache breakpoint of message "
+            f"{position}: the message sends no block that can carry one",
+            ErrorCode.UNSUPPORTED_OPTION,
         )
-    return value
