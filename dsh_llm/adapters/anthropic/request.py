@@ -13,7 +13,8 @@ Pure functions; each refusal they make is raised before any I/O.
   included, and a text block's Anthropic citations as its ``citations``;
   another provider's server blocks and citations are left out.
 - ``thinking_fields``: efforts to budget or adaptive thinking; with thinking on,
-  ``temperature`` and a forced ``tool_choice`` raise ``UNSUPPORTED_OPTION``.
+  ``temperature`` and a forced ``tool_choice`` raise ``UNSUPPORTED_OPTION``
+  (``refuse_while_thinking``).
 - ``response_format`` is ``output_config.format`` (beside any effort), images
   are ``image`` blocks in user turns and ``tool_result`` content
   (``extras``); ``extra_body`` is merged last, unchecked. ``session_id`` is
@@ -183,6 +184,41 @@ def thinking_fields(
     return {"thinking": {"type": "enabled", "budget_tokens": budget}}, True
 
 
+def refuse_while_thinking(
+    options: GenerateOptions,
+    *,
+    thinks: bool,
+    provider: str,
+    thinker: str = "the model",
+) -> None:
+    """Refuse what Claude rejects while it thinks (``thinks``, from
+    ``thinking_fields``): a forced ``tool_choice`` and ``temperature``.
+
+    Args:
+        options: The request.
+        thinks: Whether the model thinks.
+        provider: Display name used in messages.
+        thinker: Who thinks, as messages name it.
+
+    Raises:
+        LlmError: ``UNSUPPORTED_OPTION`` naming the field.
+    """
+    if not thinks:
+        return
+    choice = options.tool_choice
+    if options.tools and choice not in (None, "auto", "none"):
+        raise _refused(
+            f'{provider} rejects tool_choice "{choice}" while {thinker} thinks; use '
+            'reasoning effort "off" (where the model offers it) or tool_choice "auto"'
+        )
+    if options.temperature is not None:
+        raise _refused(
+            f"{provider} does not accept temperature while {thinker} thinks; use "
+            'reasoning effort "off" (where the model offers it) or leave '
+            "temperature unset"
+        )
+
+
 def tool_choice_wire(choice: str | None) -> dict[str, Any] | None:
     """The wire ``tool_choice``: ``auto``, ``none``, ``required`` as ``any``, a
     tool name as ``{"type": "tool", "name": ...}``; ``None`` omitted."""
@@ -236,7 +272,11 @@ def build_messages_request(
         default_effort=default_effort,
         provider=provider,
     )
-    _check_sampling(options, thinks=thinks, provider=provider)
+    refuse_while_thinking(options, thinks=thinks, provider=provider)
+    if options.temperature is not None and options.temperature > 1:
+        raise _refused(
+            f"{provider} accepts temperature from 0 to 1, got {options.temperature}"
+        )
     body: dict[str, Any] = {"model": options.model, "max_tokens": max_tokens}
     content = _MessagesContent(options, attachments=attachments, provider=provider)
     system = _system(options, content)
@@ -274,28 +314,6 @@ def build_messages_request(
             )
         body["metadata"] = {"user_id": options.session_id}
     return merge_extra_body(body, options)
-
-
-def _check_sampling(options: GenerateOptions, *, thinks: bool, provider: str) -> None:
-    choice = options.tool_choice
-    forced = bool(options.tools) and choice not in (None, "auto", "none")
-    if thinks and forced:
-        raise _refused(
-            f'{provider} rejects tool_choice "{choice}" while the model thinks; use '
-            'reasoning effort "off" (where the model offers it) or tool_choice "auto"'
-        )
-    if options.temperature is None:
-        return
-    if thinks:
-        raise _refused(
-            f"{provider} does not accept temperature while the model thinks; use "
-            'reasoning effort "off" (where the model offers it) or leave '
-            "temperature unset"
-        )
-    if options.temperature > 1:
-        raise _refused(
-            f"{provider} accepts temperature from 0 to 1, got {options.temperature}"
-        )
 
 
 def _system(

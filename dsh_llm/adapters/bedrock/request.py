@@ -40,6 +40,7 @@ from dsh_llm.adapters._wire.extras import refuse_cache_controls
 from dsh_llm.adapters._wire.extras import refuse_misplaced_images
 from dsh_llm.adapters.anthropic.catalog import ThinkingProfile
 from dsh_llm.adapters.anthropic.messages import ClaudeMessages
+from dsh_llm.adapters.anthropic.request import refuse_while_thinking
 from dsh_llm.adapters.anthropic.request import thinking_fields
 from dsh_llm.errors import ErrorCode
 from dsh_llm.errors import LlmError
@@ -159,7 +160,7 @@ def build_converse_request(
             'in extra_body {"additionalModelRequestFields": {...}}',
             ErrorCode.UNSUPPORTED_REASONING_EFFORT,
         )
-    _check_sampling(options, thinks=thinks, provider=provider)
+    refuse_while_thinking(options, thinks=thinks, provider=provider, thinker="Claude")
     content = _ConverseContent(options, attachments=attachments, provider=provider)
     body: dict[str, Any] = {"messages": content.turns()}
     system = content.system_blocks()
@@ -199,23 +200,6 @@ def build_converse_request(
     if output:
         body["outputConfig"] = output
     return merge_extra_body(body, options)
-
-
-def _check_sampling(options: GenerateOptions, *, thinks: bool, provider: str) -> None:
-    if not thinks:
-        return
-    choice = options.tool_choice
-    if options.tools and choice not in (None, "auto", "none"):
-        raise _refused(
-            f'{provider} rejects tool_choice "{choice}" while Claude thinks; use '
-            'reasoning effort "off" (where the model offers it) or tool_choice "auto"'
-        )
-    if options.temperature is not None:
-        raise _refused(
-            f"{provider} does not accept temperature while Claude thinks; use "
-            'reasoning effort "off" (where the model offers it) or leave '
-            "temperature unset"
-        )
 
 
 def _tool_config(options: GenerateOptions, provider: str) -> dict[str, Any] | None:
