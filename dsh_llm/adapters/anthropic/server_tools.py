@@ -22,7 +22,6 @@ from __future__ import annotations
 
 from typing import Any
 from typing import Final
-from typing import NamedTuple
 
 from dsh_llm.protocol import CallId
 from dsh_llm.protocol import Citation
@@ -43,39 +42,34 @@ CALL_TYPES: Final = frozenset({"server_tool_use", "mcp_tool_use"})
 """The wire blocks of a tool the provider runs itself."""
 
 
-class _Fields(NamedTuple):
-    """Where a citation type keeps each ``Citation`` field (``None``: it has
-    no such field)."""
-
-    source_index: str | None
-    title: str
-    start: str | None = None
-    end: str | None = None
-    url: str | None = None
-    file_id: str | None = None
-    encrypted_index: str | None = None
+def _document(start: str, end: str) -> dict[str, str]:
+    return {
+        "source_index": "document_index",
+        "title": "document_title",
+        "file_id": "file_id",
+        "start": start,
+        "end": end,
+    }
 
 
-def _document(start: str, end: str) -> _Fields:
-    return _Fields("document_index", "document_title", start, end, file_id="file_id")
-
-
-_FIELDS: Final[dict[str, _Fields]] = {
+_FIELDS: Final[dict[str, dict[str, str]]] = {
     "char_location": _document("start_char_index", "end_char_index"),
     "page_location": _document("start_page_number", "end_page_number"),
     "content_block_location": _document("start_block_index", "end_block_index"),
-    "search_result_location": _Fields(
-        "search_result_index",
-        "title",
-        "start_block_index",
-        "end_block_index",
-        url="source",
-    ),
-    "web_search_result_location": _Fields(
-        None, "title", url="url", encrypted_index="encrypted_index"
-    ),
+    "search_result_location": {
+        "source_index": "search_result_index",
+        "url": "source",
+        "title": "title",
+        "start": "start_block_index",
+        "end": "end_block_index",
+    },
+    "web_search_result_location": {
+        "url": "url",
+        "title": "title",
+        "encrypted_index": "encrypted_index",
+    },
 }
-"""Each citation type's wire fields."""
+"""Each citation type's wire field of each ``Citation`` field it has."""
 
 
 def is_result_type(wire_type: object) -> bool:
@@ -101,17 +95,17 @@ def citation_of(wire: object) -> Citation | None:
     kind = wire.get("type")
     if not isinstance(kind, str) or kind not in _FIELDS:
         return None
-    fields = _FIELDS[kind]
+    given = {field: wire.get(key) for field, key in _FIELDS[kind].items()}
     return Citation(
         kind=kind,
         cited_text=_str(wire.get("cited_text")),
-        url=_str(wire.get(fields.url)),
-        title=_str(wire.get(fields.title)),
-        source_index=_int(wire.get(fields.source_index)),
-        file_id=_str(wire.get(fields.file_id)),
-        start=_int(wire.get(fields.start)),
-        end=_int(wire.get(fields.end)),
-        encrypted_index=_str(wire.get(fields.encrypted_index)),
+        url=_str(given.get("url")),
+        title=_str(given.get("title")),
+        source_index=_int(given.get("source_index")),
+        file_id=_str(given.get("file_id")),
+        start=_int(given.get("start")),
+        end=_int(given.get("end")),
+        encrypted_index=_str(given.get("encrypted_index")),
     )
 
 
@@ -123,8 +117,7 @@ def wire_citation(citation: Citation) -> dict[str, Any] | None:
     if fields is None:
         return None
     wire: dict[str, Any] = {"type": kind, "cited_text": citation.cited_text or ""}
-    index, start, end = fields.source_index, fields.start, fields.end
-    if index is None or start is None or end is None:  # a web search result
+    if "encrypted_index" in fields:  # a web search result
         if not citation.encrypted_index or not citation.url:
             return None
         wire["url"] = citation.url
@@ -133,12 +126,12 @@ def wire_citation(citation: Citation) -> dict[str, Any] | None:
         return wire
     if citation.source_index is None or citation.start is None:
         return None
-    wire[index] = citation.source_index
-    if fields.url is not None:
-        wire[fields.url] = citation.url or ""
-    wire[fields.title] = citation.title
-    wire[start] = citation.start
-    wire[end] = citation.end if citation.end is not None else citation.start
+    wire[fields["source_index"]] = citation.source_index
+    if "url" in fields:
+        wire[fields["url"]] = citation.url or ""
+    wire[fields["title"]] = citation.title
+    wire[fields["start"]] = citation.start
+    wire[fields["end"]] = citation.end if citation.end is not None else citation.start
     return wire
 
 
