@@ -30,11 +30,11 @@ Contracts callers may rely on:
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 from typing import Final
 
 from dsh_llm.adapters._wire.indexed import IndexedTranslator
+from dsh_llm.adapters._wire.stops import stopped
 from dsh_llm.adapters._wire.values import wire_count
 from dsh_llm.adapters._wire.writer import REASONING
 from dsh_llm.adapters._wire.writer import SERVER_TOOL_CALL
@@ -72,7 +72,6 @@ PAUSE_TURN_CODE: Final = ErrorCode.PAUSE_TURN.value
 
 _STOP_REASONS: Final = frozenset({"end_turn", "stop_sequence", "tool_use"})
 _CUT_REASONS: Final = frozenset({"max_tokens", "model_context_window_exceeded"})
-_IDENTIFIER: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}")
 
 _THINKING: Final = "thinking"
 _REDACTED: Final = "redacted_thinking"
@@ -287,7 +286,12 @@ class MessagesTranslator(IndexedTranslator[SseEvent]):
             for index, block in enumerate(content):
                 self._start({"index": index, "content_block": block})
                 self._stop({"index": index})
-        reason = message.get("stop_reason")
+        self._keep_stop_reason(message)
+
+    def _keep_stop_reason(self, holder: dict[str, Any]) -> None:
+        """Keep ``holder``'s ``stop_reason`` (``null`` or empty keeps the one
+        before)."""
+        reason = holder.get("stop_reason")
         if reason is not None:
             if type(reason) is not str:
                 raise self.writer.malformed("a stop_reason that is not a string")
@@ -517,12 +521,7 @@ class MessagesTranslator(IndexedTranslator[SseEvent]):
                 raise self.writer.malformed(
                     "a message_delta whose delta is not an object"
                 )
-            reason = delta.get("stop_reason")
-            if reason is not None:
-                if type(reason) is not str:
-                    raise self.writer.malformed("a stop_reason that is not a string")
-                if reason:
-                    self._stop_reason = reason
+            self._keep_stop_reason(delta)
             if delta.get("stop_details") is not None:
                 self._stop_details = delta.get("stop_details")
         self._merge_usage(payload.get("usage"))
@@ -568,12 +567,7 @@ class MessagesTranslator(IndexedTranslator[SseEvent]):
                 "turn back unchanged to continue it",
                 code=PAUSE_TURN_CODE,
             )
-        code = (
-            reason.upper()
-            if _IDENTIFIER.fullmatch(reason)
-            else ErrorCode.UNKNOWN_FINISH_REASON.value
-        )
-        return LlmFailure(message=f"model stopped: {reason[:120]}", code=code)
+        return stopped(reason)
 
     def _refusal_message(self) -> str:
         details = self._stop_details

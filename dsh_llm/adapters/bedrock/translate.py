@@ -30,11 +30,11 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-import re
 from typing import Any
 from typing import Final
 
 from dsh_llm.adapters._wire.indexed import IndexedTranslator
+from dsh_llm.adapters._wire.stops import stopped
 from dsh_llm.adapters._wire.values import wire_count
 from dsh_llm.adapters._wire.writer import REASONING
 from dsh_llm.adapters._wire.writer import TEXT
@@ -64,7 +64,11 @@ GUARDRAIL_CODE: Final = "GUARDRAIL_INTERVENED"
 
 _STOP_REASONS: Final = frozenset({"end_turn", "stop_sequence", "tool_use"})
 _CUT_REASONS: Final = frozenset({"max_tokens", "model_context_window_exceeded"})
-_IDENTIFIER: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}")
+_CODES: Final = {
+    "content_filtered": CONTENT_FILTER_CODE,
+    "guardrail_intervened": GUARDRAIL_CODE,
+}
+"""The stop reasons with a code of their own (another's is upper-cased)."""
 _OPAQUE: Final = object()
 """A block the protocol has no place for (server tool uses and results, images):
 tracked by index so its deltas are recognised, never emitted."""
@@ -361,15 +365,7 @@ class ConverseStreamTranslator(IndexedTranslator[EventMessage]):
 
     @staticmethod
     def _failure(reason: str) -> LlmFailure:
-        if reason == "content_filtered":
-            code = CONTENT_FILTER_CODE
-        elif reason == "guardrail_intervened":
-            code = GUARDRAIL_CODE
-        elif _IDENTIFIER.fullmatch(reason):
-            code = reason.upper()
-        else:
-            code = ErrorCode.UNKNOWN_FINISH_REASON.value
-        return LlmFailure(message=f"model stopped: {reason[:120]}", code=code)
+        return stopped(reason, _CODES.get(reason))
 
     def _replay_state(self) -> ReplayEnvelope:
         return ReplayEnvelope(
