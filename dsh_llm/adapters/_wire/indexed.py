@@ -50,6 +50,8 @@ class IndexedTranslator(WireTranslator[E]):
         )
         self.blocks: dict[int, Block | object] = {}
         """What stands at each wire index: its writer item or a family's marker."""
+        # Read at every event: an instance attribute is the quickest lookup.
+        self._index_field = self.index_field
 
     def slot(
         self, payload: dict[str, Any], needs: str | None = None
@@ -64,7 +66,7 @@ class IndexedTranslator(WireTranslator[E]):
             LlmError: ``MALFORMED_RESPONSE`` for an index that is not an int
                 >= 0, or (given ``needs``) one where no block started.
         """
-        index = payload.get(self.index_field)
+        index = payload.get(self._index_field)
         if type(index) is not int or index < 0:
             raise self.writer.malformed(
                 f"a {self.index_name} that is not an integer >= 0"

@@ -434,7 +434,7 @@ class MessagesTranslator(IndexedTranslator[SseEvent]):
         self.writer.end(call)
 
     def _delta(self, payload: dict[str, Any]) -> None:
-        block = self.slot(payload, "delta")[1]
+        _, block = self.slot(payload, "delta")
         if block is _OPAQUE or block is _STOPPED:
             return
         if self._held is not None:
