@@ -15,6 +15,8 @@ refusal is raised before any I/O. Contracts callers may rely on:
   text, the server tool blocks the wire replays, this family's reasoning replay
   (only for the model that produced it: ``block_entries``), tool calls with
   ``tool_input`` arguments.
+- ``cache_marker(kind, breakpoint, position)``: ``{"type": kind}`` with the
+  breakpoint's ``ttl`` when one is asked for (each wire places it).
 - ``tool_input(block, provider=...)``: a call's arguments as a JSON object
   (blank: ``{}``); anything else is ``INVALID_REQUEST``.
 """
@@ -27,6 +29,7 @@ from typing import Any
 from typing import ClassVar
 
 from dsh_llm.adapters._wire.extras import AttachmentReader
+from dsh_llm.adapters._wire.extras import breakpoint_ttl
 from dsh_llm.adapters._wire.history import block_entries
 from dsh_llm.errors import ErrorCode
 from dsh_llm.errors import LlmError
@@ -208,6 +211,21 @@ class ClaudeMessages(abc.ABC):
             if isinstance(data, str) and data:
                 return self.redacted(data)
         return None
+
+    def cache_marker(
+        self, kind: str, breakpoint: CacheBreakpoint, position: int
+    ) -> dict[str, Any]:
+        """The cache marker of message ``position``'s breakpoint: ``{"type":
+        kind}``, with ``ttl`` when one is asked for.
+
+        Raises:
+            LlmError: ``UNSUPPORTED_OPTION`` for a lifetime other than 5m or 1h.
+        """
+        marker: dict[str, Any] = {"type": kind}
+        ttl = breakpoint_ttl(breakpoint, provider=self.provider, position=position)
+        if ttl is not None:
+            marker["ttl"] = ttl
+        return marker
 
     # -- the wire's shapes ---------------------------------------------------------
 

@@ -38,7 +38,6 @@ from typing import Final
 
 from dsh_llm.adapters._wire import extras as request_extras
 from dsh_llm.adapters._wire.extras import AttachmentReader
-from dsh_llm.adapters._wire.extras import breakpoint_ttl
 from dsh_llm.adapters._wire.extras import check_breakpoints
 from dsh_llm.adapters._wire.extras import merge_extra_body
 from dsh_llm.adapters._wire.extras import refuse_cache_controls
@@ -327,22 +326,6 @@ def _system(
     return extra
 
 
-def cache_control(
-    breakpoint: CacheBreakpoint, *, provider: str, position: int
-) -> dict[str, Any]:
-    """The ``cache_control`` of a message's breakpoint: ``{"type":
-    "ephemeral"}``, with ``ttl`` when one is asked for.
-
-    Raises:
-        LlmError: ``UNSUPPORTED_OPTION`` for a lifetime other than 5m or 1h.
-    """
-    control: dict[str, Any] = {"type": "ephemeral"}
-    ttl = breakpoint_ttl(breakpoint, provider=provider, position=position)
-    if ttl is not None:
-        control["ttl"] = ttl
-    return control
-
-
 _UNCACHEABLE: Final = frozenset({"thinking", "redacted_thinking"})
 
 
@@ -420,8 +403,8 @@ class _MessagesContent(ClaudeMessages):
         thinking block, not empty text)."""
         for block in reversed(content):
             if block["type"] not in _UNCACHEABLE and block.get("text") != "":
-                block["cache_control"] = cache_control(
-                    breakpoint, provider=self.provider, position=position
+                block["cache_control"] = self.cache_marker(
+                    "ephemeral", breakpoint, position
                 )
                 return
         raise LlmError(

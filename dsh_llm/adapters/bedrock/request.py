@@ -33,7 +33,6 @@ from typing import Final
 
 from dsh_llm.adapters._wire import extras as request_extras
 from dsh_llm.adapters._wire.extras import AttachmentReader
-from dsh_llm.adapters._wire.extras import breakpoint_ttl
 from dsh_llm.adapters._wire.extras import image_data
 from dsh_llm.adapters._wire.extras import merge_extra_body
 from dsh_llm.adapters._wire.extras import refuse_cache_controls
@@ -232,22 +231,6 @@ def _tool_config(options: GenerateOptions, provider: str) -> dict[str, Any] | No
     return config
 
 
-def cache_point(
-    breakpoint: CacheBreakpoint, *, provider: str, position: int
-) -> dict[str, Any]:
-    """The ``cachePoint`` block of a message's breakpoint: ``{"cachePoint":
-    {"type": "default"}}``, with ``ttl`` when one is asked for.
-
-    Raises:
-        LlmError: ``UNSUPPORTED_OPTION`` for a lifetime other than 5m or 1h.
-    """
-    point: dict[str, Any] = {"type": "default"}
-    ttl = breakpoint_ttl(breakpoint, provider=provider, position=position)
-    if ttl is not None:
-        point["ttl"] = ttl
-    return {"cachePoint": point}
-
-
 def image_content(
     block: ImageBlock, store: AttachmentReader | None, *, provider: str
 ) -> dict[str, Any]:
@@ -322,5 +305,5 @@ class _ConverseContent(ClaudeMessages):
                 ErrorCode.UNSUPPORTED_OPTION,
             )
         content.append(
-            cache_point(breakpoint, provider=self.provider, position=position)
+            {"cachePoint": self.cache_marker("default", breakpoint, position)}
         )
