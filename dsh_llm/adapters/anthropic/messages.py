@@ -173,6 +173,9 @@ class ClaudeMessages(abc.ABC):
     def assistant_content(self, message: Message) -> list[dict[str, Any]]:
         """An assistant message's blocks: text, replayable server tool blocks,
         this family's reasoning for this model, tool calls."""
+        # Reasoning is bound to the model that produced it (Claude rejects it
+        # elsewhere): the source names the model asked for, the envelope the
+        # one that answered (a dated id for an alias).
         entries = block_entries(
             message, self.wire_family, model=self.options.model
         ) or (None,) * len(message.content)
