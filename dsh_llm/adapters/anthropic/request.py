@@ -13,7 +13,8 @@ Pure functions; each refusal they make is raised before any I/O.
   included, and a text block's Anthropic citations as its ``citations``;
   another provider's server blocks and citations are left out.
 - ``thinking_fields``: efforts to budget or adaptive thinking; with thinking on,
-  ``temperature`` and a forced ``tool_choice`` raise ``UNSUPPORTED_OPTION``.
+  ``temperature`` and a forced ``tool_choice`` raise ``UNSUPPORTED_OPTION``
+  (``refuse_while_thinking``).
 - ``response_format`` is ``output_config.format`` (beside any effort), images
   are ``image`` blocks in user turns and ``tool_result`` content
   (``extras``); ``extra_body`` is merged last, unchecked. ``session_id`` is
@@ -30,8 +31,6 @@ Pure functions; each refusal they make is raised before any I/O.
 from __future__ import annotations
 
 import copy
-import json
-from collections.abc import Iterable
 from collections.abc import Mapping
 from collections.abc import Sequence
 from typing import Any
@@ -39,32 +38,29 @@ from typing import Final
 
 from dsh_llm.adapters._wire import extras as request_extras
 from dsh_llm.adapters._wire.extras import AttachmentReader
-from dsh_llm.adapters._wire.extras import breakpoint_ttl
 from dsh_llm.adapters._wire.extras import check_breakpoints
 from dsh_llm.adapters._wire.extras import merge_extra_body
 from dsh_llm.adapters._wire.extras import refuse_cache_controls
 from dsh_llm.adapters._wire.extras import refuse_misplaced_images
-from dsh_llm.adapters._wire.history import block_entries
 from dsh_llm.adapters.anthropic.catalog import BUDGET_THINKING
 from dsh_llm.adapters.anthropic.catalog import ThinkingProfile
 from dsh_llm.adapters.anthropic.extras import image_content
 from dsh_llm.adapters.anthropic.extras import output_format
+from dsh_llm.adapters.anthropic.messages import ClaudeMessages
 from dsh_llm.adapters.anthropic.server_tools import replayable
 from dsh_llm.adapters.anthropic.server_tools import wire_citation
 from dsh_llm.adapters.anthropic.translate import WIRE_FAMILY
 from dsh_llm.errors import ErrorCode
 from dsh_llm.errors import LlmError
 from dsh_llm.protocol import CacheBreakpoint
-from dsh_llm.protocol import ContentBlock
 from dsh_llm.protocol import GenerateOptions
 from dsh_llm.protocol import ImageBlock
-from dsh_llm.protocol import Message
-from dsh_llm.protocol import ReasoningBlock
 from dsh_llm.protocol import ServerToolCallBlock
 from dsh_llm.protocol import ServerToolResultBlock
 from dsh_llm.protocol import TextBlock
 from dsh_llm.protocol import ToolCallBlock
 from dsh_llm.protocol import ToolResultBlock
+from dsh_llm.protocol import text_of
 from dsh_llm.transport.session import stream_headers
 
 ANTHROPIC_VERSION: Final = "2023-06-01"
@@ -187,6 +183,41 @@ def thinking_fields(
     return {"thinking": {"type": "enabled", "budget_tokens": budget}}, True
 
 
+def refuse_while_thinking(
+    options: GenerateOptions,
+    *,
+    thinks: bool,
+    provider: str,
+    thinker: str = "the model",
+) -> None:
+    """Refuse what Claude rejects while it thinks (``thinks``, from
+    ``thinking_fields``): a forced ``tool_choice`` and ``temperature``.
+
+    Args:
+        options: The request.
+        thinks: Whether the model thinks.
+        provider: Display name used in messages.
+        thinker: Who thinks, as messages name it.
+
+    Raises:
+        LlmError: ``UNSUPPORTED_OPTION`` naming the field.
+    """
+    if not thinks:
+        return
+    choice = options.tool_choice
+    if options.tools and choice not in (None, "auto", "none"):
+        raise _refused(
+            f'{provider} rejects tool_choice "{choice}" while {thinker} thinks; use '
+            'reasoning effort "off" (where the model offers it) or tool_choice "auto"'
+        )
+    if options.temperature is not None:
+        raise _refused(
+            f"{provider} does not accept temperature while {thinker} thinks; use "
+            'reasoning effort "off" (where the model offers it) or leave '
+            "temperature unset"
+        )
+
+
 def tool_choice_wire(choice: str | None) -> dict[str, Any] | None:
     """The wire ``tool_choice``: ``auto``, ``none``, ``required`` as ``any``, a
     tool name as ``{"type": "tool", "name": ...}``; ``None`` omitted."""
@@ -240,12 +271,17 @@ def build_messages_request(
         default_effort=default_effort,
         provider=provider,
     )
-    _check_sampling(options, thinks=thinks, provider=provider)
+    refuse_while_thinking(options, thinks=thinks, provider=provider)
+    if options.temperature is not None and options.temperature > 1:
+        raise _refused(
+            f"{provider} accepts temperature from 0 to 1, got {options.temperature}"
+        )
     body: dict[str, Any] = {"model": options.model, "max_tokens": max_tokens}
-    system = _system(options, provider)
+    content = _MessagesContent(options, attachments=attachments, provider=provider)
+    system = _system(options, content)
     if system is not None:
         body["system"] = system
-    body["messages"] = _turns(options, attachments, provider)
+    body["messages"] = content.turns()
     body["stream"] = True
     body.update(fields)
     wanted = output_format(options)
@@ -279,247 +315,100 @@ def build_messages_request(
     return merge_extra_body(body, options)
 
 
-def _check_sampling(options: GenerateOptions, *, thinks: bool, provider: str) -> None:
-    choice = options.tool_choice
-    forced = bool(options.tools) and choice not in (None, "auto", "none")
-    if thinks and forced:
-        raise _refused(
-            f'{provider} rejects tool_choice "{choice}" while the model thinks; use '
-            'reasoning effort "off" (where the model offers it) or tool_choice "auto"'
-        )
-    if options.temperature is None:
-        return
-    if thinks:
-        raise _refused(
-            f"{provider} does not accept temperature while the model thinks; use "
-            'reasoning effort "off" (where the model offers it) or leave '
-            "temperature unset"
-        )
-    if options.temperature > 1:
-        raise _refused(
-            f"{provider} accepts temperature from 0 to 1, got {options.temperature}"
-        )
-
-
-def _text(blocks: Iterable[ContentBlock]) -> str:
-    return "".join(block.text for block in blocks if isinstance(block, TextBlock))
-
-
 def _system(
-    options: GenerateOptions, provider: str
+    options: GenerateOptions, content: ClaudeMessages
 ) -> str | list[dict[str, Any]] | None:
-    extra: list[dict[str, Any]] = []
-    for position, message in enumerate(options.messages):
-        if message.role != "system":
-            continue
-        block: dict[str, Any] = {"type": "text", "text": _text(message.content)}
-        if message.cache is not None:
-            _mark_last([block], message.cache, provider, position)
-        if block["text"]:
-            extra.append(block)
+    extra = content.system_blocks()
     if not extra:
         return options.system or None
     if options.system:
-        return [{"type": "text", "text": options.system}, *extra]
+        return [content.text(options.system), *extra]
     return extra
-
-
-def cache_control(
-    breakpoint: CacheBreakpoint, *, provider: str, position: int
-) -> dict[str, Any]:
-    """The ``cache_control`` of a message's breakpoint: ``{"type":
-    "ephemeral"}``, with ``ttl`` when one is asked for.
-
-    Raises:
-        LlmError: ``UNSUPPORTED_OPTION`` for a lifetime other than 5m or 1h.
-    """
-    control: dict[str, Any] = {"type": "ephemeral"}
-    ttl = breakpoint_ttl(breakpoint, provider=provider, position=position)
-    if ttl is not None:
-        control["ttl"] = ttl
-    return control
 
 
 _UNCACHEABLE: Final = frozenset({"thinking", "redacted_thinking"})
 
 
-def _mark_last(
-    content: list[dict[str, Any]],
-    breakpoint: CacheBreakpoint,
-    provider: str,
-    position: int,
-) -> None:
-    """Put the breakpoint on the last block of ``content`` that can carry one
-    (not a thinking block, not empty text)."""
-    for block in reversed(content):
-        if block["type"] not in _UNCACHEABLE and block.get("text") != "":
-            block["cache_control"] = cache_control(
-                breakpoint, provider=provider, position=position
-            )
-            return
-    raise LlmError(
-        f"{provider} cannot honour the cache breakpoint of message {position}: "
-        "the message sends no block that can carry one",
-        ErrorCode.UNSUPPORTED_OPTION,
-    )
+class _MessagesContent(ClaudeMessages):
+    """Claude's blocks as the Messages API takes them."""
 
+    wire_family = _WIRE
+    thinking_entry = "thinking"
+    redacted_entry = "redacted_thinking"
 
-def _turns(
-    options: GenerateOptions, attachments: AttachmentReader | None, provider: str
-) -> list[dict[str, Any]]:
-    turns: list[dict[str, Any]] = []
-    for position, message in enumerate(options.messages):
-        if message.role == "system":
-            continue
-        if message.role == "assistant":
-            content = _assistant_content(message, options.model, provider)
+    def text(self, text: str) -> dict[str, Any]:
+        return {"type": "text", "text": text}
+
+    def image(self, block: ImageBlock) -> dict[str, Any]:
+        return image_content(block, self.attachments, provider=self.provider)
+
+    def tool_result(self, block: ToolResultBlock) -> dict[str, Any]:
+        """Text only: its text as ``content`` (left out when empty); with
+        images: ``content`` blocks."""
+        result: dict[str, Any] = {
+            "type": "tool_result",
+            "tool_use_id": block.tool_call_id,
+        }
+        if any(isinstance(part, ImageBlock) for part in block.content):
+            result["content"] = self.result_parts(block)
         else:
-            content = _user_content(message, attachments, provider)
-        if message.cache is not None:
-            _mark_last(content, message.cache, provider, position)
-        if not content:
-            continue
-        if turns and turns[-1]["role"] == message.role:
-            turns[-1]["content"].extend(content)
-        else:
-            turns.append({"role": message.role, "content": content})
-    for turn in turns:
-        if turn["role"] == "user":
-            content = turn["content"]
-            # Tool results go first: the API rejects a user turn answering
-            # tool_use blocks with anything before its tool_result blocks.
-            results = [b for b in content if b["type"] == "tool_result"]
-            if results and len(results) != len(content):
-                turn["content"] = [
-                    *results,
-                    *(b for b in content if b["type"] != "tool_result"),
-                ]
-    return turns
+            text = text_of(block.content)
+            if text:
+                result["content"] = text
+        if block.is_error is not None:
+            result["is_error"] = block.is_error
+        return result
 
+    def is_tool_result(self, block: dict[str, Any]) -> bool:
+        return bool(block["type"] == "tool_result")
 
-def _user_content(
-    message: Message, attachments: AttachmentReader | None, provider: str
-) -> list[dict[str, Any]]:
-    content: list[dict[str, Any]] = []
-    for block in message.content:
-        if isinstance(block, TextBlock):
-            if block.text:
-                content.append({"type": "text", "text": block.text})
-        elif isinstance(block, ImageBlock):
-            content.append(image_content(block, attachments, provider=provider))
-        elif isinstance(block, ToolResultBlock):
-            result: dict[str, Any] = {
-                "type": "tool_result",
-                "tool_use_id": block.tool_call_id,
-            }
-            if any(isinstance(part, ImageBlock) for part in block.content):
-                result["content"] = _result_parts(block, attachments, provider)
-            else:
-                text = _text(block.content)
-                if text:
-                    result["content"] = text
-            if block.is_error is not None:
-                result["is_error"] = block.is_error
-            content.append(result)
-    return content
+    def assistant_text(self, block: TextBlock) -> dict[str, Any]:
+        """A text block, with its citations when they are Anthropic's own (a
+        citation another provider made has no place on this wire)."""
+        text = self.text(block.text)
+        cited = [wire_citation(citation) for citation in block.citations]
+        kept = [wire for wire in cited if wire is not None]
+        if kept:
+            text["citations"] = kept
+        return text
 
+    def server_block(
+        self, block: ServerToolCallBlock | ServerToolResultBlock
+    ) -> dict[str, Any] | None:
+        """As received (encrypted content included: the API refuses a follow-up
+        that drops an encrypted search result); another provider's server
+        blocks are left out."""
+        return copy.deepcopy(block.data) if replayable(block.data) else None
 
-def _result_parts(
-    block: ToolResultBlock, attachments: AttachmentReader | None, provider: str
-) -> list[dict[str, Any]]:
-    """A tool result holding images as content blocks, text and images in
-    block order (empty text left out)."""
-    parts: list[dict[str, Any]] = []
-    for part in block.content:
-        if isinstance(part, ImageBlock):
-            parts.append(image_content(part, attachments, provider=provider))
-        elif isinstance(part, TextBlock) and part.text:
-            parts.append({"type": "text", "text": part.text})
-    return parts
+    def tool_call(
+        self, block: ToolCallBlock, arguments: dict[str, Any]
+    ) -> dict[str, Any]:
+        return {
+            "type": "tool_use",
+            "id": block.id,
+            "name": block.name,
+            "input": arguments,
+        }
 
+    def thinking(self, text: str, signature: str) -> dict[str, Any]:
+        return {"type": "thinking", "thinking": text, "signature": signature}
 
-def _replay_entries(message: Message, model: str) -> tuple[Any, ...] | None:
-    """The per-block replay entries of a message this family produced for
-    ``model``, else ``None``. Thinking is bound to the model that produced it
-    (Claude 5.5 rejects it elsewhere); the source names the model asked for,
-    the envelope the one that answered (a dated id for an alias)."""
-    return block_entries(message, _WIRE, model=model)
+    def redacted(self, data: str) -> dict[str, Any]:
+        return {"type": "redacted_thinking", "data": data}
 
-
-def _assistant_content(
-    message: Message, model: str, provider: str
-) -> list[dict[str, Any]]:
-    entries = _replay_entries(message, model) or (None,) * len(message.content)
-    content: list[dict[str, Any]] = []
-    for block, entry in zip(message.content, entries, strict=True):
-        if isinstance(block, TextBlock):
-            if block.text:
-                content.append(_assistant_text(block))
-        elif isinstance(block, ServerToolCallBlock | ServerToolResultBlock):
-            # Replayed as received (encrypted content included: the API
-            # refuses a follow-up that drops an encrypted search result);
-            # another provider's server blocks are left out.
-            if replayable(block.data):
-                content.append(copy.deepcopy(block.data))
-        elif isinstance(block, ReasoningBlock):
-            replayed = _replayed_reasoning(block, entry)
-            if replayed is not None:
-                content.append(replayed)
-        elif isinstance(block, ToolCallBlock):
-            content.append(
-                {
-                    "type": "tool_use",
-                    "id": block.id,
-                    "name": block.name,
-                    "input": _tool_input(block, provider),
-                }
-            )
-    return content
-
-
-def _assistant_text(block: TextBlock) -> dict[str, Any]:
-    """A text block, with its citations when they are Anthropic's own (a
-    citation another provider made has no place on this wire)."""
-    text: dict[str, Any] = {"type": "text", "text": block.text}
-    cited = [wire_citation(citation) for citation in block.citations]
-    kept = [wire for wire in cited if wire is not None]
-    if kept:
-        text["citations"] = kept
-    return text
-
-
-def _replayed_reasoning(block: ReasoningBlock, entry: Any) -> dict[str, Any] | None:
-    if not isinstance(entry, dict):
-        return None
-    kind = entry.get("type")
-    if kind == "thinking":
-        signature = entry.get("signature")
-        if isinstance(signature, str) and signature:
-            return {"type": "thinking", "thinking": block.text, "signature": signature}
-    elif kind == "redacted_thinking":
-        data = entry.get("data")
-        if isinstance(data, str) and data:
-            return {"type": "redacted_thinking", "data": data}
-    return None
-
-
-def _tool_input(block: ToolCallBlock, provider: str) -> dict[str, Any]:
-    raw = block.arguments
-    if not raw.strip():
-        return {}
-    try:
-        value = json.loads(raw)
-    except (ValueError, RecursionError) as exc:
+    def mark(
+        self, content: list[dict[str, Any]], breakpoint: CacheBreakpoint, position: int
+    ) -> None:
+        """``cache_control`` on the last block that can carry one (not a
+        thinking block, not empty text)."""
+        for block in reversed(content):
+            if block["type"] not in _UNCACHEABLE and block.get("text") != "":
+                block["cache_control"] = self.cache_marker(
+                    "ephemeral", breakpoint, position
+                )
+                return
         raise LlmError(
-            f'{provider} needs tool call "{block.id}" ({block.name}) to have JSON '
-            "arguments; its arguments are not valid JSON",
-            ErrorCode.INVALID_REQUEST,
-            cause=exc,
-        ) from exc
-    if not isinstance(value, dict):
-        raise LlmError(
-            f'{provider} needs tool call "{block.id}" ({block.name}) to have a JSON '
-            f"object as arguments, got a {type(value).__name__}",
-            ErrorCode.INVALID_REQUEST,
+            f"{self.provider} cannot honour the cache breakpoint of message "
+            f"{position}: the message sends no block that can carry one",
+            ErrorCode.UNSUPPORTED_OPTION,
         )
-    return value

@@ -41,17 +41,35 @@ __all__ = [
 CALL_TYPES: Final = frozenset({"server_tool_use", "mcp_tool_use"})
 """The wire blocks of a tool the provider runs itself."""
 
-_RANGES: Final[dict[str, tuple[str, str]]] = {
-    "char_location": ("start_char_index", "end_char_index"),
-    "page_location": ("start_page_number", "end_page_number"),
-    "content_block_location": ("start_block_index", "end_block_index"),
-    "search_result_location": ("start_block_index", "end_block_index"),
-}
-"""Each document location kind's source range fields."""
 
-_DOCUMENT_KINDS: Final = frozenset(
-    {"char_location", "page_location", "content_block_location"}
-)
+def _document(start: str, end: str) -> dict[str, str]:
+    return {
+        "source_index": "document_index",
+        "title": "document_title",
+        "file_id": "file_id",
+        "start": start,
+        "end": end,
+    }
+
+
+_FIELDS: Final[dict[str, dict[str, str]]] = {
+    "char_location": _document("start_char_index", "end_char_index"),
+    "page_location": _document("start_page_number", "end_page_number"),
+    "content_block_location": _document("start_block_index", "end_block_index"),
+    "search_result_location": {
+        "source_index": "search_result_index",
+        "url": "source",
+        "title": "title",
+        "start": "start_block_index",
+        "end": "end_block_index",
+    },
+    "web_search_result_location": {
+        "url": "url",
+        "title": "title",
+        "encrypted_index": "encrypted_index",
+    },
+}
+"""Each citation type's wire field of each ``Citation`` field it has."""
 
 
 def is_result_type(wire_type: object) -> bool:
@@ -75,72 +93,46 @@ def citation_of(wire: object) -> Citation | None:
     if not isinstance(wire, dict):
         return None
     kind = wire.get("type")
-    cited = _str(wire.get("cited_text"))
-    if kind in _DOCUMENT_KINDS:
-        start, end = _RANGES[kind]
-        return Citation(
-            kind=kind,
-            cited_text=cited,
-            title=_str(wire.get("document_title")),
-            source_index=_int(wire.get("document_index")),
-            file_id=_str(wire.get("file_id")),
-            start=_int(wire.get(start)),
-            end=_int(wire.get(end)),
-        )
-    if kind == "search_result_location":
-        return Citation(
-            kind=kind,
-            cited_text=cited,
-            url=_str(wire.get("source")),
-            title=_str(wire.get("title")),
-            source_index=_int(wire.get("search_result_index")),
-            start=_int(wire.get("start_block_index")),
-            end=_int(wire.get("end_block_index")),
-        )
-    if kind == "web_search_result_location":
-        return Citation(
-            kind=kind,
-            cited_text=cited,
-            url=_str(wire.get("url")),
-            title=_str(wire.get("title")),
-            encrypted_index=_str(wire.get("encrypted_index")),
-        )
-    return None
+    if not isinstance(kind, str) or kind not in _FIELDS:
+        return None
+    given = {field: wire.get(key) for field, key in _FIELDS[kind].items()}
+    return Citation(
+        kind=kind,
+        cited_text=_str(wire.get("cited_text")),
+        url=_str(given.get("url")),
+        title=_str(given.get("title")),
+        source_index=_int(given.get("source_index")),
+        file_id=_str(given.get("file_id")),
+        start=_int(given.get("start")),
+        end=_int(given.get("end")),
+        encrypted_index=_str(given.get("encrypted_index")),
+    )
 
 
 def wire_citation(citation: Citation) -> dict[str, Any] | None:
     """The wire citation a replay sends for ``citation``, ``None`` when it is
     not one of Anthropic's (or lacks what the API requires back)."""
     kind = citation.kind
+    fields = _FIELDS.get(kind)
+    if fields is None:
+        return None
     wire: dict[str, Any] = {"type": kind, "cited_text": citation.cited_text or ""}
-    if kind in _DOCUMENT_KINDS:
-        if citation.source_index is None or citation.start is None:
-            return None
-        start, end = _RANGES[kind]
-        wire["document_index"] = citation.source_index
-        wire["document_title"] = citation.title
-        wire[start] = citation.start
-        wire[end] = citation.end if citation.end is not None else citation.start
-        return wire
-    if kind == "search_result_location":
-        if citation.source_index is None or citation.start is None:
-            return None
-        wire["search_result_index"] = citation.source_index
-        wire["source"] = citation.url or ""
-        wire["title"] = citation.title
-        wire["start_block_index"] = citation.start
-        wire["end_block_index"] = (
-            citation.end if citation.end is not None else citation.start
-        )
-        return wire
-    if kind == "web_search_result_location":
+    if "encrypted_index" in fields:  # a web search result
         if not citation.encrypted_index or not citation.url:
             return None
         wire["url"] = citation.url
         wire["title"] = citation.title
         wire["encrypted_index"] = citation.encrypted_index
         return wire
-    return None
+    if citation.source_index is None or citation.start is None:
+        return None
+    wire[fields["source_index"]] = citation.source_index
+    if "url" in fields:
+        wire[fields["url"]] = citation.url or ""
+    wire[fields["title"]] = citation.title
+    wire[fields["start"]] = citation.start
+    wire[fields["end"]] = citation.end if citation.end is not None else citation.start
+    return wire
 
 
 def call_name(content: dict[str, Any]) -> str:

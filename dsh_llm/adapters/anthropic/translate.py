@@ -30,11 +30,11 @@ Contracts callers may rely on:
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 from typing import Final
 
-from dsh_llm.adapters._wire.translator import WireTranslator
+from dsh_llm.adapters._wire.indexed import IndexedTranslator
+from dsh_llm.adapters._wire.stops import stopped
 from dsh_llm.adapters._wire.values import wire_count
 from dsh_llm.adapters._wire.writer import REASONING
 from dsh_llm.adapters._wire.writer import SERVER_TOOL_CALL
@@ -72,7 +72,6 @@ PAUSE_TURN_CODE: Final = ErrorCode.PAUSE_TURN.value
 
 _STOP_REASONS: Final = frozenset({"end_turn", "stop_sequence", "tool_use"})
 _CUT_REASONS: Final = frozenset({"max_tokens", "model_context_window_exceeded"})
-_IDENTIFIER: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}")
 
 _THINKING: Final = "thinking"
 _REDACTED: Final = "redacted_thinking"
@@ -133,7 +132,7 @@ def _merge(earlier: dict[str, Any], later: dict[str, Any]) -> None:
             earlier[key] = value
 
 
-class MessagesTranslator(WireTranslator[SseEvent]):
+class MessagesTranslator(IndexedTranslator[SseEvent]):
     """Anthropic Messages SSE events in, protocol chunks out, in strict order.
 
     Each wire content block is one item of the writer, opened in the provider's
@@ -165,6 +164,9 @@ class MessagesTranslator(WireTranslator[SseEvent]):
     """
 
     end_marker = "message_stop"
+    index_field = "index"
+    index_name = "content block index"
+    start_event = "content_block_start"
 
     def __init__(
         self,
@@ -177,7 +179,6 @@ class MessagesTranslator(WireTranslator[SseEvent]):
             provider=provider, empty_response_as_stop=empty_response_as_stop
         )
         self._unmarked_cap = unmarked_cap
-        self._blocks: dict[int, Block | object] = {}
         # A tool call whose wire block stopped: it ends at the next event unless
         # that event starts a block repeating its id, which continues it.
         self._held: Block | None = None
@@ -265,14 +266,6 @@ class MessagesTranslator(WireTranslator[SseEvent]):
 
     # -- events ------------------------------------------------------------------------
 
-    def _index(self, payload: dict[str, Any]) -> int:
-        index = payload.get("index")
-        if type(index) is not int or index < 0:
-            raise self.writer.malformed(
-                "a content block index that is not an integer >= 0"
-            )
-        return index
-
     def _message_start(self, payload: dict[str, Any]) -> None:
         message = payload.get("message")
         if type(message) is not dict:
@@ -293,7 +286,12 @@ class MessagesTranslator(WireTranslator[SseEvent]):
             for index, block in enumerate(content):
                 self._start({"index": index, "content_block": block})
                 self._stop({"index": index})
-        reason = message.get("stop_reason")
+        self._keep_stop_reason(message)
+
+    def _keep_stop_reason(self, holder: dict[str, Any]) -> None:
+        """Keep ``holder``'s ``stop_reason`` (``null`` or empty keeps the one
+        before)."""
+        reason = holder.get("stop_reason")
         if reason is not None:
             if type(reason) is not str:
                 raise self.writer.malformed("a stop_reason that is not a string")
@@ -311,11 +309,7 @@ class MessagesTranslator(WireTranslator[SseEvent]):
         _merge(self._usage, usage)
 
     def _start(self, payload: dict[str, Any]) -> None:
-        index = self._index(payload)
-        if index in self._blocks:
-            raise self.writer.malformed(
-                f"a second content_block_start for block {index}"
-            )
+        index = self.new_index(payload)
         content = payload.get("content_block")
         if type(content) is not dict:
             raise self.writer.malformed("a content_block_start without a content block")
@@ -325,22 +319,22 @@ class MessagesTranslator(WireTranslator[SseEvent]):
             self._release()
         block: Block
         if wire_type == TEXT:
-            block = writer.open(TEXT, text=self._string(content, "text"))
+            block = writer.open(TEXT, text=self.string(content, "text"))
             given = content.get("citations")
             if type(given) is list and given:
                 writer.cite(block, self._citations(given))
         elif wire_type == _THINKING:
-            thinking = self._string(content, "thinking")
-            signature = self._string(content, "signature")
+            thinking = self.string(content, "thinking")
+            signature = self.string(content, "signature")
             block = writer.open(REASONING, text=thinking)
             block.replay = signature
         elif wire_type == _REDACTED:
-            data = self._string(content, "data")
+            data = self.string(content, "data")
             block = writer.open(REASONING)
             block.replay = {"type": _REDACTED, "data": data}
         elif wire_type == "tool_use":
-            call_id = self._string(content, "id")
-            name = self._string(content, "name")
+            call_id = self.string(content, "id")
+            name = self.string(content, "name")
             # ``input`` is a placeholder (``{}``) when the input streams; a
             # non-empty one is a whole input sent at once.
             whole = self._whole_input(content.get("input"))
@@ -361,12 +355,12 @@ class MessagesTranslator(WireTranslator[SseEvent]):
             self._server_calls[block] = (content, [])
         elif is_result_type(wire_type):
             self._result(content)
-            self._blocks[index] = _OPAQUE
+            self.blocks[index] = _OPAQUE
             return
         else:
-            self._blocks[index] = _OPAQUE
+            self.blocks[index] = _OPAQUE
             return
-        self._blocks[index] = block
+        self.blocks[index] = block
 
     def _citations(self, given: list[Any]) -> list[Citation]:
         citations = [citation_of(wire) for wire in given]
@@ -374,7 +368,7 @@ class MessagesTranslator(WireTranslator[SseEvent]):
 
     def _result(self, content: dict[str, Any]) -> None:
         """A server tool's result, whole in its ``content_block_start``."""
-        call_id = self._string(content, "tool_use_id")
+        call_id = self.string(content, "tool_use_id")
         wire_type = str(content.get("type"))
         name = self._server_names.get(call_id) or wire_type.removesuffix("_tool_result")
         self.writer.open_whole(result_block(content, name))
@@ -393,7 +387,7 @@ class MessagesTranslator(WireTranslator[SseEvent]):
         else:
             given = content.get("input")
             text = self._whole_input(given) or "{}"
-        call_id = self._string(content, "id")
+        call_id = self.string(content, "id")
         name = call_name(content)
         self._server_names[call_id] = name
         data = {**content, "input": given if given is not None else {}}
@@ -413,7 +407,7 @@ class MessagesTranslator(WireTranslator[SseEvent]):
         self._joined.add(call)
         if whole:
             self.writer.append(call, whole)
-        self._blocks[index] = call
+        self.blocks[index] = call
 
     def _release(self) -> None:
         """End the held tool call: no block continues it.
@@ -440,12 +434,7 @@ class MessagesTranslator(WireTranslator[SseEvent]):
         self.writer.end(call)
 
     def _delta(self, payload: dict[str, Any]) -> None:
-        index = self._index(payload)
-        block = self._blocks.get(index)
-        if block is None:
-            raise self.writer.malformed(
-                f"a delta for block {index}, which never started"
-            )
+        _, block = self.slot(payload, "delta")
         if block is _OPAQUE or block is _STOPPED:
             return
         if self._held is not None:
@@ -461,7 +450,7 @@ class MessagesTranslator(WireTranslator[SseEvent]):
                     f"a signature_delta on a {self._wire_kind(block)} block"
                 )
             # The signature is whole, not a fragment: replace, never append.
-            block.replay = self._string(delta, "signature")
+            block.replay = self.string(delta, "signature")
             return
         expected = _DELTA_KINDS.get(delta_type) if type(delta_type) is str else None
         if expected is None:
@@ -475,12 +464,12 @@ class MessagesTranslator(WireTranslator[SseEvent]):
                 # whole at its stop.
                 if delta_type == "input_json_delta":
                     pieces = self._server_calls[block][1]
-                    pieces.append(self._string(delta, field))
+                    pieces.append(self.string(delta, field))
                 return
             raise self.writer.malformed(
                 f"a {delta_type} on a {self._wire_kind(block)} block"
             )
-        piece = self._string(delta, field)
+        piece = self.string(delta, field)
         if piece:
             self.writer.append(block, piece)
 
@@ -512,16 +501,11 @@ class MessagesTranslator(WireTranslator[SseEvent]):
         return "tool_use" if block.kind is TOOL_CALL else TEXT
 
     def _stop(self, payload: dict[str, Any]) -> None:
-        index = self._index(payload)
-        block = self._blocks.get(index)
-        if block is None:
-            raise self.writer.malformed(
-                f"a content_block_stop for block {index}, never started"
-            )
+        index, block = self.slot(payload, "content_block_stop")
         if block is _OPAQUE or block is _STOPPED:
             return
         assert isinstance(block, Block)
-        self._blocks[index] = _STOPPED
+        self.blocks[index] = _STOPPED
         self._release()
         if block.kind is TOOL_CALL:
             self._held = block
@@ -537,12 +521,7 @@ class MessagesTranslator(WireTranslator[SseEvent]):
                 raise self.writer.malformed(
                     "a message_delta whose delta is not an object"
                 )
-            reason = delta.get("stop_reason")
-            if reason is not None:
-                if type(reason) is not str:
-                    raise self.writer.malformed("a stop_reason that is not a string")
-                if reason:
-                    self._stop_reason = reason
+            self._keep_stop_reason(delta)
             if delta.get("stop_details") is not None:
                 self._stop_details = delta.get("stop_details")
         self._merge_usage(payload.get("usage"))
@@ -588,12 +567,7 @@ class MessagesTranslator(WireTranslator[SseEvent]):
                 "turn back unchanged to continue it",
                 code=PAUSE_TURN_CODE,
             )
-        code = (
-            reason.upper()
-            if _IDENTIFIER.fullmatch(reason)
-            else ErrorCode.UNKNOWN_FINISH_REASON.value
-        )
-        return LlmFailure(message=f"model stopped: {reason[:120]}", code=code)
+        return stopped(reason)
 
     def _refusal_message(self) -> str:
         details = self._stop_details
@@ -620,13 +594,3 @@ class MessagesTranslator(WireTranslator[SseEvent]):
             },
             blocks=tuple(entries),
         )
-
-    # -- checks ------------------------------------------------------------------------
-
-    def _string(self, payload: dict[str, Any], field: str) -> str:
-        value = payload.get(field)
-        if value is None:
-            return ""
-        if type(value) is not str:
-            raise self.writer.malformed(f"a {field} that is not a string")
-        return value

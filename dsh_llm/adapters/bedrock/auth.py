@@ -30,6 +30,7 @@ from __future__ import annotations
 import contextvars
 import logging
 import threading
+from collections.abc import Callable
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -141,36 +142,30 @@ class CredentialChain:
         session = _botocore_session(
             self.profile, package=self._package, hint=self._hint
         )
-        import botocore.exceptions
-
-        failure: LlmError | None = None
-        try:
-            credentials = session.get_credentials()
-        except botocore.exceptions.BotoCoreError as exc:
-            failure = self._failure(
-                f"could not load AWS credentials ({type(exc).__name__})", exc
-            )
-        if failure is not None:
-            raise failure
+        credentials = self._botocore("load", session.get_credentials)
         if credentials is None:
             raise self._failure("found no AWS credentials")
         return credentials
 
     def _snapshot(self, credentials: Any) -> Any:
-        import botocore.exceptions
-
-        failure: LlmError | None = None
-        try:
-            frozen = credentials.get_frozen_credentials()
-        except botocore.exceptions.BotoCoreError as exc:
-            failure = self._failure(
-                f"could not refresh AWS credentials ({type(exc).__name__})", exc
-            )
-        if failure is not None:
-            raise failure
+        frozen = self._botocore("refresh", credentials.get_frozen_credentials)
         if not frozen.access_key or not frozen.secret_key:
             raise self._failure("found incomplete AWS credentials")
         return frozen
+
+    def _botocore(self, action: str, call: Callable[[], Any]) -> Any:
+        """``call()``; a botocore error is ``MISSING_CREDENTIAL``: "could not
+        <action> AWS credentials", raised outside the handler (its cause kept,
+        no context)."""
+        import botocore.exceptions
+
+        try:
+            return call()
+        except botocore.exceptions.BotoCoreError as exc:
+            failure = self._failure(
+                f"could not {action} AWS credentials ({type(exc).__name__})", exc
+            )
+        raise failure
 
     def __repr__(self) -> str:
         return f"CredentialChain(profile={self.profile!r})"

@@ -27,30 +27,25 @@ from __future__ import annotations
 
 import json
 import urllib.parse
-from collections.abc import Iterable
 from collections.abc import Mapping
 from typing import Any
 from typing import Final
 
 from dsh_llm.adapters._wire import extras as request_extras
 from dsh_llm.adapters._wire.extras import AttachmentReader
-from dsh_llm.adapters._wire.extras import breakpoint_ttl
 from dsh_llm.adapters._wire.extras import image_data
 from dsh_llm.adapters._wire.extras import merge_extra_body
 from dsh_llm.adapters._wire.extras import refuse_cache_controls
 from dsh_llm.adapters._wire.extras import refuse_misplaced_images
-from dsh_llm.adapters._wire.history import block_entries
 from dsh_llm.adapters.anthropic.catalog import ThinkingProfile
+from dsh_llm.adapters.anthropic.messages import ClaudeMessages
+from dsh_llm.adapters.anthropic.request import refuse_while_thinking
 from dsh_llm.adapters.anthropic.request import thinking_fields
 from dsh_llm.errors import ErrorCode
 from dsh_llm.errors import LlmError
 from dsh_llm.protocol import CacheBreakpoint
-from dsh_llm.protocol import ContentBlock
 from dsh_llm.protocol import GenerateOptions
 from dsh_llm.protocol import ImageBlock
-from dsh_llm.protocol import Message
-from dsh_llm.protocol import ReasoningBlock
-from dsh_llm.protocol import TextBlock
 from dsh_llm.protocol import ToolCallBlock
 from dsh_llm.protocol import ToolResultBlock
 from dsh_llm.transport.session import stream_headers
@@ -164,9 +159,12 @@ def build_converse_request(
             'in extra_body {"additionalModelRequestFields": {...}}',
             ErrorCode.UNSUPPORTED_REASONING_EFFORT,
         )
-    _check_sampling(options, thinks=thinks, provider=provider)
-    body: dict[str, Any] = {"messages": _turns(options, attachments, provider)}
-    system = _system(options, provider)
+    refuse_while_thinking(options, thinks=thinks, provider=provider, thinker="Claude")
+    content = _ConverseContent(options, attachments=attachments, provider=provider)
+    body: dict[str, Any] = {"messages": content.turns()}
+    system = content.system_blocks()
+    if options.system:
+        system.insert(0, content.text(options.system))
     if system:
         body["system"] = system
     inference: dict[str, Any] = {}
@@ -203,23 +201,6 @@ def build_converse_request(
     return merge_extra_body(body, options)
 
 
-def _check_sampling(options: GenerateOptions, *, thinks: bool, provider: str) -> None:
-    if not thinks:
-        return
-    choice = options.tool_choice
-    if options.tools and choice not in (None, "auto", "none"):
-        raise _refused(
-            f'{provider} rejects tool_choice "{choice}" while Claude thinks; use '
-            'reasoning effort "off" (where the model offers it) or tool_choice "auto"'
-        )
-    if options.temperature is not None:
-        raise _refused(
-            f"{provider} does not accept temperature while Claude thinks; use "
-            'reasoning effort "off" (where the model offers it) or leave '
-            "temperature unset"
-        )
-
-
 def _tool_config(options: GenerateOptions, provider: str) -> dict[str, Any] | None:
     if not options.tools:
         return None
@@ -250,84 +231,6 @@ def _tool_config(options: GenerateOptions, provider: str) -> dict[str, Any] | No
     return config
 
 
-def _text(blocks: Iterable[ContentBlock]) -> str:
-    return "".join(block.text for block in blocks if isinstance(block, TextBlock))
-
-
-def _system(options: GenerateOptions, provider: str) -> list[dict[str, Any]]:
-    blocks: list[dict[str, Any]] = []
-    if options.system:
-        blocks.append({"text": options.system})
-    for position, message in enumerate(options.messages):
-        if message.role != "system":
-            continue
-        text = _text(message.content)
-        if text:
-            blocks.append({"text": text})
-        if message.cache is not None:
-            blocks.append(_cache_point(message.cache, bool(text), provider, position))
-    return blocks
-
-
-def cache_point(
-    breakpoint: CacheBreakpoint, *, provider: str, position: int
-) -> dict[str, Any]:
-    """The ``cachePoint`` block of a message's breakpoint: ``{"cachePoint":
-    {"type": "default"}}``, with ``ttl`` when one is asked for.
-
-    Raises:
-        LlmError: ``UNSUPPORTED_OPTION`` for a lifetime other than 5m or 1h.
-    """
-    point: dict[str, Any] = {"type": "default"}
-    ttl = breakpoint_ttl(breakpoint, provider=provider, position=position)
-    if ttl is not None:
-        point["ttl"] = ttl
-    return {"cachePoint": point}
-
-
-def _cache_point(
-    breakpoint: CacheBreakpoint, sends: bool, provider: str, position: int
-) -> dict[str, Any]:
-    if not sends:
-        raise LlmError(
-            f"{provider} cannot honour the cache breakpoint of message "
-            f"{position}: the message sends no content to end a cached prefix",
-            ErrorCode.UNSUPPORTED_OPTION,
-        )
-    return cache_point(breakpoint, provider=provider, position=position)
-
-
-def _turns(
-    options: GenerateOptions, attachments: AttachmentReader | None, provider: str
-) -> list[dict[str, Any]]:
-    turns: list[dict[str, Any]] = []
-    for position, message in enumerate(options.messages):
-        if message.role == "system":
-            continue
-        if message.role == "assistant":
-            content = _assistant_content(message, options.model, provider)
-        else:
-            content = _user_content(message, attachments, provider)
-        if message.cache is not None:
-            content.append(
-                _cache_point(message.cache, bool(content), provider, position)
-            )
-        if not content:
-            continue
-        if turns and turns[-1]["role"] == message.role:
-            turns[-1]["content"].extend(content)
-        else:
-            turns.append({"role": message.role, "content": content})
-    for turn in turns:
-        content = turn["content"]
-        results = [block for block in content if "toolResult" in block]
-        if turn["role"] == "user" and results and len(results) != len(content):
-            # Tool results go first: Claude rejects a user turn answering
-            # toolUse blocks with anything before its toolResult blocks.
-            turn["content"] = results + [b for b in content if "toolResult" not in b]
-    return turns
-
-
 def image_content(
     block: ImageBlock, store: AttachmentReader | None, *, provider: str
 ) -> dict[str, Any]:
@@ -348,94 +251,59 @@ def image_content(
     return {"image": {"format": wire_format, "source": {"bytes": data}}}
 
 
-def _user_content(
-    message: Message, attachments: AttachmentReader | None, provider: str
-) -> list[dict[str, Any]]:
-    content: list[dict[str, Any]] = []
-    for block in message.content:
-        if isinstance(block, TextBlock):
-            if block.text:
-                content.append({"text": block.text})
-        elif isinstance(block, ImageBlock):
-            content.append(image_content(block, attachments, provider=provider))
-        elif isinstance(block, ToolResultBlock):
-            parts: list[dict[str, Any]] = []
-            for part in block.content:
-                if isinstance(part, ImageBlock):
-                    parts.append(image_content(part, attachments, provider=provider))
-                elif isinstance(part, TextBlock) and part.text:
-                    parts.append({"text": part.text})
-            result: dict[str, Any] = {"toolUseId": block.tool_call_id, "content": parts}
-            if block.is_error:
-                result["status"] = "error"
-            content.append({"toolResult": result})
-    return content
+class _ConverseContent(ClaudeMessages):
+    """Claude's blocks as Converse takes them."""
 
+    wire_family = WIRE_FAMILY
+    thinking_entry = REASONING_TEXT
+    redacted_entry = REDACTED_CONTENT
 
-def _replay_entries(message: Message, model: str) -> tuple[Any, ...] | None:
-    """The per-block replay entries of a message this family produced for
-    ``model`` (a reasoning signature is bound to it), else ``None``."""
-    return block_entries(message, WIRE_FAMILY, model=model)
+    def text(self, text: str) -> dict[str, Any]:
+        return {"text": text}
 
+    def image(self, block: ImageBlock) -> dict[str, Any]:
+        return image_content(block, self.attachments, provider=self.provider)
 
-def _assistant_content(
-    message: Message, model: str, provider: str
-) -> list[dict[str, Any]]:
-    entries = _replay_entries(message, model) or (None,) * len(message.content)
-    content: list[dict[str, Any]] = []
-    for block, entry in zip(message.content, entries, strict=True):
-        if isinstance(block, TextBlock):
-            if block.text:
-                content.append({"text": block.text})
-        elif isinstance(block, ReasoningBlock):
-            replayed = _replayed_reasoning(block, entry)
-            if replayed is not None:
-                content.append({"reasoningContent": replayed})
-        elif isinstance(block, ToolCallBlock):
-            content.append(
-                {
-                    "toolUse": {
-                        "toolUseId": block.id,
-                        "name": block.name,
-                        "input": _tool_input(block, provider),
-                    }
-                }
+    def tool_result(self, block: ToolResultBlock) -> dict[str, Any]:
+        """Its text and images as ``content`` blocks; an error ``status``."""
+        result: dict[str, Any] = {
+            "toolUseId": block.tool_call_id,
+            "content": self.result_parts(block),
+        }
+        if block.is_error:
+            result["status"] = "error"
+        return {"toolResult": result}
+
+    def is_tool_result(self, block: dict[str, Any]) -> bool:
+        return "toolResult" in block
+
+    def tool_call(
+        self, block: ToolCallBlock, arguments: dict[str, Any]
+    ) -> dict[str, Any]:
+        return {
+            "toolUse": {"toolUseId": block.id, "name": block.name, "input": arguments}
+        }
+
+    def thinking(self, text: str, signature: str) -> dict[str, Any]:
+        return {
+            "reasoningContent": {
+                "reasoningText": {"text": text, "signature": signature}
+            }
+        }
+
+    def redacted(self, data: str) -> dict[str, Any]:
+        return {"reasoningContent": {"redactedContent": data}}
+
+    def mark(
+        self, content: list[dict[str, Any]], breakpoint: CacheBreakpoint, position: int
+    ) -> None:
+        """A ``cachePoint`` block after ``content``."""
+        if not content:
+            raise LlmError(
+                f"{self.provider} cannot honour the cache breakpoint of message "
+                f"{position}: the message sends no content to end a cached prefix",
+                ErrorCode.UNSUPPORTED_OPTION,
             )
-    return content
-
-
-def _replayed_reasoning(block: ReasoningBlock, entry: Any) -> dict[str, Any] | None:
-    if not isinstance(entry, dict):
-        return None
-    kind = entry.get("type")
-    if kind == REASONING_TEXT:
-        signature = entry.get("signature")
-        if isinstance(signature, str) and signature:
-            return {"reasoningText": {"text": block.text, "signature": signature}}
-    elif kind == REDACTED_CONTENT:
-        data = entry.get("data")
-        if isinstance(data, str) and data:
-            return {"redactedContent": data}
-    return None
-
-
-def _tool_input(block: ToolCallBlock, provider: str) -> dict[str, Any]:
-    raw = block.arguments
-    if not raw.strip():
-        return {}
-    try:
-        value = json.loads(raw)
-    except (ValueError, RecursionError) as exc:
-        raise LlmError(
-            f'{provider} needs tool call "{block.id}" ({block.name}) to have JSON '
-            "arguments; its arguments are not valid JSON",
-            ErrorCode.INVALID_REQUEST,
-            cause=exc,
-        ) from exc
-    if not isinstance(value, dict):
-        raise LlmError(
-            f'{provider} needs tool call "{block.id}" ({block.name}) to have a JSON '
-            f"object as arguments, got a {type(value).__name__}",
-            ErrorCode.INVALID_REQUEST,
+        content.append(
+            {"cachePoint": self.cache_marker("default", breakpoint, position)}
         )
-    return value

@@ -30,11 +30,11 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-import re
 from typing import Any
 from typing import Final
 
-from dsh_llm.adapters._wire.translator import WireTranslator
+from dsh_llm.adapters._wire.indexed import IndexedTranslator
+from dsh_llm.adapters._wire.stops import stopped
 from dsh_llm.adapters._wire.values import wire_count
 from dsh_llm.adapters._wire.writer import REASONING
 from dsh_llm.adapters._wire.writer import TEXT
@@ -64,7 +64,11 @@ GUARDRAIL_CODE: Final = "GUARDRAIL_INTERVENED"
 
 _STOP_REASONS: Final = frozenset({"end_turn", "stop_sequence", "tool_use"})
 _CUT_REASONS: Final = frozenset({"max_tokens", "model_context_window_exceeded"})
-_IDENTIFIER: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}")
+_CODES: Final = {
+    "content_filtered": CONTENT_FILTER_CODE,
+    "guardrail_intervened": GUARDRAIL_CODE,
+}
+"""The stop reasons with a code of their own (another's is upper-cased)."""
 _OPAQUE: Final = object()
 """A block the protocol has no place for (server tool uses and results, images):
 tracked by index so its deltas are recognised, never emitted."""
@@ -85,7 +89,7 @@ def map_usage(usage: dict[str, Any]) -> TokenUsage:
     )
 
 
-class ConverseStreamTranslator(WireTranslator[EventMessage]):
+class ConverseStreamTranslator(IndexedTranslator[EventMessage]):
     """ConverseStream frames in, protocol chunks out, in strict order.
 
     The successful finish (``stop``, ``tool-calls``, ``max-tokens``) carries a
@@ -102,6 +106,9 @@ class ConverseStreamTranslator(WireTranslator[EventMessage]):
     """
 
     end_marker = "its metadata event"
+    index_field = "contentBlockIndex"
+    index_name = "contentBlockIndex"
+    start_event = "contentBlockStart"
 
     def __init__(
         self,
@@ -114,7 +121,6 @@ class ConverseStreamTranslator(WireTranslator[EventMessage]):
             provider=provider, empty_response_as_stop=empty_response_as_stop
         )
         self._model = model
-        self._blocks: dict[int, Block | object] = {}
         # Redacted reasoning arrives as base64 blobs; their bytes are joined.
         self._redacted: dict[int, bytearray] = {}
         self._stop_reason: str | None = None
@@ -181,25 +187,13 @@ class ConverseStreamTranslator(WireTranslator[EventMessage]):
 
     # -- events ------------------------------------------------------------------------
 
-    def _index(self, payload: dict[str, Any]) -> int:
-        index = payload.get("contentBlockIndex")
-        if type(index) is not int or index < 0:
-            raise self.writer.malformed(
-                "a contentBlockIndex that is not an integer >= 0"
-            )
-        return index
-
     def _message_start(self, payload: dict[str, Any]) -> None:
         role = payload.get("role")
         if role is not None and role != "assistant":
             raise self.writer.malformed(f"a messageStart for the role {role!r}")
 
     def _start(self, payload: dict[str, Any]) -> None:
-        index = self._index(payload)
-        if index in self._blocks:
-            raise self.writer.malformed(
-                f"a contentBlockStart for block {index}, which already began"
-            )
+        index = self.new_index(payload)
         start = payload.get("start")
         if type(start) is not dict:
             raise self.writer.malformed("a contentBlockStart without a start object")
@@ -208,24 +202,23 @@ class ConverseStreamTranslator(WireTranslator[EventMessage]):
             raise self.writer.malformed("a toolUse start that is not an object")
         if tool is None or tool.get("type") == "server_tool_use":
             # A server-side tool, its result or an image: no place in the protocol.
-            self._blocks[index] = _OPAQUE
+            self.blocks[index] = _OPAQUE
             return
-        self._blocks[index] = self.writer.open(
+        self.blocks[index] = self.writer.open(
             TOOL_CALL,
-            call_id=self._string(tool, "toolUseId"),
-            name=self._string(tool, "name"),
+            call_id=self.string(tool, "toolUseId"),
+            name=self.string(tool, "name"),
         )
 
     def _delta(self, payload: dict[str, Any]) -> None:
-        index = self._index(payload)
+        index, block = self.slot(payload)
         delta = payload.get("delta")
         if type(delta) is not dict:
             raise self.writer.malformed("a contentBlockDelta without a delta object")
-        block = self._blocks.get(index)
         if block is _OPAQUE:
             return
         if "text" in delta:
-            piece = self._string(delta, "text")
+            piece = self.string(delta, "text")
             self._extend(index, block, TEXT, piece)
         elif "toolUse" in delta:
             tool = delta["toolUse"]
@@ -235,14 +228,14 @@ class ConverseStreamTranslator(WireTranslator[EventMessage]):
                 raise self.writer.malformed(
                     f"a toolUse delta for block {index}, which never started"
                 )
-            self._extend(index, block, TOOL_CALL, self._string(tool, "input"))
+            self._extend(index, block, TOOL_CALL, self.string(tool, "input"))
         elif "reasoningContent" in delta:
             self._reasoning(index, block, delta["reasoningContent"])
         elif "citation" in delta:
             citation = converse_citation(delta["citation"])
             if citation is not None:
                 self._extend(index, block, TEXT, "")
-                cited = self._blocks[index]
+                cited = self.blocks[index]
                 assert isinstance(cited, Block)
                 self.writer.cite(cited, (citation,))
 
@@ -251,8 +244,8 @@ class ConverseStreamTranslator(WireTranslator[EventMessage]):
         if block is None:
             if kind == TOOL_CALL:
                 raise writer.malformed(f"a delta for block {index}, never started")
-            self._blocks[index] = writer.open(TEXT if kind == TEXT else REASONING)
-            block = self._blocks[index]
+            self.blocks[index] = writer.open(TEXT if kind == TEXT else REASONING)
+            block = self.blocks[index]
         assert isinstance(block, Block)
         if block.kind != kind or index in self._redacted:
             raise writer.malformed(
@@ -276,12 +269,12 @@ class ConverseStreamTranslator(WireTranslator[EventMessage]):
             self._redacted_delta(index, block, value)
             return
         if "text" in value:
-            self._extend(index, block, REASONING, self._string(value, "text"))
-            block = self._blocks[index]
+            self._extend(index, block, REASONING, self.string(value, "text"))
+            block = self.blocks[index]
         if "signature" in value:
             if block is None:
                 self._extend(index, None, REASONING, "")
-                block = self._blocks[index]
+                block = self.blocks[index]
             assert isinstance(block, Block)
             if block.kind != REASONING or index in self._redacted:
                 raise self.writer.malformed(
@@ -290,11 +283,11 @@ class ConverseStreamTranslator(WireTranslator[EventMessage]):
             # The signature is whole, not a fragment: replace, never append.
             block.replay = {
                 "type": REASONING_TEXT,
-                "signature": self._string(value, "signature"),
+                "signature": self.string(value, "signature"),
             }
 
     def _redacted_delta(self, index: int, block: object, value: dict[str, Any]) -> None:
-        data = self._string(value, "redactedContent")
+        data = self.string(value, "redactedContent")
         try:
             raw = base64.b64decode(data, validate=True)
         except (binascii.Error, ValueError):
@@ -303,7 +296,7 @@ class ConverseStreamTranslator(WireTranslator[EventMessage]):
             ) from None
         if block is None:
             block = self.writer.open(REASONING)
-            self._blocks[index] = block
+            self.blocks[index] = block
             self._redacted[index] = bytearray()
         assert isinstance(block, Block)
         if index not in self._redacted or block.ended:
@@ -318,11 +311,10 @@ class ConverseStreamTranslator(WireTranslator[EventMessage]):
         }
 
     def _stop(self, payload: dict[str, Any]) -> None:
-        index = self._index(payload)
-        block = self._blocks.get(index)
+        index, block = self.slot(payload)
         if block is None:
             # A block that never had a delta: an empty text block, nothing to end.
-            self._blocks[index] = _OPAQUE
+            self.blocks[index] = _OPAQUE
         elif block is not _OPAQUE:
             assert isinstance(block, Block)
             self.writer.end(block)
@@ -373,31 +365,13 @@ class ConverseStreamTranslator(WireTranslator[EventMessage]):
 
     @staticmethod
     def _failure(reason: str) -> LlmFailure:
-        if reason == "content_filtered":
-            code = CONTENT_FILTER_CODE
-        elif reason == "guardrail_intervened":
-            code = GUARDRAIL_CODE
-        elif _IDENTIFIER.fullmatch(reason):
-            code = reason.upper()
-        else:
-            code = ErrorCode.UNKNOWN_FINISH_REASON.value
-        return LlmFailure(message=f"model stopped: {reason[:120]}", code=code)
+        return stopped(reason, _CODES.get(reason))
 
     def _replay_state(self) -> ReplayEnvelope:
         return ReplayEnvelope(
             response={"wire": WIRE_FAMILY, "model": self._model},
             blocks=tuple(block.replay for block in self.writer.emitted),
         )
-
-    # -- checks ------------------------------------------------------------------------
-
-    def _string(self, payload: dict[str, Any], field: str) -> str:
-        value = payload.get(field)
-        if value is None:
-            return ""
-        if type(value) is not str:
-            raise self.writer.malformed(f"a {field} that is not a string")
-        return value
 
 
 _LOCATIONS: Final = {
