@@ -41,14 +41,13 @@ import attrs
 
 from dsh_llm.adapter import LlmModelReasoningInfo
 from dsh_llm.adapter import LlmResolvedModelInfo
-from dsh_llm.adapters._wire.adapter import WireAdapter
+from dsh_llm.adapters._wire.adapter import ServerAdapter
 from dsh_llm.adapters._wire.config import AdapterConfig
 from dsh_llm.adapters._wire.config import AdapterConfigError
 from dsh_llm.adapters._wire.config import CatalogLookup
 from dsh_llm.adapters._wire.config import CatalogModel
 from dsh_llm.adapters._wire.config import adapter_field_order
 from dsh_llm.adapters._wire.config import api_root_url
-from dsh_llm.adapters._wire.config import config_from_options
 from dsh_llm.adapters._wire.config import model_catalog
 from dsh_llm.adapters._wire.extras import RESERVED_HEADER_NAMES
 from dsh_llm.adapters._wire.family import Endpoint
@@ -433,7 +432,7 @@ FAMILY: Final = WireFamily(
 """Any OpenAI-compatible chat-completions server, as a wire family."""
 
 
-class OpenAICompatAdapter(WireAdapter[OpenAICompatConfig]):
+class OpenAICompatAdapter(ServerAdapter[OpenAICompatConfig]):
     """Streams chat completions from an OpenAI-compatible server (see the module
     docstring).
 
@@ -461,19 +460,6 @@ class OpenAICompatAdapter(WireAdapter[OpenAICompatConfig]):
     """
 
     family = FAMILY
-
-    def __init__(
-        self,
-        base_url: str | None = None,
-        *,
-        api_key: str | Secret | None = None,
-        environ: Mapping[str, str] | None = None,
-        **options: Any,
-    ) -> None:
-        if base_url is not None:
-            options = {"base_url": base_url, **options}
-        config = config_from_options(OpenAICompatConfig, options)
-        self._setup(config, api_key=api_key, environ=environ)
 
     @classmethod
     def for_service(
