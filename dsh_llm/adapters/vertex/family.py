@@ -59,8 +59,8 @@ from dsh_llm.adapters.gemini.catalog import EFFORT_BUDGETS
 from dsh_llm.adapters.gemini.catalog import EFFORT_LEVELS
 from dsh_llm.adapters.gemini.catalog import model_for
 from dsh_llm.adapters.gemini.catalog import reasoning_info
+from dsh_llm.adapters.gemini.family import gemini_translator
 from dsh_llm.adapters.gemini.family import generate_body
-from dsh_llm.adapters.gemini.translate import GeminiTranslator
 from dsh_llm.adapters.vertex.auth import GoogleCredentials
 from dsh_llm.adapters.vertex.catalog import ANTHROPIC
 from dsh_llm.adapters.vertex.catalog import DEFAULT_MODELS
@@ -75,7 +75,6 @@ from dsh_llm.adapters.vertex.request import GLOBAL_LOCATION
 from dsh_llm.adapters.vertex.request import model_url
 from dsh_llm.adapters.vertex.request import public_base_url
 from dsh_llm.adapters.vertex.request import vertex_messages_body
-from dsh_llm.attachments import AttachmentStore
 from dsh_llm.config import RAW_METADATA
 from dsh_llm.config import check_non_empty_str
 from dsh_llm.config import check_one_of
@@ -381,14 +380,7 @@ def _translator(call: WireCall[VertexConfig, VertexProfile]) -> EventTranslator[
             provider=call.provider,
             empty_response_as_stop=call.config.empty_response_as_stop,
         )
-    # The images a Gemini model returns go to the adapter's store when it can
-    # keep them (a reader without put only serves the images sent).
-    store = call.attachments
-    return GeminiTranslator(
-        provider=call.provider,
-        attachments=store if isinstance(store, AttachmentStore) else None,
-        empty_response_as_stop=call.config.empty_response_as_stop,
-    )
+    return gemini_translator(call)
 
 
 def _describe(config: VertexConfig, endpoint: Endpoint[VertexProfile]) -> str:
