@@ -73,7 +73,6 @@ from dsh_llm.config import check_bool
 from dsh_llm.config import check_non_empty_str
 from dsh_llm.config import check_one_of
 from dsh_llm.config import field_error
-from dsh_llm.credentials import Secret
 from dsh_llm.errors import ErrorCode
 from dsh_llm.errors import LlmError
 from dsh_llm.transport.call import url_repr
@@ -462,21 +461,15 @@ class OpenAICompatAdapter(ServerAdapter[OpenAICompatConfig]):
     family = FAMILY
 
     @classmethod
-    def for_service(
-        cls,
-        service: str,
-        *,
-        api_key: str | Secret | None = None,
-        environ: Mapping[str, str] | None = None,
-        **options: Any,
-    ) -> Self:
+    def for_service(cls, service: str, **options: Any) -> Self:
         """An adapter for the hosted service ``service`` (``SERVICE_NAMES``):
         ``OpenAICompatAdapter(service=service, **options)``; the keyword
-        arguments override the profile's (``base_url`` for a proxy,
+        arguments are the constructor's (``api_key``, ``environ``, and the
+        config fields, which override the profile's: ``base_url`` for a proxy,
         ``api_key_env``, ``models``...).
 
         Raises:
             AdapterConfigError: keyed ``service`` for an unknown name, or for an
                 invalid option.
         """
-        return cls(service=service, api_key=api_key, environ=environ, **options)
+        return cls(service=service, **options)
