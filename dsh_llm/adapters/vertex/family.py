@@ -39,6 +39,7 @@ from dsh_llm.adapters._wire.config import RootRule
 from dsh_llm.adapters._wire.config import adapter_field_order
 from dsh_llm.adapters._wire.config import api_key_env_field
 from dsh_llm.adapters._wire.config import model_catalog
+from dsh_llm.adapters._wire.config import reasoning_effort_field
 from dsh_llm.adapters._wire.extras import request_headers
 from dsh_llm.adapters._wire.family import Endpoint
 from dsh_llm.adapters._wire.family import WireCall
@@ -77,7 +78,6 @@ from dsh_llm.adapters.vertex.request import public_base_url
 from dsh_llm.adapters.vertex.request import vertex_messages_body
 from dsh_llm.config import RAW_METADATA
 from dsh_llm.config import check_non_empty_str
-from dsh_llm.config import check_one_of
 from dsh_llm.config import field_error
 from dsh_llm.errors import ErrorCode
 from dsh_llm.errors import LlmError
@@ -162,10 +162,7 @@ class VertexConfig(AdapterConfig, CatalogLookup[VertexModel]):
     token is sent instead of the Google credentials'."""
     base_url: str | None = ROOT_RULE.field()
     """API root (default: the location's endpoint); must not end in ``/v1``."""
-    reasoning_effort: str | None = attrs.field(
-        default=None,
-        validator=attrs.validators.optional(check_one_of(*REASONING_EFFORTS)),
-    )
+    reasoning_effort: str | None = reasoning_effort_field(REASONING_EFFORTS)
     """Default effort when a request names none, sent to the models that offer
     it (the others use their own default)."""
     models: tuple[VertexModel, ...] = attrs.field(
