@@ -38,6 +38,7 @@ from dsh_llm.adapters._wire.config import CatalogModel
 from dsh_llm.adapters._wire.config import adapter_field_order
 from dsh_llm.adapters._wire.config import api_key_env_field
 from dsh_llm.adapters._wire.config import model_catalog
+from dsh_llm.adapters._wire.config import reasoning_effort_field
 from dsh_llm.adapters._wire.family import Endpoint
 from dsh_llm.adapters._wire.family import WireCall
 from dsh_llm.adapters._wire.family import WireFamily
@@ -158,9 +159,8 @@ class DeepSeekConfig(AdapterConfig, CatalogLookup[CatalogModel]):
         validator=attrs.validators.optional(check_one_of("enabled", "disabled")),
     )
     """Deployment thinking mode; ``disabled`` allows only effort ``off``."""
-    reasoning_effort: Literal["off", "low", "high", "max"] | None = attrs.field(
-        default=None,
-        validator=attrs.validators.optional(check_one_of(*REASONING_EFFORTS)),
+    reasoning_effort: Literal["off", "low", "high", "max"] | None = (
+        reasoning_effort_field(REASONING_EFFORTS)
     )
     """Default effort (unset: ``high`` is advertised as the default)."""
     max_tokens: int = attrs.field(

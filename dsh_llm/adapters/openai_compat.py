@@ -41,14 +41,13 @@ import attrs
 
 from dsh_llm.adapter import LlmModelReasoningInfo
 from dsh_llm.adapter import LlmResolvedModelInfo
-from dsh_llm.adapters._wire.adapter import WireAdapter
+from dsh_llm.adapters._wire.adapter import ServerAdapter
 from dsh_llm.adapters._wire.config import AdapterConfig
 from dsh_llm.adapters._wire.config import AdapterConfigError
 from dsh_llm.adapters._wire.config import CatalogLookup
 from dsh_llm.adapters._wire.config import CatalogModel
 from dsh_llm.adapters._wire.config import adapter_field_order
 from dsh_llm.adapters._wire.config import api_root_url
-from dsh_llm.adapters._wire.config import config_from_options
 from dsh_llm.adapters._wire.config import model_catalog
 from dsh_llm.adapters._wire.extras import RESERVED_HEADER_NAMES
 from dsh_llm.adapters._wire.family import Endpoint
@@ -74,7 +73,6 @@ from dsh_llm.config import check_bool
 from dsh_llm.config import check_non_empty_str
 from dsh_llm.config import check_one_of
 from dsh_llm.config import field_error
-from dsh_llm.credentials import Secret
 from dsh_llm.errors import ErrorCode
 from dsh_llm.errors import LlmError
 from dsh_llm.transport.call import url_repr
@@ -433,7 +431,7 @@ FAMILY: Final = WireFamily(
 """Any OpenAI-compatible chat-completions server, as a wire family."""
 
 
-class OpenAICompatAdapter(WireAdapter[OpenAICompatConfig]):
+class OpenAICompatAdapter(ServerAdapter[OpenAICompatConfig]):
     """Streams chat completions from an OpenAI-compatible server (see the module
     docstring).
 
@@ -462,35 +460,16 @@ class OpenAICompatAdapter(WireAdapter[OpenAICompatConfig]):
 
     family = FAMILY
 
-    def __init__(
-        self,
-        base_url: str | None = None,
-        *,
-        api_key: str | Secret | None = None,
-        environ: Mapping[str, str] | None = None,
-        **options: Any,
-    ) -> None:
-        if base_url is not None:
-            options = {"base_url": base_url, **options}
-        config = config_from_options(OpenAICompatConfig, options)
-        self._setup(config, api_key=api_key, environ=environ)
-
     @classmethod
-    def for_service(
-        cls,
-        service: str,
-        *,
-        api_key: str | Secret | None = None,
-        environ: Mapping[str, str] | None = None,
-        **options: Any,
-    ) -> Self:
+    def for_service(cls, service: str, **options: Any) -> Self:
         """An adapter for the hosted service ``service`` (``SERVICE_NAMES``):
         ``OpenAICompatAdapter(service=service, **options)``; the keyword
-        arguments override the profile's (``base_url`` for a proxy,
+        arguments are the constructor's (``api_key``, ``environ``, and the
+        config fields, which override the profile's: ``base_url`` for a proxy,
         ``api_key_env``, ``models``...).
 
         Raises:
             AdapterConfigError: keyed ``service`` for an unknown name, or for an
                 invalid option.
         """
-        return cls(service=service, api_key=api_key, environ=environ, **options)
+        return cls(service=service, **options)

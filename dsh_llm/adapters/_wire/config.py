@@ -12,7 +12,8 @@
   ``RootRule`` applies it for a family (the check of its config's ``base_url``,
   ``field``), ``BaseUrlRule`` also finds the root in force (the config's, else
   an environment variable's, else the public one).
-- ``api_key_env_field``: the ``api_key_env`` field every keyed config declares.
+- ``api_key_env_field``: the ``api_key_env`` field every keyed config declares;
+  ``reasoning_effort_field``: the optional default effort of a fixed set.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from dsh_llm.config import ConfigError
 from dsh_llm.config import PluginConfigError
 from dsh_llm.config import check_bool
 from dsh_llm.config import check_non_empty_str
+from dsh_llm.config import check_one_of
 from dsh_llm.config import check_optional_str
 from dsh_llm.config import check_optional_timeout
 from dsh_llm.config import check_positive_int
@@ -205,6 +207,15 @@ def api_key_env_field(default: str | None) -> Any:
             default=None, validator=attrs.validators.optional(check_non_empty_str)
         )
     return attrs.field(default=default, validator=check_non_empty_str)
+
+
+def reasoning_effort_field(efforts: Sequence[str]) -> Any:
+    """A config's ``reasoning_effort`` field (config key ``reasoningEffort``):
+    the default effort of a request that names none, one of ``efforts``, or
+    ``None`` (unset)."""
+    return attrs.field(
+        default=None, validator=attrs.validators.optional(check_one_of(*efforts))
+    )
 
 
 def adapter_field_order(

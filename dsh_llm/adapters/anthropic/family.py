@@ -33,6 +33,7 @@ from dsh_llm.adapters._wire.config import adapter_field_order
 from dsh_llm.adapters._wire.config import api_key_env_field
 from dsh_llm.adapters._wire.config import endpoint_url
 from dsh_llm.adapters._wire.config import model_catalog
+from dsh_llm.adapters._wire.config import reasoning_effort_field
 from dsh_llm.adapters._wire.family import Endpoint
 from dsh_llm.adapters._wire.family import TokenCountRequest
 from dsh_llm.adapters._wire.family import WireCall
@@ -51,7 +52,6 @@ from dsh_llm.adapters.anthropic.translate import MessagesTranslator
 from dsh_llm.config import RAW_METADATA
 from dsh_llm.config import check_bool
 from dsh_llm.config import check_non_empty_str
-from dsh_llm.config import check_one_of
 from dsh_llm.config import check_positive_int
 from dsh_llm.config import check_safe_positive_int
 from dsh_llm.config import field_error
@@ -180,10 +180,7 @@ class AnthropicConfig(AdapterConfig, CatalogLookup[CatalogModel]):
         default=(), converter=_beta, validator=_check_beta
     )
     """``anthropic-beta`` features to send (none by default)."""
-    reasoning_effort: str | None = attrs.field(
-        default=None,
-        validator=attrs.validators.optional(check_one_of(*REASONING_EFFORTS)),
-    )
+    reasoning_effort: str | None = reasoning_effort_field(REASONING_EFFORTS)
     """Default effort when a request names none (unset: the model's default)."""
     max_tokens: int = attrs.field(
         default=DEFAULT_MAX_TOKENS, validator=check_safe_positive_int

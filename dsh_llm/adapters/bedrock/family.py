@@ -40,6 +40,7 @@ from dsh_llm.adapters._wire.config import api_key_env_field
 from dsh_llm.adapters._wire.config import catalog_entry
 from dsh_llm.adapters._wire.config import endpoint_url
 from dsh_llm.adapters._wire.config import model_catalog
+from dsh_llm.adapters._wire.config import reasoning_effort_field
 from dsh_llm.adapters._wire.family import Endpoint
 from dsh_llm.adapters._wire.family import TokenCountRequest
 from dsh_llm.adapters._wire.family import WireCall
@@ -63,7 +64,6 @@ from dsh_llm.adapters.bedrock.request import request_headers
 from dsh_llm.adapters.bedrock.translate import ConverseStreamTranslator
 from dsh_llm.config import RAW_METADATA
 from dsh_llm.config import check_non_empty_str
-from dsh_llm.config import check_one_of
 from dsh_llm.config import check_positive_int
 from dsh_llm.config import check_safe_positive_int
 from dsh_llm.config import field_error
@@ -146,10 +146,7 @@ class BedrockConfig(AdapterConfig):
     is sent as a bearer token instead of signing."""
     base_url: str | None = ROOT_RULE.field()
     """API root (default: the region's Bedrock Runtime endpoint)."""
-    reasoning_effort: str | None = attrs.field(
-        default=None,
-        validator=attrs.validators.optional(check_one_of(*REASONING_EFFORTS)),
-    )
+    reasoning_effort: str | None = reasoning_effort_field(REASONING_EFFORTS)
     """Default effort of Claude models when a request names none."""
     max_tokens: int | None = attrs.field(
         default=None, validator=attrs.validators.optional(check_safe_positive_int)

@@ -214,9 +214,11 @@ def _count_tokens(call: WireCall[GeminiConfig, None]) -> TokenCountRequest:
     )
 
 
-def _translator(call: WireCall[GeminiConfig, None]) -> GeminiTranslator:
-    # The images a model returns go to the adapter's store when it can keep
-    # them (a reader without put only serves the images sent).
+def gemini_translator(call: WireCall[Any, Any]) -> GeminiTranslator:
+    """``call``'s translator: the images a model returns go to the adapter's
+    store when it can keep them (a reader without ``put`` only serves the
+    images sent), and a call id it makes never repeats one the conversation
+    holds. Vertex AI's Google publisher streams the same events."""
     store = call.attachments
     return GeminiTranslator(
         provider=call.provider,
@@ -231,7 +233,7 @@ FAMILY: Final = WireFamily(
     config_class=GeminiConfig,
     endpoint=root_endpoint(BASE_URL_RULE, DISPLAY_NAME, None),
     request=_request,
-    translator=_translator,
+    translator=gemini_translator,
     model_info=model_info,
     classify_error=gemini_http_error,
     route=PROVIDER_ROUTE,

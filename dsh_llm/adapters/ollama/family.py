@@ -36,6 +36,7 @@ from dsh_llm.adapters._wire.config import adapter_field_order
 from dsh_llm.adapters._wire.config import api_key_env_field
 from dsh_llm.adapters._wire.config import endpoint_url
 from dsh_llm.adapters._wire.config import model_catalog
+from dsh_llm.adapters._wire.config import reasoning_effort_field
 from dsh_llm.adapters._wire.extras import request_headers
 from dsh_llm.adapters._wire.family import Endpoint
 from dsh_llm.adapters._wire.family import ServerAccess
@@ -52,7 +53,6 @@ from dsh_llm.adapters.ollama.request import KeepAlive
 from dsh_llm.adapters.ollama.request import build_chat_request
 from dsh_llm.adapters.ollama.translate import OllamaTranslator
 from dsh_llm.config import RAW_METADATA
-from dsh_llm.config import check_one_of
 from dsh_llm.config import field_error
 from dsh_llm.errors import ErrorCode
 from dsh_llm.errors import LlmError
@@ -125,10 +125,7 @@ class OllamaConfig(AdapterConfig, CatalogLookup[CatalogModel]):
     )
     """How long the server keeps the model loaded after a call (``"5m"``, seconds;
     ``None``: the server's default)."""
-    reasoning_effort: str | None = attrs.field(
-        default=None,
-        validator=attrs.validators.optional(check_one_of(*REASONING_EFFORTS)),
-    )
+    reasoning_effort: str | None = reasoning_effort_field(REASONING_EFFORTS)
     """Default effort when a request names none (``None``: the model's)."""
     models: tuple[CatalogModel, ...] | None = attrs.field(
         default=None, converter=_models, metadata={RAW_METADATA: True}

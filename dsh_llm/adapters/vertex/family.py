@@ -39,6 +39,7 @@ from dsh_llm.adapters._wire.config import RootRule
 from dsh_llm.adapters._wire.config import adapter_field_order
 from dsh_llm.adapters._wire.config import api_key_env_field
 from dsh_llm.adapters._wire.config import model_catalog
+from dsh_llm.adapters._wire.config import reasoning_effort_field
 from dsh_llm.adapters._wire.extras import request_headers
 from dsh_llm.adapters._wire.family import Endpoint
 from dsh_llm.adapters._wire.family import WireCall
@@ -59,8 +60,8 @@ from dsh_llm.adapters.gemini.catalog import EFFORT_BUDGETS
 from dsh_llm.adapters.gemini.catalog import EFFORT_LEVELS
 from dsh_llm.adapters.gemini.catalog import model_for
 from dsh_llm.adapters.gemini.catalog import reasoning_info
+from dsh_llm.adapters.gemini.family import gemini_translator
 from dsh_llm.adapters.gemini.family import generate_body
-from dsh_llm.adapters.gemini.translate import GeminiTranslator
 from dsh_llm.adapters.vertex.auth import GoogleCredentials
 from dsh_llm.adapters.vertex.catalog import ANTHROPIC
 from dsh_llm.adapters.vertex.catalog import DEFAULT_MODELS
@@ -75,10 +76,8 @@ from dsh_llm.adapters.vertex.request import GLOBAL_LOCATION
 from dsh_llm.adapters.vertex.request import model_url
 from dsh_llm.adapters.vertex.request import public_base_url
 from dsh_llm.adapters.vertex.request import vertex_messages_body
-from dsh_llm.attachments import AttachmentStore
 from dsh_llm.config import RAW_METADATA
 from dsh_llm.config import check_non_empty_str
-from dsh_llm.config import check_one_of
 from dsh_llm.config import field_error
 from dsh_llm.errors import ErrorCode
 from dsh_llm.errors import LlmError
@@ -163,10 +162,7 @@ class VertexConfig(AdapterConfig, CatalogLookup[VertexModel]):
     token is sent instead of the Google credentials'."""
     base_url: str | None = ROOT_RULE.field()
     """API root (default: the location's endpoint); must not end in ``/v1``."""
-    reasoning_effort: str | None = attrs.field(
-        default=None,
-        validator=attrs.validators.optional(check_one_of(*REASONING_EFFORTS)),
-    )
+    reasoning_effort: str | None = reasoning_effort_field(REASONING_EFFORTS)
     """Default effort when a request names none, sent to the models that offer
     it (the others use their own default)."""
     models: tuple[VertexModel, ...] = attrs.field(
@@ -381,14 +377,7 @@ def _translator(call: WireCall[VertexConfig, VertexProfile]) -> EventTranslator[
             provider=call.provider,
             empty_response_as_stop=call.config.empty_response_as_stop,
         )
-    # The images a Gemini model returns go to the adapter's store when it can
-    # keep them (a reader without put only serves the images sent).
-    store = call.attachments
-    return GeminiTranslator(
-        provider=call.provider,
-        attachments=store if isinstance(store, AttachmentStore) else None,
-        empty_response_as_stop=call.config.empty_response_as_stop,
-    )
+    return gemini_translator(call)
 
 
 def _describe(config: VertexConfig, endpoint: Endpoint[VertexProfile]) -> str:

@@ -26,6 +26,7 @@ from dsh_llm.errors import ErrorCode
 from dsh_llm.errors import LlmError
 from dsh_llm.protocol import GenerateOptions
 from dsh_llm.protocol import TextDelta
+from dsh_llm.protocol import create_tool_result_message
 from dsh_llm.protocol import create_user_message
 from dsh_llm.runtime import LlmRuntime
 from dsh_llm.serde import chunk_to_dict
@@ -468,6 +469,30 @@ def test_the_retry_after_header_wins_over_retry_info(server):
     with _adapter(server) as adapter, pytest.raises(LlmError) as caught:
         list(adapter.stream(_options(model=CLAUDE)))
     assert caught.value.provider_retry_after_ms == 3000.0
+
+
+def test_gemini_calls_without_ids_get_new_ids_each_turn_of_a_tool_loop(server):
+    # A made id never repeats one the conversation already holds (as with the
+    # Gemini API's own adapter).
+    call = {
+        "candidates": [
+            {
+                "content": {"parts": [{"functionCall": {"name": "f", "args": {}}}]},
+                "finishReason": "STOP",
+            }
+        ]
+    }
+    server.enqueue(Reply(body=(sse_event(call),)))
+    server.enqueue(Reply(body=(sse_event(call),)))
+    first = create_user_message("go")
+    with _adapter(server) as adapter:
+        turn = collect(adapter.stream(_options(messages=(first,))))
+        result = create_tool_result_message(turn.tool_calls[0].id, "done")
+        again = collect(
+            adapter.stream(_options(messages=(first, turn.message, result)))
+        )
+    assert [c.id for c in turn.tool_calls] == ["call_0"]
+    assert [c.id for c in again.tool_calls] == ["call_1"]
 
 
 # --- replay of reasoning in the next turn ---------------------------------------------
