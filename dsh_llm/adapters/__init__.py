@@ -25,6 +25,8 @@ from typing import Final
 
 import attrs
 
+from dsh_llm.protocol.lazy import lazy_exports
+
 if TYPE_CHECKING:
     from dsh_llm.adapters._wire.adapter import WireAdapter
     from dsh_llm.adapters._wire.adapter import encode_body
@@ -297,13 +299,7 @@ _KIT: Final = {
 table (the CLI's start) imports neither the kit nor ``requests``."""
 
 
-def __getattr__(name: str) -> Any:
-    module = _KIT.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}._wire.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__, __dir__ = lazy_exports(globals(), f"{__name__}._wire", _KIT)
 
 
 def builtin_family(route: str) -> BuiltinFamily | None:
