@@ -25,6 +25,8 @@ from typing import Final
 
 import attrs
 
+from dsh_llm.protocol.lazy import lazy_exports
+
 if TYPE_CHECKING:
     from dsh_llm.adapters._wire.adapter import WireAdapter
     from dsh_llm.adapters._wire.adapter import encode_body
@@ -153,43 +155,52 @@ class BuiltinFamily:
         return cls
 
 
+def _row(
+    route: str,
+    adapter: str,
+    display_name: str,
+    key_env: str | None,
+    *,
+    plugin: str | None = None,
+    wire: str | None = None,
+    server_catalog: bool = False,
+    service: str | None = None,
+    front_door: bool = False,
+) -> BuiltinFamily:
+    """One row of ``BUILTIN_FAMILIES``, stating only what differs: ``adapter`` is
+    ``module:Class`` relative to this package (``"gemini:GeminiAdapter"``), and
+    the plugin is ``llm-<route>`` unless ``plugin`` names another."""
+    return BuiltinFamily(
+        route=route,
+        plugin=f"llm-{route}" if plugin is None else plugin,
+        adapter=f"dsh_llm.adapters.{adapter}",
+        display_name=display_name,
+        key_env=key_env,
+        wire=wire,
+        server_catalog=server_catalog,
+        service=service,
+        front_door=front_door,
+    )
+
+
 BUILTIN_FAMILIES: Final = (
-    BuiltinFamily(
-        route="deepseek-official",
+    _row(
+        "deepseek-official",
+        "deepseek:DeepSeekAdapter",
+        "DeepSeek",
+        "DEEPSEEK_API_KEY",
         plugin="llm-deepseek",
-        adapter="dsh_llm.adapters.deepseek:DeepSeekAdapter",
-        display_name="DeepSeek",
-        key_env="DEEPSEEK_API_KEY",
     ),
-    BuiltinFamily(
-        route="anthropic",
-        plugin="llm-anthropic",
-        adapter="dsh_llm.adapters.anthropic:AnthropicAdapter",
-        display_name="Anthropic",
-        key_env="ANTHROPIC_API_KEY",
-    ),
-    BuiltinFamily(
-        route="gemini",
-        plugin="llm-gemini",
-        adapter="dsh_llm.adapters.gemini:GeminiAdapter",
-        display_name="Gemini",
-        key_env="GEMINI_API_KEY",
-    ),
-    BuiltinFamily(
-        route="ollama",
-        plugin="llm-ollama",
-        adapter="dsh_llm.adapters.ollama:OllamaAdapter",
-        display_name="Ollama",
-        key_env=None,
-        server_catalog=True,
-    ),
+    _row("anthropic", "anthropic:AnthropicAdapter", "Anthropic", "ANTHROPIC_API_KEY"),
+    _row("gemini", "gemini:GeminiAdapter", "Gemini", "GEMINI_API_KEY"),
+    _row("ollama", "ollama:OllamaAdapter", "Ollama", None, server_catalog=True),
     *(
-        BuiltinFamily(
-            route=name,
+        _row(
+            name,
+            "openai_compat:OpenAICompatAdapter",
+            display,
+            key_env,
             plugin="llm-openai-compatible",
-            adapter="dsh_llm.adapters.openai_compat:OpenAICompatAdapter",
-            display_name=display,
-            key_env=key_env,
             service=name,
         )
         for name, display, key_env in (
@@ -204,44 +215,26 @@ BUILTIN_FAMILIES: Final = (
             ("perplexity", "Perplexity", "PERPLEXITY_API_KEY"),
         )
     ),
-    BuiltinFamily(
-        route="bedrock",
-        plugin="llm-bedrock",
-        adapter="dsh_llm.adapters.bedrock:BedrockAdapter",
-        display_name="Amazon Bedrock",
-        key_env="AWS_BEARER_TOKEN_BEDROCK",
-        front_door=True,
+    *(
+        _row(route, f"{route}:{adapter}", display, key_env, front_door=True)
+        for route, adapter, display, key_env in (
+            ("bedrock", "BedrockAdapter", "Amazon Bedrock", "AWS_BEARER_TOKEN_BEDROCK"),
+            ("azure", "AzureOpenAIAdapter", "Azure OpenAI", "AZURE_OPENAI_API_KEY"),
+            ("vertex", "VertexAdapter", "Vertex AI", "GOOGLE_OAUTH_ACCESS_TOKEN"),
+        )
     ),
-    BuiltinFamily(
-        route="azure",
-        plugin="llm-azure",
-        adapter="dsh_llm.adapters.azure:AzureOpenAIAdapter",
-        display_name="Azure OpenAI",
-        key_env="AZURE_OPENAI_API_KEY",
-        front_door=True,
-    ),
-    BuiltinFamily(
-        route="vertex",
-        plugin="llm-vertex",
-        adapter="dsh_llm.adapters.vertex:VertexAdapter",
-        display_name="Vertex AI",
-        key_env="GOOGLE_OAUTH_ACCESS_TOKEN",
-        front_door=True,
-    ),
-    BuiltinFamily(
-        route="openai-compatible",
-        plugin="llm-openai-compatible",
-        adapter="dsh_llm.adapters.openai_compat:OpenAICompatAdapter",
-        display_name="OpenAI-compatible",
-        key_env=None,
+    _row(
+        "openai-compatible",
+        "openai_compat:OpenAICompatAdapter",
+        "OpenAI-compatible",
+        None,
         wire="chat",
     ),
-    BuiltinFamily(
-        route="openai-responses",
-        plugin="llm-openai-responses",
-        adapter="dsh_llm.adapters.openai_responses:OpenAIResponsesAdapter",
-        display_name="OpenAI Responses",
-        key_env=None,
+    _row(
+        "openai-responses",
+        "openai_responses:OpenAIResponsesAdapter",
+        "OpenAI Responses",
+        None,
         wire="responses",
     ),
 )
@@ -297,13 +290,7 @@ _KIT: Final = {
 table (the CLI's start) imports neither the kit nor ``requests``."""
 
 
-def __getattr__(name: str) -> Any:
-    module = _KIT.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}._wire.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__, __dir__ = lazy_exports(globals(), f"{__name__}._wire", _KIT)
 
 
 def builtin_family(route: str) -> BuiltinFamily | None:

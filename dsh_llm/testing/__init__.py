@@ -16,10 +16,10 @@ as the pytest plugin does in every pytest run, loads none of the kit.
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
-from typing import Any
 from typing import Final
+
+from dsh_llm.protocol.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from dsh_llm.testing.cassette import Cassette
@@ -81,15 +81,4 @@ _HOMES: Final = {
 }
 """The module of ``dsh_llm.testing`` each public name lives in."""
 
-
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_exports(globals(), __name__, _HOMES)

@@ -140,10 +140,16 @@ def test_loading_the_plugin_imports_nothing_but_the_package_root(tmp_path):
         check=True,
     )
     by_root = json.loads(root.stdout)
-    # What ``import dsh_llm`` loads anyway, plus the plugin and its package:
-    # no test kit module, no transport, no adapter, no HTTP.
+    # What ``import dsh_llm`` loads anyway, plus the plugin, its package and
+    # the package's lazy-export helper: no test kit module, no transport, no
+    # adapter, no HTTP.
     assert sorted(report["dsh_llm"]) == sorted(
-        {*by_root, "dsh_llm.testing", "dsh_llm.testing.pytest_plugin"}
+        {
+            *by_root,
+            "dsh_llm.protocol.lazy",
+            "dsh_llm.testing",
+            "dsh_llm.testing.pytest_plugin",
+        }
     )
     assert "dsh_llm.testing.loopback" not in report["dsh_llm"]
     assert not [m for m in report["dsh_llm"] if m.startswith("dsh_llm.adapters")]
