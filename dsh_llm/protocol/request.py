@@ -300,14 +300,10 @@ class GenerateOptions:
         return "\n".join(lines)
 
     def call_config(self) -> LlmCallConfig:
-        """The six fields that decide what is called and how."""
+        """The six fields that decide what is called and how (those of
+        ``LlmCallConfig``, copied from these options)."""
         return LlmCallConfig(
-            provider=self.provider,
-            model=self.model,
-            reasoning_effort=self.reasoning_effort,
-            temperature=self.temperature,
-            max_tokens=self.max_tokens,
-            stop=self.stop,
+            **{name: getattr(self, name) for name in CALL_CONFIG_FIELDS}
         )
 
 
@@ -333,6 +329,10 @@ class LlmCallConfig:
         default=None, converter=c.to_optional_tuple, validator=_stop_items
     )
     """Stop sequences."""
+
+
+CALL_CONFIG_FIELDS: Final = tuple(field.name for field in attrs.fields(LlmCallConfig))
+"""The names of ``LlmCallConfig``'s fields, which ``GenerateOptions`` has too."""
 
 
 def call_config_equals(a: LlmCallConfig, b: LlmCallConfig) -> bool:

@@ -5,15 +5,16 @@ loop and the reading of one HTTP/1.1 request.
 differ in what they answer, not in how a connection arrives or how a request is
 read, so both go through here:
 
-- ``start_listening`` binds an ephemeral port and runs the accept loop on a
-  daemon thread until the stop event is set or the listener is closed; every
-  connection is blocking, has Nagle off, and is served on a daemon thread of
-  its own, which ``accepted`` sees before it starts (to track it).
-- ``LocalServer`` is the base of both: ``start`` (idempotent) listens and
-  sets ``port``; a subclass names its backlog, poll interval and thread name
-  and fills ``_serve``, ``_accepted`` and ``_disconnected``. A connection
-  ends when ``_serve`` returns or the client leaves (``ClientGone``, or an
-  ``OSError``): the socket is closed, then ``_disconnected`` is told.
+- ``LocalServer`` is the base of both: ``start`` (idempotent) binds an
+  ephemeral port, sets ``port`` and runs the accept loop on a daemon thread
+  until the stop event is set or the listener is closed; every connection is
+  blocking, has Nagle off, and is served on a daemon thread of its own, which
+  ``_accepted`` sees before it starts (to track it). A subclass names its
+  backlog, poll interval (how often the loop looks at the stop event) and
+  thread name and fills ``_serve``, ``_accepted`` and ``_disconnected``. A
+  connection ends when ``_serve`` returns or the client leaves
+  (``ClientGone``, or an ``OSError``): the socket is closed, then
+  ``_disconnected`` is told.
 - ``read_request`` reads a request head and a ``content-length`` body (no
   chunked request bodies); it returns ``None`` when the client leaves, the head
   passes ``max_head`` bytes or the length is not a number.
@@ -25,7 +26,6 @@ import abc
 import contextlib
 import socket
 import threading
-from collections.abc import Callable
 from typing import ClassVar
 from typing import Final
 from typing import Self
@@ -51,55 +51,6 @@ def send(sock: socket.socket, data: bytes) -> None:
         raise ClientGone from exc
 
 
-def start_listening(
-    *,
-    backlog: int,
-    poll_s: float,
-    stopping: threading.Event,
-    serve: Callable[[socket.socket], None],
-    accepted: Callable[[socket.socket, threading.Thread], None],
-    name: str,
-) -> tuple[socket.socket, threading.Thread]:
-    """Listen on an ephemeral port of 127.0.0.1 and accept on a thread of its own.
-
-    Args:
-        backlog: The listener's backlog.
-        poll_s: How often the loop looks at ``stopping``.
-        stopping: Set to end the loop.
-        serve: Run on a new thread for each connection.
-        accepted: Told each connection and its thread before the thread starts.
-        name: The threads' name prefix (``<name>-accept``, ``<name>-conn``).
-
-    Returns:
-        The listener (its port is the server's) and the accepting thread.
-    """
-    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(backlog)
-    listener.settimeout(poll_s)
-
-    def accept_loop() -> None:
-        while not stopping.is_set():
-            try:
-                sock, _ = listener.accept()
-            except TimeoutError:
-                continue
-            except OSError:
-                return
-            sock.settimeout(None)
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            thread = threading.Thread(
-                target=serve, args=(sock,), name=f"{name}-conn", daemon=True
-            )
-            accepted(sock, thread)
-            thread.start()
-
-    acceptor = threading.Thread(target=accept_loop, name=f"{name}-accept", daemon=True)
-    acceptor.start()
-    return listener, acceptor
-
-
 class LocalServer(abc.ABC):
     """A server on an ephemeral port of 127.0.0.1 (see the module docstring)."""
 
@@ -117,16 +68,40 @@ class LocalServer(abc.ABC):
         """Bind an ephemeral port on 127.0.0.1 and start accepting connections
         (a started server is left as it is)."""
         if self._listener is None:
-            self._listener, self._acceptor = start_listening(
-                backlog=self._backlog,
-                poll_s=self._poll_s,
-                stopping=self._stopping,
-                serve=self._connection,
-                accepted=self._accepted,
-                name=self._thread_name,
+            listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            listener.bind(("127.0.0.1", 0))
+            listener.listen(self._backlog)
+            listener.settimeout(self._poll_s)
+            self._listener = listener
+            self._port = listener.getsockname()[1]
+            self._acceptor = threading.Thread(
+                target=self._accept_loop,
+                args=(listener,),
+                name=f"{self._thread_name}-accept",
+                daemon=True,
             )
-            self._port = self._listener.getsockname()[1]
+            self._acceptor.start()
         return self
+
+    def _accept_loop(self, listener: socket.socket) -> None:
+        while not self._stopping.is_set():
+            try:
+                sock, _ = listener.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            sock.settimeout(None)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            thread = threading.Thread(
+                target=self._connection,
+                args=(sock,),
+                name=f"{self._thread_name}-conn",
+                daemon=True,
+            )
+            self._accepted(sock, thread)
+            thread.start()
 
     def _connection(self, sock: socket.socket) -> None:
         try:
