@@ -133,26 +133,25 @@ class LoadedPlugin:
     """The structured ``Config`` instance, or ``None``."""
 
 
+_Applied = tuple[LoadedPlugin, PluginContext]
+
+
+def _applied(loaded: Sequence[_Applied]) -> tuple[_Applied, ...]:
+    return tuple(loaded)
+
+
+@attrs.frozen(eq=False, repr=False)
 class Composition:
     """The plugins one ``load_composition`` call applied, and their runtime.
 
     Use it as a context manager to dispose it on exit.
     """
 
-    def __init__(
-        self,
-        runtime: LlmRuntime,
-        loaded: Sequence[tuple[LoadedPlugin, PluginContext]],
-    ) -> None:
-        self._runtime = runtime
-        self._loaded = tuple(loaded)
-        self._lock = threading.Lock()
-        self._disposed = False
-
-    @property
-    def runtime(self) -> LlmRuntime:
-        """The runtime the plugins registered into."""
-        return self._runtime
+    runtime: LlmRuntime
+    """The runtime the plugins registered into."""
+    _loaded: tuple[_Applied, ...] = attrs.field(converter=_applied)
+    _disposing: threading.Lock = attrs.field(init=False, factory=threading.Lock)
+    """Taken, and never released, by the one ``dispose()`` that runs."""
 
     @property
     def plugins(self) -> tuple[LoadedPlugin, ...]:
@@ -162,16 +161,13 @@ class Composition:
     @property
     def disposed(self) -> bool:
         """Whether ``dispose()`` has run."""
-        return self._disposed
+        return self._disposing.locked()
 
     def dispose(self) -> None:
         """Dispose every plugin, last loaded first. Idempotent; a failing disposer
         is logged and the rest still run."""
-        with self._lock:
-            if self._disposed:
-                return
-            self._disposed = True
-        _dispose_all(context for _, context in self._loaded)
+        if self._disposing.acquire(blocking=False):
+            _dispose_all(context for _, context in self._loaded)
 
     def __enter__(self) -> Composition:
         return self
@@ -181,7 +177,7 @@ class Composition:
 
     def __repr__(self) -> str:
         ids = [plugin.id for plugin, _ in self._loaded]
-        return f"<Composition plugins={ids}{' disposed' if self._disposed else ''}>"
+        return f"<Composition plugins={ids}{' disposed' if self.disposed else ''}>"
 
 
 def _dispose_all(contexts: Iterable[PluginContext]) -> None:

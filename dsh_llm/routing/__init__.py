@@ -265,30 +265,30 @@ def _aborted(options: GenerateOptions) -> bool:
 # --- retrying ---------------------------------------------------------------------
 
 
+def _resolved_policy(policy: RetryPolicy | Mapping[str, Any] | None) -> RetryPolicy:
+    return resolve_retry_policy(policy, "policy")
+
+
+def _route_set(providers: Collection[str] | None) -> frozenset[str] | None:
+    return None if providers is None else frozenset(providers)
+
+
+@attrs.frozen(eq=False)
 class Retrying:
     """The ``retrying`` middleware (see ``retrying``)."""
 
-    __slots__ = ("_on_retry", "_policy", "_providers", "_random", "_sleep")
-
-    def __init__(
-        self,
-        policy: RetryPolicy | Mapping[str, Any] | None,
-        *,
-        providers: Collection[str] | None = None,
-        on_retry: Callable[[StreamRetryEvent], object] | None = None,
-        sleep: Sleep = wait_or_abort,
-        random: Callable[[], float] = _random.random,
-    ) -> None:
-        self._policy = resolve_retry_policy(policy, "policy")
-        self._providers = None if providers is None else frozenset(providers)
-        self._on_retry = on_retry
-        self._sleep = sleep
-        self._random = random
-
-    @property
-    def policy(self) -> RetryPolicy:
-        """The resolved policy."""
-        return self._policy
+    policy: RetryPolicy = attrs.field(converter=_resolved_policy)
+    """The resolved policy."""
+    _providers: frozenset[str] | None = attrs.field(
+        kw_only=True, default=None, converter=_route_set
+    )
+    _on_retry: Callable[[StreamRetryEvent], object] | None = attrs.field(
+        kw_only=True, default=None
+    )
+    _sleep: Sleep = attrs.field(kw_only=True, default=wait_or_abort, repr=False)
+    _random: Callable[[], float] = attrs.field(
+        kw_only=True, default=_random.random, repr=False
+    )
 
     def __call__(
         self, options: GenerateOptions, next_: StreamNext
@@ -298,7 +298,7 @@ class Retrying:
         return self._run(options, next_)
 
     def _delay(self, failure: LlmFailure, retry: int) -> float | None:
-        policy = self._policy
+        policy = self.policy
         if failure.code in NEVER_RETRIED:
             return None
         if isinstance(policy, NormalRetryPolicy) and (
@@ -405,55 +405,54 @@ def _check_routes(routes: Sequence[RouteSpec]) -> tuple[RouteSpec, ...]:
     return tuple(checked)
 
 
+def _route_alias(alias: str) -> str:
+    if not isinstance(alias, str) or alias == "":
+        raise ValueError("alias must be a non-empty route name")
+    return alias
+
+
+def _failover_codes(on_codes: Collection[str] | None) -> frozenset[str]:
+    if isinstance(on_codes, str):
+        raise ValueError("on_codes must be a collection of codes, not a str")
+    codes = frozenset(on_codes or ())
+    if ErrorCode.ABORTED.value in codes:
+        raise ValueError("on_codes must not contain ABORTED")
+    return codes
+
+
+@attrs.frozen(eq=False)
 class Failover:
     """The ``failover`` middleware (see ``failover``)."""
 
-    __slots__ = ("_alias", "_codes", "_on_failover", "_restart", "_routes")
+    alias: str = attrs.field(converter=_route_alias)
+    """The route this middleware serves."""
+    routes: tuple[RouteSpec, ...] = attrs.field(converter=_check_routes)
+    """The routes tried, in order."""
+    _on_codes: frozenset[str] = attrs.field(
+        kw_only=True, default=None, converter=_failover_codes
+    )
+    _restart_after_content: bool = attrs.field(
+        kw_only=True, default=False, converter=bool
+    )
+    _on_failover: Callable[[FailoverEvent], object] | None = attrs.field(
+        kw_only=True, default=None
+    )
 
-    def __init__(
-        self,
-        alias: str,
-        routes: Sequence[RouteSpec],
-        *,
-        on_codes: Collection[str] | None = None,
-        restart_after_content: bool = False,
-        on_failover: Callable[[FailoverEvent], object] | None = None,
-    ) -> None:
-        if not isinstance(alias, str) or alias == "":
-            raise ValueError("alias must be a non-empty route name")
-        if isinstance(on_codes, str):
-            raise ValueError("on_codes must be a collection of codes, not a str")
-        self._alias = alias
-        self._routes = _check_routes(routes)
-        self._codes = frozenset(on_codes or ())
-        if ErrorCode.ABORTED.value in self._codes:
-            raise ValueError("on_codes must not contain ABORTED")
-        if restart_after_content and on_failover is None:
+    def __attrs_post_init__(self) -> None:
+        if self._restart_after_content and self._on_failover is None:
             raise ValueError(
                 "restart_after_content needs on_failover: a restart is never silent"
             )
-        self._restart = bool(restart_after_content)
-        self._on_failover = on_failover
-
-    @property
-    def alias(self) -> str:
-        """The route this middleware serves."""
-        return self._alias
-
-    @property
-    def routes(self) -> tuple[RouteSpec, ...]:
-        """The routes tried, in order."""
-        return self._routes
 
     def __call__(
         self, options: GenerateOptions, next_: StreamNext
     ) -> Iterable[StreamChunk]:
-        if options.provider != self._alias:
+        if options.provider != self.alias:
             return next_()
         return self._run(options, next_)
 
     def _eligible(self, options: GenerateOptions, failure: LlmFailure) -> bool:
-        return not _aborted(options) and failover_eligible(failure, self._codes)
+        return not _aborted(options) and failover_eligible(failure, self._on_codes)
 
     def _notify(
         self,
@@ -467,7 +466,7 @@ class Failover:
             return
         self._on_failover(
             FailoverEvent(
-                alias=self._alias,
+                alias=self.alias,
                 failed_provider=attempt.provider,
                 failed_model=attempt.model,
                 next_provider=following.provider,
@@ -483,7 +482,7 @@ class Failover:
     ) -> Iterator[StreamChunk]:
         attempts = [
             options.evolve(provider=provider, model=model or options.model)
-            for provider, model in self._routes
+            for provider, model in self.routes
         ]
         for number, attempt in enumerate(attempts, start=1):
             last = number == len(attempts)
@@ -492,7 +491,7 @@ class Failover:
                 failure = opening.failure
                 if failure is None:
                     yield from opening.held
-                    if not self._restart or last:
+                    if not self._restart_after_content or last:
                         yield from iterator
                         return
                     late = yield from _pass_until_failure(
