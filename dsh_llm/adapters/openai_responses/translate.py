@@ -62,6 +62,7 @@ from dsh_llm.protocol import StreamChunk
 from dsh_llm.protocol.text_buffer import TextBuffer
 from dsh_llm.transport.sse import DONE
 from dsh_llm.transport.sse import SseEvent
+from dsh_llm.transport.sse import decode_json
 
 logger = logging.getLogger(__name__)
 
@@ -83,6 +84,7 @@ _FINAL_TEXTS: Final[dict[BlockKind, str]] = {
 }
 """What a final text is called in messages, by block kind."""
 _json_decode = json.JSONDecoder().decode
+_NOT_JSON: Final = "{provider} sent a payload that is not JSON: {start} in its stream"
 
 RAW_EVENT_BYTES: Final = 256 * 1024
 """Events longer than this come to ``feed`` as their bytes (``SseEvent.raw``:
@@ -462,13 +464,7 @@ class ResponsesTranslator(WireTranslator[SseEvent]):
                 "stream sent [DONE] before its terminal event (the answer was "
                 "cut short)"
             )
-        try:
-            payload = _json_decode(data)
-        except (ValueError, RecursionError):
-            raise self.writer.malformed(
-                f"a payload that is not JSON: {data[:120]}"
-            ) from None
-        return self._translate(payload)
+        return self._translate(decode_json(data, self.writer.provider, _NOT_JSON))
 
     def _long_payload(self, raw: bytearray) -> Any:
         """The payload of a long event (its bytes, ``SseEvent.raw``), equal to
@@ -492,12 +488,7 @@ class ResponsesTranslator(WireTranslator[SseEvent]):
         if payload is not None:
             return payload
         data = raw.decode("utf-8", "replace")
-        try:
-            return _json_decode(data)
-        except (ValueError, RecursionError):
-            raise self.writer.malformed(
-                f"a payload that is not JSON: {data[:120]}"
-            ) from None
+        return decode_json(data, self.writer.provider, _NOT_JSON)
 
     def _known_strings(self, raw: bytearray) -> Any:
         """``_long_payload``'s payload, its long strings taken apart, else
