@@ -329,7 +329,7 @@ class GeminiTranslator(WireTranslator[SseEvent]):
         data = event.data
         if not data or data.isspace():
             return []
-        payload = decode_json(data, self.provider)
+        payload = decode_json(data, writer.provider)
         if type(payload) is list:
             # Vertex and Code Assist wrap responses (and errors) in an array;
             # a blocked prompt ends it.
