@@ -445,7 +445,8 @@ class ResponsesTranslator(WireTranslator[SseEvent]):
                 for a ``[DONE]`` before the terminal event, the server's failure
                 for ``response.failed`` and ``error``.
         """
-        if self.writer.finished:
+        writer = self.writer
+        if writer.finished:
             return []
         data = event.data
         # Only short data can be the end marker or blank (the hot path skips
@@ -460,11 +461,11 @@ class ResponsesTranslator(WireTranslator[SseEvent]):
                 return self.feed(event._replace(data=data, raw=None))
             return self._translate(self._long_payload(raw))
         if stripped == DONE:
-            raise self.writer.stream_closed(
+            raise writer.stream_closed(
                 "stream sent [DONE] before its terminal event (the answer was "
                 "cut short)"
             )
-        return self._translate(decode_json(data, self.writer.provider, _NOT_JSON))
+        return self._translate(decode_json(data, writer.provider, _NOT_JSON))
 
     def _long_payload(self, raw: bytearray) -> Any:
         """The payload of a long event (its bytes, ``SseEvent.raw``), equal to
