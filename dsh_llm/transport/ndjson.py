@@ -21,7 +21,6 @@ Contracts callers may rely on:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from collections.abc import Iterator
 from typing import Any
@@ -29,6 +28,7 @@ from typing import Final
 
 from dsh_llm.errors import ErrorCode
 from dsh_llm.errors import LlmError
+from dsh_llm.transport.sse import decode_json
 from dsh_llm.transport.sse import strip_bom
 
 __all__ = ["MAX_LINE_BYTES", "NdjsonDecoder", "iter_ndjson"]
@@ -36,7 +36,9 @@ __all__ = ["MAX_LINE_BYTES", "NdjsonDecoder", "iter_ndjson"]
 MAX_LINE_BYTES: Final = 64 * 1024 * 1024
 """The longest line a decoder accepts by default."""
 
-_json_decode = json.JSONDecoder().decode
+_NOT_JSON: Final = "malformed NDJSON line from {provider}: {start!r}"
+_CUT: Final = "{provider} NDJSON stream ended inside an unterminated line"
+"""A last line without its newline that is not JSON: the body was cut short."""
 
 
 class NdjsonDecoder:
@@ -102,7 +104,11 @@ class NdjsonDecoder:
                 self._oversize = self._too_long()
                 break
             if line.strip():
-                values.append(self._decode(line))
+                values.append(
+                    decode_json(
+                        line.decode("utf-8", "replace"), self._provider, _NOT_JSON
+                    )
+                )
         else:
             if tail:
                 self._pending.append(tail)
@@ -130,7 +136,8 @@ class NdjsonDecoder:
             self._bom_pending = None
         if not tail.strip():
             return []
-        return [self._decode(tail, last=True)]
+        text = tail.decode("utf-8", "replace")
+        return [decode_json(text, self._provider, _CUT, ErrorCode.STREAM_CLOSED)]
 
     def _too_long(self) -> LlmError:
         return LlmError(
@@ -138,25 +145,6 @@ class NdjsonDecoder:
             f"{self._max_line_bytes} bytes",
             ErrorCode.MALFORMED_RESPONSE,
         )
-
-    def _decode(self, line: bytes, *, last: bool = False) -> Any:
-        # ``last``: the body's last line, without its newline.
-        text = line.decode("utf-8", "replace")
-        try:
-            return _json_decode(text)
-        except (ValueError, RecursionError) as exc:
-            if last:
-                message = (
-                    f"{self._provider} NDJSON stream ended inside an unterminated line"
-                )
-                code = ErrorCode.STREAM_CLOSED
-            else:
-                message = f"malformed NDJSON line from {self._provider}: {text[:120]!r}"
-                code = ErrorCode.MALFORMED_RESPONSE
-            # The decoder's own error keeps the whole line (which may hold an
-            # echoed secret) as ``doc``: only its message is kept.
-            error = LlmError(message, code, cause=ValueError(str(exc)))
-        raise error
 
 
 def iter_ndjson(

@@ -11,13 +11,18 @@ The shim closes sseclient-py's gaps, following the WHATWG event-stream rules:
   [DONE]`` line without its blank line is accepted).
 - Fast paths parse the common one-``data`` and ``event`` + ``data`` blocks
   directly, provably as sseclient-py would. Details: ``docs/transport.md``.
+- ``decode_json`` parses one payload a provider sent (SSE data, an NDJSON
+  line); one that is not JSON is an ``LlmError`` whose cause and context never
+  hold the payload.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from collections.abc import Iterable
 from collections.abc import Iterator
+from typing import Any
 from typing import Final
 from typing import NamedTuple
 from typing import cast
@@ -40,6 +45,46 @@ DONE: Final = "[DONE]"
 """The terminal payload OpenAI-style providers send after the last chunk."""
 
 _BOM: Final = b"\xef\xbb\xbf"
+
+_json_decode = json.JSONDecoder().decode
+
+NOT_JSON: Final = "malformed SSE payload from {provider}: {start}"
+"""``decode_json``'s default message: ``start`` is the payload's first 120
+characters."""
+
+
+def decode_json(
+    text: str,
+    provider: str,
+    message: str = NOT_JSON,
+    code: str = ErrorCode.MALFORMED_RESPONSE,
+) -> Any:
+    """Parse one JSON payload a provider sent.
+
+    Args:
+        text: The payload.
+        provider: Display name used in the error message.
+        message: The error message, formatted (only on failure) with
+            ``provider`` and ``start``, the payload's first 120 characters.
+        code: The error code.
+
+    Raises:
+        LlmError: ``code`` when ``text`` is not JSON. Its cause is a plain
+            ``ValueError`` with the decoder's message, and it has no context: the
+            decoder's own error keeps the whole payload as ``doc``, which may
+            hold an echoed secret.
+    """
+    try:
+        return _json_decode(text)
+    except (ValueError, RecursionError) as exc:
+        # RecursionError: nesting deeper than the decoder can follow.
+        error = LlmError(
+            message.format(provider=provider, start=text[:120]),
+            code,
+            cause=ValueError(str(exc)),
+        )
+    raise error  # outside the except block: the decoder's error is no context
+
 
 MAX_EVENT_BYTES: Final = 64 * 1024 * 1024
 """The largest event (its bytes before the blank line) a decoder accepts by

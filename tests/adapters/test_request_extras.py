@@ -14,6 +14,7 @@ from dsh_llm.adapters import image_data
 from dsh_llm.adapters import merge_extra_body
 from dsh_llm.adapters import refuse_misplaced_images
 from dsh_llm.adapters import request_headers
+from dsh_llm.adapters._wire.extras import check_reasoning_effort
 from dsh_llm.adapters._wire.extras import sampling_fields
 from dsh_llm.attachments import MemoryAttachmentStore
 from dsh_llm.attachments import image_block
@@ -56,6 +57,20 @@ def test_sampling_fields_use_the_wire_names_in_order_and_omit_the_unset():
     ]
     bare = GenerateOptions.from_prompt("m", "hi")
     assert sampling_fields(bare, cap=None, cap_key="c", stop_key="s") == {}
+
+
+@pytest.mark.parametrize("effort", [None, "low"])
+def test_an_offered_or_default_reasoning_effort_passes(effort):
+    check_reasoning_effort(effort, ("off", "low"), who="Test")
+
+
+def test_a_reasoning_effort_not_offered_is_refused_naming_the_offered_ones():
+    with pytest.raises(LlmError) as caught:
+        check_reasoning_effort("max", ("off", "low"), who="Test")
+    assert caught.value.code == ErrorCode.UNSUPPORTED_REASONING_EFFORT
+    assert caught.value.message == (
+        'Test does not support reasoning effort "max" (offered: off, low)'
+    )
 
 
 def test_no_extra_body_leaves_the_body_alone():

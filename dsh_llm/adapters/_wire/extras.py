@@ -19,6 +19,8 @@ on every wire; only where they land differs. The rules live here, once:
   prompt-caching controls (``Message.cache``, ``GenerateOptions.cache_key``,
   ``cached_content``) a wire does not take are ``UNSUPPORTED_OPTION`` before
   any I/O, never dropped (``docs/caching.md``).
+- ``check_reasoning_effort``: an effort the model or wire does not offer is
+  ``UNSUPPORTED_REASONING_EFFORT``, naming the efforts offered.
 - Which field lands where, per adapter: ``docs/structured-output.md``.
 """
 
@@ -27,6 +29,7 @@ from __future__ import annotations
 import base64
 from collections.abc import Iterable
 from collections.abc import Mapping
+from collections.abc import Sequence
 from typing import Any
 from typing import Final
 from typing import Protocol
@@ -288,6 +291,24 @@ def refuse_cache_controls(
             f"{provider} cannot honour cached_content: {wire} has no cached-content "
             "reference",
             ErrorCode.UNSUPPORTED_OPTION,
+        )
+
+
+def check_reasoning_effort(
+    effort: str | None, offered: Sequence[str], *, who: str
+) -> None:
+    """Refuse a reasoning effort that is not one of ``offered`` (``None``, the
+    default effort, passes).
+
+    Raises:
+        LlmError: ``UNSUPPORTED_REASONING_EFFORT``:
+            ``<who> does not support reasoning effort "<effort>" (offered: ...)``.
+    """
+    if effort is not None and effort not in offered:
+        raise LlmError(
+            f'{who} does not support reasoning effort "{effort}" '
+            f"(offered: {', '.join(offered)})",
+            ErrorCode.UNSUPPORTED_REASONING_EFFORT,
         )
 
 

@@ -20,22 +20,14 @@ Contracts callers may rely on:
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
-from typing import Final
 
 from dsh_llm.adapters._wire.values import wire_count
-from dsh_llm.errors import ErrorCode
+from dsh_llm.adapters._wire.writer import stopped_failure
 from dsh_llm.protocol import FinishReason
-from dsh_llm.protocol import LlmFailure
 from dsh_llm.protocol import TokenUsage
 from dsh_llm.protocol.checks import MAX_SAFE_INTEGER
-
-UNKNOWN_FINISH_REASON_CODE: Final = ErrorCode.UNKNOWN_FINISH_REASON.value
-"""The code of a finish reason that cannot serve as a code itself."""
-
-_IDENTIFIER: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}")
 
 
 def map_usage(
@@ -131,12 +123,10 @@ def map_finish_reason(wire: str | None) -> FinishReason:
     ``stop``/none are ``stop``; ``tool_calls``/``function_call`` are
     ``tool-calls`` (the ``BlockWriter`` makes either one ``tool-calls`` exactly
     when a tool-call block was emitted: a provider says ``stop`` after a named
-    ``tool_choice``); ``length`` is ``max-tokens``; any other value is an
-    ``error`` finish ``"model stopped: <wire>"`` with the upper-cased value as code
-    (``CONTENT_FILTER``, ``INSUFFICIENT_SYSTEM_RESOURCE``). A value that is not
-    a short identifier (letters, digits, ``_``, ``-``, ``.``; at most 64) gets
-    the code ``UNKNOWN_FINISH_REASON``; the message shows it cut to 120
-    characters (the read loop redacts both, ``StreamingCall.redacted_finish``).
+    ``tool_choice``); ``length`` is ``max-tokens``; any other value is the
+    ``error`` finish of ``stopped_failure`` (``"model stopped: <wire>"``, coded
+    ``CONTENT_FILTER``, ``INSUFFICIENT_SYSTEM_RESOURCE``...; the read loop
+    redacts both, ``StreamingCall.redacted_finish``).
     """
     if wire is None or wire == "stop":
         return FinishReason.STOP
@@ -144,7 +134,4 @@ def map_finish_reason(wire: str | None) -> FinishReason:
         return FinishReason.TOOL_CALLS
     if wire == "length":
         return FinishReason.MAX_TOKENS
-    code = wire.upper() if _IDENTIFIER.fullmatch(wire) else UNKNOWN_FINISH_REASON_CODE
-    return FinishReason.error(
-        LlmFailure(message=f"model stopped: {wire[:120]}", code=code)
-    )
+    return FinishReason.error(stopped_failure(wire))

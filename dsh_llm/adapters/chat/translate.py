@@ -23,15 +23,13 @@ Contracts callers may rely on:
 - A finish reason other than ``stop``/``tool_calls``/``function_call``/
   ``length`` (``content_filter``...), and a refusal (code ``REFUSAL_CODE``), are
   the provider's own ``error`` finish, after the blocks and the usage.
-- ``decode_payload`` parses one SSE data payload and raises ``LlmError``
-  ``MALFORMED_RESPONSE`` when it is not JSON; the translator raises the same code
-  for a payload of the wrong shape (a field of the wrong type). A decoding
-  error's cause never keeps the payload itself.
+- A payload that is not JSON raises ``LlmError`` ``MALFORMED_RESPONSE``
+  (``dsh_llm.transport.sse.decode_json``: its cause never keeps the payload), as
+  does a payload of the wrong shape (a field of the wrong type).
 """
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -54,7 +52,6 @@ from dsh_llm.adapters.chat.finish import map_finish_reason
 from dsh_llm.adapters.chat.finish import map_usage
 from dsh_llm.adapters.chat.request import CHAT_REPLAY_WIRE
 from dsh_llm.adapters.chat.request import WireProfile
-from dsh_llm.errors import ErrorCode
 from dsh_llm.errors import LlmError
 from dsh_llm.protocol import CallId
 from dsh_llm.protocol import FinishReason
@@ -69,34 +66,11 @@ from dsh_llm.transport.read_loop import EventDecoder
 from dsh_llm.transport.sse import DONE
 from dsh_llm.transport.sse import SseDecoder
 from dsh_llm.transport.sse import SseEvent
+from dsh_llm.transport.sse import decode_json
 
 REFUSAL_CODE: Final = "REFUSAL"
 """The code of the ``error`` finish after a ``delta.refusal`` (the upper-cased
 finish-reason rule: Anthropic's ``refusal`` stop reason gives the same code)."""
-
-
-_json_decode = json.JSONDecoder().decode
-
-
-def decode_payload(data: str, *, provider: str) -> Any:
-    """Parse one SSE data payload.
-
-    Raises:
-        LlmError: ``MALFORMED_RESPONSE`` when it is not JSON; the message quotes
-            the start of the payload. The cause is a plain ``ValueError`` with the
-            decoder's message (the decoder's own error keeps the whole payload as
-            ``doc``, which may hold an echoed secret).
-    """
-    try:
-        return _json_decode(data)
-    except (ValueError, RecursionError) as exc:
-        # RecursionError: nesting deeper than the decoder can follow.
-        error = LlmError(
-            f"malformed SSE payload from {provider}: {data[:120]}",
-            ErrorCode.MALFORMED_RESPONSE,
-            cause=ValueError(str(exc)),
-        )
-    raise error
 
 
 _NOT_A_PAYLOAD: Final = frozenset({DONE, ""})
@@ -379,7 +353,7 @@ class ChatCompletionsTranslator(WireTranslator[SseEvent]):
             if data.strip() == DONE:
                 self._done()
             return writer.take()
-        self._feed(decode_payload(data, provider=writer.provider))
+        self._feed(decode_json(data, writer.provider))
         return writer.take()
 
     def feed_payload(self, payload: Any) -> list[StreamChunk]:

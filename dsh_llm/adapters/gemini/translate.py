@@ -23,7 +23,6 @@ Contracts callers may rely on:
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable
 from collections.abc import Mapping
@@ -64,6 +63,7 @@ from dsh_llm.protocol import TokenUsage
 from dsh_llm.protocol.checks import MAX_SAFE_INTEGER
 from dsh_llm.serde import compact_json
 from dsh_llm.transport.sse import SseEvent
+from dsh_llm.transport.sse import decode_json
 
 CONTENT_FILTER_CODE: Final = "CONTENT_FILTER"
 """The code of a finish (or a blocked prompt) stopped by one of Gemini's
@@ -84,7 +84,6 @@ CONTENT_FILTER_REASONS: Final = frozenset(
 
 _PROVIDER: Final = "Gemini"
 _IDENTIFIER: Final = re.compile(r"[A-Z0-9][A-Z0-9_]{0,63}")
-_json_decode = json.JSONDecoder().decode
 
 
 def map_usage(usage: Mapping[str, Any]) -> TokenUsage:
@@ -330,20 +329,7 @@ class GeminiTranslator(WireTranslator[SseEvent]):
         data = event.data
         if not data or data.isspace():
             return []
-        error: LlmError | None = None
-        try:
-            payload = _json_decode(data)
-        except (ValueError, RecursionError) as exc:
-            # The decoder's own error keeps the whole payload (which may hold
-            # an echoed secret) as ``doc``: only its message is kept, and the
-            # error is raised outside this block so the original is no context.
-            error = LlmError(
-                f"malformed SSE payload from {self.provider}: {data[:120]}",
-                ErrorCode.MALFORMED_RESPONSE,
-                cause=ValueError(str(exc)),
-            )
-        if error is not None:
-            raise error
+        payload = decode_json(data, writer.provider)
         if type(payload) is list:
             # Vertex and Code Assist wrap responses (and errors) in an array;
             # a blocked prompt ends it.

@@ -36,6 +36,7 @@ from typing import Any
 from typing import Final
 
 from dsh_llm.adapters._wire.extras import AttachmentReader
+from dsh_llm.adapters._wire.extras import check_reasoning_effort
 from dsh_llm.adapters._wire.extras import image_data
 from dsh_llm.adapters._wire.extras import merge_extra_body
 from dsh_llm.adapters._wire.extras import refuse_cache_controls
@@ -78,13 +79,7 @@ negative number keeps the model loaded, ``0`` unloads it at once)."""
 def _refuse(options: GenerateOptions) -> None:
     refuse_misplaced_images(options.messages, provider=PROVIDER)
     refuse_cache_controls(options, provider=PROVIDER, wire="the Ollama API")
-    effort = options.reasoning_effort
-    if effort is not None and effort not in EFFORT_THINK:
-        raise LlmError(
-            f'Ollama does not support reasoning effort "{effort}" (offered: '
-            f"{', '.join(REASONING_EFFORTS)})",
-            ErrorCode.UNSUPPORTED_REASONING_EFFORT,
-        )
+    check_reasoning_effort(options.reasoning_effort, REASONING_EFFORTS, who=PROVIDER)
     choice = options.tool_choice
     if options.tools and choice not in (None, "auto", "none"):
         raise LlmError(

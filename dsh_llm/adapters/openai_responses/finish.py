@@ -16,14 +16,13 @@ Contracts callers may rely on:
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
 from typing import Final
 
 from dsh_llm.adapters._wire.values import wire_count
+from dsh_llm.adapters._wire.writer import stopped_failure
 from dsh_llm.adapters.openai_responses.profiles import ResponsesProfile
-from dsh_llm.errors import ErrorCode
 from dsh_llm.protocol import FinishReason
 from dsh_llm.protocol import LlmFailure
 from dsh_llm.protocol import TokenUsage
@@ -31,8 +30,6 @@ from dsh_llm.protocol.checks import MAX_SAFE_INTEGER
 
 MAX_SAFE_COUNT: Final = MAX_SAFE_INTEGER
 """The largest token count taken as reported; a larger one is ``None``."""
-
-_IDENTIFIER: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}")
 
 
 def _count(value: object, *, zero_unknown: bool = False) -> int | None:
@@ -85,27 +82,17 @@ def terminal_finish(
     item), else ``stop`` (the ``BlockWriter`` turns it into ``tool-calls`` when
     a tool-call block was emitted).
     ``incomplete``: ``max_output_tokens`` is ``max-tokens``; any other reason is
-    an ``error`` finish ``"model stopped: <reason>"`` coded with the upper-cased
-    reason (``CONTENT_FILTER``), ``UNKNOWN_FINISH_REASON`` for one that is not
-    a short identifier, ``INCOMPLETE`` when none was given.
+    the ``error`` finish of ``stopped_failure`` (``"model stopped: <reason>"``,
+    coded ``CONTENT_FILTER``...), ``INCOMPLETE`` when none was given.
     """
     if status == "completed":
         return FinishReason.MAX_TOKENS if item_incomplete else FinishReason.STOP
     if status in ("cancelled", "failed"):
-        return FinishReason.error(
-            LlmFailure(message=f"model stopped: {status}", code=status.upper())
-        )
+        return FinishReason.error(stopped_failure(status))
     if incomplete_reason == "max_output_tokens":
         return FinishReason.MAX_TOKENS
     if not isinstance(incomplete_reason, str) or not incomplete_reason:
         return FinishReason.error(
             LlmFailure(message="model stopped: incomplete", code="INCOMPLETE")
         )
-    code = (
-        incomplete_reason.upper()
-        if _IDENTIFIER.fullmatch(incomplete_reason)
-        else ErrorCode.UNKNOWN_FINISH_REASON.value
-    )
-    return FinishReason.error(
-        LlmFailure(message=f"model stopped: {incomplete_reason[:120]}", code=code)
-    )
+    return FinishReason.error(stopped_failure(incomplete_reason))

@@ -35,6 +35,7 @@ from typing import Any
 from typing import Final
 
 from dsh_llm.adapters._wire.extras import AttachmentReader
+from dsh_llm.adapters._wire.extras import check_reasoning_effort
 from dsh_llm.adapters._wire.extras import image_data
 from dsh_llm.adapters._wire.extras import merge_extra_body
 from dsh_llm.adapters._wire.extras import refuse_cache_controls
@@ -187,14 +188,9 @@ def _refuse(options: GenerateOptions, profile: ResponsesProfile) -> None:
             "honoured; leave it unset or auto",
             ErrorCode.UNSUPPORTED_OPTION,
         )
-    effort = options.reasoning_effort
-    if effort is not None and effort not in profile.reasoning_efforts:
-        listed = ", ".join(profile.reasoning_efforts)
-        raise LlmError(
-            f'{provider} does not accept reasoning effort "{effort}" '
-            f"(it accepts {listed})",
-            ErrorCode.UNSUPPORTED_REASONING_EFFORT,
-        )
+    check_reasoning_effort(
+        options.reasoning_effort, profile.reasoning_efforts, who=provider
+    )
 
 
 def build_input(

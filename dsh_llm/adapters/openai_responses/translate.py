@@ -62,6 +62,7 @@ from dsh_llm.protocol import StreamChunk
 from dsh_llm.protocol.text_buffer import TextBuffer
 from dsh_llm.transport.sse import DONE
 from dsh_llm.transport.sse import SseEvent
+from dsh_llm.transport.sse import decode_json
 
 logger = logging.getLogger(__name__)
 
@@ -83,6 +84,7 @@ _FINAL_TEXTS: Final[dict[BlockKind, str]] = {
 }
 """What a final text is called in messages, by block kind."""
 _json_decode = json.JSONDecoder().decode
+_NOT_JSON: Final = "{provider} sent a payload that is not JSON: {start} in its stream"
 
 RAW_EVENT_BYTES: Final = 256 * 1024
 """Events longer than this come to ``feed`` as their bytes (``SseEvent.raw``:
@@ -443,7 +445,8 @@ class ResponsesTranslator(WireTranslator[SseEvent]):
                 for a ``[DONE]`` before the terminal event, the server's failure
                 for ``response.failed`` and ``error``.
         """
-        if self.writer.finished:
+        writer = self.writer
+        if writer.finished:
             return []
         data = event.data
         # Only short data can be the end marker or blank (the hot path skips
@@ -458,17 +461,11 @@ class ResponsesTranslator(WireTranslator[SseEvent]):
                 return self.feed(event._replace(data=data, raw=None))
             return self._translate(self._long_payload(raw))
         if stripped == DONE:
-            raise self.writer.stream_closed(
+            raise writer.stream_closed(
                 "stream sent [DONE] before its terminal event (the answer was "
                 "cut short)"
             )
-        try:
-            payload = _json_decode(data)
-        except (ValueError, RecursionError):
-            raise self.writer.malformed(
-                f"a payload that is not JSON: {data[:120]}"
-            ) from None
-        return self._translate(payload)
+        return self._translate(decode_json(data, writer.provider, _NOT_JSON))
 
     def _long_payload(self, raw: bytearray) -> Any:
         """The payload of a long event (its bytes, ``SseEvent.raw``), equal to
@@ -492,12 +489,7 @@ class ResponsesTranslator(WireTranslator[SseEvent]):
         if payload is not None:
             return payload
         data = raw.decode("utf-8", "replace")
-        try:
-            return _json_decode(data)
-        except (ValueError, RecursionError):
-            raise self.writer.malformed(
-                f"a payload that is not JSON: {data[:120]}"
-            ) from None
+        return decode_json(data, self.writer.provider, _NOT_JSON)
 
     def _known_strings(self, raw: bytearray) -> Any:
         """``_long_payload``'s payload, its long strings taken apart, else

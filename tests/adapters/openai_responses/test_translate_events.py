@@ -117,6 +117,27 @@ def test_hostile_payloads_are_malformed_response(payload):
     assert caught.value.code == ErrorCode.MALFORMED_RESPONSE
 
 
+@pytest.mark.parametrize(
+    "event",
+    [
+        SseEvent('{"type": "sk-echoed-secret'),
+        SseEvent("", raw=bytearray(b'{"type": "sk-echoed-secret' + b"x" * 300)),
+    ],
+    ids=["data", "raw"],
+)
+def test_a_payload_that_is_not_json_keeps_no_copy_of_itself_in_the_error(event):
+    with pytest.raises(LlmError) as caught:
+        ResponsesTranslator().feed(event)
+    error = caught.value
+    assert error.code == ErrorCode.MALFORMED_RESPONSE
+    assert "sent a payload that is not JSON: " in error.message
+    assert error.__context__ is None
+    cause = error.__cause__
+    assert type(cause) is ValueError
+    assert "sk-echoed" not in str(cause)
+    assert not hasattr(cause, "doc")
+
+
 def test_text_for_an_item_of_another_kind_is_malformed_not_dropped():
     with pytest.raises(LlmError) as caught:
         feed_all(
