@@ -1,6 +1,6 @@
 """What the two numbered-block translators share: ``adapters._wire.indexed``
-(the block index checks, string fields) and ``adapters._wire.stops`` (the
-failure of an unsuccessful stop reason), through both wires' translators."""
+(the block index checks, string fields) and the writer's ``stopped_failure``
+(the failure of an unsuccessful stop reason), through both wires' translators."""
 
 from __future__ import annotations
 
@@ -10,8 +10,7 @@ from typing import Any
 import pytest
 
 from dsh_llm.adapters._wire.indexed import IndexedTranslator
-from dsh_llm.adapters._wire.stops import reason_code
-from dsh_llm.adapters._wire.stops import stopped
+from dsh_llm.adapters._wire.writer import stopped_failure
 from dsh_llm.adapters.anthropic.translate import MessagesTranslator
 from dsh_llm.adapters.bedrock.translate import ConverseStreamTranslator
 from dsh_llm.errors import ErrorCode
@@ -92,11 +91,10 @@ def test_a_stop_of_a_block_that_never_started_is_malformed() -> None:
 def test_an_unsuccessful_stop_reason_is_upper_cased_only_when_an_identifier(
     reason: str, code: str
 ) -> None:
-    assert reason_code(reason) == code
-    assert stopped(reason).code == code
+    assert stopped_failure(reason).code == code
 
 
 def test_a_stop_failure_shows_the_reason_cut_and_takes_a_given_code() -> None:
-    failure = stopped("r" * 200, "CONTENT_FILTER")
+    failure = stopped_failure("r" * 200, code="CONTENT_FILTER")
     assert failure.code == "CONTENT_FILTER"
     assert failure.message == "model stopped: " + "r" * 120

@@ -109,17 +109,21 @@ _KINDS: Final[dict[str, BlockKind]] = {
 """Each kind's one string object: the hot path compares kinds by identity."""
 
 
-def stopped_failure(reason: str, *, who: str = "model") -> LlmFailure:
+def stopped_failure(
+    reason: str, *, who: str = "model", code: str | None = None
+) -> LlmFailure:
     """The failure of a finish reason of the provider's own that the protocol
     has no kind for (``content_filter``...): ``"<who> stopped: <reason>"``, the
-    reason cut to 120 characters, coded as the reason upper-cased
-    (``CONTENT_FILTER``), or ``UNKNOWN_FINISH_REASON`` when it is not a short
-    identifier (letters, digits, ``_``, ``-``, ``.``; at most 64)."""
-    code = (
-        reason.upper()
-        if _REASON.fullmatch(reason)
-        else ErrorCode.UNKNOWN_FINISH_REASON.value
-    )
+    reason cut to 120 characters, coded ``code`` when the family maps the
+    reason itself, else the reason upper-cased (``CONTENT_FILTER``), or
+    ``UNKNOWN_FINISH_REASON`` when it is not a short identifier (letters,
+    digits, ``_``, ``-``, ``.``; at most 64)."""
+    if code is None:
+        code = (
+            reason.upper()
+            if _REASON.fullmatch(reason)
+            else ErrorCode.UNKNOWN_FINISH_REASON.value
+        )
     return LlmFailure(message=f"{who} stopped: {reason[:120]}", code=code)
 
 

@@ -34,13 +34,13 @@ from typing import Any
 from typing import Final
 
 from dsh_llm.adapters._wire.indexed import IndexedTranslator
-from dsh_llm.adapters._wire.stops import stopped
 from dsh_llm.adapters._wire.values import wire_count
 from dsh_llm.adapters._wire.writer import REASONING
 from dsh_llm.adapters._wire.writer import SERVER_TOOL_CALL
 from dsh_llm.adapters._wire.writer import TEXT
 from dsh_llm.adapters._wire.writer import TOOL_CALL
 from dsh_llm.adapters._wire.writer import Block
+from dsh_llm.adapters._wire.writer import stopped_failure
 from dsh_llm.adapters.anthropic.errors import stream_failure
 from dsh_llm.adapters.anthropic.server_tools import CALL_TYPES
 from dsh_llm.adapters.anthropic.server_tools import call_name
@@ -567,7 +567,7 @@ class MessagesTranslator(IndexedTranslator[SseEvent]):
                 "turn back unchanged to continue it",
                 code=PAUSE_TURN_CODE,
             )
-        return stopped(reason)
+        return stopped_failure(reason)
 
     def _refusal_message(self) -> str:
         details = self._stop_details

@@ -34,12 +34,12 @@ from typing import Any
 from typing import Final
 
 from dsh_llm.adapters._wire.indexed import IndexedTranslator
-from dsh_llm.adapters._wire.stops import stopped
 from dsh_llm.adapters._wire.values import wire_count
 from dsh_llm.adapters._wire.writer import REASONING
 from dsh_llm.adapters._wire.writer import TEXT
 from dsh_llm.adapters._wire.writer import TOOL_CALL
 from dsh_llm.adapters._wire.writer import Block
+from dsh_llm.adapters._wire.writer import stopped_failure
 from dsh_llm.adapters.bedrock.errors import error_code
 from dsh_llm.adapters.bedrock.errors import stream_failure
 from dsh_llm.adapters.bedrock.request import REASONING_TEXT
@@ -365,7 +365,7 @@ class ConverseStreamTranslator(IndexedTranslator[EventMessage]):
 
     @staticmethod
     def _failure(reason: str) -> LlmFailure:
-        return stopped(reason, _CODES.get(reason))
+        return stopped_failure(reason, code=_CODES.get(reason))
 
     def _replay_state(self) -> ReplayEnvelope:
         return ReplayEnvelope(
