@@ -29,7 +29,6 @@ from dsh_llm.protocol import GenerateOptions
 from dsh_llm.protocol import ImageBlock
 from dsh_llm.protocol import ModelSource
 from dsh_llm.protocol import TextDelta
-from dsh_llm.protocol import create_tool_result_message
 from dsh_llm.protocol import create_user_message
 from dsh_llm.runtime import LlmRuntime
 from dsh_llm.serde import chunk_to_dict
@@ -47,6 +46,7 @@ from ..adapter_replay import SPLIT_IDS
 from ..adapter_replay import SPLITS
 from ..adapter_replay import as_dicts
 from ..adapter_replay import consumed
+from ..gemini_tool_loop import assert_made_ids_are_fresh_each_turn
 from .test_errors import RECORDED
 
 FIXTURES = Path(__file__).parents[2] / "fixtures" / "gemini"
@@ -159,25 +159,10 @@ def test_the_runtime_streams_the_route(server):
 
 def test_calls_without_ids_get_new_ids_each_turn_of_a_tool_loop(server):
     # LiteLLM's Gemini route: no functionCall id and no responseId.
-    call = {
-        "candidates": [
-            {
-                "content": {"parts": [{"functionCall": {"name": "f", "args": {}}}]},
-                "finishReason": "STOP",
-            }
-        ]
-    }
-    server.enqueue(Reply(body=(sse_event(call),)))
-    server.enqueue(Reply(body=(sse_event(call),)))
-    first = create_user_message("go")
     with _adapter(server) as adapter:
-        turn = collect(adapter.stream(_options(messages=(first,))))
-        result = create_tool_result_message(turn.tool_calls[0].id, "done")
-        again = collect(
-            adapter.stream(_options(messages=(first, turn.message, result)))
+        assert_made_ids_are_fresh_each_turn(
+            server, adapter.stream, lambda messages: _options(messages=messages)
         )
-    assert [c.id for c in turn.tool_calls] == ["call_0"]
-    assert [c.id for c in again.tool_calls] == ["call_1"]
 
 
 def test_refusals_and_a_missing_key_come_before_any_request(server):

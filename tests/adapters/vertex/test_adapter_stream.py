@@ -26,7 +26,6 @@ from dsh_llm.errors import ErrorCode
 from dsh_llm.errors import LlmError
 from dsh_llm.protocol import GenerateOptions
 from dsh_llm.protocol import TextDelta
-from dsh_llm.protocol import create_tool_result_message
 from dsh_llm.protocol import create_user_message
 from dsh_llm.runtime import LlmRuntime
 from dsh_llm.serde import chunk_to_dict
@@ -42,6 +41,7 @@ from ..adapter_replay import SPLIT_IDS
 from ..adapter_replay import SPLITS
 from ..adapter_replay import as_dicts
 from ..adapter_replay import consumed
+from ..gemini_tool_loop import assert_made_ids_are_fresh_each_turn
 
 FIXTURES = Path(__file__).parents[2] / "fixtures"
 GEMINI_NAMES = sorted(p.stem for p in (FIXTURES / "gemini").glob("*.sse"))
@@ -474,25 +474,12 @@ def test_the_retry_after_header_wins_over_retry_info(server):
 def test_gemini_calls_without_ids_get_new_ids_each_turn_of_a_tool_loop(server):
     # A made id never repeats one the conversation already holds (as with the
     # Gemini API's own adapter).
-    call = {
-        "candidates": [
-            {
-                "content": {"parts": [{"functionCall": {"name": "f", "args": {}}}]},
-                "finishReason": "STOP",
-            }
-        ]
-    }
-    server.enqueue(Reply(body=(sse_event(call),)))
-    server.enqueue(Reply(body=(sse_event(call),)))
-    first = create_user_message("go")
     with _adapter(server) as adapter:
-        turn = collect(adapter.stream(_options(messages=(first,))))
-        result = create_tool_result_message(turn.tool_calls[0].id, "done")
-        again = collect(
-            adapter.stream(_options(messages=(first, turn.message, result)))
+        assert_made_ids_are_fresh_each_turn(
+            server,
+            adapter.stream,
+            lambda messages: _options(messages=messages),
         )
-    assert [c.id for c in turn.tool_calls] == ["call_0"]
-    assert [c.id for c in again.tool_calls] == ["call_1"]
 
 
 # --- replay of reasoning in the next turn ---------------------------------------------
