@@ -1,8 +1,7 @@
 """``call_with_retry``: one whole model call, retried at attempt boundaries.
 
-The runtime's ``stream()`` is single-attempt by design; this helper is the
-retry loop above it, for batch jobs and scripts that want a finished message.
-Contracts callers may rely on:
+The runtime's ``stream()`` is single-attempt by design; this is the retry loop
+above it, for batch jobs and scripts that want a finished message. Contracts:
 
 - Each attempt prepares the call (``runtime.prepare_call``; what that raises
   propagates, nothing is retried), builds the request from the prepared config

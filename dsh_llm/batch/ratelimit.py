@@ -1,6 +1,4 @@
-"""A per-route request limiter for batch jobs.
-
-This module owns ``RouteLimiter``. Contracts callers may rely on:
+"""A per-route request limiter for batch jobs, ``RouteLimiter``; its contracts:
 
 - Each route has its own token bucket: ``requests_per_minute`` tokens a minute,
   at most ``burst`` (default 1) saved up, so requests are spread evenly and no
