@@ -127,7 +127,14 @@ def ollama_events(count: int, model: str) -> list[bytes]:
         + b"\n"
         for i in range(count)
     ]
-    done = {
+    done = json.dumps(ollama_done(count, model), separators=(",", ":"))
+    lines.append(done.encode() + b"\n")
+    return lines
+
+
+def ollama_done(count: int, model: str) -> dict[str, Any]:
+    """Ollama's last ``/api/chat`` line after ``count`` answer lines."""
+    return {
         "model": model,
         "created_at": "2026-01-01T10:00:01Z",
         "message": {"role": "assistant", "content": ""},
@@ -136,8 +143,6 @@ def ollama_events(count: int, model: str) -> list[bytes]:
         "prompt_eval_count": 20,
         "eval_count": count,
     }
-    lines.append(json.dumps(done, separators=(",", ":")).encode() + b"\n")
-    return lines
 
 
 def cut(body: bytes, size: int) -> list[bytes]:

@@ -60,6 +60,7 @@ from typing import Final
 from typing import NamedTuple
 
 from _harness import server_process
+from _wires import ollama_done
 from bench_bedrock import _frame as bedrock_frame
 
 from dsh_llm.testing import Reply
@@ -221,16 +222,7 @@ def _ollama(count: int) -> list[bytes]:
         value = {"model": MODEL, "created_at": created, "message": message}
         return line({**value, "done": False}) + b"\n"
 
-    done = {
-        "model": MODEL,
-        "created_at": "2026-01-01T10:00:01Z",
-        "message": {"role": "assistant", "content": ""},
-        "done": True,
-        "done_reason": "stop",
-        "prompt_eval_count": 20,
-        "eval_count": count,
-    }
-    return [*_repeated(event, count), line(done) + b"\n"]
+    return [*_repeated(event, count), line(ollama_done(count, MODEL)) + b"\n"]
 
 
 def _responses(count: int) -> list[bytes]:
