@@ -9,9 +9,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from dsh_llm.adapters.anthropic.translate import MessagesTranslator
+from dsh_llm.assembler import BlockAssembler
 from dsh_llm.errors import LlmError
 from dsh_llm.protocol import Finish
 from dsh_llm.protocol import FinishReason
+from dsh_llm.protocol import Message
+from dsh_llm.protocol import ModelSource
 from dsh_llm.protocol import StreamChunk
 from dsh_llm.transport.sse import SseDecoder
 
@@ -63,3 +66,16 @@ def replay(chunks_of_body: Iterator[bytes] | list[bytes]) -> list[StreamChunk]:
         out.extend(translator.before_failure())
         out.append(Finish(reason=FinishReason.error(error.failure)))
     return out
+
+
+def recorded_turn(name: str, model: str) -> Message:
+    """The assistant message ``collect()`` makes of fixture ``name``, as
+    ``model`` answered it (its replay state kept for the next turn)."""
+    assembler = BlockAssembler()
+    for chunk in replay([(FIXTURES / f"{name}.sse").read_bytes()]):
+        assembler.push(chunk)
+    return assembler.message(
+        ModelSource(
+            provider="anthropic", model=model, replay_state=assembler.replay_state
+        )
+    )

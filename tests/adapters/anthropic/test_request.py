@@ -16,7 +16,6 @@ from dsh_llm.adapters.anthropic.catalog import thinking_profile
 from dsh_llm.adapters.anthropic.request import BUDGET_TOKENS
 from dsh_llm.adapters.anthropic.request import build_messages_request
 from dsh_llm.adapters.anthropic.request import request_headers
-from dsh_llm.assembler import BlockAssembler
 from dsh_llm.errors import ErrorCode
 from dsh_llm.errors import LlmError
 from dsh_llm.protocol import CallId
@@ -36,7 +35,7 @@ from dsh_llm.protocol import create_user_message
 from dsh_llm.transport.attribution import user_agent
 
 from .replay import FIXTURES
-from .replay import replay
+from .replay import recorded_turn
 
 WEATHER = ToolSchema(
     name="get_weather",
@@ -299,16 +298,7 @@ def test_reasoning_without_this_familys_replay_state_is_not_sent() -> None:
 
 
 def _turn_from(name: str) -> Message:
-    assembler = BlockAssembler()
-    for chunk in replay([(FIXTURES / f"{name}.sse").read_bytes()]):
-        assembler.push(chunk)
-    return assembler.message(
-        ModelSource(
-            provider="anthropic",
-            model="claude-haiku-4-5",
-            replay_state=assembler.replay_state,
-        )
-    )
+    return recorded_turn(name, "claude-haiku-4-5")
 
 
 def test_a_thinking_turn_round_trips_with_its_signature_before_the_tool_use() -> None:

@@ -13,7 +13,6 @@ from dsh_llm.adapters.anthropic.request import build_messages_request
 from dsh_llm.adapters.anthropic.server_tools import citation_of
 from dsh_llm.adapters.anthropic.server_tools import result_block
 from dsh_llm.adapters.anthropic.server_tools import wire_citation
-from dsh_llm.assembler import BlockAssembler
 from dsh_llm.assembler import collect
 from dsh_llm.errors import ErrorCode
 from dsh_llm.protocol import BlockEnd
@@ -24,15 +23,13 @@ from dsh_llm.protocol import Finish
 from dsh_llm.protocol import FinishReason
 from dsh_llm.protocol import GenerateOptions
 from dsh_llm.protocol import Message
-from dsh_llm.protocol import ModelSource
 from dsh_llm.protocol import ServerToolCallBlock
 from dsh_llm.protocol import ServerToolResultBlock
 from dsh_llm.protocol import TextBlock
 from dsh_llm.protocol import create_assistant_message
 from dsh_llm.protocol import create_user_message
 
-from .replay import FIXTURES
-from .replay import replay
+from .replay import recorded_turn
 from .test_translate import STOP
 from .test_translate import block_delta
 from .test_translate import block_start
@@ -44,16 +41,7 @@ from .test_translate import start
 
 
 def _turn(name: str) -> Message:
-    assembler = BlockAssembler()
-    for chunk in replay([(FIXTURES / f"{name}.sse").read_bytes()]):
-        assembler.push(chunk)
-    return assembler.message(
-        ModelSource(
-            provider="anthropic",
-            model="claude-sonnet-4-5",
-            replay_state=assembler.replay_state,
-        )
-    )
+    return recorded_turn(name, "claude-sonnet-4-5")
 
 
 def _assistant_content(*messages: Message) -> list[dict[str, Any]]:
