@@ -393,12 +393,8 @@ class BlockWriter:
         block.name = name
 
     def set_call_id(self, block: Block, call_id: str) -> None:
-        """Give a tool call its id (no-op when equal).
-
-        Raises:
-            LlmError: ``MALFORMED_RESPONSE`` when a delta already carried another
-                id (a call keeps one id).
-        """
+        """Give a tool call its id (no-op when equal): ``set_name``'s rule, for the
+        id (``MALFORMED_RESPONSE`` once a delta carried another id)."""
         if block.call_id == call_id:
             return
         if block.shown_id:

@@ -136,28 +136,12 @@ class OllamaTranslator(WireTranslator[Any]):
         if message is not None:
             if type(message) is not dict:
                 raise writer.malformed("a message that is not an object")
-            # Unrolled, and a piece for the block streaming now appended
-            # inline: this is the per-token path.
             text = message.get("thinking")
             if text is not None:
-                if type(text) is not str:
-                    raise writer.malformed("a message thinking that is not a string")
-                if text:
-                    block = self._block
-                    if block is not None and block.kind is REASONING:
-                        writer.append(block, text)
-                    else:
-                        self._switch(REASONING, text)
+                self._piece(REASONING, text, "thinking")
             text = message.get("content")
             if text is not None:
-                if type(text) is not str:
-                    raise writer.malformed("a message content that is not a string")
-                if text:
-                    block = self._block
-                    if block is not None and block.kind is TEXT:
-                        writer.append(block, text)
-                    else:
-                        self._switch(TEXT, text)
+                self._piece(TEXT, text, "content")
             calls = message.get("tool_calls")
             if calls is not None:
                 self._calls(calls)
@@ -169,6 +153,18 @@ class OllamaTranslator(WireTranslator[Any]):
         return writer.take()
 
     # -- lines -------------------------------------------------------------------------
+
+    def _piece(self, kind: BlockKind, text: object, field: str) -> None:
+        """A piece of the message's ``field`` (the per-token path): appended to
+        the block streaming now when that is of ``kind``, else a new block's."""
+        if type(text) is not str:
+            raise self.writer.malformed(f"a message {field} that is not a string")
+        if text:
+            block = self._block
+            if block is not None and block.kind is kind:
+                self.writer.append(block, text)
+            else:
+                self._switch(kind, text)
 
     def _switch(self, kind: BlockKind, text: str) -> None:
         """A change of kind: the block streaming now ends, a new one starts."""
