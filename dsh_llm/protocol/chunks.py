@@ -257,30 +257,32 @@ class BlockStart(Tagged):
 
 
 @attrs.frozen(kw_only=True)
-class TextDelta(Tagged):
-    """Appends ``text`` to text block ``index``."""
+class _TextPiece(Tagged):
+    """The fields a text or reasoning delta shares (not a chunk of its own)."""
+
+    index: int = _index_field()
+    """The open block (of the delta's kind) this delta extends."""
+    text: str = attrs.field(validator=c.is_str)
+    """The next piece of the block's text."""
+
+
+@attrs.frozen(kw_only=True)
+class TextDelta(_TextPiece):
+    """Appends ``text`` to text block ``index`` (``text`` is ``""`` for a delta
+    carrying only citations)."""
 
     TAG: ClassVar[str] = "text-delta"
 
-    index: int = _index_field()
-    """The open text block this delta extends."""
-    text: str = attrs.field(validator=c.is_str)
-    """The next piece of text (``""`` for a delta carrying only citations)."""
     citations: tuple[Citation, ...] = citations_field()
     """The citations arriving with this piece, in order (omitted from the JSON
     when empty); the block's ``TextBlock.citations`` is all of them."""
 
 
 @attrs.frozen(kw_only=True)
-class ReasoningDelta(Tagged):
+class ReasoningDelta(_TextPiece):
     """Appends ``text`` to reasoning block ``index``."""
 
     TAG: ClassVar[str] = "reasoning-delta"
-
-    index: int = _index_field()
-    """The open reasoning block this delta extends."""
-    text: str = attrs.field(validator=c.is_str)
-    """The next piece of reasoning."""
 
 
 @attrs.frozen(kw_only=True)

@@ -37,7 +37,7 @@ _set = object.__setattr__
 def _setter(cls: type, name: str) -> Callable[[object, object], None]:
     # A slot's own descriptor: setting through it skips the name lookup of
     # ``object.__setattr__`` (the per-token path builds millions of deltas).
-    setter: Callable[[object, object], None] = cls.__dict__[name].__set__
+    setter: Callable[[object, object], None] = getattr(cls, name).__set__
     return setter
 
 
