@@ -30,6 +30,8 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+from collections.abc import Callable
+from collections.abc import Mapping
 from typing import Any
 from typing import Final
 
@@ -135,19 +137,10 @@ class ConverseStreamTranslator(IndexedTranslator[EventMessage]):
             return []
         kind = event.message_type
         if kind == "event":
-            name = event.event_type
-            if name == "contentBlockDelta":
-                self._delta(self._payload(event, name))
-            elif name == "contentBlockStart":
-                self._start(self._payload(event, name))
-            elif name == "contentBlockStop":
-                self._stop(self._payload(event, name))
-            elif name == "messageStart":
-                self._message_start(self._payload(event, name))
-            elif name == "messageStop":
-                self._message_stop(self._payload(event, name))
-            elif name == "metadata":
-                self._metadata_event(self._payload(event, name))
+            name = event.event_type or ""
+            handle = self._EVENTS.get(name)
+            if handle is not None:
+                handle(self, self._payload(event, name))
         elif kind == "exception":
             exception = event.exception_type or ""
             payload = self._payload(event, exception or "exception")
@@ -338,6 +331,18 @@ class ConverseStreamTranslator(IndexedTranslator[EventMessage]):
         self._metadata = True
         if self._stop_reason is not None:
             self._finish()
+
+    _EVENTS: Final[
+        Mapping[str, Callable[[ConverseStreamTranslator, dict[str, Any]], None]]
+    ] = {
+        "contentBlockDelta": _delta,
+        "contentBlockStart": _start,
+        "contentBlockStop": _stop,
+        "messageStart": _message_start,
+        "messageStop": _message_stop,
+        "metadata": _metadata_event,
+    }
+    """The handler of each event frame by ``:event-type`` (others are passed over)."""
 
     # -- the end -----------------------------------------------------------------------
 
