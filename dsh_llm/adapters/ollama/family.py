@@ -141,11 +141,10 @@ def model_info(
 ) -> LlmResolvedModelInfo:
     """``resolve_model``'s answer: the entry's context window and ``max_tokens``
     (``None`` when unlisted: the model's own), and the efforts of ``think``."""
-    entry = config.model(model)
     return resolved_model_info(
         provider,
         model,
-        entry,
+        config.model(model),
         reasoning=LlmModelReasoningInfo(
             efforts=_EFFORT_INFOS, default_effort=config.reasoning_effort
         ),

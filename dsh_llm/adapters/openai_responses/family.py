@@ -171,11 +171,10 @@ def model_info(
 ) -> LlmResolvedModelInfo:
     """``resolve_model``'s answer: the catalog entry's context window, cap and
     inputs (unknown, text only, for an unlisted id), the profile's efforts."""
-    entry = config.model(model)
     return resolved_model_info(
         provider,
         model,
-        entry,
+        config.model(model),
         reasoning=LlmModelReasoningInfo(
             efforts=effort_infos(endpoint.profile.reasoning_efforts)
         ),
