@@ -7,6 +7,8 @@ rule of the protocol; this base gives it the rest of the read loop's interface:
 
 - ``finished``, ``usage_so_far`` and ``before_failure()`` are the writer's;
 - ``is_keepalive(event)`` is ``False`` unless the family says otherwise;
+- ``objects(value, field, item)`` reads a list of JSON objects or fails as
+  malformed, naming the list or the entry;
 - ``close()`` (the body ended before the wire's terminal event) raises the
   writer's ``STREAM_CLOSED`` error naming ``end_marker``: a cut answer is never
   a success.
@@ -18,6 +20,7 @@ self.writer.take()``.
 from __future__ import annotations
 
 import abc
+from typing import Any
 from typing import ClassVar
 from typing import Generic
 from typing import TypeVar
@@ -66,6 +69,23 @@ class WireTranslator(abc.ABC, Generic[E]):
         """Right before a raised failure: what the failing event completed before
         it failed, then the usage already reported (once)."""
         return self.writer.before_failure()
+
+    def objects(self, value: object, field: str, item: str) -> list[dict[str, Any]]:
+        """``value`` as a list of JSON objects (``field`` names the list and
+        ``item`` one entry in the error: ``"a tool_calls field"``, ``"a tool
+        call"``). The walks every event takes (``choices``, ``candidates``,
+        ``parts``) stay inline, for speed.
+
+        Raises:
+            LlmError: ``MALFORMED_RESPONSE`` when ``value`` is not a list or an
+                entry is not an object.
+        """
+        if type(value) is not list:
+            raise self.writer.malformed(f"{field} that is not a list")
+        for entry in value:
+            if type(entry) is not dict:
+                raise self.writer.malformed(f"{item} that is not an object")
+        return value
 
     def settle(self) -> list[StreamChunk]:
         """The caller aborted before the wire's end marker: the chunks that end a

@@ -544,12 +544,9 @@ class ChatCompletionsTranslator(WireTranslator[SseEvent]):
             self._delta_citations(delta)
         calls = delta.get("tool_calls")
         if calls:
-            if type(calls) is not list:
-                raise self.writer.malformed("a tool_calls field that is not a list")
+            calls = self.objects(calls, "a tool_calls field", "a tool call")
             self._native_calls = True
             for call in calls:
-                if type(call) is not dict:
-                    raise self.writer.malformed("a tool call that is not an object")
                 self._tool_fragment(call)
         elif not self._native_calls:
             legacy = delta.get("function_call")
@@ -606,11 +603,9 @@ class ChatCompletionsTranslator(WireTranslator[SseEvent]):
         """Merge one delta's ``reasoning_details`` entries (OpenRouter) into
         ``kept``, by ``index``: streamed ``text``, ``summary`` and ``data`` are
         joined, the other fields keep their latest value."""
-        if type(details) is not list:
-            raise self.writer.malformed("a reasoning_details field that is not a list")
-        for detail in details:
-            if type(detail) is not dict:
-                raise self.writer.malformed("a reasoning detail that is not an object")
+        for detail in self.objects(
+            details, "a reasoning_details field", "a reasoning detail"
+        ):
             index = detail.get("index")
             key: object = index if type(index) is int else ("at", len(kept))
             entry = kept.setdefault(key, {})

@@ -175,11 +175,7 @@ class OllamaTranslator(WireTranslator[Any]):
         writer.append(block, text)
 
     def _calls(self, calls: object) -> None:
-        if type(calls) is not list:
-            raise self.writer.malformed("tool_calls that are not a list")
-        for call in calls:
-            if type(call) is not dict:
-                raise self.writer.malformed("a tool call that is not an object")
+        for call in self.objects(calls, "a tool_calls field", "a tool call"):
             self._call(call)
 
     def _call(self, call: dict[str, Any]) -> None:

@@ -1165,12 +1165,11 @@ class ResponsesTranslator(WireTranslator[SseEvent]):
             writer.report_usage(mapped)
             output_tokens = mapped.output_tokens
         output = response.get("output")
-        if output is not None and type(output) is not list:
-            raise writer.malformed("a response output that is not a list")
-        items = output or []
-        for raw in items:
-            if type(raw) is not dict:
-                raise writer.malformed("an output item that is not an object")
+        items = (
+            []
+            if output is None
+            else self.objects(output, "a response output", "an output item")
+        )
         incomplete = any(raw.get("status") == "incomplete" for raw in items)
         for raw, item in self._match_output(items):
             if item.final is None:
