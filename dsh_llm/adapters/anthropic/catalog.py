@@ -14,6 +14,8 @@ Contracts callers may rely on:
   budget_tokens}``, extended thinking) or ``adaptive`` (``thinking: {type:
   adaptive}`` with ``output_config.effort``; these models reject a budget with a
   400). ``efforts`` lists ``off`` only where thinking can be turned off.
+- ``ClaudeModel.catalog_model(cls)`` is the entry as a config catalog entry
+  (the Anthropic, Bedrock and Vertex AI catalogs make theirs with it).
 - ``model_entry(id)`` is the entry or ``None``; ``thinking_profile(id)`` is the
   entry's profile, else ``BUDGET_THINKING`` (the shape older Claude models and
   Anthropic-compatible servers accept). ``reasoning_info(profile)`` is the
@@ -22,13 +24,18 @@ Contracts callers may rely on:
 
 from __future__ import annotations
 
+from typing import Any
 from typing import Final
 from typing import Literal
+from typing import TypeVar
 
 import attrs
 
 from dsh_llm.adapter import LlmModelReasoningInfo
 from dsh_llm.adapter import LlmReasoningEffortInfo
+from dsh_llm.adapters._wire.config import CatalogModel
+
+M = TypeVar("M", bound=CatalogModel)
 
 BUDGET_EFFORTS: Final = ("off", "low", "medium", "high", "max")
 """The efforts of a ``budget`` model: ``off`` sends no thinking, the others a
@@ -87,6 +94,22 @@ class ClaudeModel:
     input_modalities: tuple[str, ...] = ("text", "image")
     """What the adapter can send this model: text and images (every Claude
     model in the catalog reads images)."""
+
+    def catalog_model(
+        self, cls: type[M], model_id: str | None = None, **extra: Any
+    ) -> M:
+        """This model as a config catalog entry of ``cls`` (``CatalogModel``, or
+        a family's subclass with its ``extra`` fields): the id (or ``model_id``,
+        a front door's spelling of it), name, context window and inputs, with
+        ``default_max_tokens`` as the entry's ``max_tokens``."""
+        return cls(
+            id=model_id or self.id,
+            name=self.name,
+            context_window=self.context_window,
+            max_tokens=self.default_max_tokens,
+            input_modalities=self.input_modalities,
+            **extra,
+        )
 
 
 def _claude_5(

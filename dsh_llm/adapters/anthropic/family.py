@@ -116,14 +116,7 @@ def _catalog_defaults(model_id: str) -> Mapping[str, Any]:
 
 
 DEFAULT_MODELS: Final = tuple(
-    CatalogModel(
-        id=entry.id,
-        name=entry.name,
-        context_window=entry.context_window,
-        max_tokens=entry.default_max_tokens,
-        input_modalities=entry.input_modalities,
-    )
-    for entry in catalog.CATALOG
+    entry.catalog_model(CatalogModel) for entry in catalog.CATALOG
 )
 """The catalog advertised when none is configured (``catalog.CATALOG``)."""
 

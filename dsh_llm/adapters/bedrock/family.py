@@ -236,13 +236,9 @@ def model_entry(config: BedrockConfig, model: str) -> CatalogModel | None:
     if entry is not None or catalog.claude_model(model) is None:
         return entry
     claude = catalog.claude_entry(model)
-    return CatalogModel(
-        id=model,
-        name=None if claude is None else claude.name,
-        context_window=None if claude is None else claude.context_window,
-        max_tokens=None if claude is None else claude.default_max_tokens,
-        input_modalities=("text", "image"),
-    )
+    if claude is None:
+        return CatalogModel(id=model, input_modalities=("text", "image"))
+    return claude.catalog_model(CatalogModel, model)
 
 
 def _max_tokens(config: BedrockConfig, model: str) -> int | None:

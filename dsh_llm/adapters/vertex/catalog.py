@@ -78,15 +78,7 @@ def _gemini_entry(model: GeminiModel) -> VertexModel:
 
 
 def _claude_entry(model: claude.ClaudeModel, model_id: str) -> VertexModel:
-    return VertexModel(
-        id=model_id,
-        name=model.name,
-        context_window=model.context_window,
-        max_tokens=model.default_max_tokens,
-        input_modalities=model.input_modalities,
-        efforts=(),
-        publisher=ANTHROPIC,
-    )
+    return model.catalog_model(VertexModel, model_id, efforts=(), publisher=ANTHROPIC)
 
 
 DEFAULT_MODELS: Final = tuple(_gemini_entry(model) for model in GEMINI_MODELS) + tuple(
