@@ -5,6 +5,9 @@ Pure, no I/O:
 - ``wire_count``: a provider's token count, or ``None`` when it is not one
   (not an ``int``, a ``bool``, negative, or above ``MAX_SAFE_INTEGER``, which
   JSON readers elsewhere cannot hold exactly): a count never invented as 0.
+  ``wire_text``: a provider's ``str``, or ``None`` when it is not one.
+- ``citation_from``: a ``Citation`` read from a wire object by a table of each
+  field's wire key (a value of the wrong type is left out, never guessed).
 - ``unchecked_delta`` and ``unchecked_tool_delta``: deltas built without
   re-running the field validators, for the per-token hot path of a writer that
   guarantees what they check (its own non-negative block index, ``str`` values
@@ -15,6 +18,8 @@ Pure, no I/O:
 from __future__ import annotations
 
 from collections.abc import Callable
+from collections.abc import Mapping
+from typing import Any
 from typing import Final
 
 from dsh_llm.protocol import CallId
@@ -28,6 +33,30 @@ from dsh_llm.protocol.citations import Citation
 def wire_count(value: object) -> int | None:
     """``value`` when it is an ``int`` in ``0..MAX_SAFE_INTEGER``, else ``None``."""
     return value if type(value) is int and 0 <= value <= MAX_SAFE_INTEGER else None
+
+
+def wire_text(value: object) -> str | None:
+    """``value`` when it is a ``str`` (``""`` included), else ``None``."""
+    return value if type(value) is str else None
+
+
+_CITATION_COUNTS: Final = frozenset(
+    {"source_index", "start", "end", "text_start", "text_end"}
+)
+"""The ``Citation`` fields that hold a count (the others hold text)."""
+
+
+def citation_from(
+    kind: str, wire: Mapping[str, Any], keys: Mapping[str, str], **known: Any
+) -> Citation:
+    """A ``Citation`` of ``kind``: each field ``keys`` names read from ``wire`` at
+    its key (an index field through ``wire_count``, a text one through
+    ``wire_text``), then the fields the caller read itself (``known``)."""
+    read: dict[str, Any] = {
+        field: (wire_count if field in _CITATION_COUNTS else wire_text)(wire.get(key))
+        for field, key in keys.items()
+    }
+    return Citation(kind=kind, **read, **known)
 
 
 _new = object.__new__

@@ -23,6 +23,8 @@ from __future__ import annotations
 from typing import Any
 from typing import Final
 
+from dsh_llm.adapters._wire.values import citation_from
+from dsh_llm.adapters._wire.values import wire_text
 from dsh_llm.protocol import CallId
 from dsh_llm.protocol import Citation
 from dsh_llm.protocol import ServerToolResultBlock
@@ -80,14 +82,6 @@ def is_result_type(wire_type: object) -> bool:
     )
 
 
-def _str(value: object) -> str | None:
-    return value if isinstance(value, str) else None
-
-
-def _int(value: object) -> int | None:
-    return value if type(value) is int and value >= 0 else None
-
-
 def citation_of(wire: object) -> Citation | None:
     """The ``Citation`` of one wire citation (see the module docstring)."""
     if not isinstance(wire, dict):
@@ -95,17 +89,8 @@ def citation_of(wire: object) -> Citation | None:
     kind = wire.get("type")
     if not isinstance(kind, str) or kind not in _FIELDS:
         return None
-    given = {field: wire.get(key) for field, key in _FIELDS[kind].items()}
-    return Citation(
-        kind=kind,
-        cited_text=_str(wire.get("cited_text")),
-        url=_str(given.get("url")),
-        title=_str(given.get("title")),
-        source_index=_int(given.get("source_index")),
-        file_id=_str(given.get("file_id")),
-        start=_int(given.get("start")),
-        end=_int(given.get("end")),
-        encrypted_index=_str(given.get("encrypted_index")),
+    return citation_from(
+        kind, wire, _FIELDS[kind], cited_text=wire_text(wire.get("cited_text"))
     )
 
 
@@ -137,22 +122,22 @@ def wire_citation(citation: Citation) -> dict[str, Any] | None:
 
 def call_name(content: dict[str, Any]) -> str:
     """The protocol name of a server tool call (see the module docstring)."""
-    name = _str(content.get("name")) or ""
+    name = wire_text(content.get("name")) or ""
     if content.get("type") == "mcp_tool_use":
-        server = _str(content.get("server_name")) or ""
+        server = wire_text(content.get("server_name")) or ""
         return f"mcp:{server}/{name}"
     return name
 
 
 def _error_code(content: dict[str, Any]) -> str:
-    code = _str(content.get("error_code")) or "error"
-    message = _str(content.get("error_message"))
+    code = wire_text(content.get("error_code")) or "error"
+    message = wire_text(content.get("error_message"))
     return f"{code}: {message}" if message else code
 
 
 def _code_output(content: dict[str, Any]) -> str | None:
-    stdout = _str(content.get("stdout")) or ""
-    stderr = _str(content.get("stderr")) or ""
+    stdout = wire_text(content.get("stdout")) or ""
+    stderr = wire_text(content.get("stderr")) or ""
     if stdout and stderr and not stdout.endswith("\n"):
         stdout += "\n"
     return (stdout + stderr) or None
@@ -174,9 +159,9 @@ def _mcp_output(content: object) -> str | None:
 def _search_sources(content: list[Any]) -> tuple[Source, ...]:
     return tuple(
         Source(
-            url=_str(item.get("url")),
-            title=_str(item.get("title")),
-            page_age=_str(item.get("page_age")),
+            url=wire_text(item.get("url")),
+            title=wire_text(item.get("title")),
+            page_age=wire_text(item.get("page_age")),
         )
         for item in content
         if isinstance(item, dict)
@@ -187,7 +172,7 @@ def result_block(content: dict[str, Any], name: str) -> ServerToolResultBlock:
     """The ``ServerToolResultBlock`` of a whole result block (see the module
     docstring); ``data`` is the block as received."""
     wire_type = content.get("type")
-    call_id = CallId(_str(content.get("tool_use_id")) or "")
+    call_id = CallId(wire_text(content.get("tool_use_id")) or "")
     inner = content.get("content")
     output: str | None = None
     sources: tuple[Source, ...] = ()
@@ -199,14 +184,14 @@ def result_block(content: dict[str, Any], name: str) -> ServerToolResultBlock:
     elif isinstance(inner, list):
         sources = _search_sources(inner)
     elif isinstance(inner, dict):
-        inner_type = _str(inner.get("type")) or ""
+        inner_type = wire_text(inner.get("type")) or ""
         if inner_type.endswith("_error"):
             is_error = True
             output = _error_code(inner)
         elif inner_type == "web_fetch_result":
             document = inner.get("content")
             title = document.get("title") if isinstance(document, dict) else None
-            sources = (Source(url=_str(inner.get("url")), title=_str(title)),)
+            sources = (Source(url=wire_text(inner.get("url")), title=wire_text(title)),)
         elif "stdout" in inner or "stderr" in inner:
             output = _code_output(inner)
         elif isinstance(inner.get("content"), str):

@@ -37,6 +37,7 @@ from typing import Final
 
 from dsh_llm.adapters._wire.indexed import IndexedTranslator
 from dsh_llm.adapters._wire.values import wire_count
+from dsh_llm.adapters._wire.values import wire_text
 from dsh_llm.adapters._wire.writer import REASONING
 from dsh_llm.adapters._wire.writer import TEXT
 from dsh_llm.adapters._wire.writer import TOOL_CALL
@@ -388,10 +389,6 @@ _LOCATIONS: Final = {
 """Converse's document location kinds and the citation kind of each."""
 
 
-def _count(value: object) -> int | None:
-    return value if type(value) is int and value >= 0 else None
-
-
 def converse_citation(delta: object) -> Citation | None:
     """The ``Citation`` of a ConverseStream ``CitationsDelta`` (see the module
     docstring), ``None`` for one whose location this does not know."""
@@ -411,12 +408,12 @@ def converse_citation(delta: object) -> Citation | None:
         else []
     )
     common: dict[str, Any] = {
-        "title": title if type(title) is str else None,
+        "title": wire_text(title),
         "cited_text": "".join(texts) if texts else None,
     }
     if member == "web":
         url = where.get("url")
-        return Citation(kind="url", url=url if type(url) is str else None, **common)
+        return Citation(kind="url", url=wire_text(url), **common)
     kind = _LOCATIONS.get(member)
     if kind is None:
         return None
@@ -426,9 +423,9 @@ def converse_citation(delta: object) -> Citation | None:
     url = delta.get("source") if member == "searchResultLocation" else None
     return Citation(
         kind=kind,
-        url=url if type(url) is str else None,
-        source_index=_count(source),
-        start=_count(where.get("start")),
-        end=_count(where.get("end")),
+        url=wire_text(url),
+        source_index=wire_count(source),
+        start=wire_count(where.get("start")),
+        end=wire_count(where.get("end")),
         **common,
     )

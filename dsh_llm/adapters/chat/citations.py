@@ -30,6 +30,7 @@ from typing import Any
 
 import attrs
 
+from dsh_llm.adapters._wire.values import wire_count
 from dsh_llm.protocol import Citation
 
 _Key = tuple[object, ...]
@@ -37,10 +38,6 @@ _Key = tuple[object, ...]
 
 def _text(value: object) -> str | None:
     return value if type(value) is str and value else None
-
-
-def _count(value: object) -> int | None:
-    return value if type(value) is int and value >= 0 else None
 
 
 def listed_citations(urls: object, results: object) -> list[Citation]:
@@ -74,8 +71,8 @@ def annotation_citations(annotations: object) -> list[Citation]:
         inner = annotation.get("url_citation")
         if type(inner) is not dict:
             continue
-        start = _count(inner.get("start_index"))
-        end = _count(inner.get("end_index"))
+        start = wire_count(inner.get("start_index"))
+        end = wire_count(inner.get("end_index"))
         if start is not None and end is not None and end < start:
             start = end = None
         cited.append(

@@ -23,6 +23,9 @@ import json
 from typing import Any
 from typing import Final
 
+from dsh_llm.adapters._wire.values import citation_from
+from dsh_llm.adapters._wire.values import wire_count
+from dsh_llm.adapters._wire.values import wire_text
 from dsh_llm.protocol import CallId
 from dsh_llm.protocol import Citation
 from dsh_llm.protocol import ServerToolCallBlock
@@ -49,16 +52,18 @@ _NAMES: Final = {
 }
 
 
-def _str(value: object) -> str | None:
-    return value if isinstance(value, str) else None
-
-
-def _int(value: object) -> int | None:
-    return value if type(value) is int and value >= 0 else None
+_ANNOTATION_FIELDS: Final = {
+    "url": "url",
+    "title": "title",
+    "file_id": "file_id",
+    "filename": "filename",
+}
+"""The ``Citation`` fields an annotation carries, each at the key of its name
+(each kind carries only its own: the URL and title, or the file)."""
 
 
 def _shifted(value: object, offset: int) -> int | None:
-    index = _int(value)
+    index = wire_count(value)
     return None if index is None else max(index - offset, 0)
 
 
@@ -74,15 +79,8 @@ def annotation_citation(annotation: object, offset: int = 0) -> Citation | None:
         end = _shifted(annotation.get("end_index"), offset)
     else:
         return None
-    # Each kind carries only its own fields (the URL and title, or the file).
-    return Citation(
-        kind=kind,
-        url=_str(annotation.get("url")),
-        title=_str(annotation.get("title")),
-        file_id=_str(annotation.get("file_id")),
-        filename=_str(annotation.get("filename")),
-        text_start=start,
-        text_end=end,
+    return citation_from(
+        kind, annotation, _ANNOTATION_FIELDS, text_start=start, text_end=end
     )
 
 
@@ -100,7 +98,7 @@ def _web_search(item: dict[str, Any]) -> tuple[str, tuple[Source, ...], str | No
     given = {key: value for key, value in action.items() if key != "sources"}
     found = action.get("sources")
     sources = tuple(
-        Source(url=_str(source.get("url")), title=_str(source.get("title")))
+        Source(url=wire_text(source.get("url")), title=wire_text(source.get("title")))
         for source in (found if isinstance(found, list) else ())
         if isinstance(source, dict)
     )
@@ -112,9 +110,9 @@ def _file_search(item: dict[str, Any]) -> tuple[str, tuple[Source, ...], str | N
     results = item.get("results")
     sources = tuple(
         Source(
-            file_id=_str(result.get("file_id")),
-            filename=_str(result.get("filename")),
-            snippet=_str(result.get("text")),
+            file_id=wire_text(result.get("file_id")),
+            filename=wire_text(result.get("filename")),
+            snippet=wire_text(result.get("text")),
             score=score
             if isinstance(score := result.get("score"), int | float)
             and not isinstance(score, bool)
@@ -133,8 +131,8 @@ def _file_search(item: dict[str, Any]) -> tuple[str, tuple[Source, ...], str | N
 def _code_interpreter(
     item: dict[str, Any],
 ) -> tuple[str, tuple[Source, ...], str | None]:
-    given: dict[str, Any] = {"code": _str(item.get("code")) or ""}
-    container = _str(item.get("container_id"))
+    given: dict[str, Any] = {"code": wire_text(item.get("code")) or ""}
+    container = wire_text(item.get("container_id"))
     if container:
         given["container_id"] = container
     outputs = item.get("outputs")
@@ -158,16 +156,16 @@ def hosted_blocks(
 ) -> tuple[ServerToolCallBlock, ServerToolResultBlock]:
     """The call and result blocks of a finished hosted-tool item (see the
     module docstring)."""
-    item_type = _str(item.get("type")) or ""
-    call_id = CallId(_str(item.get("id")) or "")
+    item_type = wire_text(item.get("type")) or ""
+    call_id = CallId(wire_text(item.get("id")) or "")
     status = item.get("status")
     is_error: bool | None = True if status in ("failed", "incomplete") else None
     output: str | None
     if item_type in ("mcp_call", "mcp_list_tools"):
-        label = _str(item.get("server_label")) or ""
-        tool = _str(item.get("name")) or "list_tools"
+        label = wire_text(item.get("server_label")) or ""
+        tool = wire_text(item.get("name")) or "list_tools"
         name = f"mcp:{label}/{tool}"
-        given = _str(item.get("arguments")) or "{}"
+        given = wire_text(item.get("arguments")) or "{}"
         sources: tuple[Source, ...] = ()
         error = item.get("error")
         if item_type == "mcp_list_tools":
@@ -179,7 +177,7 @@ def hosted_blocks(
             ]
             output = "\n".join(listed) if listed else None
         else:
-            output = _str(item.get("output"))
+            output = wire_text(item.get("output"))
         if error is not None:
             is_error = True
             output = error if isinstance(error, str) else _json(error)
