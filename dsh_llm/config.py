@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import re
 from collections.abc import Callable
 from collections.abc import Iterable
 from collections.abc import Mapping
@@ -70,10 +71,12 @@ __all__ = [
     "check_bool",
     "check_non_empty_str",
     "check_one_of",
+    "check_optional_match",
     "check_optional_str",
     "check_optional_timeout",
     "check_positive_int",
     "check_safe_positive_int",
+    "check_that",
     "check_timeout",
     "config_key",
     "field_error",
@@ -388,12 +391,31 @@ def check_optional_timeout(
         check_timeout(inst, attribute, value)
 
 
-def check_one_of(*choices: object) -> Check:
-    """One of ``choices`` (compared by type and value: ``1`` is not ``True``)."""
-    shown = ", ".join(show(choice) for choice in choices)
+def check_that(test: Callable[[Any], object], detail: str) -> Check:
+    """A value ``test`` accepts (a true result); else a ``field_error`` saying
+    ``detail`` (``"must be ..."``): a field's rule as one predicate."""
 
     def check(inst: object, attribute: attrs.Attribute[Any], value: Any) -> None:
-        if not any(type(value) is type(c) and value == c for c in choices):
-            raise field_error(inst, attribute.name, f"must be one of {shown}")
+        if not test(value):
+            raise field_error(inst, attribute.name, detail)
 
     return check
+
+
+def check_optional_match(pattern: re.Pattern[str], detail: str) -> Check:
+    """``None``, or a string ``pattern`` matches whole; else ``detail``."""
+    return check_that(
+        lambda value: (
+            value is None
+            or (isinstance(value, str) and pattern.fullmatch(value) is not None)
+        ),
+        detail,
+    )
+
+
+def check_one_of(*choices: object) -> Check:
+    """One of ``choices`` (compared by type and value: ``1`` is not ``True``)."""
+    return check_that(
+        lambda value: any(type(value) is type(c) and value == c for c in choices),
+        f"must be one of {', '.join(show(choice) for choice in choices)}",
+    )

@@ -70,7 +70,7 @@ from dsh_llm.config import RAW_METADATA
 from dsh_llm.config import check_bool
 from dsh_llm.config import check_non_empty_str
 from dsh_llm.config import check_one_of
-from dsh_llm.config import field_error
+from dsh_llm.config import check_optional_match
 from dsh_llm.errors import ErrorCode
 from dsh_llm.errors import LlmError
 from dsh_llm.transport.call import url_repr
@@ -121,16 +121,11 @@ def _models(value: object) -> tuple[AzureModel, ...]:
     return model_catalog(value, AzureModel, package=PACKAGE)
 
 
-def _check_resource(inst: object, attribute: attrs.Attribute[Any], value: Any) -> None:
-    if value is not None and not (
-        isinstance(value, str) and _RESOURCE.fullmatch(value)
-    ):
-        raise field_error(
-            inst,
-            attribute.name,
-            "must be an Azure resource name (letters, digits and hyphens, at most "
-            "64, as in https://<resource>.openai.azure.com)",
-        )
+_check_resource: Final = check_optional_match(
+    _RESOURCE,
+    "must be an Azure resource name (letters, digits and hyphens, at most 64, as "
+    "in https://<resource>.openai.azure.com)",
+)
 
 
 def _check_optional_str(

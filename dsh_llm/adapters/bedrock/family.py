@@ -64,9 +64,9 @@ from dsh_llm.adapters.bedrock.request import request_headers
 from dsh_llm.adapters.bedrock.translate import ConverseStreamTranslator
 from dsh_llm.config import RAW_METADATA
 from dsh_llm.config import check_non_empty_str
+from dsh_llm.config import check_optional_match
 from dsh_llm.config import check_positive_int
 from dsh_llm.config import check_safe_positive_int
-from dsh_llm.config import field_error
 from dsh_llm.transport.eventstream import EventStreamDecoder
 from dsh_llm.transport.session import BearerAuth
 
@@ -120,9 +120,9 @@ def _defaults(model_id: str) -> Mapping[str, Any]:
     )
 
 
-def _check_region(inst: object, attribute: attrs.Attribute[Any], value: Any) -> None:
-    if value is not None and not (isinstance(value, str) and _REGION.fullmatch(value)):
-        raise field_error(inst, attribute.name, "must be an AWS region (us-east-1)")
+_check_region: Final = check_optional_match(
+    _REGION, "must be an AWS region (us-east-1)"
+)
 
 
 @attrs.frozen(kw_only=True, field_transformer=adapter_field_order)

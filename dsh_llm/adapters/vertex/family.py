@@ -78,7 +78,7 @@ from dsh_llm.adapters.vertex.request import public_base_url
 from dsh_llm.adapters.vertex.request import vertex_messages_body
 from dsh_llm.config import RAW_METADATA
 from dsh_llm.config import check_non_empty_str
-from dsh_llm.config import field_error
+from dsh_llm.config import check_optional_match
 from dsh_llm.errors import ErrorCode
 from dsh_llm.errors import LlmError
 from dsh_llm.transport.read_loop import EventTranslator
@@ -124,18 +124,10 @@ def _models(value: object) -> tuple[VertexModel, ...]:
     )
 
 
-def _check_location(inst: object, attribute: attrs.Attribute[Any], value: Any) -> None:
-    if value is not None and not (
-        isinstance(value, str) and _LOCATION.fullmatch(value)
-    ):
-        raise field_error(inst, attribute.name, _LOCATION_DETAIL)
-
-
-def _check_project(inst: object, attribute: attrs.Attribute[Any], value: Any) -> None:
-    if value is not None and not (isinstance(value, str) and _PROJECT.fullmatch(value)):
-        raise field_error(
-            inst, attribute.name, "must be a Google Cloud project id (no spaces or /)"
-        )
+_check_location: Final = check_optional_match(_LOCATION, _LOCATION_DETAIL)
+_check_project: Final = check_optional_match(
+    _PROJECT, "must be a Google Cloud project id (no spaces or /)"
+)
 
 
 @attrs.frozen(kw_only=True, field_transformer=adapter_field_order)
