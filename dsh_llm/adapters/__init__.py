@@ -28,94 +28,53 @@ import attrs
 from dsh_llm.protocol.lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from dsh_llm.adapters._wire.adapter import WireAdapter
-    from dsh_llm.adapters._wire.adapter import encode_body
-    from dsh_llm.adapters._wire.config import AdapterConfig
-    from dsh_llm.adapters._wire.config import AdapterConfigError
-    from dsh_llm.adapters._wire.config import BaseUrlRule
-    from dsh_llm.adapters._wire.config import CatalogLookup
-    from dsh_llm.adapters._wire.config import CatalogModel
-    from dsh_llm.adapters._wire.config import adapter_field_order
-    from dsh_llm.adapters._wire.config import api_root_url
-    from dsh_llm.adapters._wire.config import endpoint_url
-    from dsh_llm.adapters._wire.config import model_catalog
-    from dsh_llm.adapters._wire.extras import AttachmentReader
-    from dsh_llm.adapters._wire.extras import breakpoint_ttl
-    from dsh_llm.adapters._wire.extras import check_breakpoints
-    from dsh_llm.adapters._wire.extras import check_image_input
-    from dsh_llm.adapters._wire.extras import has_images
-    from dsh_llm.adapters._wire.extras import image_data
-    from dsh_llm.adapters._wire.extras import merge_extra_body
-    from dsh_llm.adapters._wire.extras import refuse_cache_controls
-    from dsh_llm.adapters._wire.extras import refuse_misplaced_images
-    from dsh_llm.adapters._wire.extras import request_headers
-    from dsh_llm.adapters._wire.family import Endpoint
-    from dsh_llm.adapters._wire.family import ServerAccess
-    from dsh_llm.adapters._wire.family import TokenCountRequest
-    from dsh_llm.adapters._wire.family import WireCall
-    from dsh_llm.adapters._wire.family import WireFamily
-    from dsh_llm.adapters._wire.family import WireRequest
-    from dsh_llm.adapters._wire.family import answer_count
-    from dsh_llm.adapters._wire.family import counting_request
-    from dsh_llm.adapters._wire.family import effort_infos
-    from dsh_llm.adapters._wire.family import resolved_model_info
-    from dsh_llm.adapters._wire.family import token_count
-    from dsh_llm.adapters._wire.history import answered_call
-    from dsh_llm.adapters._wire.history import arguments_object
-    from dsh_llm.adapters._wire.history import block_entries
-    from dsh_llm.adapters._wire.history import call_index
-    from dsh_llm.adapters._wire.history import record_calls
-    from dsh_llm.adapters._wire.translator import WireTranslator
-    from dsh_llm.adapters._wire.writer import EMPTY_RESPONSE_MESSAGE
-    from dsh_llm.adapters._wire.writer import Block
-    from dsh_llm.adapters._wire.writer import BlockWriter
-
-__all__ = [
-    "BUILTIN_FAMILIES",
-    "EMPTY_RESPONSE_MESSAGE",
-    "AdapterConfig",
-    "AdapterConfigError",
-    "AttachmentReader",
-    "BaseUrlRule",
-    "Block",
-    "BlockWriter",
-    "BuiltinFamily",
-    "CatalogLookup",
-    "CatalogModel",
-    "Endpoint",
-    "ServerAccess",
-    "TokenCountRequest",
-    "WireAdapter",
-    "WireCall",
-    "WireFamily",
-    "WireRequest",
-    "WireTranslator",
-    "adapter_field_order",
-    "answer_count",
-    "answered_call",
-    "api_root_url",
-    "arguments_object",
-    "block_entries",
-    "breakpoint_ttl",
-    "builtin_family",
-    "call_index",
-    "check_breakpoints",
-    "check_image_input",
-    "counting_request",
-    "effort_infos",
-    "encode_body",
-    "endpoint_url",
-    "has_images",
-    "image_data",
-    "merge_extra_body",
-    "model_catalog",
-    "record_calls",
-    "refuse_cache_controls",
-    "refuse_misplaced_images",
-    "request_headers",
-    "resolved_model_info",
-    "token_count",
-]
+    from dsh_llm.adapters._wire.adapter import WireAdapter as WireAdapter
+    from dsh_llm.adapters._wire.adapter import encode_body as encode_body
+    from dsh_llm.adapters._wire.config import AdapterConfig as AdapterConfig
+    from dsh_llm.adapters._wire.config import AdapterConfigError as AdapterConfigError
+    from dsh_llm.adapters._wire.config import BaseUrlRule as BaseUrlRule
+    from dsh_llm.adapters._wire.config import CatalogLookup as CatalogLookup
+    from dsh_llm.adapters._wire.config import CatalogModel as CatalogModel
+    from dsh_llm.adapters._wire.config import adapter_field_order as adapter_field_order
+    from dsh_llm.adapters._wire.config import api_root_url as api_root_url
+    from dsh_llm.adapters._wire.config import endpoint_url as endpoint_url
+    from dsh_llm.adapters._wire.config import model_catalog as model_catalog
+    from dsh_llm.adapters._wire.extras import AttachmentReader as AttachmentReader
+    from dsh_llm.adapters._wire.extras import breakpoint_ttl as breakpoint_ttl
+    from dsh_llm.adapters._wire.extras import check_breakpoints as check_breakpoints
+    from dsh_llm.adapters._wire.extras import check_image_input as check_image_input
+    from dsh_llm.adapters._wire.extras import has_images as has_images
+    from dsh_llm.adapters._wire.extras import image_data as image_data
+    from dsh_llm.adapters._wire.extras import merge_extra_body as merge_extra_body
+    from dsh_llm.adapters._wire.extras import (
+        refuse_cache_controls as refuse_cache_controls,
+    )
+    from dsh_llm.adapters._wire.extras import (
+        refuse_misplaced_images as refuse_misplaced_images,
+    )
+    from dsh_llm.adapters._wire.extras import request_headers as request_headers
+    from dsh_llm.adapters._wire.family import Endpoint as Endpoint
+    from dsh_llm.adapters._wire.family import ServerAccess as ServerAccess
+    from dsh_llm.adapters._wire.family import TokenCountRequest as TokenCountRequest
+    from dsh_llm.adapters._wire.family import WireCall as WireCall
+    from dsh_llm.adapters._wire.family import WireFamily as WireFamily
+    from dsh_llm.adapters._wire.family import WireRequest as WireRequest
+    from dsh_llm.adapters._wire.family import answer_count as answer_count
+    from dsh_llm.adapters._wire.family import counting_request as counting_request
+    from dsh_llm.adapters._wire.family import effort_infos as effort_infos
+    from dsh_llm.adapters._wire.family import resolved_model_info as resolved_model_info
+    from dsh_llm.adapters._wire.family import token_count as token_count
+    from dsh_llm.adapters._wire.history import answered_call as answered_call
+    from dsh_llm.adapters._wire.history import arguments_object as arguments_object
+    from dsh_llm.adapters._wire.history import block_entries as block_entries
+    from dsh_llm.adapters._wire.history import call_index as call_index
+    from dsh_llm.adapters._wire.history import record_calls as record_calls
+    from dsh_llm.adapters._wire.translator import WireTranslator as WireTranslator
+    from dsh_llm.adapters._wire.writer import (
+        EMPTY_RESPONSE_MESSAGE as EMPTY_RESPONSE_MESSAGE,
+    )
+    from dsh_llm.adapters._wire.writer import Block as Block
+    from dsh_llm.adapters._wire.writer import BlockWriter as BlockWriter
 
 
 @attrs.frozen(kw_only=True)
@@ -289,6 +248,7 @@ _KIT: Final = {
 """Where each name of the kit lives: imported on first use, so reading the
 table (the CLI's start) imports neither the kit nor ``requests``."""
 
+__all__ = sorted({"BUILTIN_FAMILIES", "BuiltinFamily", "builtin_family", *_KIT})
 
 __getattr__, __dir__ = lazy_exports(globals(), f"{__name__}._wire", _KIT)
 

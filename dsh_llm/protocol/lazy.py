@@ -9,6 +9,9 @@ its module ``__getattr__`` and ``__dir__`` from ``lazy_exports``. Contracts:
   attribute reads that never come back here.
 - A name the table does not hold raises ``AttributeError``, as for any module.
 - ``dir(package)`` lists the table's names with those already loaded.
+- The package's ``__all__`` is made from the table, and its type checkers read
+  the names from ``if TYPE_CHECKING:`` imports in the ``import X as X`` form
+  (an explicit re-export), so each name is written once for each reader.
 
 An internal helper (this module has no ``__all__``); it sits with the protocol's
 values only because both packages that use it may import from this layer.

@@ -22,43 +22,26 @@ from typing import Final
 from dsh_llm.protocol.lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from dsh_llm.testing.cassette import Cassette
-    from dsh_llm.testing.conformance import assert_adapter_conforms
-    from dsh_llm.testing.fake import FakeAdapter
-    from dsh_llm.testing.loopback import Cut
-    from dsh_llm.testing.loopback import LoopbackServer
-    from dsh_llm.testing.loopback import Mark
-    from dsh_llm.testing.loopback import Pause
-    from dsh_llm.testing.loopback import RecordedRequest
-    from dsh_llm.testing.loopback import Reply
-    from dsh_llm.testing.loopback import Stall
-    from dsh_llm.testing.loopback import sse_body
-    from dsh_llm.testing.loopback import sse_event
-    from dsh_llm.testing.loopback import sse_events
-    from dsh_llm.testing.recorder import record
-    from dsh_llm.testing.recorder import record_call
-    from dsh_llm.testing.replay import replay_chunks
-    from dsh_llm.testing.replay import replay_server
+    from dsh_llm.testing.cassette import Cassette as Cassette
+    from dsh_llm.testing.conformance import (
+        assert_adapter_conforms as assert_adapter_conforms,
+    )
+    from dsh_llm.testing.fake import FakeAdapter as FakeAdapter
+    from dsh_llm.testing.loopback import Cut as Cut
+    from dsh_llm.testing.loopback import LoopbackServer as LoopbackServer
+    from dsh_llm.testing.loopback import Mark as Mark
+    from dsh_llm.testing.loopback import Pause as Pause
+    from dsh_llm.testing.loopback import RecordedRequest as RecordedRequest
+    from dsh_llm.testing.loopback import Reply as Reply
+    from dsh_llm.testing.loopback import Stall as Stall
+    from dsh_llm.testing.loopback import sse_body as sse_body
+    from dsh_llm.testing.loopback import sse_event as sse_event
+    from dsh_llm.testing.loopback import sse_events as sse_events
+    from dsh_llm.testing.recorder import record as record
+    from dsh_llm.testing.recorder import record_call as record_call
+    from dsh_llm.testing.replay import replay_chunks as replay_chunks
+    from dsh_llm.testing.replay import replay_server as replay_server
 
-__all__ = [
-    "Cassette",
-    "Cut",
-    "FakeAdapter",
-    "LoopbackServer",
-    "Mark",
-    "Pause",
-    "RecordedRequest",
-    "Reply",
-    "Stall",
-    "assert_adapter_conforms",
-    "record",
-    "record_call",
-    "replay_chunks",
-    "replay_server",
-    "sse_body",
-    "sse_event",
-    "sse_events",
-]
 
 _HOMES: Final = {
     "Cassette": "cassette",
@@ -80,5 +63,7 @@ _HOMES: Final = {
     "replay_server": "replay",
 }
 """The module of ``dsh_llm.testing`` each public name lives in."""
+
+__all__ = sorted(_HOMES)
 
 __getattr__, __dir__ = lazy_exports(globals(), __name__, _HOMES)
