@@ -46,6 +46,7 @@ __all__ = [
     "Redact",
     "answer_error",
     "error_code",
+    "header",
     "http_date_ms",
     "http_error",
     "in_band_failure",
@@ -89,7 +90,9 @@ _DIGITS: Final = re.compile(r"[0-9]+")
 _REQUEST_TOO_LARGE: Final = re.compile(r"\brequest too large\b", re.IGNORECASE)
 
 
-def _header(headers: Mapping[str, str], name: str) -> str | None:
+def header(headers: Mapping[str, str], name: str) -> str | None:
+    """The value of header ``name`` (lower-case), its name matched without case
+    in a plain mapping too; ``None`` when absent."""
     value = headers.get(name)
     if value is not None:
         return value
@@ -108,7 +111,7 @@ def retry_after_ms(
         headers: Response headers (any mapping; names compared case-insensitively).
         now: Current Unix time in seconds, for HTTP-date values.
     """
-    raw_ms = _header(headers, "retry-after-ms")
+    raw_ms = header(headers, "retry-after-ms")
     if raw_ms is not None:
         try:
             delay = float(raw_ms.strip())
@@ -116,7 +119,7 @@ def retry_after_ms(
             delay = math.nan
         if math.isfinite(delay) and delay > 0:
             return delay
-    raw = _header(headers, "retry-after")
+    raw = header(headers, "retry-after")
     if raw is None:
         return None
     raw = raw.strip()
@@ -143,7 +146,7 @@ def request_id(
     """The provider's request id from the first non-empty header of ``names``
     (``REQUEST_ID_HEADERS`` unless a family names its own)."""
     for name in names:
-        value = _header(headers, name)
+        value = header(headers, name)
         if value:
             return value
     return None

@@ -118,9 +118,7 @@ def read_answer(
     exception named by ``x-amzn-errortype`` (else the body's ``__type``)
     decides the code, and names itself in the message when the body has none."""
     kind, message = _report(value)
-    header = headers.get("x-amzn-errortype") or next(
-        (v for k, v in headers.items() if k.lower() == "x-amzn-errortype"), None
-    )
+    header = http_errors.header(headers, "x-amzn-errortype")
     if header:
         kind = header
     name = exception_name(kind)
