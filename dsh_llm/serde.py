@@ -77,6 +77,7 @@ from dsh_llm.protocol.content import OMIT_EMPTY
 
 __all__ = [
     "InvalidValueError",
+    "camel_key",
     "chunk_from_dict",
     "chunk_from_json",
     "chunk_to_dict",
@@ -102,12 +103,14 @@ converter: Final = strict_converter()
 _CAMEL = re.compile(r"_([a-z])")
 
 
-def _camel(name: str) -> str:
+def camel_key(name: str) -> str:
+    """The JSON key of the snake_case field ``name``: its camelCase spelling
+    (``block_type`` -> ``blockType``), as every protocol value is written."""
     return _CAMEL.sub(lambda m: m.group(1).upper(), name)
 
 
 def _key_of(_: Any, attribute: str) -> str:
-    return _camel(attribute)
+    return camel_key(attribute)
 
 
 converter.register_unstructure_hook_func(
@@ -185,7 +188,7 @@ def _is_value_class(t: Any) -> bool:
 def _overrides(cls: type) -> dict[str, Any]:
     overrides: dict[str, Any] = {}
     for field in attrs.fields(cls):
-        camel = _camel(field.name)
+        camel = camel_key(field.name)
         if not field.eq:
             # Not compared, not serialised (GenerateOptions.signal).
             overrides[field.name] = override(omit=True)
@@ -209,7 +212,7 @@ def _unstructure_factory(cls: type, _: Any) -> Callable[[Any], dict[str, Any]]:
     # cattrs moves omittable keys to the end; the TypeScript objects keep
     # declaration order, so restore it (tag first).
     keys = ([] if tagged is None else [tagged[0]]) + [
-        _camel(field.name) for field in attrs.fields(cls)
+        camel_key(field.name) for field in attrs.fields(cls)
     ]
 
     def ordered(value: Any) -> dict[str, Any]:

@@ -48,6 +48,7 @@ from dsh_llm.protocol import FinishReason
 from dsh_llm.protocol import Message
 from dsh_llm.protocol import TokenUsage
 from dsh_llm.protocol import UsageChunk
+from dsh_llm.serde import camel_key
 from dsh_llm.serde import chunk_from_dict
 from dsh_llm.serde import chunk_to_dict
 from dsh_llm.serde import message_from_dict
@@ -222,14 +223,9 @@ class LoggedCall:
     def to_json(self) -> dict[str, Any]:
         """Every field as a JSON object (camelCase keys, as the protocol's)."""
         return {
-            _camel(name): value
+            camel_key(name): value
             for name, value in attrs.asdict(self, recurse=False).items()
         }
-
-
-def _camel(name: str) -> str:
-    head, *words = name.split("_")
-    return head + "".join(word.capitalize() for word in words)
 
 
 # The columns a call is read from, in the order of LoggedCall's fields.
